@@ -1,0 +1,100 @@
+//! The `peerpath` command line: parses arguments, calls the library, maps errors to exit codes.
+
+use anyhow::Result;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use peerpath::render;
+use peerpath::sources::{self, LoadOptions};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Exit code when the command itself could not run (bad input, unreadable root).
+const EXIT_ERROR: u8 = 2;
+
+#[derive(Parser)]
+#[command(name = "peerpath", version, about = "GPU↔NIC PCIe path judge: scan, classify, audit, probe, report")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Where the topology comes from; shared by every command that reads one.
+#[derive(Args, Clone)]
+struct InputArgs {
+    /// Sysfs root directory, snapshot tarball (.tar/.tar.gz/.tar.bz2), hwloc/NCCL XML or peerpath
+    /// JSON; detected by content. Default: the live machine (/).
+    #[arg(short, long, value_name = "PATH")]
+    input: Option<PathBuf>,
+    /// PCI ID database for device names (default: $PCI_IDS, then the system's pci.ids).
+    #[arg(long, value_name = "FILE")]
+    pci_ids: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum ScanFormat {
+    Tree,
+    Json,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Scan the node into one PCIe topology and print it as a tree (or JSON).
+    Scan {
+        #[command(flatten)]
+        input: InputArgs,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "tree")]
+        format: ScanFormat,
+        /// Show every PCI function, including folded uncore functions and SR-IOV VFs.
+        #[arg(long)]
+        all: bool,
+    },
+}
+
+fn load(i: &InputArgs) -> Result<peerpath::model::Topology> {
+    sources::load(i.input.as_deref(), &LoadOptions { pci_ids: i.pci_ids.clone() })
+}
+
+fn run(cli: Cli) -> Result<u8> {
+    match cli.command {
+        Command::Scan { input, format, all } => {
+            let topo = load(&input)?;
+            match format {
+                ScanFormat::Tree => print!("{}", render::tree::render(&topo, render::tree::TreeOptions { all })),
+                ScanFormat::Json => println!("{}", serde_json::to_string_pretty(&topo)?),
+            }
+            Ok(0)
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    reset_sigpipe();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("peerpath: error: {e:#}");
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+/// Piping into `head` must end quietly, not panic on EPIPE.
+fn reset_sigpipe() {
+    #[cfg(unix)]
+    unsafe {
+        libc_signal();
+    }
+}
+
+#[cfg(unix)]
+unsafe fn libc_signal() {
+    unsafe extern "C" {
+        fn signal(sig: i32, handler: usize) -> usize;
+    }
+    const SIGPIPE: i32 = 13;
+    const SIG_DFL: usize = 0;
+    unsafe {
+        signal(SIGPIPE, SIG_DFL);
+    }
+}

@@ -1,0 +1,343 @@
+//! One PCI function and what the kernel says about it.
+
+use super::bdf::Bdf;
+use crate::parse::aer::AerCounters;
+use crate::parse::config::ConfigSpace;
+use crate::parse::resource::Bar;
+use serde::{Deserialize, Serialize};
+
+/// What role a PCI function plays, from its class code, vendor and place in the tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeviceKind {
+    /// Display class (0x03xx) from a GPU vendor (NVIDIA, AMD, Intel).
+    Gpu,
+    /// Processing accelerator (0x12xx) or co-processor (0x0b40).
+    Accelerator,
+    /// Network (0x02xx) or InfiniBand serial-bus (0x0c06) controller.
+    Nic,
+    /// NVM Express (0x0108).
+    Nvme,
+    /// Upstream port of a PCIe switch.
+    SwitchUpstream,
+    /// Downstream port of a PCIe switch.
+    SwitchDownstream,
+    /// Root port of a root complex.
+    RootPort,
+    /// Any other bridge (PCIe-to-PCI, vendor bridges).
+    Bridge,
+    /// Anything else.
+    Other,
+}
+
+impl DeviceKind {
+    /// Whether this kind is a bridge or port (has a secondary bus).
+    pub fn is_bridge(self) -> bool {
+        matches!(
+            self,
+            DeviceKind::SwitchUpstream
+                | DeviceKind::SwitchDownstream
+                | DeviceKind::RootPort
+                | DeviceKind::Bridge
+        )
+    }
+    /// GPUs and other accelerators: the compute endpoints of a pair.
+    pub fn is_compute(self) -> bool {
+        matches!(self, DeviceKind::Gpu | DeviceKind::Accelerator)
+    }
+    /// The name used in JSON and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeviceKind::Gpu => "gpu",
+            DeviceKind::Accelerator => "accelerator",
+            DeviceKind::Nic => "nic",
+            DeviceKind::Nvme => "nvme",
+            DeviceKind::SwitchUpstream => "switch-upstream",
+            DeviceKind::SwitchDownstream => "switch-downstream",
+            DeviceKind::RootPort => "root-port",
+            DeviceKind::Bridge => "bridge",
+            DeviceKind::Other => "other",
+        }
+    }
+}
+
+/// PCI vendors whose display-class functions are GPUs.
+pub const GPU_VENDORS: [u16; 3] = [0x10de, 0x1002, 0x8086];
+
+/// Kind from class code and vendor alone (bridges are refined later from the tree and config).
+pub fn kind_from_class(class: u32, vendor: Option<u16>) -> DeviceKind {
+    let base = class >> 16;
+    let sub = (class >> 8) & 0xff;
+    match (base, sub) {
+        (0x03, _) if vendor.is_some_and(|v| GPU_VENDORS.contains(&v)) => DeviceKind::Gpu,
+        (0x12, _) | (0x0b, 0x40) => DeviceKind::Accelerator,
+        (0x02, _) | (0x0c, 0x06) => DeviceKind::Nic,
+        (0x01, 0x08) => DeviceKind::Nvme,
+        (0x06, 0x04) | (0x06, 0x09) => DeviceKind::Bridge,
+        _ => DeviceKind::Other,
+    }
+}
+
+/// The PCIe link of a device to the port above it, as the device's own sysfs attributes
+/// (`current_link_speed`, `current_link_width`, `max_link_speed`, `max_link_width`) or, failing
+/// those, its config space (LNKSTA/LNKCAP) report it. For a root or downstream port the
+/// attributes describe the link below it.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct LinkInfo {
+    /// Negotiated speed, GT/s.
+    pub current_gts: Option<f64>,
+    /// Negotiated width, lanes.
+    pub current_width: Option<u32>,
+    /// Capable speed, GT/s.
+    pub max_gts: Option<f64>,
+    /// Capable width, lanes.
+    pub max_width: Option<u32>,
+}
+
+impl LinkInfo {
+    /// True when any field is known.
+    pub fn any(&self) -> bool {
+        self.current_gts.is_some()
+            || self.current_width.is_some()
+            || self.max_gts.is_some()
+            || self.max_width.is_some()
+    }
+    /// Width below capability (current < max), when both are known.
+    pub fn width_degraded(&self) -> bool {
+        matches!((self.current_width, self.max_width), (Some(c), Some(m)) if c < m)
+    }
+    /// Speed below capability, when both are known.
+    pub fn speed_degraded(&self) -> bool {
+        matches!((self.current_gts, self.max_gts), (Some(c), Some(m)) if c + 0.01 < m)
+    }
+}
+
+/// Kind of an OS device attached to a PCI function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OsDeviceKind {
+    /// RDMA device (`/sys/class/infiniband/<name>`).
+    Rdma,
+    /// Network interface (`/sys/class/net/<name>`).
+    Net,
+    /// NVMe controller (`/sys/class/nvme/<name>`).
+    Nvme,
+    /// Block device.
+    Block,
+    /// GPU as the NVIDIA driver lists it (`/proc/driver/nvidia/gpus/<bdf>`).
+    NvidiaGpu,
+}
+
+/// One RDMA port (`/sys/class/infiniband/<dev>/ports/<n>/…`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RdmaPort {
+    /// Port number.
+    pub port: u32,
+    /// `state`, e.g. `(4, "ACTIVE")`.
+    pub state: Option<(u32, String)>,
+    /// `phys_state`, e.g. `(5, "LinkUp")`.
+    pub phys_state: Option<(u32, String)>,
+    /// `rate` in Gb/s.
+    pub rate_gbps: Option<f64>,
+    /// Raw `rate` text, e.g. `400 Gb/sec (4X NDR)`.
+    pub rate_text: Option<String>,
+    /// `link_layer`: `InfiniBand` or `Ethernet`.
+    pub link_layer: Option<String>,
+}
+
+/// An OS-visible device attached to a PCI function: RDMA device, netdev, NVMe controller.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OsDevice {
+    /// What it is.
+    pub kind: OsDeviceKind,
+    /// Its name (`mlx5_0`, `ib0`, `nvme0`).
+    pub name: String,
+    /// RDMA ports (RDMA devices only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<RdmaPort>,
+    /// Netdev operational state (`operstate`), netdevs only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operstate: Option<String>,
+    /// Netdev speed in Mb/s (`speed`), netdevs only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed_mbps: Option<u64>,
+    /// Free-form facts (`fw_ver`, `model`, the NVIDIA `information` lines).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attrs: Vec<(String, String)>,
+}
+
+impl OsDevice {
+    /// A bare OS device.
+    pub fn new(kind: OsDeviceKind, name: impl Into<String>) -> Self {
+        OsDevice {
+            kind,
+            name: name.into(),
+            ports: Vec::new(),
+            operstate: None,
+            speed_mbps: None,
+            attrs: Vec::new(),
+        }
+    }
+}
+
+/// One PCI function.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Device {
+    /// Its address (the `sys/bus/pci/devices` entry name).
+    pub bdf: Bdf,
+    /// The bridge or port directly above (from the canonical sysfs path); `None` directly
+    /// under a host bridge.
+    pub parent: Option<Bdf>,
+    /// Host bridge (root complex) it hangs under, `pciDDDD:BB`.
+    pub host_bridge: String,
+    /// Role.
+    pub kind: DeviceKind,
+    /// Class code `0xCCSSPP` (`class`).
+    #[serde(with = "super::serde_fmt::class")]
+    pub class: u32,
+    /// `vendor`.
+    #[serde(with = "super::serde_fmt::opt_id16")]
+    pub vendor_id: Option<u16>,
+    /// `device`.
+    #[serde(with = "super::serde_fmt::opt_id16")]
+    pub device_id: Option<u16>,
+    /// `subsystem_vendor`.
+    #[serde(with = "super::serde_fmt::opt_id16")]
+    pub subsystem_vendor_id: Option<u16>,
+    /// `subsystem_device`.
+    #[serde(with = "super::serde_fmt::opt_id16")]
+    pub subsystem_device_id: Option<u16>,
+    /// `revision`.
+    #[serde(with = "super::serde_fmt::opt_id8")]
+    pub revision: Option<u8>,
+    /// Vendor name from the PCI ID database.
+    pub vendor_name: Option<String>,
+    /// Device name from the PCI ID database.
+    pub device_name: Option<String>,
+    /// `numa_node` (`None` when -1 or absent).
+    pub numa_node: Option<u32>,
+    /// `local_cpulist` (else `local_cpus`), sorted CPU numbers; a cpulist string in JSON.
+    #[serde(with = "super::serde_fmt::opt_cpus")]
+    pub local_cpus: Option<Vec<u32>>,
+    /// This device's link attributes.
+    pub link: Option<LinkInfo>,
+    /// RDMA devices, netdevs, NVMe controllers attached to it.
+    pub os_devices: Vec<OsDevice>,
+    /// Id of the switch whose downstream port this device hangs under (`None` if none).
+    pub switch: Option<String>,
+    /// Kernel driver (name of the `driver` link target).
+    pub driver: Option<String>,
+    /// IOMMU group number (`iommu_group` link).
+    pub iommu_group: Option<u32>,
+    /// IOMMU group default-domain type (`/sys/kernel/iommu_groups/<n>/type`).
+    pub iommu_group_type: Option<String>,
+    /// Decoded config space (`config`); `None` when absent or unreadable.
+    pub config: Option<ConfigSpace>,
+    /// Physical function, when this is an SR-IOV virtual function (`physfn`).
+    pub physfn: Option<Bdf>,
+    /// Number of virtual functions (`virtfn*` links).
+    pub vf_count: u32,
+    /// Assigned BARs (`resource`).
+    pub bars: Vec<Bar>,
+    /// `aer_dev_correctable`.
+    pub aer_correctable: Option<AerCounters>,
+    /// `aer_dev_nonfatal`.
+    pub aer_nonfatal: Option<AerCounters>,
+    /// `aer_dev_fatal`.
+    pub aer_fatal: Option<AerCounters>,
+    /// Physical slot name (`sys/bus/pci/slots/<name>/address`).
+    pub slot: Option<String>,
+    /// Path of the device directory relative to the root (`sys/devices/pci0000:17/…`).
+    pub sysfs_path: String,
+    /// False when the device was found in `sys/devices` but has no `sys/bus/pci/devices` entry.
+    pub listed: bool,
+}
+
+impl Device {
+    /// A device with only its address, path and kind set (sources fill in the rest).
+    pub fn new(bdf: Bdf, host_bridge: String, sysfs_path: String) -> Self {
+        Device {
+            bdf,
+            parent: None,
+            host_bridge,
+            kind: DeviceKind::Other,
+            class: 0,
+            vendor_id: None,
+            device_id: None,
+            subsystem_vendor_id: None,
+            subsystem_device_id: None,
+            revision: None,
+            vendor_name: None,
+            device_name: None,
+            numa_node: None,
+            local_cpus: None,
+            link: None,
+            os_devices: Vec::new(),
+            switch: None,
+            driver: None,
+            iommu_group: None,
+            iommu_group_type: None,
+            config: None,
+            physfn: None,
+            vf_count: 0,
+            bars: Vec::new(),
+            aer_correctable: None,
+            aer_nonfatal: None,
+            aer_fatal: None,
+            slot: None,
+            sysfs_path,
+            listed: true,
+        }
+    }
+
+    /// RDMA device names (`mlx5_0`).
+    pub fn rdma_names(&self) -> impl Iterator<Item = &str> {
+        self.os_devices
+            .iter()
+            .filter(|o| o.kind == OsDeviceKind::Rdma)
+            .map(|o| o.name.as_str())
+    }
+    /// Netdev names (`ib0`, `enp1s0f0`).
+    pub fn net_names(&self) -> impl Iterator<Item = &str> {
+        self.os_devices
+            .iter()
+            .filter(|o| o.kind == OsDeviceKind::Net)
+            .map(|o| o.name.as_str())
+    }
+    /// The name to show: PCI ID database name, else `vvvv:dddd`.
+    pub fn display_name(&self) -> String {
+        match (&self.vendor_name, &self.device_name) {
+            (Some(v), Some(d)) => format!("{v} {d}"),
+            _ => format!(
+                "[{:04x}:{:04x}]",
+                self.vendor_id.unwrap_or(0),
+                self.device_id.unwrap_or(0)
+            ),
+        }
+    }
+    /// Whether this function is an SR-IOV virtual function.
+    pub fn is_vf(&self) -> bool {
+        self.physfn.is_some()
+    }
+    /// PCIe port type from config space, when it could be read.
+    pub fn port_type(&self) -> Option<crate::parse::config::PortType> {
+        self.config.as_ref()?.pcie.as_ref().map(|p| p.port_type)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds() {
+        assert_eq!(kind_from_class(0x030200, Some(0x10de)), DeviceKind::Gpu);
+        assert_eq!(kind_from_class(0x030000, Some(0x1a03)), DeviceKind::Other);
+        assert_eq!(kind_from_class(0x020700, Some(0x15b3)), DeviceKind::Nic);
+        assert_eq!(kind_from_class(0x0c0600, Some(0x1077)), DeviceKind::Nic);
+        assert_eq!(kind_from_class(0x0b4000, Some(0x1bcf)), DeviceKind::Accelerator);
+        assert_eq!(kind_from_class(0x120000, Some(0x1da3)), DeviceKind::Accelerator);
+        assert_eq!(kind_from_class(0x010802, Some(0x8086)), DeviceKind::Nvme);
+        assert_eq!(kind_from_class(0x060400, Some(0x10b5)), DeviceKind::Bridge);
+    }
+}

@@ -1,0 +1,352 @@
+//! The whole node: machine facts, NUMA nodes, host bridges, PCI devices, switches, NVLinks,
+//! and the graph over them.
+
+use super::bdf::Bdf;
+use super::device::{Device, DeviceKind};
+use super::fact::Fact;
+use petgraph::graph::{DiGraph, NodeIndex};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// Version tag of the topology JSON document (`docs/json.md`).
+pub const TOPOLOGY_SCHEMA: &str = "peerpath.topology/1";
+
+/// Where a topology came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SourceInfo {
+    /// `sysfs` (live or a root prefix), `snapshot`, `hwloc-xml`, `nccl-xml`, `json`.
+    pub kind: String,
+    /// The path given with `--input` (`/` for the live machine).
+    pub path: String,
+    /// Facts the source cannot hold (NCCL XML has no host bridges, …).
+    #[serde(default)]
+    pub limitations: Vec<String>,
+}
+
+/// Node-wide facts read once by the scan (each from the file named in its doc).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct MachineInfo {
+    /// `vendor_id` in `/proc/cpuinfo` (`GenuineIntel`, `AuthenticAMD`).
+    pub cpu_vendor: Option<String>,
+    /// `model name` in `/proc/cpuinfo`.
+    pub cpu_model: Option<String>,
+    /// `cpu family` in `/proc/cpuinfo`.
+    pub cpu_family: Option<u32>,
+    /// `model` in `/proc/cpuinfo`.
+    pub cpu_model_number: Option<u32>,
+    /// Number of distinct `physical id` values in `/proc/cpuinfo`.
+    pub sockets: Option<u32>,
+    /// Number of logical CPUs in `/proc/cpuinfo`.
+    pub logical_cpus: Option<u32>,
+    /// SMT siblings: `(cpu, core id, physical id)` from `/proc/cpuinfo`.
+    #[serde(default)]
+    pub cpu_cores: Vec<(u32, u32, u32)>,
+    /// Hypervisor evidence: `(path, raw value)` — the cpuinfo `hypervisor` flag,
+    /// `/sys/hypervisor/type`, DMI vendor/product naming a VM.
+    #[serde(default)]
+    pub hypervisor: Vec<(String, String)>,
+    /// `/sys/class/dmi/id/sys_vendor`.
+    pub dmi_sys_vendor: Option<String>,
+    /// `/sys/class/dmi/id/product_name`.
+    pub dmi_product_name: Option<String>,
+    /// `/proc/cmdline`.
+    pub kernel_cmdline: Fact<String>,
+    /// Entries of `/sys/class/iommu` (`dmar0`, `ivhd0`); empty = no IOMMU registered.
+    pub iommu_units: Fact<Vec<String>>,
+    /// First line of `/proc/driver/nvidia/version`.
+    pub nvidia_driver: Option<String>,
+    /// `/sys/module/nvidia/version`.
+    pub nvidia_module_version: Option<String>,
+    /// `/sys/module/nvidia_peermem/version` (module loaded), `None` if absent.
+    pub nvidia_peermem_version: Option<String>,
+    /// `/sys/module/nv_peer_mem` exists (legacy Mellanox module).
+    pub nv_peer_mem_loaded: bool,
+    /// Clients under `/sys/kernel/mm/memory_peers/` with their `version` file.
+    #[serde(default)]
+    pub memory_peers: Vec<(String, Option<String>)>,
+    /// `/sys/module/ib_core` exists: the kernel RDMA stack is loaded.
+    pub ib_core_loaded: bool,
+    /// `/sys/module` could be listed at all (a snapshot without it cannot tell a missing module
+    /// from an uncaptured one).
+    #[serde(default)]
+    pub modules_visible: bool,
+}
+
+/// A NUMA node (`/sys/devices/system/node/node<N>`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NumaNode {
+    /// Node number.
+    pub id: u32,
+    /// `cpulist`, as a cpulist string (`0-7,16-23`); empty for memory-only nodes (GPU memory
+    /// exposed as NUMA, CXL).
+    pub cpus: String,
+    /// `distance` row, if read.
+    #[serde(default)]
+    pub distances: Vec<u32>,
+}
+
+/// A host bridge (root complex): the `pciDDDD:BB` directory under `/sys/devices`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostBridge {
+    /// `pciDDDD:BB`.
+    pub name: String,
+    /// PCI domain.
+    pub domain: u32,
+    /// Root bus number.
+    pub bus: u8,
+    /// NUMA node, agreed by the devices under it (`None` when they report -1 or disagree).
+    pub numa_node: Option<u32>,
+    /// Local CPUs of the devices under it, as a cpulist string.
+    pub cpus: Option<String>,
+}
+
+/// A PCIe switch: one upstream port and its downstream ports (port types 5 and 6 in config
+/// space, or inferred from the tree when only 64 bytes of config could be read).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Switch {
+    /// Stable id within this topology (`sw0`, `sw1`, … in upstream-port address order).
+    pub id: String,
+    /// Upstream port.
+    pub upstream: Bdf,
+    /// Downstream ports.
+    pub downstream: Vec<Bdf>,
+    /// Id of the switch this one hangs under (cascaded switches), if any.
+    pub parent_switch: Option<String>,
+    /// How the switch was recognised: `config` (port types) or `tree` (64-byte heuristic).
+    pub evidence: String,
+}
+
+/// NVLinks between two GPUs (from NVML or an XML source).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NvLink {
+    /// One GPU.
+    pub a: Bdf,
+    /// The other GPU, or the NVSwitch fabric when `b` is `None`.
+    pub b: Option<Bdf>,
+    /// Number of links.
+    pub count: u32,
+    /// NVLink version, when known.
+    pub version: Option<u32>,
+}
+
+/// Something the scan had to assume or skip, with the path it concerns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Warning {
+    /// The file or directory involved.
+    pub path: String,
+    /// What happened and what was assumed.
+    pub message: String,
+}
+
+/// A node of the topology graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GraphNode {
+    /// The machine (root).
+    Machine,
+    /// A NUMA node by id.
+    Numa(u32),
+    /// A host bridge by index in `host_bridges`.
+    HostBridge(usize),
+    /// A device by index in `devices`.
+    Device(usize),
+}
+
+/// The node's topology.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Topology {
+    /// Always [`TOPOLOGY_SCHEMA`].
+    pub schema: String,
+    /// Where it came from.
+    pub source: SourceInfo,
+    /// Node-wide facts.
+    pub machine: MachineInfo,
+    /// NUMA nodes.
+    pub numa_nodes: Vec<NumaNode>,
+    /// Host bridges.
+    pub host_bridges: Vec<HostBridge>,
+    /// PCI functions, in address order.
+    pub devices: Vec<Device>,
+    /// PCIe switches.
+    pub switches: Vec<Switch>,
+    /// NVLinks.
+    #[serde(default)]
+    pub nvlinks: Vec<NvLink>,
+    /// Whether NVLink state was visible (NVML loaded, or the source carries it).
+    #[serde(default)]
+    pub nvlink_visible: bool,
+    /// Warnings from the source.
+    pub warnings: Vec<Warning>,
+    #[serde(skip)]
+    index: HashMap<Bdf, usize>,
+    #[serde(skip)]
+    graph: DiGraph<GraphNode, ()>,
+    #[serde(skip)]
+    device_nodes: Vec<NodeIndex>,
+}
+
+impl Topology {
+    /// Assembles a topology from its parts and builds the index and graph.
+    /// Devices are sorted by address; kinds of bridges and the switch grouping must already
+    /// be set (see [`crate::sources::tree::infer_structure`]).
+    pub fn new(
+        source: SourceInfo,
+        machine: MachineInfo,
+        numa_nodes: Vec<NumaNode>,
+        host_bridges: Vec<HostBridge>,
+        devices: Vec<Device>,
+        switches: Vec<Switch>,
+        warnings: Vec<Warning>,
+    ) -> Self {
+        let mut t = Topology {
+            schema: TOPOLOGY_SCHEMA.to_string(),
+            source,
+            machine,
+            numa_nodes,
+            host_bridges,
+            devices,
+            switches,
+            nvlinks: Vec::new(),
+            nvlink_visible: false,
+            warnings,
+            index: HashMap::new(),
+            graph: DiGraph::new(),
+            device_nodes: Vec::new(),
+        };
+        t.rebuild();
+        t
+    }
+
+    /// Rebuilds the address index and the graph (after deserializing or editing).
+    pub fn rebuild(&mut self) {
+        self.devices.sort_by_key(|d| d.bdf);
+        self.index = self
+            .devices
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (d.bdf, i))
+            .collect();
+        let mut g = DiGraph::new();
+        let machine = g.add_node(GraphNode::Machine);
+        let mut numa_idx = HashMap::new();
+        for n in &self.numa_nodes {
+            let ix = g.add_node(GraphNode::Numa(n.id));
+            g.add_edge(machine, ix, ());
+            numa_idx.insert(n.id, ix);
+        }
+        let mut hb_idx = HashMap::new();
+        for (i, hb) in self.host_bridges.iter().enumerate() {
+            let ix = g.add_node(GraphNode::HostBridge(i));
+            let up = hb
+                .numa_node
+                .and_then(|n| numa_idx.get(&n).copied())
+                .unwrap_or(machine);
+            g.add_edge(up, ix, ());
+            hb_idx.insert(hb.name.clone(), ix);
+        }
+        let device_nodes: Vec<NodeIndex> = (0..self.devices.len())
+            .map(|i| g.add_node(GraphNode::Device(i)))
+            .collect();
+        for (i, d) in self.devices.iter().enumerate() {
+            let up = match d.parent.and_then(|p| self.index.get(&p)) {
+                Some(&pi) => device_nodes[pi],
+                None => hb_idx.get(&d.host_bridge).copied().unwrap_or(machine),
+            };
+            g.add_edge(up, device_nodes[i], ());
+        }
+        self.graph = g;
+        self.device_nodes = device_nodes;
+    }
+
+    /// The graph: machine → NUMA → host bridge → ports → switches → endpoints.
+    pub fn graph(&self) -> &DiGraph<GraphNode, ()> {
+        &self.graph
+    }
+
+    /// Device by address.
+    pub fn device(&self, bdf: &Bdf) -> Option<&Device> {
+        self.index.get(bdf).map(|&i| &self.devices[i])
+    }
+
+    /// Index of a device in `devices`.
+    pub fn device_index(&self, bdf: &Bdf) -> Option<usize> {
+        self.index.get(bdf).copied()
+    }
+
+    /// Children of a device (functions whose parent is it), in address order.
+    pub fn children(&self, bdf: &Bdf) -> Vec<&Device> {
+        let Some(&i) = self.index.get(bdf) else {
+            return Vec::new();
+        };
+        let mut v: Vec<&Device> = self
+            .graph
+            .neighbors_directed(self.device_nodes[i], petgraph::Direction::Outgoing)
+            .filter_map(|n| match self.graph[n] {
+                GraphNode::Device(j) => Some(&self.devices[j]),
+                _ => None,
+            })
+            .collect();
+        v.sort_by_key(|d| d.bdf);
+        v
+    }
+
+    /// Devices directly under a host bridge, in address order.
+    pub fn roots_of(&self, host_bridge: &str) -> Vec<&Device> {
+        self.devices
+            .iter()
+            .filter(|d| d.parent.is_none() && d.host_bridge == host_bridge)
+            .collect()
+    }
+
+    /// The chain from a device up to (excluding) its host bridge: `[dev, parent, …, top]`.
+    /// Stops on a loop or a parent that is not in the topology.
+    pub fn ancestors(&self, bdf: &Bdf) -> Vec<Bdf> {
+        let mut out = Vec::new();
+        let mut cur = Some(*bdf);
+        while let Some(b) = cur {
+            if out.contains(&b) || out.len() > 64 {
+                break;
+            }
+            let Some(d) = self.device(&b) else { break };
+            out.push(b);
+            cur = d.parent;
+        }
+        out
+    }
+
+    /// Switch by id.
+    pub fn switch(&self, id: &str) -> Option<&Switch> {
+        self.switches.iter().find(|s| s.id == id)
+    }
+
+    /// The switch a port belongs to (as upstream or downstream port).
+    pub fn switch_of_port(&self, bdf: &Bdf) -> Option<&Switch> {
+        self.switches
+            .iter()
+            .find(|s| s.upstream == *bdf || s.downstream.contains(bdf))
+    }
+
+    /// Host bridge by name.
+    pub fn host_bridge(&self, name: &str) -> Option<&HostBridge> {
+        self.host_bridges.iter().find(|h| h.name == name)
+    }
+
+    /// NUMA node of a device: its own `numa_node`, else its host bridge's.
+    pub fn numa_of(&self, d: &Device) -> Option<u32> {
+        d.numa_node
+            .or_else(|| self.host_bridge(&d.host_bridge).and_then(|h| h.numa_node))
+    }
+
+    /// Devices of one kind, in address order (SR-IOV VFs excluded).
+    pub fn of_kind(&self, kind: DeviceKind) -> impl Iterator<Item = &Device> {
+        self.devices
+            .iter()
+            .filter(move |d| d.kind == kind && !d.is_vf())
+    }
+
+    /// Whether this topology has any GPU, accelerator or NIC.
+    pub fn has_gdr_endpoints(&self) -> bool {
+        self.devices
+            .iter()
+            .any(|d| d.kind.is_compute() || d.kind == DeviceKind::Nic)
+    }
+}

@@ -1,0 +1,66 @@
+//! AER counters: `aer_dev_correctable`, `aer_dev_nonfatal`, `aer_dev_fatal` (kernel ≥ 4.19).
+//! Each line is `"<name> <count>"`; names differ by kernel (`RxErr` / `Receiver Error`), so
+//! lines are split on the last whitespace and kept by name.
+
+use serde::{Deserialize, Serialize};
+
+/// Counters of one AER file, in file order.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AerCounters {
+    /// `(name, count)` for every line but the TOTAL line.
+    pub counters: Vec<(String, u64)>,
+    /// The `TOTAL_ERR_*` line, if present.
+    pub total: Option<u64>,
+}
+
+impl AerCounters {
+    /// Counters that are non-zero.
+    pub fn nonzero(&self) -> impl Iterator<Item = &(String, u64)> {
+        self.counters.iter().filter(|(_, v)| *v > 0)
+    }
+    /// The total, or the sum of the counters when the file had no TOTAL line.
+    pub fn total_or_sum(&self) -> u64 {
+        self.total
+            .unwrap_or_else(|| self.counters.iter().map(|(_, v)| *v).sum())
+    }
+}
+
+/// Parses one AER counter file. Returns `None` if it is not UTF-8 or no line parses.
+pub fn parse(bytes: &[u8]) -> Option<AerCounters> {
+    let s = std::str::from_utf8(bytes).ok()?;
+    let mut out = AerCounters::default();
+    for line in s.lines() {
+        let line = line.trim();
+        let Some((name, val)) = line.rsplit_once(char::is_whitespace) else {
+            continue;
+        };
+        let Ok(v) = val.parse::<u64>() else { continue };
+        let name = name.trim();
+        if name.starts_with("TOTAL_ERR") {
+            out.total = Some(v);
+        } else {
+            out.counters.push((name.to_string(), v));
+        }
+    }
+    if out.counters.is_empty() && out.total.is_none() {
+        None
+    } else {
+        Some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_both_styles() {
+        let a = parse(b"RxErr 0\nBadTLP 3\nBadDLLP 0\nTOTAL_ERR_COR 3\n").unwrap();
+        assert_eq!(a.total, Some(3));
+        assert_eq!(a.nonzero().collect::<Vec<_>>(), vec![&("BadTLP".to_string(), 3)]);
+        let b = parse(b"Receiver Error 2\nBad TLP 0\nRELAY_NUM Rollover 0\n").unwrap();
+        assert_eq!(b.counters[0], ("Receiver Error".to_string(), 2));
+        assert_eq!(b.total_or_sum(), 2);
+        assert!(parse(b"garbage").is_none());
+    }
+}

@@ -1,0 +1,420 @@
+//! PCI configuration space (`/sys/bus/pci/devices/<bdf>/config`): the header, the PCI
+//! Express capability and the extended capability list (ACS, AER, SR-IOV, ATS).
+//!
+//! An unprivileged reader gets only the first 64 bytes; everything above 0x40 is then
+//! *unknown* (never "absent" or "disabled"). Register layouts follow the PCI Express Base
+//! Specification as mirrored in Linux `include/uapi/linux/pci_regs.h`.
+
+use serde::{Deserialize, Serialize};
+
+/// PCI Express capability ID (standard list).
+pub const CAP_ID_EXP: u8 = 0x10;
+/// Extended capability IDs.
+pub const ECAP_AER: u16 = 0x0001;
+/// Access Control Services.
+pub const ECAP_ACS: u16 = 0x000d;
+/// Address Translation Services.
+pub const ECAP_ATS: u16 = 0x000f;
+/// Single Root I/O Virtualization.
+pub const ECAP_SRIOV: u16 = 0x0010;
+/// Resizable BAR.
+pub const ECAP_REBAR: u16 = 0x0015;
+
+/// ACS control/capability bits (`PCI_ACS_*`).
+pub mod acs {
+    /// Source Validation.
+    pub const SV: u16 = 0x01;
+    /// Translation Blocking.
+    pub const TB: u16 = 0x02;
+    /// P2P Request Redirect.
+    pub const RR: u16 = 0x04;
+    /// P2P Completion Redirect.
+    pub const CR: u16 = 0x08;
+    /// Upstream Forwarding.
+    pub const UF: u16 = 0x10;
+    /// P2P Egress Control.
+    pub const EC: u16 = 0x20;
+    /// Direct Translated P2P.
+    pub const DT: u16 = 0x40;
+}
+
+/// PCI Express device/port type (Express Capabilities register bits 7:4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PortType {
+    /// 0: PCI Express endpoint.
+    Endpoint,
+    /// 1: legacy endpoint.
+    LegacyEndpoint,
+    /// 4: root port of a root complex.
+    RootPort,
+    /// 5: upstream port of a switch.
+    SwitchUpstream,
+    /// 6: downstream port of a switch.
+    SwitchDownstream,
+    /// 7: PCI Express to PCI/PCI-X bridge.
+    PcieToPci,
+    /// 8: PCI/PCI-X to PCI Express bridge.
+    PciToPcie,
+    /// 9: root complex integrated endpoint.
+    RcIntegratedEndpoint,
+    /// 10: root complex event collector.
+    RcEventCollector,
+    /// Any other value.
+    Other(u8),
+}
+
+impl PortType {
+    fn from_bits(v: u8) -> Self {
+        match v {
+            0 => PortType::Endpoint,
+            1 => PortType::LegacyEndpoint,
+            4 => PortType::RootPort,
+            5 => PortType::SwitchUpstream,
+            6 => PortType::SwitchDownstream,
+            7 => PortType::PcieToPci,
+            8 => PortType::PciToPcie,
+            9 => PortType::RcIntegratedEndpoint,
+            10 => PortType::RcEventCollector,
+            v => PortType::Other(v),
+        }
+    }
+}
+
+/// What the PCI Express capability says.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PcieCap {
+    /// Offset of the capability in config space.
+    pub offset: u16,
+    /// Device/port type.
+    pub port_type: PortType,
+    /// Max Payload Size supported (bytes), DEVCAP bits 2:0.
+    pub mps_supported: u32,
+    /// Max Payload Size in use (bytes), DEVCTL bits 7:5.
+    pub mps: u32,
+    /// Max Read Request Size (bytes), DEVCTL bits 14:12.
+    pub mrrs: u32,
+    /// Relaxed ordering enabled (DEVCTL bit 4).
+    pub relaxed_ordering: bool,
+    /// No-snoop enabled (DEVCTL bit 11).
+    pub no_snoop: bool,
+    /// Link capability: max speed in GT/s (LNKCAP bits 3:0), when the encoding is known.
+    pub link_cap_gts: Option<f64>,
+    /// Link capability: max width (LNKCAP bits 9:4).
+    pub link_cap_width: Option<u32>,
+    /// Link status: current speed in GT/s (LNKSTA bits 3:0).
+    pub link_sta_gts: Option<f64>,
+    /// Link status: negotiated width (LNKSTA bits 9:4).
+    pub link_sta_width: Option<u32>,
+    /// Slot implemented (Express Capabilities bit 8), for root and downstream ports.
+    pub slot_implemented: bool,
+    /// Physical slot number (SLTCAP bits 31:19) when a slot is implemented.
+    pub physical_slot: Option<u32>,
+}
+
+/// The ACS extended capability.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AcsCap {
+    /// Offset of the capability.
+    pub offset: u16,
+    /// ACS Capability register (+0x04): which controls the port implements.
+    pub capability: u16,
+    /// ACS Control register (+0x06): which controls are enabled.
+    pub control: u16,
+}
+
+impl AcsCap {
+    /// The names of the enabled controls, as `lspci -vvv` prints them in `ACSCtl`.
+    pub fn enabled_names(&self) -> Vec<&'static str> {
+        let names = [
+            (acs::SV, "SrcValid"),
+            (acs::TB, "TransBlk"),
+            (acs::RR, "ReqRedir"),
+            (acs::CR, "CmpltRedir"),
+            (acs::UF, "UpstreamFwd"),
+            (acs::EC, "EgressCtrl"),
+            (acs::DT, "DirectTrans"),
+        ];
+        names
+            .iter()
+            .filter(|(bit, _)| self.control & bit != 0)
+            .map(|&(_, n)| n)
+            .collect()
+    }
+    /// Whether peer-to-peer requests or completions are redirected upstream (RR, CR or EC).
+    pub fn redirects_p2p(&self) -> bool {
+        self.control & (acs::RR | acs::CR | acs::EC) != 0
+    }
+}
+
+/// The SR-IOV extended capability.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SriovCap {
+    /// Offset of the capability.
+    pub offset: u16,
+    /// TotalVFs (+0x0E).
+    pub total_vfs: u16,
+    /// NumVFs (+0x10).
+    pub num_vfs: u16,
+}
+
+/// Everything peerpath decodes from one device's config space.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfigSpace {
+    /// Number of bytes the file gave (64 unprivileged, 256 or 4096 as root).
+    pub len: usize,
+    /// Vendor ID (+0x00).
+    pub vendor_id: u16,
+    /// Device ID (+0x02).
+    pub device_id: u16,
+    /// Class code (+0x09..0x0b) as 0xCCSSPP.
+    pub class: u32,
+    /// Header type (+0x0e, bits 6:0): 0 endpoint, 1 PCI-PCI bridge, 2 CardBus.
+    pub header_type: u8,
+    /// Multi-function bit (+0x0e bit 7).
+    pub multifunction: bool,
+    /// Bridge primary/secondary/subordinate bus numbers (type-1 header, +0x18..0x1a).
+    pub bridge_buses: Option<(u8, u8, u8)>,
+    /// The PCI Express capability; `None` if the device has none or it lies past `len`.
+    pub pcie: Option<PcieCap>,
+    /// Extended capability IDs found (from 0x100); empty if `len` ≤ 256.
+    pub ext_caps: Vec<u16>,
+    /// ACS, if present.
+    pub acs: Option<AcsCap>,
+    /// AER extended capability offset, if present.
+    pub aer_offset: Option<u16>,
+    /// ATS present and enabled (control bit 15).
+    pub ats: Option<bool>,
+    /// SR-IOV, if present.
+    pub sriov: Option<SriovCap>,
+}
+
+impl ConfigSpace {
+    /// Whether standard capabilities (above 0x40) could be read.
+    pub fn has_capabilities(&self) -> bool {
+        self.len >= 256
+    }
+    /// Whether extended capabilities (0x100 and up) could be read.
+    pub fn has_extended(&self) -> bool {
+        self.len >= 4096
+    }
+}
+
+fn rd8(b: &[u8], off: usize) -> Option<u8> {
+    b.get(off).copied()
+}
+fn rd16(b: &[u8], off: usize) -> Option<u16> {
+    Some(u16::from_le_bytes([*b.get(off)?, *b.get(off + 1)?]))
+}
+fn rd32(b: &[u8], off: usize) -> Option<u32> {
+    Some(u32::from_le_bytes([
+        *b.get(off)?,
+        *b.get(off + 1)?,
+        *b.get(off + 2)?,
+        *b.get(off + 3)?,
+    ]))
+}
+
+/// Link speed encoding (LNKCAP/LNKSTA bits 3:0) to GT/s.
+pub fn speed_code_gts(code: u8) -> Option<f64> {
+    match code {
+        1 => Some(2.5),
+        2 => Some(5.0),
+        3 => Some(8.0),
+        4 => Some(16.0),
+        5 => Some(32.0),
+        6 => Some(64.0),
+        _ => None,
+    }
+}
+
+/// Decodes config space. Returns `None` if fewer than the 64 header bytes are present or the
+/// vendor reads as 0xffff (the device is gone). Capability lists are walked with a visit bound,
+/// so a looping or out-of-range list ends the walk instead of hanging.
+pub fn parse(bytes: &[u8]) -> Option<ConfigSpace> {
+    if bytes.len() < 64 {
+        return None;
+    }
+    let vendor_id = rd16(bytes, 0)?;
+    if vendor_id == 0xffff {
+        return None;
+    }
+    let device_id = rd16(bytes, 2)?;
+    let class = rd32(bytes, 8)? >> 8;
+    let ht = rd8(bytes, 0x0e)?;
+    let header_type = ht & 0x7f;
+    let bridge_buses = if header_type == 1 {
+        Some((rd8(bytes, 0x18)?, rd8(bytes, 0x19)?, rd8(bytes, 0x1a)?))
+    } else {
+        None
+    };
+    let mut cs = ConfigSpace {
+        len: bytes.len(),
+        vendor_id,
+        device_id,
+        class,
+        header_type,
+        multifunction: ht & 0x80 != 0,
+        bridge_buses,
+        pcie: None,
+        ext_caps: Vec::new(),
+        acs: None,
+        aer_offset: None,
+        ats: None,
+        sriov: None,
+    };
+    let status = rd16(bytes, 0x06)?;
+    if status & 0x10 != 0 && bytes.len() >= 256 {
+        let mut ptr = (rd8(bytes, 0x34)? & 0xfc) as usize;
+        let mut visits = 0;
+        while ptr >= 0x40 && ptr < 256 && visits < 48 {
+            visits += 1;
+            let Some(id) = rd8(bytes, ptr) else { break };
+            if id == CAP_ID_EXP {
+                cs.pcie = parse_pcie(bytes, ptr);
+            }
+            ptr = (rd8(bytes, ptr + 1).unwrap_or(0) & 0xfc) as usize;
+        }
+    }
+    if bytes.len() >= 4096 {
+        let mut ptr = 0x100usize;
+        let mut visits = 0;
+        while ptr >= 0x100 && ptr + 4 <= bytes.len() && visits < 96 {
+            visits += 1;
+            let hdr = rd32(bytes, ptr)?;
+            if hdr == 0 || hdr == 0xffff_ffff {
+                break;
+            }
+            let id = (hdr & 0xffff) as u16;
+            cs.ext_caps.push(id);
+            match id {
+                ECAP_ACS => {
+                    if let (Some(c), Some(k)) = (rd16(bytes, ptr + 4), rd16(bytes, ptr + 6)) {
+                        cs.acs = Some(AcsCap {
+                            offset: ptr as u16,
+                            capability: c,
+                            control: k,
+                        });
+                    }
+                }
+                ECAP_AER => cs.aer_offset = Some(ptr as u16),
+                ECAP_ATS => cs.ats = rd16(bytes, ptr + 6).map(|c| c & 0x8000 != 0),
+                ECAP_SRIOV => {
+                    if let (Some(t), Some(n)) = (rd16(bytes, ptr + 0x0e), rd16(bytes, ptr + 0x10)) {
+                        cs.sriov = Some(SriovCap {
+                            offset: ptr as u16,
+                            total_vfs: t,
+                            num_vfs: n,
+                        });
+                    }
+                }
+                _ => {}
+            }
+            let next = (hdr >> 20) as usize & 0xffc;
+            if next <= ptr {
+                break; // lists only go forward; a backward pointer is a loop
+            }
+            ptr = next;
+        }
+    }
+    Some(cs)
+}
+
+fn parse_pcie(b: &[u8], off: usize) -> Option<PcieCap> {
+    let flags = rd16(b, off + 2)?;
+    let devcap = rd32(b, off + 4)?;
+    let devctl = rd16(b, off + 8)?;
+    let lnkcap = rd32(b, off + 0x0c).unwrap_or(0);
+    let lnksta = rd16(b, off + 0x12).unwrap_or(0);
+    let sltcap = rd32(b, off + 0x14).unwrap_or(0);
+    let width = |w: u32| if (1..=32).contains(&w) { Some(w) } else { None };
+    let slot_implemented = flags & 0x0100 != 0;
+    Some(PcieCap {
+        offset: off as u16,
+        port_type: PortType::from_bits(((flags >> 4) & 0xf) as u8),
+        mps_supported: 128 << (devcap & 0x7).min(5),
+        mps: 128 << ((devctl >> 5) & 0x7).min(5),
+        mrrs: 128 << ((devctl >> 12) & 0x7).min(5),
+        relaxed_ordering: devctl & 0x0010 != 0,
+        no_snoop: devctl & 0x0800 != 0,
+        link_cap_gts: speed_code_gts((lnkcap & 0xf) as u8),
+        link_cap_width: width((lnkcap >> 4) & 0x3f),
+        link_sta_gts: speed_code_gts((lnksta & 0xf) as u8),
+        link_sta_width: width(((lnksta >> 4) & 0x3f) as u32),
+        slot_implemented,
+        physical_slot: if slot_implemented { Some(sltcap >> 19) } else { None },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Builds a 4096-byte type-1 config space with a PCIe capability at 0x40 and ACS at 0x100.
+    fn bridge(port_type: u8, acs_ctl: u16) -> Vec<u8> {
+        let mut b = vec![0u8; 4096];
+        b[0..2].copy_from_slice(&0x10b5u16.to_le_bytes());
+        b[2..4].copy_from_slice(&0x9797u16.to_le_bytes());
+        b[6] = 0x10; // capabilities list
+        b[0x09..0x0c].copy_from_slice(&[0x00, 0x04, 0x06]);
+        b[0x0e] = 0x01;
+        b[0x18..0x1b].copy_from_slice(&[0x17, 0x18, 0x1f]);
+        b[0x34] = 0x40;
+        b[0x40] = CAP_ID_EXP;
+        b[0x41] = 0;
+        b[0x42..0x44].copy_from_slice(&(((port_type as u16) << 4) | 0x0102).to_le_bytes());
+        b[0x44..0x48].copy_from_slice(&2u32.to_le_bytes()); // MPS supported 512
+        b[0x48..0x4a].copy_from_slice(&((1u16 << 5) | (2 << 12) | 0x10).to_le_bytes());
+        b[0x4c..0x50].copy_from_slice(&(4u32 | (16 << 4)).to_le_bytes());
+        b[0x52..0x54].copy_from_slice(&(3u16 | (8 << 4)).to_le_bytes());
+        // ext caps: AER at 0x100 -> ACS at 0x148
+        b[0x100..0x104].copy_from_slice(&(0x0001u32 | (1 << 16) | (0x148 << 20)).to_le_bytes());
+        b[0x148..0x14c].copy_from_slice(&(0x000du32 | (1 << 16)).to_le_bytes());
+        b[0x14c..0x14e].copy_from_slice(&0x005fu16.to_le_bytes());
+        b[0x14e..0x150].copy_from_slice(&acs_ctl.to_le_bytes());
+        b
+    }
+
+    #[test]
+    fn decodes_bridge() {
+        let cs = parse(&bridge(6, 0x1d)).unwrap();
+        assert_eq!(cs.vendor_id, 0x10b5);
+        assert_eq!(cs.class, 0x060400);
+        assert_eq!(cs.bridge_buses, Some((0x17, 0x18, 0x1f)));
+        let p = cs.pcie.unwrap();
+        assert_eq!(p.port_type, PortType::SwitchDownstream);
+        assert_eq!((p.mps, p.mrrs, p.mps_supported), (256, 512, 512));
+        assert!(p.relaxed_ordering);
+        assert_eq!((p.link_cap_gts, p.link_cap_width), (Some(16.0), Some(16)));
+        assert_eq!((p.link_sta_gts, p.link_sta_width), (Some(8.0), Some(8)));
+        assert_eq!(p.physical_slot, Some(0));
+        let a = cs.acs.unwrap();
+        assert!(a.redirects_p2p());
+        assert_eq!(a.enabled_names(), vec!["SrcValid", "ReqRedir", "CmpltRedir", "UpstreamFwd"]);
+        assert_eq!(cs.ext_caps, vec![ECAP_AER, ECAP_ACS]);
+    }
+
+    #[test]
+    fn short_config_is_unknown_not_absent() {
+        let b = bridge(6, 0x1d);
+        let cs = parse(&b[..64]).unwrap();
+        assert!(cs.pcie.is_none() && cs.acs.is_none());
+        assert!(!cs.has_capabilities());
+        assert!(parse(&b[..63]).is_none());
+    }
+
+    #[test]
+    fn looping_lists_terminate() {
+        let mut b = bridge(4, 0);
+        b[0x41] = 0x40; // standard list points at itself
+        b[0x102..0x104].copy_from_slice(&((0x100u16 << 4) | 1).to_le_bytes()); // ext next = 0x100
+        let cs = parse(&b).unwrap();
+        assert!(cs.pcie.is_some());
+        assert_eq!(cs.ext_caps, vec![ECAP_AER]);
+    }
+
+    #[test]
+    fn gone_device() {
+        assert!(parse(&[0xff; 64]).is_none());
+    }
+}

@@ -1,0 +1,88 @@
+//! `/sys/bus/pci/devices/<bdf>/resource`: one line per resource, `start end flags` in
+//! `0x%016llx` form. Lines 0–5 are the BARs, 6 the expansion ROM, then bridge windows.
+
+use serde::{Deserialize, Serialize};
+
+/// IORESOURCE_MEM.
+pub const IORESOURCE_MEM: u64 = 0x200;
+/// IORESOURCE_PREFETCH.
+pub const IORESOURCE_PREFETCH: u64 = 0x2000;
+/// IORESOURCE_MEM_64.
+pub const IORESOURCE_MEM_64: u64 = 0x0010_0000;
+
+/// One assigned BAR.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bar {
+    /// BAR index (line number, 0–5).
+    pub index: u8,
+    /// Size in bytes (end − start + 1).
+    pub size: u64,
+    /// Memory (not I/O port) BAR.
+    pub memory: bool,
+    /// Prefetchable.
+    pub prefetchable: bool,
+    /// 64-bit.
+    pub is_64bit: bool,
+}
+
+/// Parses the BAR lines (0–5) of a `resource` file; unassigned (all-zero) lines are skipped,
+/// malformed lines are skipped too (returned count tells how many were malformed).
+pub fn parse(bytes: &[u8]) -> (Vec<Bar>, usize) {
+    let mut bars = Vec::new();
+    let mut bad = 0;
+    let Ok(s) = std::str::from_utf8(bytes) else {
+        return (bars, 1);
+    };
+    for (i, line) in s.lines().take(6).enumerate() {
+        let f: Vec<Option<u64>> = line
+            .split_whitespace()
+            .map(|t| u64::from_str_radix(t.trim_start_matches("0x"), 16).ok())
+            .collect();
+        let (Some(Some(start)), Some(Some(end)), Some(Some(flags))) = (f.first(), f.get(1), f.get(2)) else {
+            bad += 1;
+            continue;
+        };
+        if *start == 0 && *end == 0 {
+            continue;
+        }
+        if end < start {
+            bad += 1;
+            continue;
+        }
+        bars.push(Bar {
+            index: i as u8,
+            size: end - start + 1,
+            memory: flags & IORESOURCE_MEM != 0,
+            prefetchable: flags & IORESOURCE_PREFETCH != 0,
+            is_64bit: flags & IORESOURCE_MEM_64 != 0,
+        });
+    }
+    (bars, bad)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gpu_bars() {
+        let s = b"0x00000000fa000000 0x00000000faffffff 0x0000000000040200\n\
+0x000038bfe0000000 0x000038bfefffffff 0x000000000014220c\n\
+0x0000000000000000 0x0000000000000000 0x0000000000000000\n\
+0x000038bff0000000 0x000038bff1ffffff 0x000000000014220c\n";
+        let (bars, bad) = parse(s);
+        assert_eq!(bad, 0);
+        assert_eq!(bars.len(), 3);
+        assert_eq!(bars[1].index, 1);
+        assert_eq!(bars[1].size, 256 << 20);
+        assert!(bars[1].prefetchable && bars[1].is_64bit);
+        assert_eq!(bars[0].size, 16 << 20);
+    }
+
+    #[test]
+    fn garbage() {
+        let (bars, bad) = parse(b"zz\n0x10 0x01 0x200\n");
+        assert!(bars.is_empty());
+        assert_eq!(bad, 2);
+    }
+}

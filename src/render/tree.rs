@@ -1,0 +1,179 @@
+//! The lstopo-style tree of `peerpath scan`: NUMA nodes, host bridges, switches as one node with
+//! their ports, endpoints with names, OS devices and the link on every hop.
+
+use super::linkfmt;
+use crate::model::{Device, DeviceKind, Topology};
+use std::fmt::Write;
+
+/// Tree options.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TreeOptions {
+    /// Show every function (uncore "system peripherals" under host bridges are folded by
+    /// default) and every SR-IOV virtual function.
+    pub all: bool,
+}
+
+fn label(k: DeviceKind) -> &'static str {
+    match k {
+        DeviceKind::Gpu => "GPU",
+        DeviceKind::Accelerator => "Accelerator",
+        DeviceKind::Nic => "NIC",
+        DeviceKind::Nvme => "NVMe",
+        DeviceKind::SwitchUpstream => "Switch",
+        DeviceKind::SwitchDownstream => "Port",
+        DeviceKind::RootPort => "RootPort",
+        DeviceKind::Bridge => "Bridge",
+        DeviceKind::Other => "PCI",
+    }
+}
+
+fn describe(d: &Device) -> String {
+    let mut s = format!("{} {} \"{}\"", label(d.kind), d.bdf, d.display_name());
+    let os: Vec<&str> = d.os_devices.iter().filter(|o| o.kind != crate::model::OsDeviceKind::NvidiaGpu).map(|o| o.name.as_str()).collect();
+    if !os.is_empty() {
+        s.push_str(&format!(" {}", os.join(" ")));
+    }
+    if let Some(l) = &d.link {
+        s.push_str(&format!(" [{}]", linkfmt::link(l)));
+    }
+    if let Some(slot) = &d.slot {
+        s.push_str(&format!(" slot {slot}"));
+    }
+    if d.vf_count > 0 {
+        s.push_str(&format!(" (+{} VFs)", d.vf_count));
+    }
+    if !d.listed {
+        s.push_str(" (not in sys/bus/pci/devices)");
+    }
+    s
+}
+
+/// Renders the tree.
+pub fn render(t: &Topology, opts: TreeOptions) -> String {
+    let mut out = String::new();
+    let m = &t.machine;
+    let _ = write!(out, "Machine ({} {})", t.source.kind, t.source.path);
+    if let Some(model) = &m.cpu_model {
+        let _ = write!(out, " — {model}");
+    }
+    if let Some(s) = m.sockets {
+        let _ = write!(out, ", {s} socket{}", if s == 1 { "" } else { "s" });
+    }
+    let _ = writeln!(out, ", {} NUMA node{}", t.numa_nodes.len(), if t.numa_nodes.len() == 1 { "" } else { "s" });
+    if !m.hypervisor.is_empty() {
+        let _ = writeln!(out, "  Virtual machine ({}): topology below may be synthetic", m.hypervisor[0].1);
+    }
+    for l in &t.source.limitations {
+        let _ = writeln!(out, "  Note: {l}");
+    }
+    let mut placed = std::collections::HashSet::new();
+    for n in &t.numa_nodes {
+        let hbs: Vec<_> = t.host_bridges.iter().filter(|h| h.numa_node == Some(n.id)).collect();
+        let _ = writeln!(out, "  NUMANode {} (cpus {})", n.id, if n.cpus.is_empty() { "none" } else { &n.cpus });
+        for hb in hbs {
+            placed.insert(hb.name.clone());
+            host_bridge(t, &hb.name, 2, opts, &mut out);
+        }
+    }
+    let rest: Vec<_> = t.host_bridges.iter().filter(|h| !placed.contains(&h.name)).collect();
+    if !rest.is_empty() {
+        let _ = writeln!(out, "  NUMA node unknown");
+        for hb in rest {
+            host_bridge(t, &hb.name, 2, opts, &mut out);
+        }
+    }
+    summary(t, &mut out);
+    out
+}
+
+fn host_bridge(t: &Topology, name: &str, depth: usize, opts: TreeOptions, out: &mut String) {
+    let pad = "  ".repeat(depth);
+    let _ = writeln!(out, "{pad}HostBridge {name}");
+    let roots = t.roots_of(name);
+    let mut folded = 0;
+    for d in roots {
+        if !opts.all && d.kind == DeviceKind::Other && t.children(&d.bdf).is_empty() {
+            folded += 1;
+            continue;
+        }
+        device(t, d, depth + 1, opts, out);
+    }
+    if folded > 0 {
+        let _ = writeln!(out, "{pad}  ({folded} other function{} on the root bus folded; --all shows them)", if folded == 1 { "" } else { "s" });
+    }
+}
+
+fn device(t: &Topology, d: &Device, depth: usize, opts: TreeOptions, out: &mut String) {
+    if d.is_vf() && !opts.all {
+        return;
+    }
+    let pad = "  ".repeat(depth);
+    if d.kind == DeviceKind::SwitchUpstream {
+        let sw = t.switch_of_port(&d.bdf);
+        let ports = sw.map(|s| s.downstream.len()).unwrap_or(0);
+        let _ = writeln!(
+            out,
+            "{pad}Switch {} \"{}\" upstream {}{} ({ports} downstream port{})",
+            sw.map(|s| s.id.as_str()).unwrap_or("?"),
+            d.display_name(),
+            d.bdf,
+            d.link.as_ref().map(|l| format!(" [{}]", linkfmt::link(l))).unwrap_or_default(),
+            if ports == 1 { "" } else { "s" }
+        );
+        for c in t.children(&d.bdf) {
+            if c.kind == DeviceKind::SwitchDownstream {
+                let kids = t.children(&c.bdf);
+                let link = c.link.as_ref().map(|l| format!(" [{}]", linkfmt::link(l))).unwrap_or_default();
+                if kids.is_empty() {
+                    let _ = writeln!(out, "{pad}  Port {}{link} (empty)", c.bdf);
+                } else {
+                    let _ = writeln!(out, "{pad}  Port {}{link}", c.bdf);
+                    for k in kids {
+                        device(t, k, depth + 2, opts, out);
+                    }
+                }
+            } else {
+                device(t, c, depth + 1, opts, out);
+            }
+        }
+        return;
+    }
+    let _ = writeln!(out, "{pad}{}", describe(d));
+    for c in t.children(&d.bdf) {
+        device(t, c, depth + 1, opts, out);
+    }
+}
+
+fn summary(t: &Topology, out: &mut String) {
+    let count = |k| t.of_kind(k).count();
+    let rdma = t.devices.iter().filter(|d| d.rdma_names().next().is_some()).count();
+    let _ = writeln!(
+        out,
+        "Found: {} GPU{}, {} accelerator{}, {} NIC{} ({} with RDMA), {} NVMe, {} PCIe switch{}",
+        count(DeviceKind::Gpu),
+        if count(DeviceKind::Gpu) == 1 { "" } else { "s" },
+        count(DeviceKind::Accelerator),
+        if count(DeviceKind::Accelerator) == 1 { "" } else { "s" },
+        count(DeviceKind::Nic),
+        if count(DeviceKind::Nic) == 1 { "" } else { "s" },
+        rdma,
+        count(DeviceKind::Nvme),
+        t.switches.len(),
+        if t.switches.len() == 1 { "" } else { "es" }
+    );
+    if count(DeviceKind::Gpu) + count(DeviceKind::Accelerator) == 0 {
+        let _ = writeln!(out, "No GPU or accelerator found: there is no GPUDirect path to judge on this node.");
+    }
+    if rdma == 0 {
+        let _ = writeln!(out, "No RDMA-capable NIC found (no /sys/class/infiniband device).");
+    }
+    if !t.warnings.is_empty() {
+        let _ = writeln!(out, "{} warning{} (listed in --format json):", t.warnings.len(), if t.warnings.len() == 1 { "" } else { "s" });
+        for w in t.warnings.iter().take(5) {
+            let _ = writeln!(out, "  {}: {}", w.path, w.message);
+        }
+        if t.warnings.len() > 5 {
+            let _ = writeln!(out, "  … and {} more", t.warnings.len() - 5);
+        }
+    }
+}

@@ -1,0 +1,428 @@
+//! A read-only view of a filesystem root: a directory on disk (the live `/` or an extracted
+//! fixture) or a snapshot tarball held in memory. All paths are relative to the root
+//! (`sys/bus/pci/devices`), and symlinks are resolved inside the root, never outside it.
+
+use std::collections::BTreeMap;
+use std::io::{self, Read};
+use std::path::{Component, Path, PathBuf};
+
+/// What a directory entry is (without following it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    /// Regular file.
+    File,
+    /// Directory.
+    Dir,
+    /// Symbolic link.
+    Symlink,
+    /// Anything else (device node, socket).
+    Other,
+}
+
+/// One directory entry.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// File name (sysfs names are ASCII; non-UTF-8 names are skipped with a warning).
+    pub name: String,
+    /// Kind, not followed.
+    pub kind: EntryKind,
+}
+
+/// Read-only access to a root. Implementations must not write.
+pub trait FsRoot: Send + Sync {
+    /// Reads a whole file (at most `limit` bytes).
+    fn read_limited(&self, path: &Path, limit: usize) -> io::Result<Vec<u8>>;
+    /// Target of a symlink, as stored.
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf>;
+    /// Entries of a directory, sorted by name. Follows a symlinked directory.
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<Entry>>;
+    /// Kind of a path without following a final symlink; `None` if it does not exist.
+    fn kind(&self, path: &Path) -> Option<EntryKind>;
+    /// Human description (`/`, `fixtures/x.tar.bz2`).
+    fn describe(&self) -> String;
+
+    /// Reads a whole file, up to 1 MiB (sysfs attributes are at most a page; `config` 4 KiB).
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        self.read_limited(path, 1 << 20)
+    }
+
+    /// Resolves `path` to a path with no symlinks, inside the root. `..` never climbs above the
+    /// root; absolute link targets are taken relative to the root (as `chroot` would); at most
+    /// 40 links are followed (ELOOP beyond).
+    fn resolve(&self, path: &Path) -> io::Result<PathBuf> {
+        let mut todo: Vec<PathBuf> = Vec::new();
+        push_components(&mut todo, path);
+        todo.reverse();
+        let mut out = PathBuf::new();
+        let mut links = 0;
+        while let Some(c) = todo.pop() {
+            if c.as_os_str() == ".." {
+                out.pop();
+                continue;
+            }
+            let cand = out.join(&c);
+            match self.kind(&cand) {
+                Some(EntryKind::Symlink) => {
+                    links += 1;
+                    if links > 40 {
+                        return Err(io::Error::new(
+                            io::ErrorKind::Other,
+                            format!("too many levels of symbolic links at {}", cand.display()),
+                        ));
+                    }
+                    let target = self.read_link(&cand)?;
+                    if target.is_absolute() {
+                        out = PathBuf::new();
+                    }
+                    let mut comps = Vec::new();
+                    push_components(&mut comps, &target);
+                    for c in comps.into_iter().rev() {
+                        todo.push(c);
+                    }
+                }
+                Some(_) => out = cand,
+                None => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::NotFound,
+                        format!("{} does not exist", cand.display()),
+                    ));
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn push_components(out: &mut Vec<PathBuf>, p: &Path) {
+    for c in p.components() {
+        match c {
+            Component::Normal(s) => out.push(PathBuf::from(s)),
+            Component::ParentDir => out.push(PathBuf::from("..")),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+}
+
+/// Joins a relative link target onto the directory holding the link, lexically.
+pub fn join_link(link: &Path, target: &Path) -> PathBuf {
+    let mut out: Vec<std::ffi::OsString> = if target.is_absolute() {
+        Vec::new()
+    } else {
+        link.parent()
+            .map(|p| {
+                p.components()
+                    .filter_map(|c| match c {
+                        Component::Normal(s) => Some(s.to_os_string()),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    for c in target.components() {
+        match c {
+            Component::Normal(s) => out.push(s.to_os_string()),
+            Component::ParentDir => {
+                out.pop();
+            }
+            _ => {}
+        }
+    }
+    out.iter().collect()
+}
+
+/// A directory on disk used as the root (`/` for the live machine).
+pub struct DirRoot {
+    root: PathBuf,
+}
+
+impl DirRoot {
+    /// A root at `root`.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        DirRoot { root: root.into() }
+    }
+    fn full(&self, p: &Path) -> PathBuf {
+        self.root.join(p)
+    }
+}
+
+impl FsRoot for DirRoot {
+    fn read_limited(&self, path: &Path, limit: usize) -> io::Result<Vec<u8>> {
+        let f = std::fs::File::open(self.full(path))?;
+        let mut buf = Vec::with_capacity(256.min(limit));
+        f.take(limit as u64).read_to_end(&mut buf)?;
+        Ok(buf)
+    }
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+        std::fs::read_link(self.full(path))
+    }
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<Entry>> {
+        let mut v = Vec::new();
+        for e in std::fs::read_dir(self.full(path))? {
+            let e = e?;
+            let Ok(name) = e.file_name().into_string() else {
+                continue;
+            };
+            let kind = match e.file_type() {
+                Ok(t) if t.is_symlink() => EntryKind::Symlink,
+                Ok(t) if t.is_dir() => EntryKind::Dir,
+                Ok(t) if t.is_file() => EntryKind::File,
+                _ => EntryKind::Other,
+            };
+            v.push(Entry { name, kind });
+        }
+        v.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(v)
+    }
+    fn kind(&self, path: &Path) -> Option<EntryKind> {
+        let m = std::fs::symlink_metadata(self.full(path)).ok()?;
+        let t = m.file_type();
+        Some(if t.is_symlink() {
+            EntryKind::Symlink
+        } else if t.is_dir() {
+            EntryKind::Dir
+        } else if t.is_file() {
+            EntryKind::File
+        } else {
+            EntryKind::Other
+        })
+    }
+    fn describe(&self) -> String {
+        self.root.display().to_string()
+    }
+}
+
+/// A node of an in-memory tree.
+#[derive(Debug, Clone)]
+pub enum MemNode {
+    /// File contents.
+    File(Vec<u8>),
+    /// Symlink target.
+    Symlink(PathBuf),
+    /// Directory (children are the map entries under it).
+    Dir,
+}
+
+/// A snapshot held in memory (a tarball read without extracting it).
+pub struct MemRoot {
+    nodes: BTreeMap<PathBuf, MemNode>,
+    name: String,
+}
+
+/// Largest snapshot accepted, uncompressed (a real node's whitelisted sysfs is a few MiB).
+pub const MAX_SNAPSHOT_BYTES: u64 = 512 << 20;
+
+impl MemRoot {
+    /// An empty tree.
+    pub fn new(name: impl Into<String>) -> Self {
+        MemRoot {
+            nodes: BTreeMap::new(),
+            name: name.into(),
+        }
+    }
+
+    /// Inserts a node; parents are created as directories.
+    pub fn insert(&mut self, path: PathBuf, node: MemNode) {
+        let mut p = path.parent();
+        while let Some(d) = p {
+            if d.as_os_str().is_empty() {
+                break;
+            }
+            self.nodes.entry(d.to_path_buf()).or_insert(MemNode::Dir);
+            p = d.parent();
+        }
+        self.nodes.insert(path, node);
+    }
+
+    /// Reads a tar stream (plain, gzip or bzip2 by magic bytes). Entry paths that are absolute
+    /// or contain `..` are rejected (they could not escape memory, but they mean a corrupt or
+    /// hostile archive). When every entry sits under one top folder that holds `sys/`
+    /// (hwloc-gather-topology's layout), that folder is stripped.
+    pub fn from_tar_bytes(name: &str, bytes: &[u8]) -> io::Result<Self> {
+        let reader: Box<dyn Read> = if bytes.starts_with(&[0x1f, 0x8b]) {
+            Box::new(flate2::read::GzDecoder::new(bytes))
+        } else if bytes.starts_with(b"BZh") {
+            Box::new(bzip2::read::BzDecoder::new(bytes))
+        } else {
+            Box::new(bytes)
+        };
+        let mut archive = tar::Archive::new(reader.take(MAX_SNAPSHOT_BYTES));
+        let mut raw: Vec<(PathBuf, MemNode)> = Vec::new();
+        for entry in archive.entries()? {
+            let mut entry = entry?;
+            let path = entry.path()?.into_owned();
+            let mut clean = PathBuf::new();
+            for c in path.components() {
+                match c {
+                    Component::Normal(s) => clean.push(s),
+                    Component::CurDir => {}
+                    _ => {
+                        return Err(io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            format!("snapshot entry escapes the snapshot root: {}", path.display()),
+                        ));
+                    }
+                }
+            }
+            if clean.as_os_str().is_empty() {
+                continue;
+            }
+            let et = entry.header().entry_type();
+            let node = if et.is_symlink() {
+                let t = entry.link_name()?.ok_or_else(|| {
+                    io::Error::new(io::ErrorKind::InvalidData, "symlink without target")
+                })?;
+                MemNode::Symlink(t.into_owned())
+            } else if et.is_dir() {
+                MemNode::Dir
+            } else if et.is_file() {
+                let mut buf = Vec::new();
+                entry.read_to_end(&mut buf)?;
+                MemNode::File(buf)
+            } else {
+                continue;
+            };
+            raw.push((clean, node));
+        }
+        if raw.is_empty() {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "empty snapshot"));
+        }
+        let has_sys_at_top = raw.iter().any(|(p, _)| p.starts_with("sys"));
+        let mut strip: Option<PathBuf> = None;
+        if !has_sys_at_top {
+            let first = raw[0].0.components().next().map(|c| PathBuf::from(c.as_os_str()));
+            if let Some(top) = first {
+                if raw.iter().all(|(p, _)| p.starts_with(&top)) {
+                    strip = Some(top);
+                }
+            }
+        }
+        let mut root = MemRoot::new(name);
+        for (p, n) in raw {
+            let p = match &strip {
+                Some(s) => match p.strip_prefix(s) {
+                    Ok(r) if !r.as_os_str().is_empty() => r.to_path_buf(),
+                    _ => continue,
+                },
+                None => p,
+            };
+            root.insert(p, n);
+        }
+        Ok(root)
+    }
+
+    fn not_found(path: &Path) -> io::Error {
+        io::Error::new(io::ErrorKind::NotFound, format!("{}: not in snapshot", path.display()))
+    }
+
+    /// Follows symlinks of the final component (for read and read_dir).
+    fn follow(&self, path: &Path) -> io::Result<PathBuf> {
+        self.resolve(path)
+    }
+
+    /// Iterates every stored path (for capture round trips and tests).
+    pub fn paths(&self) -> impl Iterator<Item = (&PathBuf, &MemNode)> {
+        self.nodes.iter()
+    }
+}
+
+impl FsRoot for MemRoot {
+    fn read_limited(&self, path: &Path, limit: usize) -> io::Result<Vec<u8>> {
+        let p = self.follow(path)?;
+        match self.nodes.get(&p) {
+            Some(MemNode::File(b)) => Ok(b[..b.len().min(limit)].to_vec()),
+            Some(MemNode::Dir) => Err(io::Error::new(io::ErrorKind::Other, "is a directory")),
+            _ => Err(Self::not_found(path)),
+        }
+    }
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+        match self.nodes.get(path) {
+            Some(MemNode::Symlink(t)) => Ok(t.clone()),
+            Some(_) => Err(io::Error::new(io::ErrorKind::InvalidInput, "not a symlink")),
+            None => Err(Self::not_found(path)),
+        }
+    }
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<Entry>> {
+        let p = if path.as_os_str().is_empty() {
+            PathBuf::new()
+        } else {
+            self.follow(path)?
+        };
+        if !p.as_os_str().is_empty() && !matches!(self.nodes.get(&p), Some(MemNode::Dir)) {
+            return Err(Self::not_found(path));
+        }
+        let mut v = Vec::new();
+        let range = self.nodes.range(p.clone()..);
+        for (k, n) in range {
+            if !k.starts_with(&p) {
+                break;
+            }
+            if k.parent() == Some(p.as_path()) && k != &p {
+                let Some(name) = k.file_name().and_then(|s| s.to_str()) else {
+                    continue;
+                };
+                v.push(Entry {
+                    name: name.to_string(),
+                    kind: match n {
+                        MemNode::File(_) => EntryKind::File,
+                        MemNode::Dir => EntryKind::Dir,
+                        MemNode::Symlink(_) => EntryKind::Symlink,
+                    },
+                });
+            }
+        }
+        v.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(v)
+    }
+    fn kind(&self, path: &Path) -> Option<EntryKind> {
+        if path.as_os_str().is_empty() {
+            return Some(EntryKind::Dir);
+        }
+        self.nodes.get(path).map(|n| match n {
+            MemNode::File(_) => EntryKind::File,
+            MemNode::Dir => EntryKind::Dir,
+            MemNode::Symlink(_) => EntryKind::Symlink,
+        })
+    }
+    fn describe(&self) -> String {
+        self.name.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree() -> MemRoot {
+        let mut m = MemRoot::new("t");
+        m.insert("sys/devices/pci0000:00/0000:00:01.0/vendor".into(), MemNode::File(b"0x8086\n".to_vec()));
+        m.insert(
+            "sys/bus/pci/devices/0000:00:01.0".into(),
+            MemNode::Symlink("../../../devices/pci0000:00/0000:00:01.0".into()),
+        );
+        m.insert("sys/loop".into(), MemNode::Symlink("loop".into()));
+        m.insert("sys/up".into(), MemNode::Symlink("../../../../etc".into()));
+        m
+    }
+
+    #[test]
+    fn resolves_inside_root() {
+        let m = tree();
+        let p = m.resolve(Path::new("sys/bus/pci/devices/0000:00:01.0")).unwrap();
+        assert_eq!(p, PathBuf::from("sys/devices/pci0000:00/0000:00:01.0"));
+        assert_eq!(m.read(Path::new("sys/bus/pci/devices/0000:00:01.0/vendor")).unwrap(), b"0x8086\n");
+        assert!(m.resolve(Path::new("sys/loop")).is_err());
+        // climbing above the root stays at the root: "etc" does not exist there
+        assert!(m.resolve(Path::new("sys/up")).is_err());
+        let names: Vec<_> = m.read_dir(Path::new("sys")).unwrap().into_iter().map(|e| e.name).collect();
+        assert_eq!(names, vec!["bus", "devices", "loop", "up"]);
+    }
+
+    #[test]
+    fn join() {
+        assert_eq!(
+            join_link(Path::new("sys/bus/pci/devices/x"), Path::new("../../../devices/pci0000:00/x")),
+            PathBuf::from("sys/devices/pci0000:00/x")
+        );
+    }
+}

@@ -1,0 +1,102 @@
+//! Sources: each turns something outside (the live machine, a snapshot, an XML or JSON file)
+//! into one [`Topology`]. A source only reads; none classifies.
+
+pub mod fsroot;
+pub mod sysfs;
+pub mod tree;
+
+use crate::model::{SourceInfo, Topology};
+use anyhow::{Context, Result, bail};
+use std::path::{Path, PathBuf};
+
+/// What `--input` turned out to be, by content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputKind {
+    /// A directory holding `sys/` (the live `/` or an extracted snapshot).
+    SysfsRoot,
+    /// A tar archive (plain, gzip, bzip2).
+    Tarball,
+    /// An XML document (hwloc or NCCL topology).
+    Xml,
+    /// A JSON document written by peerpath.
+    Json,
+}
+
+/// Detects an input's kind from its content (never from its name alone).
+pub fn detect(path: &Path) -> Result<InputKind> {
+    let meta = std::fs::metadata(path).with_context(|| format!("cannot open input {}", path.display()))?;
+    if meta.is_dir() {
+        return Ok(InputKind::SysfsRoot);
+    }
+    let mut head = [0u8; 512];
+    let n = {
+        use std::io::Read;
+        let mut f = std::fs::File::open(path).with_context(|| format!("cannot open input {}", path.display()))?;
+        let mut total = 0;
+        loop {
+            let k = f.read(&mut head[total..])?;
+            if k == 0 {
+                break;
+            }
+            total += k;
+            if total == head.len() {
+                break;
+            }
+        }
+        total
+    };
+    let h = &head[..n];
+    if h.starts_with(&[0x1f, 0x8b]) || h.starts_with(b"BZh") || (n >= 262 && &h[257..262] == b"ustar") {
+        return Ok(InputKind::Tarball);
+    }
+    let t = std::str::from_utf8(h).unwrap_or("").trim_start_matches('\u{feff}').trim_start();
+    if t.starts_with('<') {
+        return Ok(InputKind::Xml);
+    }
+    if t.starts_with('{') {
+        return Ok(InputKind::Json);
+    }
+    bail!(
+        "{}: not a sysfs root directory, snapshot tarball (.tar/.tar.gz/.tar.bz2), XML or JSON",
+        path.display()
+    )
+}
+
+/// Options every source honours.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// `--pci-ids FILE`.
+    pub pci_ids: Option<PathBuf>,
+}
+
+/// Loads a topology from `--input` (`None`: the live machine at `/`).
+pub fn load(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
+    let scan_opts = sysfs::ScanOptions {
+        pci_ids: crate::pci_ids::locate(opts.pci_ids.as_deref()),
+    };
+    let Some(path) = input else {
+        let fs = fsroot::DirRoot::new("/");
+        let src = SourceInfo { kind: "sysfs".into(), path: "/".into(), limitations: vec![] };
+        return Ok(sysfs::scan(&fs, src, &scan_opts)?);
+    };
+    let shown = path.display().to_string();
+    match detect(path)? {
+        InputKind::SysfsRoot => {
+            if !path.join("sys").is_dir() {
+                bail!("{shown}: directory has no sys/ folder; expected a sysfs root prefix (e.g. an extracted snapshot)");
+            }
+            let fs = fsroot::DirRoot::new(path);
+            let src = SourceInfo { kind: "sysfs".into(), path: shown, limitations: vec![] };
+            Ok(sysfs::scan(&fs, src, &scan_opts)?)
+        }
+        InputKind::Tarball => {
+            let bytes = std::fs::read(path).with_context(|| format!("cannot read {shown}"))?;
+            let fs = fsroot::MemRoot::from_tar_bytes(&shown, &bytes)
+                .with_context(|| format!("{shown}: not a readable snapshot tarball"))?;
+            let src = SourceInfo { kind: "snapshot".into(), path: shown, limitations: vec![] };
+            Ok(sysfs::scan(&fs, src, &scan_opts)?)
+        }
+        InputKind::Xml => bail!("{shown}: XML sources (hwloc, NCCL) are not supported yet"),
+        InputKind::Json => bail!("{shown}: JSON sources are not supported yet"),
+    }
+}

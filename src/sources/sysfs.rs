@@ -1,0 +1,539 @@
+//! The sysfs reader: turns a root (`/`, an extracted snapshot, a tarball in memory) into a
+//! [`Topology`]. Reads each file once; tolerates dangling links, loops, truncated and non-UTF-8
+//! files, permission errors and devices that vanish mid-scan (each becomes a warning naming
+//! the path and what was assumed).
+
+use super::fsroot::{EntryKind, FsRoot, join_link};
+use super::tree;
+use crate::model::bdf::{Bdf, parse_host_bridge};
+use crate::model::device::{Device, OsDevice, OsDeviceKind, RdmaPort, kind_from_class, LinkInfo};
+use crate::model::fact::Fact;
+use crate::model::topology::{MachineInfo, NumaNode, SourceInfo, Topology, Warning};
+use crate::parse::{aer, attr, config, cpulist, ib, resource};
+use std::collections::{BTreeMap, HashMap};
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Options of a scan.
+#[derive(Debug, Clone, Default)]
+pub struct ScanOptions {
+    /// PCI ID database to name devices with (`None`: no names).
+    pub pci_ids: Option<PathBuf>,
+}
+
+/// Collects warnings during a scan.
+#[derive(Default)]
+struct Log {
+    warnings: std::cell::RefCell<Vec<Warning>>,
+}
+
+impl Log {
+    fn warn(&self, path: &Path, message: impl Into<String>) {
+        self.warnings.borrow_mut().push(Warning {
+            path: path.display().to_string(),
+            message: message.into(),
+        });
+    }
+}
+
+/// Reads an optional attribute: `Ok(None)` when absent, a warning for other errors.
+fn read_opt(fs: &dyn FsRoot, log: &Log, path: &Path) -> Option<Vec<u8>> {
+    match fs.read(path) {
+        Ok(b) => Some(b),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => {
+            log.warn(path, format!("could not read ({e}); value treated as unknown"));
+            None
+        }
+    }
+}
+
+/// Name of a link's target (`driver` → `mlx5_core`), read without following it: dangling
+/// links still name their target.
+fn link_name(fs: &dyn FsRoot, path: &Path) -> Option<String> {
+    let t = fs.read_link(path).ok()?;
+    t.file_name()?.to_str().map(str::to_string)
+}
+
+/// Scans the sysfs/procfs files under `fs` into a topology.
+pub fn scan(fs: &dyn FsRoot, source: SourceInfo, opts: &ScanOptions) -> io::Result<Topology> {
+    let log = Log::default();
+    let bus = Path::new("sys/bus/pci/devices");
+    let entries = match fs.read_dir(bus) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if fs.kind(Path::new("sys")).is_none() {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("{}: no sys/ directory; not a sysfs root", fs.describe()),
+                ));
+            }
+            log.warn(bus, "absent: this system exposes no PCI bus; no devices scanned");
+            Vec::new()
+        }
+        Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", bus.display()))),
+    };
+
+    // 1. Locate every listed device's directory and its chain of parents.
+    let mut located: BTreeMap<Bdf, (PathBuf, bool)> = BTreeMap::new();
+    for e in &entries {
+        let Ok(bdf) = e.name.parse::<Bdf>() else {
+            log.warn(&bus.join(&e.name), "entry is not a PCI address; skipped");
+            continue;
+        };
+        let link = bus.join(&e.name);
+        let dir = match e.kind {
+            EntryKind::Symlink => {
+                let target = match fs.read_link(&link) {
+                    Ok(t) => join_link(&link, &t),
+                    Err(err) => {
+                        log.warn(&link, format!("unreadable link ({err}); device skipped"));
+                        continue;
+                    }
+                };
+                match fs.kind(&target) {
+                    Some(EntryKind::Dir) => target,
+                    _ => match fs.resolve(&link) {
+                        Ok(p) if fs.kind(&p) == Some(EntryKind::Dir) => p,
+                        Ok(_) | Err(_) => {
+                            log.warn(
+                                &link,
+                                format!("dangling or looping link to {}; device skipped", target.display()),
+                            );
+                            continue;
+                        }
+                    },
+                }
+            }
+            EntryKind::Dir => link.clone(),
+            _ => {
+                log.warn(&link, "neither a link nor a directory; device skipped");
+                continue;
+            }
+        };
+        located.insert(bdf, (dir, true));
+    }
+
+    // Chains: host bridge and parents from the canonical path components.
+    let mut chains: BTreeMap<Bdf, (String, Vec<(Bdf, PathBuf)>)> = BTreeMap::new();
+    let mut unlisted: BTreeMap<Bdf, PathBuf> = BTreeMap::new();
+    for (bdf, (dir, _)) in &located {
+        let mut hb: Option<String> = None;
+        let mut chain: Vec<(Bdf, PathBuf)> = Vec::new();
+        let mut prefix = PathBuf::new();
+        for c in dir.components() {
+            prefix.push(c);
+            let s = c.as_os_str().to_string_lossy();
+            if hb.is_none() && parse_host_bridge(&s).is_some() {
+                hb = Some(s.to_string());
+                continue;
+            }
+            if hb.is_some() {
+                if let Ok(b) = s.parse::<Bdf>() {
+                    chain.push((b, prefix.clone()));
+                }
+            }
+        }
+        let hb = match hb {
+            Some(h) => h,
+            None => {
+                log.warn(
+                    dir,
+                    format!(
+                        "no sys/devices/pci* path for {bdf}; host bridge assumed from its address, parent unknown"
+                    ),
+                );
+                crate::model::bdf::host_bridge_name(bdf.domain, bdf.bus)
+            }
+        };
+        if chain.last().map(|(b, _)| b) != Some(bdf) {
+            chain.push((*bdf, dir.clone()));
+        }
+        for (b, p) in &chain[..chain.len() - 1] {
+            if !located.contains_key(b) && !unlisted.contains_key(b) {
+                log.warn(
+                    p,
+                    format!(
+                        "bridge {b} is in sys/devices but has no sys/bus/pci/devices entry (lspci and lstopo skip it); kept so its children keep their real parent"
+                    ),
+                );
+                unlisted.insert(*b, p.clone());
+            }
+        }
+        chains.insert(*bdf, (hb, chain));
+    }
+    for (b, p) in &unlisted {
+        // Its own chain is a prefix of a child's chain.
+        let (hb, chain) = chains
+            .values()
+            .find_map(|(hb, ch)| {
+                ch.iter()
+                    .position(|(x, _)| x == b)
+                    .map(|i| (hb.clone(), ch[..=i].to_vec()))
+            })
+            .unwrap_or_else(|| (crate::model::bdf::host_bridge_name(b.domain, b.bus), vec![(*b, p.clone())]));
+        located.insert(*b, (p.clone(), false));
+        chains.insert(*b, (hb, chain));
+    }
+
+    // 2. Read each device's attributes.
+    let mut devices: Vec<Device> = Vec::new();
+    let mut by_path: HashMap<PathBuf, usize> = HashMap::new();
+    let mut groups: BTreeMap<u32, Option<String>> = BTreeMap::new();
+    for (bdf, (dir, listed)) in &located {
+        let (hb, chain) = &chains[bdf];
+        let mut d = Device::new(*bdf, hb.clone(), dir.display().to_string());
+        d.listed = *listed;
+        d.parent = if chain.len() >= 2 {
+            Some(chain[chain.len() - 2].0)
+        } else {
+            None
+        };
+        let listing = match fs.read_dir(dir) {
+            Ok(l) => l,
+            Err(e) => {
+                log.warn(dir, format!("device directory unreadable ({e}); device vanished or access denied, skipped"));
+                continue;
+            }
+        };
+        let has = |n: &str| listing.iter().any(|e| e.name == n);
+        let get = |n: &str| -> Option<Vec<u8>> {
+            if has(n) { read_opt(fs, &log, &dir.join(n)) } else { None }
+        };
+        let class = get("class").and_then(|b| attr::hex_u32(&b));
+        d.vendor_id = get("vendor").and_then(|b| attr::hex_u32(&b)).map(|v| v as u16);
+        d.device_id = get("device").and_then(|b| attr::hex_u32(&b)).map(|v| v as u16);
+        d.subsystem_vendor_id = get("subsystem_vendor").and_then(|b| attr::hex_u32(&b)).map(|v| v as u16);
+        d.subsystem_device_id = get("subsystem_device").and_then(|b| attr::hex_u32(&b)).map(|v| v as u16);
+        d.revision = get("revision").and_then(|b| attr::hex_u32(&b)).map(|v| v as u8);
+        d.numa_node = get("numa_node").and_then(|b| attr::numa_node(&b));
+        d.local_cpus = match get("local_cpulist") {
+            Some(b) => cpulist::parse_list(&b),
+            None => get("local_cpus").and_then(|b| cpulist::parse_mask(&b)),
+        };
+        let link = LinkInfo {
+            current_gts: get("current_link_speed").and_then(|b| attr::link_speed_gts(&b)),
+            current_width: get("current_link_width").and_then(|b| attr::link_width(&b)),
+            max_gts: get("max_link_speed").and_then(|b| attr::link_speed_gts(&b)),
+            max_width: get("max_link_width").and_then(|b| attr::link_width(&b)),
+        };
+        if has("config") {
+            match fs.read_limited(&dir.join("config"), 4096) {
+                Ok(b) => {
+                    d.config = config::parse(&b);
+                    if d.config.is_none() {
+                        log.warn(
+                            &dir.join("config"),
+                            format!("{} bytes: too short or device gone (vendor 0xffff); config facts unknown", b.len()),
+                        );
+                    }
+                }
+                Err(e) => log.warn(&dir.join("config"), format!("unreadable ({e}); config facts unknown")),
+            }
+        }
+        let mut link = link;
+        if let Some(p) = d.config.as_ref().and_then(|c| c.pcie.as_ref()) {
+            link.current_gts = link.current_gts.or(p.link_sta_gts);
+            link.current_width = link.current_width.or(p.link_sta_width);
+            link.max_gts = link.max_gts.or(p.link_cap_gts);
+            link.max_width = link.max_width.or(p.link_cap_width);
+        }
+        d.link = if link.any() { Some(link) } else { None };
+        let class = class.or(d.config.as_ref().map(|c| c.class));
+        if d.vendor_id.is_none() {
+            d.vendor_id = d.config.as_ref().map(|c| c.vendor_id);
+            d.device_id = d.device_id.or(d.config.as_ref().map(|c| c.device_id));
+        }
+        match class {
+            Some(c) => d.class = c,
+            None => log.warn(&dir.join("class"), "absent or unreadable; device kind unknown (other)"),
+        }
+        d.kind = kind_from_class(d.class, d.vendor_id);
+        if let Some(b) = get("resource") {
+            let (bars, bad) = resource::parse(&b);
+            d.bars = bars;
+            if bad > 0 {
+                log.warn(&dir.join("resource"), format!("{bad} malformed line(s) ignored"));
+            }
+        }
+        d.aer_correctable = get("aer_dev_correctable").and_then(|b| aer::parse(&b));
+        d.aer_nonfatal = get("aer_dev_nonfatal").and_then(|b| aer::parse(&b));
+        d.aer_fatal = get("aer_dev_fatal").and_then(|b| aer::parse(&b));
+        if has("driver") {
+            d.driver = link_name(fs, &dir.join("driver"));
+        }
+        if has("iommu_group") {
+            d.iommu_group = link_name(fs, &dir.join("iommu_group")).and_then(|n| n.parse().ok());
+            if let Some(g) = d.iommu_group {
+                groups.entry(g).or_insert(None);
+            }
+        }
+        if has("physfn") {
+            d.physfn = link_name(fs, &dir.join("physfn")).and_then(|n| n.parse().ok());
+        }
+        d.vf_count = listing.iter().filter(|e| e.name.starts_with("virtfn")).count() as u32;
+        by_path.insert(dir.clone(), devices.len());
+        devices.push(d);
+    }
+
+    // IOMMU group types, one read per group.
+    for (g, ty) in groups.iter_mut() {
+        let p = PathBuf::from(format!("sys/kernel/iommu_groups/{g}/type"));
+        *ty = read_opt(fs, &log, &p).and_then(|b| attr::text(&b).map(str::to_string));
+    }
+    for d in &mut devices {
+        if let Some(g) = d.iommu_group {
+            d.iommu_group_type = groups.get(&g).cloned().flatten();
+        }
+    }
+
+    // 3. Class devices: RDMA, net, NVMe.
+    attach_class(fs, &log, "infiniband", OsDeviceKind::Rdma, &by_path, &mut devices);
+    attach_class(fs, &log, "net", OsDeviceKind::Net, &by_path, &mut devices);
+    attach_class(fs, &log, "nvme", OsDeviceKind::Nvme, &by_path, &mut devices);
+    nvidia_gpus(fs, &log, &mut devices);
+    slots(fs, &log, &mut devices);
+
+    // 4. NUMA nodes, CPUs, node-wide facts.
+    let numa_nodes = numa(fs, &log);
+    let machine = machine_info(fs, &log);
+
+    let mut warnings = log.warnings.into_inner();
+    let (devices, host_bridges, switches) = tree::infer_structure(devices, &numa_nodes, &mut warnings);
+    let mut topo = Topology::new(source, machine, numa_nodes, host_bridges, devices, switches, warnings);
+    if let Some(p) = &opts.pci_ids {
+        crate::pci_ids::name_devices(p, &mut topo);
+    }
+    Ok(topo)
+}
+
+fn attach_class(
+    fs: &dyn FsRoot,
+    log: &Log,
+    class: &str,
+    kind: OsDeviceKind,
+    by_path: &HashMap<PathBuf, usize>,
+    devices: &mut [Device],
+) {
+    let dir = PathBuf::from("sys/class").join(class);
+    let Ok(entries) = fs.read_dir(&dir) else { return };
+    for e in entries {
+        let link = dir.join(&e.name);
+        let target = match e.kind {
+            EntryKind::Symlink => match fs.read_link(&link) {
+                Ok(t) => join_link(&link, &t),
+                Err(_) => continue,
+            },
+            _ => link.clone(),
+        };
+        // The owning PCI function is the longest device path that prefixes the target.
+        let mut owner = None;
+        let mut p = target.as_path();
+        while let Some(parent) = p.parent() {
+            if let Some(&i) = by_path.get(parent) {
+                owner = Some(i);
+                break;
+            }
+            p = parent;
+        }
+        let Some(i) = owner else { continue }; // virtual (lo, bridges) or not PCI
+        let mut od = OsDevice::new(kind, e.name.clone());
+        match kind {
+            OsDeviceKind::Rdma => {
+                let ports_dir = target.join("ports");
+                if let Ok(ports) = fs.read_dir(&ports_dir) {
+                    for p in ports {
+                        let Ok(n) = p.name.parse::<u32>() else { continue };
+                        let pd = ports_dir.join(&p.name);
+                        let rate_raw = read_opt(fs, log, &pd.join("rate"));
+                        od.ports.push(RdmaPort {
+                            port: n,
+                            state: read_opt(fs, log, &pd.join("state")).and_then(|b| ib::numbered_state(&b)),
+                            phys_state: read_opt(fs, log, &pd.join("phys_state"))
+                                .and_then(|b| ib::numbered_state(&b)),
+                            rate_gbps: rate_raw.as_deref().and_then(ib::rate_gbps),
+                            rate_text: rate_raw.as_deref().and_then(attr::text).map(str::to_string),
+                            link_layer: read_opt(fs, log, &pd.join("link_layer"))
+                                .and_then(|b| attr::text(&b).map(str::to_string)),
+                        });
+                    }
+                }
+                for a in ["fw_ver", "hca_type", "board_id", "node_type"] {
+                    if let Some(v) = read_opt(fs, log, &target.join(a)).and_then(|b| attr::text(&b).map(str::to_string)) {
+                        od.attrs.push((a.to_string(), v));
+                    }
+                }
+            }
+            OsDeviceKind::Net => {
+                od.operstate = read_opt(fs, log, &target.join("operstate")).and_then(|b| attr::text(&b).map(str::to_string));
+                od.speed_mbps = read_opt(fs, log, &target.join("speed"))
+                    .and_then(|b| attr::int(&b))
+                    .and_then(|v| u64::try_from(v).ok());
+            }
+            OsDeviceKind::Nvme => {
+                if let Some(v) = read_opt(fs, log, &target.join("model")).and_then(|b| attr::text(&b).map(str::to_string)) {
+                    od.attrs.push(("model".into(), v));
+                }
+            }
+            _ => {}
+        }
+        devices[i].os_devices.push(od);
+    }
+}
+
+fn nvidia_gpus(fs: &dyn FsRoot, log: &Log, devices: &mut [Device]) {
+    let dir = Path::new("proc/driver/nvidia/gpus");
+    let Ok(entries) = fs.read_dir(dir) else { return };
+    for e in entries {
+        let Ok(bdf) = e.name.parse::<Bdf>() else { continue };
+        let Some(d) = devices.iter_mut().find(|d| d.bdf == bdf) else {
+            log.warn(&dir.join(&e.name), "NVIDIA driver lists a GPU that sysfs does not have");
+            continue;
+        };
+        let mut od = OsDevice::new(OsDeviceKind::NvidiaGpu, e.name.clone());
+        if let Some(b) = read_opt(fs, log, &dir.join(&e.name).join("information")) {
+            if let Ok(s) = std::str::from_utf8(&b) {
+                for line in s.lines() {
+                    if let Some((k, v)) = line.split_once(':') {
+                        od.attrs.push((k.trim().to_string(), v.trim().to_string()));
+                    }
+                }
+            }
+        }
+        d.os_devices.push(od);
+    }
+}
+
+fn slots(fs: &dyn FsRoot, log: &Log, devices: &mut [Device]) {
+    let dir = Path::new("sys/bus/pci/slots");
+    let Ok(entries) = fs.read_dir(dir) else { return };
+    for e in entries {
+        let Some(addr) = read_opt(fs, log, &dir.join(&e.name).join("address")) else { continue };
+        let Some(addr) = attr::text(&addr) else { continue };
+        for d in devices.iter_mut() {
+            if d.bdf.adapter() == addr {
+                d.slot = Some(e.name.clone());
+            }
+        }
+    }
+}
+
+fn numa(fs: &dyn FsRoot, log: &Log) -> Vec<NumaNode> {
+    let dir = Path::new("sys/devices/system/node");
+    let Ok(entries) = fs.read_dir(dir) else { return Vec::new() };
+    let mut out = Vec::new();
+    for e in entries {
+        let Some(id) = e.name.strip_prefix("node").and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let nd = dir.join(&e.name);
+        let cpus = read_opt(fs, log, &nd.join("cpulist"))
+            .and_then(|b| cpulist::parse_list(&b))
+            .unwrap_or_default();
+        let distances = read_opt(fs, log, &nd.join("distance"))
+            .and_then(|b| String::from_utf8(b).ok())
+            .map(|s| s.split_whitespace().filter_map(|t| t.parse().ok()).collect())
+            .unwrap_or_default();
+        out.push(NumaNode {
+            id,
+            cpus: cpulist::format_list(&cpus),
+            distances,
+        });
+    }
+    out.sort_by_key(|n| n.id);
+    out
+}
+
+fn text_of(fs: &dyn FsRoot, log: &Log, p: &str) -> Option<String> {
+    read_opt(fs, log, Path::new(p)).and_then(|b| attr::text(&b).map(str::to_string))
+}
+
+fn machine_info(fs: &dyn FsRoot, log: &Log) -> MachineInfo {
+    let mut m = MachineInfo::default();
+    if let Some(b) = read_opt(fs, log, Path::new("proc/cpuinfo")) {
+        let s = String::from_utf8_lossy(&b);
+        let mut sockets = std::collections::BTreeSet::new();
+        let mut logical = 0;
+        let (mut cpu, mut core, mut phys) = (None::<u32>, None::<u32>, None::<u32>);
+        let flush = |cpu: &mut Option<u32>, core: &mut Option<u32>, phys: &mut Option<u32>, m: &mut MachineInfo| {
+            if let Some(c) = cpu.take() {
+                m.cpu_cores.push((c, core.take().unwrap_or(c), phys.take().unwrap_or(0)));
+            }
+        };
+        for line in s.lines() {
+            let Some((k, v)) = line.split_once(':') else {
+                flush(&mut cpu, &mut core, &mut phys, &mut m);
+                continue;
+            };
+            let (k, v) = (k.trim(), v.trim());
+            match k {
+                "processor" => {
+                    flush(&mut cpu, &mut core, &mut phys, &mut m);
+                    logical += 1;
+                    cpu = v.parse().ok();
+                }
+                "vendor_id" if m.cpu_vendor.is_none() => m.cpu_vendor = Some(v.to_string()),
+                "model name" | "cpu" if m.cpu_model.is_none() => m.cpu_model = Some(v.to_string()),
+                "cpu family" if m.cpu_family.is_none() => m.cpu_family = v.parse().ok(),
+                "model" if m.cpu_model_number.is_none() => m.cpu_model_number = v.parse().ok(),
+                "physical id" => {
+                    phys = v.parse().ok();
+                    sockets.insert(v.to_string());
+                }
+                "core id" => core = v.parse().ok(),
+                "flags" if m.hypervisor.is_empty() && v.split_whitespace().any(|f| f == "hypervisor") => {
+                    m.hypervisor.push(("proc/cpuinfo".into(), "flags: hypervisor".into()));
+                }
+                _ => {}
+            }
+        }
+        flush(&mut cpu, &mut core, &mut phys, &mut m);
+        m.logical_cpus = if logical > 0 { Some(logical) } else { None };
+        m.sockets = if sockets.is_empty() { None } else { Some(sockets.len() as u32) };
+    }
+    if let Some(t) = text_of(fs, log, "sys/hypervisor/type") {
+        m.hypervisor.push(("sys/hypervisor/type".into(), t));
+    }
+    m.dmi_sys_vendor = text_of(fs, log, "sys/class/dmi/id/sys_vendor");
+    m.dmi_product_name = text_of(fs, log, "sys/class/dmi/id/product_name");
+    const VM_NAMES: [&str; 8] = ["QEMU", "KVM", "VMware", "VirtualBox", "Xen", "Microsoft Corporation", "Amazon EC2", "Google"];
+    for (p, v) in [
+        ("sys/class/dmi/id/sys_vendor", &m.dmi_sys_vendor),
+        ("sys/class/dmi/id/product_name", &m.dmi_product_name),
+    ] {
+        if let Some(v) = v {
+            if VM_NAMES.iter().any(|n| v.contains(n)) {
+                m.hypervisor.push((p.to_string(), v.clone()));
+            }
+        }
+    }
+    m.kernel_cmdline = match fs.read(Path::new("proc/cmdline")) {
+        Ok(b) => Fact::Known(String::from_utf8_lossy(&b).trim().to_string()),
+        Err(e) => Fact::Unknown(format!("proc/cmdline: {e}")),
+    };
+    m.iommu_units = match fs.read_dir(Path::new("sys/class/iommu")) {
+        Ok(v) => Fact::Known(v.into_iter().map(|e| e.name).collect()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if fs.kind(Path::new("sys/class")).is_some() {
+                Fact::Known(Vec::new())
+            } else {
+                Fact::Unknown("sys/class not captured".into())
+            }
+        }
+        Err(e) => Fact::Unknown(format!("sys/class/iommu: {e}")),
+    };
+    m.nvidia_driver = read_opt(fs, log, Path::new("proc/driver/nvidia/version"))
+        .and_then(|b| String::from_utf8_lossy(&b).lines().next().map(|l| l.trim().to_string()));
+    m.nvidia_module_version = text_of(fs, log, "sys/module/nvidia/version");
+    m.nvidia_peermem_version = text_of(fs, log, "sys/module/nvidia_peermem/version").or_else(|| {
+        fs.kind(Path::new("sys/module/nvidia_peermem")).map(|_| "loaded (no version file)".to_string())
+    });
+    m.nv_peer_mem_loaded = fs.kind(Path::new("sys/module/nv_peer_mem")).is_some();
+    m.ib_core_loaded = fs.kind(Path::new("sys/module/ib_core")).is_some();
+    m.modules_visible = fs.kind(Path::new("sys/module")).is_some();
+    if let Ok(peers) = fs.read_dir(Path::new("sys/kernel/mm/memory_peers")) {
+        for p in peers {
+            let v = text_of(fs, log, &format!("sys/kernel/mm/memory_peers/{}/version", p.name));
+            m.memory_peers.push((p.name, v));
+        }
+    }
+    m
+}
