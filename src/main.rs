@@ -7,11 +7,17 @@ use peerpath::sources::{self, LoadOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod cli;
+
 /// Exit code when the command itself could not run (bad input, unreadable root).
 const EXIT_ERROR: u8 = 2;
 
 #[derive(Parser)]
-#[command(name = "peerpath", version, about = "GPU↔NIC PCIe path judge: scan, classify, audit, probe, report")]
+#[command(
+    name = "peerpath",
+    version,
+    about = "GPU↔NIC PCIe path judge: scan, classify, audit, probe, report"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -48,10 +54,17 @@ enum Command {
         #[arg(long)]
         all: bool,
     },
+    /// Write a synthesized sysfs tree (a named layout, optionally with faults) for tests.
+    Fixture(cli::fixture::FixtureArgs),
 }
 
 fn load(i: &InputArgs) -> Result<peerpath::model::Topology> {
-    sources::load(i.input.as_deref(), &LoadOptions { pci_ids: i.pci_ids.clone() })
+    sources::load(
+        i.input.as_deref(),
+        &LoadOptions {
+            pci_ids: i.pci_ids.clone(),
+        },
+    )
 }
 
 fn run(cli: Cli) -> Result<u8> {
@@ -59,11 +72,15 @@ fn run(cli: Cli) -> Result<u8> {
         Command::Scan { input, format, all } => {
             let topo = load(&input)?;
             match format {
-                ScanFormat::Tree => print!("{}", render::tree::render(&topo, render::tree::TreeOptions { all })),
+                ScanFormat::Tree => print!(
+                    "{}",
+                    render::tree::render(&topo, render::tree::TreeOptions { all })
+                ),
                 ScanFormat::Json => println!("{}", serde_json::to_string_pretty(&topo)?),
             }
             Ok(0)
         }
+        Command::Fixture(a) => cli::fixture::run(a),
     }
 }
 
