@@ -501,3 +501,12 @@ fn invalid_specs_are_errors() {
     s.host_bridges.clear();
     assert!(synth::write_tree(&s, dir.path(), &WriteOptions::default()).is_err());
 }
+
+#[test]
+#[ignore = "slow in debug builds (16k functions); run with --ignored or in release"]
+fn scaling_16k_scans_from_memory() {
+    let spec = layouts::scaling(16_384);
+    let (_, t) = scan_dir(&spec, WriteOptions::default());
+    assert_matches(&spec, &t, true);
+    assert_eq!(t.switches.len(), spec.functions.len() / 34);
+}
