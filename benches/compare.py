@@ -63,6 +63,8 @@ def main():
     root = next(os.path.join(work, d) for d in os.listdir(work) if os.path.isdir(os.path.join(work, d, "sys")))
     floor_bin = os.path.join(work, "floor")
     subprocess.run(["gcc", "-O2", "-o", floor_bin, os.path.join(HERE, "floor.c")], check=True)
+    rss_bin = os.path.join(work, "rss")
+    subprocess.run(["gcc", "-O2", "-o", rss_bin, os.path.join(HERE, "rss.c")], check=True)
     ops, nops = floor_ops(a.peerpath, root, work)
     env = dict(os.environ, LANG="C", LC_ALL="C")
     cmds = {
@@ -80,9 +82,11 @@ def main():
         order = list(cmds)
         random.shuffle(order)
         for k in order:
-            dt, m = run(cmds[k], env)
+            dt, _ = run(cmds[k], env)
             times[k].append(dt)
-            rss[k] = max(rss[k], m)
+    for k, c in cmds.items():
+        out = subprocess.run([rss_bin] + c, capture_output=True, text=True, env=env)
+        rss[k] = int(out.stdout.strip() or 0)
     med = {k: statistics.median(v) for k, v in times.items()}
     print(f"input: {a.fixture} ({ndev} PCI devices), {a.runs} paired runs, floor = {nops} file operations")
     print(f"{'command':<10} {'median ms':>10} {'peak RSS KiB':>13}")
