@@ -40,14 +40,11 @@ pub fn inter_socket_gbytes(
     model: Option<u32>,
 ) -> f64 {
     match cpu_vendor {
-        Some("GenuineIntel") => {
+        Some("GenuineIntel")
             // Skylake (family 6, model >= 0x55) and later: UPI; older: QPI.
-            if family == Some(6) && model.is_some_and(|m| m >= 0x55) {
+            if family == Some(6) && model.is_some_and(|m| m >= 0x55) => {
                 10.0
-            } else {
-                6.0
             }
-        }
         Some("AuthenticAMD") => 16.0,
         Some(v) if v.contains("POWER") || v.contains("IBM") => 32.0,
         Some(_) => 6.0,
