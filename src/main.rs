@@ -7,6 +7,8 @@ use peerpath::sources::{self, LoadOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod cli;
+
 /// Exit code when the command itself could not run (bad input, unreadable root).
 const EXIT_ERROR: u8 = 2;
 
@@ -52,6 +54,8 @@ enum Command {
         #[arg(long)]
         all: bool,
     },
+    /// Write a synthesized sysfs tree (a named layout, optionally with faults) for tests.
+    Fixture(cli::fixture::FixtureArgs),
 }
 
 fn load(i: &InputArgs) -> Result<peerpath::model::Topology> {
@@ -76,6 +80,7 @@ fn run(cli: Cli) -> Result<u8> {
             }
             Ok(0)
         }
+        Command::Fixture(a) => cli::fixture::run(a),
     }
 }
 
