@@ -1144,7 +1144,7 @@ impl<'t> Classifier<'t> {
                 .link
                 .is_some_and(|l| l.width_degraded() || l.speed_degraded());
             let mark = if degraded {
-                "bottleneck, and below its capability: the trained link is slower than the hardware allows"
+                "bottleneck, because the link trained below its capability (reseat/retrain to raise it)"
             } else {
                 "bottleneck"
             };
