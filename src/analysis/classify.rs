@@ -1330,9 +1330,29 @@ impl<'t> Classifier<'t> {
         local_gpus_b: Option<&[usize]>,
     ) -> PairClass {
         let (label, why) = self.label_prepared(a, b);
-        let reason = self.reason(why, &a.bdf, &b.bdf);
-        let nccl = self.nccl_view(a, b, local_gpus_b);
+        let mut reason = self.reason(why, &a.bdf, &b.bdf);
+        let mut nccl = self.nccl_view(a, b, local_gpus_b);
         let mut hops = self.hops(a, b, why);
+        let acs = self.acs_redirects(a, b);
+        if !acs.is_empty() {
+            let ports: Vec<String> = acs.iter().map(|(b, c)| format!("{b} ({c})")).collect();
+            reason.push_str(&format!(
+                "; but ACS on {} redirects peer-to-peer requests up to the root complex, so traffic takes the PHB path (label {label}, effective PHB)",
+                ports.join(", ")
+            ));
+            nccl.rules.push(
+                "NCCL does not read ACS: it still predicts this path, but P2P/GDR traffic is redirected through the root complex (and can fail under an IOMMU)".into(),
+            );
+            for h in hops.iter_mut() {
+                if let Some((_, c)) = acs.iter().find(|(b, _)| b.to_string() == h.node) {
+                    let m = format!("ACS {c}: P2P redirected upstream");
+                    h.note = Some(match h.note.take() {
+                        Some(n) => format!("{n}; {m}"),
+                        None => m,
+                    });
+                }
+            }
+        }
         let mut bottleneck: Option<(usize, f64)> = None;
         for (i, h) in hops.iter().enumerate() {
             if let Some(g) = h.gbytes_per_s
@@ -1366,6 +1386,32 @@ impl<'t> Classifier<'t> {
             bottleneck_hop: bottleneck.map(|b| b.0),
             hops,
         }
+    }
+
+    /// Ports between two peers below their common ancestor whose ACS control redirects
+    /// peer-to-peer traffic upstream (ReqRedir, CmpltRedir, EgressCtrl), with the enabled
+    /// controls as `lspci` names them. Empty when the pair has no common bridge or config space
+    /// was not readable.
+    fn acs_redirects(&self, a: &Prepared, b: &Prepared) -> Vec<(Bdf, String)> {
+        let Some((ia, ib)) = Self::lca(a, b) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for &d in a
+            .chain
+            .iter()
+            .take(ia + 1)
+            .skip(1)
+            .chain(b.chain.iter().take(ib).skip(1))
+        {
+            let dev = &self.t.devices[d as usize];
+            if let Some(acs) = dev.config.as_ref().and_then(|c| c.acs)
+                && acs.redirects_p2p()
+            {
+                out.push((dev.bdf, acs.enabled_names().join(" ")));
+            }
+        }
+        out
     }
 
     /// Classifies two devices by address (endpoints or not). `None` if either is not in the
