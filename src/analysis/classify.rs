@@ -97,6 +97,9 @@ pub struct NcclView {
     pub rules: Vec<String>,
     /// The NCCL version the rules are for (`2.30`).
     pub version: String,
+    /// `path` as the number NCCL prints in that version (`PATH_*` value; log lines such as
+    /// `distance 7 > 4`), `None` where the type did not exist yet.
+    pub path_code: Option<u32>,
     /// Which NCCL decisions apply to this pair: `gpu-gpu` (P2P), `gpu-nic` (GDR, PXN),
     /// `nic-nic`, `gpu-nvme`, `other` (path type only).
     pub scope: String,
@@ -1222,7 +1225,7 @@ impl<'t> Classifier<'t> {
                             .into(),
                     );
                 }
-                rules.push("GDR also needs nvidia_peermem (or DMA-BUF) on the NIC side and GPU support: see the audit".into());
+                rules.push(self.peermem_rule());
                 rules.push("GDR reads (sends) are allowed by default on SM ≥ 80; pre-Ampere GPUs need an NVLink peer (NCCL_NET_GDR_READ)".into());
                 if let Some((k, pn)) = d.pxn {
                     rules.push(format!(
@@ -1246,8 +1249,37 @@ impl<'t> Classifier<'t> {
             p2p: d.p2p,
             rules,
             version: v.to_string(),
+            path_code: d.path.code(v),
             scope: scope.to_string(),
             pxn_via: d.pxn.map(|(k, _)| self.preps[k].bdf),
+        }
+    }
+
+    /// What the machine facts say about the NIC-side GDR support NCCL checks (peermem module
+    /// files), with the paths read.
+    fn peermem_rule(&self) -> String {
+        let m = &self.t.machine;
+        let peers: Vec<String> = m
+            .memory_peers
+            .iter()
+            .map(|(n, v)| match v {
+                Some(v) => format!("/sys/kernel/mm/memory_peers/{n}/version = {v}"),
+                None => format!("/sys/kernel/mm/memory_peers/{n}"),
+            })
+            .collect();
+        if let Some(v) = &m.nvidia_peermem_version {
+            format!(
+                "NIC-side GDR support: /sys/module/nvidia_peermem/version = {v} (NCCL_PTR_CUDA)"
+            )
+        } else if !peers.is_empty() {
+            format!("NIC-side GDR support: {} (NCCL_PTR_CUDA)", peers.join(", "))
+        } else if m.nv_peer_mem_loaded {
+            "NIC-side GDR support: legacy nv_peer_mem module loaded (/sys/module/nv_peer_mem)"
+                .into()
+        } else if m.modules_visible {
+            "NIC-side GDR support: no nvidia_peermem / nv_peer_mem in /sys/module: NCCL can use GDR only through DMA-BUF (not checkable offline); this decision is about distance only".into()
+        } else {
+            "NIC-side GDR support (nvidia_peermem or DMA-BUF) not visible in this input: this decision is about distance only".into()
         }
     }
 
