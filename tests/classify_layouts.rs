@@ -662,3 +662,55 @@ fn summary_agrees_with_full_classification_on_every_layout() {
         }
     }
 }
+
+/// The worked example of classification.md §3 (NCCL XML "spec-example-2s-2gpu"): Sapphire
+/// Rapids 2S; socket 0 has a Broadcom Gen5 switch with an A100 (Gen4 x16) and a ConnectX-7
+/// (Gen5 x16); socket 1 has the second A100 on a root port; 12 NVLinks join the GPUs.
+#[test]
+fn spec_example_2s_2gpu() {
+    let mut t = TopoBuilder::new(&["0-15", "16-31"]).cpu("GenuineIntel", 6, 143);
+    t.bridge("0000:16:01.0", None, Some(0));
+    t.switch(
+        "0000:16:01.0",
+        "0000:17:00.0",
+        &["0000:18:00.0", "0000:18:01.0"],
+        Some(0),
+    );
+    t.ids("0000:17:00.0", (0x1000, 0xc030));
+    t.subsystem("0000:17:00.0", (0x1000, 0x1001));
+    t.link("0000:17:00.0", (32.0, 16), (32.0, 16));
+    t.gpu("0000:19:00.0", Some("0000:18:00.0"), Some(0));
+    t.nic("0000:1a:00.0", Some("0000:18:01.0"), Some(0), &["mlx5_0"]);
+    t.link("0000:1a:00.0", (32.0, 16), (32.0, 16));
+    t.bridge("0000:99:01.0", None, Some(1));
+    t.gpu("0000:9a:00.0", Some("0000:99:01.0"), Some(1));
+    t.nvlink("0000:19:00.0", Some("0000:9a:00.0"), 12, Some(3));
+    let t = t.build();
+    let m = classify_all(&t, &ClassifyOptions::default());
+    let (g0, g1, n0) = (b("0000:19:00.0"), b("0000:9a:00.0"), b("0000:1a:00.0"));
+    // GPU0–GPU1: NV12 / NVL at 12 × 20 = 240 GB/s, P2P on.
+    let p = m.pair(&g0, &g1).unwrap();
+    assert_eq!(p.label, Label::Nv(12));
+    assert_eq!(p.nccl.path, NcclPath::Nvl);
+    assert!(p.nccl.p2p);
+    assert_eq!(p.bottleneck_gbytes_per_s, Some(240.0));
+    // GPU0–mlx5_0: PIX at min(GPU 24, uplink 48, NIC 48) = 24 GB/s, GDR on.
+    let p = m.pair(&g0, &n0).unwrap();
+    assert_eq!(p.label, Label::Pix);
+    assert_eq!(p.nccl.path, NcclPath::Pix);
+    assert!(p.nccl.gdr);
+    assert_eq!(p.bottleneck_gbytes_per_s, Some(24.0));
+    assert_eq!(p.nccl.pxn_via, None);
+    // GPU1–mlx5_0: SYS at 22 GB/s (SRP inter-CPU); sends go PXN through GPU0; receives stay SYS
+    // without GDR.
+    let p = m.pair(&g1, &n0).unwrap();
+    assert_eq!(p.label, Label::Sys);
+    assert_eq!(p.nccl.path, NcclPath::Sys);
+    assert_eq!(p.bottleneck_gbytes_per_s, Some(22.0));
+    assert_eq!(p.nccl.pxn_via, Some(g0));
+    assert!(!p.nccl.gdr);
+    // Before 2.26 the SRP bucket did not exist: 10 GB/s.
+    let old = classify_pair(&t, &g1, &n0, &opts("2.25")).unwrap();
+    assert_eq!(old.bottleneck_gbytes_per_s, Some(10.0));
+    assert_eq!(old.nccl.path_code, Some(7));
+}
