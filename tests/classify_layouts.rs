@@ -714,3 +714,73 @@ fn spec_example_2s_2gpu() {
     assert_eq!(old.bottleneck_gbytes_per_s, Some(10.0));
     assert_eq!(old.nccl.path_code, Some(7));
 }
+
+/// The HGX A100 of `hgx-a100-icelake-bcm-5bond.nccl-topo-dump.xml` (first CPU): three nested
+/// Broadcom levels — 0c (1000:a096) > 0e / 15 (1000:a096) > 11 / 17 (10de:13b8 baseboard) —
+/// with GPU 13 and GPU 19, mlx5_bond_1 beside the second baseboard switch, mlx5_bond_0 on the CPU.
+#[test]
+fn hgx_a100_bcm_three_levels() {
+    let mut t = TopoBuilder::new(&["0-31,64-95", "32-63,96-127"]).cpu("GenuineIntel", 6, 106);
+    let n = Some(0);
+    t.bridge("0000:00:01.0", None, n);
+    t.nic("0000:06:00.0", Some("0000:00:01.0"), n, &["mlx5_bond_0"]);
+    t.bridge("0000:00:02.0", None, n);
+    t.switch(
+        "0000:00:02.0",
+        "0000:0c:00.0",
+        &["0000:0d:00.0", "0000:0d:01.0"],
+        n,
+    );
+    t.switch("0000:0d:00.0", "0000:0e:00.0", &["0000:0f:00.0"], n);
+    t.switch("0000:0f:00.0", "0000:11:00.0", &["0000:12:00.0"], n);
+    t.gpu("0000:13:00.0", Some("0000:12:00.0"), n);
+    t.switch(
+        "0000:0d:01.0",
+        "0000:15:00.0",
+        &["0000:16:00.0", "0000:16:01.0"],
+        n,
+    );
+    t.switch("0000:16:00.0", "0000:17:00.0", &["0000:18:00.0"], n);
+    t.gpu("0000:19:00.0", Some("0000:18:00.0"), n);
+    t.nic("0000:1a:00.0", Some("0000:16:01.0"), n, &["mlx5_bond_1"]);
+    for (sw, sub) in [
+        ("0000:0c:00.0", (0x1000, 0xa096)),
+        ("0000:0e:00.0", (0x1000, 0xa096)),
+        ("0000:15:00.0", (0x1000, 0xa096)),
+        ("0000:11:00.0", (0x10de, 0x13b8)),
+        ("0000:17:00.0", (0x10de, 0x13b8)),
+    ] {
+        t.ids(sw, (0x1000, 0xc010));
+        t.subsystem(sw, sub);
+    }
+    for g in ["0000:13:00.0", "0000:19:00.0"] {
+        t.nvlink(g, None, 12, Some(3));
+    }
+    let t = t.build();
+    let m = classify_all(&t, &ClassifyOptions::default());
+    let (g0, g1) = (b("0000:13:00.0"), b("0000:19:00.0"));
+    let (bond0, bond1) = (b("0000:06:00.0"), b("0000:1a:00.0"));
+    // nvidia-smi counts 11, 0e, 0c, 15; NCCL fuses 0e and 15 into 0c but not the baseboard
+    // switches: both PXB, GDR on (classification.md §2.3: HGX A100 GPU–NIC stays PXB).
+    let p = m.pair(&g0, &bond1).unwrap();
+    assert_eq!(p.label, Label::Pxb);
+    assert!(p.reason.contains("4 PCIe"), "{}", p.reason);
+    assert_eq!(p.nccl.path, NcclPath::Pxb);
+    assert!(
+        p.nccl.rules[0].contains("ncclTopoFlattenBcmSwitches: 4 switch nodes become 2"),
+        "{:?}",
+        p.nccl.rules
+    );
+    assert!(p.nccl.gdr);
+    let q = m.pair(&g1, &bond1).unwrap();
+    assert_eq!((q.label, q.nccl.path), (Label::Pxb, NcclPath::Pxb));
+    // The CPU-attached bond: a different root port of the same host bridge.
+    let r = m.pair(&g0, &bond0).unwrap();
+    assert_eq!(
+        (r.label, r.nccl.path, r.nccl.gdr),
+        (Label::Phb, NcclPath::Phb, false)
+    );
+    // Sends from GPU0 to bond_0 go PXN? No: NCCL's local GPUs of bond_0 are PHB too.
+    assert_eq!(r.nccl.pxn_via, None);
+    assert_eq!(m.pair(&g0, &g1).unwrap().label, Label::Nv(12));
+}

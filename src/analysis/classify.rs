@@ -319,7 +319,7 @@ pub struct Classifier<'t> {
     /// NCCL's PCI switch node per device index, after Broadcom flattening (`NONE` when not a
     /// switch port).
     nccl_unit: Vec<u32>,
-    /// Switch index per device index before flattening (`NONE` when not a switch port).
+    /// NCCL's PCI node per device index before flattening (`NONE` when not a node).
     sw_raw: Vec<u32>,
     /// Switch index of a switch port.
     port_switch: Vec<Option<usize>>,
@@ -509,14 +509,23 @@ impl<'t> Classifier<'t> {
                 }
             }
         }
+        // NCCL's PCI nodes: switches (after flattening) and plain bridges; root ports are
+        // skipped by its two-level sysfs climb.
+        let pci_node = |i: usize, s: Option<usize>, units: &[u32]| match s {
+            Some(s) => units[s],
+            None if t.devices[i].kind == DeviceKind::Bridge => (nsw + i) as u32,
+            None => NONE,
+        };
         let nccl_unit: Vec<u32> = port_switch
             .iter()
-            .map(|s| s.map(|s| sw_unit[s]).unwrap_or(NONE))
+            .enumerate()
+            .map(|(i, s)| pci_node(i, *s, &sw_unit))
             .collect();
-
+        let ident: Vec<u32> = (0..nsw as u32).collect();
         let sw_raw: Vec<u32> = port_switch
             .iter()
-            .map(|s| s.map(|s| s as u32).unwrap_or(NONE))
+            .enumerate()
+            .map(|(i, s)| pci_node(i, *s, &ident))
             .collect();
         let mut nv_direct = HashMap::new();
         let mut nv_fabric = HashMap::new();
@@ -1073,7 +1082,7 @@ impl<'t> Classifier<'t> {
                 };
                 if raw > nodes {
                     r.push_str(&format!(
-                        " (ncclTopoFlattenBcmSwitches: {raw} Broadcom PEX levels with one signature fused into {nodes})"
+                        " (ncclTopoFlattenBcmSwitches: {raw} switch nodes become {nodes} once Broadcom PEX levels with the same signature are fused)"
                     ));
                 }
                 r
