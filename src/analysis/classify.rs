@@ -12,7 +12,8 @@
 //! root port): one → `PIX`, more → `PXB`; same host bridge → `PHB`; same NUMA node → `NODE`;
 //! different NUMA nodes → `SYS`; NUMA node unknown on a machine with several → `Unknown`.
 
-use super::nccl::{self, CpuClass, NcclPath, NcclVersion};
+use super::nccl::{self, CpuClass};
+pub use super::nccl::{NcclPath, NcclVersion};
 use crate::model::{Bdf, Device, DeviceKind, LinkInfo, Topology, bandwidth};
 use crate::parse::cpulist;
 use crate::render::linkfmt;
@@ -71,6 +72,28 @@ impl fmt::Display for Label {
             Label::Sys => f.write_str("SYS"),
             Label::Unknown => f.write_str("?"),
         }
+    }
+}
+
+impl std::str::FromStr for Label {
+    type Err = String;
+    /// Parses an nvidia-smi cell: `X`, `NV<n>`, `PIX`, `PXB`, `PHB`, `NODE`, `SYS`, the 2017
+    /// spelling `SOC` (= SYS), and `?`; surrounding whitespace is ignored.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let t = s.trim();
+        Ok(match t {
+            "X" => Label::X,
+            "PIX" => Label::Pix,
+            "PXB" => Label::Pxb,
+            "PHB" => Label::Phb,
+            "NODE" => Label::Node,
+            "SYS" | "SOC" => Label::Sys,
+            "?" => Label::Unknown,
+            _ => match t.strip_prefix("NV").and_then(|n| n.parse::<u32>().ok()) {
+                Some(n) if n > 0 => Label::Nv(n),
+                _ => return Err(format!("not an nvidia-smi topology label: {s:?}")),
+            },
+        })
     }
 }
 
@@ -1557,4 +1580,39 @@ pub fn classify_pair(t: &Topology, a: &Bdf, b: &Bdf, opts: &ClassifyOptions) -> 
 /// Classifies every GPU–GPU, GPU–NIC, NIC–NIC and accelerator pair and each GPU–NVMe pair.
 pub fn classify_all(t: &Topology, opts: &ClassifyOptions) -> Matrix {
     Classifier::new(t, opts).matrix()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_print_and_parse_like_nvidia_smi() {
+        for (l, s) in [
+            (Label::X, "X"),
+            (Label::Nv(18), "NV18"),
+            (Label::Pix, "PIX"),
+            (Label::Pxb, "PXB"),
+            (Label::Phb, "PHB"),
+            (Label::Node, "NODE"),
+            (Label::Sys, "SYS"),
+            (Label::Unknown, "?"),
+        ] {
+            assert_eq!(l.to_string(), s);
+            assert_eq!(s.parse::<Label>(), Ok(l));
+            assert_eq!(serde_json::to_string(&l).unwrap(), format!("\"{s}\""));
+        }
+        assert_eq!(" SOC ".parse::<Label>(), Ok(Label::Sys));
+        assert!("NV0".parse::<Label>().is_err());
+        assert!("NVB".parse::<Label>().is_err());
+        assert!(Label::Pix.rank() < Label::Sys.rank());
+        assert_eq!(serde_json::to_string(&NcclPath::Pxn).unwrap(), "\"PXN\"");
+    }
+
+    #[test]
+    fn natural_order_of_rdma_names() {
+        let mut v = vec!["mlx5_10", "mlx5_2", "mlx5_bond_0", "mlx5_1"];
+        v.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(v, ["mlx5_1", "mlx5_2", "mlx5_10", "mlx5_bond_0"]);
+    }
 }
