@@ -8,5 +8,6 @@
 pub mod model;
 pub mod parse;
 pub mod pci_ids;
+pub mod probe;
 pub mod render;
 pub mod sources;

@@ -7,11 +7,18 @@ use peerpath::sources::{self, LoadOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+#[path = "cli/probe.rs"]
+mod cli_probe;
+
 /// Exit code when the command itself could not run (bad input, unreadable root).
 const EXIT_ERROR: u8 = 2;
 
 #[derive(Parser)]
-#[command(name = "peerpath", version, about = "GPU↔NIC PCIe path judge: scan, classify, audit, probe, report")]
+#[command(
+    name = "peerpath",
+    version,
+    about = "GPU↔NIC PCIe path judge: scan, classify, audit, probe, report"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -48,10 +55,18 @@ enum Command {
         #[arg(long)]
         all: bool,
     },
+    /// Live transfer probe: loopback RDMA WRITE/READ from GPU and host memory on each chosen
+    /// GPU–NIC pair, verified and judged against the classification (docs/probe.md).
+    Probe(cli_probe::ProbeArgs),
 }
 
 fn load(i: &InputArgs) -> Result<peerpath::model::Topology> {
-    sources::load(i.input.as_deref(), &LoadOptions { pci_ids: i.pci_ids.clone() })
+    sources::load(
+        i.input.as_deref(),
+        &LoadOptions {
+            pci_ids: i.pci_ids.clone(),
+        },
+    )
 }
 
 fn run(cli: Cli) -> Result<u8> {
@@ -59,11 +74,17 @@ fn run(cli: Cli) -> Result<u8> {
         Command::Scan { input, format, all } => {
             let topo = load(&input)?;
             match format {
-                ScanFormat::Tree => print!("{}", render::tree::render(&topo, render::tree::TreeOptions { all })),
+                ScanFormat::Tree => print!(
+                    "{}",
+                    render::tree::render(&topo, render::tree::TreeOptions { all })
+                ),
                 ScanFormat::Json => println!("{}", serde_json::to_string_pretty(&topo)?),
             }
             Ok(0)
         }
+        Command::Probe(args) => cli_probe::run(args, |input| {
+            sources::load(input, &LoadOptions { pci_ids: None })
+        }),
     }
 }
 
