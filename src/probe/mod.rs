@@ -71,3 +71,14 @@ pub fn install_interrupt_handler() {
 pub fn set_interrupted(v: bool) {
     INTERRUPTED.store(v, Ordering::Relaxed);
 }
+
+/// The library to load: `default`, or in a debug build the path in the environment variable
+/// `var` (tests use it to simulate a missing library; release builds ignore it).
+pub fn lib_name(default: &str, var: &str) -> String {
+    if cfg!(debug_assertions)
+        && let Ok(v) = std::env::var(var)
+    {
+        return v;
+    }
+    default.to_string()
+}

@@ -30,9 +30,10 @@ struct Lib {
 impl Lib {
     fn open() -> Result<Lib, Unavailable> {
         // SAFETY: loading libfabric runs its constructors, which have no preconditions.
-        let lib = unsafe { Library::new(LIBFABRIC) }.map_err(|e| {
-            Unavailable::library(LIBFABRIC, "the Debian package libfabric1", &e.to_string())
-        })?;
+        let lib = unsafe { Library::new(crate::probe::lib_name(LIBFABRIC, "PEERPATH_LIBFABRIC")) }
+            .map_err(|e| {
+                Unavailable::library(LIBFABRIC, "the Debian package libfabric1", &e.to_string())
+            })?;
         macro_rules! sym {
             ($n:literal, $t:ty) => {
                 // SAFETY: the symbol has this C signature in every libfabric 1.x.

@@ -42,13 +42,15 @@ struct Lib {
 impl Lib {
     fn open() -> Result<Lib, Unavailable> {
         // SAFETY: loading libibverbs runs its constructors, which have no preconditions.
-        let lib = unsafe { Library::new(LIBIBVERBS) }.map_err(|e| {
-            Unavailable::library(
-                LIBIBVERBS,
-                "the Debian package libibverbs1 (rdma-core)",
-                &e.to_string(),
-            )
-        })?;
+        let lib =
+            unsafe { Library::new(crate::probe::lib_name(LIBIBVERBS, "PEERPATH_LIBIBVERBS")) }
+                .map_err(|e| {
+                    Unavailable::library(
+                        LIBIBVERBS,
+                        "the Debian package libibverbs1 (rdma-core)",
+                        &e.to_string(),
+                    )
+                })?;
         macro_rules! sym {
             ($n:literal, $t:ty) => {
                 // SAFETY: the symbol has this C signature since IBVERBS_1.1.
