@@ -206,3 +206,48 @@ fn without_cuda_the_cuda_probes_say_so() {
         "{err}"
     );
 }
+
+#[test]
+fn ctrl_c_stops_the_run_and_releases_everything() {
+    let child = Command::new(env!("CARGO_BIN_EXE_peerpath"))
+        .args([
+            "probe",
+            "--fabric",
+            "ofi",
+            "--provider",
+            "tcp",
+            "--memory",
+            "host",
+            "--duration",
+            "30",
+            "--format",
+            "json",
+        ])
+        .env_remove("PEERPATH_PROBE_FAULT")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    // SAFETY: signalling our own child by pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t0 = std::time::Instant::now();
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(15),
+        "did not stop promptly after SIGINT"
+    );
+    no_panic(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(130),
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v = json(&o);
+    assert_eq!(v["interrupted"], true);
+    assert!(v["results"].as_array().unwrap().iter().any(
+        |r| r["verdict"] == "not_run" && r["reason"].as_str().unwrap().contains("interrupted")
+    ));
+}

@@ -18,27 +18,39 @@ pub const EXIT_UNAVAILABLE: u8 = 3;
 /// Stopped by Ctrl-C (everything registered was released).
 pub const EXIT_INTERRUPTED: u8 = 130;
 
+/// `--fabric`: which RDMA library the probe loads.
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum FabricArg {
+    /// libibverbs.so.1 (InfiniBand, RoCE).
     Verbs,
+    /// libfabric.so.1 (EFA, Slingshot, UET, tcp).
     Ofi,
 }
 
+/// `--memory`: the memory under test.
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum MemoryArg {
+    /// Host memory only (the baseline).
     Host,
+    /// CUDA device memory (GPUDirect RDMA) next to the host baseline.
     Cuda,
 }
 
+/// `--pairs`: which GPU–NIC pairs.
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum PairsArg {
+    /// Each GPU with its best NIC plus one worse control.
     Best,
+    /// Every GPU with every NIC.
     All,
 }
 
+/// `--format`.
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum ProbeFormat {
+    /// One line per cell.
     Text,
+    /// `peerpath.probe/1` JSON.
     Json,
 }
 
@@ -141,9 +153,9 @@ pub fn run(
 }
 
 fn human(n: usize) -> String {
-    if n >= 1 << 20 && n % (1 << 20) == 0 {
+    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
         format!("{} MiB", n >> 20)
-    } else if n >= 1 << 10 && n % (1 << 10) == 0 {
+    } else if n >= 1 << 10 && n.is_multiple_of(1 << 10) {
         format!("{} KiB", n >> 10)
     } else {
         format!("{n} B")

@@ -62,9 +62,23 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::Relaxed)
 }
 
-/// Installs a SIGINT handler that only sets the [`interrupted`] flag. Safe to call twice.
+extern "C" fn on_sigint(_: libc::c_int) {
+    // Only an atomic store: async-signal-safe.
+    INTERRUPTED.store(true, Ordering::Relaxed);
+}
+
+/// Installs a SIGINT handler that only sets the [`interrupted`] flag. Called again after a
+/// fabric library is initialised, because some libfabric providers (PSM) install their own
+/// SIGINT handler that exits the process, which would skip the cleanup.
 pub fn install_interrupt_handler() {
-    let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::Relaxed));
+    // SAFETY: the handler only stores to an atomic; sigaction with a zeroed mask is valid.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_sigint as *const () as libc::sighandler_t;
+        libc::sigemptyset(&mut sa.sa_mask);
+        sa.sa_flags = libc::SA_RESTART;
+        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
+    }
 }
 
 /// Sets the interrupted flag (tests, and the handler).

@@ -7,7 +7,7 @@ use super::counters::{self, Change};
 use super::cuda::{self, CudaReport};
 use super::fabric::ofi::OfiFabric;
 use super::fabric::verbs::{self, VerbsFabric};
-use super::fabric::{Completion, Fabric, Op, OpenError, Posted, RegAttempt};
+use super::fabric::{Completion, Fabric, Op, OpenError, Posted, RegAttempt, Transfer};
 use super::host::HostBuffer;
 use super::memory::{self, Buffer, MemoryKind};
 use super::pairs::{self, PairMode};
@@ -231,7 +231,15 @@ fn run_cell(
                     if busy[s] {
                         break;
                     }
-                    match fab.post(op, local, s * msg, remote, s * msg, len, s as u64)? {
+                    match fab.post(&Transfer {
+                        op,
+                        local,
+                        local_off: s * msg,
+                        remote,
+                        remote_off: s * msg,
+                        len,
+                        wr_id: s as u64,
+                    })? {
                         Posted::Yes => {
                             busy[s] = true;
                             used[s] = true;
@@ -534,6 +542,8 @@ pub fn run(topo: Option<&Topology>, opts: &ProbeOptions) -> Result<ProbeReport, 
             Some(n) => format!("verbs:{}:{} ({})", n.rdma, n.port, n.bdf),
             None => format!("ofi:{}", opts.provider),
         };
+        // Providers may have replaced our SIGINT handler while initialising.
+        super::install_interrupt_handler();
         let mut fab = match opened {
             Ok(f) => f,
             Err(OpenError::Unavailable(u)) if jobs.len() == 1 || job.verbs.is_none() => {

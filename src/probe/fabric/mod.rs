@@ -139,6 +139,26 @@ pub enum Posted {
     Busy,
 }
 
+/// One operation to post: `len` bytes between registration `local` at `local_off` (on the
+/// initiator) and registration `remote` at `remote_off` (on the target).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transfer {
+    /// WRITE or READ.
+    pub op: Op,
+    /// Handle of the initiator-side registration.
+    pub local: usize,
+    /// Offset in it.
+    pub local_off: usize,
+    /// Handle of the target-side registration.
+    pub remote: usize,
+    /// Offset in it.
+    pub remote_off: usize,
+    /// Bytes.
+    pub len: usize,
+    /// Returned in the completion.
+    pub wr_id: u64,
+}
+
 /// A fabric opened on one device/provider with a connected loopback pair: an initiator
 /// endpoint and a target endpoint sharing one protection domain.
 pub trait Fabric {
@@ -153,18 +173,8 @@ pub trait Fabric {
     fn register(&mut self, buf: &mut dyn Buffer) -> Result<Registered, Vec<RegAttempt>>;
     /// Releases a registration.
     fn deregister(&mut self, handle: usize);
-    /// Posts one operation on the initiator: `len` bytes between `local` at `local_off` and
-    /// `remote` (registered memory on the target side) at `remote_off`.
-    fn post(
-        &mut self,
-        op: Op,
-        local: usize,
-        local_off: usize,
-        remote: usize,
-        remote_off: usize,
-        len: usize,
-        wr_id: u64,
-    ) -> Result<Posted, String>;
+    /// Posts one operation on the initiator (see [`Transfer`]).
+    fn post(&mut self, t: &Transfer) -> Result<Posted, String>;
     /// Polls the initiator's completions (and drives the target's progress), appending them.
     fn poll(&mut self, out: &mut Vec<Completion>) -> Result<(), String>;
 }

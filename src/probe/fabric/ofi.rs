@@ -5,7 +5,7 @@
 //! `fi_version` goes through the ops tables carried in [`super::ofi_sys`].
 
 use super::ofi_sys::*;
-use super::{Completion, Fabric, Op, OpenError, Posted, RegAttempt, Registered};
+use super::{Completion, Fabric, Op, OpenError, Posted, RegAttempt, Registered, Transfer};
 use crate::probe::Unavailable;
 use crate::probe::memory::{Buffer, MemoryKind};
 use libloading::Library;
@@ -665,16 +665,16 @@ impl Fabric for OfiFabric {
             unsafe { close(m.mr as *mut fid) };
         }
     }
-    fn post(
-        &mut self,
-        op: Op,
-        local: usize,
-        local_off: usize,
-        remote: usize,
-        remote_off: usize,
-        len: usize,
-        wr_id: u64,
-    ) -> Result<Posted, String> {
+    fn post(&mut self, t: &Transfer) -> Result<Posted, String> {
+        let Transfer {
+            op,
+            local,
+            local_off,
+            remote,
+            remote_off,
+            len,
+            wr_id,
+        } = *t;
         let (Some(Some(l)), Some(Some(r))) = (self.mrs.get(local), self.mrs.get(remote)) else {
             return Err("post on an unknown registration".into());
         };
@@ -726,7 +726,7 @@ impl Fabric for OfiFabric {
         let slot_of = |p: *mut c_void| -> Option<usize> {
             let a = p as usize;
             let sz = std::mem::size_of::<fi_context2>();
-            (a >= base && a < base + CTX_SLOTS * sz && (a - base) % sz == 0)
+            (a >= base && a < base + CTX_SLOTS * sz && (a - base).is_multiple_of(sz))
                 .then(|| (a - base) / sz)
         };
         let mut entries = [fi_cq_entry {

@@ -2,46 +2,79 @@
 //! reads or passes, the ops tables behind libfabric's `static inline` calls (`fi_domain`,
 //! `fi_endpoint`, `fi_mr_reg`, `fi_write`, `fi_read`, `fi_cq_read`, …), and the constants.
 //! Checked against the real headers by `tests/probe_layout.rs`.
-#![allow(non_camel_case_types, missing_docs)]
+#![allow(non_camel_case_types)]
 
 use super::layout::{CLayout, LayoutEntry, c_struct};
 use std::ffi::{c_char, c_int, c_void};
 
 /// `FI_VERSION(1, 17)`: the API version these layouts describe.
 pub const FI_API_VERSION: u32 = (1 << 16) | 17;
+/// `FI_MSG` (libfabric 1.17 headers).
 pub const FI_MSG: u64 = 1 << 1;
+/// `FI_RMA` (libfabric 1.17 headers).
 pub const FI_RMA: u64 = 1 << 2;
+/// `FI_READ` (libfabric 1.17 headers).
 pub const FI_READ: u64 = 1 << 8;
+/// `FI_WRITE` (libfabric 1.17 headers).
 pub const FI_WRITE: u64 = 1 << 9;
+/// `FI_RECV` (libfabric 1.17 headers).
 pub const FI_RECV: u64 = 1 << 10;
+/// `FI_SEND` (libfabric 1.17 headers).
 pub const FI_SEND: u64 = 1 << 11;
+/// `FI_REMOTE_READ` (libfabric 1.17 headers).
 pub const FI_REMOTE_READ: u64 = 1 << 12;
+/// `FI_REMOTE_WRITE` (libfabric 1.17 headers).
 pub const FI_REMOTE_WRITE: u64 = 1 << 13;
+/// `FI_HMEM` (libfabric 1.17 headers).
 pub const FI_HMEM: u64 = 1 << 47;
+/// `FI_SOURCE` (libfabric 1.17 headers).
 pub const FI_SOURCE: u64 = 1 << 57;
+/// `FI_CONTEXT` (libfabric 1.17 headers).
 pub const FI_CONTEXT: u64 = 1 << 59;
+/// `FI_CONTEXT2` (libfabric 1.17 headers).
 pub const FI_CONTEXT2: u64 = 1 << 52;
+/// `FI_MR_LOCAL` (libfabric 1.17 headers).
 pub const FI_MR_LOCAL: c_int = 1 << 2;
+/// `FI_MR_VIRT_ADDR` (libfabric 1.17 headers).
 pub const FI_MR_VIRT_ADDR: c_int = 1 << 4;
+/// `FI_MR_ALLOCATED` (libfabric 1.17 headers).
 pub const FI_MR_ALLOCATED: c_int = 1 << 5;
+/// `FI_MR_PROV_KEY` (libfabric 1.17 headers).
 pub const FI_MR_PROV_KEY: c_int = 1 << 6;
+/// `FI_MR_ENDPOINT` (libfabric 1.17 headers).
 pub const FI_MR_ENDPOINT: c_int = 1 << 9;
+/// `FI_MR_HMEM` (libfabric 1.17 headers).
 pub const FI_MR_HMEM: c_int = 1 << 10;
+/// `FI_EP_MSG` (libfabric 1.17 headers).
 pub const FI_EP_MSG: u32 = 1;
+/// `FI_SOCKADDR_IN` (libfabric 1.17 headers).
 pub const FI_SOCKADDR_IN: u32 = 2;
+/// `FI_CQ_FORMAT_CONTEXT` (libfabric 1.17 headers).
 pub const FI_CQ_FORMAT_CONTEXT: u32 = 1;
+/// `FI_WAIT_NONE` (libfabric 1.17 headers).
 pub const FI_WAIT_NONE: u32 = 0;
+/// `FI_WAIT_UNSPEC` (libfabric 1.17 headers).
 pub const FI_WAIT_UNSPEC: u32 = 1;
+/// `FI_CONNREQ` (libfabric 1.17 headers).
 pub const FI_CONNREQ: u32 = 1;
+/// `FI_CONNECTED` (libfabric 1.17 headers).
 pub const FI_CONNECTED: u32 = 2;
+/// `FI_SHUTDOWN` (libfabric 1.17 headers).
 pub const FI_SHUTDOWN: u32 = 3;
+/// `FI_ENABLE` (libfabric 1.17 headers).
 pub const FI_ENABLE: c_int = 6;
+/// `FI_HMEM_SYSTEM` (libfabric 1.17 headers).
 pub const FI_HMEM_SYSTEM: u32 = 0;
+/// `FI_HMEM_CUDA` (libfabric 1.17 headers).
 pub const FI_HMEM_CUDA: u32 = 1;
+/// `FI_EAGAIN` (libfabric 1.17 headers).
 pub const FI_EAGAIN: isize = 11;
+/// `FI_EAVAIL` (libfabric 1.17 headers).
 pub const FI_EAVAIL: isize = 259;
+/// `FI_ADDR_UNSPEC` (libfabric 1.17 headers).
 pub const FI_ADDR_UNSPEC: u64 = u64::MAX;
 
+/// Signature of `fi_getinfo` (libfabric 1.17 headers).
 pub type fi_getinfo_fn = unsafe extern "C" fn(
     u32,
     *const c_char,
@@ -50,11 +83,16 @@ pub type fi_getinfo_fn = unsafe extern "C" fn(
     *const fi_info,
     *mut *mut fi_info,
 ) -> c_int;
+/// Signature of `fi_freeinfo` (libfabric 1.17 headers).
 pub type fi_freeinfo_fn = unsafe extern "C" fn(*mut fi_info);
+/// Signature of `fi_dupinfo` (libfabric 1.17 headers).
 pub type fi_dupinfo_fn = unsafe extern "C" fn(*const fi_info) -> *mut fi_info;
+/// Signature of `fi_fabric` (libfabric 1.17 headers).
 pub type fi_fabric_fn =
     unsafe extern "C" fn(*mut fi_fabric_attr, *mut *mut fid_fabric, *mut c_void) -> c_int;
+/// Signature of `fi_strerror` (libfabric 1.17 headers).
 pub type fi_strerror_fn = unsafe extern "C" fn(c_int) -> *const c_char;
+/// Signature of `fi_version` (libfabric 1.17 headers).
 pub type fi_version_fn = unsafe extern "C" fn() -> u32;
 
 type Unused = *const c_void;

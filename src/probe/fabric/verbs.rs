@@ -6,7 +6,7 @@
 //! (`EOPNOTSUPP` from sideway-style loaders; here a load error) the probe says so and stops.
 
 use super::verbs_sys::*;
-use super::{Completion, Fabric, Op, OpenError, Posted, RegAttempt, Registered};
+use super::{Completion, Fabric, Op, OpenError, Posted, RegAttempt, Registered, Transfer};
 use crate::probe::Unavailable;
 use crate::probe::memory::{Buffer, MemoryKind};
 use libloading::Library;
@@ -445,16 +445,16 @@ impl Fabric for VerbsFabric {
             unsafe { (self.lib.dereg_mr)(mr) };
         }
     }
-    fn post(
-        &mut self,
-        op: Op,
-        local: usize,
-        local_off: usize,
-        remote: usize,
-        remote_off: usize,
-        len: usize,
-        wr_id: u64,
-    ) -> Result<Posted, String> {
+    fn post(&mut self, t: &Transfer) -> Result<Posted, String> {
+        let Transfer {
+            op,
+            local,
+            local_off,
+            remote,
+            remote_off,
+            len,
+            wr_id,
+        } = *t;
         let (Some(Some((lmr, laddr, llen))), Some(Some((rmr, raddr, rlen)))) =
             (self.mrs.get(local).copied(), self.mrs.get(remote).copied())
         else {

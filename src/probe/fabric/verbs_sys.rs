@@ -2,63 +2,110 @@
 //! the structs the probe passes or reads, `struct ibv_context_ops` (behind the `static inline`
 //! `ibv_post_send` and `ibv_poll_cq`), and the constants. Checked against the real header by
 //! `tests/probe_layout.rs`.
-#![allow(non_camel_case_types, missing_docs)]
+#![allow(non_camel_case_types)]
 
 use super::layout::{CLayout, LayoutEntry, c_struct};
 use std::ffi::{c_char, c_int, c_uint, c_void};
 
+/// `IBV_ACCESS_LOCAL_WRITE` (<infiniband/verbs.h>).
 pub const IBV_ACCESS_LOCAL_WRITE: c_int = 1;
+/// `IBV_ACCESS_REMOTE_WRITE` (<infiniband/verbs.h>).
 pub const IBV_ACCESS_REMOTE_WRITE: c_int = 1 << 1;
+/// `IBV_ACCESS_REMOTE_READ` (<infiniband/verbs.h>).
 pub const IBV_ACCESS_REMOTE_READ: c_int = 1 << 2;
+/// `IBV_ACCESS_RELAXED_ORDERING` (<infiniband/verbs.h>).
 pub const IBV_ACCESS_RELAXED_ORDERING: c_int = 1 << 20;
+/// `IBV_QPT_RC` (<infiniband/verbs.h>).
 pub const IBV_QPT_RC: u32 = 2;
+/// `IBV_QPS_INIT` (<infiniband/verbs.h>).
 pub const IBV_QPS_INIT: u32 = 1;
+/// `IBV_QPS_RTR` (<infiniband/verbs.h>).
 pub const IBV_QPS_RTR: u32 = 2;
+/// `IBV_QPS_RTS` (<infiniband/verbs.h>).
 pub const IBV_QPS_RTS: u32 = 3;
+/// `IBV_MTU_1024` (<infiniband/verbs.h>).
 pub const IBV_MTU_1024: u32 = 3;
+/// `IBV_QP_STATE` (<infiniband/verbs.h>).
 pub const IBV_QP_STATE: c_int = 1;
+/// `IBV_QP_ACCESS_FLAGS` (<infiniband/verbs.h>).
 pub const IBV_QP_ACCESS_FLAGS: c_int = 1 << 3;
+/// `IBV_QP_PKEY_INDEX` (<infiniband/verbs.h>).
 pub const IBV_QP_PKEY_INDEX: c_int = 1 << 4;
+/// `IBV_QP_PORT` (<infiniband/verbs.h>).
 pub const IBV_QP_PORT: c_int = 1 << 5;
+/// `IBV_QP_AV` (<infiniband/verbs.h>).
 pub const IBV_QP_AV: c_int = 1 << 7;
+/// `IBV_QP_PATH_MTU` (<infiniband/verbs.h>).
 pub const IBV_QP_PATH_MTU: c_int = 1 << 8;
+/// `IBV_QP_TIMEOUT` (<infiniband/verbs.h>).
 pub const IBV_QP_TIMEOUT: c_int = 1 << 9;
+/// `IBV_QP_RETRY_CNT` (<infiniband/verbs.h>).
 pub const IBV_QP_RETRY_CNT: c_int = 1 << 10;
+/// `IBV_QP_RNR_RETRY` (<infiniband/verbs.h>).
 pub const IBV_QP_RNR_RETRY: c_int = 1 << 11;
+/// `IBV_QP_RQ_PSN` (<infiniband/verbs.h>).
 pub const IBV_QP_RQ_PSN: c_int = 1 << 12;
+/// `IBV_QP_MAX_QP_RD_ATOMIC` (<infiniband/verbs.h>).
 pub const IBV_QP_MAX_QP_RD_ATOMIC: c_int = 1 << 13;
+/// `IBV_QP_MIN_RNR_TIMER` (<infiniband/verbs.h>).
 pub const IBV_QP_MIN_RNR_TIMER: c_int = 1 << 15;
+/// `IBV_QP_SQ_PSN` (<infiniband/verbs.h>).
 pub const IBV_QP_SQ_PSN: c_int = 1 << 16;
+/// `IBV_QP_MAX_DEST_RD_ATOMIC` (<infiniband/verbs.h>).
 pub const IBV_QP_MAX_DEST_RD_ATOMIC: c_int = 1 << 17;
+/// `IBV_QP_DEST_QPN` (<infiniband/verbs.h>).
 pub const IBV_QP_DEST_QPN: c_int = 1 << 20;
+/// `IBV_WR_RDMA_WRITE` (<infiniband/verbs.h>).
 pub const IBV_WR_RDMA_WRITE: u32 = 0;
+/// `IBV_WR_RDMA_READ` (<infiniband/verbs.h>).
 pub const IBV_WR_RDMA_READ: u32 = 4;
+/// `IBV_SEND_SIGNALED` (<infiniband/verbs.h>).
 pub const IBV_SEND_SIGNALED: c_uint = 1 << 1;
+/// `IBV_WC_SUCCESS` (<infiniband/verbs.h>).
 pub const IBV_WC_SUCCESS: u32 = 0;
+/// `IBV_PORT_ACTIVE` (<infiniband/verbs.h>).
 pub const IBV_PORT_ACTIVE: u32 = 4;
+/// `IBV_LINK_LAYER_ETHERNET` (<infiniband/verbs.h>).
 pub const IBV_LINK_LAYER_ETHERNET: u8 = 2;
 
+/// Signature of `ibv_get_device_list` (<infiniband/verbs.h>).
 pub type ibv_get_device_list_fn = unsafe extern "C" fn(*mut c_int) -> *mut *mut c_void;
+/// Signature of `ibv_free_device_list` (<infiniband/verbs.h>).
 pub type ibv_free_device_list_fn = unsafe extern "C" fn(*mut *mut c_void);
+/// Signature of `ibv_get_device_name` (<infiniband/verbs.h>).
 pub type ibv_get_device_name_fn = unsafe extern "C" fn(*mut c_void) -> *const c_char;
+/// Signature of `ibv_open_device` (<infiniband/verbs.h>).
 pub type ibv_open_device_fn = unsafe extern "C" fn(*mut c_void) -> *mut ibv_context;
+/// Signature of `ibv_close_device` (<infiniband/verbs.h>).
 pub type ibv_close_device_fn = unsafe extern "C" fn(*mut ibv_context) -> c_int;
+/// Signature of `ibv_query_port` (<infiniband/verbs.h>).
 pub type ibv_query_port_fn =
     unsafe extern "C" fn(*mut ibv_context, u8, *mut ibv_port_attr) -> c_int;
+/// Signature of `ibv_query_gid` (<infiniband/verbs.h>).
 pub type ibv_query_gid_fn =
     unsafe extern "C" fn(*mut ibv_context, u8, c_int, *mut ibv_gid) -> c_int;
+/// Signature of `ibv_alloc_pd` (<infiniband/verbs.h>).
 pub type ibv_alloc_pd_fn = unsafe extern "C" fn(*mut ibv_context) -> *mut ibv_pd;
+/// Signature of `ibv_dealloc_pd` (<infiniband/verbs.h>).
 pub type ibv_dealloc_pd_fn = unsafe extern "C" fn(*mut ibv_pd) -> c_int;
+/// Signature of `ibv_reg_mr` (<infiniband/verbs.h>).
 pub type ibv_reg_mr_fn =
     unsafe extern "C" fn(*mut ibv_pd, *mut c_void, usize, c_int) -> *mut ibv_mr;
+/// Signature of `ibv_reg_dmabuf_mr` (<infiniband/verbs.h>).
 pub type ibv_reg_dmabuf_mr_fn =
     unsafe extern "C" fn(*mut ibv_pd, u64, usize, u64, c_int, c_int) -> *mut ibv_mr;
+/// Signature of `ibv_dereg_mr` (<infiniband/verbs.h>).
 pub type ibv_dereg_mr_fn = unsafe extern "C" fn(*mut ibv_mr) -> c_int;
+/// Signature of `ibv_create_cq` (<infiniband/verbs.h>).
 pub type ibv_create_cq_fn =
     unsafe extern "C" fn(*mut ibv_context, c_int, *mut c_void, *mut c_void, c_int) -> *mut ibv_cq;
+/// Signature of `ibv_destroy_cq` (<infiniband/verbs.h>).
 pub type ibv_destroy_cq_fn = unsafe extern "C" fn(*mut ibv_cq) -> c_int;
+/// Signature of `ibv_create_qp` (<infiniband/verbs.h>).
 pub type ibv_create_qp_fn = unsafe extern "C" fn(*mut ibv_pd, *mut ibv_qp_init_attr) -> *mut ibv_qp;
+/// Signature of `ibv_modify_qp` (<infiniband/verbs.h>).
 pub type ibv_modify_qp_fn = unsafe extern "C" fn(*mut ibv_qp, *mut ibv_qp_attr, c_int) -> c_int;
+/// Signature of `ibv_destroy_qp` (<infiniband/verbs.h>).
 pub type ibv_destroy_qp_fn = unsafe extern "C" fn(*mut ibv_qp) -> c_int;
 
 type Unused = *const c_void;
