@@ -199,35 +199,51 @@ pub fn render_text(r: &ProbeReport) -> String {
             r.cuda.reason.as_deref().unwrap_or("unknown")
         );
     }
-    let f = |x: &Result<f64, String>| match x {
-        Ok(v) => format!("{v:.2} GB/s"),
-        Err(e) => format!("error: {e}"),
+    let f = |x: Option<f64>| match x {
+        Some(v) => format!("{v:.2} GB/s"),
+        None => "n/a".to_string(),
     };
     for d in &r.cuda.devices {
         let _ = writeln!(
             s,
-            "  GPU {} {} {}: H2D {}, D2H {}, dma-buf {}, GDR attr {:?}",
+            "  GPU {} {} {}: H2D {}, D2H {}, dma-buf {}, GPUDirect RDMA attribute {}{}",
             d.ordinal,
             d.pci_bus_id.as_deref().unwrap_or("?"),
             d.name.as_deref().unwrap_or("?"),
-            f(&d.h2d_gbytes_per_s),
-            f(&d.d2h_gbytes_per_s),
-            match &d.dma_buf_export {
-                Ok(()) => "exported".to_string(),
-                Err(e) => format!("not exported ({e})"),
+            f(d.h2d_gbytes_per_s),
+            f(d.d2h_gbytes_per_s),
+            if d.dma_buf_export {
+                "exported".to_string()
+            } else {
+                format!(
+                    "not exported ({})",
+                    d.dma_buf_export_error.as_deref().unwrap_or("?")
+                )
             },
             d.gpudirect_rdma_supported
+                .map_or("unknown", |b| if b { "yes" } else { "no" }),
+            if d.errors.is_empty() {
+                String::new()
+            } else {
+                format!(" [{}]", d.errors.join("; "))
+            }
         );
     }
     for p in &r.cuda.peers {
         let _ = writeln!(
             s,
-            "  GPU {} -> GPU {}: peer access {:?}, with {}, without {}",
+            "  GPU {} -> GPU {}: peer access {}, with {}, without {}{}",
             p.src,
             p.dst,
-            p.can_access_peer,
-            f(&p.with_peer_gbytes_per_s),
-            f(&p.without_peer_gbytes_per_s)
+            p.can_access_peer
+                .map_or("unknown", |b| if b { "yes" } else { "no" }),
+            f(p.with_peer_gbytes_per_s),
+            f(p.without_peer_gbytes_per_s),
+            if p.errors.is_empty() {
+                String::new()
+            } else {
+                format!(" [{}]", p.errors.join("; "))
+            }
         );
     }
     if !r.counter_changes.is_empty() {

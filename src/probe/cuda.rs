@@ -336,14 +336,20 @@ pub struct CudaDevice {
     pub pci_bus_id: Option<String>,
     /// `CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED`.
     pub dma_buf_supported: Option<bool>,
-    /// Whether `cuMemGetHandleForAddressRange` exported a 2 MiB allocation, or the error.
-    pub dma_buf_export: Result<(), String>,
+    /// Whether `cuMemGetHandleForAddressRange` exported a 2 MiB allocation.
+    pub dma_buf_export: bool,
+    /// Why the export failed, when it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dma_buf_export_error: Option<String>,
     /// `CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED`.
     pub gpudirect_rdma_supported: Option<bool>,
     /// Pinned host → device copy bandwidth, GB/s (10^9 bytes/s).
-    pub h2d_gbytes_per_s: Result<f64, String>,
+    pub h2d_gbytes_per_s: Option<f64>,
     /// Device → pinned host copy bandwidth, GB/s.
-    pub d2h_gbytes_per_s: Result<f64, String>,
+    pub d2h_gbytes_per_s: Option<f64>,
+    /// Errors of the calls above, in words.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
 }
 
 /// Device→device copy between two GPUs.
@@ -356,9 +362,25 @@ pub struct CudaPeer {
     /// `cuDeviceCanAccessPeer(dst → src)`.
     pub can_access_peer: Option<bool>,
     /// `cuMemcpyPeer` without peer access enabled (the driver stages through host), GB/s.
-    pub without_peer_gbytes_per_s: Result<f64, String>,
+    pub without_peer_gbytes_per_s: Option<f64>,
     /// `cuMemcpyPeer` after `cuCtxEnablePeerAccess`, GB/s.
-    pub with_peer_gbytes_per_s: Result<f64, String>,
+    pub with_peer_gbytes_per_s: Option<f64>,
+    /// Errors (or why peer access was not measured), in words.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+}
+
+/// Splits measurement results into values and error texts.
+fn split(rs: [&Result<f64, String>; 2], errors: &mut Vec<String>) -> [Option<f64>; 2] {
+    rs.map(|r| match r {
+        Ok(v) => Some(*v),
+        Err(e) => {
+            if !errors.contains(e) {
+                errors.push(e.clone());
+            }
+            None
+        }
+    })
 }
 
 /// The CUDA probes' report.
@@ -464,17 +486,21 @@ pub fn probes(budget: Duration) -> CudaReport {
             }
             (Err(e), _) | (_, Err(e)) => (Err(e.clone()), Err(e)),
         };
+        let mut errors = Vec::new();
+        let [h2d, d2h] = split([&h2d, &d2h], &mut errors);
         devices.push(CudaDevice {
             ordinal: i,
             name: cuda.name(i).ok(),
             pci_bus_id: cuda.pci_bus_id(i).ok(),
             dma_buf_supported,
-            dma_buf_export,
+            dma_buf_export: dma_buf_export.is_ok(),
+            dma_buf_export_error: dma_buf_export.err(),
             gpudirect_rdma_supported: flag(
                 sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED,
             ),
             h2d_gbytes_per_s: h2d,
             d2h_gbytes_per_s: d2h,
+            errors,
         });
         if super::interrupted() {
             break;
@@ -570,11 +596,14 @@ fn peer_probe(cuda: &Cuda, s: usize, d: usize, window: Duration, bytes: usize) -
             (without, with)
         }
     };
+    let mut errors = Vec::new();
+    let [without, with] = split([&without, &with], &mut errors);
     CudaPeer {
         src: s,
         dst: d,
         can_access_peer: can,
         without_peer_gbytes_per_s: without,
         with_peer_gbytes_per_s: with,
+        errors,
     }
 }

@@ -133,6 +133,68 @@ impl Buffer for HostBuffer {
     }
 }
 
+/// Pins the calling thread to `cpus` (the NIC's `local_cpulist`) until dropped, so host buffers
+/// allocated meanwhile land on the NIC's NUMA node (first touch) and the polling thread runs
+/// next to it. Restores the previous affinity on drop.
+pub struct CpuPin {
+    old: Option<libc::cpu_set_t>,
+}
+
+impl CpuPin {
+    /// Pins to `cpus`; a no-op (with the reason) when the set is empty or refused.
+    pub fn new(cpus: &[u32]) -> (CpuPin, Option<String>) {
+        // SAFETY: cpu_set_t is plain data; the CPU_* helpers bound-check against its size.
+        unsafe {
+            let mut old: libc::cpu_set_t = std::mem::zeroed();
+            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut old) != 0 {
+                return (
+                    CpuPin { old: None },
+                    Some(format!(
+                        "sched_getaffinity: {}",
+                        std::io::Error::last_os_error()
+                    )),
+                );
+            }
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            let mut any = false;
+            for &c in cpus {
+                if (c as usize) < libc::CPU_SETSIZE as usize && libc::CPU_ISSET(c as usize, &old) {
+                    libc::CPU_SET(c as usize, &mut set);
+                    any = true;
+                }
+            }
+            if !any {
+                return (
+                    CpuPin { old: None },
+                    Some(
+                        "none of the NIC's local CPUs is available to this process; not pinned"
+                            .into(),
+                    ),
+                );
+            }
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                return (
+                    CpuPin { old: None },
+                    Some(format!(
+                        "sched_setaffinity: {}",
+                        std::io::Error::last_os_error()
+                    )),
+                );
+            }
+            (CpuPin { old: Some(old) }, None)
+        }
+    }
+}
+
+impl Drop for CpuPin {
+    fn drop(&mut self) {
+        if let Some(old) = self.old.take() {
+            // SAFETY: restoring a set obtained from sched_getaffinity.
+            unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &old) };
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

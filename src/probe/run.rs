@@ -8,7 +8,7 @@ use super::cuda::{self, CudaReport};
 use super::fabric::ofi::OfiFabric;
 use super::fabric::verbs::{self, VerbsFabric};
 use super::fabric::{Completion, Fabric, Op, OpenError, Posted, RegAttempt, Transfer};
-use super::host::HostBuffer;
+use super::host::{CpuPin, HostBuffer};
 use super::memory::{self, Buffer, MemoryKind};
 use super::pairs::{self, PairMode};
 use super::verdict::{self, CellFacts, Verdict};
@@ -576,6 +576,18 @@ pub fn run(topo: Option<&Topology>, opts: &ProbeOptions) -> Result<ProbeReport, 
             None => nic.clone(),
         });
         let line = fab.line_rate_gbytes();
+        // Host buffers on the NIC's NUMA node, polling next to it.
+        let cpus = job
+            .verbs
+            .as_ref()
+            .and_then(|n| topo?.device(&n.bdf)?.local_cpus.clone());
+        let _pin = cpus.map(|c| {
+            let (pin, why) = CpuPin::new(&c);
+            if let Some(w) = why {
+                notes.push(format!("{nic}: {w}"));
+            }
+            pin
+        });
 
         // Buffers: the host peer (and for host-only jobs, a second host buffer).
         let mut host_a = match HostBuffer::new(blen) {
