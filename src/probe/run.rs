@@ -827,3 +827,119 @@ fn finish(
         interrupted: interrupted(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::fabric::Registered;
+
+    /// A fabric that copies with memcpy at post time and completes on the next poll.
+    struct MemFabric {
+        regs: Vec<(u64, usize)>,
+        done: Vec<Completion>,
+        fail: bool,
+    }
+
+    impl Fabric for MemFabric {
+        fn name(&self) -> String {
+            "mem".into()
+        }
+        fn line_rate_gbytes(&self) -> Option<f64> {
+            None
+        }
+        fn max_outstanding(&self) -> usize {
+            4
+        }
+        fn register(&mut self, buf: &mut dyn Buffer) -> Result<Registered, Vec<RegAttempt>> {
+            self.regs.push((buf.addr(), buf.len()));
+            Ok(Registered {
+                handle: self.regs.len() - 1,
+                method: "host".into(),
+                attempts: vec![],
+            })
+        }
+        fn deregister(&mut self, _: usize) {}
+        fn post(&mut self, t: &Transfer) -> Result<Posted, String> {
+            let (l, r) = (self.regs[t.local], self.regs[t.remote]);
+            let (src, dst) = match t.op {
+                Op::Write => (l.0 + t.local_off as u64, r.0 + t.remote_off as u64),
+                Op::Read => (r.0 + t.remote_off as u64, l.0 + t.local_off as u64),
+            };
+            // SAFETY: both ranges lie inside registered host buffers the test owns.
+            unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, t.len) };
+            let status = if self.fail {
+                Err("simulated error completion".into())
+            } else {
+                Ok(())
+            };
+            self.done.push(Completion {
+                wr_id: t.wr_id,
+                status,
+            });
+            Ok(Posted::Yes)
+        }
+        fn poll(&mut self, out: &mut Vec<Completion>) -> Result<(), String> {
+            out.append(&mut self.done);
+            Ok(())
+        }
+    }
+
+    fn cell(op: Op, fault: Option<Fault>, fail: bool) -> CellOutcome {
+        let mut f = MemFabric {
+            regs: vec![],
+            done: vec![],
+            fail,
+        };
+        let mut a = HostBuffer::new(1 << 20).unwrap();
+        let mut b = HostBuffer::new(1 << 20).unwrap();
+        let ha = f.register(&mut a).unwrap().handle;
+        let hb = f.register(&mut b).unwrap().handle;
+        run_cell(
+            &mut f,
+            op,
+            (&mut a, ha),
+            (&mut b, hb),
+            65536,
+            Duration::from_millis(20),
+            42,
+            fault,
+        )
+    }
+
+    #[test]
+    fn loop_moves_and_verifies_both_ops() {
+        for op in [Op::Write, Op::Read] {
+            let o = cell(op, None, false);
+            assert!(o.verified, "{:?}", o.error);
+            assert!(o.error.is_none());
+            assert!(o.bytes >= 65536 && o.bytes % 65536 == 0);
+        }
+    }
+
+    #[test]
+    fn loop_detects_truncation_corruption_and_error_completions() {
+        for fault in [Fault::Truncate, Fault::Corrupt] {
+            let o = cell(Op::Write, Some(fault), false);
+            assert!(!o.verified, "{fault:?} not detected");
+            assert!(
+                o.error
+                    .unwrap()
+                    .contains("first wrong byte at offset 32768")
+            );
+        }
+        let o = cell(Op::Read, None, true);
+        assert!(!o.verified);
+        assert!(o.error.unwrap().contains("simulated error completion"));
+    }
+
+    #[test]
+    fn plans_cover_both_directions_and_ops() {
+        assert_eq!(cell_plan(MemoryKind::Host).len(), 2);
+        let p = cell_plan(MemoryKind::Cuda);
+        assert!(
+            p.contains(&(Direction::GpuToHost, Op::Read))
+                && p.contains(&(Direction::HostToGpu, Op::Write))
+        );
+        assert_eq!(buffer_len(&[65536, 8 << 20]), 32 << 20);
+    }
+}

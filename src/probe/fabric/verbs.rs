@@ -274,7 +274,11 @@ impl VerbsFabric {
                 }
                 let mut a: ibv_qp_attr = std::mem::zeroed();
                 a.qp_state = IBV_QPS_RTR;
-                a.path_mtu = pa.active_mtu.max(IBV_MTU_1024);
+                a.path_mtu = if pa.active_mtu == 0 {
+                    IBV_MTU_1024
+                } else {
+                    pa.active_mtu
+                };
                 a.dest_qp_num = (*peer).qp_num;
                 a.max_dest_rd_atomic = 16;
                 a.min_rnr_timer = 12;
@@ -386,7 +390,22 @@ impl Fabric for VerbsFabric {
                 )),
                 (Ok(d), Some(f)) => {
                     // SAFETY: pd is live; fd/offset describe the buffer's exported range.
-                    let mr = unsafe { f(self.pd, d.offset, buf.len(), buf.addr(), d.fd, access) };
+                    let mut mr =
+                        unsafe { f(self.pd, d.offset, buf.len(), buf.addr(), d.fd, access) };
+                    if mr.is_null() && errno() == libc::EINVAL {
+                        // Older stacks reject the optional relaxed-ordering flag here.
+                        // SAFETY: as above.
+                        mr = unsafe {
+                            f(
+                                self.pd,
+                                d.offset,
+                                buf.len(),
+                                buf.addr(),
+                                d.fd,
+                                access & !IBV_ACCESS_RELAXED_ORDERING,
+                            )
+                        };
+                    }
                     if mr.is_null() {
                         attempts.push(RegAttempt::failed(
                             "dmabuf",
@@ -481,8 +500,13 @@ impl Fabric for VerbsFabric {
                 Op::Read => IBV_WR_RDMA_READ,
             };
             wr.send_flags = IBV_SEND_SIGNALED;
-            wr.wr[0] = raddr + remote_off as u64;
-            wr.wr[1] = (*rmr).rkey as u64;
+            // wr.rdma.remote_addr (u64 at 0) and wr.rdma.rkey (u32 at 8), as in the header.
+            let base = wr.wr.as_mut_ptr() as *mut u8;
+            std::ptr::write_unaligned(
+                base.add(WR_RDMA_REMOTE_ADDR) as *mut u64,
+                raddr + remote_off as u64,
+            );
+            std::ptr::write_unaligned(base.add(WR_RDMA_RKEY) as *mut u32, (*rmr).rkey);
             let mut bad = null_mut();
             let post = (*self.ctx)
                 .ops
