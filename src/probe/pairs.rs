@@ -147,3 +147,30 @@ pub fn select(t: &Topology, mode: PairMode) -> Vec<Pair> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sources::{LoadOptions, load};
+    use std::path::Path;
+
+    #[test]
+    fn real_snapshot_pairs_the_phi_with_the_connectx3_through_the_host_bridge() {
+        // hwloc's 32em64t-2n8c+dax+nvme+mic+dimms: ConnectX-3 (mlx4_0) under root port
+        // 80:02.2 and a Xeon Phi under root port 80:03.0, both on host bridge pci0000:80.
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/hwloc/32em64t-2n8c+dax+nvme+mic+dimms.tar.bz2");
+        let t = load(Some(&p), &LoadOptions::default()).unwrap();
+        let nics = rdma_nics(&t);
+        assert_eq!(nics.len(), 1);
+        assert_eq!(nics[0].rdma, "mlx4_0");
+        let gpu: Bdf = "0000:83:00.0".parse().unwrap();
+        assert_eq!(local_label(&t, &gpu, &nics[0].bdf), "PHB");
+        let best = select(&t, PairMode::Best);
+        assert_eq!(best.len(), 1, "one NIC: no worse control exists");
+        assert_eq!(best[0].gpu, gpu);
+        assert_eq!(best[0].expected_label, "PHB");
+        assert!(!best[0].control);
+        assert_eq!(select(&t, PairMode::All).len(), 1);
+    }
+}
