@@ -70,7 +70,7 @@ fn tcp_loopback_moves_and_verifies_real_bytes() {
         assert_eq!(r["verdict"], "confirmed", "{r}");
         let bytes = r["bytes"].as_u64().unwrap();
         let msg = r["message_bytes"].as_u64().unwrap();
-        assert!(bytes >= msg && bytes % msg == 0, "{r}");
+        assert!(bytes >= msg && bytes.is_multiple_of(msg), "{r}");
         let secs = r["seconds"].as_f64().unwrap();
         let gbps = r["gbytes_per_s"].as_f64().unwrap();
         assert!(secs > 0.0 && gbps > 0.0, "{r}");

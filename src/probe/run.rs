@@ -912,7 +912,7 @@ mod tests {
             let o = cell(op, None, false);
             assert!(o.verified, "{:?}", o.error);
             assert!(o.error.is_none());
-            assert!(o.bytes >= 65536 && o.bytes % 65536 == 0);
+            assert!(o.bytes >= 65536 && o.bytes.is_multiple_of(65536));
         }
     }
 
