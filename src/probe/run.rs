@@ -363,7 +363,16 @@ pub fn run(topo: Option<&Topology>, opts: &ProbeOptions) -> Result<ProbeReport, 
     let mut notes = Vec::new();
     let mut results = Vec::new();
 
-    // CUDA first (GPU memory needs it; the copy probes run either way and say why not).
+    // The fabric library first (the more fundamental absence), then CUDA (GPU memory needs it;
+    // the copy probes run either way and say why not).
+    match opts.fabric {
+        FabricKind::Verbs => {
+            verbs::list_devices()?;
+        }
+        FabricKind::Ofi => {
+            super::fabric::ofi::runtime_version()?;
+        }
+    }
     let cuda_handle = match cuda::open() {
         Ok(Ok(c)) => Ok(c),
         Ok(Err(e)) => Err(format!("CUDA driver present but not usable: {e}")),
