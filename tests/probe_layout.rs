@@ -76,6 +76,10 @@ fn carried_layouts_match_the_system_headers() {
         .filter(|(i, e)| got[i] != e.value)
         .map(|(i, e)| format!("{}: C says {}, Rust says {}", e.expr, got[&i], e.value))
         .collect();
+    println!(
+        "{} layout entries checked against the headers",
+        entries.len()
+    );
     assert!(
         bad.is_empty(),
         "{} of {} layout entries differ:\n{}",
