@@ -14,7 +14,11 @@ mod cli_probe;
 const EXIT_ERROR: u8 = 2;
 
 #[derive(Parser)]
-#[command(name = "peerpath", version, about = "GPU↔NIC PCIe path judge: scan, classify, audit, probe, report")]
+#[command(
+    name = "peerpath",
+    version,
+    about = "GPU↔NIC PCIe path judge: scan, classify, audit, probe, report"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -57,7 +61,12 @@ enum Command {
 }
 
 fn load(i: &InputArgs) -> Result<peerpath::model::Topology> {
-    sources::load(i.input.as_deref(), &LoadOptions { pci_ids: i.pci_ids.clone() })
+    sources::load(
+        i.input.as_deref(),
+        &LoadOptions {
+            pci_ids: i.pci_ids.clone(),
+        },
+    )
 }
 
 fn run(cli: Cli) -> Result<u8> {
@@ -65,7 +74,10 @@ fn run(cli: Cli) -> Result<u8> {
         Command::Scan { input, format, all } => {
             let topo = load(&input)?;
             match format {
-                ScanFormat::Tree => print!("{}", render::tree::render(&topo, render::tree::TreeOptions { all })),
+                ScanFormat::Tree => print!(
+                    "{}",
+                    render::tree::render(&topo, render::tree::TreeOptions { all })
+                ),
                 ScanFormat::Json => println!("{}", serde_json::to_string_pretty(&topo)?),
             }
             Ok(0)
