@@ -82,7 +82,9 @@ fn run(cli: Cli) -> Result<u8> {
             }
             Ok(0)
         }
-        Command::Probe(args) => cli_probe::run(args, |input| sources::load(input, &LoadOptions { pci_ids: None })),
+        Command::Probe(args) => cli_probe::run(args, |input| {
+            sources::load(input, &LoadOptions { pci_ids: None })
+        }),
     }
 }
 
