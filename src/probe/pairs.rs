@@ -1,7 +1,7 @@
 //! Which GPU–NIC pairs the probe measures: by default each GPU with its best NIC plus one worse
-//! NIC as a control; `--pairs all` for every pair. The ranking here is a simple local one over
-//! the [`Topology`] (shared switch, shared host bridge, shared NUMA node, other socket), with
-//! the nvidia-smi-style label it implies; the classification module can replace it.
+//! NIC as a control; `--pairs all` for every pair. Pairs are ranked by the classifier's
+//! nvidia-smi label (PIX best … SYS worst), which is also the label the measurement is judged
+//! against.
 
 use crate::model::{Bdf, DeviceKind, Topology};
 use serde::Serialize;
@@ -66,41 +66,20 @@ pub fn rdma_nics(t: &Topology) -> Vec<RdmaNic> {
     out
 }
 
-/// Local path label between two devices: PIX (same parent bridge), PXB (share a bridge below
-/// the host bridge), PHB (same host bridge), NODE (same NUMA node), SYS (otherwise).
-pub fn local_label(t: &Topology, a: &Bdf, b: &Bdf) -> &'static str {
-    let up_a = t.ancestors(a);
-    let up_b = t.ancestors(b);
-    let (Some(da), Some(db)) = (t.device(a), t.device(b)) else {
-        return "SYS";
-    };
-    if da.parent.is_some() && da.parent == db.parent {
-        return "PIX";
-    }
-    if up_a
-        .iter()
-        .skip(1)
-        .any(|x| up_b.iter().skip(1).any(|y| x == y))
-    {
-        return "PXB";
-    }
-    if da.host_bridge == db.host_bridge {
-        return "PHB";
-    }
-    match (t.numa_of(da), t.numa_of(db)) {
-        (Some(x), Some(y)) if x == y => "NODE",
-        _ => "SYS",
-    }
+/// The expected path label of a pair, from the classifier
+/// ([`crate::analysis::classify::classify_pair`]): `PIX`, `PXB`, `PHB`, `NODE`, `SYS`, `NV#`, or
+/// `?` when the topology cannot decide it.
+pub fn local_label(t: &Topology, a: &Bdf, b: &Bdf) -> String {
+    crate::analysis::classify::classify_pair(t, a, b, &Default::default())
+        .map(|p| p.label.to_string())
+        .unwrap_or_else(|| "?".into())
 }
 
 fn rank(label: &str) -> u8 {
-    match label {
-        "PIX" => 0,
-        "PXB" => 1,
-        "PHB" => 2,
-        "NODE" => 3,
-        _ => 4,
-    }
+    label
+        .parse::<crate::analysis::classify::Label>()
+        .map(|l| l.rank())
+        .unwrap_or(u8::MAX)
 }
 
 /// The pairs to probe.
@@ -112,7 +91,7 @@ pub fn select(t: &Topology, mode: PairMode) -> Vec<Pair> {
         .iter()
         .filter(|d| d.kind.is_compute() && !d.is_vf())
     {
-        let mut ranked: Vec<(&RdmaNic, &'static str)> = nics
+        let mut ranked: Vec<(&RdmaNic, String)> = nics
             .iter()
             .map(|n| (n, local_label(t, &g.bdf, &n.bdf)))
             .collect();
