@@ -5,10 +5,12 @@
 //! [`model::Topology`]; analyses classify, audit and place over it; renderers ([`render`]) write
 //! text, JSON, pictures and scheduler files.
 
+pub mod analysis;
 pub mod fuzzing;
 pub mod model;
 pub mod parse;
 pub mod pci_ids;
+pub mod probe;
 pub mod render;
 pub mod sources;
 pub mod synth;
