@@ -12,7 +12,7 @@ use proptest::prelude::*;
 fn build(choices: &[(u8, u8, u8)], numa_known: bool) -> Topology {
     let mut t = TopoBuilder::new(&["0-7", "8-15"]).cpu("AuthenticAMD", 25, 1);
     let mut bus: u32 = 0;
-    let mut next_bus = |bus: &mut u32| {
+    let next_bus = |bus: &mut u32| {
         *bus += 1;
         *bus
     };
