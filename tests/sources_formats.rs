@@ -277,15 +277,16 @@ fn hwloc_xml_keeps_os_devices_and_numa() {
 /// thousands of sysfs files is ten times faster there than on a disk-backed /tmp.
 fn scratch_dir() -> tempfile::TempDir {
     let shm = Path::new("/dev/shm");
-    if shm.is_dir() {
-        if let Ok(d) = tempfile::Builder::new()
-            .prefix("peerpath-test")
-            .tempdir_in(shm)
-        {
-            return d;
-        }
-    }
-    tempfile::tempdir().unwrap()
+    let in_memory = shm
+        .is_dir()
+        .then(|| {
+            tempfile::Builder::new()
+                .prefix("peerpath-test")
+                .tempdir_in(shm)
+                .ok()
+        })
+        .flatten();
+    in_memory.unwrap_or_else(|| tempfile::tempdir().unwrap())
 }
 
 fn extract(tarball: &Path, into: &Path) -> PathBuf {
