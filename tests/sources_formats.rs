@@ -307,12 +307,20 @@ fn extract(tarball: &Path, into: &Path) -> PathBuf {
 /// hwloc source, and compares with peerpath's own sysfs scan of the same tarball.
 #[test]
 fn lstopo_xml_of_each_tarball_matches_the_sysfs_scan() {
-    let lstopo = Command::new("lstopo-no-graphics").arg("--version").output();
-    let ok = lstopo.as_ref().is_ok_and(|o| o.status.success());
-    assert!(
-        ok,
-        "lstopo-no-graphics is needed for this cross-check (apt-get install hwloc)"
-    );
+    // Same rule as tests/common::tool: required in CI (.ci/run installs hwloc), skipped with a
+    // note on a developer machine without it.
+    if Command::new("lstopo-no-graphics")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "lstopo-no-graphics is required in CI (apt-get install hwloc)"
+        );
+        eprintln!("note: lstopo-no-graphics not installed; cross-check skipped");
+        return;
+    }
     let mut tarballs: Vec<PathBuf> = std::fs::read_dir(fixtures().join("hwloc"))
         .unwrap()
         .map(|e| e.unwrap().path())
