@@ -65,10 +65,10 @@ pub trait FsRoot: Send + Sync {
                 Some(EntryKind::Symlink) => {
                     links += 1;
                     if links > 40 {
-                        return Err(io::Error::new(
-                            io::ErrorKind::Other,
-                            format!("too many levels of symbolic links at {}", cand.display()),
-                        ));
+                        return Err(io::Error::other(format!(
+                            "too many levels of symbolic links at {}",
+                            cand.display()
+                        )));
                     }
                     let target = self.read_link(&cand)?;
                     if target.is_absolute() {
@@ -259,7 +259,10 @@ impl MemRoot {
                     _ => {
                         return Err(io::Error::new(
                             io::ErrorKind::InvalidData,
-                            format!("snapshot entry escapes the snapshot root: {}", path.display()),
+                            format!(
+                                "snapshot entry escapes the snapshot root: {}",
+                                path.display()
+                            ),
                         ));
                     }
                 }
@@ -290,11 +293,15 @@ impl MemRoot {
         let has_sys_at_top = raw.iter().any(|(p, _)| p.starts_with("sys"));
         let mut strip: Option<PathBuf> = None;
         if !has_sys_at_top {
-            let first = raw[0].0.components().next().map(|c| PathBuf::from(c.as_os_str()));
-            if let Some(top) = first {
-                if raw.iter().all(|(p, _)| p.starts_with(&top)) {
-                    strip = Some(top);
-                }
+            let first = raw[0]
+                .0
+                .components()
+                .next()
+                .map(|c| PathBuf::from(c.as_os_str()));
+            if let Some(top) = first
+                && raw.iter().all(|(p, _)| p.starts_with(&top))
+            {
+                strip = Some(top);
             }
         }
         let mut root = MemRoot::new(name);
@@ -312,7 +319,10 @@ impl MemRoot {
     }
 
     fn not_found(path: &Path) -> io::Error {
-        io::Error::new(io::ErrorKind::NotFound, format!("{}: not in snapshot", path.display()))
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("{}: not in snapshot", path.display()),
+        )
     }
 
     /// Follows symlinks of the final component (for read and read_dir).
@@ -331,7 +341,7 @@ impl FsRoot for MemRoot {
         let p = self.follow(path)?;
         match self.nodes.get(&p) {
             Some(MemNode::File(b)) => Ok(b[..b.len().min(limit)].to_vec()),
-            Some(MemNode::Dir) => Err(io::Error::new(io::ErrorKind::Other, "is a directory")),
+            Some(MemNode::Dir) => Err(io::Error::other("is a directory")),
             _ => Err(Self::not_found(path)),
         }
     }
@@ -395,7 +405,10 @@ mod tests {
 
     fn tree() -> MemRoot {
         let mut m = MemRoot::new("t");
-        m.insert("sys/devices/pci0000:00/0000:00:01.0/vendor".into(), MemNode::File(b"0x8086\n".to_vec()));
+        m.insert(
+            "sys/devices/pci0000:00/0000:00:01.0/vendor".into(),
+            MemNode::File(b"0x8086\n".to_vec()),
+        );
         m.insert(
             "sys/bus/pci/devices/0000:00:01.0".into(),
             MemNode::Symlink("../../../devices/pci0000:00/0000:00:01.0".into()),
@@ -408,20 +421,34 @@ mod tests {
     #[test]
     fn resolves_inside_root() {
         let m = tree();
-        let p = m.resolve(Path::new("sys/bus/pci/devices/0000:00:01.0")).unwrap();
+        let p = m
+            .resolve(Path::new("sys/bus/pci/devices/0000:00:01.0"))
+            .unwrap();
         assert_eq!(p, PathBuf::from("sys/devices/pci0000:00/0000:00:01.0"));
-        assert_eq!(m.read(Path::new("sys/bus/pci/devices/0000:00:01.0/vendor")).unwrap(), b"0x8086\n");
+        assert_eq!(
+            m.read(Path::new("sys/bus/pci/devices/0000:00:01.0/vendor"))
+                .unwrap(),
+            b"0x8086\n"
+        );
         assert!(m.resolve(Path::new("sys/loop")).is_err());
         // climbing above the root stays at the root: "etc" does not exist there
         assert!(m.resolve(Path::new("sys/up")).is_err());
-        let names: Vec<_> = m.read_dir(Path::new("sys")).unwrap().into_iter().map(|e| e.name).collect();
+        let names: Vec<_> = m
+            .read_dir(Path::new("sys"))
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
         assert_eq!(names, vec!["bus", "devices", "loop", "up"]);
     }
 
     #[test]
     fn join() {
         assert_eq!(
-            join_link(Path::new("sys/bus/pci/devices/x"), Path::new("../../../devices/pci0000:00/x")),
+            join_link(
+                Path::new("sys/bus/pci/devices/x"),
+                Path::new("../../../devices/pci0000:00/x")
+            ),
             PathBuf::from("sys/devices/pci0000:00/x")
         );
     }
