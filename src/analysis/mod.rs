@@ -1,0 +1,4 @@
+//! Analyses: pure functions of the model (classification, placement, rails).
+
+pub mod cores;
+pub mod place;
