@@ -7,6 +7,8 @@ use peerpath::sources::{self, LoadOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod cli;
+
 /// Exit code when the command itself could not run (bad input, unreadable root).
 const EXIT_ERROR: u8 = 2;
 
@@ -48,6 +50,12 @@ enum Command {
         #[arg(long)]
         all: bool,
     },
+    /// Plan GPUs, a NIC and CPU cores for N local ranks, with the reason for each choice.
+    Place(cli::place::PlaceArgs),
+    /// Write a scheduler or monitoring file: gres, nfd, dra, nccl-xml, prom, dot.
+    Export(cli::export::ExportArgs),
+    /// Show the NVLink domains and every fabric port leaving them, with the plant they cost.
+    Rails(cli::rails::RailsArgs),
 }
 
 fn load(i: &InputArgs) -> Result<peerpath::model::Topology> {
@@ -64,6 +72,9 @@ fn run(cli: Cli) -> Result<u8> {
             }
             Ok(0)
         }
+        Command::Place(a) => cli::place::run(a),
+        Command::Export(a) => cli::export::run(a),
+        Command::Rails(a) => cli::rails::run(a),
     }
 }
 

@@ -19,7 +19,10 @@
 //!   (its NIC's node when the GPU's is unknown), split evenly among the ranks on that node; no
 //!   core is given twice.
 
+use super::classify::{Classifier, ClassifyOptions, Endpoint, Label, PairClass};
 use super::cores::CoreMap;
+use crate::model::{DeviceKind, OsDeviceKind, Topology};
+use crate::parse::cpulist;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -372,6 +375,402 @@ pub struct Placement {
     pub ranks: Vec<RankPlan>,
     /// Node-wide facts and caveats (NIC sharing, unknown SMT, no RDMA NIC).
     pub notes: Vec<String>,
+}
+
+/// Options of a placement run.
+#[derive(Debug, Clone, Default)]
+pub struct PlaceOptions {
+    /// Number of local ranks (= GPUs) to place.
+    pub ranks: usize,
+    /// Cores per rank (default: an even share of the rank's NUMA node).
+    pub cores_per_rank: Option<usize>,
+}
+
+/// The node's GPUs and rank-eligible NICs with the chooser's tables, built from the
+/// classification.
+#[derive(Debug, Clone)]
+pub struct NodeView {
+    /// GPU endpoints in CUDA (PCI bus) order.
+    pub gpus: Vec<Endpoint>,
+    /// NIC endpoints (RDMA-capable ones when any NIC has RDMA).
+    pub nics: Vec<Endpoint>,
+    /// The chooser's tables over them.
+    pub cand: Candidates,
+    /// `reasons[i][k]`: the classifier's reason for GPU i – NIC k.
+    pub reasons: Vec<Vec<String>>,
+    /// Classification notes (NVLink visibility, VM, unknown NUMA).
+    pub notes: Vec<String>,
+}
+
+fn cand_of(p: &PairClass) -> PairCand {
+    PairCand {
+        label: p.label.to_string(),
+        rank: p.label.rank() as PathRank,
+        nvlink: matches!(p.label, Label::Nv(_)),
+        bottleneck_gbps: p.bottleneck_gbytes_per_s,
+    }
+}
+
+impl NodeView {
+    /// Classifies every GPU–GPU and GPU–NIC pair of the topology once.
+    pub fn new(t: &Topology) -> NodeView {
+        let cl = Classifier::new(t, &ClassifyOptions::default());
+        let eps = cl.endpoints().to_vec();
+        let gpus: Vec<Endpoint> = eps
+            .iter()
+            .filter(|e| e.kind == DeviceKind::Gpu)
+            .cloned()
+            .collect();
+        let nics: Vec<Endpoint> = eps
+            .iter()
+            .filter(|e| e.kind == DeviceKind::Nic)
+            .cloned()
+            .collect();
+        let mut gg = vec![vec![None; gpus.len()]; gpus.len()];
+        let mut gn = vec![vec![None; nics.len()]; gpus.len()];
+        let mut reasons = vec![vec![String::new(); nics.len()]; gpus.len()];
+        for (i, a) in gpus.iter().enumerate() {
+            for (j, b) in gpus.iter().enumerate() {
+                if i < j {
+                    let p = cl.pair(&a.bdf, &b.bdf).map(|p| cand_of(&p));
+                    gg[i][j] = p.clone();
+                    gg[j][i] = p;
+                }
+            }
+            for (k, n) in nics.iter().enumerate() {
+                if let Some(p) = cl.pair(&a.bdf, &n.bdf) {
+                    reasons[i][k] = p.reason.clone();
+                    gn[i][k] = Some(cand_of(&p));
+                }
+            }
+        }
+        let cand = Candidates {
+            gpus: gpus
+                .iter()
+                .map(|g| GpuCand {
+                    name: g.name.clone(),
+                    numa_node: g.numa_node,
+                })
+                .collect(),
+            nics: nics
+                .iter()
+                .map(|n| NicCand {
+                    name: nic_name(n),
+                    numa_node: n.numa_node,
+                })
+                .collect(),
+            gg,
+            gn,
+        };
+        NodeView {
+            gpus,
+            nics,
+            cand,
+            reasons,
+            notes: cl.notes(),
+        }
+    }
+}
+
+/// The name a NIC goes by in launcher variables: its first RDMA device, else its netdev, else
+/// its address.
+pub fn nic_name(n: &Endpoint) -> String {
+    n.rdma
+        .first()
+        .or(n.net.first())
+        .cloned()
+        .unwrap_or_else(|| n.bdf.to_string())
+}
+
+/// First RDMA port number of a NIC's RDMA device (`ports/<n>`), when captured.
+fn rdma_port(t: &Topology, n: &Endpoint) -> Option<u32> {
+    let d = t.device(&n.bdf)?;
+    let rdma = n.rdma.first()?;
+    d.os_devices
+        .iter()
+        .find(|o| o.kind == OsDeviceKind::Rdma && &o.name == rdma)
+        .and_then(|o| o.ports.iter().map(|p| p.port).min())
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// Plans a job of `o.ranks` local ranks on the node (see the module doc for the rules).
+pub fn plan(t: &Topology, o: &PlaceOptions) -> anyhow::Result<Placement> {
+    let view = NodeView::new(t);
+    plan_with(t, &view, o)
+}
+
+/// [`plan`] over an already built [`NodeView`].
+pub fn plan_with(t: &Topology, view: &NodeView, o: &PlaceOptions) -> anyhow::Result<Placement> {
+    let c = &view.cand;
+    if view.gpus.is_empty() {
+        anyhow::bail!(
+            "no GPU in this topology ({}): nothing to place",
+            t.source.path
+        );
+    }
+    if o.ranks == 0 || o.ranks > view.gpus.len() {
+        anyhow::bail!(
+            "asked for {} rank{} but the node has {} GPU{} (one rank per GPU)",
+            o.ranks,
+            plural(o.ranks),
+            view.gpus.len(),
+            plural(view.gpus.len())
+        );
+    }
+    let (chosen, gpu_why) =
+        choose_gpus(c, o.ranks).ok_or_else(|| anyhow::anyhow!("cannot choose {} GPUs", o.ranks))?;
+    let nic_of = assign_nics(c, &chosen);
+    let cores = CoreMap::from_topology(t);
+    // A rank's NUMA node: its GPU's, else its NIC's.
+    let numa: Vec<Option<u32>> = chosen
+        .iter()
+        .zip(&nic_of)
+        .map(|(&g, n)| {
+            c.gpus[g]
+                .numa_node
+                .or_else(|| n.and_then(|k| c.nics[k].numa_node))
+        })
+        .collect();
+    let fallback: Vec<Vec<u32>> = chosen
+        .iter()
+        .map(|&g| {
+            t.device(&view.gpus[g].bdf)
+                .and_then(|d| d.local_cpus.clone())
+                .unwrap_or_default()
+        })
+        .collect();
+    let core_sets = assign_cores(&cores, &numa, &fallback, o.cores_per_rank);
+    let mut notes = view.notes.clone();
+    notes.push(gpu_why.clone());
+    if view.nics.is_empty() {
+        notes.push("no NIC found: ranks get no NIC variables".into());
+    } else if view.nics.iter().all(|n| n.rdma.is_empty()) {
+        notes.push("no NIC has an RDMA device: NCCL will use sockets; NCCL_IB_HCA/UCX_NET_DEVICES left out".into());
+    }
+    if !cores.smt_known() {
+        notes.push(
+            "SMT siblings unknown (/proc/cpuinfo not captured): each CPU treated as a core".into(),
+        );
+    }
+    if view.nics.len() < o.ranks && !view.nics.is_empty() {
+        notes.push(format!(
+            "{} NIC{} for {} ranks: NICs are shared, spread evenly",
+            view.nics.len(),
+            plural(view.nics.len()),
+            o.ranks
+        ));
+    }
+    let mut ranks = Vec::new();
+    for (r, &g) in chosen.iter().enumerate() {
+        let gpu = &view.gpus[g];
+        let dev = t.device(&gpu.bdf);
+        let nic = nic_of[r].map(|k| &view.nics[k]);
+        let pair = nic_of[r].and_then(|k| c.gn[g][k].clone());
+        let shared: Vec<usize> = (0..chosen.len())
+            .filter(|&q| q != r && nic_of[q].is_some() && nic_of[q] == nic_of[r])
+            .collect();
+        let my_cores = &core_sets[r];
+        let mut cpus: Vec<u32> = my_cores
+            .iter()
+            .flat_map(|&i| cores.cores[i].threads.iter().copied())
+            .collect();
+        cpus.sort_unstable();
+        let cpus_s = cpulist::format_list(&cpus);
+        let port = nic.and_then(|n| rdma_port(t, n));
+        let rdma = nic.and_then(|n| n.rdma.first().cloned());
+        let netdev = nic.and_then(|n| n.net.first().cloned());
+        let mut env = BTreeMap::new();
+        let vendor = dev.and_then(|d| d.vendor_id);
+        env.insert("CUDA_DEVICE_ORDER".to_string(), "PCI_BUS_ID".to_string());
+        if vendor == Some(0x1002) {
+            env.insert("HIP_VISIBLE_DEVICES".to_string(), g.to_string());
+        } else {
+            env.insert("CUDA_VISIBLE_DEVICES".to_string(), g.to_string());
+        }
+        if let Some(rd) = &rdma {
+            let p = port.unwrap_or(1);
+            env.insert("NCCL_IB_HCA".to_string(), format!("={rd}:{p}"));
+            env.insert("UCX_NET_DEVICES".to_string(), format!("{rd}:{p}"));
+        }
+        if let Some(nd) = &netdev {
+            env.insert("NCCL_SOCKET_IFNAME".to_string(), format!("={nd}"));
+        }
+        let bind = if cpus.is_empty() {
+            Vec::new()
+        } else if let Some(n) = numa[r] {
+            vec![
+                "numactl".into(),
+                format!("--physcpubind={cpus_s}"),
+                format!("--membind={n}"),
+            ]
+        } else {
+            vec!["taskset".into(), "-c".into(), cpus_s.clone()]
+        };
+        // Why, one line per choice.
+        let mut why = Vec::new();
+        why.push(format!(
+            "GPU: {} ({}) on NUMA {}, CUDA index {g}: part of the chosen set ({gpu_why})",
+            gpu.name,
+            gpu.bdf,
+            numa_s(gpu.numa_node)
+        ));
+        why.push(match (nic, &pair) {
+            (Some(n), Some(p)) => nic_why(
+                view,
+                g,
+                nic_of[r].unwrap_or(0),
+                n,
+                p,
+                &shared,
+                &nic_of,
+                &chosen,
+            ),
+            (Some(n), None) => format!(
+                "NIC: {} ({}): path could not be classified",
+                nic_name(n),
+                n.bdf
+            ),
+            _ => "NIC: none (the node has no NIC)".to_string(),
+        });
+        why.push(cpu_why(
+            &cores,
+            my_cores,
+            &cpus_s,
+            numa[r],
+            gpu.numa_node,
+            nic.and_then(|n| n.numa_node),
+        ));
+        ranks.push(RankPlan {
+            rank: r,
+            gpu: gpu.bdf.to_string(),
+            cuda_index: g,
+            nic: nic.map(nic_name),
+            nic_bdf: nic.map(|n| n.bdf.to_string()),
+            nic_port: rdma.as_ref().map(|_| port.unwrap_or(1)),
+            netdev,
+            path: pair.as_ref().map(|p| p.label.clone()),
+            bottleneck_gbps: pair.as_ref().and_then(|p| p.bottleneck_gbps),
+            nic_shared_with: shared,
+            numa_node: numa[r],
+            cpus: cpus_s,
+            cores: my_cores.len(),
+            env,
+            bind,
+            why,
+        });
+    }
+    Ok(Placement {
+        schema: PLACEMENT_SCHEMA.to_string(),
+        ranks,
+        notes,
+    })
+}
+
+fn numa_s(n: Option<u32>) -> String {
+    n.map(|n| n.to_string()).unwrap_or_else(|| "?".into())
+}
+
+fn gbps_s(g: Option<f64>) -> String {
+    g.map(|g| format!("{g:.1} GB/s"))
+        .unwrap_or_else(|| "unknown bandwidth".into())
+}
+
+/// Rank of PXB: the farthest label at which NCCL enables GPUDirect RDMA by default.
+const PXB_RANK: PathRank = 3;
+
+#[allow(clippy::too_many_arguments)]
+fn nic_why(
+    view: &NodeView,
+    g: usize,
+    k: usize,
+    n: &Endpoint,
+    p: &PairCand,
+    shared: &[usize],
+    nic_of: &[Option<usize>],
+    chosen: &[usize],
+) -> String {
+    let c = &view.cand;
+    let mut s = format!(
+        "NIC: {} ({}) {} from {}, {}",
+        nic_name(n),
+        n.bdf,
+        p.label,
+        view.gpus[g].name,
+        gbps_s(p.bottleneck_gbps)
+    );
+    if shared.is_empty() {
+        s.push_str(", not shared");
+    } else {
+        let others: Vec<String> = shared.iter().map(|q| format!("rank {q}")).collect();
+        s.push_str(&format!(", shared with {}", others.join(", ")));
+        // Best NIC nobody uses, to say why sharing won.
+        let free = (0..c.nics.len())
+            .filter(|kk| !nic_of.contains(&Some(*kk)))
+            .filter_map(|kk| {
+                c.gn[g][kk]
+                    .as_ref()
+                    .map(|pp| (pp.rank, kk, pp.label.clone()))
+            })
+            .min();
+        match free {
+            Some((_, kk, lab)) => s.push_str(&format!(
+                " (the nearest unshared NIC, {}, is {lab} from this GPU)",
+                c.nics[kk].name
+            )),
+            None if c.nics.len() < chosen.len() => s.push_str(" (fewer NICs than ranks)"),
+            None => {}
+        }
+    }
+    // Routing around: the NIC in this GPU's rail position was not taken because its path is worse.
+    if let Some(rail) = c.nics.get(g) {
+        if g != k {
+            if let Some(rp) = c.gn[g][g].as_ref() {
+                if rp.rank > p.rank {
+                    s.push_str(&format!(
+                        "; routes around {} (rail {g} by position), which is {} from this GPU",
+                        rail.name, rp.label
+                    ));
+                }
+            }
+        }
+    }
+    if p.rank > PXB_RANK {
+        s.push_str("; no NIC within PXB of this GPU: NCCL keeps GPUDirect RDMA off for it (staged through host memory)");
+    }
+    s
+}
+
+fn cpu_why(
+    cores: &CoreMap,
+    mine: &[usize],
+    cpus: &str,
+    numa: Option<u32>,
+    gpu_numa: Option<u32>,
+    nic_numa: Option<u32>,
+) -> String {
+    if mine.is_empty() {
+        return "CPUs: none left to give on this rank's NUMA node (or its CPUs are unknown): bind by hand".into();
+    }
+    let mut s = format!(
+        "CPUs: {} core{} ({cpus}) on NUMA {}",
+        mine.len(),
+        plural(mine.len()),
+        numa_s(numa)
+    );
+    if cores.smt_known() {
+        s.push_str(", SMT siblings together");
+    }
+    match (gpu_numa, nic_numa) {
+        (Some(a), Some(b)) if a == b => s.push_str(", the node of both the GPU and the NIC"),
+        (Some(_), Some(b)) => s.push_str(&format!(", the GPU's node (the NIC is on NUMA {b})")),
+        (Some(_), None) => s.push_str(", the GPU's node"),
+        (None, Some(_)) => s.push_str(", the NIC's node (the GPU's is unknown)"),
+        (None, None) => s.push_str(" (GPU local_cpulist; NUMA unknown)"),
+    }
+    s
 }
 
 #[cfg(test)]

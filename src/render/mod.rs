@@ -3,3 +3,10 @@
 
 pub mod linkfmt;
 pub mod tree;
+pub mod dot;
+pub mod dra;
+pub mod gres;
+pub mod nccl_xml;
+pub mod nfd;
+pub mod prom;
+pub mod place;
