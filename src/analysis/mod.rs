@@ -2,3 +2,4 @@
 
 pub mod cores;
 pub mod place;
+pub mod rails;
