@@ -13,7 +13,11 @@ mod cli;
 const EXIT_ERROR: u8 = 2;
 
 #[derive(Parser)]
-#[command(name = "peerpath", version, about = "GPU↔NIC PCIe path judge: scan, classify, audit, probe, report")]
+#[command(
+    name = "peerpath",
+    version,
+    about = "GPU↔NIC PCIe path judge: scan, classify, audit, probe, report"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -56,10 +60,17 @@ enum Command {
     Export(cli::export::ExportArgs),
     /// Show the NVLink domains and every fabric port leaving them, with the plant they cost.
     Rails(cli::rails::RailsArgs),
+    /// Write a synthesized sysfs tree (a named layout, optionally with faults) for tests.
+    Fixture(cli::fixture::FixtureArgs),
 }
 
 fn load(i: &InputArgs) -> Result<peerpath::model::Topology> {
-    sources::load(i.input.as_deref(), &LoadOptions { pci_ids: i.pci_ids.clone() })
+    sources::load(
+        i.input.as_deref(),
+        &LoadOptions {
+            pci_ids: i.pci_ids.clone(),
+        },
+    )
 }
 
 fn run(cli: Cli) -> Result<u8> {
@@ -67,7 +78,10 @@ fn run(cli: Cli) -> Result<u8> {
         Command::Scan { input, format, all } => {
             let topo = load(&input)?;
             match format {
-                ScanFormat::Tree => print!("{}", render::tree::render(&topo, render::tree::TreeOptions { all })),
+                ScanFormat::Tree => print!(
+                    "{}",
+                    render::tree::render(&topo, render::tree::TreeOptions { all })
+                ),
                 ScanFormat::Json => println!("{}", serde_json::to_string_pretty(&topo)?),
             }
             Ok(0)
@@ -75,6 +89,7 @@ fn run(cli: Cli) -> Result<u8> {
         Command::Place(a) => cli::place::run(a),
         Command::Export(a) => cli::export::run(a),
         Command::Rails(a) => cli::rails::run(a),
+        Command::Fixture(a) => cli::fixture::run(a),
     }
 }
 

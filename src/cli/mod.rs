@@ -1,5 +1,6 @@
-//! Subcommand implementations (argument structs and their `run`).
+//! Subcommands of the `peerpath` binary that are more than a few lines.
 
 pub mod export;
+pub mod fixture;
 pub mod place;
 pub mod rails;

@@ -34,11 +34,19 @@ pub fn nvlink_link_gbytes(version: Option<u32>) -> f64 {
 
 /// Inter-socket bandwidth in GB/s that NCCL assumes (`ncclTopoGetSystem` `SYS` link bw):
 /// by CPU vendor and family (QPI/UPI, Infinity Fabric, POWER, Arm).
-pub fn inter_socket_gbytes(cpu_vendor: Option<&str>, family: Option<u32>, model: Option<u32>) -> f64 {
+pub fn inter_socket_gbytes(
+    cpu_vendor: Option<&str>,
+    family: Option<u32>,
+    model: Option<u32>,
+) -> f64 {
     match cpu_vendor {
         Some("GenuineIntel") => {
             // Skylake (family 6, model >= 0x55) and later: UPI; older: QPI.
-            if family == Some(6) && model.is_some_and(|m| m >= 0x55) { 10.0 } else { 6.0 }
+            if family == Some(6) && model.is_some_and(|m| m >= 0x55) {
+                10.0
+            } else {
+                6.0
+            }
         }
         Some("AuthenticAMD") => 16.0,
         Some(v) if v.contains("POWER") || v.contains("IBM") => 32.0,
