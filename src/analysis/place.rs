@@ -75,6 +75,8 @@ pub struct Candidates {
     pub gg: Vec<Vec<Option<PairCand>>>,
     /// `gn[i][k]`: GPU i to NIC k.
     pub gn: Vec<Vec<Option<PairCand>>>,
+    /// Whether NVLink state was visible (otherwise "no NVLink" is not a fact).
+    pub nvlink_visible: bool,
 }
 
 /// Rank used for a missing relation: worse than any label.
@@ -232,8 +234,10 @@ pub fn choose_gpus(c: &Candidates, n: usize) -> Option<(Vec<usize>, String)> {
             nd,
             if nd == 1 { "" } else { "s" }
         ));
-    } else {
+    } else if c.nvlink_visible {
         why.push_str("; no NVLink between GPUs");
+    } else {
+        why.push_str("; NVLink not visible, so chosen on PCIe and NUMA only");
     }
     why.push_str(&format!(
         "; {} NUMA node{}",
@@ -461,6 +465,7 @@ impl NodeView {
                 .collect(),
             gg,
             gn,
+            nvlink_visible: t.nvlink_visible,
         };
         NodeView {
             gpus,
@@ -612,10 +617,11 @@ pub fn plan_with(t: &Topology, view: &NodeView, o: &PlaceOptions) -> anyhow::Res
         // Why, one line per choice.
         let mut why = Vec::new();
         why.push(format!(
-            "GPU: {} ({}) on NUMA {}, CUDA index {g}: part of the chosen set ({gpu_why})",
+            "GPU: {} ({}) on NUMA {}, CUDA index {g}: local rank {r} takes the {} chosen GPU in PCI order (set: see notes)",
             gpu.name,
             gpu.bdf,
-            numa_s(gpu.numa_node)
+            numa_s(gpu.numa_node),
+            ordinal(r + 1)
         ));
         why.push(match (nic, &pair) {
             (Some(n), Some(p)) => nic_why(
@@ -667,6 +673,16 @@ pub fn plan_with(t: &Topology, view: &NodeView, o: &PlaceOptions) -> anyhow::Res
         ranks,
         notes,
     })
+}
+
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (1, x) if x != 11 => "st",
+        (2, x) if x != 12 => "nd",
+        (3, x) if x != 13 => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
 }
 
 fn numa_s(n: Option<u32>) -> String {
@@ -821,7 +837,13 @@ mod tests {
                 };
             }
         }
-        Candidates { gpus, nics, gg, gn }
+        Candidates {
+            gpus,
+            nics,
+            gg,
+            gn,
+            nvlink_visible: true,
+        }
     }
 
     #[test]

@@ -29,19 +29,19 @@ pub struct Domain {
 /// One fabric port leaving the scale-up domain.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RailPort {
-    /// Rail index (the GPU index it serves).
+    /// Rail index (the index of the GPU it serves; an unused NIC takes its own position).
     pub rail: usize,
-    /// GPU name and address.
-    pub gpu: String,
-    /// GPU PCI address.
-    pub gpu_bdf: String,
+    /// GPUs whose traffic it carries (`GPU0`); empty for an unused (misplaced) NIC.
+    pub gpus: Vec<String>,
+    /// PCI address of the first GPU it serves.
+    pub gpu_bdf: Option<String>,
     /// NIC (RDMA device) name.
     pub nic: String,
     /// NIC PCI address.
     pub nic_bdf: String,
     /// RDMA port number, when captured.
     pub port: Option<u32>,
-    /// GPU–NIC path label.
+    /// Path label from the first GPU it serves (`-` when it serves none).
     pub path: String,
     /// Port rate in Gb/s from the RDMA port's `rate`, when captured.
     pub rate_gbps: Option<f64>,
@@ -154,31 +154,80 @@ pub fn build(t: &Topology, view: &NodeView, nodes: usize) -> Rails {
     }
     for (g, k) in assign.iter().enumerate() {
         let Some(k) = *k else { continue };
-        let nic = &view.nics[k];
         let p = c.gn[g][k].as_ref();
-        let label = p.map(|p| p.label.clone()).unwrap_or_else(|| "?".into());
         if p.is_none_or(|p| p.rank > PXB_RANK) {
             problems.push(format!(
-                "{} has no NIC within PXB: its rail NIC {} is {label}",
+                "{} has no NIC within PXB: the nearest it can have, {}, is {}",
                 c.gpus[g].name,
-                nic_name(nic)
+                c.nics[k].name,
+                p.map(|p| p.label.as_str()).unwrap_or("?")
             ));
         }
-        let sharers: Vec<usize> = assign
-            .iter()
-            .enumerate()
-            .filter(|(_, x)| **x == Some(k))
-            .map(|(i, _)| i)
-            .collect();
-        if sharers.len() > 1 && sharers[0] == g {
-            let names: Vec<&str> = sharers.iter().map(|&i| c.gpus[i].name.as_str()).collect();
+    }
+    // Rail NICs: every NIC some GPU uses; when there are no more NICs than GPUs, every NIC
+    // (an unused one is still cabled: a misplaced compute NIC). Extra NICs nobody uses on a
+    // node with more NICs than GPUs are storage / in-band.
+    let served: Vec<Vec<usize>> = (0..c.nics.len())
+        .map(|k| {
+            (0..assign.len())
+                .filter(|&g| assign[g] == Some(k))
+                .collect()
+        })
+        .collect();
+    let all_rails = c.nics.len() <= c.gpus.len();
+    let mut taken: Vec<usize> = Vec::new();
+    let mut rail_nics: Vec<(usize, usize)> = Vec::new(); // (rail, nic)
+    for (k, sv) in served.iter().enumerate() {
+        if let Some(&g) = sv.first() {
+            rail_nics.push((g, k));
+            taken.push(g);
+        }
+    }
+    let mut other_nics = Vec::new();
+    for (k, sv) in served.iter().enumerate() {
+        if !sv.is_empty() {
+            continue;
+        }
+        if !all_rails {
+            other_nics.push(c.nics[k].name.clone());
+            continue;
+        }
+        let mut r = k;
+        while taken.contains(&r) {
+            r += 1;
+        }
+        taken.push(r);
+        rail_nics.push((r, k));
+        let nearest = (0..c.gpus.len())
+            .filter_map(|g| c.gn[g][k].as_ref().map(|p| (p.rank, g, p.label.clone())))
+            .min();
+        problems.push(match nearest {
+            Some((_, g, lab)) => format!(
+                "{} serves no GPU: every GPU has a nearer NIC (its nearest GPU, {}, is {lab} away) — misplaced?",
+                c.nics[k].name, c.gpus[g].name
+            ),
+            None => format!("{} serves no GPU", c.nics[k].name),
+        });
+    }
+    for (k, sv) in served.iter().enumerate() {
+        if sv.len() > 1 {
+            let names: Vec<&str> = sv.iter().map(|&i| c.gpus[i].name.as_str()).collect();
             problems.push(format!(
                 "{} serves {} GPUs ({})",
-                nic_name(nic),
-                sharers.len(),
+                c.nics[k].name,
+                sv.len(),
                 names.join(", ")
             ));
         }
+    }
+    rail_nics.sort_unstable();
+    for (rail, k) in rail_nics {
+        let nic = &view.nics[k];
+        let g = served[k].first().copied();
+        let label = g
+            .and_then(|g| c.gn[g][k].as_ref())
+            .map(|p| p.label.clone())
+            .unwrap_or_else(|| "-".into());
         let dev = t.device(&nic.bdf);
         let rdma = dev.and_then(|d| {
             d.os_devices
@@ -187,9 +236,9 @@ pub fn build(t: &Topology, view: &NodeView, nodes: usize) -> Rails {
         });
         let port_list: Vec<_> = rdma.map(|o| o.ports.iter().collect()).unwrap_or_default();
         let mk = |port: Option<u32>, rate: Option<f64>, ll: Option<String>| RailPort {
-            rail: g,
-            gpu: c.gpus[g].name.clone(),
-            gpu_bdf: view.gpus[g].bdf.to_string(),
+            rail,
+            gpus: served[k].iter().map(|&g| c.gpus[g].name.clone()).collect(),
+            gpu_bdf: g.map(|g| view.gpus[g].bdf.to_string()),
             nic: nic_name(nic),
             nic_bdf: nic.bdf.to_string(),
             port,
@@ -198,9 +247,6 @@ pub fn build(t: &Topology, view: &NodeView, nodes: usize) -> Rails {
             speed: speed_class(rate),
             link_layer: ll,
         };
-        if sharers[0] != g {
-            continue; // a shared NIC's ports are counted once, on its first rail
-        }
         if port_list.is_empty() {
             ports.push(mk(None, None, None));
         } else {
@@ -209,11 +255,6 @@ pub fn build(t: &Topology, view: &NodeView, nodes: usize) -> Rails {
             }
         }
     }
-    let used: Vec<usize> = assign.iter().flatten().copied().collect();
-    let other_nics: Vec<String> = (0..c.nics.len())
-        .filter(|k| !used.contains(k))
-        .map(|k| c.nics[k].name.clone())
-        .collect();
     let rail_optimised = problems.is_empty();
     let plant_per_node = Plant::for_ports(ports.len());
     let nodes = nodes.max(1);
@@ -272,8 +313,12 @@ pub fn render_text(r: &Rails) -> String {
             s,
             "  {:<5} {:<6} {:<14} {:<12} {:<14} {:<5} {:<5} {:<8} {}",
             p.rail,
-            p.gpu,
-            p.gpu_bdf,
+            if p.gpus.is_empty() {
+                "-".to_string()
+            } else {
+                p.gpus.join(",")
+            },
+            p.gpu_bdf.as_deref().unwrap_or("-"),
             p.nic,
             p.nic_bdf,
             p.port.map(|x| x.to_string()).unwrap_or_else(|| "?".into()),
@@ -326,11 +371,11 @@ pub fn gdr_ready(t: &Topology, r: &Rails) -> (Option<bool>, String) {
     if r.ports.is_empty() {
         return (Some(false), "no GPU–NIC rail pair".into());
     }
-    let far: Vec<&str> = r
+    let far: Vec<String> = r
         .ports
         .iter()
-        .filter(|p| !matches!(p.path.as_str(), "PIX" | "PXB"))
-        .map(|p| p.gpu.as_str())
+        .filter(|p| !p.gpus.is_empty() && !matches!(p.path.as_str(), "PIX" | "PXB"))
+        .map(|p| p.gpus.join(","))
         .collect();
     if !far.is_empty() {
         return (

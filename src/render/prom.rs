@@ -83,14 +83,14 @@ pub fn render(t: &Topology, view: &NodeView, r: &Rails, i: &PromInputs) -> Strin
     let rail_of: BTreeSet<(String, String)> = r
         .ports
         .iter()
-        .map(|p| (p.gpu_bdf.clone(), p.nic_bdf.clone()))
+        .flat_map(|p| p.gpus.iter().map(move |g| (g.clone(), p.nic_bdf.clone())))
         .collect();
     for (g, gpu) in view.gpus.iter().enumerate() {
         for (k, nic) in view.nics.iter().enumerate() {
             let Some(p) = &view.cand.gn[g][k] else {
                 continue;
             };
-            let rail = rail_of.contains(&(gpu.bdf.to_string(), nic.bdf.to_string()));
+            let rail = rail_of.contains(&(gpu.name.clone(), nic.bdf.to_string()));
             o.sample(
                 "peerpath_gpu_nic_path",
                 &[
