@@ -741,17 +741,15 @@ fn nic_why(
         }
     }
     // Routing around: the NIC in this GPU's rail position was not taken because its path is worse.
-    if let Some(rail) = c.nics.get(g) {
-        if g != k {
-            if let Some(rp) = c.gn[g][g].as_ref() {
-                if rp.rank > p.rank {
-                    s.push_str(&format!(
-                        "; routes around {} (rail {g} by position), which is {} from this GPU",
-                        rail.name, rp.label
-                    ));
-                }
-            }
-        }
+    if let Some(rail) = c.nics.get(g)
+        && g != k
+        && let Some(rp) = c.gn[g][g].as_ref()
+        && rp.rank > p.rank
+    {
+        s.push_str(&format!(
+            "; routes around {} (rail {g} by position), which is {} from this GPU",
+            rail.name, rp.label
+        ));
     }
     if p.rank > PXB_RANK {
         s.push_str("; no NIC within PXB of this GPU: NCCL keeps GPUDirect RDMA off for it (staged through host memory)");

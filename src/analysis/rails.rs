@@ -51,6 +51,17 @@ pub struct RailPort {
     pub link_layer: Option<String>,
 }
 
+/// The NIC one GPU's traffic leaves through.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GpuNic {
+    /// GPU name (`GPU0`).
+    pub gpu: String,
+    /// NIC name (`mlx5_0`).
+    pub nic: String,
+    /// Path label between them.
+    pub path: String,
+}
+
 /// Cabling plant for a number of ports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
 pub struct Plant {
@@ -102,6 +113,8 @@ pub struct Rails {
     pub domains: Vec<Domain>,
     /// Fabric ports per node, by rail.
     pub ports: Vec<RailPort>,
+    /// Each GPU's NIC (the placement of all GPUs).
+    pub gpu_nic: Vec<GpuNic>,
     /// One NIC per GPU, each within PXB, none shared.
     pub rail_optimised: bool,
     /// Why the node is not rail-optimised (empty when it is).
@@ -152,9 +165,15 @@ pub fn build(t: &Topology, view: &NodeView, nodes: usize) -> Rails {
             c.gpus.len()
         ));
     }
+    let mut gpu_nic = Vec::new();
     for (g, k) in assign.iter().enumerate() {
         let Some(k) = *k else { continue };
         let p = c.gn[g][k].as_ref();
+        gpu_nic.push(GpuNic {
+            gpu: c.gpus[g].name.clone(),
+            nic: c.nics[k].name.clone(),
+            path: p.map(|p| p.label.clone()).unwrap_or_else(|| "?".into()),
+        });
         if p.is_none_or(|p| p.rank > PXB_RANK) {
             problems.push(format!(
                 "{} has no NIC within PXB: the nearest it can have, {}, is {}",
@@ -274,6 +293,7 @@ pub fn build(t: &Topology, view: &NodeView, nodes: usize) -> Rails {
         nvlink_visible: t.nvlink_visible,
         domains,
         ports,
+        gpu_nic,
         rail_optimised,
         problems,
         other_nics,
@@ -305,8 +325,8 @@ pub fn render_text(r: &Rails) -> String {
     let _ = writeln!(s, "\nFabric ports leaving the domain (one node):");
     let _ = writeln!(
         s,
-        "  {:<5} {:<6} {:<14} {:<12} {:<14} {:<5} {:<5} {:<8} {}",
-        "rail", "gpu", "gpu bdf", "nic", "nic bdf", "port", "path", "speed", "link"
+        "  {:<5} {:<6} {:<14} {:<12} {:<14} {:<5} {:<5} {:<8} link",
+        "rail", "gpu", "gpu bdf", "nic", "nic bdf", "port", "path", "speed"
     );
     for p in &r.ports {
         let _ = writeln!(
@@ -368,14 +388,14 @@ pub fn render_text(r: &Rails) -> String {
 /// cannot be read (modules not captured, or no peer-memory client but DMA-BUF may still serve:
 /// the audit decides that). Returns the verdict and a one-line reason.
 pub fn gdr_ready(t: &Topology, r: &Rails) -> (Option<bool>, String) {
-    if r.ports.is_empty() {
+    if r.gpu_nic.is_empty() {
         return (Some(false), "no GPU–NIC rail pair".into());
     }
     let far: Vec<String> = r
-        .ports
+        .gpu_nic
         .iter()
-        .filter(|p| !p.gpus.is_empty() && !matches!(p.path.as_str(), "PIX" | "PXB"))
-        .map(|p| p.gpus.join(","))
+        .filter(|p| !matches!(p.path.as_str(), "PIX" | "PXB"))
+        .map(|p| p.gpu.clone())
         .collect();
     if !far.is_empty() {
         return (

@@ -108,10 +108,10 @@ pub fn build(t: &Topology) -> DraDoc {
         }
     }
     for s in &t.switches {
-        if let Some(hb) = t.device(&s.upstream).map(|d| d.host_bridge.clone()) {
-            if let Some(g) = roots.get_mut(&hb) {
-                g.switches.push(s.id.clone());
-            }
+        if let Some(hb) = t.device(&s.upstream).map(|d| d.host_bridge.clone())
+            && let Some(g) = roots.get_mut(&hb)
+        {
+            g.switches.push(s.id.clone());
         }
     }
     DraDoc {

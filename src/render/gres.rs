@@ -138,10 +138,10 @@ pub fn render(t: &Topology, cores: &CoreMap, o: &GresOptions) -> String {
             let _ = write!(line, " Type={ty}");
         }
         let _ = write!(line, " File=/dev/nvidia{minor}");
-        if let Some(ids) = g.local_cpus.as_deref().and_then(|c| cores.slurm_ids_for(c)) {
-            if !ids.is_empty() {
-                let _ = write!(line, " Cores={}", cpulist::format_list(&ids));
-            }
+        if let Some(ids) = g.local_cpus.as_deref().and_then(|c| cores.slurm_ids_for(c))
+            && !ids.is_empty()
+        {
+            let _ = write!(line, " Cores={}", cpulist::format_list(&ids));
         }
         let links: Option<Vec<String>> = gs
             .iter()

@@ -134,7 +134,13 @@ pub fn render(t: &Topology, o: &NcclXmlOptions) -> Result<String> {
         ),
     };
     let gpus: Vec<&Device> = t.of_kind(DeviceKind::Gpu).collect();
-    let nics: Vec<&Device> = t.of_kind(DeviceKind::Nic).collect();
+    // As NCCL's net plugins see them: RDMA NICs when any NIC has RDMA, else every NIC.
+    let all_nics: Vec<&Device> = t.of_kind(DeviceKind::Nic).collect();
+    let any_rdma = all_nics.iter().any(|d| d.rdma_names().next().is_some());
+    let nics: Vec<&Device> = all_nics
+        .into_iter()
+        .filter(|d| !any_rdma || d.rdma_names().next().is_some())
+        .collect();
     let paired: BTreeSet<Bdf> = o.pairs.iter().flat_map(|(g, n)| [*g, *n]).collect();
     for (g, n) in &o.pairs {
         if !gpus.iter().any(|d| d.bdf == *g) {
@@ -206,7 +212,7 @@ pub fn render(t: &Topology, o: &NcclXmlOptions) -> Result<String> {
         .iter()
         .flat_map(|d| d.rdma_names().map(str::to_string))
         .collect();
-    rdma_names.sort_by(|a, b| natural_key(a).cmp(&natural_key(b)));
+    rdma_names.sort_by_key(|a| natural_key(a));
     let net_index = rdma_names
         .into_iter()
         .enumerate()

@@ -96,7 +96,7 @@ pub fn rfc3339(unix: u64) -> String {
 /// The labels, as (name, value) pairs, in output order.
 pub fn labels(t: &Topology, r: &Rails, gdr_override: Option<bool>) -> Vec<(String, String)> {
     let worst = r
-        .ports
+        .gpu_nic
         .iter()
         .map(|p| p.path.as_str())
         .max_by_key(|l| label_order(l))
@@ -135,10 +135,10 @@ pub fn labels(t: &Topology, r: &Rails, gdr_override: Option<bool>) -> Vec<(Strin
     if t.nvlink_visible {
         v.push(("nvlink-domains".to_string(), nvl_domains.to_string()));
     }
-    if let Some(speed) = r.ports.first().map(|p| p.speed.clone()) {
-        if r.ports.iter().all(|p| p.speed == speed) {
-            v.push(("rail-speed".to_string(), speed));
-        }
+    if let Some(speed) = r.ports.first().map(|p| p.speed.clone())
+        && r.ports.iter().all(|p| p.speed == speed)
+    {
+        v.push(("rail-speed".to_string(), speed));
     }
     v
 }
