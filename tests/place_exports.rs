@@ -865,3 +865,67 @@ fn dot_is_well_formed() {
         assert!(child.wait().unwrap().success());
     }
 }
+
+/// HGX with NVLinks added the way NVML reports them: GPU0–GPU4 joined directly (across the
+/// sockets), the rest alone. Two ranks go to the NVLink pair even though it spans NUMA nodes.
+fn with_nvlinks(t: &mut Topology, fabric: bool) {
+    let g: Vec<Bdf> = t.of_kind(DeviceKind::Gpu).map(|d| d.bdf).collect();
+    t.nvlink_visible = true;
+    if fabric {
+        for &x in &g {
+            t.nvlinks.push(NvLink {
+                a: x,
+                b: None,
+                count: 18,
+                version: Some(4),
+            });
+        }
+    } else {
+        t.nvlinks.push(NvLink {
+            a: g[0],
+            b: Some(g[4]),
+            count: 12,
+            version: Some(4),
+        });
+    }
+}
+
+#[test]
+fn nvlink_domain_beats_numa_node() {
+    let (_d, mut t) = load_spec(&layouts::hgx_h100());
+    with_nvlinks(&mut t, false);
+    let p = plan(&t, 2);
+    let idx: Vec<usize> = p.ranks.iter().map(|r| r.cuda_index).collect();
+    assert_eq!(idx, vec![0, 4], "{:?}", p.notes);
+    assert!(
+        p.notes.iter().any(|n| n.contains("1 NVLink domain")),
+        "{:?}",
+        p.notes
+    );
+    check_cores(&t, &p);
+    // Each rank still gets its own PIX NIC and its own NUMA node's cores.
+    assert_eq!(p.ranks[1].numa_node, Some(1));
+    assert!(p.ranks.iter().all(|r| r.path.as_deref() == Some("PIX")));
+}
+
+#[test]
+fn nccl_xml_carries_nvlinks() {
+    let (_d, mut t) = load_spec(&layouts::hgx_h100());
+    with_nvlinks(&mut t, true);
+    let xml = nccl_xml::render(&t, &nccl_xml::NcclXmlOptions::default()).unwrap();
+    assert!(
+        xml.contains("<nvlink target=\"fffffff:ffff:ff\" count=\"18\" tclass=\"0x068000\"/>"),
+        "{xml}"
+    );
+    let back = nccl_round_trip(&t, &nccl_xml::NcclXmlOptions::default());
+    let before = labels(&t);
+    let after = labels(&back);
+    let g0 = layouts::hgx_gpu(0);
+    let g7 = layouts::hgx_gpu(7);
+    assert!(
+        matches!(before[&(g0, g7)].0, Label::Nv(_)),
+        "{:?}",
+        before[&(g0, g7)]
+    );
+    assert_eq!(before[&(g0, g7)].0, after[&(g0, g7)].0);
+}

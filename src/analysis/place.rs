@@ -222,7 +222,9 @@ pub fn choose_gpus(c: &Candidates, n: usize) -> Option<(Vec<usize>, String)> {
         .find(|p| p.rank == worst)
         .map(|p| p.label.clone());
     let names: Vec<&str> = best.iter().map(|&g| c.gpus[g].name.as_str()).collect();
-    let mut why = if n == total {
+    let mut why = if n == total && n == 1 {
+        format!("the node's only GPU ({})", names.join(", "))
+    } else if n == total {
         format!("all {n} GPUs requested ({})", names.join(", "))
     } else {
         format!("chose {} of {total} GPUs", names.join(", "))

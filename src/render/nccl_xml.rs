@@ -401,12 +401,11 @@ fn write_endpoint(cx: &Ctx, w: &mut Writer<Vec<u8>>, b: &Bdf) -> Result<()> {
             if let Some(i) = cx.gpu_index.get(b) {
                 g.push_attribute(("dev", i.to_string().as_str()));
             }
-            w.write_event(Event::Start(g))?;
             let mut direct: BTreeMap<Bdf, u32> = BTreeMap::new();
             let mut fabric = 0;
             for l in &cx.t.nvlinks {
                 let other = if l.a == *b {
-                    l.b.map(Some)
+                    Some(l.b)
                 } else if l.b == Some(*b) {
                     Some(Some(l.a))
                 } else {
@@ -418,22 +417,33 @@ fn write_endpoint(cx: &Ctx, w: &mut Writer<Vec<u8>>, b: &Bdf) -> Result<()> {
                     None => {}
                 }
             }
+            let mut links: Vec<BytesStart> = Vec::new();
             for (o, c) in direct {
                 let tclass = cx.t.device(&o).map(|d| d.class).unwrap_or(0x030200);
-                w.write_event(Event::Empty(BytesStart::new("nvlink").with_attributes([
+                links.push(BytesStart::new("nvlink").with_attributes([
                     ("target", o.to_string().as_str()),
                     ("count", c.to_string().as_str()),
                     ("tclass", format!("0x{tclass:06x}").as_str()),
-                ])))?;
+                ]));
             }
             if fabric > 0 {
-                w.write_event(Event::Empty(BytesStart::new("nvlink").with_attributes([
+                // NCCL folds every NVSwitch into one node; this is the bus id it uses for
+                // switches it cannot see (VMs).
+                links.push(BytesStart::new("nvlink").with_attributes([
                     ("target", "fffffff:ffff:ff"),
                     ("count", fabric.to_string().as_str()),
                     ("tclass", "0x068000"),
-                ])))?;
+                ]));
             }
-            w.write_event(Event::End(BytesStart::new("gpu").to_end()))?;
+            if links.is_empty() {
+                w.write_event(Event::Empty(g))?;
+            } else {
+                w.write_event(Event::Start(g))?;
+                for l in links {
+                    w.write_event(Event::Empty(l))?;
+                }
+                w.write_event(Event::End(BytesStart::new("gpu").to_end()))?;
+            }
             w.write_event(Event::End(BytesStart::new("pci").to_end()))?;
         }
         DeviceKind::Nic if d.rdma_names().next().is_some() => {
