@@ -463,7 +463,20 @@ fn nvidia_gpus(fs: &dyn FsRoot, log: &Log, devices: &mut [Device]) {
             );
             continue;
         };
+        // The NVIDIA driver claims it: a display-class function it lists is a GPU even when the
+        // snapshot lost its vendor file.
+        if d.class >> 16 == 0x03 && d.vendor_id.is_none() {
+            d.kind = crate::model::DeviceKind::Gpu;
+        }
         let mut od = OsDevice::new(OsDeviceKind::NvidiaGpu, e.name.clone());
+        if let Some(b) = read_opt(fs, log, &dir.join(&e.name).join("numa_status")) {
+            // GPU memory exposed as a NUMA node (POWER9/Grace coherent GPUs): `Node: 255`.
+            if let Ok(s) = std::str::from_utf8(&b) {
+                if let Some(n) = s.lines().find_map(|l| l.strip_prefix("Node:")) {
+                    od.attrs.push(("memory_numa_node".into(), n.trim().to_string()));
+                }
+            }
+        }
         if let Some(b) = read_opt(fs, log, &dir.join(&e.name).join("information")) {
             if let Ok(s) = std::str::from_utf8(&b) {
                 for line in s.lines() {
