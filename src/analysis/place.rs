@@ -348,7 +348,8 @@ pub struct RankPlan {
     pub nic: Option<String>,
     /// NIC PCI address.
     pub nic_bdf: Option<String>,
-    /// RDMA port used (`UCX_NET_DEVICES=<nic>:<port>`).
+    /// RDMA port used (`UCX_NET_DEVICES=<nic>:<port>`), when the scan captured the device's
+    /// ports.
     pub nic_port: Option<u32>,
     /// The NIC's netdev, when it has one.
     pub netdev: Option<String>,
@@ -571,6 +572,7 @@ pub fn plan_with(t: &Topology, view: &NodeView, o: &PlaceOptions) -> anyhow::Res
         ));
     }
     let mut ranks = Vec::new();
+    let mut port_unknown: Vec<String> = Vec::new();
     for (r, &g) in chosen.iter().enumerate() {
         let gpu = &view.gpus[g];
         let dev = t.device(&gpu.bdf);
@@ -598,9 +600,18 @@ pub fn plan_with(t: &Topology, view: &NodeView, o: &PlaceOptions) -> anyhow::Res
             env.insert("CUDA_VISIBLE_DEVICES".to_string(), g.to_string());
         }
         if let Some(rd) = &rdma {
-            let p = port.unwrap_or(1);
-            env.insert("NCCL_IB_HCA".to_string(), format!("={rd}:{p}"));
-            env.insert("UCX_NET_DEVICES".to_string(), format!("{rd}:{p}"));
+            match port {
+                Some(p) => {
+                    env.insert("NCCL_IB_HCA".to_string(), format!("={rd}:{p}"));
+                    env.insert("UCX_NET_DEVICES".to_string(), format!("{rd}:{p}"));
+                }
+                None => {
+                    // Without a port NCCL uses every port of the device; UCX needs one.
+                    env.insert("NCCL_IB_HCA".to_string(), format!("={rd}"));
+                    env.insert("UCX_NET_DEVICES".to_string(), format!("{rd}:1"));
+                    port_unknown.push(rd.clone());
+                }
+            }
         }
         if let Some(nd) = &netdev {
             env.insert("NCCL_SOCKET_IFNAME".to_string(), format!("={nd}"));
@@ -657,7 +668,7 @@ pub fn plan_with(t: &Topology, view: &NodeView, o: &PlaceOptions) -> anyhow::Res
             cuda_index: g,
             nic: nic.map(nic_name),
             nic_bdf: nic.map(|n| n.bdf.to_string()),
-            nic_port: rdma.as_ref().map(|_| port.unwrap_or(1)),
+            nic_port: port,
             netdev,
             path: pair.as_ref().map(|p| p.label.clone()),
             bottleneck_gbps: pair.as_ref().and_then(|p| p.bottleneck_gbps),
@@ -669,6 +680,13 @@ pub fn plan_with(t: &Topology, view: &NodeView, o: &PlaceOptions) -> anyhow::Res
             bind,
             why,
         });
+    }
+    if !port_unknown.is_empty() {
+        port_unknown.dedup();
+        notes.push(format!(
+            "RDMA port of {} not captured: NCCL_IB_HCA names the whole device, UCX_NET_DEVICES assumes port 1",
+            port_unknown.join(", ")
+        ));
     }
     Ok(Placement {
         schema: PLACEMENT_SCHEMA.to_string(),

@@ -233,6 +233,11 @@ pub fn render(t: &Topology, o: &NcclXmlOptions) -> Result<String> {
         t.source.path, t.source.kind
     );
     w.write_event(Event::Comment(BytesText::new(&comment)))?;
+    if !o.skeleton && !cx.net_index.is_empty() {
+        w.write_event(Event::Comment(BytesText::new(
+            " net dev numbers assume NCCL's IB plugin enumerates devices in RDMA-name order; use --skeleton to let NCCL number them itself. ",
+        )))?;
+    }
     if !o.pairs.is_empty() {
         w.write_event(Event::Comment(BytesText::new(
             " Synthetic switches ffff:ff:NN.0 hold GPU-NIC pairs DECLARED by the operator (they share a PCIe switch on the host); the guest cannot observe this. ",
