@@ -929,3 +929,59 @@ fn nccl_xml_carries_nvlinks() {
     );
     assert_eq!(before[&(g0, g7)].0, after[&(g0, g7)].0);
 }
+
+/// Prometheus's own linter, when installed (`.ci/run` installs Debian's `prometheus` package;
+/// under CI its absence is a failure, elsewhere the test says it skipped).
+#[test]
+fn prom_textfile_passes_promtool() {
+    let Ok(probe) = Command::new("promtool").arg("--version").output() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "promtool missing under CI: .ci/run installs `prometheus`"
+        );
+        eprintln!("promtool not installed: skipped (apt-get install prometheus)");
+        return;
+    };
+    assert!(probe.status.success());
+    for spec in [layouts::hgx_h100(), layouts::misplaced_nic()] {
+        let (_d, t) = load_spec(&spec);
+        let view = NodeView::new(&t);
+        let r = rails::build(&t, &view, 1);
+        let mut findings = BTreeMap::new();
+        findings.insert("warning".to_string(), 3u64);
+        let text = prom::render(
+            &t,
+            &view,
+            &r,
+            &prom::PromInputs {
+                now_unix: 1_767_225_600,
+                findings: Some(findings),
+                gdr_ready: None,
+            },
+        );
+        let mut child = Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(text.as_bytes())
+                .unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
+            "promtool on {}: {}{}",
+            spec.name,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
