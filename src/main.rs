@@ -60,6 +60,32 @@ enum Command {
     Export(cli::export::ExportArgs),
     /// Show the NVLink domains and every fabric port leaving them, with the plant they cost.
     Rails(cli::rails::RailsArgs),
+    /// nvidia-smi-style matrix of every GPU, accelerator and NIC pair (labels, legend, NIC legend).
+    Matrix {
+        #[command(flatten)]
+        input: InputArgs,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "table")]
+        format: cli::classify::MatrixFormat,
+        /// NCCL version whose rules the NCCL view follows (e.g. 2.19; default: the newest modelled).
+        #[arg(long, value_name = "X.Y", value_parser = cli::classify::parse_nccl_version)]
+        nccl_version: Option<peerpath::analysis::nccl::NcclVersion>,
+    },
+    /// Explain one pair hop by hop: links, label and why, bottleneck, NCCL's decision.
+    Explain {
+        /// First device: GPU index (0, GPU0), NIC0, ACC0, NVME0, PCI address, RDMA name or netdev.
+        a: String,
+        /// Second device, same forms.
+        b: String,
+        #[command(flatten)]
+        input: InputArgs,
+        /// NCCL version whose rules the NCCL view follows (e.g. 2.19; default: the newest modelled).
+        #[arg(long, value_name = "X.Y", value_parser = cli::classify::parse_nccl_version)]
+        nccl_version: Option<peerpath::analysis::nccl::NcclVersion>,
+        /// Print the pair as JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Write a synthesized sysfs tree (a named layout, optionally with faults) for tests.
     Fixture(cli::fixture::FixtureArgs),
 }
@@ -89,6 +115,32 @@ fn run(cli: Cli) -> Result<u8> {
         Command::Place(a) => cli::place::run(a),
         Command::Export(a) => cli::export::run(a),
         Command::Rails(a) => cli::rails::run(a),
+        Command::Matrix {
+            input,
+            format,
+            nccl_version,
+        } => {
+            let topo = load(&input)?;
+            print!(
+                "{}",
+                cli::classify::run_matrix(&topo, format, nccl_version)?
+            );
+            Ok(0)
+        }
+        Command::Explain {
+            a,
+            b,
+            input,
+            nccl_version,
+            json,
+        } => {
+            let topo = load(&input)?;
+            print!(
+                "{}",
+                cli::classify::run_explain(&topo, &a, &b, nccl_version, json)?
+            );
+            Ok(0)
+        }
         Command::Fixture(a) => cli::fixture::run(a),
     }
 }

@@ -2,6 +2,7 @@
 //! computes anything the model or analysis did not.
 
 pub mod linkfmt;
+pub mod matrix;
 pub mod tree;
 pub mod dot;
 pub mod dra;
