@@ -31,10 +31,10 @@ use std::collections::{BTreeMap, HashMap};
 /// What an hwloc XML file cannot hold; copied into [`SourceInfo::limitations`].
 pub const LIMITATIONS: &[&str] = &[
     "hwloc XML has no PCIe config space: port types, ACS, AER, ATS, MPS/MRRS, SR-IOV links (physfn) and IOMMU groups are unknown",
-    "pci_link_speed is one number (GB/s of the current link): speed and width are inferred as the widest standard width at the lowest PCIe generation that gives exactly that bandwidth (Gen3 x16 and Gen4 x8 both give 15.75 GB/s and cannot be told apart; the bandwidth itself is preserved); the capable (max) link is unknown",
+    "pci_link_speed is one number (GB/s of the current link): speed and width are inferred as the widest common width (x16, x8, x4, x2, x1) at the lowest PCIe generation that gives exactly that bandwidth (Gen3 x16 and Gen4 x8 both give 15.75 GB/s and cannot be told apart; the bandwidth itself is preserved); the capable (max) link is unknown",
     "device NUMA node and local CPUs are the locality hwloc attached the host bridge to (from local_cpus), not each function's numa_node file",
     "no kernel drivers, BARs, IOMMU units, kernel command line, loaded modules (nvidia_peermem, ib_core) or hypervisor evidence",
-    "NVLinks are known only when hwloc ran its NVML plugin on the live machine (an NVLinkBandwidth matrix); NVLink version is inferred from the per-link bandwidth (20 GB/s: v1; 25 GB/s: v2-v4, not told apart); GPU-to-CPU NVLinks (POWER) cannot be represented",
+    "NVLinks are known only when hwloc ran its NVML plugin on the live machine (nvml OS devices, and an NVLinkBandwidth matrix when it found active links); NVLink version is inferred from the per-link bandwidth (20 GB/s: v1; 25 GB/s: v2-v4, not told apart); GPU-to-CPU NVLinks (POWER) cannot be represented",
     "OS devices peerpath does not model (DRM card/renderD, OpenCL, DMA channels, DAX, co-processors other than CUDA/NVML) are dropped",
 ];
 
@@ -137,8 +137,9 @@ pub fn parse_pci_type(s: &str) -> Option<PciType> {
 
 /// PCIe signalling rates, GT/s, Gen1..Gen6.
 const GENS: [f64; 6] = [2.5, 5.0, 8.0, 16.0, 32.0, 64.0];
-/// Standard link widths, widest first.
-const WIDTHS: [u32; 7] = [32, 16, 12, 8, 4, 2, 1];
+/// Link widths in use on real devices, widest first (x12 and x32 exist in the specification
+/// but not on shipping devices, so x32 at Gen3 is never preferred to x16 at Gen4).
+const WIDTHS: [u32; 5] = [16, 8, 4, 2, 1];
 
 /// Turns hwloc's `pci_link_speed` (GB/s, `lane rate × width / 8` after line coding) back into
 /// a speed and width. Several links give the same bandwidth (Gen3 x16 = Gen4 x8 = Gen5 x4);
@@ -323,6 +324,9 @@ fn locality(
     (cpus.filter(|c| !c.is_empty()), numa)
 }
 
+/// A host bridge object: its `pciDDDD:BB` name, and the CPUs and NUMA node of its parent.
+type HostBridgeAt = (String, Option<Vec<u32>>, Option<u32>);
+
 /// Reads an hwloc XML document (already parsed) into a topology.
 pub fn read(doc: &Doc, source: SourceInfo, pci_ids: Option<&std::path::Path>) -> Result<Topology> {
     let Some(root) = doc.root() else {
@@ -396,7 +400,7 @@ pub fn read(doc: &Doc, source: SourceInfo, pci_ids: Option<&std::path::Path>) ->
     let machine = machine_info(&ctx);
 
     // Host bridges: element → (name, locality).
-    let mut hb_of: HashMap<usize, (String, Option<Vec<u32>>, Option<u32>)> = HashMap::new();
+    let mut hb_of: HashMap<usize, HostBridgeAt> = HashMap::new();
     for (i, e) in doc.elements.iter().enumerate() {
         if !is_host_bridge(e) {
             continue;
@@ -601,24 +605,23 @@ pub fn read(doc: &Doc, source: SourceInfo, pci_ids: Option<&std::path::Path>) ->
         }
         let mut ports: BTreeMap<u32, RdmaPort> = BTreeMap::new();
         for (k, v) in infos {
-            if kind == OsDeviceKind::Rdma {
-                if let Some(rest) = k.strip_prefix("Port") {
-                    if let Some(num) = rest.strip_suffix("State") {
-                        if let (Ok(p), Ok(s)) = (num.parse::<u32>(), v.trim().parse::<u32>()) {
-                            ports
-                                .entry(p)
-                                .or_insert(RdmaPort {
-                                    port: p,
-                                    state: None,
-                                    phys_state: None,
-                                    rate_gbps: None,
-                                    rate_text: None,
-                                    link_layer: None,
-                                })
-                                .state = Some((s, ib_state_name(s).to_string()));
-                        }
-                    }
-                }
+            let port_state = k
+                .strip_prefix("Port")
+                .and_then(|r| r.strip_suffix("State"))
+                .and_then(|n| n.parse::<u32>().ok())
+                .zip(v.trim().parse::<u32>().ok());
+            if let (OsDeviceKind::Rdma, Some((p, s))) = (kind, port_state) {
+                ports
+                    .entry(p)
+                    .or_insert(RdmaPort {
+                        port: p,
+                        state: None,
+                        phys_state: None,
+                        rate_gbps: None,
+                        rate_text: None,
+                        link_layer: None,
+                    })
+                    .state = Some((s, ib_state_name(s).to_string()));
             }
             od.attrs.push((k, v));
         }
@@ -803,7 +806,14 @@ fn nvlinks(ctx: &mut Ctx<'_>) -> (Vec<NvLink>, bool) {
         .filter(|m| m.name == "NVLinkBandwidth")
         .collect();
     if mats.is_empty() {
-        return (Vec::new(), false);
+        // hwloc's NVML plugin writes the matrix only when it found active NVLinks: NVML OS
+        // devices without a matrix mean NVML was asked and saw none.
+        let nvml_ran = ctx.doc.elements.iter().enumerate().any(|(i, e)| {
+            ctx.is_object(i, "OSDev")
+                && (e.attr("subtype") == Some("NVML")
+                    || e.attr("name").is_some_and(|n| n.starts_with("nvml")))
+        });
+        return (Vec::new(), nvml_ran);
     }
     // gp_index / (type, os_index) → element.
     let mut by_gp: HashMap<u64, usize> = HashMap::new();
@@ -864,16 +874,16 @@ fn nvlinks(ctx: &mut Ctx<'_>) -> (Vec<NvLink>, bool) {
     }
     // Per-link bandwidth: hwloc writes 20000 MB/s per NVLink 1 link, 25000 per NVLink 2-4 link.
     let all: Vec<u64> = pairs.values().chain(fabric.values()).copied().collect();
-    let (unit, version) = if !all.is_empty() && all.iter().all(|v| v % 25000 == 0) {
+    let (unit, version) = if !all.is_empty() && all.iter().all(|v| v.is_multiple_of(25000)) {
         (25000u64, None)
-    } else if !all.is_empty() && all.iter().all(|v| v % 20000 == 0) {
+    } else if !all.is_empty() && all.iter().all(|v| v.is_multiple_of(20000)) {
         (20000, Some(1))
     } else {
         (25000, None)
     };
     let mut odd = false;
     let mut count = |v: u64| -> u32 {
-        if v % unit != 0 {
+        if !v.is_multiple_of(unit) {
             odd = true;
         }
         ((v as f64 / unit as f64).round() as u32).max(1)

@@ -347,21 +347,24 @@ pub fn read(doc: &Doc, source: SourceInfo, pci_ids: Option<&std::path::Path>) ->
         }
         let cpus = cpus.filter(|c| !c.is_empty());
         if let Some(id) = numaid {
-            if numa.contains_key(&id) {
-                let w = ctx.warn(c, format!("second cpu element for NUMA node {id}; its devices share the first one's host bridge"));
-                ctx.warnings.push(w);
-            } else {
-                numa.insert(
-                    id,
-                    NumaNode {
+            match numa.entry(id) {
+                std::collections::btree_map::Entry::Occupied(_) => {
+                    let w = ctx.warn(
+                        c,
+                        format!("second cpu element for NUMA node {id}; its devices share the first one's host bridge"),
+                    );
+                    ctx.warnings.push(w);
+                }
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert(NumaNode {
                         id,
                         cpus: cpus
                             .as_deref()
                             .map(cpulist::format_list)
                             .unwrap_or_default(),
                         distances: Vec::new(),
-                    },
-                );
+                    });
+                }
             }
         }
         let hb = host_bridge_for(numaid);
@@ -564,7 +567,7 @@ mod tests {
         let g1 = t.device(&"0000:9a:00.0".parse().unwrap()).unwrap();
         assert_eq!(g1.host_bridge, "nccl-cpu1");
         assert_eq!(t.numa_of(g1), Some(1));
-        assert_eq!(t.numa_nodes[1].cpus, "16-47");
+        assert_eq!(t.numa_nodes[1].cpus, "16-63");
         assert_eq!(t.nvlinks.len(), 1);
         assert_eq!(t.nvlinks[0].count, 12);
         assert_eq!(t.nvlinks[0].version, Some(3));
