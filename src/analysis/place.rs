@@ -681,6 +681,15 @@ pub fn plan_with(t: &Topology, view: &NodeView, o: &PlaceOptions) -> anyhow::Res
             why,
         });
     }
+    if ranks
+        .iter()
+        .any(|r: &RankPlan| r.env.contains_key("NCCL_SOCKET_IFNAME"))
+    {
+        notes.push(
+            "NCCL_SOCKET_IFNAME names each rank's NIC netdev; NCCL's bootstrap needs an IP address on it (the scan does not read addresses): set your management interface instead if it has none"
+                .into(),
+        );
+    }
     if !port_unknown.is_empty() {
         port_unknown.dedup();
         notes.push(format!(
