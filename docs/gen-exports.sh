@@ -2,7 +2,7 @@
 # Regenerates docs/exports.md: one worked example per `peerpath export` format, `place` and
 # `rails`, all run on the synthesized HGX H100 layout (`peerpath fixture hgx-h100`).
 # Usage: docs/gen-exports.sh [path/to/peerpath]   (default: target/debug/peerpath)
-set -euo pipefail
+set -eu  # no pipefail: `| head` closing the pipe early is expected
 cd "$(dirname "$0")/.."
 BIN=${1:-target/debug/peerpath}
 [ -x "$BIN" ] || cargo build -q

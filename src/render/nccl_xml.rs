@@ -232,14 +232,16 @@ pub fn render(t: &Topology, o: &NcclXmlOptions) -> Result<String> {
         " NCCL_TOPO_FILE written by peerpath from {} ({}); link attributes are min(device, parent port) max values, as NCCL reads them. ",
         t.source.path, t.source.kind
     );
-    w.write_event(Event::Comment(BytesText::new(&comment)))?;
+    // A comment may not hold "--"; the path is the only text here we do not control.
+    let comment = comment.replace("--", "- -");
+    w.write_event(Event::Comment(BytesText::from_escaped(comment.as_str())))?;
     if !o.skeleton && !cx.net_index.is_empty() {
-        w.write_event(Event::Comment(BytesText::new(
+        w.write_event(Event::Comment(BytesText::from_escaped(
             " net dev numbers assume NCCL's IB plugin enumerates devices in RDMA-name order; use --skeleton to let NCCL number them itself. ",
         )))?;
     }
     if !o.pairs.is_empty() {
-        w.write_event(Event::Comment(BytesText::new(
+        w.write_event(Event::Comment(BytesText::from_escaped(
             " Synthetic switches ffff:ff:NN.0 hold GPU-NIC pairs DECLARED by the operator (they share a PCIe switch on the host); the guest cannot observe this. ",
         )))?;
     }
