@@ -54,6 +54,12 @@ enum Command {
         #[arg(long)]
         all: bool,
     },
+    /// Plan GPUs, a NIC and CPU cores for N local ranks, with the reason for each choice.
+    Place(cli::place::PlaceArgs),
+    /// Write a scheduler or monitoring file: gres, nfd, dra, nccl-xml, prom, dot.
+    Export(cli::export::ExportArgs),
+    /// Show the NVLink domains and every fabric port leaving them, with the plant they cost.
+    Rails(cli::rails::RailsArgs),
     /// nvidia-smi-style matrix of every GPU, accelerator and NIC pair (labels, legend, NIC legend).
     Matrix {
         #[command(flatten)]
@@ -109,6 +115,9 @@ fn run(cli: Cli) -> Result<u8> {
             }
             Ok(0)
         }
+        Command::Place(a) => cli::place::run(a),
+        Command::Export(a) => cli::export::run(a),
+        Command::Rails(a) => cli::rails::run(a),
         Command::Matrix {
             input,
             format,

@@ -1,7 +1,11 @@
 //! Analyses: pure functions of the [`crate::model::Topology`] (plus probe evidence) that judge it.
-//! `classify` labels every endpoint pair the way `nvidia-smi topo -m` and NCCL would.
+//! `classify` labels every endpoint pair the way `nvidia-smi topo -m` and NCCL would; `place`
+//! plans ranks over those labels; `rails` draws the scale-up boundary; `cores` numbers CPU cores.
 
 pub mod classify;
+pub mod cores;
 pub mod nccl;
+pub mod place;
+pub mod rails;
 
 pub mod testkit;

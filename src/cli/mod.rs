@@ -1,5 +1,8 @@
 //! Subcommands of the `peerpath` binary that are more than a few lines.
 
 pub mod classify;
+pub mod export;
 pub mod fixture;
 pub mod probe;
+pub mod place;
+pub mod rails;
