@@ -6,10 +6,13 @@ use peerpath::fuzzing::{TARGETS, run_mutations};
 use std::time::Instant;
 
 fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --all-targets` runs this binary without it,
+    // and then a quick pass is enough (the smoke test in tests/fuzz_smoke.rs covers the rest).
+    let benching = std::env::args().any(|a| a == "--bench");
     let execs: u64 = std::env::args()
         .skip(1)
         .find_map(|a| a.parse().ok())
-        .unwrap_or(10_000_000);
+        .unwrap_or(if benching { 10_000_000 } else { 1_000 });
     println!(
         "{:<10} {:>12} {:>8} {:>12}",
         "target", "execs", "crashes", "execs/s"

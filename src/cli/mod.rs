@@ -3,6 +3,6 @@
 pub mod classify;
 pub mod export;
 pub mod fixture;
-pub mod probe;
 pub mod place;
+pub mod probe;
 pub mod rails;

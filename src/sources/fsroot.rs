@@ -192,6 +192,35 @@ impl FsRoot for DirRoot {
     }
 }
 
+/// Reads at most `left` bytes, then fails with a clear error (instead of a silent cut that
+/// tar reports as a confusing "unexpected EOF").
+struct LimitedReader<R> {
+    inner: R,
+    left: u64,
+}
+
+impl<R: Read> Read for LimitedReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.left == 0 {
+            let mut probe = [0u8; 1];
+            if self.inner.read(&mut probe)? == 0 {
+                return Ok(0);
+            }
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "snapshot is larger than {} MiB uncompressed; extract it and pass the directory",
+                    MAX_SNAPSHOT_BYTES >> 20
+                ),
+            ));
+        }
+        let n = buf.len().min(self.left as usize);
+        let got = self.inner.read(&mut buf[..n])?;
+        self.left -= got as u64;
+        Ok(got)
+    }
+}
+
 /// A node of an in-memory tree.
 #[derive(Debug, Clone)]
 pub enum MemNode {
@@ -246,7 +275,11 @@ impl MemRoot {
         } else {
             Box::new(bytes)
         };
-        let mut archive = tar::Archive::new(reader.take(MAX_SNAPSHOT_BYTES));
+        let limited = LimitedReader {
+            inner: reader,
+            left: MAX_SNAPSHOT_BYTES,
+        };
+        let mut archive = tar::Archive::new(limited);
         let mut raw: Vec<(PathBuf, MemNode)> = Vec::new();
         for entry in archive.entries()? {
             let mut entry = entry?;

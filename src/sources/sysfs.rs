@@ -269,8 +269,17 @@ pub fn scan(fs: &dyn FsRoot, source: SourceInfo, opts: &ScanOptions) -> io::Resu
         d.link = if link.any() { Some(link) } else { None };
         let class = class.or(d.config.as_ref().map(|c| c.class));
         if d.vendor_id.is_none() {
-            d.vendor_id = d.config.as_ref().map(|c| c.vendor_id);
-            d.device_id = d.device_id.or(d.config.as_ref().map(|c| c.device_id));
+            // Config IDs only when they are real (a VF reads 0xffff there).
+            d.vendor_id = d
+                .config
+                .as_ref()
+                .map(|c| c.vendor_id)
+                .filter(|&v| v != 0xffff);
+            d.device_id = d.device_id.or(d
+                .config
+                .as_ref()
+                .map(|c| c.device_id)
+                .filter(|&v| v != 0xffff));
         }
         match class {
             Some(c) => d.class = c,
