@@ -5,6 +5,7 @@
 //! [`model::Topology`]; analyses classify, audit and place over it; renderers ([`render`]) write
 //! text, JSON, pictures and scheduler files.
 
+pub mod analysis;
 pub mod model;
 pub mod parse;
 pub mod pci_ids;
