@@ -7,6 +7,8 @@ use peerpath::sources::{self, LoadOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod cli;
+
 /// Exit code when the command itself could not run (bad input, unreadable root).
 const EXIT_ERROR: u8 = 2;
 
@@ -48,6 +50,14 @@ enum Command {
         #[arg(long)]
         all: bool,
     },
+    /// Audit the node for every known cause of a silent GPUDirect RDMA fallback.
+    /// Exit 0: no error finding; 1: an error finding; 2: the audit could not run.
+    Audit {
+        #[command(flatten)]
+        input: InputArgs,
+        #[command(flatten)]
+        args: cli::audit::AuditArgs,
+    },
 }
 
 fn load(i: &InputArgs) -> Result<peerpath::model::Topology> {
@@ -64,6 +74,7 @@ fn run(cli: Cli) -> Result<u8> {
             }
             Ok(0)
         }
+        Command::Audit { input, args } => cli::audit::run(&load(&input)?, &args),
     }
 }
 

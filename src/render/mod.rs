@@ -3,3 +3,4 @@
 
 pub mod linkfmt;
 pub mod tree;
+pub mod audit;

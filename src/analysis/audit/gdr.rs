@@ -163,24 +163,24 @@ pub fn peer_module(ctx: &Ctx) -> Vec<Finding> {
 pub fn driver_mismatch(ctx: &Ctx) -> Vec<Finding> {
     let m = &ctx.topo.machine;
     let mut seen: Vec<(String, String, String)> = Vec::new(); // (path, raw, version)
-    if let Some(l) = &m.nvidia_driver {
-        if let Some(v) = proc_driver_version(l) {
-            seen.push((PROC_VERSION.into(), l.clone(), v));
-        }
+    if let Some(l) = &m.nvidia_driver
+        && let Some(v) = proc_driver_version(l)
+    {
+        seen.push((PROC_VERSION.into(), l.clone(), v));
     }
     if let Some(v) = &m.nvidia_module_version {
         seen.push((MOD_NVIDIA.into(), v.clone(), v.clone()));
     }
-    if let Some(v) = &m.nvidia_peermem_version {
-        if proc_driver_version(&format!("Module {v}")).is_some() {
-            seen.push((MOD_PEERMEM.into(), v.clone(), v.clone()));
-        }
+    if let Some(v) = &m.nvidia_peermem_version
+        && proc_driver_version(&format!("Module {v}")).is_some()
+    {
+        seen.push((MOD_PEERMEM.into(), v.clone(), v.clone()));
     }
     for (n, v) in &m.memory_peers {
-        if let Some(v) = v {
-            if n.starts_with("nv_mem") {
-                seen.push((format!("{MEMORY_PEERS}/{n}/version"), v.clone(), v.clone()));
-            }
+        if let Some(v) = v
+            && n.starts_with("nv_mem")
+        {
+            seen.push((format!("{MEMORY_PEERS}/{n}/version"), v.clone(), v.clone()));
         }
     }
     let mut versions: Vec<&str> = seen.iter().map(|(_, _, v)| v.as_str()).collect();

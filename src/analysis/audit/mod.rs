@@ -262,3 +262,5 @@ pub fn finish(
 
 #[cfg(test)]
 pub(crate) mod testkit;
+#[cfg(test)]
+mod tests;

@@ -17,9 +17,8 @@ pub fn config_unknown(d: &Device, need: usize) -> Option<String> {
     match &d.config {
         None => Some("config space not read (file absent or unreadable)".into()),
         Some(c) if c.len < need => Some(format!(
-            "config space readable only as root ({} of {} bytes)",
-            c.len,
-            if need > 256 { 4096 } else { 256 }
+            "config space readable only as root ({} of 4096 bytes)",
+            c.len
         )),
         Some(_) => None,
     }
@@ -194,7 +193,8 @@ pub fn link_degraded(ctx: &Ctx) -> Vec<Finding> {
         if cur_w.is_none() || cap_w.is_none() {
             unknown.push((
                 c,
-                "current_link_width/max_link_width not exposed and config space not readable"
+                "current_link_width/max_link_width not exposed and config space not readable \
+                 (kernel < 4.13 or not captured)"
                     .to_string(),
             ));
             continue;
@@ -210,10 +210,11 @@ pub fn link_degraded(ctx: &Ctx) -> Vec<Finding> {
             Evidence::new(pci_path(&p, "max_link_speed"), optf(pl.max_gts)),
         ];
         let name = ctx.name(&c);
-        if let (Some(w), Some(m)) = (cur_w, cap_w) {
-            if w < m {
-                ev.extend(speed_ev.iter().cloned());
-                out.push(
+        if let (Some(w), Some(m)) = (cur_w, cap_w)
+            && w < m
+        {
+            ev.extend(speed_ev.iter().cloned());
+            out.push(
                     Finding::new(
                         "link-degraded",
                         sev,
@@ -224,16 +225,16 @@ pub fn link_degraded(ctx: &Ctx) -> Vec<Finding> {
                     .with_all(ev)
                     .with_pairs(ctx.pairs_of(&c).map(|x| x.to_ref())),
                 );
+            continue;
+        }
+        if let (Some(s), Some(m)) = (cur_s, cap_s)
+            && s + 0.01 < m
+        {
+            if child.kind == DeviceKind::Gpu {
+                idle_gpus.push((c, s, m));
                 continue;
             }
-        }
-        if let (Some(s), Some(m)) = (cur_s, cap_s) {
-            if s + 0.01 < m {
-                if child.kind == DeviceKind::Gpu {
-                    idle_gpus.push((c, s, m));
-                    continue;
-                }
-                out.push(
+            out.push(
                     Finding::new(
                         "link-degraded",
                         sev,
@@ -244,7 +245,6 @@ pub fn link_degraded(ctx: &Ctx) -> Vec<Finding> {
                     .with_all(speed_ev.iter().cloned())
                     .with_pairs(ctx.pairs_of(&c).map(|x| x.to_ref())),
                 );
-            }
         }
     }
     if !idle_gpus.is_empty() {
@@ -277,6 +277,7 @@ pub fn link_degraded(ctx: &Ctx) -> Vec<Finding> {
     ) {
         for e in &mut f.evidence {
             e.path = e.path.replace("/config", "/current_link_width");
+            e.value = "(absent)".into();
         }
         out.push(f);
     }

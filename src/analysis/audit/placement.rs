@@ -44,10 +44,10 @@ pub fn judge(topo: &Topology, a: &Bdf, b: &Bdf) -> Judgement {
             .chain(pd.bridges())
             .chain(std::iter::once(b))
         {
-            if let Some(l) = topo.device(x).and_then(|d| d.link) {
-                if let Some(g) = crate::model::bandwidth::pcie_link_gbytes(l.max_gts, l.max_width) {
-                    m = Some(m.map_or(g, |v: f64| v.min(g)));
-                }
+            if let Some(l) = topo.device(x).and_then(|d| d.link)
+                && let Some(g) = crate::model::bandwidth::pcie_link_gbytes(l.max_gts, l.max_width)
+            {
+                m = Some(m.map_or(g, |v: f64| v.min(g)));
             }
         }
         m

@@ -112,9 +112,10 @@ pub fn nic_port_down(ctx: &Ctx) -> Vec<Finding> {
                     .rate_text
                     .clone()
                     .unwrap_or_else(|| format!("{rate} Gb/sec"));
-                if let Some((max, fam)) = family {
-                    if rate + 0.5 < max {
-                        out.push(
+                if let Some((max, fam)) = family
+                    && rate + 0.5 < max
+                {
+                    out.push(
                             Finding::new(
                                 "nic-port-down",
                                 Severity::Warning,
@@ -125,7 +126,6 @@ pub fn nic_port_down(ctx: &Ctx) -> Vec<Finding> {
                             .with(format!("{pb}/rate"), rate_raw.clone())
                             .with(pci_path(&n.bdf, "device"), format!("0x{:04x}", n.device_id.unwrap_or(0))),
                         );
-                    }
                 }
                 // PCIe capacity of the NIC's link (capability shared by both ends) vs port rate.
                 let parent = n

@@ -1,0 +1,3 @@
+//! Subcommand implementations too long for `main.rs`.
+
+pub mod audit;
