@@ -4,8 +4,9 @@
 //! adapter, where it is now (slot, root port, host bridge, NUMA node) and where it belongs (the
 //! switch that holds the GPU, with a free downstream port where one exists).
 
-use super::{Ctx, Evidence, Finding, Pair, Severity, assign, path_devices, pci_path};
-use crate::model::{Bdf, Device, DeviceKind, Topology};
+use super::{Ctx, Evidence, Finding, Pair, Severity, assign, pci_path};
+use crate::analysis::classify::{Classifier, ClassifyOptions, Label};
+use crate::model::{Bdf, Device, Topology};
 
 /// The path between a GPU and a NIC as the matching sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,81 +28,52 @@ impl Judgement {
     }
 }
 
-/// Judges the path between two devices.
-pub fn judge(topo: &Topology, a: &Bdf, b: &Bdf) -> Judgement {
-    let pd = path_devices(topo, a, b);
-    let (Some(da), Some(db)) = (topo.device(a), topo.device(b)) else {
-        return Judgement {
-            label: "unknown".into(),
-            rank: 4,
-            reason: "device not in topology".into(),
-            bottleneck_gbytes: None,
-        };
-    };
-    let bw = {
-        let mut m: Option<f64> = None;
-        for x in std::iter::once(a)
-            .chain(pd.bridges())
-            .chain(std::iter::once(b))
-        {
-            if let Some(l) = topo.device(x).and_then(|d| d.link)
-                && let Some(g) = crate::model::bandwidth::pcie_link_gbytes(l.max_gts, l.max_width)
-            {
-                m = Some(m.map_or(g, |v: f64| v.min(g)));
-            }
+/// Judges GPU–NIC paths with the classifier ([`crate::analysis::classify`]), built once per
+/// topology.
+pub struct Judge<'t> {
+    c: Classifier<'t>,
+}
+
+impl<'t> Judge<'t> {
+    /// Prepares the classifier for a topology.
+    pub fn new(topo: &'t Topology) -> Self {
+        Judge {
+            c: Classifier::new(topo, &ClassifyOptions::default()),
         }
-        m
-    };
-    let (label, rank, reason) = match pd.lca {
-        Some(l) => {
-            let switches = pd
-                .bridges()
-                .chain(std::iter::once(&l))
-                .filter(|x| {
-                    topo.device(x)
-                        .is_some_and(|d| d.kind == DeviceKind::SwitchUpstream)
-                })
-                .count();
-            if switches <= 1 {
-                ("PIX", 0, format!("both under {l}"))
-            } else {
-                (
-                    "PXB",
-                    1,
-                    format!("{switches} switches, common ancestor {l}"),
-                )
-            }
-        }
-        None if da.bdf.adapter() == db.bdf.adapter() => {
-            ("PIX", 0, "functions of one adapter".to_string())
-        }
-        None if da.host_bridge == db.host_bridge => {
-            ("PHB", 2, format!("same host bridge {}", da.host_bridge))
-        }
-        None => match (topo.numa_of(da), topo.numa_of(db)) {
-            (Some(x), Some(y)) if x == y => (
-                "NODE",
-                3,
-                format!("different host bridges on NUMA node {x}"),
-            ),
-            (Some(x), Some(y)) => (
-                "SYS",
-                5,
-                format!("NUMA node {x} vs {y}: crosses the inter-socket link"),
-            ),
-            _ => (
-                "unknown",
-                4,
-                "different host bridges, NUMA node unknown: NODE or SYS".to_string(),
-            ),
-        },
-    };
-    Judgement {
-        label: label.into(),
-        rank,
-        reason,
-        bottleneck_gbytes: bw,
     }
+
+    /// Judges the path between two devices.
+    pub fn pair(&self, a: &Bdf, b: &Bdf) -> Judgement {
+        match self.c.pair(a, b) {
+            Some(pc) => Judgement {
+                label: match pc.label {
+                    Label::Unknown => "unknown".to_string(),
+                    l => l.to_string(),
+                },
+                rank: match pc.label {
+                    Label::X | Label::Nv(_) | Label::Pix => 0,
+                    Label::Pxb => 1,
+                    Label::Phb => 2,
+                    Label::Node => 3,
+                    Label::Unknown => 4,
+                    Label::Sys => 5,
+                },
+                reason: pc.reason,
+                bottleneck_gbytes: pc.bottleneck_gbytes_per_s,
+            },
+            None => Judgement {
+                label: "unknown".into(),
+                rank: 4,
+                reason: format!("{a} or {b} not in the topology"),
+                bottleneck_gbytes: None,
+            },
+        }
+    }
+}
+
+/// Judges one pair (builds a classifier; use [`Judge`] for many pairs).
+pub fn judge(topo: &Topology, a: &Bdf, b: &Bdf) -> Judgement {
+    Judge::new(topo).pair(a, b)
 }
 
 /// Where a device sits: slot, root port, host bridge, NUMA node.

@@ -1,3 +1,0 @@
-//! Subcommand implementations too long for `main.rs`.
-
-pub mod audit;
