@@ -11,3 +11,4 @@ pub mod parse;
 pub mod pci_ids;
 pub mod render;
 pub mod sources;
+pub mod synth;

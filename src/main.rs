@@ -11,12 +11,17 @@ use std::process::ExitCode;
 mod cli_classify;
 #[path = "cli/audit.rs"]
 mod cli_audit;
+mod cli;
 
 /// Exit code when the command itself could not run (bad input, unreadable root).
 const EXIT_ERROR: u8 = 2;
 
 #[derive(Parser)]
-#[command(name = "peerpath", version, about = "GPU↔NIC PCIe path judge: scan, classify, audit, probe, report")]
+#[command(
+    name = "peerpath",
+    version,
+    about = "GPU↔NIC PCIe path judge: scan, classify, audit, probe, report"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -87,10 +92,17 @@ enum Command {
         #[command(flatten)]
         args: cli_audit::AuditArgs,
     },
+    /// Write a synthesized sysfs tree (a named layout, optionally with faults) for tests.
+    Fixture(cli::fixture::FixtureArgs),
 }
 
 fn load(i: &InputArgs) -> Result<peerpath::model::Topology> {
-    sources::load(i.input.as_deref(), &LoadOptions { pci_ids: i.pci_ids.clone() })
+    sources::load(
+        i.input.as_deref(),
+        &LoadOptions {
+            pci_ids: i.pci_ids.clone(),
+        },
+    )
 }
 
 fn run(cli: Cli) -> Result<u8> {
@@ -98,7 +110,10 @@ fn run(cli: Cli) -> Result<u8> {
         Command::Scan { input, format, all } => {
             let topo = load(&input)?;
             match format {
-                ScanFormat::Tree => print!("{}", render::tree::render(&topo, render::tree::TreeOptions { all })),
+                ScanFormat::Tree => print!(
+                    "{}",
+                    render::tree::render(&topo, render::tree::TreeOptions { all })
+                ),
                 ScanFormat::Json => println!("{}", serde_json::to_string_pretty(&topo)?),
             }
             Ok(0)
@@ -114,6 +129,7 @@ fn run(cli: Cli) -> Result<u8> {
             Ok(0)
         }
         Command::Audit { input, args } => cli_audit::run(&load(&input)?, &args),
+        Command::Fixture(a) => cli::fixture::run(a),
     }
 }
 
