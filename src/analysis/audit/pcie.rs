@@ -24,8 +24,22 @@ pub fn config_unknown(d: &Device, need: usize) -> Option<String> {
     }
 }
 
+/// What the `config` file gave, as evidence: `64 bytes` or `(absent)`.
+fn config_len_value(topo: &crate::model::Topology, b: &Bdf) -> String {
+    match topo.device(b).and_then(|d| d.config.as_ref()) {
+        Some(c) => format!("{} bytes readable", c.len),
+        None => "(absent or unreadable)".into(),
+    }
+}
+
 /// One `unknown` finding for a check, listing every device whose fact could not be read.
-fn unknown_finding(id: &str, what: &str, items: &[(Bdf, String)], remedy: &str) -> Option<Finding> {
+fn unknown_finding(
+    topo: &crate::model::Topology,
+    id: &str,
+    what: &str,
+    items: &[(Bdf, String)],
+    remedy: &str,
+) -> Option<Finding> {
     let (_, first) = items.first()?;
     let mut reasons: Vec<&str> = items.iter().map(|(_, r)| r.as_str()).collect();
     reasons.sort();
@@ -50,7 +64,7 @@ fn unknown_finding(id: &str, what: &str, items: &[(Bdf, String)], remedy: &str) 
         f.with_all(
             items
                 .iter()
-                .map(|(b, r)| Evidence::new(pci_path(b, "config"), r.clone())),
+                .map(|(b, _)| Evidence::new(pci_path(b, "config"), config_len_value(topo, b))),
         ),
     )
 }
@@ -127,6 +141,7 @@ pub fn acs_redirect(ctx: &Ctx) -> Vec<Finding> {
         out.push(f);
     }
     out.extend(unknown_finding(
+        topo,
         "acs-redirect",
         "ACS on ports between GPUs and NICs",
         &unknown,
@@ -270,6 +285,7 @@ pub fn link_degraded(ctx: &Ctx) -> Vec<Finding> {
         })));
     }
     if let Some(mut f) = unknown_finding(
+        topo,
         "link-degraded",
         "link width",
         &unknown,
@@ -493,6 +509,12 @@ pub fn mps_mrrs(ctx: &Ctx) -> Vec<Finding> {
         }
     }
     let items: Vec<(Bdf, String)> = unknown.into_iter().collect();
-    out.extend(unknown_finding("mps-mrrs", "MPS/MRRS", &items, ROOT_REMEDY));
+    out.extend(unknown_finding(
+        topo,
+        "mps-mrrs",
+        "MPS/MRRS",
+        &items,
+        ROOT_REMEDY,
+    ));
     out
 }

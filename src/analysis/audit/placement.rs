@@ -136,7 +136,7 @@ pub fn target(topo: &Topology, gpu: &Device) -> String {
     );
     if free.is_empty() {
         s.push_str(
-            ": no free downstream port there, so swap it with a non-GPU device under that switch",
+            ": no free downstream port there (free one, or move a non-GPU device out of that switch)",
         );
     } else {
         s.push_str(&format!(": free downstream port {}", free.join(", ")));
@@ -237,11 +237,18 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
                     "GPU {}: best available NIC {nic_name} is {} ({}){shared}; NCCL will not use GPUDirect RDMA beyond PXB",
                     g.bdf, j.label, j.reason
                 ),
-                format!(
-                    "move NIC {nic_name} — now at {} — {}",
-                    location(topo, n),
-                    target(topo, g)
-                ),
+                if ctx.virtualized {
+                    format!(
+                        "this is a VM: the guest PCIe tree may not show the host's; run `peerpath probe` and audit with --evidence. On the host, place NIC {nic_name} (guest view: {}) behind the GPU's PCIe switch",
+                        location(topo, n)
+                    )
+                } else {
+                    format!(
+                        "move NIC {nic_name} — now at {} — {}",
+                        location(topo, n),
+                        target(topo, g)
+                    )
+                },
             )
             .with_all(path_evidence(topo, &g.bdf, &n.bdf))
             .with_pairs([p.to_ref()]),
@@ -286,7 +293,7 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
                 ),
                 remedy,
             )
-            .with(pci_path(&n.bdf, ""), n.sysfs_path.clone()),
+            .with_all(path_evidence(topo, &n.bdf, &n.bdf).into_iter().take(1)),
         );
     }
     pairs
