@@ -7,10 +7,6 @@ use peerpath::sources::{self, LoadOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[path = "cli/classify.rs"]
-mod cli_classify;
-#[path = "cli/audit.rs"]
-mod cli_audit;
 mod cli;
 
 /// Exit code when the command itself could not run (bad input, unreadable root).
@@ -64,9 +60,9 @@ enum Command {
         input: InputArgs,
         /// Output format.
         #[arg(long, value_enum, default_value = "table")]
-        format: cli_classify::MatrixFormat,
+        format: cli::classify::MatrixFormat,
         /// NCCL version whose rules the NCCL view follows (e.g. 2.19; default: the newest modelled).
-        #[arg(long, value_name = "X.Y", value_parser = cli_classify::parse_nccl_version)]
+        #[arg(long, value_name = "X.Y", value_parser = cli::classify::parse_nccl_version)]
         nccl_version: Option<peerpath::analysis::nccl::NcclVersion>,
     },
     /// Explain one pair hop by hop: links, label and why, bottleneck, NCCL's decision.
@@ -78,7 +74,7 @@ enum Command {
         #[command(flatten)]
         input: InputArgs,
         /// NCCL version whose rules the NCCL view follows (e.g. 2.19; default: the newest modelled).
-        #[arg(long, value_name = "X.Y", value_parser = cli_classify::parse_nccl_version)]
+        #[arg(long, value_name = "X.Y", value_parser = cli::classify::parse_nccl_version)]
         nccl_version: Option<peerpath::analysis::nccl::NcclVersion>,
         /// Print the pair as JSON instead of text.
         #[arg(long)]
@@ -90,7 +86,7 @@ enum Command {
         #[command(flatten)]
         input: InputArgs,
         #[command(flatten)]
-        args: cli_audit::AuditArgs,
+        args: cli::audit::AuditArgs,
     },
     /// Write a synthesized sysfs tree (a named layout, optionally with faults) for tests.
     Fixture(cli::fixture::FixtureArgs),
@@ -128,7 +124,7 @@ fn run(cli: Cli) -> Result<u8> {
             print!("{}", cli_classify::run_explain(&topo, &a, &b, nccl_version, json)?);
             Ok(0)
         }
-        Command::Audit { input, args } => cli_audit::run(&load(&input)?, &args),
+        Command::Audit { input, args } => cli::audit::run(&load(&input)?, &args),
         Command::Fixture(a) => cli::fixture::run(a),
     }
 }

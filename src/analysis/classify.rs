@@ -97,6 +97,9 @@ pub struct NcclView {
     pub rules: Vec<String>,
     /// The NCCL version the rules are for (`2.30`).
     pub version: String,
+    /// Which NCCL decisions apply to this pair: `gpu-gpu` (P2P), `gpu-nic` (GDR, PXN),
+    /// `nic-nic`, `gpu-nvme`, `other` (path type only).
+    pub scope: String,
     /// GPU→NIC sends go through this NVLink peer GPU (PXN), when NCCL would reroute them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pxn_via: Option<Bdf>,
@@ -1029,6 +1032,13 @@ impl<'t> Classifier<'t> {
         let mut p2p = false;
         let mut pxn_via = None;
         use DeviceKind::*;
+        let scope = match (a.kind, b.kind) {
+            (Gpu, Gpu) => "gpu-gpu",
+            (Gpu, Nic) | (Nic, Gpu) => "gpu-nic",
+            (Nic, Nic) => "nic-nic",
+            (Gpu, Nvme) | (Nvme, Gpu) => "gpu-nvme",
+            _ => "other",
+        };
         match (a.kind, b.kind) {
             (Gpu, Gpu) => {
                 let gpus = self.preps.iter().filter(|p| p.kind == Gpu).count();
@@ -1116,6 +1126,7 @@ impl<'t> Classifier<'t> {
             p2p,
             rules,
             version: v.to_string(),
+            scope: scope.to_string(),
             pxn_via,
         }
     }

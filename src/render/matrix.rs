@@ -215,13 +215,26 @@ pub fn render_explain(p: &PairClass, name_a: &str, name_b: &str) -> String {
     }
     out.push_str("  (NCCL's model figures: effective PCIe per-lane rates, NVLink per-link and inter-CPU rates)\n");
     let n = &p.nccl;
+    let onoff = |b: bool| if b { "on" } else { "off" };
+    let gdr = if n.scope == "gpu-nic" {
+        onoff(n.gdr)
+    } else {
+        "n/a"
+    };
+    let p2p = if n.scope == "gpu-gpu" {
+        onoff(n.p2p)
+    } else {
+        "n/a"
+    };
     out.push_str(&format!(
-        "\nNCCL {}: path {}; GDR {}; P2P {}\n",
-        n.version,
-        n.path,
-        if n.gdr { "on" } else { "off" },
-        if n.p2p { "on" } else { "off" }
+        "\nNCCL {}: path {}; GDR {gdr}; P2P {p2p}\n",
+        n.version, n.path
     ));
+    if let Some(v) = n.pxn_via {
+        out.push_str(&format!(
+            "  sends (GPU→NIC) go PXN through the GPU at {v}\n"
+        ));
+    }
     for r in &n.rules {
         out.push_str(&format!("  - {r}\n"));
     }
