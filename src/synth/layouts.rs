@@ -198,10 +198,8 @@ fn mlx_nic(
     bdf: Bdf,
     parent: Option<Bdf>,
     device: u16,
-    rdma: &str,
-    net: &str,
-    rate: &str,
-    layer: &str,
+    (rdma, net): (&str, &str),
+    (rate, layer): (&str, &str),
     link: Link,
 ) -> Function {
     let gbps: u64 = rate
@@ -449,10 +447,8 @@ pub fn hgx_h100() -> Spec {
             hgx_nic(i),
             Some(hgx_nic_port(i)),
             0x1021,
-            &format!("mlx5_{i}"),
-            &format!("ib{i}"),
-            "400 Gb/sec (4X NDR)",
-            "InfiniBand",
+            (&format!("mlx5_{i}"), &format!("ib{i}")),
+            ("400 Gb/sec (4X NDR)", "InfiniBand"),
             gen5,
         ));
     }
@@ -618,10 +614,8 @@ pub fn dgx_a100() -> Spec {
                 dgx_nic(i),
                 Some(np),
                 0x101b,
-                &format!("mlx5_{i}"),
-                &format!("ib{i}"),
-                "200 Gb/sec (4X HDR)",
-                "InfiniBand",
+                (&format!("mlx5_{i}"), &format!("ib{i}")),
+                ("200 Gb/sec (4X HDR)", "InfiniBand"),
                 gen4,
             ));
         }
@@ -640,10 +634,8 @@ pub fn dgx_a100() -> Spec {
             b(0, 0xc1, 0, f),
             Some(rp),
             0x101b,
-            &format!("mlx5_{}", 8 + f),
-            &format!("enp193s0f{f}"),
-            "200 Gb/sec (4X HDR)",
-            "Ethernet",
+            (&format!("mlx5_{}", 8 + f), &format!("enp193s0f{f}")),
+            ("200 Gb/sec (4X HDR)", "Ethernet"),
             gen4,
         ));
     }
@@ -724,10 +716,8 @@ pub fn vm_flat() -> Spec {
         b(0, 2, 0, 0),
         Some(rp_nic),
         0x101e,
-        "mlx5_0",
-        "ib0",
-        "400 Gb/sec (4X NDR)",
-        "InfiniBand",
+        ("mlx5_0", "ib0"),
+        ("400 Gb/sec (4X NDR)", "InfiniBand"),
         gen5,
     );
     n.aer = None;
@@ -948,10 +938,8 @@ pub fn scaling(n_devices: usize) -> Spec {
                     ep,
                     Some(dsp),
                     0x1021,
-                    &format!("mlx5_{nic_no}"),
-                    &format!("ib{nic_no}"),
-                    "400 Gb/sec (4X NDR)",
-                    "InfiniBand",
+                    (&format!("mlx5_{nic_no}"), &format!("ib{nic_no}")),
+                    ("400 Gb/sec (4X NDR)", "InfiniBand"),
                     gen5,
                 ));
                 nic_no += 1;
@@ -1008,10 +996,8 @@ pub fn many_vfs(n: usize) -> Spec {
         MANY_VFS_PF,
         Some(rp),
         0x1021,
-        "mlx5_0",
-        "ib0",
-        "400 Gb/sec (4X NDR)",
-        "InfiniBand",
+        ("mlx5_0", "ib0"),
+        ("400 Gb/sec (4X NDR)", "InfiniBand"),
         gen5,
     );
     pf.total_vfs = n.min(usize::from(u16::MAX)) as u16;
