@@ -114,14 +114,30 @@ fn run(cli: Cli) -> Result<u8> {
             }
             Ok(0)
         }
-        Command::Matrix { input, format, nccl_version } => {
+        Command::Matrix {
+            input,
+            format,
+            nccl_version,
+        } => {
             let topo = load(&input)?;
-            print!("{}", cli_classify::run_matrix(&topo, format, nccl_version)?);
+            print!(
+                "{}",
+                cli::classify::run_matrix(&topo, format, nccl_version)?
+            );
             Ok(0)
         }
-        Command::Explain { a, b, input, nccl_version, json } => {
+        Command::Explain {
+            a,
+            b,
+            input,
+            nccl_version,
+            json,
+        } => {
             let topo = load(&input)?;
-            print!("{}", cli_classify::run_explain(&topo, &a, &b, nccl_version, json)?);
+            print!(
+                "{}",
+                cli::classify::run_explain(&topo, &a, &b, nccl_version, json)?
+            );
             Ok(0)
         }
         Command::Audit { input, args } => cli::audit::run(&load(&input)?, &args),
