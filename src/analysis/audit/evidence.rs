@@ -60,10 +60,11 @@ fn text(v: Option<&Value>) -> Option<String> {
 /// reduced to a PCI address when one is given, else the RDMA device name. `None` for fabrics
 /// that are not a PCI NIC (`ofi:tcp:lo`).
 pub fn nic_key(s: &str) -> Option<String> {
-    if let (Some(a), Some(b)) = (s.find('('), s.rfind(')')) {
-        if let Ok(bdf) = s[a + 1..b].trim().parse::<Bdf>() {
-            return Some(bdf.to_string());
-        }
+    if let (Some(a), Some(b)) = (s.find('('), s.rfind(')'))
+        && a < b
+        && let Ok(bdf) = s[a + 1..b].trim().parse::<Bdf>()
+    {
+        return Some(bdf.to_string());
     }
     let head = s.split_whitespace().next()?;
     if let Some(rest) = head.strip_prefix("verbs:") {
@@ -286,6 +287,7 @@ mod tests {
         assert_eq!(nic_key("mlx5_3").as_deref(), Some("mlx5_3"));
         assert_eq!(nic_key("17:00.0").as_deref(), Some("0000:17:00.0"));
         assert_eq!(nic_key("ofi:tcp:lo"), None);
+        assert_eq!(nic_key(")mlx5_1 (").as_deref(), Some(")mlx5_1"));
         let j = r#"{"schema":"peerpath.probe/1","results":[
           {"gpu":null,"nic":"verbs:mlx5_0:1 (0000:14:00.0)","memory":"host","verdict":"confirmed"},
           {"gpu":"0000:13:00.0","nic":"verbs:mlx5_0:1 (0000:14:00.0)","memory":"cuda","verdict":"bad_path"},
