@@ -629,3 +629,36 @@ fn endpoint_order_and_names() {
     assert_eq!(m.pairs.len(), 3 + 1);
     assert!(m.notes.iter().any(|n| n.contains("NVLink not visible")));
 }
+
+#[test]
+fn summary_agrees_with_full_classification_on_every_layout() {
+    for (name, t) in [
+        ("dgx-a100", dgx_a100()),
+        ("asus", asus_esc8000a(4)),
+        ("pcie-8gpu", pcie_8gpu_switches()),
+        ("kvm", kvm_vm()),
+        ("dgx2", dgx2()),
+    ] {
+        for v in ["2.11", "2.19", "2.30"] {
+            let c = Classifier::new(&t, &opts(v));
+            let m = c.matrix();
+            let s = c.summary_all();
+            assert_eq!(s.len(), m.pairs.len(), "{name}");
+            for ((i, j, s), p) in s.iter().zip(&m.pairs) {
+                assert_eq!((c.endpoints()[*i].bdf, c.endpoints()[*j].bdf), (p.a, p.b));
+                assert_eq!(s.label, p.label, "{name} {v}");
+                assert_eq!(s.nccl_path, p.nccl.path, "{name} {v}");
+                assert_eq!(
+                    (s.gdr, s.p2p, s.pxn_via),
+                    (p.nccl.gdr, p.nccl.p2p, p.nccl.pxn_via),
+                    "{name} {v}"
+                );
+                assert_eq!(
+                    s.bottleneck_gbytes_per_s, p.bottleneck_gbytes_per_s,
+                    "{name} {v} {} {}",
+                    p.a, p.b
+                );
+            }
+        }
+    }
+}
