@@ -11,19 +11,26 @@ use peerpath::sources::{self, LoadOptions};
 use peerpath::synth::verify::{VerifyOptions, differences};
 use peerpath::synth::{self, Spec, WriteOptions, layouts};
 
-/// Scans the spec's tree from memory (no disk I/O; the directory writer is covered by
-/// `directory_scans_like_memory` and the tool cross-checks).
-fn scan_dir(spec: &Spec, opts: WriteOptions) -> ((), Topology) {
+/// Writes the spec's tree as a tarball and loads it the way `peerpath scan -i` does
+/// (`sources::load`, content detection, in-memory snapshot). The directory writer is covered by
+/// `directory_scans_like_memory` and the tool cross-checks.
+fn scan_dir(spec: &Spec, opts: WriteOptions) -> (tempfile::TempDir, Topology) {
+    let dir = tempfile::tempdir().unwrap();
+    let tgz = dir.path().join("tree.tar.gz");
+    synth::write_tarball(spec, &tgz, &opts).unwrap();
+    let topo = sources::load(Some(&tgz), &LoadOptions::default()).unwrap();
+    (dir, topo)
+}
+
+/// The same tree scanned straight from memory (no names, no disk).
+fn scan_mem(spec: &Spec, opts: WriteOptions) -> Topology {
     let root = synth::to_mem_root(spec, &opts).unwrap();
     let src = SourceInfo {
         kind: "synth".into(),
         path: spec.name.clone(),
         limitations: vec![],
     };
-    (
-        (),
-        sysfs::scan(&root, src, &ScanOptions::default()).unwrap(),
-    )
+    sysfs::scan(&root, src, &ScanOptions::default()).unwrap()
 }
 
 #[test]
@@ -45,7 +52,7 @@ fn directory_scans_like_memory() {
         &ScanOptions::default(),
     )
     .unwrap();
-    let (_, m) = scan_dir(&spec, WriteOptions::default());
+    let m = scan_mem(&spec, WriteOptions::default());
     let strip = |t: &Topology| {
         let mut v = serde_json::to_value(t).unwrap();
         v.as_object_mut().unwrap().remove("source");
@@ -500,4 +507,13 @@ fn invalid_specs_are_errors() {
     let mut s = layouts::vm_flat();
     s.host_bridges.clear();
     assert!(synth::write_tree(&s, dir.path(), &WriteOptions::default()).is_err());
+}
+
+#[test]
+#[ignore = "slow in debug builds (16k functions); run with --ignored or in release"]
+fn scaling_16k_scans_from_memory() {
+    let spec = layouts::scaling(16_384);
+    let t = scan_mem(&spec, WriteOptions::default());
+    assert_matches(&spec, &t, true);
+    assert_eq!(t.switches.len(), spec.functions.len() / 34);
 }
