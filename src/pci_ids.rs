@@ -57,12 +57,12 @@ pub fn parse_wanted(text: &[u8], wanted: &HashSet<u16>) -> Names {
                 current = Some(id);
                 out.vendors.insert(id, name_of(&line[4..]));
             }
-        } else if let Some(v) = current {
-            if line.len() > 6 && line[1] != b'\t' {
-                if let Some(id) = hex4(&line[1..5]) {
-                    out.devices.insert((v, id), name_of(&line[5..]));
-                }
-            }
+        } else if let Some(v) = current
+            && line.len() > 6
+            && line[1] != b'\t'
+            && let Some(id) = hex4(&line[1..5])
+        {
+            out.devices.insert((v, id), name_of(&line[5..]));
         }
     }
     out

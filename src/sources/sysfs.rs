@@ -137,10 +137,10 @@ pub fn scan(fs: &dyn FsRoot, source: SourceInfo, opts: &ScanOptions) -> io::Resu
                 hb = Some(s.to_string());
                 continue;
             }
-            if hb.is_some() {
-                if let Ok(b) = s.parse::<Bdf>() {
-                    chain.push((b, prefix.clone()));
-                }
+            if hb.is_some()
+                && let Ok(b) = s.parse::<Bdf>()
+            {
+                chain.push((b, prefix.clone()));
             }
         }
         let hb = match hb {
@@ -463,13 +463,27 @@ fn nvidia_gpus(fs: &dyn FsRoot, log: &Log, devices: &mut [Device]) {
             );
             continue;
         };
+        // The NVIDIA driver claims it: a display-class function it lists is a GPU even when the
+        // snapshot lost its vendor file.
+        if d.class >> 16 == 0x03 && d.vendor_id.is_none() {
+            d.kind = crate::model::DeviceKind::Gpu;
+        }
         let mut od = OsDevice::new(OsDeviceKind::NvidiaGpu, e.name.clone());
-        if let Some(b) = read_opt(fs, log, &dir.join(&e.name).join("information")) {
-            if let Ok(s) = std::str::from_utf8(&b) {
-                for line in s.lines() {
-                    if let Some((k, v)) = line.split_once(':') {
-                        od.attrs.push((k.trim().to_string(), v.trim().to_string()));
-                    }
+        if let Some(b) = read_opt(fs, log, &dir.join(&e.name).join("numa_status")) {
+            // GPU memory exposed as a NUMA node (POWER9/Grace coherent GPUs): `Node: 255`.
+            if let Ok(s) = std::str::from_utf8(&b)
+                && let Some(n) = s.lines().find_map(|l| l.strip_prefix("Node:"))
+            {
+                od.attrs
+                    .push(("memory_numa_node".into(), n.trim().to_string()));
+            }
+        }
+        if let Some(b) = read_opt(fs, log, &dir.join(&e.name).join("information"))
+            && let Ok(s) = std::str::from_utf8(&b)
+        {
+            for line in s.lines() {
+                if let Some((k, v)) = line.split_once(':') {
+                    od.attrs.push((k.trim().to_string(), v.trim().to_string()));
                 }
             }
         }
@@ -611,10 +625,10 @@ fn machine_info(fs: &dyn FsRoot, log: &Log) -> MachineInfo {
         ("sys/class/dmi/id/sys_vendor", &m.dmi_sys_vendor),
         ("sys/class/dmi/id/product_name", &m.dmi_product_name),
     ] {
-        if let Some(v) = v {
-            if VM_NAMES.iter().any(|n| v.contains(n)) {
-                m.hypervisor.push((p.to_string(), v.clone()));
-            }
+        if let Some(v) = v
+            && VM_NAMES.iter().any(|n| v.contains(n))
+        {
+            m.hypervisor.push((p.to_string(), v.clone()));
         }
     }
     m.kernel_cmdline = match fs.read(Path::new("proc/cmdline")) {

@@ -1,0 +1,69 @@
+//! Shared test support: fixture extraction and running the peer tools (lspci, lstopo).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Root of the repository.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The hwloc sysfs tarballs committed under fixtures/hwloc.
+pub fn hwloc_tarballs() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(repo().join("fixtures/hwloc"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".tar.bz2"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Extracts a tarball into a fresh temp dir and returns (guard, root) where root holds `sys/`.
+pub fn extract(tarball: &Path) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(tarball).unwrap();
+    let reader: Box<dyn std::io::Read> = if bytes.starts_with(b"BZh") {
+        Box::new(bzip2::read::BzDecoder::new(&bytes[..]))
+    } else if bytes.starts_with(&[0x1f, 0x8b]) {
+        Box::new(flate2::read::GzDecoder::new(&bytes[..]))
+    } else {
+        Box::new(&bytes[..])
+    };
+    tar::Archive::new(reader).unpack(dir.path()).unwrap();
+    let root = if dir.path().join("sys").is_dir() {
+        dir.path().to_path_buf()
+    } else {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.join("sys").is_dir())
+            .expect("no sys/ in tarball")
+    };
+    (dir, root)
+}
+
+/// Runs a peer tool; `None` (with a note) if it is not installed and we are not in CI.
+pub fn tool(cmd: &str, args: &[&str], env: &[(&str, &str)]) -> Option<String> {
+    let mut c = Command::new(cmd);
+    c.args(args).env("LANG", "C").env("LC_ALL", "C");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    match c.output() {
+        Ok(o) => Some(String::from_utf8_lossy(&o.stdout).into_owned()),
+        Err(e) => {
+            if std::env::var_os("CI").is_some() {
+                panic!("{cmd} is required in CI (installed by .ci/run): {e}");
+            }
+            eprintln!("note: {cmd} not installed ({e}); cross-check skipped");
+            None
+        }
+    }
+}
+
+/// The peerpath binary built for this test run.
+pub fn peerpath() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_peerpath"))
+}
