@@ -95,6 +95,55 @@ def main():
     print(f"peerpath / lstopo = {med['peerpath']/med['lstopo']:.3f}")
     print(f"peerpath / lspci  = {med['peerpath']/med['lspci']:.3f}")
     print(f"peerpath / floor  = {med['peerpath']/med['floor']:.3f}")
+    scaling(a.peerpath, rss_bin, work, env, max(5, a.runs // 2))
+    end_to_end(a.peerpath, env, max(5, a.runs // 2))
+
+
+def median_time(cmd, env, runs):
+    run(cmd, env)
+    return statistics.median(run(cmd, env)[0] for _ in range(runs))
+
+
+def scaling(peerpath, rss_bin, work, env, runs):
+    """Scan time and peak RSS on synthesized trees of growing size."""
+    print("\nscaling (peerpath scan --format json on synthesized trees):")
+    print(f"{'devices':>8} {'median ms':>10} {'peak RSS KiB':>13}")
+    base = None
+    for n in (256, 1024, 4096, 16384):
+        root = os.path.join(work, f"scaling-{n}")
+        subprocess.run([peerpath, "fixture", f"scaling-{n}", "-o", root], check=True, stdout=subprocess.DEVNULL)
+        cmd = [peerpath, "scan", "-i", root, "--format", "json"]
+        t = median_time(cmd, env, runs)
+        m = int(subprocess.run([rss_bin] + cmd, capture_output=True, text=True, env=env).stdout.strip() or 0)
+        ndev = len(os.listdir(os.path.join(root, "sys/bus/pci/devices")))
+        print(f"{ndev:>8} {t*1000:>10.2f} {m:>13}")
+        if n == 1024:
+            base = t
+        if n == 16384 and base:
+            print(f"16x devices (1024 -> 16384): {t/base:.2f}x time (target <= 18x)")
+
+
+def end_to_end(peerpath, env, runs):
+    """Whole commands on the HGX-like snapshot."""
+    fx = os.path.join(REPO, "fixtures/synth/hgx-h100.tar.gz")
+    print(f"\nend to end on {os.path.relpath(fx, REPO)}:")
+    for args in (["scan"], ["matrix"], ["audit"], ["place", "--ranks", "8"]):
+        cmd = [peerpath] + args + ["-i", fx]
+        try:
+            t = median_time(cmd, env, runs)
+        except SystemExit:
+            t = median_time_any(cmd, env, runs)
+        print(f"  {' '.join(args):<18} {t*1000:>8.2f} ms")
+
+
+def median_time_any(cmd, env, runs):
+    """Like median_time, accepting a non-zero exit (audit exits 1 on findings)."""
+    ts = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ pub mod fuzzing;
 pub mod model;
 pub mod parse;
 pub mod pci_ids;
+pub mod probe;
 pub mod render;
 pub mod sources;
 pub mod synth;

@@ -11,6 +11,11 @@ use std::process::Command;
 
 /// Runs a tool; `None` (after a note, or a panic under CI) when it is not installed.
 fn run(tool: &str, args: &[&str], env: &[(&str, &str)]) -> Option<String> {
+    run_full(tool, args, env).map(|(out, _)| out)
+}
+
+/// Like [`run`], also returning stderr.
+fn run_full(tool: &str, args: &[&str], env: &[(&str, &str)]) -> Option<(String, String)> {
     let mut c = Command::new(tool);
     c.args(args).env("LANG", "C").env("LC_ALL", "C");
     for (k, v) in env {
@@ -23,7 +28,10 @@ fn run(tool: &str, args: &[&str], env: &[(&str, &str)]) -> Option<String> {
                 "{tool} {args:?} failed: {}",
                 String::from_utf8_lossy(&o.stderr)
             );
-            Some(String::from_utf8_lossy(&o.stdout).into_owned())
+            Some((
+                String::from_utf8_lossy(&o.stdout).into_owned(),
+                String::from_utf8_lossy(&o.stderr).into_owned(),
+            ))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             if std::env::var_os("CI").is_some() {

@@ -12,7 +12,8 @@
 //! root port): one → `PIX`, more → `PXB`; same host bridge → `PHB`; same NUMA node → `NODE`;
 //! different NUMA nodes → `SYS`; NUMA node unknown on a machine with several → `Unknown`.
 
-use super::nccl::{self, CpuClass, NcclPath, NcclVersion};
+use super::nccl::{self, CpuClass};
+pub use super::nccl::{NcclPath, NcclVersion};
 use crate::model::{Bdf, Device, DeviceKind, LinkInfo, Topology, bandwidth};
 use crate::parse::cpulist;
 use crate::render::linkfmt;
@@ -74,6 +75,28 @@ impl fmt::Display for Label {
     }
 }
 
+impl std::str::FromStr for Label {
+    type Err = String;
+    /// Parses an nvidia-smi cell: `X`, `NV<n>`, `PIX`, `PXB`, `PHB`, `NODE`, `SYS`, the 2017
+    /// spelling `SOC` (= SYS), and `?`; surrounding whitespace is ignored.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let t = s.trim();
+        Ok(match t {
+            "X" => Label::X,
+            "PIX" => Label::Pix,
+            "PXB" => Label::Pxb,
+            "PHB" => Label::Phb,
+            "NODE" => Label::Node,
+            "SYS" | "SOC" => Label::Sys,
+            "?" => Label::Unknown,
+            _ => match t.strip_prefix("NV").and_then(|n| n.parse::<u32>().ok()) {
+                Some(n) if n > 0 => Label::Nv(n),
+                _ => return Err(format!("not an nvidia-smi topology label: {s:?}")),
+            },
+        })
+    }
+}
+
 impl Serialize for Label {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
@@ -97,6 +120,9 @@ pub struct NcclView {
     pub rules: Vec<String>,
     /// The NCCL version the rules are for (`2.30`).
     pub version: String,
+    /// `path` as the number NCCL prints in that version (`PATH_*` value; log lines such as
+    /// `distance 7 > 4`), `None` where the type did not exist yet.
+    pub path_code: Option<u32>,
     /// Which NCCL decisions apply to this pair: `gpu-gpu` (P2P), `gpu-nic` (GDR, PXN),
     /// `nic-nic`, `gpu-nvme`, `other` (path type only).
     pub scope: String,
@@ -316,7 +342,7 @@ pub struct Classifier<'t> {
     /// NCCL's PCI switch node per device index, after Broadcom flattening (`NONE` when not a
     /// switch port).
     nccl_unit: Vec<u32>,
-    /// Switch index per device index before flattening (`NONE` when not a switch port).
+    /// NCCL's PCI node per device index before flattening (`NONE` when not a node).
     sw_raw: Vec<u32>,
     /// Switch index of a switch port.
     port_switch: Vec<Option<usize>>,
@@ -506,14 +532,23 @@ impl<'t> Classifier<'t> {
                 }
             }
         }
+        // NCCL's PCI nodes: switches (after flattening) and plain bridges; root ports are
+        // skipped by its two-level sysfs climb.
+        let pci_node = |i: usize, s: Option<usize>, units: &[u32]| match s {
+            Some(s) => units[s],
+            None if t.devices[i].kind == DeviceKind::Bridge => (nsw + i) as u32,
+            None => NONE,
+        };
         let nccl_unit: Vec<u32> = port_switch
             .iter()
-            .map(|s| s.map(|s| sw_unit[s]).unwrap_or(NONE))
+            .enumerate()
+            .map(|(i, s)| pci_node(i, *s, &sw_unit))
             .collect();
-
+        let ident: Vec<u32> = (0..nsw as u32).collect();
         let sw_raw: Vec<u32> = port_switch
             .iter()
-            .map(|s| s.map(|s| s as u32).unwrap_or(NONE))
+            .enumerate()
+            .map(|(i, s)| pci_node(i, *s, &ident))
             .collect();
         let mut nv_direct = HashMap::new();
         let mut nv_fabric = HashMap::new();
@@ -1070,7 +1105,7 @@ impl<'t> Classifier<'t> {
                 };
                 if raw > nodes {
                     r.push_str(&format!(
-                        " (ncclTopoFlattenBcmSwitches: {raw} Broadcom PEX levels with one signature fused into {nodes})"
+                        " (ncclTopoFlattenBcmSwitches: {raw} switch nodes become {nodes} once Broadcom PEX levels with the same signature are fused)"
                     ));
                 }
                 r
@@ -1222,7 +1257,7 @@ impl<'t> Classifier<'t> {
                             .into(),
                     );
                 }
-                rules.push("GDR also needs nvidia_peermem (or DMA-BUF) on the NIC side and GPU support: see the audit".into());
+                rules.push(self.peermem_rule());
                 rules.push("GDR reads (sends) are allowed by default on SM ≥ 80; pre-Ampere GPUs need an NVLink peer (NCCL_NET_GDR_READ)".into());
                 if let Some((k, pn)) = d.pxn {
                     rules.push(format!(
@@ -1246,8 +1281,37 @@ impl<'t> Classifier<'t> {
             p2p: d.p2p,
             rules,
             version: v.to_string(),
+            path_code: d.path.code(v),
             scope: scope.to_string(),
             pxn_via: d.pxn.map(|(k, _)| self.preps[k].bdf),
+        }
+    }
+
+    /// What the machine facts say about the NIC-side GDR support NCCL checks (peermem module
+    /// files), with the paths read.
+    fn peermem_rule(&self) -> String {
+        let m = &self.t.machine;
+        let peers: Vec<String> = m
+            .memory_peers
+            .iter()
+            .map(|(n, v)| match v {
+                Some(v) => format!("/sys/kernel/mm/memory_peers/{n}/version = {v}"),
+                None => format!("/sys/kernel/mm/memory_peers/{n}"),
+            })
+            .collect();
+        if let Some(v) = &m.nvidia_peermem_version {
+            format!(
+                "NIC-side GDR support: /sys/module/nvidia_peermem/version = {v} (NCCL_PTR_CUDA)"
+            )
+        } else if !peers.is_empty() {
+            format!("NIC-side GDR support: {} (NCCL_PTR_CUDA)", peers.join(", "))
+        } else if m.nv_peer_mem_loaded {
+            "NIC-side GDR support: legacy nv_peer_mem module loaded (/sys/module/nv_peer_mem)"
+                .into()
+        } else if m.modules_visible {
+            "NIC-side GDR support: no nvidia_peermem / nv_peer_mem in /sys/module: NCCL can use GDR only through DMA-BUF (not checkable offline); this decision is about distance only".into()
+        } else {
+            "NIC-side GDR support (nvidia_peermem or DMA-BUF) not visible in this input: this decision is about distance only".into()
         }
     }
 
@@ -1516,4 +1580,39 @@ pub fn classify_pair(t: &Topology, a: &Bdf, b: &Bdf, opts: &ClassifyOptions) -> 
 /// Classifies every GPU–GPU, GPU–NIC, NIC–NIC and accelerator pair and each GPU–NVMe pair.
 pub fn classify_all(t: &Topology, opts: &ClassifyOptions) -> Matrix {
     Classifier::new(t, opts).matrix()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_print_and_parse_like_nvidia_smi() {
+        for (l, s) in [
+            (Label::X, "X"),
+            (Label::Nv(18), "NV18"),
+            (Label::Pix, "PIX"),
+            (Label::Pxb, "PXB"),
+            (Label::Phb, "PHB"),
+            (Label::Node, "NODE"),
+            (Label::Sys, "SYS"),
+            (Label::Unknown, "?"),
+        ] {
+            assert_eq!(l.to_string(), s);
+            assert_eq!(s.parse::<Label>(), Ok(l));
+            assert_eq!(serde_json::to_string(&l).unwrap(), format!("\"{s}\""));
+        }
+        assert_eq!(" SOC ".parse::<Label>(), Ok(Label::Sys));
+        assert!("NV0".parse::<Label>().is_err());
+        assert!("NVB".parse::<Label>().is_err());
+        assert!(Label::Pix.rank() < Label::Sys.rank());
+        assert_eq!(serde_json::to_string(&NcclPath::Pxn).unwrap(), "\"PXN\"");
+    }
+
+    #[test]
+    fn natural_order_of_rdma_names() {
+        let mut v = vec!["mlx5_10", "mlx5_2", "mlx5_bond_0", "mlx5_1"];
+        v.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(v, ["mlx5_1", "mlx5_2", "mlx5_10", "mlx5_bond_0"]);
+    }
 }

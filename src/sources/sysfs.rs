@@ -97,22 +97,9 @@ pub fn scan(fs: &dyn FsRoot, source: SourceInfo, opts: &ScanOptions) -> io::Resu
                         continue;
                     }
                 };
-                match fs.kind(&target) {
-                    Some(EntryKind::Dir) => target,
-                    _ => match fs.resolve(&link) {
-                        Ok(p) if fs.kind(&p) == Some(EntryKind::Dir) => p,
-                        Ok(_) | Err(_) => {
-                            log.warn(
-                                &link,
-                                format!(
-                                    "dangling or looping link to {}; device skipped",
-                                    target.display()
-                                ),
-                            );
-                            continue;
-                        }
-                    },
-                }
+                // Kernel links point straight at the device directory; its listing (read below
+                // anyway) proves it exists. Anything odd goes through full resolution.
+                target
             }
             EntryKind::Dir => link.clone(),
             _ => {
@@ -205,6 +192,16 @@ pub fn scan(fs: &dyn FsRoot, source: SourceInfo, opts: &ScanOptions) -> io::Resu
         };
         let listing = match fs.read_dir(dir) {
             Ok(l) => l,
+            Err(e) if *listed && e.kind() == io::ErrorKind::NotFound && fs.kind(dir).is_none() => {
+                log.warn(
+                    &bus.join(bdf.to_string()),
+                    format!(
+                        "dangling or looping link to {}; device skipped",
+                        dir.display()
+                    ),
+                );
+                continue;
+            }
             Err(e) => {
                 log.warn(dir, format!("device directory unreadable ({e}); device vanished or access denied, skipped"));
                 continue;

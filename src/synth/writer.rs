@@ -461,6 +461,7 @@ pub fn build_entries(spec: &Spec, opts: &WriteOptions) -> Result<Vec<(PathBuf, E
                 && slots_by_device.contains(&(f.bdf.domain, f.bdf.bus, f.bdf.device)),
             num_vfs: vfs.map_or(0, |v| v.len() as u16),
             vf_offset_stride: offset_stride,
+            is_vf: f.physfn.is_some(),
         };
         let mut cfg = config::build(f, &ctx);
         if opts.unprivileged {
