@@ -1,5 +1,6 @@
 //! Subcommands of the `peerpath` binary that are more than a few lines.
 
+pub mod audit;
 pub mod classify;
 pub mod export;
 pub mod fixture;

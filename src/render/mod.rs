@@ -1,6 +1,7 @@
 //! Renderers: each turns the model (or analysis results) into one output format. No renderer
 //! computes anything the model or analysis did not.
 
+pub mod audit;
 pub mod dot;
 pub mod dra;
 pub mod gres;
