@@ -2,4 +2,6 @@
 //! computes anything the model or analysis did not.
 
 pub mod linkfmt;
+pub mod matrix;
 pub mod tree;
+pub mod audit;

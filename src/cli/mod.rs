@@ -1,0 +1,3 @@
+//! Subcommands of the `peerpath` binary that are more than a few lines.
+
+pub mod fixture;
