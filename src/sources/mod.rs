@@ -2,8 +2,13 @@
 //! into one [`Topology`]. A source only reads; none classifies.
 
 pub mod fsroot;
+pub mod hwloc_xml;
+pub mod json;
+pub mod nccl_xml;
+pub mod nvml;
 pub mod sysfs;
 pub mod tree;
+pub mod xmltree;
 
 use crate::model::{SourceInfo, Topology};
 use anyhow::{Context, Result, bail};
@@ -84,12 +89,14 @@ pub fn load(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
     };
     let Some(path) = input else {
         let fs = fsroot::DirRoot::new("/");
-        let src = SourceInfo {
-            kind: "sysfs".into(),
-            path: "/".into(),
-            limitations: vec![],
-        };
-        return Ok(sysfs::scan(&fs, src, &scan_opts)?);
+        let src = SourceInfo { kind: "sysfs".into(), path: "/".into(), limitations: vec![] };
+        let mut topo = sysfs::scan(&fs, src, &scan_opts)?;
+        // NVLink state is only on the live machine, through NVML; never panics without it.
+        let status = nvml::enrich(&mut topo);
+        if let Some(w) = status.warning() {
+            topo.warnings.push(w);
+        }
+        return Ok(topo);
     };
     let shown = path.display().to_string();
     match detect(path)? {
@@ -118,7 +125,30 @@ pub fn load(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
             };
             Ok(sysfs::scan(&fs, src, &scan_opts)?)
         }
-        InputKind::Xml => bail!("{shown}: XML sources (hwloc, NCCL) are not supported yet"),
-        InputKind::Json => bail!("{shown}: JSON sources are not supported yet"),
+        InputKind::Xml => {
+            let text = read_text(path, &shown)?;
+            let doc = xmltree::parse(&text).with_context(|| format!("{shown}: not readable as XML"))?;
+            let root = doc.root().map(|r| r.name.clone()).unwrap_or_default();
+            let src = SourceInfo { kind: String::new(), path: shown.clone(), limitations: vec![] };
+            match root.as_str() {
+                "topology" => hwloc_xml::read(&doc, src, scan_opts.pci_ids.as_deref())
+                    .with_context(|| format!("{shown}: hwloc XML")),
+                "system" => nccl_xml::read(&doc, src, scan_opts.pci_ids.as_deref())
+                    .with_context(|| format!("{shown}: NCCL topology XML")),
+                other => bail!(
+                    "{shown}: XML root element <{other}> is neither hwloc's <topology> nor NCCL's <system>"
+                ),
+            }
+        }
+        InputKind::Json => {
+            let text = read_text(path, &shown)?;
+            json::read(&text, &shown).with_context(|| format!("{shown}: peerpath JSON"))
+        }
     }
+}
+
+/// Reads a whole text input, refusing non-UTF-8 content with a clear message.
+fn read_text(path: &Path, shown: &str) -> Result<String> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {shown}"))?;
+    String::from_utf8(bytes).map_err(|e| anyhow::anyhow!("{shown}: not UTF-8 text (byte {})", e.utf8_error().valid_up_to()))
 }

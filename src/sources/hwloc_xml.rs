@@ -1,0 +1,1057 @@
+//! The hwloc XML source: reads what `lstopo --of xml` writes (format 2.0, hwloc 2.x; format
+//! 3.0, hwloc master; the 1.x layout is read with the 2.0 rules) into the same [`Topology`] the
+//! sysfs scanner builds.
+//!
+//! What is read, per hwloc object (see `shared/reference/hwloc.md` §c):
+//! - `NUMANode`: `os_index`, `cpuset` (→ cpulist); `NUMALatency` distances (→ distance rows).
+//! - `Package`/`PU`/`Machine` infos: CPU vendor/model/family, socket and PU counts, DMI names.
+//! - `Bridge` with `bridge_type="0-…"`: a host bridge; `bridge_pci="DDDD:[BB-SS]"` names it
+//!   `pciDDDD:BB`; its parent object's `cpuset`/`nodeset` is the locality of everything below.
+//! - `Bridge` with a `pci_busid` and `PCIDev`: a PCI function (`pci_busid`, `pci_type`
+//!   `"CCCC [VVVV:DDDD] [SSSS:ssss] RR"` plus ` PP` prog-if in 3.0, `pci_link_speed` GB/s,
+//!   infos `PCIVendor`/`PCIDevice`/`PCISlot`); its parent is the nearest enclosing PCI object.
+//! - `OSDev` under a PCI function: netdevs, RDMA devices (with `Port<N>State`), block devices,
+//!   CUDA/NVML GPUs (`osdev_type`: an enum in 1.x/2.0, a bitmask in 3.0).
+//! - The `NVLinkBandwidth` distance matrix (hwloc's NVML plugin): GPU↔GPU links become
+//!   [`NvLink`] pairs, GPU↔NVSwitch links fold into one fabric link per GPU.
+
+use super::tree;
+use super::xmltree::{Doc, Element};
+use crate::model::bandwidth::pcie_link_gbytes;
+use crate::model::bdf::{Bdf, host_bridge_name};
+use crate::model::device::{
+    Device, DeviceKind, LinkInfo, OsDevice, OsDeviceKind, RdmaPort, kind_from_class,
+};
+use crate::model::fact::Fact;
+use crate::model::topology::{MachineInfo, NumaNode, NvLink, SourceInfo, Topology, Warning};
+use crate::parse::cpulist;
+use anyhow::{Result, bail};
+use std::collections::{BTreeMap, HashMap};
+
+/// What an hwloc XML file cannot hold; copied into [`SourceInfo::limitations`].
+pub const LIMITATIONS: &[&str] = &[
+    "hwloc XML has no PCIe config space: port types, ACS, AER, ATS, MPS/MRRS, SR-IOV links (physfn) and IOMMU groups are unknown",
+    "pci_link_speed is one number (GB/s of the current link): speed and width are inferred as the widest common width (x16, x8, x4, x2, x1) at the lowest PCIe generation that gives exactly that bandwidth (Gen3 x16 and Gen4 x8 both give 15.75 GB/s and cannot be told apart; the bandwidth itself is preserved); the capable (max) link is unknown",
+    "device NUMA node and local CPUs are the locality hwloc attached the host bridge to (from local_cpus), not each function's numa_node file",
+    "no kernel drivers, BARs, IOMMU units, kernel command line, loaded modules (nvidia_peermem, ib_core) or hypervisor evidence",
+    "NVLinks are known only when hwloc ran its NVML plugin on the live machine (an NVLinkBandwidth matrix); NVLink version is inferred from the per-link bandwidth (20 GB/s: v1; 25 GB/s: v2-v4, not told apart); GPU-to-CPU NVLinks (POWER) cannot be represented",
+    "OS devices peerpath does not model (DRM card/renderD, OpenCL, DMA channels, DAX, co-processors other than CUDA/NVML) are dropped",
+];
+
+/// Format version of the document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XmlVersion {
+    /// hwloc 1.x (no `version` attribute): read with the 2.0 rules.
+    V1,
+    /// `version="2.0"` (hwloc 2.x): `osdev_type` enum, 6-field `pci_type`.
+    V2,
+    /// `version="3.0"` (hwloc master): `osdev_type` bitmask, `pci_type` with prog-if.
+    V3,
+}
+
+/// Parses an hwloc bitmap (`0x00ffffff`, `0xffffffff,,0x0000000f` with empty words = 0, 32-bit
+/// words most significant first) into sorted bit numbers. `None` for infinite or malformed sets.
+pub fn parse_bitmap(s: &str) -> Option<Vec<u32>> {
+    let s = s.trim();
+    if s.is_empty() || s.contains("...") {
+        return None;
+    }
+    let words: Vec<&str> = s.split(',').collect();
+    if words.len() as u32 * 32 > cpulist::MAX_CPU {
+        return None;
+    }
+    let mut out = Vec::new();
+    for (i, w) in words.iter().rev().enumerate() {
+        let w = w.trim();
+        if w.is_empty() {
+            continue;
+        }
+        let h = w.strip_prefix("0x").unwrap_or(w);
+        if h.is_empty() || h.len() > 8 {
+            return None;
+        }
+        let v = u32::from_str_radix(h, 16).ok()?;
+        for bit in 0..32 {
+            if v & (1 << bit) != 0 {
+                out.push(i as u32 * 32 + bit);
+            }
+        }
+    }
+    out.sort_unstable();
+    Some(out)
+}
+
+/// The fields of `pci_type`: class (with prog-if in the low byte when given), vendor, device,
+/// subsystem vendor, subsystem device, revision, and whether the prog-if was present.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PciType {
+    /// `0xCCSSPP`; `PP` is 0 when the document has no prog-if (format 2.0).
+    pub class: u32,
+    /// Whether the prog-if byte was in the document.
+    pub has_prog_if: bool,
+    /// Vendor ID.
+    pub vendor: u16,
+    /// Device ID.
+    pub device: u16,
+    /// Subsystem vendor ID.
+    pub subvendor: u16,
+    /// Subsystem device ID.
+    pub subdevice: u16,
+    /// Revision.
+    pub revision: u8,
+}
+
+/// Parses `pci_type`: `"0604 [8086:2030] [8086:0000] 04"` (2.0) or with a trailing prog-if
+/// `"0302 [10de:1db8] [10de:131d] a1 00"` (3.0).
+pub fn parse_pci_type(s: &str) -> Option<PciType> {
+    let t: Vec<&str> = s.split_whitespace().collect();
+    if t.len() != 4 && t.len() != 5 {
+        return None;
+    }
+    let pair = |x: &str| -> Option<(u16, u16)> {
+        let inner = x.strip_prefix('[')?.strip_suffix(']')?;
+        let (a, b) = inner.split_once(':')?;
+        Some((
+            u16::from_str_radix(a, 16).ok()?,
+            u16::from_str_radix(b, 16).ok()?,
+        ))
+    };
+    let class = u16::from_str_radix(t[0], 16).ok()?;
+    let (vendor, device) = pair(t[1])?;
+    let (subvendor, subdevice) = pair(t[2])?;
+    let revision = u8::from_str_radix(t[3], 16).ok()?;
+    let prog_if = match t.get(4) {
+        Some(p) => Some(u8::from_str_radix(p, 16).ok()?),
+        None => None,
+    };
+    Some(PciType {
+        class: (class as u32) << 8 | prog_if.unwrap_or(0) as u32,
+        has_prog_if: prog_if.is_some(),
+        vendor,
+        device,
+        subvendor,
+        subdevice,
+        revision,
+    })
+}
+
+/// PCIe signalling rates, GT/s, Gen1..Gen6.
+const GENS: [f64; 6] = [2.5, 5.0, 8.0, 16.0, 32.0, 64.0];
+/// Link widths in use on real devices, widest first (x12 and x32 exist in the specification
+/// but not on shipping devices, so x32 at Gen3 is never preferred to x16 at Gen4).
+const WIDTHS: [u32; 5] = [16, 8, 4, 2, 1];
+
+/// Turns hwloc's `pci_link_speed` (GB/s, `lane rate × width / 8` after line coding) back into
+/// a speed and width. Several links give the same bandwidth (Gen3 x16 = Gen4 x8 = Gen5 x4);
+/// the assumption is the widest standard width, i.e. the lowest generation, so the bandwidth is
+/// preserved exactly. `None` for 0 (unknown) or a value no standard link gives within 0.5 %
+/// (hand-edited or old-hwloc files).
+pub fn link_from_gbytes(gb: f64) -> Option<(f64, u32)> {
+    if !gb.is_finite() || gb <= 0.0 {
+        return None;
+    }
+    for w in WIDTHS {
+        for g in GENS {
+            let bw = pcie_link_gbytes(Some(g), Some(w))?;
+            if ((bw - gb) / gb).abs() < 0.005 {
+                return Some((g, w));
+            }
+        }
+    }
+    None
+}
+
+/// `bridge_pci="DDDD:[BB-SS]"` → (domain, secondary, subordinate).
+fn parse_bus_range(s: &str) -> Option<(u32, u8, u8)> {
+    let (d, rest) = s.split_once(':')?;
+    let inner = rest.strip_prefix('[')?.strip_suffix(']')?;
+    let (a, b) = inner.split_once('-')?;
+    Some((
+        u32::from_str_radix(d, 16).ok()?,
+        u8::from_str_radix(a, 16).ok()?,
+        u8::from_str_radix(b, 16).ok()?,
+    ))
+}
+
+/// Kinds of OS device an `osdev_type` says, reduced to what peerpath models.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OsType {
+    Block,
+    Gpu,
+    Net,
+    OpenFabrics,
+    CoProc,
+    Other,
+}
+
+fn os_type(version: XmlVersion, raw: &str) -> OsType {
+    let Ok(v) = raw.trim().parse::<u32>() else {
+        return OsType::Other;
+    };
+    match version {
+        XmlVersion::V3 => {
+            if v & 32 != 0 {
+                OsType::OpenFabrics
+            } else if v & 16 != 0 {
+                OsType::Net
+            } else if v & 8 != 0 {
+                OsType::CoProc
+            } else if v & 4 != 0 {
+                OsType::Gpu
+            } else if v & 1 != 0 {
+                OsType::Block
+            } else {
+                OsType::Other
+            }
+        }
+        _ => match v {
+            0 => OsType::Block,
+            1 => OsType::Gpu,
+            2 => OsType::Net,
+            3 => OsType::OpenFabrics,
+            5 => OsType::CoProc,
+            _ => OsType::Other,
+        },
+    }
+}
+
+/// IB port state names by number (`/sys/class/infiniband/*/ports/*/state`).
+fn ib_state_name(n: u32) -> &'static str {
+    match n {
+        1 => "DOWN",
+        2 => "INIT",
+        3 => "ARMED",
+        4 => "ACTIVE",
+        5 => "ACTIVE_DEFER",
+        _ => "NOP",
+    }
+}
+
+struct Ctx<'a> {
+    doc: &'a Doc,
+    /// Element index → device index, for PCI objects.
+    pci_of: HashMap<usize, usize>,
+    devices: Vec<Device>,
+    warnings: Vec<Warning>,
+}
+
+impl Ctx<'_> {
+    fn el(&self, i: usize) -> &Element {
+        &self.doc.elements[i]
+    }
+    fn is_object(&self, i: usize, ty: &str) -> bool {
+        let e = self.el(i);
+        e.name == "object" && e.attr("type") == Some(ty)
+    }
+    /// Nearest `object` ancestor.
+    fn parent_object(&self, i: usize) -> Option<usize> {
+        let mut cur = self.el(i).parent;
+        while let Some(p) = cur {
+            if self.el(p).name == "object" {
+                return Some(p);
+            }
+            cur = self.el(p).parent;
+        }
+        None
+    }
+    fn infos(&self, i: usize) -> Vec<(String, String)> {
+        self.doc
+            .children_named(i, "info")
+            .filter_map(|c| {
+                let e = self.el(c);
+                Some((
+                    e.attr("name")?.to_string(),
+                    e.attr("value").unwrap_or("").to_string(),
+                ))
+            })
+            .collect()
+    }
+    fn where_(&self, i: usize) -> String {
+        let e = self.el(i);
+        match e.attr("gp_index") {
+            Some(g) => format!("line {} (object gp_index {g})", e.line),
+            None => format!("line {}", e.line),
+        }
+    }
+}
+
+fn is_pci_object(e: &Element) -> bool {
+    e.name == "object"
+        && match e.attr("type") {
+            Some("PCIDev") => true,
+            Some("Bridge") => e.attr("pci_busid").is_some(),
+            _ => false,
+        }
+}
+
+fn is_host_bridge(e: &Element) -> bool {
+    e.name == "object"
+        && e.attr("type") == Some("Bridge")
+        && e.attr("bridge_type").is_some_and(|t| t.starts_with("0-"))
+}
+
+/// Locality of an attach point: its CPUs, and its NUMA node when it has exactly one (from
+/// `nodeset`; in files without one, the only NUMA node whose CPUs lie inside the `cpuset`).
+fn locality(
+    ctx: &Ctx<'_>,
+    obj: usize,
+    numa_cpus: &BTreeMap<u32, Vec<u32>>,
+) -> (Option<Vec<u32>>, Option<u32>) {
+    let e = ctx.el(obj);
+    let cpus = e.attr("cpuset").and_then(parse_bitmap);
+    let numa = match e.attr("nodeset").and_then(parse_bitmap) {
+        Some(nodes) => match nodes.as_slice() {
+            [n] if numa_cpus.contains_key(n) => Some(*n),
+            _ => None,
+        },
+        None => {
+            let inside: Vec<u32> = match &cpus {
+                Some(c) => numa_cpus
+                    .iter()
+                    .filter(|(_, nc)| {
+                        !nc.is_empty() && nc.iter().all(|x| c.binary_search(x).is_ok())
+                    })
+                    .map(|(id, _)| *id)
+                    .collect(),
+                None => Vec::new(),
+            };
+            match inside.as_slice() {
+                [n] => Some(*n),
+                _ => None,
+            }
+        }
+    };
+    (cpus.filter(|c| !c.is_empty()), numa)
+}
+
+/// A host bridge object: its `pciDDDD:BB` name, and the CPUs and NUMA node of its parent.
+type HostBridgeAt = (String, Option<Vec<u32>>, Option<u32>);
+
+/// Reads an hwloc XML document (already parsed) into a topology.
+pub fn read(doc: &Doc, source: SourceInfo, pci_ids: Option<&std::path::Path>) -> Result<Topology> {
+    let Some(root) = doc.root() else {
+        bail!("empty document")
+    };
+    if root.name != "topology" {
+        bail!(
+            "not an hwloc XML document: root element is <{}>, expected <topology>",
+            root.name
+        );
+    }
+    let version = match root.attr("version") {
+        None => XmlVersion::V1,
+        Some(v) if v.starts_with("2.") => XmlVersion::V2,
+        Some(v) if v.starts_with("3.") => XmlVersion::V3,
+        Some(v) if v.starts_with("1.") => XmlVersion::V1,
+        Some(v) => bail!("hwloc XML version {v:?} is not supported (2.0 and 3.0 are)"),
+    };
+    let mut ctx = Ctx {
+        doc,
+        pci_of: HashMap::new(),
+        devices: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let mut source = source;
+    source.kind = "hwloc-xml".into();
+    source.limitations = LIMITATIONS.iter().map(|s| s.to_string()).collect();
+
+    // NUMA nodes.
+    let mut numa: BTreeMap<u32, NumaNode> = BTreeMap::new();
+    for (i, e) in doc.elements.iter().enumerate() {
+        if !ctx.is_object(i, "NUMANode") {
+            continue;
+        }
+        let Some(id) = e.attr("os_index").and_then(|v| v.parse::<u32>().ok()) else {
+            ctx.warnings.push(Warning {
+                path: ctx.where_(i),
+                message: "NUMANode without a numeric os_index; skipped".into(),
+            });
+            continue;
+        };
+        let gpu_mem = e.attr("subtype") == Some("GPUMemory");
+        let cpus = if gpu_mem {
+            // GPU memory exposed as NUMA: hwloc gives it its attach point's cpuset, but the
+            // node itself has no CPUs (sysfs cpulist is empty).
+            String::new()
+        } else {
+            e.attr("cpuset")
+                .and_then(parse_bitmap)
+                .map(|c| cpulist::format_list(&c))
+                .unwrap_or_default()
+        };
+        numa.entry(id).or_insert(NumaNode {
+            id,
+            cpus,
+            distances: Vec::new(),
+        });
+    }
+    let numa_cpus: BTreeMap<u32, Vec<u32>> = numa
+        .iter()
+        .map(|(id, n)| {
+            (
+                *id,
+                cpulist::parse_list(n.cpus.as_bytes()).unwrap_or_default(),
+            )
+        })
+        .collect();
+    numa_distances(&ctx, &mut numa);
+    let numa_nodes: Vec<NumaNode> = numa.into_values().collect();
+
+    let machine = machine_info(&ctx);
+
+    // Host bridges: element → (name, locality).
+    let mut hb_of: HashMap<usize, HostBridgeAt> = HashMap::new();
+    for (i, e) in doc.elements.iter().enumerate() {
+        if !is_host_bridge(e) {
+            continue;
+        }
+        let name = match e.attr("bridge_pci").and_then(parse_bus_range) {
+            Some((d, sec, _)) => host_bridge_name(d, sec),
+            None => {
+                ctx.warnings.push(Warning {
+                    path: ctx.where_(i),
+                    message: format!(
+                        "host bridge without a readable bridge_pci ({:?}); named from its first device",
+                        e.attr("bridge_pci")
+                    ),
+                });
+                String::new()
+            }
+        };
+        let (cpus, numa) = match ctx.parent_object(i) {
+            Some(p) => locality(&ctx, p, &numa_cpus),
+            None => (None, None),
+        };
+        hb_of.insert(i, (name, cpus, numa));
+    }
+
+    // PCI functions, in document order (parents before children).
+    let mut seen: HashMap<Bdf, usize> = HashMap::new();
+    for (i, e) in doc.elements.iter().enumerate() {
+        if !is_pci_object(e) {
+            continue;
+        }
+        let busid = e.attr("pci_busid").unwrap_or("");
+        let bdf: Bdf = match busid.parse() {
+            Ok(b) => b,
+            Err(_) => {
+                ctx.warnings.push(Warning {
+                    path: ctx.where_(i),
+                    message: format!(
+                        "pci_busid {busid:?} is not a PCI address; object and its children skipped"
+                    ),
+                });
+                continue;
+            }
+        };
+        if let Some(&first) = seen.get(&bdf) {
+            ctx.warnings.push(Warning {
+                path: ctx.where_(i),
+                message: format!(
+                    "duplicate PCI address {bdf} (first at {}); duplicate skipped",
+                    ctx.where_(first)
+                ),
+            });
+            continue;
+        }
+        // Nearest enclosing PCI object (a device already read), else host bridge, else the
+        // normal object the I/O tree hangs from.
+        let mut parent_dev: Option<usize> = None;
+        let mut hb: Option<usize> = None;
+        let mut attach: Option<usize> = None;
+        let mut cur = ctx.parent_object(i);
+        while let Some(p) = cur {
+            let pe = ctx.el(p);
+            if is_pci_object(pe) {
+                if let Some(&di) = ctx.pci_of.get(&p) {
+                    parent_dev = Some(di);
+                    break;
+                }
+                // A skipped (malformed) PCI parent: keep climbing.
+            } else if is_host_bridge(pe) {
+                hb = Some(p);
+                break;
+            } else {
+                attach = Some(p);
+                break;
+            }
+            cur = ctx.parent_object(p);
+        }
+        let parent = parent_dev.map(|di| ctx.devices[di].bdf);
+        let (hb_name, cpus, numa_node) = if let Some(di) = parent_dev {
+            let pd = &ctx.devices[di];
+            (pd.host_bridge.clone(), pd.local_cpus.clone(), pd.numa_node)
+        } else if let Some(h) = hb {
+            let (n, c, m) = hb_of
+                .get(&h)
+                .cloned()
+                .unwrap_or((String::new(), None, None));
+            let n = if n.is_empty() {
+                host_bridge_name(bdf.domain, bdf.bus)
+            } else {
+                n
+            };
+            (n, c, m)
+        } else {
+            ctx.warnings.push(Warning {
+                path: ctx.where_(i),
+                message: format!("PCI object {bdf} is not below a host bridge; host bridge assumed from its address"),
+            });
+            let (c, m) = attach
+                .map(|a| locality(&ctx, a, &numa_cpus))
+                .unwrap_or((None, None));
+            (host_bridge_name(bdf.domain, bdf.bus), c, m)
+        };
+        let mut d = Device::new(bdf, hb_name, format!("hwloc-xml:{}", ctx.where_(i)));
+        d.parent = parent;
+        d.local_cpus = cpus;
+        d.numa_node = numa_node;
+        match e.attr("pci_type").map(|t| (t, parse_pci_type(t))) {
+            Some((_, Some(t))) => {
+                d.class = t.class;
+                d.vendor_id = Some(t.vendor);
+                d.device_id = Some(t.device);
+                d.subsystem_vendor_id = Some(t.subvendor);
+                d.subsystem_device_id = Some(t.subdevice);
+                d.revision = Some(t.revision);
+            }
+            other => ctx.warnings.push(Warning {
+                path: ctx.where_(i),
+                message: format!(
+                    "pci_type {:?} unreadable; class and IDs unknown (device kind other)",
+                    other.map(|o| o.0)
+                ),
+            }),
+        }
+        d.kind = if e.attr("type") == Some("Bridge") {
+            DeviceKind::Bridge
+        } else {
+            kind_from_class(d.class, d.vendor_id)
+        };
+        if let Some(raw) = e.attr("pci_link_speed") {
+            match raw.trim().parse::<f64>() {
+                Ok(gb) if gb > 0.0 => match link_from_gbytes(gb) {
+                    Some((gts, w)) => {
+                        d.link = Some(LinkInfo {
+                            current_gts: Some(gts),
+                            current_width: Some(w),
+                            max_gts: None,
+                            max_width: None,
+                        })
+                    }
+                    None => ctx.warnings.push(Warning {
+                        path: ctx.where_(i),
+                        message: format!(
+                            "pci_link_speed={raw} GB/s matches no standard PCIe speed and width; link unknown"
+                        ),
+                    }),
+                },
+                Ok(_) => {}
+                Err(_) => ctx.warnings.push(Warning {
+                    path: ctx.where_(i),
+                    message: format!("pci_link_speed {raw:?} is not a number; link unknown"),
+                }),
+            }
+        }
+        for (k, v) in ctx.infos(i) {
+            match k.as_str() {
+                "PCIVendor" if !v.is_empty() => d.vendor_name = Some(v),
+                "PCIDevice" if !v.is_empty() => d.device_name = Some(v),
+                "PCISlot" if !v.is_empty() => d.slot = Some(v),
+                _ => {}
+            }
+        }
+        seen.insert(bdf, i);
+        ctx.pci_of.insert(i, ctx.devices.len());
+        ctx.devices.push(d);
+    }
+
+    // OS devices under PCI functions.
+    let mut dropped: Vec<String> = Vec::new();
+    for (i, e) in doc.elements.iter().enumerate() {
+        if !ctx.is_object(i, "OSDev") {
+            continue;
+        }
+        let name = e.attr("name").unwrap_or("").to_string();
+        let Some(di) = ctx
+            .pci_parent_el(i)
+            .and_then(|p| ctx.pci_of.get(&p).copied())
+        else {
+            continue; // not attached to a PCI function (e.g. a pmem block device)
+        };
+        let ty = os_type(version, e.attr("osdev_type").unwrap_or(""));
+        let subtype = e.attr("subtype").unwrap_or("");
+        let infos = ctx.infos(i);
+        let kind = match ty {
+            OsType::OpenFabrics => Some(OsDeviceKind::Rdma),
+            OsType::Net => Some(OsDeviceKind::Net),
+            OsType::Block => Some(OsDeviceKind::Block),
+            OsType::Gpu | OsType::CoProc
+                if matches!(subtype, "CUDA" | "NVML")
+                    || name.starts_with("cuda")
+                    || name.starts_with("nvml") =>
+            {
+                Some(OsDeviceKind::NvidiaGpu)
+            }
+            _ => None,
+        };
+        let Some(kind) = kind else {
+            dropped.push(name);
+            continue;
+        };
+        let mut od = OsDevice::new(kind, name);
+        if !subtype.is_empty() {
+            od.attrs.push(("subtype".into(), subtype.to_string()));
+        }
+        let mut ports: BTreeMap<u32, RdmaPort> = BTreeMap::new();
+        for (k, v) in infos {
+            let port_state = k
+                .strip_prefix("Port")
+                .and_then(|r| r.strip_suffix("State"))
+                .and_then(|n| n.parse::<u32>().ok())
+                .zip(v.trim().parse::<u32>().ok());
+            if let (OsDeviceKind::Rdma, Some((p, s))) = (kind, port_state) {
+                ports
+                    .entry(p)
+                    .or_insert(RdmaPort {
+                        port: p,
+                        state: None,
+                        phys_state: None,
+                        rate_gbps: None,
+                        rate_text: None,
+                        link_layer: None,
+                    })
+                    .state = Some((s, ib_state_name(s).to_string()));
+            }
+            od.attrs.push((k, v));
+        }
+        od.ports = ports.into_values().collect();
+        ctx.devices[di].os_devices.push(od);
+    }
+    if !dropped.is_empty() {
+        let shown: Vec<&str> = dropped.iter().take(12).map(String::as_str).collect();
+        ctx.warnings.push(Warning {
+            path: source.path.clone(),
+            message: format!(
+                "{} OS device(s) of kinds peerpath does not model were not kept: {}{}",
+                dropped.len(),
+                shown.join(", "),
+                if dropped.len() > shown.len() {
+                    ", …"
+                } else {
+                    ""
+                }
+            ),
+        });
+    }
+
+    let (nvlinks, nvlink_visible) = nvlinks(&mut ctx);
+
+    let Ctx {
+        devices,
+        mut warnings,
+        ..
+    } = ctx;
+    let xml_names: HashMap<Bdf, (Option<String>, Option<String>)> = devices
+        .iter()
+        .map(|d| (d.bdf, (d.vendor_name.clone(), d.device_name.clone())))
+        .collect();
+    let (devices, host_bridges, switches) =
+        tree::infer_structure(devices, &numa_nodes, &mut warnings);
+    let mut topo = Topology::new(
+        source,
+        machine,
+        numa_nodes,
+        host_bridges,
+        devices,
+        switches,
+        warnings,
+    );
+    topo.nvlinks = nvlinks;
+    topo.nvlink_visible = nvlink_visible;
+    if let Some(p) = pci_ids {
+        crate::pci_ids::name_devices(p, &mut topo);
+        // Names the file carried win where the database has none.
+        for d in &mut topo.devices {
+            if let Some((v, n)) = xml_names.get(&d.bdf) {
+                if d.vendor_name.is_none() {
+                    d.vendor_name = v.clone();
+                }
+                if d.device_name.is_none() {
+                    d.device_name = n.clone();
+                }
+            }
+        }
+    }
+    Ok(topo)
+}
+
+impl Ctx<'_> {
+    /// Nearest enclosing PCI object element that became a device.
+    fn pci_parent_el(&self, i: usize) -> Option<usize> {
+        let mut cur = self.parent_object(i);
+        while let Some(p) = cur {
+            if is_pci_object(self.el(p)) && self.pci_of.contains_key(&p) {
+                return Some(p);
+            }
+            if is_host_bridge(self.el(p)) {
+                return None;
+            }
+            cur = self.parent_object(p);
+        }
+        None
+    }
+}
+
+/// Whitespace-separated tokens of every child element named `name`, concatenated.
+fn tokens(doc: &Doc, i: usize, name: &str) -> Vec<String> {
+    doc.children_named(i, name)
+        .flat_map(|c| {
+            doc.elements[c]
+                .text
+                .split_whitespace()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// A distance matrix: its entries as (type, index, indexing-is-os) and row-major values.
+struct Matrix {
+    name: String,
+    entries: Vec<(String, u64, bool)>,
+    values: Vec<u64>,
+    line: usize,
+}
+
+fn matrices(doc: &Doc) -> Vec<Matrix> {
+    let mut out = Vec::new();
+    for (i, e) in doc.elements.iter().enumerate() {
+        let hetero = match e.name.as_str() {
+            "distances2" => false,
+            "distances2hetero" => true,
+            _ => continue,
+        };
+        let name = e.attr("name").unwrap_or("").to_string();
+        let ty = e.attr("type").unwrap_or("").to_string();
+        let by_os = e.attr("indexing") == Some("os");
+        let mut entries = Vec::new();
+        let mut ok = true;
+        for t in tokens(doc, i, "indexes") {
+            if hetero {
+                match t
+                    .split_once(':')
+                    .and_then(|(a, b)| Some((a.to_string(), b.parse::<u64>().ok()?)))
+                {
+                    Some((a, b)) => entries.push((a, b, false)),
+                    None => ok = false,
+                }
+            } else {
+                match t.parse::<u64>() {
+                    Ok(v) => entries.push((ty.clone(), v, by_os)),
+                    Err(_) => ok = false,
+                }
+            }
+        }
+        let values: Vec<u64> = tokens(doc, i, "u64values")
+            .iter()
+            .filter_map(|t| t.parse().ok())
+            .collect();
+        let n = entries.len();
+        if !ok || n == 0 || values.len() != n * n {
+            continue;
+        }
+        out.push(Matrix {
+            name,
+            entries,
+            values,
+            line: e.line,
+        });
+    }
+    out
+}
+
+fn numa_distances(ctx: &Ctx<'_>, numa: &mut BTreeMap<u32, NumaNode>) {
+    for m in matrices(ctx.doc) {
+        if m.name != "NUMALatency" || !m.entries.iter().all(|(t, _, os)| t == "NUMANode" && *os) {
+            continue;
+        }
+        let ids: Vec<u32> = m.entries.iter().map(|(_, v, _)| *v as u32).collect();
+        // Rows in node-id order, like sysfs `distance`.
+        let mut order: Vec<usize> = (0..ids.len()).collect();
+        order.sort_by_key(|&k| ids[k]);
+        for (r, id) in ids.iter().enumerate() {
+            if let Some(node) = numa.get_mut(id) {
+                node.distances = order
+                    .iter()
+                    .map(|&c| u32::try_from(m.values[r * ids.len() + c]).unwrap_or(u32::MAX))
+                    .collect();
+            }
+        }
+    }
+}
+
+/// An NVLink matrix endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    Gpu(Bdf),
+    NvSwitch,
+    Cpu,
+    Unknown,
+}
+
+fn nvlinks(ctx: &mut Ctx<'_>) -> (Vec<NvLink>, bool) {
+    let mats: Vec<Matrix> = matrices(ctx.doc)
+        .into_iter()
+        .filter(|m| m.name == "NVLinkBandwidth")
+        .collect();
+    if mats.is_empty() {
+        return (Vec::new(), false);
+    }
+    // gp_index / (type, os_index) → element.
+    let mut by_gp: HashMap<u64, usize> = HashMap::new();
+    let mut by_os: HashMap<(String, u64), usize> = HashMap::new();
+    for (i, e) in ctx.doc.elements.iter().enumerate() {
+        if e.name != "object" {
+            continue;
+        }
+        if let Some(g) = e.attr("gp_index").and_then(|g| g.parse().ok()) {
+            by_gp.insert(g, i);
+        }
+        if let (Some(t), Some(o)) = (
+            e.attr("type"),
+            e.attr("os_index").and_then(|o| o.parse().ok()),
+        ) {
+            by_os.insert((t.to_string(), o), i);
+        }
+    }
+    let mut pairs: BTreeMap<(Bdf, Bdf), u64> = BTreeMap::new();
+    let mut fabric: BTreeMap<Bdf, u64> = BTreeMap::new();
+    let mut cpu_links = 0usize;
+    for m in &mats {
+        let ends: Vec<End> = m
+            .entries
+            .iter()
+            .map(|(t, idx, os)| {
+                let el = if *os {
+                    by_os.get(&(t.clone(), *idx))
+                } else {
+                    by_gp.get(idx)
+                };
+                match el {
+                    Some(&i) => classify_end(ctx, i),
+                    None => End::Unknown,
+                }
+            })
+            .collect();
+        let n = ends.len();
+        for a in 0..n {
+            for b in (a + 1)..n {
+                let v = m.values[a * n + b].max(m.values[b * n + a]);
+                if v == 0 {
+                    continue;
+                }
+                match (ends[a], ends[b]) {
+                    (End::Gpu(x), End::Gpu(y)) if x != y => {
+                        let k = if x < y { (x, y) } else { (y, x) };
+                        *pairs.entry(k).or_default() += v;
+                    }
+                    (End::Gpu(x), End::NvSwitch) | (End::NvSwitch, End::Gpu(x)) => {
+                        *fabric.entry(x).or_default() += v;
+                    }
+                    (End::Gpu(_), End::Cpu) | (End::Cpu, End::Gpu(_)) => cpu_links += 1,
+                    _ => {}
+                }
+            }
+        }
+    }
+    // Per-link bandwidth: hwloc writes 20000 MB/s per NVLink 1 link, 25000 per NVLink 2-4 link.
+    let all: Vec<u64> = pairs.values().chain(fabric.values()).copied().collect();
+    let (unit, version) = if !all.is_empty() && all.iter().all(|v| v.is_multiple_of(25000)) {
+        (25000u64, None)
+    } else if !all.is_empty() && all.iter().all(|v| v.is_multiple_of(20000)) {
+        (20000, Some(1))
+    } else {
+        (25000, None)
+    };
+    let mut odd = false;
+    let mut count = |v: u64| -> u32 {
+        if !v.is_multiple_of(unit) {
+            odd = true;
+        }
+        ((v as f64 / unit as f64).round() as u32).max(1)
+    };
+    let mut out: Vec<NvLink> = pairs
+        .iter()
+        .map(|(&(a, b), &v)| NvLink {
+            a,
+            b: Some(b),
+            count: count(v),
+            version,
+        })
+        .collect();
+    out.extend(fabric.iter().map(|(&a, &v)| NvLink {
+        a,
+        b: None,
+        count: count(v),
+        version,
+    }));
+    out.sort_by_key(|l| (l.a, l.b));
+    let line = mats[0].line;
+    if odd {
+        ctx.warnings.push(Warning {
+            path: format!("line {line} (NVLinkBandwidth)"),
+            message: format!(
+                "bandwidths are not multiples of {unit} MB/s per link; link counts rounded"
+            ),
+        });
+    }
+    if cpu_links > 0 {
+        ctx.warnings.push(Warning {
+            path: format!("line {line} (NVLinkBandwidth)"),
+            message: format!("{cpu_links} GPU-to-CPU NVLink connection(s) (POWER) cannot be represented; not kept"),
+        });
+    }
+    (out, true)
+}
+
+fn classify_end(ctx: &Ctx<'_>, i: usize) -> End {
+    let e = ctx.el(i);
+    match e.attr("type") {
+        Some("OSDev") => match ctx.pci_parent_el(i).and_then(|p| ctx.pci_of.get(&p)) {
+            Some(&di) if ctx.devices[di].kind.is_compute() => End::Gpu(ctx.devices[di].bdf),
+            _ => End::Unknown,
+        },
+        Some("PCIDev") => match ctx.pci_of.get(&i) {
+            Some(&di) => {
+                let d = &ctx.devices[di];
+                if e.attr("subtype") == Some("NVSwitch")
+                    || (d.class >> 8 == 0x0680 && d.vendor_id == Some(0x10de))
+                {
+                    End::NvSwitch
+                } else if d.kind.is_compute() {
+                    End::Gpu(d.bdf)
+                } else if d.vendor_id == Some(0x1014) {
+                    End::Cpu
+                } else {
+                    End::Unknown
+                }
+            }
+            None => End::Unknown,
+        },
+        Some("Package" | "NUMANode" | "Machine" | "Group") => End::Cpu,
+        _ => End::Unknown,
+    }
+}
+
+fn machine_info(ctx: &Ctx<'_>) -> MachineInfo {
+    let doc = ctx.doc;
+    let mut m = MachineInfo {
+        kernel_cmdline: Fact::Unknown("hwloc XML does not record the kernel command line".into()),
+        iommu_units: Fact::Unknown("hwloc XML does not record IOMMU units".into()),
+        ..MachineInfo::default()
+    };
+    let mut infos: Vec<(String, String)> = Vec::new();
+    // Infos on the topology root (3.0) and on the Machine object (2.0).
+    infos.extend(ctx.infos(0));
+    for (i, _) in doc.elements.iter().enumerate() {
+        if ctx.is_object(i, "Machine") {
+            infos.extend(ctx.infos(i));
+        }
+    }
+    let mut packages = 0u32;
+    let mut pus = 0u32;
+    for (i, _) in doc.elements.iter().enumerate() {
+        if ctx.is_object(i, "Package") {
+            packages += 1;
+            if packages == 1 {
+                infos.extend(ctx.infos(i));
+            }
+        } else if ctx.is_object(i, "PU") {
+            pus += 1;
+        }
+    }
+    for (k, v) in infos {
+        let v2 = v.trim().to_string();
+        if v2.is_empty() {
+            continue;
+        }
+        match k.as_str() {
+            "CPUVendor" if m.cpu_vendor.is_none() => m.cpu_vendor = Some(v2),
+            "CPUModel" if m.cpu_model.is_none() => m.cpu_model = Some(v2),
+            "CPUFamilyNumber" if m.cpu_family.is_none() => m.cpu_family = v2.parse().ok(),
+            "CPUModelNumber" if m.cpu_model_number.is_none() => {
+                m.cpu_model_number = v2.parse().ok()
+            }
+            "DMISysVendor" if m.dmi_sys_vendor.is_none() => m.dmi_sys_vendor = Some(v2),
+            "DMIProductName" if m.dmi_product_name.is_none() => m.dmi_product_name = Some(v2),
+            _ => {}
+        }
+    }
+    m.sockets = (packages > 0).then_some(packages);
+    m.logical_cpus = (pus > 0).then_some(pus);
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bitmaps() {
+        assert_eq!(parse_bitmap("0x00000003"), Some(vec![0, 1]));
+        assert_eq!(parse_bitmap("0x00000001,,0x00000002"), Some(vec![1, 64]));
+        assert_eq!(parse_bitmap("0x80000000,0x0"), Some(vec![63]));
+        assert_eq!(parse_bitmap("0xf...f"), None);
+        assert_eq!(parse_bitmap("zz"), None);
+    }
+
+    #[test]
+    fn pci_types() {
+        let t = parse_pci_type("0604 [8086:2030] [8086:0000] 04").unwrap();
+        assert_eq!(
+            (t.class, t.vendor, t.device, t.revision, t.has_prog_if),
+            (0x060400, 0x8086, 0x2030, 4, false)
+        );
+        let t = parse_pci_type("0302 [10de:1db8] [10de:131d] a1 00").unwrap();
+        assert_eq!(
+            (t.class, t.subdevice, t.has_prog_if),
+            (0x030200, 0x131d, true)
+        );
+        let t = parse_pci_type("0108 [8086:0953] [8086:3702] 01 02").unwrap();
+        assert_eq!(t.class, 0x010802);
+        assert!(parse_pci_type("0604 [8086:2030]").is_none());
+        assert!(parse_pci_type("0604 8086:2030 [8086:0000] 04").is_none());
+    }
+
+    #[test]
+    fn links_back_from_gbytes() {
+        assert_eq!(link_from_gbytes(15.753846), Some((8.0, 16)));
+        assert_eq!(link_from_gbytes(31.507692), Some((16.0, 16)));
+        assert_eq!(link_from_gbytes(7.876923), Some((8.0, 8)));
+        assert_eq!(link_from_gbytes(0.25), Some((2.5, 1)));
+        assert_eq!(link_from_gbytes(0.0), None);
+        // 0.3 GB/s: no standard link.
+        assert_eq!(link_from_gbytes(0.3), None);
+        // Round trip of every standard link keeps the bandwidth.
+        for g in GENS {
+            for w in WIDTHS {
+                let bw = pcie_link_gbytes(Some(g), Some(w)).unwrap();
+                let (g2, w2) = link_from_gbytes(bw).unwrap();
+                let bw2 = pcie_link_gbytes(Some(g2), Some(w2)).unwrap();
+                assert!((bw - bw2).abs() < 1e-9, "{g} x{w}");
+            }
+        }
+    }
+
+    #[test]
+    fn osdev_types() {
+        assert_eq!(os_type(XmlVersion::V2, "3"), OsType::OpenFabrics);
+        assert_eq!(os_type(XmlVersion::V3, "48"), OsType::OpenFabrics);
+        assert_eq!(os_type(XmlVersion::V3, "16"), OsType::Net);
+        assert_eq!(os_type(XmlVersion::V3, "12"), OsType::CoProc);
+        assert_eq!(os_type(XmlVersion::V2, "0"), OsType::Block);
+        assert_eq!(os_type(XmlVersion::V3, "1"), OsType::Block);
+        assert_eq!(os_type(XmlVersion::V3, "x"), OsType::Other);
+    }
+}

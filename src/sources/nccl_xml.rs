@@ -1,0 +1,595 @@
+//! The NCCL topology XML source: reads `NCCL_TOPO_FILE` / `NCCL_TOPO_DUMP_FILE` documents
+//! (`system` > `cpu` > `pci`… > `gpu`/`nic`; `shared/reference/classification.md` §3) into a
+//! [`Topology`].
+//!
+//! NCCL records a device's sysfs *grandparent* as its parent, so root ports and switch
+//! downstream ports never appear: a `pci` element with `pci` children is a switch, keyed by its
+//! upstream port, and its children hang directly below it. This source keeps that shape: each
+//! such element becomes a [`DeviceKind::SwitchUpstream`] device and a [`Switch`] with no
+//! downstream ports (evidence `nccl-xml`), and the devices under it carry its switch id. NCCL
+//! writes no host bridges either; one is synthesized per `cpu` element (named
+//! `nccl-cpu<numaid>`).
+
+use super::xmltree::Doc;
+use crate::model::bdf::Bdf;
+use crate::model::device::{
+    Device, DeviceKind, LinkInfo, OsDevice, OsDeviceKind, RdmaPort, kind_from_class,
+};
+use crate::model::fact::Fact;
+use crate::model::topology::{
+    HostBridge, MachineInfo, NumaNode, NvLink, SourceInfo, Switch, Topology, Warning,
+};
+use crate::parse::{attr, cpulist};
+use anyhow::{Result, bail};
+use std::collections::{BTreeMap, HashMap};
+
+/// What an NCCL topology XML cannot hold; copied into [`SourceInfo::limitations`].
+pub const LIMITATIONS: &[&str] = &[
+    "NCCL XML has no host bridges: PHB and NODE cannot be told apart (one host bridge is synthesized per cpu element, named nccl-cpu<numaid>, with domain and bus 0 meaning unknown)",
+    "NCCL XML has no root ports and no switch downstream ports (NCCL records each device's sysfs grandparent): a pci element with pci children is kept as a switch upstream port with its children directly below it; Broadcom PEX switches in base mode appear as two nested levels here, which NCCL itself fuses only when building its graph",
+    "link_speed/link_width are NCCL's view: for most devices the lower of the device's and its parent port's capability, for GPUs (NCCL >= 2.30) NVML's current link; they are kept as the capable (max) link and the trained (current) link is unknown",
+    "only the devices NCCL kept are present (branches without a GPU or NIC of the communicator are trimmed); NICs come from the net plugin, not from PCI scanning",
+    "no PCIe config space, drivers, IOMMU groups, ACS/ATS, kernel command line, loaded modules or hypervisor evidence",
+    "NVLinks are known only for gpu elements (an NCCL dump); GPU-to-CPU NVLinks (POWER) cannot be represented",
+];
+
+/// Name of the host bridge synthesized for a `cpu` element.
+pub fn host_bridge_for(numaid: Option<u32>) -> String {
+    match numaid {
+        Some(n) => format!("nccl-cpu{n}"),
+        None => "nccl-cpu-unknown".to_string(),
+    }
+}
+
+fn hex_attr(v: Option<&str>) -> Option<u32> {
+    let v = v?.trim();
+    let h = v
+        .strip_prefix("0x")
+        .or_else(|| v.strip_prefix("0X"))
+        .unwrap_or(v);
+    if h.is_empty() {
+        return None;
+    }
+    u32::from_str_radix(h, 16).ok()
+}
+
+/// NVLink version from the GPU's compute capability × 10 (`sm`): 60 → 1 (P100), 70 → 2
+/// (V100), 80/86 → 3 (A100, GA10x), 90 → 4 (H100/H200), ≥ 100 → 5 (Blackwell).
+pub fn nvlink_version_of_sm(sm: u32) -> Option<u32> {
+    match sm {
+        60..=69 => Some(1),
+        70..=79 => Some(2),
+        80..=89 => Some(3),
+        90..=99 => Some(4),
+        100.. => Some(5),
+        _ => None,
+    }
+}
+
+/// Whether a net name is an RDMA device (IB/RoCE plugin) rather than a netdev (socket plugin).
+fn is_rdma_name(n: &str) -> bool {
+    const P: [&str; 13] = [
+        "mlx", "bnxt_re", "irdma", "efa", "hfi1", "qib", "rdma", "erdma", "ionic", "cxi", "roce",
+        "rxe", "siw",
+    ];
+    P.iter().any(|p| n.starts_with(p))
+}
+
+struct Ctx<'a> {
+    doc: &'a Doc,
+    devices: Vec<Device>,
+    seen: HashMap<Bdf, usize>,
+    warnings: Vec<Warning>,
+    /// (GPU, target text, target class, count) for every `nvlink` element.
+    nvlinks: Vec<(Bdf, String, Option<u32>, u32)>,
+    /// NVLink version per GPU (from `sm`).
+    gpu_version: HashMap<Bdf, Option<u32>>,
+    any_gpu_element: bool,
+}
+
+impl Ctx<'_> {
+    fn warn(&self, i: usize, msg: impl Into<String>) -> Warning {
+        Warning {
+            path: format!(
+                "line {} <{}>",
+                self.doc.elements[i].line, self.doc.elements[i].name
+            ),
+            message: msg.into(),
+        }
+    }
+
+    /// Reads one `pci` element and its subtree.
+    fn pci(
+        &mut self,
+        i: usize,
+        parent: Option<Bdf>,
+        hb: &str,
+        numa: Option<u32>,
+        cpus: &Option<Vec<u32>>,
+    ) {
+        let doc = self.doc;
+        let e = &doc.elements[i];
+        let busid = e.attr("busid").unwrap_or("");
+        let bdf: Bdf = match busid.parse() {
+            Ok(b) => b,
+            Err(_) => {
+                let w = self.warn(
+                    i,
+                    format!(
+                        "busid {busid:?} is not a PCI address; element and its children skipped"
+                    ),
+                );
+                self.warnings.push(w);
+                return;
+            }
+        };
+        if self.seen.contains_key(&bdf) {
+            let w = self.warn(
+                i,
+                format!("duplicate busid {bdf}; duplicate and its children skipped"),
+            );
+            self.warnings.push(w);
+            return;
+        }
+        let mut d = Device::new(bdf, hb.to_string(), format!("nccl-xml:line {}", e.line));
+        d.parent = parent;
+        d.numa_node = numa;
+        d.local_cpus = cpus.clone();
+        d.class = hex_attr(e.attr("class")).unwrap_or(0);
+        if e.attr("class").is_some() && hex_attr(e.attr("class")).is_none() {
+            let w = self.warn(
+                i,
+                format!(
+                    "class {:?} unreadable; kind from children only",
+                    e.attr("class")
+                ),
+            );
+            self.warnings.push(w);
+        }
+        d.vendor_id = hex_attr(e.attr("vendor")).and_then(|v| u16::try_from(v).ok());
+        d.device_id = hex_attr(e.attr("device")).and_then(|v| u16::try_from(v).ok());
+        d.subsystem_vendor_id =
+            hex_attr(e.attr("subsystem_vendor")).and_then(|v| u16::try_from(v).ok());
+        d.subsystem_device_id =
+            hex_attr(e.attr("subsystem_device")).and_then(|v| u16::try_from(v).ok());
+        let link = LinkInfo {
+            current_gts: None,
+            current_width: None,
+            max_gts: e
+                .attr("link_speed")
+                .and_then(|s| attr::link_speed_gts(s.as_bytes())),
+            max_width: e
+                .attr("link_width")
+                .and_then(|s| attr::link_width(s.as_bytes()))
+                .filter(|&w| w > 0),
+        };
+        d.link = link.any().then_some(link);
+        let has_pci_children = doc.children_named(i, "pci").next().is_some();
+        let gpu_el = doc.children_named(i, "gpu").next();
+        let nic_el = doc.children_named(i, "nic").next();
+        d.kind = if has_pci_children {
+            DeviceKind::SwitchUpstream
+        } else if gpu_el.is_some() {
+            let k = kind_from_class(d.class, d.vendor_id);
+            if k.is_compute() { k } else { DeviceKind::Gpu }
+        } else if nic_el.is_some() {
+            DeviceKind::Nic
+        } else if d.class >> 16 == 0x03 {
+            // NCCL's own mapping (kvDictPciClass): any display class is a GPU, whatever the
+            // vendor (partial topology files often give no vendor at all).
+            DeviceKind::Gpu
+        } else if d.class >> 16 == 0x02 {
+            DeviceKind::Nic
+        } else {
+            kind_from_class(d.class, d.vendor_id)
+        };
+        if let Some(g) = gpu_el {
+            self.any_gpu_element = true;
+            let ge = &doc.elements[g];
+            let dev = ge.attr("dev").unwrap_or("?");
+            let mut od = OsDevice::new(OsDeviceKind::NvidiaGpu, format!("nvml{dev}"));
+            for (k, v) in &ge.attrs {
+                od.attrs.push((k.clone(), v.clone()));
+            }
+            for c in doc.children_named(g, "c2c") {
+                let ce = &doc.elements[c];
+                od.attrs
+                    .push(("c2c_bw".into(), ce.attr("bw").unwrap_or("").to_string()));
+                od.attrs.push((
+                    "c2c_count".into(),
+                    ce.attr("count").unwrap_or("").to_string(),
+                ));
+            }
+            d.os_devices.push(od);
+            let version = ge
+                .attr("sm")
+                .and_then(|s| s.trim().parse().ok())
+                .and_then(nvlink_version_of_sm);
+            self.gpu_version.insert(bdf, version);
+            for l in doc.children_named(g, "nvlink") {
+                let le = &doc.elements[l];
+                let count = le.attr("count").and_then(|c| c.trim().parse::<u32>().ok());
+                let Some(count) = count.filter(|&c| c > 0) else {
+                    let w = self.warn(
+                        l,
+                        format!(
+                            "nvlink count {:?} unreadable; link not kept",
+                            le.attr("count")
+                        ),
+                    );
+                    self.warnings.push(w);
+                    continue;
+                };
+                self.nvlinks.push((
+                    bdf,
+                    le.attr("target").unwrap_or("").to_string(),
+                    hex_attr(le.attr("tclass")),
+                    count,
+                ));
+            }
+        }
+        if let Some(n) = nic_el {
+            for net in doc.children_named(n, "net") {
+                let ne = &doc.elements[net];
+                let name = ne.attr("name").unwrap_or("").to_string();
+                let speed = ne
+                    .attr("speed")
+                    .and_then(|s| s.trim().parse::<f64>().ok())
+                    .filter(|s| *s > 0.0);
+                let mut od = if is_rdma_name(&name) {
+                    let mut od = OsDevice::new(OsDeviceKind::Rdma, name);
+                    let port = ne
+                        .attr("port")
+                        .and_then(|p| p.trim().parse().ok())
+                        .unwrap_or(1);
+                    od.ports.push(RdmaPort {
+                        port,
+                        state: None,
+                        phys_state: None,
+                        rate_gbps: speed.map(|s| s / 1000.0),
+                        rate_text: None,
+                        link_layer: None,
+                    });
+                    od
+                } else {
+                    let mut od = OsDevice::new(OsDeviceKind::Net, name);
+                    od.speed_mbps = speed.map(|s| s as u64);
+                    od
+                };
+                for (k, v) in &ne.attrs {
+                    if k != "name" {
+                        od.attrs.push((k.clone(), v.clone()));
+                    }
+                }
+                d.os_devices.push(od);
+            }
+        }
+        self.seen.insert(bdf, self.devices.len());
+        self.devices.push(d);
+        for c in doc.children_named(i, "pci").collect::<Vec<_>>() {
+            self.pci(c, Some(bdf), hb, numa, cpus);
+        }
+    }
+}
+
+/// Reads an NCCL topology XML document (already parsed) into a topology.
+pub fn read(doc: &Doc, source: SourceInfo, pci_ids: Option<&std::path::Path>) -> Result<Topology> {
+    let Some(root) = doc.root() else {
+        bail!("empty document")
+    };
+    if root.name != "system" {
+        bail!(
+            "not an NCCL topology XML: root element is <{}>, expected <system>",
+            root.name
+        );
+    }
+    let mut source = source;
+    source.kind = "nccl-xml".into();
+    source.limitations = LIMITATIONS.iter().map(|s| s.to_string()).collect();
+    let mut ctx = Ctx {
+        doc,
+        devices: Vec::new(),
+        seen: HashMap::new(),
+        warnings: Vec::new(),
+        nvlinks: Vec::new(),
+        gpu_version: HashMap::new(),
+        any_gpu_element: false,
+    };
+    match root.attr("version") {
+        Some("1") => {}
+        v => ctx.warnings.push(Warning {
+            path: format!("line {} <system>", root.line),
+            message: format!(
+                "system version {v:?}; NCCL writes version 1; read with the version 1 rules"
+            ),
+        }),
+    }
+    let mut numa: BTreeMap<u32, NumaNode> = BTreeMap::new();
+    let mut host_bridges: Vec<HostBridge> = Vec::new();
+    let mut machine = MachineInfo {
+        kernel_cmdline: Fact::Unknown("NCCL XML does not record the kernel command line".into()),
+        iommu_units: Fact::Unknown("NCCL XML does not record IOMMU units".into()),
+        ..MachineInfo::default()
+    };
+    let cpu_els: Vec<usize> = doc.children_named(0, "cpu").collect();
+    if cpu_els.is_empty() {
+        bail!("<system> has no <cpu> element");
+    }
+    for &c in &cpu_els {
+        let ce = &doc.elements[c];
+        let numaid = match ce.attr("numaid").map(|n| n.trim().parse::<i64>()) {
+            Some(Ok(n)) if n >= 0 => u32::try_from(n).ok(),
+            Some(Ok(_)) => None,
+            _ => {
+                let w = ctx.warn(
+                    c,
+                    format!(
+                        "numaid {:?} unreadable; NUMA node unknown",
+                        ce.attr("numaid")
+                    ),
+                );
+                ctx.warnings.push(w);
+                None
+            }
+        };
+        let cpus = ce
+            .attr("affinity")
+            .and_then(|a| cpulist::parse_mask(a.as_bytes()));
+        if ce.attr("affinity").is_some() && cpus.is_none() {
+            let w = ctx.warn(
+                c,
+                format!(
+                    "affinity {:?} is not a CPU mask; local CPUs unknown",
+                    ce.attr("affinity")
+                ),
+            );
+            ctx.warnings.push(w);
+        }
+        let cpus = cpus.filter(|c| !c.is_empty());
+        if let Some(id) = numaid {
+            match numa.entry(id) {
+                std::collections::btree_map::Entry::Occupied(_) => {
+                    let w = ctx.warn(
+                        c,
+                        format!("second cpu element for NUMA node {id}; its devices share the first one's host bridge"),
+                    );
+                    ctx.warnings.push(w);
+                }
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert(NumaNode {
+                        id,
+                        cpus: cpus
+                            .as_deref()
+                            .map(cpulist::format_list)
+                            .unwrap_or_default(),
+                        distances: Vec::new(),
+                    });
+                }
+            }
+        }
+        let hb = host_bridge_for(numaid);
+        if !host_bridges.iter().any(|h| h.name == hb) {
+            host_bridges.push(HostBridge {
+                name: hb.clone(),
+                domain: 0,
+                bus: 0,
+                numa_node: numaid,
+                cpus: cpus.as_deref().map(cpulist::format_list),
+            });
+        }
+        if machine.cpu_vendor.is_none() {
+            machine.cpu_vendor = ce
+                .attr("vendor")
+                .map(|v| v.to_string())
+                .filter(|v| !v.trim().is_empty());
+            machine.cpu_family = ce.attr("familyid").and_then(|v| v.trim().parse().ok());
+            machine.cpu_model_number = ce.attr("modelid").and_then(|v| v.trim().parse().ok());
+        }
+        for p in doc.children_named(c, "pci").collect::<Vec<_>>() {
+            ctx.pci(p, None, &hb, numaid, &cpus);
+        }
+        for n in doc.children_named(c, "nic").collect::<Vec<_>>() {
+            let names: Vec<&str> = doc
+                .children_named(n, "net")
+                .filter_map(|x| doc.elements[x].attr("name"))
+                .collect();
+            let w = ctx.warn(
+                n,
+                format!(
+                    "virtual NIC directly under a cpu (no PCI device): {} not kept",
+                    names.join(", ")
+                ),
+            );
+            ctx.warnings.push(w);
+        }
+    }
+
+    // Switches: one per upstream port, in address order.
+    let mut devices = std::mem::take(&mut ctx.devices);
+    devices.sort_by_key(|d| d.bdf);
+    let ups: Vec<Bdf> = devices
+        .iter()
+        .filter(|d| d.kind == DeviceKind::SwitchUpstream)
+        .map(|d| d.bdf)
+        .collect();
+    let sw_id: HashMap<Bdf, String> = ups
+        .iter()
+        .enumerate()
+        .map(|(n, b)| (*b, format!("sw{n}")))
+        .collect();
+    let parent_of: HashMap<Bdf, Option<Bdf>> = devices.iter().map(|d| (d.bdf, d.parent)).collect();
+    let switches: Vec<Switch> = ups
+        .iter()
+        .map(|u| Switch {
+            id: sw_id[u].clone(),
+            upstream: *u,
+            downstream: Vec::new(),
+            parent_switch: parent_of
+                .get(u)
+                .copied()
+                .flatten()
+                .and_then(|p| sw_id.get(&p).cloned()),
+            evidence: "nccl-xml".into(),
+        })
+        .collect();
+    for d in &mut devices {
+        d.switch = d.parent.and_then(|p| sw_id.get(&p).cloned());
+    }
+
+    // NVLinks.
+    let gpus: HashMap<Bdf, Option<u32>> = ctx.gpu_version.clone();
+    let mut pairs: BTreeMap<(Bdf, Bdf), (u32, Option<u32>)> = BTreeMap::new();
+    let mut fabric: BTreeMap<Bdf, (u32, Option<u32>)> = BTreeMap::new();
+    let mut cpu_links = 0usize;
+    for (gpu, target, tclass, count) in &ctx.nvlinks {
+        let version = gpus.get(gpu).copied().flatten();
+        let tb = target.parse::<Bdf>().ok();
+        match (tclass.map(|c| c >> 8), tb) {
+            (Some(0x0680), _) if tclass == &Some(0x068001) => cpu_links += 1,
+            (_, Some(t)) if gpus.contains_key(&t) && t != *gpu => {
+                let k = if *gpu < t { (*gpu, t) } else { (t, *gpu) };
+                // Both GPUs list the pair; keep the larger count if they disagree.
+                let e = pairs.entry(k).or_insert((0, version));
+                e.0 = e.0.max(*count);
+            }
+            (Some(0x0680), _) | (_, None) => {
+                // NVSwitch (or a hidden one: NCCL writes an unprintable target in VMs).
+                let e = fabric.entry(*gpu).or_insert((0, version));
+                e.0 += count;
+            }
+            (Some(c), Some(t)) if c >> 8 == 0x03 => {
+                ctx.warnings.push(Warning {
+                    path: format!("nvlink target {t}"),
+                    message: format!("GPU {gpu} lists an NVLink to GPU {t}, which is not in this file; not kept"),
+                });
+            }
+            (_, Some(t)) => ctx.warnings.push(Warning {
+                path: format!("nvlink target {t}"),
+                message: format!("NVLink from {gpu} to a target of class {tclass:?} peerpath does not model; not kept"),
+            }),
+        }
+    }
+    if cpu_links > 0 {
+        ctx.warnings.push(Warning {
+            path: source.path.clone(),
+            message: format!(
+                "{cpu_links} GPU-to-CPU NVLink element(s) (POWER) cannot be represented; not kept"
+            ),
+        });
+    }
+    let mut nvlinks: Vec<NvLink> = pairs
+        .into_iter()
+        .map(|((a, b), (count, version))| NvLink {
+            a,
+            b: Some(b),
+            count,
+            version,
+        })
+        .collect();
+    nvlinks.extend(fabric.into_iter().map(|(a, (count, version))| NvLink {
+        a,
+        b: None,
+        count,
+        version,
+    }));
+    nvlinks.sort_by_key(|l| (l.a, l.b));
+
+    let numa_nodes: Vec<NumaNode> = numa.into_values().collect();
+    let nvlink_visible = ctx.any_gpu_element;
+    let warnings = ctx.warnings;
+    let mut topo = Topology::new(
+        source,
+        machine,
+        numa_nodes,
+        host_bridges,
+        devices,
+        switches,
+        warnings,
+    );
+    topo.nvlinks = nvlinks;
+    topo.nvlink_visible = nvlink_visible;
+    if let Some(p) = pci_ids {
+        crate::pci_ids::name_devices(p, &mut topo);
+    }
+    Ok(topo)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sources::xmltree;
+
+    fn load(xml: &str) -> Topology {
+        let doc = xmltree::parse(xml).unwrap();
+        read(
+            &doc,
+            SourceInfo {
+                kind: String::new(),
+                path: "t.xml".into(),
+                limitations: vec![],
+            },
+            None,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn spec_example() {
+        let t = load(
+            r#"<system version="1">
+  <cpu numaid="0" affinity="00000000,0000ffff" arch="x86_64" vendor="GenuineIntel" familyid="6" modelid="143">
+    <pci busid="0000:17:00.0" class="0x060400" vendor="0x1000" device="0xc030" link_speed="32.0 GT/s PCIe" link_width="16">
+      <pci busid="0000:19:00.0" class="0x030200" vendor="0x10de" device="0x20f1" link_speed="16.0 GT/s PCIe" link_width="16">
+        <gpu dev="0" sm="80" rank="0" gdr="1"><nvlink target="0000:9a:00.0" count="12" tclass="0x030200"/></gpu>
+      </pci>
+      <pci busid="0000:1a:00.0" class="0x020700" vendor="0x15b3" device="0x1021" link_speed="32.0 GT/s PCIe" link_width="16">
+        <nic><net name="mlx5_0" dev="0" speed="400000" port="1" gdr="1"/></nic>
+      </pci>
+    </pci>
+  </cpu>
+  <cpu numaid="1" affinity="ffffffff,ffff0000" arch="x86_64" vendor="GenuineIntel" familyid="6" modelid="143">
+    <pci busid="0000:9a:00.0" class="0x030200" vendor="0x10de" device="0x20f1" link_speed="16.0 GT/s PCIe" link_width="16">
+      <gpu dev="1" sm="80" rank="1" gdr="1"><nvlink target="0000:19:00.0" count="12" tclass="0x030200"/></gpu>
+    </pci>
+  </cpu>
+</system>"#,
+        );
+        assert_eq!(t.source.kind, "nccl-xml");
+        assert!(t.source.limitations[0].contains("PHB and NODE cannot be told apart"));
+        assert_eq!(t.of_kind(DeviceKind::Gpu).count(), 2);
+        assert_eq!(t.of_kind(DeviceKind::Nic).count(), 1);
+        assert_eq!(t.switches.len(), 1);
+        let nic = t.device(&"0000:1a:00.0".parse().unwrap()).unwrap();
+        assert_eq!(nic.switch.as_deref(), Some("sw0"));
+        assert_eq!(nic.rdma_names().collect::<Vec<_>>(), ["mlx5_0"]);
+        assert_eq!(nic.numa_node, Some(0));
+        assert_eq!(nic.link.unwrap().max_gts, Some(32.0));
+        let g1 = t.device(&"0000:9a:00.0".parse().unwrap()).unwrap();
+        assert_eq!(g1.host_bridge, "nccl-cpu1");
+        assert_eq!(t.numa_of(g1), Some(1));
+        assert_eq!(t.numa_nodes[1].cpus, "16-63");
+        assert_eq!(t.nvlinks.len(), 1);
+        assert_eq!(t.nvlinks[0].count, 12);
+        assert_eq!(t.nvlinks[0].version, Some(3));
+        assert!(t.nvlink_visible);
+        assert_eq!(t.machine.cpu_model_number, Some(143));
+    }
+
+    #[test]
+    fn bad_input_is_an_error_or_warning() {
+        let doc = xmltree::parse("<system version=\"1\"/>").unwrap();
+        let src = SourceInfo {
+            kind: String::new(),
+            path: "x".into(),
+            limitations: vec![],
+        };
+        assert!(read(&doc, src.clone(), None).is_err());
+        let doc = xmltree::parse("<topology/>").unwrap();
+        assert!(read(&doc, src, None).is_err());
+        let t = load(
+            r#"<system version="1"><cpu numaid="x" affinity="zz"><pci busid="nope" class="0x0302"/></cpu></system>"#,
+        );
+        assert!(t.devices.is_empty());
+        assert_eq!(t.warnings.len(), 3, "{:?}", t.warnings);
+    }
+}

@@ -1,0 +1,565 @@
+//! NVML enrichment of a live scan: GPU index, UUID and NVLink state from
+//! `libnvidia-ml.so.1`, opened at run time by `nvml-wrapper` (dlopen; nothing is linked). On a
+//! machine without the library or without a working driver, nothing changes except a status
+//! message saying that NVLink was not visible and why; GPU pairs then stay PCIe-only.
+//!
+//! The NVML calls are kept apart from the folding ([`apply`]), which is pure and unit-tested on
+//! constructed observations.
+
+use crate::model::bdf::Bdf;
+use crate::model::device::{OsDevice, OsDeviceKind};
+use crate::model::topology::{NvLink, Topology, Warning};
+use std::collections::BTreeMap;
+
+/// NVIDIA's PCI vendor ID.
+const NVIDIA: u16 = 0x10de;
+/// Highest NVLink index probed per GPU (NVML's `NVML_NVLINK_MAX_LINKS` is 18 as of NVML 12).
+const MAX_LINKS: u32 = 18;
+
+/// What a link's far end is, as NVML reported it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Remote {
+    /// `nvmlDeviceGetNvLinkRemotePciInfo` bus ID.
+    Pci(Bdf),
+    /// The remote PCI info was unreadable or empty (NVSwitches hidden in a VM); the reason.
+    Unreadable(String),
+}
+
+/// One NVLink of a GPU (`nvmlDeviceGetNvLinkState`, `…Version`, `…RemotePciInfo`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NvmlLink {
+    /// Link index.
+    pub link: u32,
+    /// Whether NVML says the link is active.
+    pub active: bool,
+    /// NVLink version, when NVML gave it.
+    pub version: Option<u32>,
+    /// The far end.
+    pub remote: Remote,
+}
+
+/// One GPU as NVML reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NvmlGpu {
+    /// NVML index (`nvmlDeviceGetHandleByIndex`).
+    pub index: u32,
+    /// `nvmlDeviceGetUUID`.
+    pub uuid: Option<String>,
+    /// `nvmlDeviceGetPciInfo` bus ID.
+    pub bdf: Option<Bdf>,
+    /// Its NVLinks (probed until NVML reports an error for a link index).
+    pub links: Vec<NvmlLink>,
+    /// `nvmlDeviceGetP2PStatus` towards each other GPU: (other's NVML index, read, write,
+    /// nvlink) statuses as NVML names them (`Ok`, `ChipsetNotSupported`, …).
+    pub p2p: Vec<(u32, String, String, String)>,
+}
+
+/// Outcome of [`enrich`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NvmlStatus {
+    /// Whether loading NVML was tried (there were NVIDIA PCI devices).
+    pub attempted: bool,
+    /// Whether NVML loaded and answered.
+    pub loaded: bool,
+    /// What happened, in words (why NVLink was not visible, or what was read).
+    pub message: String,
+    /// GPUs read.
+    pub gpus: usize,
+}
+
+impl NvmlStatus {
+    /// The warning to record in the topology when NVML was tried and failed.
+    pub fn warning(&self) -> Option<Warning> {
+        (self.attempted && !self.loaded).then(|| Warning {
+            path: "libnvidia-ml.so.1".into(),
+            message: self.message.clone(),
+        })
+    }
+}
+
+/// Plain-words reason for an NVML error.
+fn explain(e: &nvml_wrapper::error::NvmlError) -> String {
+    use nvml_wrapper::error::NvmlError as E;
+    match e {
+        E::LibloadingError(l) => format!("the NVML library could not be loaded ({l}); install the NVIDIA driver's libnvidia-ml.so.1"),
+        E::FailedToLoadSymbol(s) => format!("the NVML library lacks a needed function ({s}); the driver is older than NVML API 13 expects"),
+        E::LibRmVersionMismatch => "driver/library version mismatch: the loaded nvidia kernel module and libnvidia-ml.so.1 come from different driver versions (reload the module or reboot)".into(),
+        E::DriverNotLoaded => "the NVIDIA kernel driver is not loaded".into(),
+        E::NoPermission => "no permission to query NVML".into(),
+        other => format!("NVML error: {other}"),
+    }
+}
+
+/// Loads NVML on the live machine and folds what it says into `topo`: per GPU its NVML index
+/// and UUID (as attributes of its `NvidiaGpu` OS device), NVLinks into `topo.nvlinks` (links to
+/// NVSwitches fold into one fabric link per GPU), P2P status, and `nvlink_visible = true`.
+/// Without NVIDIA PCI devices NVML is not loaded at all. Never panics.
+pub fn enrich(topo: &mut Topology) -> NvmlStatus {
+    if !topo.devices.iter().any(|d| d.vendor_id == Some(NVIDIA)) {
+        return NvmlStatus {
+            attempted: false,
+            loaded: false,
+            message: "no NVIDIA PCI device found; NVML not loaded, NVLink not visible".into(),
+            gpus: 0,
+        };
+    }
+    let res =
+        std::panic::catch_unwind(query).unwrap_or_else(|_| Err("NVML query panicked".to_string()));
+    match res {
+        Ok(gpus) => {
+            let warnings = apply(topo, &gpus);
+            topo.warnings.extend(warnings);
+            topo.nvlink_visible = true;
+            NvmlStatus {
+                attempted: true,
+                loaded: true,
+                message: format!(
+                    "NVML loaded: {} GPU(s), {} NVLink connection(s)",
+                    gpus.len(),
+                    topo.nvlinks.len()
+                ),
+                gpus: gpus.len(),
+            }
+        }
+        Err(why) => NvmlStatus {
+            attempted: true,
+            loaded: false,
+            message: format!("NVLink was not visible: {why}; GPU pairs are judged on PCIe only"),
+            gpus: 0,
+        },
+    }
+}
+
+/// Asks NVML about every GPU.
+fn query() -> Result<Vec<NvmlGpu>, String> {
+    use nvml_wrapper::Nvml;
+    use nvml_wrapper::enum_wrappers::device::P2pCapabilitiesIndex as P;
+    let nvml = Nvml::init().map_err(|e| explain(&e))?;
+    let n = nvml.device_count().map_err(|e| explain(&e))?;
+    let mut handles = Vec::new();
+    let mut out = Vec::new();
+    for i in 0..n {
+        let d = nvml.device_by_index(i).map_err(|e| explain(&e))?;
+        let bdf = d
+            .pci_info()
+            .ok()
+            .and_then(|p| p.bus_id.trim_end_matches('\0').parse::<Bdf>().ok());
+        let mut links = Vec::new();
+        for l in 0..MAX_LINKS {
+            let w = d.link_wrapper_for(l);
+            let active = match w.is_active() {
+                Ok(a) => a,
+                Err(_) => break, // past the last link, or NVLink not supported
+            };
+            if !active {
+                links.push(NvmlLink {
+                    link: l,
+                    active,
+                    version: None,
+                    remote: Remote::Unreadable("inactive".into()),
+                });
+                continue;
+            }
+            let version = w.version().ok();
+            let remote = match w.remote_pci_info() {
+                Ok(p) => match p.bus_id.trim_end_matches('\0').parse::<Bdf>() {
+                    Ok(b) => Remote::Pci(b),
+                    Err(_) => Remote::Unreadable(format!("remote bus id {:?}", p.bus_id)),
+                },
+                Err(e) => Remote::Unreadable(explain(&e)),
+            };
+            links.push(NvmlLink {
+                link: l,
+                active,
+                version,
+                remote,
+            });
+        }
+        out.push(NvmlGpu {
+            index: i,
+            uuid: d.uuid().ok(),
+            bdf,
+            links,
+            p2p: Vec::new(),
+        });
+        handles.push(d);
+    }
+    let name = |r: Result<nvml_wrapper::enum_wrappers::device::P2pStatus, _>| match r {
+        Ok(s) => format!("{s:?}"),
+        Err(e) => format!("unknown ({})", explain(&e)),
+    };
+    for (i, a) in handles.iter().enumerate() {
+        for (j, b) in handles.iter().enumerate() {
+            if i == j {
+                continue;
+            }
+            let p = (
+                j as u32,
+                name(a.p2p_status(b, P::Read)),
+                name(a.p2p_status(b, P::Write)),
+                name(a.p2p_status(b, P::NvLink)),
+            );
+            out[i].p2p.push(p);
+        }
+    }
+    Ok(out)
+}
+
+/// Folds NVML observations into the topology; returns the warnings it had to make.
+///
+/// - Each GPU is matched to its PCI function by BDF; its `NvidiaGpu` OS device (created as
+///   `nvml<index>` when the scan had none) gets `nvml_index`, `uuid` and `p2p <peer bdf>` attributes.
+/// - Active links whose remote is another NVML GPU (matched on domain, bus and device) count
+///   towards that pair; both GPUs report the same links, so the larger of the two counts is kept.
+/// - Active links to anything else that is an NVIDIA bridge-class function (NVSwitch, class
+///   0x0680), to an address the scan does not have, or with an unreadable remote (NVSwitches
+///   hidden in a VM, as NCCL assumes) add to that GPU's fabric link (`b = None`).
+/// - Links to an IBM NPU (POWER CPU) cannot be represented and are reported.
+///
+/// `topo.nvlinks` is replaced.
+pub fn apply(topo: &mut Topology, gpus: &[NvmlGpu]) -> Vec<Warning> {
+    let mut warnings = Vec::new();
+    let same_adapter =
+        |a: &Bdf, b: &Bdf| a.domain == b.domain && a.bus == b.bus && a.device == b.device;
+    let gpu_of = |b: &Bdf| {
+        gpus.iter()
+            .find(|g| g.bdf.as_ref().is_some_and(|x| same_adapter(x, b)))
+    };
+    let mut pairs: BTreeMap<(Bdf, Bdf), (u32, Option<u32>)> = BTreeMap::new();
+    let mut fabric: BTreeMap<Bdf, (u32, Option<u32>)> = BTreeMap::new();
+    for g in gpus {
+        let Some(me) = g.bdf else {
+            warnings.push(Warning {
+                path: format!("nvml{}", g.index),
+                message: "NVML gave no PCI bus ID for this GPU; its NVLinks are not kept".into(),
+            });
+            continue;
+        };
+        // Identity on the PCI function.
+        match topo.devices.iter_mut().find(|d| d.bdf == me) {
+            Some(d) => {
+                let pos = d
+                    .os_devices
+                    .iter()
+                    .position(|o| o.kind == OsDeviceKind::NvidiaGpu);
+                let od = match pos {
+                    Some(p) => &mut d.os_devices[p],
+                    None => {
+                        d.os_devices.push(OsDevice::new(
+                            OsDeviceKind::NvidiaGpu,
+                            format!("nvml{}", g.index),
+                        ));
+                        let last = d.os_devices.len() - 1;
+                        &mut d.os_devices[last]
+                    }
+                };
+                od.attrs.push(("nvml_index".into(), g.index.to_string()));
+                if let Some(u) = &g.uuid {
+                    od.attrs.push(("uuid".into(), u.clone()));
+                }
+                for (j, r, w, n) in &g.p2p {
+                    let peer = gpus
+                        .iter()
+                        .find(|x| x.index == *j)
+                        .and_then(|x| x.bdf)
+                        .map(|b| b.to_string())
+                        .unwrap_or_else(|| format!("nvml{j}"));
+                    od.attrs.push((
+                        format!("p2p {peer}"),
+                        format!("read={r} write={w} nvlink={n}"),
+                    ));
+                }
+            }
+            None => warnings.push(Warning {
+                path: format!("nvml{}", g.index),
+                message: format!("NVML GPU at {me} is not in the PCI scan; identity not attached"),
+            }),
+        }
+        for l in g.links.iter().filter(|l| l.active) {
+            match &l.remote {
+                Remote::Pci(r) => {
+                    if let Some(peer) = gpu_of(r) {
+                        let Some(pb) = peer.bdf else { continue };
+                        if same_adapter(&pb, &me) {
+                            continue;
+                        }
+                        let key = if me < pb { (me, pb) } else { (pb, me) };
+                        // Count this GPU's links to the peer; merged below by max.
+                        let n = g
+                            .links
+                            .iter()
+                            .filter(|x| {
+                                x.active
+                                    && matches!(&x.remote, Remote::Pci(y) if same_adapter(y, r))
+                            })
+                            .count() as u32;
+                        let e = pairs.entry(key).or_insert((0, l.version));
+                        e.0 = e.0.max(n);
+                        e.1 = e.1.or(l.version);
+                        continue;
+                    }
+                    let target = topo.devices.iter().find(|d| same_adapter(&d.bdf, r));
+                    match target {
+                        Some(t) if t.vendor_id == Some(0x1014) => {
+                            warnings.push(Warning {
+                                path: format!("nvml{} link {}", g.index, l.link),
+                                message: format!("NVLink to IBM NPU {r} (GPU-to-CPU NVLink) cannot be represented; not kept"),
+                            });
+                        }
+                        Some(t) if !(t.vendor_id == Some(NVIDIA) && t.class >> 8 == 0x0680) => {
+                            warnings.push(Warning {
+                                path: format!("nvml{} link {}", g.index, l.link),
+                                message: format!(
+                                    "NVLink remote {r} is neither a GPU nor an NVSwitch (class 0x{:06x}); counted as NVSwitch fabric",
+                                    t.class
+                                ),
+                            });
+                            let e = fabric.entry(me).or_insert((0, l.version));
+                            e.0 += 1;
+                        }
+                        _ => {
+                            let e = fabric.entry(me).or_insert((0, l.version));
+                            e.0 += 1;
+                            e.1 = e.1.or(l.version);
+                        }
+                    }
+                }
+                Remote::Unreadable(_) => {
+                    let e = fabric.entry(me).or_insert((0, l.version));
+                    e.0 += 1;
+                    e.1 = e.1.or(l.version);
+                }
+            }
+        }
+    }
+    let mut links: Vec<NvLink> = pairs
+        .into_iter()
+        .map(|((a, b), (count, version))| NvLink {
+            a,
+            b: Some(b),
+            count,
+            version,
+        })
+        .collect();
+    links.extend(fabric.into_iter().map(|(a, (count, version))| NvLink {
+        a,
+        b: None,
+        count,
+        version,
+    }));
+    links.sort_by_key(|l| (l.a, l.b));
+    topo.nvlinks = links;
+    warnings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::device::{Device, DeviceKind};
+    use crate::model::topology::{MachineInfo, SourceInfo};
+
+    fn b(s: &str) -> Bdf {
+        s.parse().unwrap()
+    }
+
+    fn topo(devs: &[(&str, u32, u16)]) -> Topology {
+        let devices = devs
+            .iter()
+            .map(|(a, class, vendor)| {
+                let mut d = Device::new(b(a), "pci0000:00".into(), String::new());
+                d.class = *class;
+                d.vendor_id = Some(*vendor);
+                d.kind = crate::model::device::kind_from_class(*class, Some(*vendor));
+                d
+            })
+            .collect();
+        let src = SourceInfo {
+            kind: "sysfs".into(),
+            path: "/".into(),
+            limitations: vec![],
+        };
+        Topology::new(
+            src,
+            MachineInfo::default(),
+            vec![],
+            vec![],
+            devices,
+            vec![],
+            vec![],
+        )
+    }
+
+    fn gpu(index: u32, bdf: &str, links: Vec<Remote>) -> NvmlGpu {
+        NvmlGpu {
+            index,
+            uuid: Some(format!("GPU-{index}")),
+            bdf: Some(b(bdf)),
+            links: links
+                .into_iter()
+                .enumerate()
+                .map(|(i, remote)| NvmlLink {
+                    link: i as u32,
+                    active: true,
+                    version: Some(4),
+                    remote,
+                })
+                .collect(),
+            p2p: vec![],
+        }
+    }
+
+    #[test]
+    fn nvswitch_links_fold_into_one_fabric_link_per_gpu() {
+        let mut t = topo(&[
+            ("0000:18:00.0", 0x030200, 0x10de),
+            ("0000:2a:00.0", 0x030200, 0x10de),
+            ("0000:c3:00.0", 0x068000, 0x10de),
+            ("0000:c4:00.0", 0x068000, 0x10de),
+        ]);
+        let sw = |s: &str| Remote::Pci(b(s));
+        let g0 = gpu(
+            0,
+            "0000:18:00.0",
+            (0..18)
+                .map(|i| {
+                    if i % 2 == 0 {
+                        sw("0000:c3:00.0")
+                    } else {
+                        sw("0000:c4:00.0")
+                    }
+                })
+                .collect(),
+        );
+        let mut g1 = gpu(
+            1,
+            "0000:2a:00.0",
+            (0..18)
+                .map(|_| Remote::Unreadable("hidden".into()))
+                .collect(),
+        );
+        g1.links[17].active = false;
+        let w = apply(&mut t, &[g0, g1]);
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(t.nvlinks.len(), 2);
+        assert_eq!(
+            t.nvlinks[0],
+            NvLink {
+                a: b("0000:18:00.0"),
+                b: None,
+                count: 18,
+                version: Some(4)
+            }
+        );
+        assert_eq!(t.nvlinks[1].count, 17);
+        let d = t.device(&b("0000:18:00.0")).unwrap();
+        let od = d
+            .os_devices
+            .iter()
+            .find(|o| o.kind == OsDeviceKind::NvidiaGpu)
+            .unwrap();
+        assert_eq!(od.name, "nvml0");
+        assert!(od.attrs.contains(&("uuid".into(), "GPU-0".into())));
+    }
+
+    #[test]
+    fn direct_gpu_pairs_are_counted_once() {
+        let mut t = topo(&[
+            ("0000:18:00.0", 0x030200, 0x10de),
+            ("0000:2a:00.0", 0x030200, 0x10de),
+            ("0000:40:00.0", 0x030200, 0x10de),
+        ]);
+        let p = |s: &str| Remote::Pci(b(s));
+        // NVML reports remote GPUs with function 0 of the adapter; 4 links 0-1, 2 links 0-2.
+        let g0 = gpu(
+            0,
+            "0000:18:00.0",
+            vec![
+                p("0000:2a:00.0"),
+                p("0000:2a:00.0"),
+                p("0000:2a:00.0"),
+                p("0000:2a:00.0"),
+                p("0000:40:00.0"),
+                p("0000:40:00.0"),
+            ],
+        );
+        let g1 = gpu(
+            1,
+            "0000:2a:00.0",
+            vec![
+                p("0000:18:00.0"),
+                p("0000:18:00.0"),
+                p("0000:18:00.0"),
+                p("0000:18:00.0"),
+            ],
+        );
+        let mut g2 = gpu(
+            2,
+            "0000:40:00.0",
+            vec![p("0000:18:00.0"), p("0000:18:00.0")],
+        );
+        g2.p2p.push((0, "Ok".into(), "Ok".into(), "Ok".into()));
+        let w = apply(&mut t, &[g0, g1, g2]);
+        assert!(w.is_empty(), "{w:?}");
+        let got: Vec<(Bdf, Option<Bdf>, u32)> =
+            t.nvlinks.iter().map(|l| (l.a, l.b, l.count)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (b("0000:18:00.0"), Some(b("0000:2a:00.0")), 4),
+                (b("0000:18:00.0"), Some(b("0000:40:00.0")), 2)
+            ]
+        );
+        let d = t.device(&b("0000:40:00.0")).unwrap();
+        assert!(
+            d.os_devices[0]
+                .attrs
+                .iter()
+                .any(|(k, v)| k == "p2p 0000:18:00.0" && v.contains("read=Ok"))
+        );
+        assert_eq!(t.devices[0].kind, DeviceKind::Gpu);
+    }
+
+    #[test]
+    fn unknown_gpus_and_cpu_links_are_reported() {
+        let mut t = topo(&[
+            ("0000:18:00.0", 0x030200, 0x10de),
+            ("0000:04:00.0", 0x068000, 0x1014),
+        ]);
+        let g0 = gpu(0, "0000:18:00.0", vec![Remote::Pci(b("0000:04:00.0"))]);
+        let g9 = gpu(9, "0000:99:00.0", vec![]);
+        let mut nobdf = gpu(3, "0000:01:00.0", vec![]);
+        nobdf.bdf = None;
+        let w = apply(&mut t, &[g0, g9, nobdf]);
+        assert_eq!(w.len(), 3, "{w:?}");
+        assert!(t.nvlinks.is_empty());
+    }
+
+    #[test]
+    fn no_nvidia_means_no_nvml_and_no_warning() {
+        let mut t = topo(&[("0000:18:00.0", 0x020000, 0x15b3)]);
+        let s = enrich(&mut t);
+        assert!(!s.attempted && !s.loaded);
+        assert!(s.warning().is_none());
+        assert!(!t.nvlink_visible);
+    }
+
+    #[test]
+    fn without_the_library_the_status_says_why() {
+        // This machine has no libnvidia-ml.so.1; where it has, the test checks the loaded path.
+        let mut t = topo(&[("0000:18:00.0", 0x030200, 0x10de)]);
+        let s = enrich(&mut t);
+        assert!(s.attempted);
+        if s.loaded {
+            assert!(t.nvlink_visible);
+        } else {
+            assert!(
+                s.message.starts_with("NVLink was not visible: "),
+                "{}",
+                s.message
+            );
+            assert!(s.warning().is_some());
+            assert!(!t.nvlink_visible);
+            assert!(t.nvlinks.is_empty());
+        }
+    }
+}
