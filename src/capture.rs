@@ -476,8 +476,8 @@ impl Builder<'_> {
 /// What a redacted value reads as.
 pub const REDACTED: &str = "(redacted by peerpath capture)";
 
-/// Replaces the value of every `GPU UUID` / `… Serial …` line of an NVIDIA `information` file;
-/// returns the text and how many lines changed.
+/// Replaces the value of every `GPU UUID` / `… Serial …` line of an NVIDIA `information` file
+/// (unless the driver already masked it); returns the text and how many lines changed.
 pub fn redact_information(text: &str) -> (String, usize) {
     let mut n = 0;
     let mut out = String::with_capacity(text.len());
@@ -487,7 +487,7 @@ pub fn redact_information(text: &str) -> (String, usize) {
             None => (line, ""),
         };
         match body.split_once(':') {
-            Some((k, _)) if k.contains("UUID") || k.to_ascii_lowercase().contains("serial") => {
+            Some((k, v)) if serial_key(k) && !masked(v) => {
                 n += 1;
                 out.push_str(k);
                 out.push_str(":\t ");
@@ -564,6 +564,155 @@ impl Capture {
         self.write_tar_gz(&mut v)?;
         Ok(v)
     }
+}
+
+/// Schema tag of the NVML facts stored in a live capture (`peerpath-nvml.json`).
+pub const NVML_SCHEMA: &str = "peerpath.nvml/1";
+
+/// What NVML added to a live scan, stored so that reading the capture back gives the same
+/// topology as the live machine did (NVLinks, NVML index/UUID/P2P attributes, NVML warnings).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NvmlFacts {
+    /// Always [`NVML_SCHEMA`].
+    pub schema: String,
+    /// Whether NVML loaded and answered.
+    pub loaded: bool,
+    /// What happened, in words.
+    pub message: String,
+    /// `Topology::nvlink_visible` after NVML.
+    pub nvlink_visible: bool,
+    /// `Topology::nvlinks` after NVML.
+    pub nvlinks: Vec<crate::model::topology::NvLink>,
+    /// Per NVIDIA GPU (by address), its `nvidia_gpu` OS devices after NVML.
+    pub gpus: Vec<(crate::model::Bdf, Vec<crate::model::device::OsDevice>)>,
+    /// Warnings NVML added (and the status warning when it failed).
+    pub warnings: Vec<crate::model::topology::Warning>,
+}
+
+/// Whether a value is already masked (the NVIDIA driver shows `GPU-????????-…` to non-root
+/// readers); such values carry no serial and are kept as they are.
+fn masked(v: &str) -> bool {
+    let v = v.trim();
+    let v = v.strip_prefix("GPU-").unwrap_or(v);
+    !v.is_empty() && v.chars().all(|c| c == '?' || c == '-')
+}
+
+/// Whether an attribute name holds a serial number (`uuid`, `GPU UUID`, `… Serial …`).
+fn serial_key(k: &str) -> bool {
+    let k = k.to_ascii_lowercase();
+    k.contains("uuid") || k.contains("serial")
+}
+
+/// Runs NVML enrichment on a copy of a live scan and returns what it added as JSON, or `None`
+/// when NVML was not even attempted (no NVIDIA PCI device). Serial-like attributes are
+/// redacted unless `keep_serials`.
+pub fn nvml_facts(topo: &Topology, keep_serials: bool) -> Option<String> {
+    let mut t = topo.clone();
+    let before = t.warnings.len();
+    let status = crate::sources::nvml::enrich(&mut t);
+    if !status.attempted {
+        return None;
+    }
+    let mut warnings = t.warnings.split_off(before.min(t.warnings.len()));
+    warnings.extend(status.warning());
+    serde_json::to_string_pretty(&facts_of(
+        &t,
+        status.loaded,
+        status.message,
+        warnings,
+        keep_serials,
+    ))
+    .ok()
+}
+
+/// The facts of an enriched topology (split out of [`nvml_facts`] so it is testable without
+/// NVML, over [`crate::sources::nvml::apply`]).
+pub fn facts_of(
+    t: &Topology,
+    loaded: bool,
+    message: String,
+    warnings: Vec<crate::model::topology::Warning>,
+    keep_serials: bool,
+) -> NvmlFacts {
+    use crate::model::device::OsDeviceKind;
+    let gpus = if loaded {
+        t.devices
+            .iter()
+            .filter_map(|d| {
+                let mut ods: Vec<_> = d
+                    .os_devices
+                    .iter()
+                    .filter(|o| o.kind == OsDeviceKind::NvidiaGpu)
+                    .cloned()
+                    .collect();
+                if !keep_serials {
+                    for o in &mut ods {
+                        for (k, v) in &mut o.attrs {
+                            if serial_key(k) && !masked(v) {
+                                *v = REDACTED.to_string();
+                            }
+                        }
+                    }
+                }
+                (!ods.is_empty()).then_some((d.bdf, ods))
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    NvmlFacts {
+        schema: NVML_SCHEMA.into(),
+        loaded,
+        message,
+        nvlink_visible: t.nvlink_visible,
+        nvlinks: if loaded {
+            t.nvlinks.clone()
+        } else {
+            Vec::new()
+        },
+        gpus,
+        warnings,
+    }
+}
+
+/// Folds stored NVML facts into a topology read from a capture.
+pub fn apply_nvml_facts(topo: &mut Topology, f: &NvmlFacts) {
+    use crate::model::device::OsDeviceKind;
+    if f.loaded {
+        for (bdf, ods) in &f.gpus {
+            if let Some(d) = topo.devices.iter_mut().find(|d| d.bdf == *bdf) {
+                d.os_devices.retain(|o| o.kind != OsDeviceKind::NvidiaGpu);
+                d.os_devices.extend(ods.iter().cloned());
+            }
+        }
+        topo.nvlinks = f.nvlinks.clone();
+        topo.nvlink_visible = f.nvlink_visible;
+    }
+    topo.warnings.extend(f.warnings.iter().cloned());
+    topo.rebuild();
+}
+
+/// Reads `peerpath-nvml.json` from a capture root, if present, and folds it in. A present but
+/// unreadable file is an error (the capture is damaged), never silently ignored.
+pub fn apply_stored_nvml(fs: &dyn FsRoot, topo: &mut Topology) -> anyhow::Result<()> {
+    let p = Path::new(NVML_NAME);
+    if fs.kind(p).is_none() {
+        return Ok(());
+    }
+    let b = fs
+        .read(p)
+        .map_err(|e| anyhow::anyhow!("{}: {NVML_NAME}: {e}", fs.describe()))?;
+    let f: NvmlFacts = serde_json::from_slice(&b)
+        .map_err(|e| anyhow::anyhow!("{}: {NVML_NAME} is not {NVML_SCHEMA}: {e}", fs.describe()))?;
+    if f.schema != NVML_SCHEMA {
+        anyhow::bail!(
+            "{}: {NVML_NAME} has schema {:?}, expected {NVML_SCHEMA:?}",
+            fs.describe(),
+            f.schema
+        );
+    }
+    apply_nvml_facts(topo, &f);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -7,11 +7,11 @@ use peerpath::sources::{self, LoadOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[path = "cli/classify.rs"]
-mod cli_classify;
+mod cli;
 #[path = "cli/audit.rs"]
 mod cli_audit;
-mod cli;
+#[path = "cli/classify.rs"]
+mod cli_classify;
 
 /// Exit code when the command itself could not run (bad input, unreadable root).
 const EXIT_ERROR: u8 = 2;
@@ -94,6 +94,15 @@ enum Command {
     },
     /// Write a synthesized sysfs tree (a named layout, optionally with faults) for tests.
     Fixture(cli::fixture::FixtureArgs),
+    /// Snapshot this node: a tar.gz of exactly the sysfs/procfs files peerpath reads (serial
+    /// numbers redacted), readable anywhere with `-i FILE.tar.gz`.
+    Capture(cli::capture::CaptureArgs),
+    /// Compare two nodes by role (GPU index, NIC rail), not by PCI address.
+    /// Exit 0: equal; 1: they differ; 2: an input could not be read.
+    Diff(cli::capture::DiffArgs),
+    /// Group many snapshots or JSON reports by topology fingerprint and show the outliers.
+    /// Exit 0: no outlier; 1: outliers or unreadable inputs; 2: nothing could be read.
+    Fleet(cli::capture::FleetArgs),
 }
 
 fn load(i: &InputArgs) -> Result<peerpath::model::Topology> {
@@ -118,18 +127,34 @@ fn run(cli: Cli) -> Result<u8> {
             }
             Ok(0)
         }
-        Command::Matrix { input, format, nccl_version } => {
+        Command::Matrix {
+            input,
+            format,
+            nccl_version,
+        } => {
             let topo = load(&input)?;
             print!("{}", cli_classify::run_matrix(&topo, format, nccl_version)?);
             Ok(0)
         }
-        Command::Explain { a, b, input, nccl_version, json } => {
+        Command::Explain {
+            a,
+            b,
+            input,
+            nccl_version,
+            json,
+        } => {
             let topo = load(&input)?;
-            print!("{}", cli_classify::run_explain(&topo, &a, &b, nccl_version, json)?);
+            print!(
+                "{}",
+                cli_classify::run_explain(&topo, &a, &b, nccl_version, json)?
+            );
             Ok(0)
         }
         Command::Audit { input, args } => cli_audit::run(&load(&input)?, &args),
         Command::Fixture(a) => cli::fixture::run(a),
+        Command::Capture(a) => cli::capture::run_capture(&a),
+        Command::Diff(a) => cli::capture::run_diff(&a),
+        Command::Fleet(a) => cli::capture::run_fleet(&a),
     }
 }
 

@@ -4,6 +4,8 @@
 
 pub mod audit;
 pub mod classify;
+pub mod diff;
+pub mod fleet;
 pub mod nccl;
 
 pub mod testkit;

@@ -1,0 +1,230 @@
+//! `peerpath capture`, `peerpath diff` and `peerpath fleet`: snapshot a node, compare two nodes,
+//! group many.
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, ValueEnum};
+use peerpath::analysis::{diff, fleet};
+use peerpath::capture::{self, CaptureOptions};
+use peerpath::model::{SourceInfo, Topology};
+use peerpath::sources::{self, LoadOptions, fsroot};
+use std::path::{Path, PathBuf};
+
+/// Output format of `diff` and `fleet`.
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum Format {
+    /// Lines for people.
+    Text,
+    /// JSON (`peerpath.diff/1`, `peerpath.fleet/1`).
+    Json,
+}
+
+/// Arguments of `peerpath capture`.
+#[derive(Args)]
+pub struct CaptureArgs {
+    /// Output tarball (gzip-compressed tar).
+    #[arg(short, long, value_name = "FILE.tar.gz")]
+    output: PathBuf,
+    /// Keep serial numbers (GPU UUIDs, PCIe Device Serial Numbers); redacted by default.
+    #[arg(long)]
+    keep_serials: bool,
+    /// Capture this sysfs root (a directory holding sys/, or a snapshot tarball) instead of the
+    /// live machine.
+    #[arg(long, value_name = "DIR|TARBALL")]
+    root: Option<PathBuf>,
+}
+
+/// Runs `peerpath capture`; returns the exit code.
+pub fn run_capture(a: &CaptureArgs) -> Result<u8> {
+    let (fs, shown): (Box<dyn fsroot::FsRoot>, String) = match &a.root {
+        None => (Box::new(fsroot::DirRoot::new("/")), "/".to_string()),
+        Some(p) if p.is_dir() => {
+            if !p.join("sys").is_dir() {
+                bail!("{}: no sys/ folder; not a sysfs root", p.display());
+            }
+            (Box::new(fsroot::DirRoot::new(p)), p.display().to_string())
+        }
+        Some(p) => {
+            let bytes = std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?;
+            let shown = p.display().to_string();
+            let m = fsroot::MemRoot::from_tar_bytes(&shown, &bytes)
+                .with_context(|| format!("{shown}: not a readable snapshot tarball"))?;
+            (Box::new(m), shown)
+        }
+    };
+    let src = SourceInfo {
+        kind: if a.root.is_none() {
+            "sysfs"
+        } else {
+            "snapshot"
+        }
+        .into(),
+        path: shown,
+        limitations: vec![],
+    };
+    let mut opts = CaptureOptions {
+        keep_serials: a.keep_serials,
+        nvml_json: None,
+    };
+    let mut c = capture::capture(fs.as_ref(), src.clone(), &opts)?;
+    if a.root.is_none() {
+        // NVML facts exist only on the live machine; the scan was the capture's own.
+        opts.nvml_json = capture::nvml_facts(&c.topology, a.keep_serials);
+        if opts.nvml_json.is_some() {
+            c = capture::capture(fs.as_ref(), src, &opts)?;
+        }
+    }
+    let tmp = a.output.with_extension("partial");
+    {
+        let f = std::fs::File::create(&tmp)
+            .with_context(|| format!("cannot create {}", tmp.display()))?;
+        let mut w = std::io::BufWriter::new(f);
+        c.write_tar_gz(&mut w)
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        use std::io::Write;
+        w.flush()?;
+    }
+    std::fs::rename(&tmp, &a.output)
+        .with_context(|| format!("cannot move {} to {}", tmp.display(), a.output.display()))?;
+    let m = &c.manifest;
+    eprintln!(
+        "peerpath: captured {} files from {} into {} ({} device(s)); serials {}; NVML: {}",
+        m.files,
+        m.source,
+        a.output.display(),
+        c.topology.devices.len(),
+        if m.keep_serials {
+            "kept".to_string()
+        } else {
+            format!("redacted ({} place(s))", m.redacted.len())
+        },
+        m.nvml
+    );
+    if !m.left_out.is_empty() {
+        eprintln!(
+            "peerpath: warning: {} path(s) the scanner read are not on the capture whitelist and were left out: {}",
+            m.left_out.len(),
+            m.left_out.join(", ")
+        );
+    }
+    Ok(0)
+}
+
+/// Arguments of `peerpath diff`.
+#[derive(Args)]
+pub struct DiffArgs {
+    /// First node: `live` (this machine), a snapshot tarball, a sysfs root, hwloc/NCCL XML or
+    /// peerpath JSON.
+    a: String,
+    /// Second node, same forms.
+    b: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    /// PCI ID database for device names.
+    #[arg(long, value_name = "FILE")]
+    pci_ids: Option<PathBuf>,
+}
+
+fn load_named(s: &str, pci_ids: &Option<PathBuf>) -> Result<Topology> {
+    let opts = LoadOptions {
+        pci_ids: pci_ids.clone(),
+    };
+    if s == "live" && !Path::new(s).exists() {
+        sources::load(None, &opts)
+    } else {
+        sources::load(Some(Path::new(s)), &opts)
+    }
+}
+
+/// Runs `peerpath diff`; exit 0 when equal, 1 when they differ.
+pub fn run_diff(a: &DiffArgs) -> Result<u8> {
+    let ta = load_named(&a.a, &a.pci_ids).with_context(|| format!("A ({})", a.a))?;
+    let tb = load_named(&a.b, &a.pci_ids).with_context(|| format!("B ({})", a.b))?;
+    let mut d = diff::diff_topologies(&ta, &tb);
+    d.a = a.a.clone();
+    d.b = a.b.clone();
+    match a.format {
+        Format::Text => print!("{}", diff::render_text(&d)),
+        Format::Json => println!("{}", serde_json::to_string_pretty(&d)?),
+    }
+    Ok(if d.equal { 0 } else { 1 })
+}
+
+/// Arguments of `peerpath fleet`.
+#[derive(Args)]
+pub struct FleetArgs {
+    /// Snapshot tarballs, peerpath JSON reports, XML files or directories of them (a directory
+    /// holding sys/ is one node).
+    #[arg(required = true, value_name = "DIR|FILE")]
+    inputs: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    /// A group holding more than this share of the nodes is a majority (the largest always is).
+    #[arg(long, default_value_t = 0.1, value_name = "SHARE")]
+    majority_share: f64,
+}
+
+/// Expands the inputs: directories into their entries (sorted), files as given.
+fn expand(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for p in inputs {
+        if p.is_dir() && !p.join("sys").is_dir() {
+            let mut v: Vec<PathBuf> = std::fs::read_dir(p)
+                .with_context(|| format!("cannot list {}", p.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|q| {
+                    let n = q
+                        .file_name()
+                        .map(|s| s.to_string_lossy())
+                        .unwrap_or_default();
+                    !n.starts_with('.') && !n.ends_with(".partial")
+                })
+                .collect();
+            v.sort();
+            out.extend(v);
+        } else {
+            out.push(p.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Runs `peerpath fleet`; exit 0 when every node is in a majority group, 1 when there are
+/// outliers or unreadable inputs.
+pub fn run_fleet(a: &FleetArgs) -> Result<u8> {
+    if !(0.0..1.0).contains(&a.majority_share) {
+        bail!("--majority-share must be in [0, 1)");
+    }
+    let files = expand(&a.inputs)?;
+    if files.is_empty() {
+        bail!("no inputs found");
+    }
+    let mut f = fleet::Fleet::new();
+    for p in &files {
+        match sources::load(Some(p), &LoadOptions::default()) {
+            Ok(t) => f.add(&fleet::node_name(p), &t),
+            Err(e) => f.add_error(&p.display().to_string(), format!("{e:#}")),
+        }
+    }
+    let s = f.finish(a.majority_share);
+    if s.nodes == 0 {
+        bail!(
+            "none of the {} input(s) could be read (first: {})",
+            s.unreadable.len(),
+            s.unreadable
+                .first()
+                .map(|u| format!("{}: {}", u.input, u.error))
+                .unwrap_or_default()
+        );
+    }
+    match a.format {
+        Format::Text => print!("{}", fleet::render_text(&s)),
+        Format::Json => println!("{}", serde_json::to_string_pretty(&s)?),
+    }
+    Ok(if s.outliers.is_empty() && s.unreadable.is_empty() {
+        0
+    } else {
+        1
+    })
+}
