@@ -7,11 +7,11 @@ use peerpath::sources::{self, LoadOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-mod cli;
-#[path = "cli/audit.rs"]
-mod cli_audit;
 #[path = "cli/classify.rs"]
 mod cli_classify;
+#[path = "cli/audit.rs"]
+mod cli_audit;
+mod cli;
 
 /// Exit code when the command itself could not run (bad input, unreadable root).
 const EXIT_ERROR: u8 = 2;
@@ -127,27 +127,14 @@ fn run(cli: Cli) -> Result<u8> {
             }
             Ok(0)
         }
-        Command::Matrix {
-            input,
-            format,
-            nccl_version,
-        } => {
+        Command::Matrix { input, format, nccl_version } => {
             let topo = load(&input)?;
             print!("{}", cli_classify::run_matrix(&topo, format, nccl_version)?);
             Ok(0)
         }
-        Command::Explain {
-            a,
-            b,
-            input,
-            nccl_version,
-            json,
-        } => {
+        Command::Explain { a, b, input, nccl_version, json } => {
             let topo = load(&input)?;
-            print!(
-                "{}",
-                cli_classify::run_explain(&topo, &a, &b, nccl_version, json)?
-            );
+            print!("{}", cli_classify::run_explain(&topo, &a, &b, nccl_version, json)?);
             Ok(0)
         }
         Command::Audit { input, args } => cli_audit::run(&load(&input)?, &args),

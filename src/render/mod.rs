@@ -1,7 +1,7 @@
 //! Renderers: each turns the model (or analysis results) into one output format. No renderer
 //! computes anything the model or analysis did not.
 
-pub mod audit;
 pub mod linkfmt;
 pub mod matrix;
 pub mod tree;
+pub mod audit;
