@@ -421,10 +421,8 @@ impl Builder<'_> {
                         })
                         .map(|c| (c, false))
                         .collect();
-                    if is_final {
-                        if let Some(l) = tc.last_mut() {
-                            l.1 = true;
-                        }
+                    if is_final && let Some(l) = tc.last_mut() {
+                        l.1 = true;
                     }
                     for x in tc.into_iter().rev() {
                         todo.push(x);

@@ -112,7 +112,7 @@ impl NodeView {
                 if d.kind.is_bridge() && !shown.is_empty() {
                     let depth = t.ancestors(&d.bdf).len().saturating_sub(1);
                     let mut shown = shown;
-                    shown.sort_by(|a, b| natural(a).cmp(&natural(b)));
+                    shown.sort_by_key(|a| natural(a));
                     format!("{}@{depth}[{}]", d.kind.as_str(), shown.join(","))
                 } else {
                     let vf = if d.is_vf() { "vf-" } else { "" };
@@ -462,7 +462,8 @@ pub fn render_body(d: &Diff, indent: &str, s: &mut String) {
         }))
         .collect();
     // The same change on many roles (every label turning `?` in a VM) prints as one line.
-    let mut groups: Vec<((String, &str, &str), Vec<&str>)> = Vec::new();
+    type Key<'a> = (String, &'a str, &'a str);
+    let mut groups: Vec<(Key, Vec<&str>)> = Vec::new();
     for (f, a, b, who) in changes {
         match groups.iter_mut().find(|(k, _)| *k == (f.clone(), a, b)) {
             Some((_, v)) => v.push(who),

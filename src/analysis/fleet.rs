@@ -301,10 +301,10 @@ pub fn node_name(path: &std::path::Path) -> String {
     for ext in [
         ".tar.gz", ".tar.bz2", ".tar.xz", ".tgz", ".tar", ".json", ".xml",
     ] {
-        if let Some(s) = n.strip_suffix(ext) {
-            if !s.is_empty() {
-                return s.to_string();
-            }
+        if let Some(s) = n.strip_suffix(ext)
+            && !s.is_empty()
+        {
+            return s.to_string();
         }
     }
     n
