@@ -806,4 +806,78 @@ mod tests {
         assert!(!has("sys/devices/pci0000:00/0000:00:01.0/vpd"));
         assert!(c.manifest.left_out.is_empty(), "{:?}", c.manifest.left_out);
     }
+
+    /// NVML facts survive a capture: enrich a synthesized HGX scan with constructed NVML
+    /// observations (NVLinks GPU0–GPU1), store them, fold them into a fresh scan, compare.
+    #[test]
+    fn nvml_facts_round_trip() {
+        use crate::sources::nvml::{self, NvmlGpu, NvmlLink, Remote};
+        use crate::synth::{Entry as SEntry, WriteOptions, build_entries, layouts};
+        let mut m = MemRoot::new("hgx");
+        for (p, e) in build_entries(&layouts::hgx_h100(), &WriteOptions::default()).unwrap() {
+            m.insert(
+                p,
+                match e {
+                    SEntry::Dir => MemNode::Dir,
+                    SEntry::File(b) => MemNode::File(b),
+                    SEntry::Link(t) => MemNode::Symlink(t.into()),
+                },
+            );
+        }
+        let src = SourceInfo {
+            kind: "snapshot".into(),
+            path: "hgx".into(),
+            limitations: vec![],
+        };
+        let scan = || sysfs::scan(&m, src.clone(), &sysfs::ScanOptions::default()).unwrap();
+        let (g0, g1) = (layouts::hgx_gpu(0), layouts::hgx_gpu(1));
+        let link = |peer| NvmlLink {
+            link: 0,
+            active: true,
+            version: Some(4),
+            remote: Remote::Pci(peer),
+        };
+        let gpus = vec![
+            NvmlGpu {
+                index: 0,
+                uuid: Some("GPU-aaaa-0001".into()),
+                bdf: Some(g0),
+                links: vec![link(g1); 2],
+                p2p: vec![],
+            },
+            NvmlGpu {
+                index: 1,
+                uuid: Some("GPU-aaaa-0002".into()),
+                bdf: Some(g1),
+                links: vec![link(g0); 2],
+                p2p: vec![],
+            },
+        ];
+        let mut live = scan();
+        let w = nvml::apply(&mut live, &gpus);
+        live.warnings.extend(w.clone());
+        live.nvlink_visible = true;
+        assert!(!live.nvlinks.is_empty());
+        for keep in [true, false] {
+            let f = facts_of(&live, true, "NVML loaded".into(), w.clone(), keep);
+            let json = serde_json::to_string(&f).unwrap();
+            let mut back = scan();
+            let mut root = MemRoot::new("cap");
+            root.insert(NVML_NAME.into(), MemNode::File(json.clone().into_bytes()));
+            apply_stored_nvml(&root, &mut back).unwrap();
+            assert_eq!(back.nvlinks, live.nvlinks);
+            assert!(back.nvlink_visible);
+            assert_eq!(json.contains("GPU-aaaa-0001"), keep);
+            if keep {
+                assert_eq!(
+                    serde_json::to_value(&back).unwrap(),
+                    serde_json::to_value(&live).unwrap()
+                );
+            }
+        }
+        // A damaged facts file is an error, not silently ignored.
+        let mut root = MemRoot::new("cap");
+        root.insert(NVML_NAME.into(), MemNode::File(b"{not json".to_vec()));
+        assert!(apply_stored_nvml(&root, &mut scan()).is_err());
+    }
 }

@@ -163,6 +163,18 @@ pub struct FleetArgs {
     /// A group holding more than this share of the nodes is a majority (the largest always is).
     #[arg(long, default_value_t = 0.1, value_name = "SHARE")]
     majority_share: f64,
+    /// Print throughput (inputs per second) and peak memory (VmHWM) to stderr when done.
+    #[arg(long)]
+    stats: bool,
+}
+
+/// Peak resident memory of this process (`VmHWM` in `/proc/self/status`), as the kernel
+/// writes it (`123456 kB`); `None` where there is no such file.
+fn peak_rss() -> Option<String> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .map(|v| v.trim().to_string())
 }
 
 /// Expands the inputs: directories into their entries (sorted), files as given.
@@ -200,6 +212,7 @@ pub fn run_fleet(a: &FleetArgs) -> Result<u8> {
     if files.is_empty() {
         bail!("no inputs found");
     }
+    let started = std::time::Instant::now();
     let mut f = fleet::Fleet::new();
     for p in &files {
         match sources::load(Some(p), &LoadOptions::default()) {
@@ -207,7 +220,17 @@ pub fn run_fleet(a: &FleetArgs) -> Result<u8> {
             Err(e) => f.add_error(&p.display().to_string(), format!("{e:#}")),
         }
     }
+    let groups = f.group_count();
     let s = f.finish(a.majority_share);
+    if a.stats {
+        let secs = started.elapsed().as_secs_f64();
+        eprintln!(
+            "peerpath: fleet: {} input(s) in {secs:.2} s ({:.1}/s), {groups} group(s), peak RSS {}",
+            files.len(),
+            files.len() as f64 / secs.max(1e-9),
+            peak_rss().unwrap_or_else(|| "unknown (no /proc/self/status)".into())
+        );
+    }
     if s.nodes == 0 {
         bail!(
             "none of the {} input(s) could be read (first: {})",
