@@ -556,6 +556,15 @@ impl Capture {
         Ok(())
     }
 
+    /// Replaces the manifest's NVML note (the CLI knows why a live capture has no NVML facts).
+    pub fn set_nvml_note(&mut self, note: &str) -> io::Result<()> {
+        self.manifest.nvml = note.to_string();
+        let text = serde_json::to_string_pretty(&self.manifest).map_err(io::Error::other)?;
+        self.entries
+            .insert(PathBuf::from(MANIFEST_NAME), Node::File(text.into_bytes()));
+        Ok(())
+    }
+
     /// The tarball as bytes.
     pub fn to_tar_gz(&self) -> io::Result<Vec<u8>> {
         let mut v = Vec::new();

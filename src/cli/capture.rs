@@ -71,6 +71,8 @@ pub fn run_capture(a: &CaptureArgs) -> Result<u8> {
         opts.nvml_json = capture::nvml_facts(&c.topology, a.keep_serials);
         if opts.nvml_json.is_some() {
             c = capture::capture(fs.as_ref(), src, &opts)?;
+        } else {
+            c.set_nvml_note("not included: no NVIDIA PCI device, so NVML was not loaded")?;
         }
     }
     let tmp = a.output.with_extension("partial");
@@ -166,6 +168,17 @@ pub struct FleetArgs {
     /// Print throughput (inputs per second) and peak memory (VmHWM) to stderr when done.
     #[arg(long)]
     stats: bool,
+    /// Inputs read in parallel (default: the number of CPUs). Memory stays bounded: at most
+    /// four inputs per worker are in flight.
+    #[arg(long, short = 'j', value_name = "N")]
+    jobs: Option<usize>,
+}
+
+/// Loads one input and reduces it to its role-level view (run on a worker thread).
+fn view_of(p: &Path, opts: &LoadOptions) -> std::result::Result<diff::NodeView, String> {
+    sources::load(Some(p), opts)
+        .map(|t| diff::NodeView::of(&t))
+        .map_err(|e| format!("{e:#}"))
 }
 
 /// Peak resident memory of this process (`VmHWM` in `/proc/self/status`), as the kernel
@@ -214,10 +227,47 @@ pub fn run_fleet(a: &FleetArgs) -> Result<u8> {
     }
     let started = std::time::Instant::now();
     let mut f = fleet::Fleet::new();
-    for p in &files {
-        match sources::load(Some(p), &LoadOptions::default()) {
-            Ok(t) => f.add(&fleet::node_name(p), &t),
-            Err(e) => f.add_error(&p.display().to_string(), format!("{e:#}")),
+    // Device names are not part of a fingerprint; an empty database skips reading pci.ids
+    // (about a megabyte) once per node.
+    let no_names = LoadOptions {
+        pci_ids: Some(PathBuf::from("/dev/null")),
+    };
+    let jobs = a
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    // Batches of 4 inputs per worker: each worker takes every jobs-th input of the batch, the
+    // views are added in input order, then dropped (only new groups keep one).
+    for batch in files.chunks(jobs * 4) {
+        let mut results: Vec<Option<std::result::Result<diff::NodeView, String>>> =
+            (0..batch.len()).map(|_| None).collect();
+        std::thread::scope(|sc| {
+            let handles: Vec<_> = (0..jobs.min(batch.len()))
+                .map(|w| {
+                    let no_names = &no_names;
+                    sc.spawn(move || {
+                        (w..batch.len())
+                            .step_by(jobs)
+                            .map(|i| (i, view_of(&batch[i], no_names)))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            for h in handles {
+                // A panicking worker leaves its inputs as `None`: reported as unreadable below.
+                if let Ok(v) = h.join() {
+                    for (i, r) in v {
+                        results[i] = Some(r);
+                    }
+                }
+            }
+        });
+        for (p, r) in batch.iter().zip(results) {
+            match r {
+                Some(Ok(v)) => f.add_view(&fleet::node_name(p), v),
+                Some(Err(e)) => f.add_error(&p.display().to_string(), e),
+                None => f.add_error(&p.display().to_string(), "worker thread failed".into()),
+            }
         }
     }
     let groups = f.group_count();
