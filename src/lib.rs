@@ -7,9 +7,11 @@
 
 pub mod analysis;
 pub mod capture;
+pub mod fuzzing;
 pub mod model;
 pub mod parse;
 pub mod pci_ids;
+pub mod probe;
 pub mod render;
 pub mod sources;
 pub mod synth;

@@ -7,8 +7,6 @@ use peerpath::sources::{self, LoadOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[path = "cli/classify.rs"]
-mod cli_classify;
 #[path = "cli/audit.rs"]
 mod cli_audit;
 mod cli;
@@ -58,15 +56,21 @@ enum Command {
         #[arg(long)]
         all: bool,
     },
+    /// Plan GPUs, a NIC and CPU cores for N local ranks, with the reason for each choice.
+    Place(cli::place::PlaceArgs),
+    /// Write a scheduler or monitoring file: gres, nfd, dra, nccl-xml, prom, dot.
+    Export(cli::export::ExportArgs),
+    /// Show the NVLink domains and every fabric port leaving them, with the plant they cost.
+    Rails(cli::rails::RailsArgs),
     /// nvidia-smi-style matrix of every GPU, accelerator and NIC pair (labels, legend, NIC legend).
     Matrix {
         #[command(flatten)]
         input: InputArgs,
         /// Output format.
         #[arg(long, value_enum, default_value = "table")]
-        format: cli_classify::MatrixFormat,
+        format: cli::classify::MatrixFormat,
         /// NCCL version whose rules the NCCL view follows (e.g. 2.19; default: the newest modelled).
-        #[arg(long, value_name = "X.Y", value_parser = cli_classify::parse_nccl_version)]
+        #[arg(long, value_name = "X.Y", value_parser = cli::classify::parse_nccl_version)]
         nccl_version: Option<peerpath::analysis::nccl::NcclVersion>,
     },
     /// Explain one pair hop by hop: links, label and why, bottleneck, NCCL's decision.
@@ -78,7 +82,7 @@ enum Command {
         #[command(flatten)]
         input: InputArgs,
         /// NCCL version whose rules the NCCL view follows (e.g. 2.19; default: the newest modelled).
-        #[arg(long, value_name = "X.Y", value_parser = cli_classify::parse_nccl_version)]
+        #[arg(long, value_name = "X.Y", value_parser = cli::classify::parse_nccl_version)]
         nccl_version: Option<peerpath::analysis::nccl::NcclVersion>,
         /// Print the pair as JSON instead of text.
         #[arg(long)]
@@ -103,6 +107,9 @@ enum Command {
     /// Group many snapshots or JSON reports by topology fingerprint and show the outliers.
     /// Exit 0: no outlier; 1: outliers or unreadable inputs; 2: nothing could be read.
     Fleet(cli::capture::FleetArgs),
+    /// Live transfer probe: loopback RDMA WRITE/READ from GPU and host memory on each chosen
+    /// GPU–NIC pair, verified and judged against the classification (docs/probe.md).
+    Probe(cli::probe::ProbeArgs),
 }
 
 fn load(i: &InputArgs) -> Result<peerpath::model::Topology> {
@@ -127,18 +134,40 @@ fn run(cli: Cli) -> Result<u8> {
             }
             Ok(0)
         }
-        Command::Matrix { input, format, nccl_version } => {
+        Command::Place(a) => cli::place::run(a),
+        Command::Export(a) => cli::export::run(a),
+        Command::Rails(a) => cli::rails::run(a),
+        Command::Matrix {
+            input,
+            format,
+            nccl_version,
+        } => {
             let topo = load(&input)?;
-            print!("{}", cli_classify::run_matrix(&topo, format, nccl_version)?);
+            print!(
+                "{}",
+                cli::classify::run_matrix(&topo, format, nccl_version)?
+            );
             Ok(0)
         }
-        Command::Explain { a, b, input, nccl_version, json } => {
+        Command::Explain {
+            a,
+            b,
+            input,
+            nccl_version,
+            json,
+        } => {
             let topo = load(&input)?;
-            print!("{}", cli_classify::run_explain(&topo, &a, &b, nccl_version, json)?);
+            print!(
+                "{}",
+                cli::classify::run_explain(&topo, &a, &b, nccl_version, json)?
+            );
             Ok(0)
         }
-        Command::Audit { input, args } => cli_audit::run(&load(&input)?, &args),
         Command::Fixture(a) => cli::fixture::run(a),
+        Command::Probe(args) => cli::probe::run(args, |input| {
+            sources::load(input, &LoadOptions { pci_ids: None })
+        }),
+        Command::Audit { input, args } => cli_audit::run(&load(&input)?, &args),
         Command::Capture(a) => cli::capture::run_capture(&a),
         Command::Diff(a) => cli::capture::run_diff(&a),
         Command::Fleet(a) => cli::capture::run_fleet(&a),

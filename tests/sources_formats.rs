@@ -307,12 +307,20 @@ fn extract(tarball: &Path, into: &Path) -> PathBuf {
 /// hwloc source, and compares with peerpath's own sysfs scan of the same tarball.
 #[test]
 fn lstopo_xml_of_each_tarball_matches_the_sysfs_scan() {
-    let lstopo = Command::new("lstopo-no-graphics").arg("--version").output();
-    let ok = lstopo.as_ref().is_ok_and(|o| o.status.success());
-    assert!(
-        ok,
-        "lstopo-no-graphics is needed for this cross-check (apt-get install hwloc)"
-    );
+    // Same rule as tests/common::tool: required in CI (.ci/run installs hwloc), skipped with a
+    // note on a developer machine without it.
+    if Command::new("lstopo-no-graphics")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "lstopo-no-graphics is required in CI (apt-get install hwloc)"
+        );
+        eprintln!("note: lstopo-no-graphics not installed; cross-check skipped");
+        return;
+    }
     let mut tarballs: Vec<PathBuf> = std::fs::read_dir(fixtures().join("hwloc"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -408,11 +416,18 @@ fn lstopo_xml_of_each_tarball_matches_the_sysfs_scan() {
                 "32-bit domain case"
             );
         }
-        // Same kinds of endpoint.
+        // Same kinds of endpoint, except where the snapshot lost the vendor file
+        // (nvidiagpunumanodes): hwloc then writes vendor 0000 and its XML cannot say "GPU",
+        // while the sysfs scan still knows from the NVIDIA driver's /proc listing.
         let kinds = |t: &Topology| -> BTreeMap<Bdf, DeviceKind> {
             t.devices
                 .iter()
                 .filter(|d| !d.kind.is_bridge())
+                .filter(|d| {
+                    from_sysfs
+                        .device(&d.bdf)
+                        .is_some_and(|s| s.vendor_id.is_some())
+                })
                 .map(|d| (d.bdf, d.kind))
                 .collect()
         };
@@ -572,4 +587,77 @@ fn xml_that_is_neither_hwloc_nor_nccl_is_a_clear_error() {
     std::fs::write(&p, "<topology version=\"2.0\"><object type=\"Machine\">").unwrap();
     let e = sources::load(Some(&p), &opts()).unwrap_err();
     assert!(format!("{e:#}").contains("not readable as XML"), "{e:#}");
+}
+
+/// Truncated and corrupted XML gives an error or a topology with warnings, never a panic.
+#[test]
+fn truncated_and_corrupted_xml_never_panics() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("x.xml");
+    let files = [
+        fixtures().join("hwloc/nvidiaDGX2.xml"),
+        fixtures().join("hwloc/v2/power8gpudistances.xml"),
+        fixtures().join("hwloc/v2/24em64t-2n6c2t-pci.xml"),
+        fixtures().join("nccl/hgx-a100-icelake-bcm-5bond.nccl-topo-dump.xml"),
+    ];
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let n = text.len();
+        for k in 1..40 {
+            let cut = n * k / 40;
+            let cut = (0..=cut).rev().find(|&c| text.is_char_boundary(c)).unwrap();
+            std::fs::write(&p, &text[..cut]).unwrap();
+            let _ = sources::load(Some(&p), &opts());
+        }
+        // Corrupt numbers and addresses: every 7th digit becomes 'z', every 11th ':' becomes '-'.
+        let mut digits = 0;
+        let mut colons = 0;
+        let bad: String = text
+            .chars()
+            .map(|c| {
+                if c.is_ascii_digit() {
+                    digits += 1;
+                    if digits % 7 == 0 {
+                        return 'z';
+                    }
+                } else if c == ':' {
+                    colons += 1;
+                    if colons % 11 == 0 {
+                        return '-';
+                    }
+                }
+                c
+            })
+            .collect();
+        std::fs::write(&p, bad).unwrap();
+        match sources::load(Some(&p), &opts()) {
+            Ok(t) => assert!(
+                !t.warnings.is_empty(),
+                "{}: corruption went unnoticed",
+                f.display()
+            ),
+            Err(e) => assert!(!format!("{e:#}").is_empty()),
+        }
+    }
+}
+
+/// NVML OS devices without an NVLinkBandwidth matrix: NVML was asked and saw no NVLink.
+/// CUDA-only (no nvml OS device): unknown.
+#[test]
+fn hwloc_nvlink_visibility_follows_the_nvml_plugin() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("x.xml");
+    let text = std::fs::read_to_string(fixtures().join("hwloc/v2/power8gpudistances.xml")).unwrap();
+    let start = text.find("<distances2hetero").unwrap();
+    let end = text.find("</distances2hetero>").unwrap() + "</distances2hetero>".len();
+    let without = format!("{}{}", &text[..start], &text[end..]);
+    std::fs::write(&p, &without).unwrap();
+    let t = load(&p);
+    assert!(t.nvlink_visible && t.nvlinks.is_empty());
+    let no_nvml = without
+        .replace("name=\"nvml", "name=\"xnvml")
+        .replace("\"NVML\"", "\"XNVML\"");
+    std::fs::write(&p, no_nvml).unwrap();
+    assert!(!load(&p).nvlink_visible);
+    assert!(!load(&fixtures().join("hwloc/v2/32em64t-2n8c2t-pci-normalio.xml")).nvlink_visible);
 }

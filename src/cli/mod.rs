@@ -1,4 +1,9 @@
 //! Subcommands of the `peerpath` binary that are more than a few lines.
 
 pub mod capture;
+pub mod classify;
+pub mod export;
 pub mod fixture;
+pub mod place;
+pub mod probe;
+pub mod rails;

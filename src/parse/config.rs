@@ -236,7 +236,10 @@ pub fn parse(bytes: &[u8]) -> Option<ConfigSpace> {
         return None;
     }
     let vendor_id = rd16(bytes, 0)?;
-    if vendor_id == 0xffff {
+    // A removed device reads all ones. An SR-IOV virtual function reads vendor and device
+    // 0xffff too (the IDs live in the PF's SR-IOV capability), but its class and header are
+    // real, so only an all-ones header means "gone".
+    if vendor_id == 0xffff && rd32(bytes, 8)? == 0xffff_ffff {
         return None;
     }
     let device_id = rd16(bytes, 2)?;
@@ -267,7 +270,7 @@ pub fn parse(bytes: &[u8]) -> Option<ConfigSpace> {
     if status & 0x10 != 0 && bytes.len() >= 256 {
         let mut ptr = (rd8(bytes, 0x34)? & 0xfc) as usize;
         let mut visits = 0;
-        while ptr >= 0x40 && ptr < 256 && visits < 48 {
+        while (0x40..256).contains(&ptr) && visits < 48 {
             visits += 1;
             let Some(id) = rd8(bytes, ptr) else { break };
             if id == CAP_ID_EXP {
@@ -423,5 +426,15 @@ mod tests {
     #[test]
     fn gone_device() {
         assert!(parse(&[0xff; 64]).is_none());
+    }
+
+    #[test]
+    fn virtual_function_header_is_not_gone() {
+        let mut b = bridge(0, 0);
+        b[0..4].copy_from_slice(&[0xff; 4]);
+        b[0x0e] = 0;
+        let cs = parse(&b).expect("a VF's config is readable");
+        assert_eq!(cs.vendor_id, 0xffff);
+        assert_eq!(cs.class, 0x060400);
     }
 }

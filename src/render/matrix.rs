@@ -57,6 +57,15 @@ fn in_table(e: &Endpoint) -> bool {
 /// Affinity` and `NUMA Affinity` (compute rows only), the legend, the NIC legend and the notes.
 pub fn render_table(m: &Matrix) -> String {
     let eps: Vec<&Endpoint> = m.endpoints.iter().filter(|e| in_table(e)).collect();
+    if eps.is_empty() {
+        let mut out =
+            String::from("No GPU, accelerator or NIC in this topology: no matrix to print.\n");
+        for n in &m.notes {
+            out.push_str(n);
+            out.push('\n');
+        }
+        return out;
+    }
     let mut t = Table::new();
     t.load_style(presets::NOTHING);
     t.force_no_tty();
@@ -215,13 +224,30 @@ pub fn render_explain(p: &PairClass, name_a: &str, name_b: &str) -> String {
     }
     out.push_str("  (NCCL's model figures: effective PCIe per-lane rates, NVLink per-link and inter-CPU rates)\n");
     let n = &p.nccl;
+    let onoff = |b: bool| if b { "on" } else { "off" };
+    let gdr = if n.scope == "gpu-nic" {
+        onoff(n.gdr)
+    } else {
+        "n/a"
+    };
+    let p2p = if n.scope == "gpu-gpu" {
+        onoff(n.p2p)
+    } else {
+        "n/a"
+    };
+    let code = n
+        .path_code
+        .map(|c| format!(" (code {c})"))
+        .unwrap_or_default();
     out.push_str(&format!(
-        "\nNCCL {}: path {}; GDR {}; P2P {}\n",
-        n.version,
-        n.path,
-        if n.gdr { "on" } else { "off" },
-        if n.p2p { "on" } else { "off" }
+        "\nNCCL {}: path {}{code}; GDR {gdr}; P2P {p2p}\n",
+        n.version, n.path
     ));
+    if let Some(v) = n.pxn_via {
+        out.push_str(&format!(
+            "  sends (GPU→NIC) go PXN through the GPU at {v}\n"
+        ));
+    }
     for r in &n.rules {
         out.push_str(&format!("  - {r}\n"));
     }

@@ -1,7 +1,14 @@
 //! Renderers: each turns the model (or analysis results) into one output format. No renderer
 //! computes anything the model or analysis did not.
 
+pub mod dot;
+pub mod dra;
+pub mod gres;
 pub mod linkfmt;
 pub mod matrix;
+pub mod nccl_xml;
+pub mod nfd;
+pub mod place;
+pub mod prom;
 pub mod tree;
 pub mod audit;

@@ -65,10 +65,10 @@ pub trait FsRoot: Send + Sync {
                 Some(EntryKind::Symlink) => {
                     links += 1;
                     if links > 40 {
-                        return Err(io::Error::new(
-                            io::ErrorKind::Other,
-                            format!("too many levels of symbolic links at {}", cand.display()),
-                        ));
+                        return Err(io::Error::other(format!(
+                            "too many levels of symbolic links at {}",
+                            cand.display()
+                        )));
                     }
                     let target = self.read_link(&cand)?;
                     if target.is_absolute() {
@@ -192,6 +192,35 @@ impl FsRoot for DirRoot {
     }
 }
 
+/// Reads at most `left` bytes, then fails with a clear error (instead of a silent cut that
+/// tar reports as a confusing "unexpected EOF").
+struct LimitedReader<R> {
+    inner: R,
+    left: u64,
+}
+
+impl<R: Read> Read for LimitedReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.left == 0 {
+            let mut probe = [0u8; 1];
+            if self.inner.read(&mut probe)? == 0 {
+                return Ok(0);
+            }
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "snapshot is larger than {} MiB uncompressed; extract it and pass the directory",
+                    MAX_SNAPSHOT_BYTES >> 20
+                ),
+            ));
+        }
+        let n = buf.len().min(self.left as usize);
+        let got = self.inner.read(&mut buf[..n])?;
+        self.left -= got as u64;
+        Ok(got)
+    }
+}
+
 /// A node of an in-memory tree.
 #[derive(Debug, Clone)]
 pub enum MemNode {
@@ -247,7 +276,11 @@ impl MemRoot {
         } else {
             Box::new(bytes)
         };
-        let mut archive = tar::Archive::new(reader.take(MAX_SNAPSHOT_BYTES));
+        let limited = LimitedReader {
+            inner: reader,
+            left: MAX_SNAPSHOT_BYTES,
+        };
+        let mut archive = tar::Archive::new(limited);
         let mut raw: Vec<(PathBuf, MemNode)> = Vec::new();
         for entry in archive.entries()? {
             let mut entry = entry?;
@@ -299,10 +332,10 @@ impl MemRoot {
                 .components()
                 .next()
                 .map(|c| PathBuf::from(c.as_os_str()));
-            if let Some(top) = first {
-                if raw.iter().all(|(p, _)| p.starts_with(&top)) {
-                    strip = Some(top);
-                }
+            if let Some(top) = first
+                && raw.iter().all(|(p, _)| p.starts_with(&top))
+            {
+                strip = Some(top);
             }
         }
         let mut root = MemRoot::new(name);
@@ -346,7 +379,7 @@ impl FsRoot for MemRoot {
         let p = self.follow(path)?;
         match self.nodes.get(&p) {
             Some(MemNode::File(b)) => Ok(b[..b.len().min(limit)].to_vec()),
-            Some(MemNode::Dir) => Err(io::Error::new(io::ErrorKind::Other, "is a directory")),
+            Some(MemNode::Dir) => Err(io::Error::other("is a directory")),
             _ => Err(Self::not_found(path)),
         }
     }

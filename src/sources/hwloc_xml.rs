@@ -34,7 +34,7 @@ pub const LIMITATIONS: &[&str] = &[
     "pci_link_speed is one number (GB/s of the current link): speed and width are inferred as the widest common width (x16, x8, x4, x2, x1) at the lowest PCIe generation that gives exactly that bandwidth (Gen3 x16 and Gen4 x8 both give 15.75 GB/s and cannot be told apart; the bandwidth itself is preserved); the capable (max) link is unknown",
     "device NUMA node and local CPUs are the locality hwloc attached the host bridge to (from local_cpus), not each function's numa_node file",
     "no kernel drivers, BARs, IOMMU units, kernel command line, loaded modules (nvidia_peermem, ib_core) or hypervisor evidence",
-    "NVLinks are known only when hwloc ran its NVML plugin on the live machine (an NVLinkBandwidth matrix); NVLink version is inferred from the per-link bandwidth (20 GB/s: v1; 25 GB/s: v2-v4, not told apart); GPU-to-CPU NVLinks (POWER) cannot be represented",
+    "NVLinks are known only when hwloc ran its NVML plugin on the live machine (nvml OS devices, and an NVLinkBandwidth matrix when it found active links); NVLink version is inferred from the per-link bandwidth (20 GB/s: v1; 25 GB/s: v2-v4, not told apart); GPU-to-CPU NVLinks (POWER) cannot be represented",
     "OS devices peerpath does not model (DRM card/renderD, OpenCL, DMA channels, DAX, co-processors other than CUDA/NVML) are dropped",
 ];
 
@@ -806,7 +806,14 @@ fn nvlinks(ctx: &mut Ctx<'_>) -> (Vec<NvLink>, bool) {
         .filter(|m| m.name == "NVLinkBandwidth")
         .collect();
     if mats.is_empty() {
-        return (Vec::new(), false);
+        // hwloc's NVML plugin writes the matrix only when it found active NVLinks: NVML OS
+        // devices without a matrix mean NVML was asked and saw none.
+        let nvml_ran = ctx.doc.elements.iter().enumerate().any(|(i, e)| {
+            ctx.is_object(i, "OSDev")
+                && (e.attr("subtype") == Some("NVML")
+                    || e.attr("name").is_some_and(|n| n.starts_with("nvml")))
+        });
+        return (Vec::new(), nvml_ran);
     }
     // gp_index / (type, os_index) → element.
     let mut by_gp: HashMap<u64, usize> = HashMap::new();

@@ -89,7 +89,11 @@ pub fn load(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
     };
     let Some(path) = input else {
         let fs = fsroot::DirRoot::new("/");
-        let src = SourceInfo { kind: "sysfs".into(), path: "/".into(), limitations: vec![] };
+        let src = SourceInfo {
+            kind: "sysfs".into(),
+            path: "/".into(),
+            limitations: vec![],
+        };
         let mut topo = sysfs::scan(&fs, src, &scan_opts)?;
         // NVLink state is only on the live machine, through NVML; never panics without it.
         let status = nvml::enrich(&mut topo);
@@ -131,9 +135,14 @@ pub fn load(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
         }
         InputKind::Xml => {
             let text = read_text(path, &shown)?;
-            let doc = xmltree::parse(&text).with_context(|| format!("{shown}: not readable as XML"))?;
+            let doc =
+                xmltree::parse(&text).with_context(|| format!("{shown}: not readable as XML"))?;
             let root = doc.root().map(|r| r.name.clone()).unwrap_or_default();
-            let src = SourceInfo { kind: String::new(), path: shown.clone(), limitations: vec![] };
+            let src = SourceInfo {
+                kind: String::new(),
+                path: shown.clone(),
+                limitations: vec![],
+            };
             match root.as_str() {
                 "topology" => hwloc_xml::read(&doc, src, scan_opts.pci_ids.as_deref())
                     .with_context(|| format!("{shown}: hwloc XML")),
@@ -154,5 +163,10 @@ pub fn load(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
 /// Reads a whole text input, refusing non-UTF-8 content with a clear message.
 fn read_text(path: &Path, shown: &str) -> Result<String> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {shown}"))?;
-    String::from_utf8(bytes).map_err(|e| anyhow::anyhow!("{shown}: not UTF-8 text (byte {})", e.utf8_error().valid_up_to()))
+    String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "{shown}: not UTF-8 text (byte {})",
+            e.utf8_error().valid_up_to()
+        )
+    })
 }

@@ -208,7 +208,8 @@ fn query() -> Result<Vec<NvmlGpu>, String> {
 /// Folds NVML observations into the topology; returns the warnings it had to make.
 ///
 /// - Each GPU is matched to its PCI function by BDF; its `NvidiaGpu` OS device (created as
-///   `nvml<index>` when the scan had none) gets `nvml_index`, `uuid` and `p2p <peer bdf>` attributes.
+///   `nvml<index>` when the scan had none) gets `nvml_index`, `uuid`, `p2p <peer bdf>` and one
+///   `nvlink <n>` attribute per link (state, version, remote address) as evidence.
 /// - Active links whose remote is another NVML GPU (matched on domain, bus and device) count
 ///   towards that pair; both GPUs report the same links, so the larger of the two counts is kept.
 /// - Active links to anything else that is an NVIDIA bridge-class function (NVSwitch, class
@@ -267,6 +268,25 @@ pub fn apply(topo: &mut Topology, gpus: &[NvmlGpu]) -> Vec<Warning> {
                     od.attrs.push((
                         format!("p2p {peer}"),
                         format!("read={r} write={w} nvlink={n}"),
+                    ));
+                }
+                // Evidence for the folded NVLinks: each link as NVML reported it.
+                for l in &g.links {
+                    let remote = match &l.remote {
+                        Remote::Pci(b) => b.to_string(),
+                        Remote::Unreadable(why) => format!("unreadable ({why})"),
+                    };
+                    let version = l
+                        .version
+                        .map(|v| v.to_string())
+                        .unwrap_or_else(|| "unknown".into());
+                    od.attrs.push((
+                        format!("nvlink {}", l.link),
+                        if l.active {
+                            format!("active version={version} remote={remote}")
+                        } else {
+                            "inactive".to_string()
+                        },
                     ));
                 }
             }
@@ -459,6 +479,10 @@ mod tests {
             .unwrap();
         assert_eq!(od.name, "nvml0");
         assert!(od.attrs.contains(&("uuid".into(), "GPU-0".into())));
+        assert!(od.attrs.contains(&(
+            "nvlink 1".into(),
+            "active version=4 remote=0000:c4:00.0".into()
+        )));
     }
 
     #[test]

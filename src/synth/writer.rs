@@ -404,19 +404,17 @@ pub fn build_entries(spec: &Spec, opts: &WriteOptions) -> Result<Vec<(PathBuf, E
             format!("{}\n", cpulist::format_list(local)),
         );
         t.file(a("local_cpus"), format!("{}\n", cpumask(local, ncpus)));
-        if f.pcie {
-            if let Some(l) = f.link {
-                t.file(
-                    a("current_link_speed"),
-                    format!("{}\n", speed_text(l.speed)),
-                );
-                t.file(a("current_link_width"), format!("{}\n", l.width));
-                t.file(
-                    a("max_link_speed"),
-                    format!("{}\n", speed_text(l.max_speed)),
-                );
-                t.file(a("max_link_width"), format!("{}\n", l.max_width));
-            }
+        if let (true, Some(l)) = (f.pcie, f.link) {
+            t.file(
+                a("current_link_speed"),
+                format!("{}\n", speed_text(l.speed)),
+            );
+            t.file(a("current_link_width"), format!("{}\n", l.width));
+            t.file(
+                a("max_link_speed"),
+                format!("{}\n", speed_text(l.max_speed)),
+            );
+            t.file(a("max_link_width"), format!("{}\n", l.max_width));
         }
         let buses = lay.buses.get(&f.bdf).copied();
         if let Some(bb) = buses {
@@ -463,6 +461,7 @@ pub fn build_entries(spec: &Spec, opts: &WriteOptions) -> Result<Vec<(PathBuf, E
                 && slots_by_device.contains(&(f.bdf.domain, f.bdf.bus, f.bdf.device)),
             num_vfs: vfs.map_or(0, |v| v.len() as u16),
             vf_offset_stride: offset_stride,
+            is_vf: f.physfn.is_some(),
         };
         let mut cfg = config::build(f, &ctx);
         if opts.unprivileged {
@@ -677,22 +676,11 @@ fn node_files(t: &mut Tree, spec: &Spec, numa_cpus: &HashMap<u32, Vec<u32>>) {
             topo.join("thread_siblings"),
             format!("{}\n", cpumask(&siblings, ncpus)),
         );
-        t.file(topo.join("core_cpus_list"), format!("{sl}\n"));
-        t.file(
-            topo.join("core_cpus"),
-            format!("{}\n", cpumask(&siblings, ncpus)),
-        );
         t.file(topo.join("core_siblings_list"), format!("{pl}\n"));
         t.file(
             topo.join("core_siblings"),
             format!("{}\n", cpumask(&package, ncpus)),
         );
-        t.file(topo.join("package_cpus_list"), format!("{pl}\n"));
-        t.file(
-            topo.join("package_cpus"),
-            format!("{}\n", cpumask(&package, ncpus)),
-        );
-        t.file(topo.join("die_cpus_list"), format!("{pl}\n"));
         if c != 0 {
             t.file(td.join("online"), "1\n");
         }
@@ -837,7 +825,7 @@ pub(super) fn write_dir(entries: &[(PathBuf, Entry)], root: &Path) -> io::Result
 /// Writes entries as a `.tar.gz` under top folder `top`, with fixed mode and time.
 pub(super) fn write_tar_gz(entries: &[(PathBuf, Entry)], top: &str, path: &Path) -> io::Result<()> {
     let file = std::fs::File::create(path)?;
-    let gz = flate2::write::GzEncoder::new(file, flate2::Compression::best());
+    let gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
     let mut b = tar::Builder::new(gz);
     b.mode(tar::HeaderMode::Deterministic);
     let mut top_hdr = tar::Header::new_gnu();

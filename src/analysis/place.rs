@@ -1,0 +1,928 @@
+//! Placement advisor: which GPUs a job of N local ranks should use, which NIC and which CPU
+//! cores each rank gets, and why.
+//!
+//! Data: the GPU and NIC endpoints and their pair labels come from
+//! [`crate::analysis::classify`] (sysfs tree, NVLinks); CPU cores from [`CoreMap`]
+//! (`/proc/cpuinfo`, NUMA cpulists). The choice itself ([`choose_gpus`], [`assign_nics`],
+//! [`assign_cores`]) works on plain tables so that it can be tested without a topology.
+//!
+//! Rules, in order:
+//! - GPUs: fewest NVLink domains, then fewest NUMA nodes, then the best worst GPU–GPU label,
+//!   then the best sum of GPU–GPU labels, then the best NIC each GPU could get, then the lowest
+//!   CUDA indices.
+//! - NICs: a min-cost assignment (Kuhn–Munkres) where each rank's cost is, lexicographically,
+//!   its path label to the NIC, then the bandwidth it would get (the path bottleneck divided by
+//!   the ranks sharing that NIC), then how many ranks already share it. A NIC is therefore
+//!   shared only when every unshared NIC has a worse path label; with fewer NICs than ranks,
+//!   sharing is spread evenly.
+//! - CPU cores: whole cores (all SMT siblings together) from the NUMA node of the rank's GPU
+//!   (its NIC's node when the GPU's is unknown), split evenly among the ranks on that node; no
+//!   core is given twice.
+
+use super::classify::{Classifier, ClassifyOptions, Endpoint, Label, PairClass};
+use super::cores::CoreMap;
+use crate::model::{DeviceKind, OsDeviceKind, Topology};
+use crate::parse::cpulist;
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Version tag of the placement JSON document.
+pub const PLACEMENT_SCHEMA: &str = "peerpath.placement/1";
+
+/// Rank of a path label for sorting: lower is better. Mirrors the nvidia-smi order
+/// (NV# < PIX < PXB < PHB < NODE < SYS < unknown).
+pub type PathRank = u32;
+
+/// A GPU as the chooser sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuCand {
+    /// Display name (`GPU0`).
+    pub name: String,
+    /// NUMA node, when known.
+    pub numa_node: Option<u32>,
+}
+
+/// A NIC as the chooser sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NicCand {
+    /// Display name (`mlx5_0`).
+    pub name: String,
+    /// NUMA node, when known.
+    pub numa_node: Option<u32>,
+}
+
+/// One GPU–GPU or GPU–NIC relation as the chooser sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairCand {
+    /// Label text (`PIX`, `NV18`, `SYS`).
+    pub label: String,
+    /// Sort rank of the label (lower is better).
+    pub rank: PathRank,
+    /// Whether this is an NVLink relation.
+    pub nvlink: bool,
+    /// Bottleneck bandwidth of the path in GB/s, when known.
+    pub bottleneck_gbps: Option<f64>,
+}
+
+/// The tables the chooser works on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidates {
+    /// GPUs in CUDA (PCI bus) order.
+    pub gpus: Vec<GpuCand>,
+    /// NICs eligible for ranks.
+    pub nics: Vec<NicCand>,
+    /// `gg[i][j]`: GPU i to GPU j (`None` on the diagonal or when unclassifiable).
+    pub gg: Vec<Vec<Option<PairCand>>>,
+    /// `gn[i][k]`: GPU i to NIC k.
+    pub gn: Vec<Vec<Option<PairCand>>>,
+    /// Whether NVLink state was visible (otherwise "no NVLink" is not a fact).
+    pub nvlink_visible: bool,
+}
+
+/// Rank used for a missing relation: worse than any label.
+pub const UNKNOWN_RANK: PathRank = 100;
+
+fn pair_rank(p: &Option<PairCand>) -> PathRank {
+    p.as_ref().map(|p| p.rank).unwrap_or(UNKNOWN_RANK)
+}
+
+/// NVLink domains: connected components of the GPUs over NVLink relations, as sorted GPU
+/// index lists, in order of their first GPU.
+pub fn nvlink_domains(c: &Candidates) -> Vec<Vec<usize>> {
+    let n = c.gpus.len();
+    let mut comp: Vec<usize> = (0..n).collect();
+    fn find(comp: &mut [usize], mut x: usize) -> usize {
+        while comp[x] != x {
+            comp[x] = comp[comp[x]];
+            x = comp[x];
+        }
+        x
+    }
+    for i in 0..n {
+        for j in 0..n {
+            if i != j && c.gg[i][j].as_ref().is_some_and(|p| p.nvlink) {
+                let (a, b) = (find(&mut comp, i), find(&mut comp, j));
+                if a != b {
+                    comp[a.max(b)] = a.min(b);
+                }
+            }
+        }
+    }
+    let mut groups: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for i in 0..n {
+        let r = find(&mut comp, i);
+        groups.entry(r).or_default().push(i);
+    }
+    groups.into_values().collect()
+}
+
+/// Score of a GPU set (lower is better), in rule order.
+fn gpu_set_score(
+    c: &Candidates,
+    domain_of: &[usize],
+    set: &[usize],
+) -> (usize, usize, PathRank, u64, u64, Vec<usize>) {
+    let domains: BTreeSet<usize> = set.iter().map(|&g| domain_of[g]).collect();
+    let numa: BTreeSet<Option<u32>> = set.iter().map(|&g| c.gpus[g].numa_node).collect();
+    let mut worst = 0;
+    let mut sum = 0u64;
+    for (a, &i) in set.iter().enumerate() {
+        for &j in &set[a + 1..] {
+            let r = pair_rank(&c.gg[i][j]);
+            worst = worst.max(r);
+            sum += r as u64;
+        }
+    }
+    let nic_sum: u64 = set
+        .iter()
+        .map(|&g| c.gn[g].iter().map(pair_rank).min().unwrap_or(UNKNOWN_RANK) as u64)
+        .sum();
+    (domains.len(), numa.len(), worst, sum, nic_sum, set.to_vec())
+}
+
+/// Largest number of GPU subsets scored exhaustively; beyond it the choice is greedy.
+const MAX_SUBSETS: u64 = 200_000;
+
+fn binomial(n: u64, k: u64) -> u64 {
+    let k = k.min(n - k.min(n));
+    let mut r: u64 = 1;
+    for i in 0..k {
+        r = r.saturating_mul(n - i) / (i + 1);
+        if r > MAX_SUBSETS {
+            return u64::MAX;
+        }
+    }
+    r
+}
+
+/// Chooses `n` GPUs (indices into `c.gpus`, sorted) by the rules in the module doc, and says
+/// why in one line. `None` when fewer than `n` GPUs exist.
+pub fn choose_gpus(c: &Candidates, n: usize) -> Option<(Vec<usize>, String)> {
+    let total = c.gpus.len();
+    if n == 0 || n > total {
+        return None;
+    }
+    let domains = nvlink_domains(c);
+    let mut domain_of = vec![0; total];
+    for (d, members) in domains.iter().enumerate() {
+        for &g in members {
+            domain_of[g] = d;
+        }
+    }
+    let best = if binomial(total as u64, n as u64) <= MAX_SUBSETS {
+        let mut best: Option<(_, Vec<usize>)> = None;
+        let mut set: Vec<usize> = (0..n).collect();
+        loop {
+            let s = gpu_set_score(c, &domain_of, &set);
+            if best.as_ref().is_none_or(|(b, _)| s < *b) {
+                best = Some((s, set.clone()));
+            }
+            // Next combination in lexicographic order.
+            let mut i = n;
+            while i > 0 && set[i - 1] == total - n + i - 1 {
+                i -= 1;
+            }
+            if i == 0 {
+                break;
+            }
+            set[i - 1] += 1;
+            for j in i..n {
+                set[j] = set[j - 1] + 1;
+            }
+        }
+        best.map(|(_, s)| s)?
+    } else {
+        // Greedy: grow from each GPU, keep the best final set.
+        let mut best: Option<(_, Vec<usize>)> = None;
+        for start in 0..total {
+            let mut set = vec![start];
+            while set.len() < n {
+                let next = (0..total).filter(|g| !set.contains(g)).min_by_key(|&g| {
+                    let mut s = set.clone();
+                    s.push(g);
+                    s.sort_unstable();
+                    gpu_set_score(c, &domain_of, &s)
+                })?;
+                set.push(next);
+                set.sort_unstable();
+            }
+            let s = gpu_set_score(c, &domain_of, &set);
+            if best.as_ref().is_none_or(|(b, _)| s < *b) {
+                best = Some((s, set));
+            }
+        }
+        best.map(|(_, s)| s)?
+    };
+    let (nd, nn, worst, _, _, _) = gpu_set_score(c, &domain_of, &best);
+    let worst_label = best
+        .iter()
+        .enumerate()
+        .flat_map(|(a, &i)| best[a + 1..].iter().map(move |&j| (i, j)))
+        .filter_map(|(i, j)| c.gg[i][j].as_ref())
+        .find(|p| p.rank == worst)
+        .map(|p| p.label.clone());
+    let names: Vec<&str> = best.iter().map(|&g| c.gpus[g].name.as_str()).collect();
+    let mut why = if n == total && n == 1 {
+        format!("the node's only GPU ({})", names.join(", "))
+    } else if n == total {
+        format!("all {n} GPUs requested ({})", names.join(", "))
+    } else {
+        format!("chose {} of {total} GPUs", names.join(", "))
+    };
+    let nvl_domains = domains.iter().filter(|d| d.len() > 1).count();
+    if nvl_domains > 0 {
+        why.push_str(&format!(
+            "; {} NVLink domain{}",
+            nd,
+            if nd == 1 { "" } else { "s" }
+        ));
+    } else if c.nvlink_visible {
+        why.push_str("; no NVLink between GPUs");
+    } else {
+        why.push_str("; NVLink not visible, so chosen on PCIe and NUMA only");
+    }
+    why.push_str(&format!(
+        "; {} NUMA node{}",
+        nn,
+        if nn == 1 { "" } else { "s" }
+    ));
+    if let Some(w) = worst_label {
+        why.push_str(&format!("; worst GPU–GPU path {w}"));
+    }
+    Some((best, why))
+}
+
+/// Scale of the path-label term in the NIC assignment cost (dominates everything else).
+const W_LABEL: i64 = 1_000_000_000_000;
+/// Scale of the bandwidth term (MB/s, below 10^6 for any real path).
+const W_BW: i64 = 1_000;
+/// Bandwidth ceiling in MB/s used to turn "more is better" into a cost.
+const BW_CEIL_MBPS: i64 = 999_999;
+
+/// Assigns a NIC to each chosen GPU (by index into `c.nics`), by the rules in the module doc.
+/// Returns, per rank, the NIC index (`None` when there is no NIC at all) and how many ranks
+/// share it.
+pub fn assign_nics(c: &Candidates, gpus: &[usize]) -> Vec<Option<usize>> {
+    let r = gpus.len();
+    let k = c.nics.len();
+    if r == 0 || k == 0 {
+        return vec![None; r];
+    }
+    // Columns: NIC k, slot s (s-th rank on that NIC).
+    let cols = k * r;
+    let weights = pathfinding::matrix::Matrix::from_fn(r, cols, |(row, col)| {
+        let nic = col / r;
+        let slot = col % r;
+        let p = &c.gn[gpus[row]][nic];
+        let rank = pair_rank(p) as i64;
+        let bw_mbps = p
+            .as_ref()
+            .and_then(|p| p.bottleneck_gbps)
+            .map(|g| ((g * 1000.0) / (slot as f64 + 1.0)).round() as i64)
+            .unwrap_or(0)
+            .clamp(0, BW_CEIL_MBPS);
+        rank * W_LABEL + (BW_CEIL_MBPS - bw_mbps) * W_BW + slot as i64
+    });
+    let (_, assignment) = pathfinding::kuhn_munkres::kuhn_munkres_min(&weights);
+    assignment.into_iter().map(|col| Some(col / r)).collect()
+}
+
+/// Gives each rank whole cores from its NUMA node (see the module doc). `numa[i]` is rank i's
+/// node (`None`: unknown), `fallback_cpus[i]` the CPUs to use when the node is unknown (the
+/// GPU's `local_cpulist`). `per_rank` caps the cores per rank (default: an even share).
+/// Returns, per rank, indices into `map.cores`.
+pub fn assign_cores(
+    map: &CoreMap,
+    numa: &[Option<u32>],
+    fallback_cpus: &[Vec<u32>],
+    per_rank: Option<usize>,
+) -> Vec<Vec<usize>> {
+    let n = numa.len();
+    let mut used = vec![false; map.cores.len()];
+    let mut out = vec![Vec::new(); n];
+    // Pool of each rank: the cores of its NUMA node, or those within its fallback CPUs.
+    let pool_of = |i: usize| -> Vec<usize> {
+        match numa[i] {
+            Some(node) => (0..map.cores.len())
+                .filter(|&c| map.cores[c].numa_node == Some(node))
+                .collect(),
+            None => map.cores_within(fallback_cpus.get(i).map(|v| v.as_slice()).unwrap_or(&[])),
+        }
+    };
+    let pools: Vec<Vec<usize>> = (0..n).map(pool_of).collect();
+    // Ranks sharing an identical pool split it evenly.
+    let mut sharers: BTreeMap<Vec<usize>, Vec<usize>> = BTreeMap::new();
+    for (i, p) in pools.iter().enumerate() {
+        sharers.entry(p.clone()).or_default().push(i);
+    }
+    for (pool, ranks) in sharers {
+        let share = pool.len() / ranks.len().max(1);
+        let take = per_rank.map(|p| p.min(share)).unwrap_or(share);
+        let mut it = pool.iter().copied().filter(|&c| !used[c]);
+        for &rnk in &ranks {
+            for _ in 0..take {
+                if let Some(c) = it.next() {
+                    out[rnk].push(c);
+                }
+            }
+        }
+        for r in &ranks {
+            for &c in &out[*r] {
+                used[c] = true;
+            }
+        }
+    }
+    out
+}
+
+/// One rank of a placement plan.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RankPlan {
+    /// Local rank.
+    pub rank: usize,
+    /// GPU PCI address.
+    pub gpu: String,
+    /// Index of the GPU in PCI bus order (`CUDA_DEVICE_ORDER=PCI_BUS_ID`).
+    pub cuda_index: usize,
+    /// RDMA device name of the NIC (or its netdev when it has no RDMA device).
+    pub nic: Option<String>,
+    /// NIC PCI address.
+    pub nic_bdf: Option<String>,
+    /// RDMA port used (`UCX_NET_DEVICES=<nic>:<port>`), when the scan captured the device's
+    /// ports.
+    pub nic_port: Option<u32>,
+    /// The NIC's netdev, when it has one.
+    pub netdev: Option<String>,
+    /// GPU–NIC path label (`PIX`, `PXB`, `NODE`, …).
+    pub path: Option<String>,
+    /// Bottleneck of the GPU–NIC path in GB/s, when known.
+    pub bottleneck_gbps: Option<f64>,
+    /// Other ranks given the same NIC.
+    pub nic_shared_with: Vec<usize>,
+    /// NUMA node the rank is bound to.
+    pub numa_node: Option<u32>,
+    /// CPUs given to the rank (all SMT siblings of its cores), as a cpulist.
+    pub cpus: String,
+    /// Number of whole cores given.
+    pub cores: usize,
+    /// Environment for the rank (variable → value).
+    pub env: BTreeMap<String, String>,
+    /// Binding command prefix (`numactl …` argv).
+    pub bind: Vec<String>,
+    /// One line per choice: GPU, NIC, CPUs.
+    pub why: Vec<String>,
+}
+
+/// A whole placement plan.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Placement {
+    /// Always [`PLACEMENT_SCHEMA`].
+    pub schema: String,
+    /// Ranks in local-rank order.
+    pub ranks: Vec<RankPlan>,
+    /// Node-wide facts and caveats (NIC sharing, unknown SMT, no RDMA NIC).
+    pub notes: Vec<String>,
+}
+
+/// Options of a placement run.
+#[derive(Debug, Clone, Default)]
+pub struct PlaceOptions {
+    /// Number of local ranks (= GPUs) to place.
+    pub ranks: usize,
+    /// Cores per rank (default: an even share of the rank's NUMA node).
+    pub cores_per_rank: Option<usize>,
+}
+
+/// The node's GPUs and rank-eligible NICs with the chooser's tables, built from the
+/// classification.
+#[derive(Debug, Clone)]
+pub struct NodeView {
+    /// GPU endpoints in CUDA (PCI bus) order.
+    pub gpus: Vec<Endpoint>,
+    /// NIC endpoints (RDMA-capable ones when any NIC has RDMA).
+    pub nics: Vec<Endpoint>,
+    /// The chooser's tables over them.
+    pub cand: Candidates,
+    /// `reasons[i][k]`: the classifier's reason for GPU i – NIC k.
+    pub reasons: Vec<Vec<String>>,
+    /// Classification notes (NVLink visibility, VM, unknown NUMA).
+    pub notes: Vec<String>,
+}
+
+fn cand_of(p: &PairClass) -> PairCand {
+    PairCand {
+        label: p.label.to_string(),
+        rank: p.label.rank() as PathRank,
+        nvlink: matches!(p.label, Label::Nv(_)),
+        bottleneck_gbps: p.bottleneck_gbytes_per_s,
+    }
+}
+
+impl NodeView {
+    /// Classifies every GPU–GPU and GPU–NIC pair of the topology once.
+    pub fn new(t: &Topology) -> NodeView {
+        let cl = Classifier::new(t, &ClassifyOptions::default());
+        let eps = cl.endpoints().to_vec();
+        let gpus: Vec<Endpoint> = eps
+            .iter()
+            .filter(|e| e.kind == DeviceKind::Gpu)
+            .cloned()
+            .collect();
+        let nics: Vec<Endpoint> = eps
+            .iter()
+            .filter(|e| e.kind == DeviceKind::Nic)
+            .cloned()
+            .collect();
+        let mut gg = vec![vec![None; gpus.len()]; gpus.len()];
+        let mut gn = vec![vec![None; nics.len()]; gpus.len()];
+        let mut reasons = vec![vec![String::new(); nics.len()]; gpus.len()];
+        for (i, a) in gpus.iter().enumerate() {
+            for (j, b) in gpus.iter().enumerate() {
+                if i < j {
+                    let p = cl.pair(&a.bdf, &b.bdf).map(|p| cand_of(&p));
+                    gg[i][j] = p.clone();
+                    gg[j][i] = p;
+                }
+            }
+            for (k, n) in nics.iter().enumerate() {
+                if let Some(p) = cl.pair(&a.bdf, &n.bdf) {
+                    reasons[i][k] = p.reason.clone();
+                    gn[i][k] = Some(cand_of(&p));
+                }
+            }
+        }
+        let cand = Candidates {
+            gpus: gpus
+                .iter()
+                .map(|g| GpuCand {
+                    name: g.name.clone(),
+                    numa_node: g.numa_node,
+                })
+                .collect(),
+            nics: nics
+                .iter()
+                .map(|n| NicCand {
+                    name: nic_name(n),
+                    numa_node: n.numa_node,
+                })
+                .collect(),
+            gg,
+            gn,
+            nvlink_visible: t.nvlink_visible,
+        };
+        NodeView {
+            gpus,
+            nics,
+            cand,
+            reasons,
+            notes: cl.notes(),
+        }
+    }
+}
+
+/// The name a NIC goes by in launcher variables: its first RDMA device, else its netdev, else
+/// its address.
+pub fn nic_name(n: &Endpoint) -> String {
+    n.rdma
+        .first()
+        .or(n.net.first())
+        .cloned()
+        .unwrap_or_else(|| n.bdf.to_string())
+}
+
+/// First RDMA port number of a NIC's RDMA device (`ports/<n>`), when captured.
+fn rdma_port(t: &Topology, n: &Endpoint) -> Option<u32> {
+    let d = t.device(&n.bdf)?;
+    let rdma = n.rdma.first()?;
+    d.os_devices
+        .iter()
+        .find(|o| o.kind == OsDeviceKind::Rdma && &o.name == rdma)
+        .and_then(|o| o.ports.iter().map(|p| p.port).min())
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// Plans a job of `o.ranks` local ranks on the node (see the module doc for the rules).
+pub fn plan(t: &Topology, o: &PlaceOptions) -> anyhow::Result<Placement> {
+    let view = NodeView::new(t);
+    plan_with(t, &view, o)
+}
+
+/// [`plan`] over an already built [`NodeView`].
+pub fn plan_with(t: &Topology, view: &NodeView, o: &PlaceOptions) -> anyhow::Result<Placement> {
+    let c = &view.cand;
+    if view.gpus.is_empty() {
+        anyhow::bail!(
+            "no GPU in this topology ({}): nothing to place",
+            t.source.path
+        );
+    }
+    if o.ranks == 0 || o.ranks > view.gpus.len() {
+        anyhow::bail!(
+            "asked for {} rank{} but the node has {} GPU{} (one rank per GPU)",
+            o.ranks,
+            plural(o.ranks),
+            view.gpus.len(),
+            plural(view.gpus.len())
+        );
+    }
+    let (chosen, gpu_why) =
+        choose_gpus(c, o.ranks).ok_or_else(|| anyhow::anyhow!("cannot choose {} GPUs", o.ranks))?;
+    let nic_of = assign_nics(c, &chosen);
+    let cores = CoreMap::from_topology(t);
+    // A rank's NUMA node: its GPU's, else its NIC's.
+    let numa: Vec<Option<u32>> = chosen
+        .iter()
+        .zip(&nic_of)
+        .map(|(&g, n)| {
+            c.gpus[g]
+                .numa_node
+                .or_else(|| n.and_then(|k| c.nics[k].numa_node))
+        })
+        .collect();
+    let fallback: Vec<Vec<u32>> = chosen
+        .iter()
+        .map(|&g| {
+            t.device(&view.gpus[g].bdf)
+                .and_then(|d| d.local_cpus.clone())
+                .unwrap_or_default()
+        })
+        .collect();
+    let core_sets = assign_cores(&cores, &numa, &fallback, o.cores_per_rank);
+    let mut notes = view.notes.clone();
+    notes.push(gpu_why.clone());
+    if view.nics.is_empty() {
+        notes.push("no NIC found: ranks get no NIC variables".into());
+    } else if view.nics.iter().all(|n| n.rdma.is_empty()) {
+        notes.push("no NIC has an RDMA device: NCCL will use sockets; NCCL_IB_HCA/UCX_NET_DEVICES left out".into());
+    }
+    if !cores.smt_known() {
+        notes.push(
+            "SMT siblings unknown (/proc/cpuinfo not captured): each CPU treated as a core".into(),
+        );
+    }
+    if view.nics.len() < o.ranks && !view.nics.is_empty() {
+        notes.push(format!(
+            "{} NIC{} for {} ranks: NICs are shared, spread evenly",
+            view.nics.len(),
+            plural(view.nics.len()),
+            o.ranks
+        ));
+    }
+    let mut ranks = Vec::new();
+    let mut port_unknown: Vec<String> = Vec::new();
+    for (r, &g) in chosen.iter().enumerate() {
+        let gpu = &view.gpus[g];
+        let dev = t.device(&gpu.bdf);
+        let nic = nic_of[r].map(|k| &view.nics[k]);
+        let pair = nic_of[r].and_then(|k| c.gn[g][k].clone());
+        let shared: Vec<usize> = (0..chosen.len())
+            .filter(|&q| q != r && nic_of[q].is_some() && nic_of[q] == nic_of[r])
+            .collect();
+        let my_cores = &core_sets[r];
+        let mut cpus: Vec<u32> = my_cores
+            .iter()
+            .flat_map(|&i| cores.cores[i].threads.iter().copied())
+            .collect();
+        cpus.sort_unstable();
+        let cpus_s = cpulist::format_list(&cpus);
+        let port = nic.and_then(|n| rdma_port(t, n));
+        let rdma = nic.and_then(|n| n.rdma.first().cloned());
+        let netdev = nic.and_then(|n| n.net.first().cloned());
+        let mut env = BTreeMap::new();
+        let vendor = dev.and_then(|d| d.vendor_id);
+        env.insert("CUDA_DEVICE_ORDER".to_string(), "PCI_BUS_ID".to_string());
+        if vendor == Some(0x1002) {
+            env.insert("HIP_VISIBLE_DEVICES".to_string(), g.to_string());
+        } else {
+            env.insert("CUDA_VISIBLE_DEVICES".to_string(), g.to_string());
+        }
+        if let Some(rd) = &rdma {
+            match port {
+                Some(p) => {
+                    env.insert("NCCL_IB_HCA".to_string(), format!("={rd}:{p}"));
+                    env.insert("UCX_NET_DEVICES".to_string(), format!("{rd}:{p}"));
+                }
+                None => {
+                    // Without a port NCCL uses every port of the device; UCX needs one.
+                    env.insert("NCCL_IB_HCA".to_string(), format!("={rd}"));
+                    env.insert("UCX_NET_DEVICES".to_string(), format!("{rd}:1"));
+                    port_unknown.push(rd.clone());
+                }
+            }
+        }
+        if let Some(nd) = &netdev {
+            env.insert("NCCL_SOCKET_IFNAME".to_string(), format!("={nd}"));
+        }
+        let bind = if cpus.is_empty() {
+            Vec::new()
+        } else if let Some(n) = numa[r] {
+            vec![
+                "numactl".into(),
+                format!("--physcpubind={cpus_s}"),
+                format!("--membind={n}"),
+            ]
+        } else {
+            vec!["taskset".into(), "-c".into(), cpus_s.clone()]
+        };
+        // Why, one line per choice.
+        let mut why = Vec::new();
+        why.push(format!(
+            "GPU: {} ({}) on NUMA {}, CUDA index {g}: local rank {r} takes the {} chosen GPU in PCI order (set: see notes)",
+            gpu.name,
+            gpu.bdf,
+            numa_s(gpu.numa_node),
+            ordinal(r + 1)
+        ));
+        why.push(match (nic, &pair) {
+            (Some(n), Some(p)) => nic_why(
+                view,
+                g,
+                nic_of[r].unwrap_or(0),
+                n,
+                p,
+                &shared,
+                &nic_of,
+                &chosen,
+            ),
+            (Some(n), None) => format!(
+                "NIC: {} ({}): path could not be classified",
+                nic_name(n),
+                n.bdf
+            ),
+            _ => "NIC: none (the node has no NIC)".to_string(),
+        });
+        why.push(cpu_why(
+            &cores,
+            my_cores,
+            &cpus_s,
+            numa[r],
+            gpu.numa_node,
+            nic.and_then(|n| n.numa_node),
+        ));
+        ranks.push(RankPlan {
+            rank: r,
+            gpu: gpu.bdf.to_string(),
+            cuda_index: g,
+            nic: nic.map(nic_name),
+            nic_bdf: nic.map(|n| n.bdf.to_string()),
+            nic_port: port,
+            netdev,
+            path: pair.as_ref().map(|p| p.label.clone()),
+            bottleneck_gbps: pair.as_ref().and_then(|p| p.bottleneck_gbps),
+            nic_shared_with: shared,
+            numa_node: numa[r],
+            cpus: cpus_s,
+            cores: my_cores.len(),
+            env,
+            bind,
+            why,
+        });
+    }
+    if ranks
+        .iter()
+        .any(|r: &RankPlan| r.env.contains_key("NCCL_SOCKET_IFNAME"))
+    {
+        notes.push(
+            "NCCL_SOCKET_IFNAME names each rank's NIC netdev; NCCL's bootstrap needs an IP address on it (the scan does not read addresses): set your management interface instead if it has none"
+                .into(),
+        );
+    }
+    if !port_unknown.is_empty() {
+        port_unknown.dedup();
+        notes.push(format!(
+            "RDMA port of {} not captured: NCCL_IB_HCA names the whole device, UCX_NET_DEVICES assumes port 1",
+            port_unknown.join(", ")
+        ));
+    }
+    Ok(Placement {
+        schema: PLACEMENT_SCHEMA.to_string(),
+        ranks,
+        notes,
+    })
+}
+
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (1, x) if x != 11 => "st",
+        (2, x) if x != 12 => "nd",
+        (3, x) if x != 13 => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
+fn numa_s(n: Option<u32>) -> String {
+    n.map(|n| n.to_string()).unwrap_or_else(|| "?".into())
+}
+
+fn gbps_s(g: Option<f64>) -> String {
+    g.map(|g| format!("{g:.1} GB/s"))
+        .unwrap_or_else(|| "unknown bandwidth".into())
+}
+
+/// Rank of PXB: the farthest label at which NCCL enables GPUDirect RDMA by default.
+const PXB_RANK: PathRank = 3;
+
+#[allow(clippy::too_many_arguments)]
+fn nic_why(
+    view: &NodeView,
+    g: usize,
+    k: usize,
+    n: &Endpoint,
+    p: &PairCand,
+    shared: &[usize],
+    nic_of: &[Option<usize>],
+    chosen: &[usize],
+) -> String {
+    let c = &view.cand;
+    let mut s = format!(
+        "NIC: {} ({}) {} from {}, {}",
+        nic_name(n),
+        n.bdf,
+        p.label,
+        view.gpus[g].name,
+        gbps_s(p.bottleneck_gbps)
+    );
+    if shared.is_empty() {
+        s.push_str(", not shared");
+    } else {
+        let others: Vec<String> = shared.iter().map(|q| format!("rank {q}")).collect();
+        s.push_str(&format!(", shared with {}", others.join(", ")));
+        // Best NIC nobody uses, to say why sharing won.
+        let free = (0..c.nics.len())
+            .filter(|kk| !nic_of.contains(&Some(*kk)))
+            .filter_map(|kk| {
+                c.gn[g][kk]
+                    .as_ref()
+                    .map(|pp| (pp.rank, kk, pp.label.clone()))
+            })
+            .min();
+        match free {
+            Some((_, kk, lab)) => s.push_str(&format!(
+                " (the nearest unshared NIC, {}, is {lab} from this GPU)",
+                c.nics[kk].name
+            )),
+            None if c.nics.len() < chosen.len() => s.push_str(" (fewer NICs than ranks)"),
+            None => {}
+        }
+    }
+    // Routing around: the NIC in this GPU's rail position was not taken because its path is worse.
+    if let Some(rail) = c.nics.get(g)
+        && g != k
+        && let Some(rp) = c.gn[g][g].as_ref()
+        && rp.rank > p.rank
+    {
+        s.push_str(&format!(
+            "; routes around {} (rail {g} by position), which is {} from this GPU",
+            rail.name, rp.label
+        ));
+    }
+    if p.rank > PXB_RANK {
+        s.push_str("; no NIC within PXB of this GPU: NCCL keeps GPUDirect RDMA off for it (staged through host memory)");
+    }
+    s
+}
+
+fn cpu_why(
+    cores: &CoreMap,
+    mine: &[usize],
+    cpus: &str,
+    numa: Option<u32>,
+    gpu_numa: Option<u32>,
+    nic_numa: Option<u32>,
+) -> String {
+    if mine.is_empty() {
+        return "CPUs: none left to give on this rank's NUMA node (or its CPUs are unknown): bind by hand".into();
+    }
+    let mut s = format!(
+        "CPUs: {} core{} ({cpus}) on NUMA {}",
+        mine.len(),
+        plural(mine.len()),
+        numa_s(numa)
+    );
+    if cores.smt_known() {
+        s.push_str(", SMT siblings together");
+    }
+    match (gpu_numa, nic_numa) {
+        (Some(a), Some(b)) if a == b => s.push_str(", the node of both the GPU and the NIC"),
+        (Some(_), Some(b)) => s.push_str(&format!(", the GPU's node (the NIC is on NUMA {b})")),
+        (Some(_), None) => s.push_str(", the GPU's node"),
+        (None, Some(_)) => s.push_str(", the NIC's node (the GPU's is unknown)"),
+        (None, None) => s.push_str(" (GPU local_cpulist; NUMA unknown)"),
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(label: &str, rank: PathRank, bw: f64) -> Option<PairCand> {
+        Some(PairCand {
+            label: label.into(),
+            rank,
+            nvlink: label.starts_with("NV"),
+            bottleneck_gbps: Some(bw),
+        })
+    }
+
+    /// 4 GPUs on two NUMA nodes, NVLink pairs (0,1) and (2,3); NIC k is PIX to GPU k, NODE to
+    /// the other GPU of its node, SYS across.
+    fn four() -> Candidates {
+        let gpus = (0..4)
+            .map(|i| GpuCand {
+                name: format!("GPU{i}"),
+                numa_node: Some(i / 2),
+            })
+            .collect();
+        let nics = (0..4)
+            .map(|i| NicCand {
+                name: format!("mlx5_{i}"),
+                numa_node: Some(i / 2),
+            })
+            .collect();
+        let mut gg = vec![vec![None; 4]; 4];
+        let mut gn = vec![vec![None; 4]; 4];
+        for i in 0..4usize {
+            for j in 0..4usize {
+                if i != j {
+                    gg[i][j] = if i / 2 == j / 2 {
+                        p("NV4", 0, 100.0)
+                    } else {
+                        p("SYS", 5, 10.0)
+                    };
+                }
+                gn[i][j] = if i == j {
+                    p("PIX", 1, 24.0)
+                } else if i / 2 == j / 2 {
+                    p("NODE", 4, 20.0)
+                } else {
+                    p("SYS", 5, 10.0)
+                };
+            }
+        }
+        Candidates {
+            gpus,
+            nics,
+            gg,
+            gn,
+            nvlink_visible: true,
+        }
+    }
+
+    #[test]
+    fn two_gpus_stay_in_one_nvlink_domain() {
+        let c = four();
+        let (g, why) = choose_gpus(&c, 2).unwrap();
+        assert_eq!(g, vec![0, 1]);
+        assert!(why.contains("1 NVLink domain"), "{why}");
+        assert_eq!(nvlink_domains(&c), vec![vec![0, 1], vec![2, 3]]);
+        assert!(choose_gpus(&c, 5).is_none());
+    }
+
+    #[test]
+    fn each_gpu_gets_its_pix_nic() {
+        let c = four();
+        assert_eq!(
+            assign_nics(&c, &[0, 1, 2, 3]),
+            vec![Some(0), Some(1), Some(2), Some(3)]
+        );
+    }
+
+    #[test]
+    fn misplaced_nic_is_routed_around() {
+        // NIC 1 moved to NUMA 1: SYS from GPU1, PIX to GPU3 as well.
+        let mut c = four();
+        for g in 0..4 {
+            c.gn[g][1] = if g >= 2 {
+                p("NODE", 4, 20.0)
+            } else {
+                p("SYS", 5, 10.0)
+            };
+        }
+        let a = assign_nics(&c, &[0, 1, 2, 3]);
+        // GPU1 shares NIC 0 (NODE) rather than taking NIC 1 over SYS.
+        assert_eq!(a[1], Some(0));
+        assert_eq!(a[0], Some(0));
+        assert_eq!(a[2], Some(2));
+        assert_eq!(a[3], Some(3));
+    }
+
+    #[test]
+    fn fewer_nics_than_ranks_spreads() {
+        let mut c = four();
+        c.nics.truncate(2);
+        for row in &mut c.gn {
+            row.truncate(2);
+        }
+        let a = assign_nics(&c, &[0, 1, 2, 3]);
+        let mut load = [0; 2];
+        for x in a.iter().flatten() {
+            load[*x] += 1;
+        }
+        assert_eq!(load, [2, 2], "{a:?}");
+    }
+}

@@ -1,0 +1,177 @@
+//! `peerpath export`: scheduler and monitoring files (gres.conf, NFD, DRA, NCCL XML, .prom, DOT).
+
+use crate::InputArgs;
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use peerpath::analysis::cores::CoreMap;
+use peerpath::analysis::place::NodeView;
+use peerpath::analysis::rails;
+use peerpath::model::Bdf;
+use peerpath::render::{dot, dra, gres, nccl_xml, nfd, prom};
+use std::path::PathBuf;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Export formats.
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// Slurm gres.conf lines.
+    Gres,
+    /// Node Feature Discovery features.d file.
+    Nfd,
+    /// Kubernetes DRA device attributes (JSON).
+    Dra,
+    /// NCCL_TOPO_FILE XML.
+    NcclXml,
+    /// node_exporter textfile (.prom).
+    Prom,
+    /// Graphviz DOT.
+    Dot,
+}
+
+/// NVSwitch policy for gres.conf `Links=`.
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum NvSwitchPolicy {
+    /// 0, as Slurm's AutoDetect=nvml writes.
+    Slurm,
+    /// The smaller of the two GPUs' fabric link counts.
+    Fabric,
+}
+
+/// Arguments of `export`.
+#[derive(Args)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    input: InputArgs,
+    /// What to write.
+    #[arg(long, value_enum)]
+    format: ExportFormat,
+    /// Write to this file (atomically: a temporary file in the same directory, then a rename)
+    /// instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// gres: NodeName= to put on each line.
+    #[arg(long, value_name = "NAME")]
+    node_name: Option<String>,
+    /// gres: Type= for the GPUs (e.g. h100).
+    #[arg(long, value_name = "TYPE")]
+    gpu_type: Option<String>,
+    /// gres: Links= value for GPUs joined only through NVSwitches.
+    #[arg(long, value_enum, default_value = "slurm")]
+    nvswitch_links: NvSwitchPolicy,
+    /// nfd: label prefix.
+    #[arg(long, default_value = nfd::DEFAULT_PREFIX)]
+    prefix: String,
+    /// nfd: seconds until the labels expire.
+    #[arg(long, value_name = "SECONDS", default_value_t = 86_400)]
+    ttl: u64,
+    /// nccl-xml: only cpu/pci elements (let NCCL find GPUs, NVLinks and NICs itself).
+    #[arg(long)]
+    skeleton: bool,
+    /// nccl-xml: CPU architecture when the CPU vendor does not tell it (x86_64, arm64, ppc64).
+    #[arg(long, value_name = "ARCH")]
+    arch: Option<String>,
+    /// nccl-xml (VM case): GPU=NIC pairs that share a PCIe switch on the host, written under
+    /// synthetic switches; repeat or comma-separate.
+    #[arg(long = "pair", value_name = "GPU_BDF=NIC_BDF", value_delimiter = ',')]
+    pairs: Vec<String>,
+}
+
+fn parse_pair(s: &str) -> Result<(Bdf, Bdf)> {
+    let (g, n) = s
+        .split_once('=')
+        .with_context(|| format!("--pair {s:?}: expected GPU_BDF=NIC_BDF"))?;
+    Ok((
+        g.trim().parse().with_context(|| format!("--pair {s:?}"))?,
+        n.trim().parse().with_context(|| format!("--pair {s:?}"))?,
+    ))
+}
+
+/// Writes `text` to `path` through a temporary file in the same directory and a rename, so a
+/// reader (node_exporter, nfd-worker) never sees half a file.
+pub fn write_atomic(path: &std::path::Path, text: &str) -> Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let name = path.file_name().context("output path has no file name")?;
+    let tmp = dir.join(format!(
+        ".{}.tmp{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path)
+        .with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))?;
+    Ok(())
+}
+
+/// Runs `export`.
+pub fn run(a: ExportArgs) -> Result<u8> {
+    let topo = crate::load(&a.input)?;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let text = match a.format {
+        ExportFormat::Gres => {
+            let o = gres::GresOptions {
+                node_name: a.node_name,
+                gpu_type: a.gpu_type,
+                nvswitch: match a.nvswitch_links {
+                    NvSwitchPolicy::Slurm => gres::NvSwitchLinks::Slurm,
+                    NvSwitchPolicy::Fabric => gres::NvSwitchLinks::Fabric,
+                },
+            };
+            gres::render(&topo, &CoreMap::from_topology(&topo), &o)
+        }
+        ExportFormat::Nfd => {
+            let view = NodeView::new(&topo);
+            let r = rails::build(&topo, &view, 1);
+            nfd::render(
+                &topo,
+                &r,
+                &nfd::NfdOptions {
+                    prefix: a.prefix,
+                    expiry_unix: now + a.ttl,
+                    gdr_ready: None,
+                },
+            )?
+        }
+        ExportFormat::Dra => dra::render(&topo)?,
+        ExportFormat::NcclXml => {
+            let pairs = a
+                .pairs
+                .iter()
+                .map(|s| parse_pair(s))
+                .collect::<Result<Vec<_>>>()?;
+            nccl_xml::render(
+                &topo,
+                &nccl_xml::NcclXmlOptions {
+                    skeleton: a.skeleton,
+                    arch: a.arch,
+                    pairs,
+                },
+            )?
+        }
+        ExportFormat::Prom => {
+            let view = NodeView::new(&topo);
+            let r = rails::build(&topo, &view, 1);
+            prom::render(
+                &topo,
+                &view,
+                &r,
+                &prom::PromInputs {
+                    now_unix: now,
+                    findings: None,
+                    gdr_ready: None,
+                },
+            )
+        }
+        ExportFormat::Dot => dot::render(&topo),
+    };
+    match &a.output {
+        Some(p) => write_atomic(p, &text)?,
+        None => print!("{text}"),
+    }
+    Ok(0)
+}

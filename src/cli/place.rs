@@ -1,0 +1,63 @@
+//! `peerpath place`: plan GPUs, NICs and CPU cores for N local ranks.
+
+use crate::InputArgs;
+use anyhow::{Result, bail};
+use clap::{Args, ValueEnum};
+use peerpath::analysis::place::{self, PlaceOptions};
+use peerpath::render;
+
+/// Output formats of `place`.
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum PlaceFormat {
+    /// Ranks with one-line reasons.
+    Text,
+    /// Per-rank `KEY=value` blocks (CUDA_VISIBLE_DEVICES, NCCL_IB_HCA, UCX_NET_DEVICES, …).
+    Env,
+    /// `peerpath.placement/1` JSON.
+    Json,
+    /// A `bash -c` wrapper for `srun` that picks the rank by $SLURM_LOCALID.
+    Slurm,
+}
+
+/// Arguments of `place`.
+#[derive(Args)]
+pub struct PlaceArgs {
+    #[command(flatten)]
+    input: InputArgs,
+    /// Number of local ranks (one GPU each).
+    #[arg(long, value_name = "N")]
+    ranks: Option<usize>,
+    /// Same as --ranks.
+    #[arg(long, value_name = "N", conflicts_with = "ranks")]
+    gpus: Option<usize>,
+    /// Whole cores per rank (default: an even share of the rank's NUMA node).
+    #[arg(long, value_name = "K")]
+    cores_per_rank: Option<usize>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    format: PlaceFormat,
+}
+
+/// Runs `place`.
+pub fn run(a: PlaceArgs) -> Result<u8> {
+    let topo = crate::load(&a.input)?;
+    let n = match (a.ranks, a.gpus) {
+        (Some(n), _) | (None, Some(n)) => n,
+        (None, None) => bail!("say how many ranks: --ranks N (or --gpus N)"),
+    };
+    let p = place::plan(
+        &topo,
+        &PlaceOptions {
+            ranks: n,
+            cores_per_rank: a.cores_per_rank,
+        },
+    )?;
+    let out = match a.format {
+        PlaceFormat::Text => render::place::text(&p),
+        PlaceFormat::Env => render::place::env(&p),
+        PlaceFormat::Json => render::place::json(&p)?,
+        PlaceFormat::Slurm => render::place::slurm(&p),
+    };
+    print!("{out}");
+    Ok(0)
+}

@@ -1,0 +1,181 @@
+//! Slurm `gres.conf` lines for the node's GPUs (gres.conf(5)).
+//!
+//! Data: GPUs from the topology (class 0x03 from NVIDIA/AMD/Intel, sorted by PCI address, which
+//! is the NVML / `AutoDetect` index order), `/dev/nvidiaN` from the NVIDIA driver's
+//! `/proc/driver/nvidia/gpus/<bdf>/information` "Device Minor" line, `Cores=` from each GPU's
+//! `local_cpulist` converted to Slurm's abstract core ids by [`CoreMap`], `Links=` from the
+//! topology's NVLinks. Conventions: shared/reference/ecosystem.md §1.1.
+//!
+//! `Links` is Slurm's NVLink count matrix row: position k is the number of links to GPU k,
+//! `-1` for the GPU itself, `0` for none. Slurm's own `AutoDetect=nvml` counts only links whose
+//! far end is another GPU, so behind NVSwitches it writes 0 everywhere; [`NvSwitchLinks`]
+//! chooses between that and the fabric count.
+
+use crate::analysis::cores::CoreMap;
+use crate::model::{Device, DeviceKind, OsDeviceKind, Topology};
+use crate::parse::cpulist;
+use std::fmt::Write;
+
+/// What `Links=` says for two GPUs that reach each other only through NVSwitches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NvSwitchLinks {
+    /// 0, as Slurm's `AutoDetect=nvml` writes (it counts only GPU-to-GPU links).
+    #[default]
+    Slurm,
+    /// The smaller of the two GPUs' link counts into the fabric (what PyTorch's NVLink mesh
+    /// detection does).
+    Fabric,
+}
+
+/// Options for the gres.conf export.
+#[derive(Debug, Clone, Default)]
+pub struct GresOptions {
+    /// `NodeName=` to put first on each line (none: lines apply to the node reading them).
+    pub node_name: Option<String>,
+    /// `Type=` for the GPUs (e.g. `h100`); none: omitted.
+    pub gpu_type: Option<String>,
+    /// NVSwitch policy for `Links=`.
+    pub nvswitch: NvSwitchLinks,
+}
+
+/// GPUs in Slurm's index order (PCI address order).
+pub fn gpus(t: &Topology) -> Vec<&Device> {
+    t.of_kind(DeviceKind::Gpu).collect()
+}
+
+/// The `Device Minor` the NVIDIA driver reports for a GPU, if captured.
+pub fn nvidia_minor(d: &Device) -> Option<u32> {
+    d.os_devices
+        .iter()
+        .filter(|o| o.kind == OsDeviceKind::NvidiaGpu)
+        .flat_map(|o| o.attrs.iter())
+        .find(|(k, _)| k == "Device Minor")
+        .and_then(|(_, v)| v.trim().parse().ok())
+}
+
+/// NVLink count between GPUs `a` and `b` per the policy; `None` when NVLink state is unknown.
+pub fn link_count(t: &Topology, a: &Device, b: &Device, policy: NvSwitchLinks) -> Option<u32> {
+    if !t.nvlink_visible {
+        return None;
+    }
+    let direct: u32 = t
+        .nvlinks
+        .iter()
+        .filter(|l| (l.a == a.bdf && l.b == Some(b.bdf)) || (l.a == b.bdf && l.b == Some(a.bdf)))
+        .map(|l| l.count)
+        .max()
+        .unwrap_or(0);
+    let fabric = |g: &Device| -> u32 {
+        t.nvlinks
+            .iter()
+            .filter(|l| l.a == g.bdf && l.b.is_none())
+            .map(|l| l.count)
+            .sum()
+    };
+    Some(match policy {
+        NvSwitchLinks::Slurm => direct,
+        NvSwitchLinks::Fabric => direct + fabric(a).min(fabric(b)),
+    })
+}
+
+/// Renders gres.conf text: a header, `AutoDetect=off`, one `Name=gpu` line per GPU, and one
+/// comment per RDMA NIC with its `Cores=` (Slurm has no NIC autodetection; the uverbs device
+/// file is not captured by the scan, so the line is left for the operator to complete).
+pub fn render(t: &Topology, cores: &CoreMap, o: &GresOptions) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "# gres.conf written by peerpath from {} ({})",
+        t.source.path, t.source.kind
+    );
+    let _ = writeln!(
+        s,
+        "# Cores= are Slurm abstract core ids (core 0 = first core of the first socket, SMT siblings counted once), not OS CPU numbers."
+    );
+    let _ = writeln!(
+        s,
+        "# Links= counts NVLinks to GPU k in PCI bus order (-1 = self, 0 = none); NVSwitch pairs: {}.",
+        match o.nvswitch {
+            NvSwitchLinks::Slurm => "0, as AutoDetect=nvml writes",
+            NvSwitchLinks::Fabric => "the fabric link count",
+        }
+    );
+    if !cores.smt_known() {
+        let _ = writeln!(
+            s,
+            "# Cores= omitted: /proc/cpuinfo was not captured, so Slurm core ids cannot be derived."
+        );
+    }
+    if !t.nvlink_visible {
+        let _ = writeln!(
+            s,
+            "# Links= omitted: NVLink state was not visible to this scan (no NVML); Slurm reads it with AutoDetect=nvml."
+        );
+    }
+    let gs = gpus(t);
+    if gs.is_empty() {
+        let _ = writeln!(s, "# no GPU found: nothing to declare");
+        return s;
+    }
+    let _ = writeln!(s, "AutoDetect=off");
+    let prefix = o
+        .node_name
+        .as_ref()
+        .map(|n| format!("NodeName={n} "))
+        .unwrap_or_default();
+    for (i, g) in gs.iter().enumerate() {
+        let (minor, minor_note) = match nvidia_minor(g) {
+            Some(m) => (m, None),
+            None => (
+                i as u32,
+                Some(
+                    "device minor not captured; /dev/nvidiaN assumed to follow PCI order — check `nvidia-smi -q | grep Minor`",
+                ),
+            ),
+        };
+        let mut line = format!("{prefix}Name=gpu");
+        if let Some(ty) = &o.gpu_type {
+            let _ = write!(line, " Type={ty}");
+        }
+        let _ = write!(line, " File=/dev/nvidia{minor}");
+        if let Some(ids) = g.local_cpus.as_deref().and_then(|c| cores.slurm_ids_for(c))
+            && !ids.is_empty()
+        {
+            let _ = write!(line, " Cores={}", cpulist::format_list(&ids));
+        }
+        let links: Option<Vec<String>> = gs
+            .iter()
+            .map(|h| {
+                if h.bdf == g.bdf {
+                    Some("-1".to_string())
+                } else {
+                    link_count(t, g, h, o.nvswitch).map(|c| c.to_string())
+                }
+            })
+            .collect();
+        if let Some(l) = links {
+            let _ = write!(line, " Links={}", l.join(","));
+        }
+        let _ = write!(s, "# GPU {i}: {}", g.bdf);
+        if let Some(n) = minor_note {
+            let _ = write!(s, " ({n})");
+        }
+        let _ = writeln!(s, "\n{line}");
+    }
+    for n in t.of_kind(DeviceKind::Nic) {
+        let Some(rdma) = n.rdma_names().next() else {
+            continue;
+        };
+        let core_ids = n.local_cpus.as_deref().and_then(|c| cores.slurm_ids_for(c));
+        let _ = writeln!(
+            s,
+            "# {prefix}Name=nic File=/dev/infiniband/uverbs? {}# {rdma} {} (complete File= from /sys/class/infiniband/{rdma}/device/infiniband_verbs/)",
+            core_ids
+                .filter(|v| !v.is_empty())
+                .map(|v| format!("Cores={} ", cpulist::format_list(&v)))
+                .unwrap_or_default(),
+            n.bdf
+        );
+    }
+    s
+}

@@ -1,0 +1,505 @@
+//! An `NCCL_TOPO_FILE` (NCCL topology XML) for the node's GPUs and NICs.
+//!
+//! Data: the topology's NUMA nodes (`cpulist` → `affinity` mask), `/proc/cpuinfo` vendor,
+//! family and model (→ `vendor`, `familyid`, `modelid`; `arch` from the vendor), the PCIe
+//! switches (one `pci` element per switch, keyed by its upstream port, nested as cascaded),
+//! each GPU's and NIC's class/vendor/device/subsystem ids, and link widths and speeds taken the
+//! way NCCL takes them: the lower of the device's and its parent port's *max* link attributes.
+//! NVLinks (when the source saw them) become `nvlink` children of `gpu`; RDMA devices become
+//! `nic`/`net` children. Format: shared/reference/classification.md §3 and ecosystem.md §1.7.
+//!
+//! NCCL loads this file before its own detection and merges: attributes already present are
+//! kept, missing ones filled. `--skeleton` writes only `cpu`/`pci`, the form NCCL's
+//! maintainers advise for VMs (NCCL then finds GPUs, NVLinks and NICs itself).
+//!
+//! The VM case: a guest's PCIe tree is usually flat (every device on the root bus, so every
+//! GPU–NIC pair is PHB). [`NcclXmlOptions::pairs`] declares GPU–NIC pairs that share a PCIe
+//! switch on the *host*; each pair is written under its own synthetic switch
+//! `ffff:ff:NN.0` (vendor 0x0000), as Azure's published topology files do, so NCCL sees them
+//! as PIX. The pairing is an operator's statement about the host, not something the guest
+//! can observe; the file says so in a comment.
+
+use crate::model::{Bdf, Device, DeviceKind, Topology};
+use crate::parse::cpulist;
+use anyhow::{Result, bail};
+use quick_xml::Writer;
+use quick_xml::events::{BytesDecl, BytesStart, BytesText, Event};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Options of the NCCL XML export.
+#[derive(Debug, Clone, Default)]
+pub struct NcclXmlOptions {
+    /// Write only `cpu` and `pci` elements (no `gpu`/`nic`/`net`).
+    pub skeleton: bool,
+    /// `arch` when the CPU vendor does not tell it (`x86_64`, `arm64`, `ppc64`).
+    pub arch: Option<String>,
+    /// Declared GPU–NIC pairs to put under synthetic switches (the VM case).
+    pub pairs: Vec<(Bdf, Bdf)>,
+}
+
+/// The `arch` NCCL expects, from the CPUID vendor string.
+pub fn arch_of_vendor(vendor: Option<&str>) -> Option<&'static str> {
+    match vendor?.trim() {
+        "GenuineIntel" | "AuthenticAMD" | "HygonGenuine" | "CentaurHauls" | "Shanghai" => {
+            Some("x86_64")
+        }
+        _ => None,
+    }
+}
+
+/// A cpumask string as `/sys/devices/system/node/node<N>/cpumap` writes it: 32-bit hex words,
+/// most significant first, comma-separated, `words` words long.
+pub fn cpumask(cpus: &[u32], words: usize) -> String {
+    let mut w = vec![0u32; words.max(1)];
+    for &c in cpus {
+        let i = (c / 32) as usize;
+        if i < w.len() {
+            w[i] |= 1 << (c % 32);
+        }
+    }
+    w.iter()
+        .rev()
+        .map(|x| format!("{x:08x}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// NCCL's spelling of a PCIe link speed (`32.0 GT/s PCIe`).
+pub fn speed_str(gts: f64) -> String {
+    format!("{gts:.1} GT/s PCIe")
+}
+
+/// Min of the device's and its parent port's max link speed and width (NCCL's rule for non-GPU
+/// devices; kept for GPUs too since the sysfs scan has no NVML current values).
+fn nccl_link(t: &Topology, d: &Device) -> (Option<f64>, Option<u32>) {
+    let own = d.link.unwrap_or_default();
+    let parent = d
+        .parent
+        .and_then(|p| t.device(&p))
+        .and_then(|p| p.link)
+        .unwrap_or_default();
+    let min_f = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    };
+    let min_u = |a: Option<u32>, b: Option<u32>| match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    };
+    (
+        min_f(own.max_gts, parent.max_gts),
+        min_u(own.max_width, parent.max_width),
+    )
+}
+
+fn hex16(v: Option<u16>) -> String {
+    format!("0x{:04x}", v.unwrap_or(0))
+}
+
+/// An element of the tree being written.
+#[derive(Debug, Clone)]
+enum Node {
+    /// A real switch, by index into `Topology::switches`.
+    Switch(usize),
+    /// A synthetic switch holding a declared pair (index into the pair list).
+    Synthetic(usize),
+    /// A GPU or NIC.
+    Endpoint(Bdf),
+}
+
+struct Ctx<'a> {
+    t: &'a Topology,
+    o: &'a NcclXmlOptions,
+    children: BTreeMap<String, Vec<(String, Node)>>,
+    gpu_index: BTreeMap<Bdf, usize>,
+    net_index: BTreeMap<String, usize>,
+}
+
+fn key_of(n: &Node, t: &Topology) -> String {
+    match n {
+        Node::Switch(i) => format!("sw:{}", t.switches[*i].id),
+        Node::Synthetic(i) => format!("syn:{i}"),
+        Node::Endpoint(b) => format!("ep:{b}"),
+    }
+}
+
+/// Renders the XML document.
+pub fn render(t: &Topology, o: &NcclXmlOptions) -> Result<String> {
+    let arch = match (&o.arch, arch_of_vendor(t.machine.cpu_vendor.as_deref())) {
+        (Some(a), _) => a.clone(),
+        (None, Some(a)) => a.to_string(),
+        (None, None) => bail!(
+            "cannot tell the CPU architecture NCCL's `arch` attribute needs (CPU vendor {:?}); pass --arch x86_64|arm64|ppc64",
+            t.machine.cpu_vendor
+        ),
+    };
+    let gpus: Vec<&Device> = t.of_kind(DeviceKind::Gpu).collect();
+    // As NCCL's net plugins see them: RDMA NICs when any NIC has RDMA, else every NIC.
+    let all_nics: Vec<&Device> = t.of_kind(DeviceKind::Nic).collect();
+    let any_rdma = all_nics.iter().any(|d| d.rdma_names().next().is_some());
+    let nics: Vec<&Device> = all_nics
+        .into_iter()
+        .filter(|d| !any_rdma || d.rdma_names().next().is_some())
+        .collect();
+    let paired: BTreeSet<Bdf> = o.pairs.iter().flat_map(|(g, n)| [*g, *n]).collect();
+    for (g, n) in &o.pairs {
+        if !gpus.iter().any(|d| d.bdf == *g) {
+            bail!("declared pair {g}={n}: {g} is not a GPU of this topology");
+        }
+        if !nics.iter().any(|d| d.bdf == *n) {
+            bail!("declared pair {g}={n}: {n} is not a NIC of this topology");
+        }
+    }
+    // Which switches lead to an endpoint we write.
+    let mut wanted_sw: BTreeSet<usize> = BTreeSet::new();
+    // parent key → children; "cpu:<numa>" for the top.
+    let mut children: BTreeMap<String, Vec<(String, Node)>> = BTreeMap::new();
+    let numa_key = |n: Option<u32>| format!("cpu:{}", n.map(|n| n as i64).unwrap_or(-1));
+    let sw_idx = |id: &str| t.switches.iter().position(|s| s.id == id);
+    let add = |parent: String,
+               sort: String,
+               n: Node,
+               children: &mut BTreeMap<String, Vec<(String, Node)>>| {
+        let v = children.entry(parent).or_default();
+        let k = key_of(&n, t);
+        if !v.iter().any(|(_, m)| key_of(m, t) == k) {
+            v.push((sort, n));
+        }
+    };
+    for d in gpus.iter().chain(nics.iter()) {
+        if paired.contains(&d.bdf) {
+            continue;
+        }
+        // Walk up the switch chain.
+        let mut cur = Node::Endpoint(d.bdf);
+        let mut cur_sort = d.bdf.to_string();
+        let mut sw = d.switch.as_deref().and_then(sw_idx);
+        let mut guard = 0;
+        while let Some(si) = sw {
+            guard += 1;
+            if guard > 64 {
+                break;
+            }
+            let s = &t.switches[si];
+            add(format!("sw:{}", s.id), cur_sort.clone(), cur, &mut children);
+            wanted_sw.insert(si);
+            cur = Node::Switch(si);
+            cur_sort = s.upstream.to_string();
+            sw = s.parent_switch.as_deref().and_then(sw_idx);
+        }
+        let top_dev = match &cur {
+            Node::Switch(si) => t.device(&t.switches[*si].upstream),
+            _ => Some(*d),
+        };
+        let numa = top_dev.and_then(|x| t.numa_of(x)).or(d.numa_node);
+        add(numa_key(numa), cur_sort, cur, &mut children);
+    }
+    for (i, (g, _)) in o.pairs.iter().enumerate() {
+        let numa = t.device(g).and_then(|d| t.numa_of(d));
+        add(
+            numa_key(numa),
+            format!("ffff:ff:{:02x}.0", i + 1),
+            Node::Synthetic(i),
+            &mut children,
+        );
+    }
+    for v in children.values_mut() {
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+    }
+    let gpu_index = gpus.iter().enumerate().map(|(i, d)| (d.bdf, i)).collect();
+    // NCCL's IB plugin numbers devices in verbs enumeration order; RDMA-name order is assumed.
+    let mut rdma_names: Vec<String> = nics
+        .iter()
+        .flat_map(|d| d.rdma_names().map(str::to_string))
+        .collect();
+    rdma_names.sort_by_key(|a| natural_key(a));
+    let net_index = rdma_names
+        .into_iter()
+        .enumerate()
+        .map(|(i, n)| (n, i))
+        .collect();
+    let cx = Ctx {
+        t,
+        o,
+        children,
+        gpu_index,
+        net_index,
+    };
+
+    let mut w = Writer::new_with_indent(Vec::new(), b' ', 2);
+    w.write_event(Event::Decl(BytesDecl::new("1.0", None, None)))?;
+    let comment = format!(
+        " NCCL_TOPO_FILE written by peerpath from {} ({}); link attributes are min(device, parent port) max values, as NCCL reads them. ",
+        t.source.path, t.source.kind
+    );
+    // A comment may not hold "--"; the path is the only text here we do not control.
+    let comment = comment.replace("--", "- -");
+    w.write_event(Event::Comment(BytesText::from_escaped(comment.as_str())))?;
+    if !o.skeleton && !cx.net_index.is_empty() {
+        w.write_event(Event::Comment(BytesText::from_escaped(
+            " net dev numbers assume NCCL's IB plugin enumerates devices in RDMA-name order; use --skeleton to let NCCL number them itself. ",
+        )))?;
+    }
+    if !o.pairs.is_empty() {
+        w.write_event(Event::Comment(BytesText::from_escaped(
+            " Synthetic switches ffff:ff:NN.0 hold GPU-NIC pairs DECLARED by the operator (they share a PCIe switch on the host); the guest cannot observe this. ",
+        )))?;
+    }
+    w.write_event(Event::Start(
+        BytesStart::new("system").with_attributes([("version", "1")]),
+    ))?;
+    let max_cpu = t
+        .numa_nodes
+        .iter()
+        .flat_map(|n| cpulist::parse_list(n.cpus.as_bytes()).unwrap_or_default())
+        .max()
+        .unwrap_or(0);
+    let words = (max_cpu as usize / 32) + 1;
+    let mut numa_ids: Vec<i64> = cx
+        .children
+        .keys()
+        .filter_map(|k| k.strip_prefix("cpu:"))
+        .filter_map(|k| k.parse().ok())
+        .collect();
+    numa_ids.sort_unstable();
+    for id in numa_ids {
+        let cpus: Vec<u32> = if id < 0 {
+            t.numa_nodes
+                .iter()
+                .flat_map(|n| cpulist::parse_list(n.cpus.as_bytes()).unwrap_or_default())
+                .collect()
+        } else {
+            t.numa_nodes
+                .iter()
+                .find(|n| n.id as i64 == id)
+                .and_then(|n| cpulist::parse_list(n.cpus.as_bytes()))
+                .unwrap_or_default()
+        };
+        let mut e = BytesStart::new("cpu");
+        e.push_attribute(("numaid", id.to_string().as_str()));
+        e.push_attribute(("affinity", cpumask(&cpus, words).as_str()));
+        e.push_attribute(("arch", arch.as_str()));
+        if let Some(v) = &t.machine.cpu_vendor {
+            e.push_attribute(("vendor", v.as_str()));
+        }
+        if let Some(f) = t.machine.cpu_family {
+            e.push_attribute(("familyid", f.to_string().as_str()));
+        }
+        if let Some(m) = t.machine.cpu_model_number {
+            e.push_attribute(("modelid", m.to_string().as_str()));
+        }
+        w.write_event(Event::Start(e))?;
+        write_children(&cx, &mut w, &format!("cpu:{id}"))?;
+        w.write_event(Event::End(BytesStart::new("cpu").to_end()))?;
+    }
+    w.write_event(Event::End(BytesStart::new("system").to_end()))?;
+    let mut s = String::from_utf8(w.into_inner())?;
+    s.push('\n');
+    Ok(s)
+}
+
+/// Natural order key (`mlx5_2` < `mlx5_10`).
+fn natural_key(s: &str) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    let mut text = String::new();
+    let mut num = String::new();
+    for ch in s.chars() {
+        if ch.is_ascii_digit() {
+            num.push(ch);
+        } else {
+            if !num.is_empty() {
+                out.push((std::mem::take(&mut text), num.parse().unwrap_or(u64::MAX)));
+                num.clear();
+            }
+            text.push(ch);
+        }
+    }
+    out.push((text, num.parse().unwrap_or(0)));
+    out
+}
+
+fn pci_start<'a>(
+    busid: &str,
+    class: u32,
+    d: Option<&Device>,
+    link: (Option<f64>, Option<u32>),
+) -> BytesStart<'a> {
+    let mut e = BytesStart::new("pci");
+    e.push_attribute(("busid", busid));
+    e.push_attribute(("class", format!("0x{class:06x}").as_str()));
+    e.push_attribute(("vendor", hex16(d.and_then(|d| d.vendor_id)).as_str()));
+    e.push_attribute(("device", hex16(d.and_then(|d| d.device_id)).as_str()));
+    e.push_attribute((
+        "subsystem_vendor",
+        hex16(d.and_then(|d| d.subsystem_vendor_id)).as_str(),
+    ));
+    e.push_attribute((
+        "subsystem_device",
+        hex16(d.and_then(|d| d.subsystem_device_id)).as_str(),
+    ));
+    if let Some(g) = link.0 {
+        e.push_attribute(("link_speed", speed_str(g).as_str()));
+    }
+    if let Some(wd) = link.1 {
+        e.push_attribute(("link_width", wd.to_string().as_str()));
+    }
+    e
+}
+
+fn write_children(cx: &Ctx, w: &mut Writer<Vec<u8>>, key: &str) -> Result<()> {
+    let Some(kids) = cx.children.get(key) else {
+        return Ok(());
+    };
+    for (_, n) in kids {
+        match n {
+            Node::Switch(si) => {
+                let s = &cx.t.switches[*si];
+                let up = cx.t.device(&s.upstream);
+                let link = up.map(|d| nccl_link(cx.t, d)).unwrap_or((None, None));
+                w.write_event(Event::Start(pci_start(
+                    &s.upstream.to_string(),
+                    0x060400,
+                    up,
+                    link,
+                )))?;
+                write_children(cx, w, &format!("sw:{}", s.id))?;
+                w.write_event(Event::End(BytesStart::new("pci").to_end()))?;
+            }
+            Node::Synthetic(i) => {
+                let (g, nic) = cx.o.pairs[*i];
+                let members: Vec<&Device> =
+                    [g, nic].iter().filter_map(|b| cx.t.device(b)).collect();
+                let speed = members
+                    .iter()
+                    .filter_map(|d| nccl_link(cx.t, d).0)
+                    .fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x))));
+                let width = members.iter().filter_map(|d| nccl_link(cx.t, d).1).max();
+                let busid = format!("ffff:ff:{:02x}.0", i + 1);
+                w.write_event(Event::Start(pci_start(
+                    &busid,
+                    0x060400,
+                    None,
+                    (speed, width),
+                )))?;
+                for b in [g, nic] {
+                    write_endpoint(cx, w, &b)?;
+                }
+                w.write_event(Event::End(BytesStart::new("pci").to_end()))?;
+            }
+            Node::Endpoint(b) => write_endpoint(cx, w, b)?,
+        }
+    }
+    Ok(())
+}
+
+fn write_endpoint(cx: &Ctx, w: &mut Writer<Vec<u8>>, b: &Bdf) -> Result<()> {
+    let Some(d) = cx.t.device(b) else {
+        return Ok(());
+    };
+    let e = pci_start(&b.to_string(), d.class, Some(d), nccl_link(cx.t, d));
+    if cx.o.skeleton {
+        w.write_event(Event::Empty(e))?;
+        return Ok(());
+    }
+    match d.kind {
+        DeviceKind::Gpu if cx.t.nvlink_visible => {
+            w.write_event(Event::Start(e))?;
+            let mut g = BytesStart::new("gpu");
+            if let Some(i) = cx.gpu_index.get(b) {
+                g.push_attribute(("dev", i.to_string().as_str()));
+            }
+            let mut direct: BTreeMap<Bdf, u32> = BTreeMap::new();
+            let mut fabric = 0;
+            for l in &cx.t.nvlinks {
+                let other = if l.a == *b {
+                    Some(l.b)
+                } else if l.b == Some(*b) {
+                    Some(Some(l.a))
+                } else {
+                    None
+                };
+                match other {
+                    Some(Some(o)) => *direct.entry(o).or_default() += l.count,
+                    Some(None) => fabric += l.count,
+                    None => {}
+                }
+            }
+            let mut links: Vec<BytesStart> = Vec::new();
+            for (o, c) in direct {
+                let tclass = cx.t.device(&o).map(|d| d.class).unwrap_or(0x030200);
+                links.push(BytesStart::new("nvlink").with_attributes([
+                    ("target", o.to_string().as_str()),
+                    ("count", c.to_string().as_str()),
+                    ("tclass", format!("0x{tclass:06x}").as_str()),
+                ]));
+            }
+            if fabric > 0 {
+                // NCCL folds every NVSwitch into one node; this is the bus id it uses for
+                // switches it cannot see (VMs).
+                links.push(BytesStart::new("nvlink").with_attributes([
+                    ("target", "fffffff:ffff:ff"),
+                    ("count", fabric.to_string().as_str()),
+                    ("tclass", "0x068000"),
+                ]));
+            }
+            if links.is_empty() {
+                w.write_event(Event::Empty(g))?;
+            } else {
+                w.write_event(Event::Start(g))?;
+                for l in links {
+                    w.write_event(Event::Empty(l))?;
+                }
+                w.write_event(Event::End(BytesStart::new("gpu").to_end()))?;
+            }
+            w.write_event(Event::End(BytesStart::new("pci").to_end()))?;
+        }
+        DeviceKind::Nic if d.rdma_names().next().is_some() => {
+            w.write_event(Event::Start(e))?;
+            w.write_event(Event::Start(BytesStart::new("nic")))?;
+            for od in d
+                .os_devices
+                .iter()
+                .filter(|o| o.kind == crate::model::OsDeviceKind::Rdma)
+            {
+                let port = od.ports.iter().min_by_key(|p| p.port);
+                let mut net = BytesStart::new("net");
+                net.push_attribute(("name", od.name.as_str()));
+                if let Some(i) = cx.net_index.get(&od.name) {
+                    net.push_attribute(("dev", i.to_string().as_str()));
+                }
+                if let Some(p) = port {
+                    net.push_attribute(("port", p.port.to_string().as_str()));
+                    if let Some(r) = p.rate_gbps {
+                        net.push_attribute((
+                            "speed",
+                            format!("{}", (r * 1000.0).round() as u64).as_str(),
+                        ));
+                    }
+                }
+                w.write_event(Event::Empty(net))?;
+            }
+            w.write_event(Event::End(BytesStart::new("nic").to_end()))?;
+            w.write_event(Event::End(BytesStart::new("pci").to_end()))?;
+        }
+        _ => w.write_event(Event::Empty(e))?,
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks_match_sysfs_cpumap() {
+        assert_eq!(cpumask(&[0, 1, 2, 3], 2), "00000000,0000000f");
+        assert_eq!(
+            cpumask(&(16..32).collect::<Vec<_>>(), 2),
+            "00000000,ffff0000"
+        );
+        assert_eq!(cpumask(&[32], 2), "00000001,00000000");
+        assert_eq!(speed_str(16.0), "16.0 GT/s PCIe");
+        assert_eq!(arch_of_vendor(Some("GenuineIntel")), Some("x86_64"));
+        assert_eq!(arch_of_vendor(None), None);
+    }
+}

@@ -1,0 +1,207 @@
+//! A node_exporter textfile-collector file (`peerpath.prom`) in the Prometheus text exposition
+//! format.
+//!
+//! Data: GPU–NIC path labels from the classification ([`NodeView`]), rail assignment and GDR
+//! verdict from [`Rails`] / [`gdr_ready`], current/max link speed and width of every PCI
+//! function on a GPU's or NIC's path to its host bridge (sysfs `current_link_*`/`max_link_*`),
+//! audit finding counts when the caller has them ([`PromInputs::findings`]), and the run time.
+//! Conventions (shared/reference/ecosystem.md §1.9): `HELP`/`TYPE` per metric, gauges only,
+//! no sample timestamps, enum values as labels with value 1, a trailing newline. Label names
+//! follow dcgm-exporter where they overlap (`gpu`, `pci_bus_id`).
+
+use crate::analysis::place::NodeView;
+use crate::analysis::rails::{Rails, gdr_ready};
+use crate::model::{Bdf, DeviceKind, Topology};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write;
+
+/// What the prom export needs beyond the topology.
+#[derive(Debug, Clone, Default)]
+pub struct PromInputs {
+    /// Unix time of this run (`peerpath_last_run_timestamp_seconds`).
+    pub now_unix: u64,
+    /// Audit findings by severity (`critical`, `warning`, `info`); `None`: no audit ran, and
+    /// `peerpath_findings` is left out rather than written as zeros.
+    pub findings: Option<BTreeMap<String, u64>>,
+    /// GDR verdict from the audit, overriding the topology-only one.
+    pub gdr_ready: Option<bool>,
+}
+
+/// Escapes a label value (`\`, `"`, newline).
+pub fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+struct Out {
+    s: String,
+}
+
+impl Out {
+    fn metric(&mut self, name: &str, help: &str) {
+        let _ = writeln!(self.s, "# HELP {name} {help}");
+        let _ = writeln!(self.s, "# TYPE {name} gauge");
+    }
+    fn sample(&mut self, name: &str, labels: &[(&str, String)], value: f64) {
+        let mut l = String::new();
+        if !labels.is_empty() {
+            let parts: Vec<String> = labels
+                .iter()
+                .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
+                .collect();
+            l = format!("{{{}}}", parts.join(","));
+        }
+        let _ = writeln!(self.s, "{name}{l} {}", fmt_value(value));
+    }
+}
+
+fn fmt_value(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
+}
+
+/// Renders the textfile.
+pub fn render(t: &Topology, view: &NodeView, r: &Rails, i: &PromInputs) -> String {
+    let mut o = Out { s: String::new() };
+    o.metric("peerpath_info", "Where this topology came from (value 1).");
+    o.sample(
+        "peerpath_info",
+        &[
+            ("source", t.source.kind.clone()),
+            ("version", env!("CARGO_PKG_VERSION").to_string()),
+        ],
+        1.0,
+    );
+    o.metric(
+        "peerpath_gpu_nic_path",
+        "Path label between a GPU and a NIC (one series per pair, value 1; rail=\"true\" marks the NIC assigned to the GPU).",
+    );
+    let rail_of: BTreeSet<(String, String)> = r
+        .ports
+        .iter()
+        .flat_map(|p| p.gpus.iter().map(move |g| (g.clone(), p.nic_bdf.clone())))
+        .collect();
+    for (g, gpu) in view.gpus.iter().enumerate() {
+        for (k, nic) in view.nics.iter().enumerate() {
+            let Some(p) = &view.cand.gn[g][k] else {
+                continue;
+            };
+            let rail = rail_of.contains(&(gpu.name.clone(), nic.bdf.to_string()));
+            o.sample(
+                "peerpath_gpu_nic_path",
+                &[
+                    ("gpu", g.to_string()),
+                    ("pci_bus_id", gpu.bdf.to_string()),
+                    ("nic", crate::analysis::place::nic_name(nic)),
+                    ("nic_pci_bus_id", nic.bdf.to_string()),
+                    (
+                        "path",
+                        if p.label == "?" {
+                            "unknown".to_string()
+                        } else {
+                            p.label.clone()
+                        },
+                    ),
+                    ("rail", rail.to_string()),
+                ],
+                1.0,
+            );
+        }
+    }
+    // Every function on a GPU's or NIC's path up to its host bridge.
+    let mut hops: BTreeSet<Bdf> = BTreeSet::new();
+    for d in t
+        .devices
+        .iter()
+        .filter(|d| !d.is_vf() && matches!(d.kind, DeviceKind::Gpu | DeviceKind::Nic))
+    {
+        hops.extend(t.ancestors(&d.bdf));
+    }
+    o.metric(
+        "peerpath_pcie_link_width_lanes",
+        "PCIe link width of a function on a GPU/NIC path (kind=current|max).",
+    );
+    for b in &hops {
+        let Some(d) = t.device(b) else { continue };
+        let Some(l) = d.link else { continue };
+        for (kind, v) in [("current", l.current_width), ("max", l.max_width)] {
+            if let Some(v) = v {
+                o.sample(
+                    "peerpath_pcie_link_width_lanes",
+                    &[
+                        ("pci_bus_id", b.to_string()),
+                        ("device", d.kind.as_str().to_string()),
+                        ("kind", kind.to_string()),
+                    ],
+                    v as f64,
+                );
+            }
+        }
+    }
+    o.metric(
+        "peerpath_pcie_link_speed_gts",
+        "PCIe link speed in GT/s of a function on a GPU/NIC path (kind=current|max).",
+    );
+    for b in &hops {
+        let Some(d) = t.device(b) else { continue };
+        let Some(l) = d.link else { continue };
+        for (kind, v) in [("current", l.current_gts), ("max", l.max_gts)] {
+            if let Some(v) = v {
+                o.sample(
+                    "peerpath_pcie_link_speed_gts",
+                    &[
+                        ("pci_bus_id", b.to_string()),
+                        ("device", d.kind.as_str().to_string()),
+                        ("kind", kind.to_string()),
+                    ],
+                    v,
+                );
+            }
+        }
+    }
+    o.metric(
+        "peerpath_rail_optimised",
+        "1 if every GPU has its own NIC within PXB (one NIC per GPU).",
+    );
+    o.sample(
+        "peerpath_rail_optimised",
+        &[],
+        if r.rail_optimised { 1.0 } else { 0.0 },
+    );
+    if t.nvlink_visible {
+        o.metric(
+            "peerpath_nvlink_domains",
+            "Number of NVLink domains with more than one GPU.",
+        );
+        o.sample(
+            "peerpath_nvlink_domains",
+            &[],
+            r.domains.iter().filter(|d| d.nvlink).count() as f64,
+        );
+    }
+    let gdr = i.gdr_ready.or(gdr_ready(t, r).0);
+    if let Some(g) = gdr {
+        o.metric("peerpath_gdr_ready", "1 if GPUDirect RDMA prerequisites are met for every rail pair (left out when unknown).");
+        o.sample("peerpath_gdr_ready", &[], if g { 1.0 } else { 0.0 });
+    }
+    if let Some(f) = &i.findings {
+        o.metric("peerpath_findings", "Audit findings by severity.");
+        for (sev, n) in f {
+            o.sample("peerpath_findings", &[("severity", sev.clone())], *n as f64);
+        }
+    }
+    o.metric(
+        "peerpath_last_run_timestamp_seconds",
+        "Unix time of the peerpath run that wrote this file.",
+    );
+    o.sample(
+        "peerpath_last_run_timestamp_seconds",
+        &[],
+        i.now_unix as f64,
+    );
+    o.s
+}
