@@ -7,9 +7,9 @@ use peerpath::sources::{self, LoadOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod cli;
 #[path = "cli/audit.rs"]
 mod cli_audit;
-mod cli;
 
 /// Exit code when the command itself could not run (bad input, unreadable root).
 const EXIT_ERROR: u8 = 2;

@@ -1,6 +1,7 @@
 //! Renderers: each turns the model (or analysis results) into one output format. No renderer
 //! computes anything the model or analysis did not.
 
+pub mod audit;
 pub mod dot;
 pub mod dra;
 pub mod gres;
@@ -11,4 +12,3 @@ pub mod nfd;
 pub mod place;
 pub mod prom;
 pub mod tree;
-pub mod audit;
