@@ -6,6 +6,7 @@
 //! text, JSON, pictures and scheduler files.
 
 pub mod analysis;
+pub mod capture;
 pub mod fuzzing;
 pub mod model;
 pub mod parse;

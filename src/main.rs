@@ -96,6 +96,15 @@ enum Command {
     },
     /// Write a synthesized sysfs tree (a named layout, optionally with faults) for tests.
     Fixture(cli::fixture::FixtureArgs),
+    /// Snapshot this node: a tar.gz of exactly the sysfs/procfs files peerpath reads (serial
+    /// numbers redacted), readable anywhere with `-i FILE.tar.gz`.
+    Capture(cli::capture::CaptureArgs),
+    /// Compare two nodes by role (GPU index, NIC rail), not by PCI address.
+    /// Exit 0: equal; 1: they differ; 2: an input could not be read.
+    Diff(cli::capture::DiffArgs),
+    /// Group many snapshots or JSON reports by topology fingerprint and show the outliers.
+    /// Exit 0: no outlier; 1: outliers or unreadable inputs; 2: nothing could be read.
+    Fleet(cli::capture::FleetArgs),
     /// Live transfer probe: loopback RDMA WRITE/READ from GPU and host memory on each chosen
     /// GPU–NIC pair, verified and judged against the classification (docs/probe.md).
     Probe(cli::probe::ProbeArgs),
@@ -157,6 +166,9 @@ fn run(cli: Cli) -> Result<u8> {
         Command::Probe(args) => cli::probe::run(args, |input| {
             sources::load(input, &LoadOptions { pci_ids: None })
         }),
+        Command::Capture(a) => cli::capture::run_capture(&a),
+        Command::Diff(a) => cli::capture::run_diff(&a),
+        Command::Fleet(a) => cli::capture::run_fleet(&a),
     }
 }
 

@@ -1,11 +1,14 @@
 //! Analyses: pure functions of the [`crate::model::Topology`] (plus probe evidence) that judge it.
-//! `classify` labels every endpoint pair the way `nvidia-smi topo -m` and NCCL would; `audit`
-//! checks the node for every known cause of a silent GPUDirect RDMA fallback; `place` plans ranks
-//! over the labels; `rails` draws the scale-up boundary; `cores` numbers CPU cores.
+//! `classify` labels every endpoint pair the way `nvidia-smi topo -m` and NCCL would; `place`
+//! plans ranks over those labels; `rails` draws the scale-up boundary; `cores` numbers CPU cores.
+//! `audit` checks the node for every known cause of a silent GPUDirect RDMA fallback; `diff`
+//! and `fleet` compare nodes by role.
 
 pub mod audit;
 pub mod classify;
 pub mod cores;
+pub mod diff;
+pub mod fleet;
 pub mod nccl;
 pub mod place;
 pub mod rails;

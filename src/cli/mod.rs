@@ -1,6 +1,7 @@
 //! Subcommands of the `peerpath` binary that are more than a few lines.
 
 pub mod audit;
+pub mod capture;
 pub mod classify;
 pub mod export;
 pub mod fixture;

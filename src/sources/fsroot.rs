@@ -254,10 +254,11 @@ impl MemRoot {
     pub fn insert(&mut self, path: PathBuf, node: MemNode) {
         let mut p = path.parent();
         while let Some(d) = p {
-            if d.as_os_str().is_empty() {
+            // A parent already present had its own parents created when it was inserted.
+            if d.as_os_str().is_empty() || self.nodes.contains_key(d) {
                 break;
             }
-            self.nodes.entry(d.to_path_buf()).or_insert(MemNode::Dir);
+            self.nodes.insert(d.to_path_buf(), MemNode::Dir);
             p = d.parent();
         }
         self.nodes.insert(path, node);
@@ -371,6 +372,10 @@ impl MemRoot {
 
 impl FsRoot for MemRoot {
     fn read_limited(&self, path: &Path, limit: usize) -> io::Result<Vec<u8>> {
+        // Fast path: a stored file at this exact path (no link on the way to resolve).
+        if let Some(MemNode::File(b)) = self.nodes.get(path) {
+            return Ok(b[..b.len().min(limit)].to_vec());
+        }
         let p = self.follow(path)?;
         match self.nodes.get(&p) {
             Some(MemNode::File(b)) => Ok(b[..b.len().min(limit)].to_vec()),
@@ -388,6 +393,8 @@ impl FsRoot for MemRoot {
     fn read_dir(&self, path: &Path) -> io::Result<Vec<Entry>> {
         let p = if path.as_os_str().is_empty() {
             PathBuf::new()
+        } else if let Some(MemNode::Dir) = self.nodes.get(path) {
+            path.to_path_buf()
         } else {
             self.follow(path)?
         };

@@ -116,7 +116,9 @@ pub fn load(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
                 path: shown,
                 limitations: vec![],
             };
-            Ok(sysfs::scan(&fs, src, &scan_opts)?)
+            let mut topo = sysfs::scan(&fs, src, &scan_opts)?;
+            crate::capture::apply_stored_nvml(&fs, &mut topo)?;
+            Ok(topo)
         }
         InputKind::Tarball => {
             let bytes = std::fs::read(path).with_context(|| format!("cannot read {shown}"))?;
@@ -127,7 +129,9 @@ pub fn load(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
                 path: shown,
                 limitations: vec![],
             };
-            Ok(sysfs::scan(&fs, src, &scan_opts)?)
+            let mut topo = sysfs::scan(&fs, src, &scan_opts)?;
+            crate::capture::apply_stored_nvml(&fs, &mut topo)?;
+            Ok(topo)
         }
         InputKind::Xml => {
             let text = read_text(path, &shown)?;
