@@ -5,8 +5,10 @@
 //! [`model::Topology`]; analyses classify, audit and place over it; renderers ([`render`]) write
 //! text, JSON, pictures and scheduler files.
 
+pub mod analysis;
 pub mod model;
 pub mod parse;
 pub mod pci_ids;
 pub mod render;
 pub mod sources;
+pub mod synth;

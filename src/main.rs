@@ -7,11 +7,17 @@ use peerpath::sources::{self, LoadOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod cli;
+
 /// Exit code when the command itself could not run (bad input, unreadable root).
 const EXIT_ERROR: u8 = 2;
 
 #[derive(Parser)]
-#[command(name = "peerpath", version, about = "GPU↔NIC PCIe path judge: scan, classify, audit, probe, report")]
+#[command(
+    name = "peerpath",
+    version,
+    about = "GPU↔NIC PCIe path judge: scan, classify, audit, probe, report"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -48,10 +54,43 @@ enum Command {
         #[arg(long)]
         all: bool,
     },
+    /// nvidia-smi-style matrix of every GPU, accelerator and NIC pair (labels, legend, NIC legend).
+    Matrix {
+        #[command(flatten)]
+        input: InputArgs,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "table")]
+        format: cli::classify::MatrixFormat,
+        /// NCCL version whose rules the NCCL view follows (e.g. 2.19; default: the newest modelled).
+        #[arg(long, value_name = "X.Y", value_parser = cli::classify::parse_nccl_version)]
+        nccl_version: Option<peerpath::analysis::nccl::NcclVersion>,
+    },
+    /// Explain one pair hop by hop: links, label and why, bottleneck, NCCL's decision.
+    Explain {
+        /// First device: GPU index (0, GPU0), NIC0, ACC0, NVME0, PCI address, RDMA name or netdev.
+        a: String,
+        /// Second device, same forms.
+        b: String,
+        #[command(flatten)]
+        input: InputArgs,
+        /// NCCL version whose rules the NCCL view follows (e.g. 2.19; default: the newest modelled).
+        #[arg(long, value_name = "X.Y", value_parser = cli::classify::parse_nccl_version)]
+        nccl_version: Option<peerpath::analysis::nccl::NcclVersion>,
+        /// Print the pair as JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a synthesized sysfs tree (a named layout, optionally with faults) for tests.
+    Fixture(cli::fixture::FixtureArgs),
 }
 
 fn load(i: &InputArgs) -> Result<peerpath::model::Topology> {
-    sources::load(i.input.as_deref(), &LoadOptions { pci_ids: i.pci_ids.clone() })
+    sources::load(
+        i.input.as_deref(),
+        &LoadOptions {
+            pci_ids: i.pci_ids.clone(),
+        },
+    )
 }
 
 fn run(cli: Cli) -> Result<u8> {
@@ -59,11 +98,41 @@ fn run(cli: Cli) -> Result<u8> {
         Command::Scan { input, format, all } => {
             let topo = load(&input)?;
             match format {
-                ScanFormat::Tree => print!("{}", render::tree::render(&topo, render::tree::TreeOptions { all })),
+                ScanFormat::Tree => print!(
+                    "{}",
+                    render::tree::render(&topo, render::tree::TreeOptions { all })
+                ),
                 ScanFormat::Json => println!("{}", serde_json::to_string_pretty(&topo)?),
             }
             Ok(0)
         }
+        Command::Matrix {
+            input,
+            format,
+            nccl_version,
+        } => {
+            let topo = load(&input)?;
+            print!(
+                "{}",
+                cli::classify::run_matrix(&topo, format, nccl_version)?
+            );
+            Ok(0)
+        }
+        Command::Explain {
+            a,
+            b,
+            input,
+            nccl_version,
+            json,
+        } => {
+            let topo = load(&input)?;
+            print!(
+                "{}",
+                cli::classify::run_explain(&topo, &a, &b, nccl_version, json)?
+            );
+            Ok(0)
+        }
+        Command::Fixture(a) => cli::fixture::run(a),
     }
 }
 

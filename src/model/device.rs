@@ -335,8 +335,14 @@ mod tests {
         assert_eq!(kind_from_class(0x030000, Some(0x1a03)), DeviceKind::Other);
         assert_eq!(kind_from_class(0x020700, Some(0x15b3)), DeviceKind::Nic);
         assert_eq!(kind_from_class(0x0c0600, Some(0x1077)), DeviceKind::Nic);
-        assert_eq!(kind_from_class(0x0b4000, Some(0x1bcf)), DeviceKind::Accelerator);
-        assert_eq!(kind_from_class(0x120000, Some(0x1da3)), DeviceKind::Accelerator);
+        assert_eq!(
+            kind_from_class(0x0b4000, Some(0x1bcf)),
+            DeviceKind::Accelerator
+        );
+        assert_eq!(
+            kind_from_class(0x120000, Some(0x1da3)),
+            DeviceKind::Accelerator
+        );
         assert_eq!(kind_from_class(0x010802, Some(0x8086)), DeviceKind::Nvme);
         assert_eq!(kind_from_class(0x060400, Some(0x10b5)), DeviceKind::Bridge);
     }

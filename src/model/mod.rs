@@ -11,4 +11,6 @@ pub mod topology;
 pub use bdf::Bdf;
 pub use device::{Device, DeviceKind, LinkInfo, OsDevice, OsDeviceKind, RdmaPort};
 pub use fact::Fact;
-pub use topology::{HostBridge, MachineInfo, NumaNode, NvLink, SourceInfo, Switch, Topology, Warning};
+pub use topology::{
+    HostBridge, MachineInfo, NumaNode, NvLink, SourceInfo, Switch, Topology, Warning,
+};

@@ -57,7 +57,10 @@ mod tests {
     fn parses_both_styles() {
         let a = parse(b"RxErr 0\nBadTLP 3\nBadDLLP 0\nTOTAL_ERR_COR 3\n").unwrap();
         assert_eq!(a.total, Some(3));
-        assert_eq!(a.nonzero().collect::<Vec<_>>(), vec![&("BadTLP".to_string(), 3)]);
+        assert_eq!(
+            a.nonzero().collect::<Vec<_>>(),
+            vec![&("BadTLP".to_string(), 3)]
+        );
         let b = parse(b"Receiver Error 2\nBad TLP 0\nRELAY_NUM Rollover 0\n").unwrap();
         assert_eq!(b.counters[0], ("Receiver Error".to_string(), 2));
         assert_eq!(b.total_or_sum(), 2);

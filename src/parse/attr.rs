@@ -11,7 +11,10 @@ pub fn text(bytes: &[u8]) -> Option<&str> {
 /// (`0x030200`).
 pub fn hex_u32(bytes: &[u8]) -> Option<u32> {
     let s = text(bytes)?;
-    let s = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")).unwrap_or(s);
+    let s = s
+        .strip_prefix("0x")
+        .or_else(|| s.strip_prefix("0X"))
+        .unwrap_or(s);
     if s.is_empty() || s.len() > 8 {
         return None;
     }
@@ -26,7 +29,11 @@ pub fn int(bytes: &[u8]) -> Option<i64> {
 /// `numa_node`: `-1` (or any negative value) means the firmware gave no proximity: unknown.
 pub fn numa_node(bytes: &[u8]) -> Option<u32> {
     let v = int(bytes)?;
-    if (0..=u32::MAX as i64).contains(&v) { Some(v as u32) } else { None }
+    if (0..=u32::MAX as i64).contains(&v) {
+        Some(v as u32)
+    } else {
+        None
+    }
 }
 
 /// `current_link_speed` / `max_link_speed`: `"8 GT/s"` (kernel ≤ 5.6), `"16.0 GT/s PCIe"`
@@ -35,19 +42,35 @@ pub fn link_speed_gts(bytes: &[u8]) -> Option<f64> {
     let s = text(bytes)?;
     let num = s.split_whitespace().next()?;
     let v: f64 = num.parse().ok()?;
-    if v.is_finite() && v > 0.0 && s.contains("GT/s") { Some(v) } else { None }
+    if v.is_finite() && v > 0.0 && s.contains("GT/s") {
+        Some(v)
+    } else {
+        None
+    }
 }
 
 /// `current_link_width` / `max_link_width`: a lane count. `0` and values above 32 are not
 /// real widths (a link that is down reports 0) and read as unknown.
 pub fn link_width(bytes: &[u8]) -> Option<u32> {
     let v = int(bytes)?;
-    if (1..=32).contains(&v) { Some(v as u32) } else { None }
+    if (1..=32).contains(&v) {
+        Some(v as u32)
+    } else {
+        None
+    }
 }
 
 /// The PCIe generation for a transfer rate in GT/s.
 pub fn pcie_gen(gts: f64) -> Option<u8> {
-    let table = [(2.5, 1), (5.0, 2), (8.0, 3), (16.0, 4), (32.0, 5), (64.0, 6), (128.0, 7)];
+    let table = [
+        (2.5, 1),
+        (5.0, 2),
+        (8.0, 3),
+        (16.0, 4),
+        (32.0, 5),
+        (64.0, 6),
+        (128.0, 7),
+    ];
     table
         .iter()
         .find(|(r, _)| (gts - r).abs() < 0.01)

@@ -342,7 +342,11 @@ fn parse_pcie(b: &[u8], off: usize) -> Option<PcieCap> {
         link_sta_gts: speed_code_gts((lnksta & 0xf) as u8),
         link_sta_width: width(((lnksta >> 4) & 0x3f) as u32),
         slot_implemented,
-        physical_slot: if slot_implemented { Some(sltcap >> 19) } else { None },
+        physical_slot: if slot_implemented {
+            Some(sltcap >> 19)
+        } else {
+            None
+        },
     })
 }
 
@@ -390,7 +394,10 @@ mod tests {
         assert_eq!(p.physical_slot, Some(0));
         let a = cs.acs.unwrap();
         assert!(a.redirects_p2p());
-        assert_eq!(a.enabled_names(), vec!["SrcValid", "ReqRedir", "CmpltRedir", "UpstreamFwd"]);
+        assert_eq!(
+            a.enabled_names(),
+            vec!["SrcValid", "ReqRedir", "CmpltRedir", "UpstreamFwd"]
+        );
         assert_eq!(cs.ext_caps, vec![ECAP_AER, ECAP_ACS]);
     }
 

@@ -102,7 +102,10 @@ mod tests {
 
     #[test]
     fn masks() {
-        assert_eq!(parse_mask(b"00000000,0000000f\n").unwrap(), vec![0, 1, 2, 3]);
+        assert_eq!(
+            parse_mask(b"00000000,0000000f\n").unwrap(),
+            vec![0, 1, 2, 3]
+        );
         assert_eq!(parse_mask(b"00000001,00000000").unwrap(), vec![32]);
         assert_eq!(parse_mask(b"ff00").unwrap(), (8..16).collect::<Vec<_>>());
         assert!(parse_mask(b"zz").is_none());

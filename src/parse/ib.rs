@@ -12,7 +12,11 @@ pub fn numbered_state(bytes: &[u8]) -> Option<(u32, String)> {
 pub fn rate_gbps(bytes: &[u8]) -> Option<f64> {
     let s = crate::parse::attr::text(bytes)?;
     let v: f64 = s.split_whitespace().next()?.parse().ok()?;
-    if v.is_finite() && v >= 0.0 && s.contains("Gb/sec") { Some(v) } else { None }
+    if v.is_finite() && v >= 0.0 && s.contains("Gb/sec") {
+        Some(v)
+    } else {
+        None
+    }
 }
 
 #[cfg(test)]

@@ -38,7 +38,9 @@ pub fn parse(bytes: &[u8]) -> (Vec<Bar>, usize) {
             .split_whitespace()
             .map(|t| u64::from_str_radix(t.trim_start_matches("0x"), 16).ok())
             .collect();
-        let (Some(Some(start)), Some(Some(end)), Some(Some(flags))) = (f.first(), f.get(1), f.get(2)) else {
+        let (Some(Some(start)), Some(Some(end)), Some(Some(flags))) =
+            (f.first(), f.get(1), f.get(2))
+        else {
             bad += 1;
             continue;
         };

@@ -42,7 +42,11 @@ pub fn link(l: &LinkInfo) -> String {
 pub fn degradation_marks(l: &LinkInfo) -> Vec<String> {
     let mut v = Vec::new();
     if l.width_degraded() {
-        v.push(format!("x{} of x{}", l.current_width.unwrap_or(0), l.max_width.unwrap_or(0)));
+        v.push(format!(
+            "x{} of x{}",
+            l.current_width.unwrap_or(0),
+            l.max_width.unwrap_or(0)
+        ));
     }
     if l.speed_degraded() {
         v.push(format!(
@@ -60,9 +64,19 @@ mod tests {
 
     #[test]
     fn marks() {
-        let l = LinkInfo { current_gts: Some(8.0), current_width: Some(8), max_gts: Some(32.0), max_width: Some(16) };
+        let l = LinkInfo {
+            current_gts: Some(8.0),
+            current_width: Some(8),
+            max_gts: Some(32.0),
+            max_width: Some(16),
+        };
         assert_eq!(link(&l), "8.0 GT/s x8 (DOWN: x8 of x16, Gen3 of Gen5)");
-        let ok = LinkInfo { current_gts: Some(16.0), current_width: Some(16), max_gts: Some(16.0), max_width: Some(16) };
+        let ok = LinkInfo {
+            current_gts: Some(16.0),
+            current_width: Some(16),
+            max_gts: Some(16.0),
+            max_width: Some(16),
+        };
         assert_eq!(link(&ok), "16.0 GT/s x16");
     }
 }

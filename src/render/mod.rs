@@ -2,4 +2,5 @@
 //! computes anything the model or analysis did not.
 
 pub mod linkfmt;
+pub mod matrix;
 pub mod tree;

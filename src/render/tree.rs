@@ -29,7 +29,12 @@ fn label(k: DeviceKind) -> &'static str {
 
 fn describe(d: &Device) -> String {
     let mut s = format!("{} {} \"{}\"", label(d.kind), d.bdf, d.display_name());
-    let os: Vec<&str> = d.os_devices.iter().filter(|o| o.kind != crate::model::OsDeviceKind::NvidiaGpu).map(|o| o.name.as_str()).collect();
+    let os: Vec<&str> = d
+        .os_devices
+        .iter()
+        .filter(|o| o.kind != crate::model::OsDeviceKind::NvidiaGpu)
+        .map(|o| o.name.as_str())
+        .collect();
     if !os.is_empty() {
         s.push_str(&format!(" {}", os.join(" ")));
     }
@@ -59,23 +64,45 @@ pub fn render(t: &Topology, opts: TreeOptions) -> String {
     if let Some(s) = m.sockets {
         let _ = write!(out, ", {s} socket{}", if s == 1 { "" } else { "s" });
     }
-    let _ = writeln!(out, ", {} NUMA node{}", t.numa_nodes.len(), if t.numa_nodes.len() == 1 { "" } else { "s" });
+    let _ = writeln!(
+        out,
+        ", {} NUMA node{}",
+        t.numa_nodes.len(),
+        if t.numa_nodes.len() == 1 { "" } else { "s" }
+    );
     if !m.hypervisor.is_empty() {
-        let _ = writeln!(out, "  Virtual machine ({}): topology below may be synthetic", m.hypervisor[0].1);
+        let _ = writeln!(
+            out,
+            "  Virtual machine ({}): topology below may be synthetic",
+            m.hypervisor[0].1
+        );
     }
     for l in &t.source.limitations {
         let _ = writeln!(out, "  Note: {l}");
     }
     let mut placed = std::collections::HashSet::new();
     for n in &t.numa_nodes {
-        let hbs: Vec<_> = t.host_bridges.iter().filter(|h| h.numa_node == Some(n.id)).collect();
-        let _ = writeln!(out, "  NUMANode {} (cpus {})", n.id, if n.cpus.is_empty() { "none" } else { &n.cpus });
+        let hbs: Vec<_> = t
+            .host_bridges
+            .iter()
+            .filter(|h| h.numa_node == Some(n.id))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  NUMANode {} (cpus {})",
+            n.id,
+            if n.cpus.is_empty() { "none" } else { &n.cpus }
+        );
         for hb in hbs {
             placed.insert(hb.name.clone());
             host_bridge(t, &hb.name, 2, opts, &mut out);
         }
     }
-    let rest: Vec<_> = t.host_bridges.iter().filter(|h| !placed.contains(&h.name)).collect();
+    let rest: Vec<_> = t
+        .host_bridges
+        .iter()
+        .filter(|h| !placed.contains(&h.name))
+        .collect();
     if !rest.is_empty() {
         let _ = writeln!(out, "  NUMA node unknown");
         for hb in rest {
@@ -99,7 +126,11 @@ fn host_bridge(t: &Topology, name: &str, depth: usize, opts: TreeOptions, out: &
         device(t, d, depth + 1, opts, out);
     }
     if folded > 0 {
-        let _ = writeln!(out, "{pad}  ({folded} other function{} on the root bus folded; --all shows them)", if folded == 1 { "" } else { "s" });
+        let _ = writeln!(
+            out,
+            "{pad}  ({folded} other function{} on the root bus folded; --all shows them)",
+            if folded == 1 { "" } else { "s" }
+        );
     }
 }
 
@@ -117,13 +148,20 @@ fn device(t: &Topology, d: &Device, depth: usize, opts: TreeOptions, out: &mut S
             sw.map(|s| s.id.as_str()).unwrap_or("?"),
             d.display_name(),
             d.bdf,
-            d.link.as_ref().map(|l| format!(" [{}]", linkfmt::link(l))).unwrap_or_default(),
+            d.link
+                .as_ref()
+                .map(|l| format!(" [{}]", linkfmt::link(l)))
+                .unwrap_or_default(),
             if ports == 1 { "" } else { "s" }
         );
         for c in t.children(&d.bdf) {
             if c.kind == DeviceKind::SwitchDownstream {
                 let kids = t.children(&c.bdf);
-                let link = c.link.as_ref().map(|l| format!(" [{}]", linkfmt::link(l))).unwrap_or_default();
+                let link = c
+                    .link
+                    .as_ref()
+                    .map(|l| format!(" [{}]", linkfmt::link(l)))
+                    .unwrap_or_default();
                 if kids.is_empty() {
                     let _ = writeln!(out, "{pad}  Port {}{link} (empty)", c.bdf);
                 } else {
@@ -146,14 +184,22 @@ fn device(t: &Topology, d: &Device, depth: usize, opts: TreeOptions, out: &mut S
 
 fn summary(t: &Topology, out: &mut String) {
     let count = |k| t.of_kind(k).count();
-    let rdma = t.devices.iter().filter(|d| d.rdma_names().next().is_some()).count();
+    let rdma = t
+        .devices
+        .iter()
+        .filter(|d| d.rdma_names().next().is_some())
+        .count();
     let _ = writeln!(
         out,
         "Found: {} GPU{}, {} accelerator{}, {} NIC{} ({} with RDMA), {} NVMe, {} PCIe switch{}",
         count(DeviceKind::Gpu),
         if count(DeviceKind::Gpu) == 1 { "" } else { "s" },
         count(DeviceKind::Accelerator),
-        if count(DeviceKind::Accelerator) == 1 { "" } else { "s" },
+        if count(DeviceKind::Accelerator) == 1 {
+            ""
+        } else {
+            "s"
+        },
         count(DeviceKind::Nic),
         if count(DeviceKind::Nic) == 1 { "" } else { "s" },
         rdma,
@@ -162,13 +208,24 @@ fn summary(t: &Topology, out: &mut String) {
         if t.switches.len() == 1 { "" } else { "es" }
     );
     if count(DeviceKind::Gpu) + count(DeviceKind::Accelerator) == 0 {
-        let _ = writeln!(out, "No GPU or accelerator found: there is no GPUDirect path to judge on this node.");
+        let _ = writeln!(
+            out,
+            "No GPU or accelerator found: there is no GPUDirect path to judge on this node."
+        );
     }
     if rdma == 0 {
-        let _ = writeln!(out, "No RDMA-capable NIC found (no /sys/class/infiniband device).");
+        let _ = writeln!(
+            out,
+            "No RDMA-capable NIC found (no /sys/class/infiniband device)."
+        );
     }
     if !t.warnings.is_empty() {
-        let _ = writeln!(out, "{} warning{} (listed in --format json):", t.warnings.len(), if t.warnings.len() == 1 { "" } else { "s" });
+        let _ = writeln!(
+            out,
+            "{} warning{} (listed in --format json):",
+            t.warnings.len(),
+            if t.warnings.len() == 1 { "" } else { "s" }
+        );
         for w in t.warnings.iter().take(5) {
             let _ = writeln!(out, "  {}: {}", w.path, w.message);
         }

@@ -259,7 +259,10 @@ impl MemRoot {
                     _ => {
                         return Err(io::Error::new(
                             io::ErrorKind::InvalidData,
-                            format!("snapshot entry escapes the snapshot root: {}", path.display()),
+                            format!(
+                                "snapshot entry escapes the snapshot root: {}",
+                                path.display()
+                            ),
                         ));
                     }
                 }
@@ -290,7 +293,11 @@ impl MemRoot {
         let has_sys_at_top = raw.iter().any(|(p, _)| p.starts_with("sys"));
         let mut strip: Option<PathBuf> = None;
         if !has_sys_at_top {
-            let first = raw[0].0.components().next().map(|c| PathBuf::from(c.as_os_str()));
+            let first = raw[0]
+                .0
+                .components()
+                .next()
+                .map(|c| PathBuf::from(c.as_os_str()));
             if let Some(top) = first {
                 if raw.iter().all(|(p, _)| p.starts_with(&top)) {
                     strip = Some(top);
@@ -312,7 +319,10 @@ impl MemRoot {
     }
 
     fn not_found(path: &Path) -> io::Error {
-        io::Error::new(io::ErrorKind::NotFound, format!("{}: not in snapshot", path.display()))
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("{}: not in snapshot", path.display()),
+        )
     }
 
     /// Follows symlinks of the final component (for read and read_dir).
@@ -395,7 +405,10 @@ mod tests {
 
     fn tree() -> MemRoot {
         let mut m = MemRoot::new("t");
-        m.insert("sys/devices/pci0000:00/0000:00:01.0/vendor".into(), MemNode::File(b"0x8086\n".to_vec()));
+        m.insert(
+            "sys/devices/pci0000:00/0000:00:01.0/vendor".into(),
+            MemNode::File(b"0x8086\n".to_vec()),
+        );
         m.insert(
             "sys/bus/pci/devices/0000:00:01.0".into(),
             MemNode::Symlink("../../../devices/pci0000:00/0000:00:01.0".into()),
@@ -408,20 +421,34 @@ mod tests {
     #[test]
     fn resolves_inside_root() {
         let m = tree();
-        let p = m.resolve(Path::new("sys/bus/pci/devices/0000:00:01.0")).unwrap();
+        let p = m
+            .resolve(Path::new("sys/bus/pci/devices/0000:00:01.0"))
+            .unwrap();
         assert_eq!(p, PathBuf::from("sys/devices/pci0000:00/0000:00:01.0"));
-        assert_eq!(m.read(Path::new("sys/bus/pci/devices/0000:00:01.0/vendor")).unwrap(), b"0x8086\n");
+        assert_eq!(
+            m.read(Path::new("sys/bus/pci/devices/0000:00:01.0/vendor"))
+                .unwrap(),
+            b"0x8086\n"
+        );
         assert!(m.resolve(Path::new("sys/loop")).is_err());
         // climbing above the root stays at the root: "etc" does not exist there
         assert!(m.resolve(Path::new("sys/up")).is_err());
-        let names: Vec<_> = m.read_dir(Path::new("sys")).unwrap().into_iter().map(|e| e.name).collect();
+        let names: Vec<_> = m
+            .read_dir(Path::new("sys"))
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
         assert_eq!(names, vec!["bus", "devices", "loop", "up"]);
     }
 
     #[test]
     fn join() {
         assert_eq!(
-            join_link(Path::new("sys/bus/pci/devices/x"), Path::new("../../../devices/pci0000:00/x")),
+            join_link(
+                Path::new("sys/bus/pci/devices/x"),
+                Path::new("../../../devices/pci0000:00/x")
+            ),
             PathBuf::from("sys/devices/pci0000:00/x")
         );
     }

@@ -24,14 +24,16 @@ pub enum InputKind {
 
 /// Detects an input's kind from its content (never from its name alone).
 pub fn detect(path: &Path) -> Result<InputKind> {
-    let meta = std::fs::metadata(path).with_context(|| format!("cannot open input {}", path.display()))?;
+    let meta =
+        std::fs::metadata(path).with_context(|| format!("cannot open input {}", path.display()))?;
     if meta.is_dir() {
         return Ok(InputKind::SysfsRoot);
     }
     let mut head = [0u8; 512];
     let n = {
         use std::io::Read;
-        let mut f = std::fs::File::open(path).with_context(|| format!("cannot open input {}", path.display()))?;
+        let mut f = std::fs::File::open(path)
+            .with_context(|| format!("cannot open input {}", path.display()))?;
         let mut total = 0;
         loop {
             let k = f.read(&mut head[total..])?;
@@ -46,10 +48,16 @@ pub fn detect(path: &Path) -> Result<InputKind> {
         total
     };
     let h = &head[..n];
-    if h.starts_with(&[0x1f, 0x8b]) || h.starts_with(b"BZh") || (n >= 262 && &h[257..262] == b"ustar") {
+    if h.starts_with(&[0x1f, 0x8b])
+        || h.starts_with(b"BZh")
+        || (n >= 262 && &h[257..262] == b"ustar")
+    {
         return Ok(InputKind::Tarball);
     }
-    let t = std::str::from_utf8(h).unwrap_or("").trim_start_matches('\u{feff}').trim_start();
+    let t = std::str::from_utf8(h)
+        .unwrap_or("")
+        .trim_start_matches('\u{feff}')
+        .trim_start();
     if t.starts_with('<') {
         return Ok(InputKind::Xml);
     }
@@ -76,24 +84,38 @@ pub fn load(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
     };
     let Some(path) = input else {
         let fs = fsroot::DirRoot::new("/");
-        let src = SourceInfo { kind: "sysfs".into(), path: "/".into(), limitations: vec![] };
+        let src = SourceInfo {
+            kind: "sysfs".into(),
+            path: "/".into(),
+            limitations: vec![],
+        };
         return Ok(sysfs::scan(&fs, src, &scan_opts)?);
     };
     let shown = path.display().to_string();
     match detect(path)? {
         InputKind::SysfsRoot => {
             if !path.join("sys").is_dir() {
-                bail!("{shown}: directory has no sys/ folder; expected a sysfs root prefix (e.g. an extracted snapshot)");
+                bail!(
+                    "{shown}: directory has no sys/ folder; expected a sysfs root prefix (e.g. an extracted snapshot)"
+                );
             }
             let fs = fsroot::DirRoot::new(path);
-            let src = SourceInfo { kind: "sysfs".into(), path: shown, limitations: vec![] };
+            let src = SourceInfo {
+                kind: "sysfs".into(),
+                path: shown,
+                limitations: vec![],
+            };
             Ok(sysfs::scan(&fs, src, &scan_opts)?)
         }
         InputKind::Tarball => {
             let bytes = std::fs::read(path).with_context(|| format!("cannot read {shown}"))?;
             let fs = fsroot::MemRoot::from_tar_bytes(&shown, &bytes)
                 .with_context(|| format!("{shown}: not a readable snapshot tarball"))?;
-            let src = SourceInfo { kind: "snapshot".into(), path: shown, limitations: vec![] };
+            let src = SourceInfo {
+                kind: "snapshot".into(),
+                path: shown,
+                limitations: vec![],
+            };
             Ok(sysfs::scan(&fs, src, &scan_opts)?)
         }
         InputKind::Xml => bail!("{shown}: XML sources (hwloc, NCCL) are not supported yet"),

@@ -6,7 +6,7 @@
 use super::fsroot::{EntryKind, FsRoot, join_link};
 use super::tree;
 use crate::model::bdf::{Bdf, parse_host_bridge};
-use crate::model::device::{Device, OsDevice, OsDeviceKind, RdmaPort, kind_from_class, LinkInfo};
+use crate::model::device::{Device, LinkInfo, OsDevice, OsDeviceKind, RdmaPort, kind_from_class};
 use crate::model::fact::Fact;
 use crate::model::topology::{MachineInfo, NumaNode, SourceInfo, Topology, Warning};
 use crate::parse::{aer, attr, config, cpulist, ib, resource};
@@ -42,7 +42,10 @@ fn read_opt(fs: &dyn FsRoot, log: &Log, path: &Path) -> Option<Vec<u8>> {
         Ok(b) => Some(b),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
         Err(e) => {
-            log.warn(path, format!("could not read ({e}); value treated as unknown"));
+            log.warn(
+                path,
+                format!("could not read ({e}); value treated as unknown"),
+            );
             None
         }
     }
@@ -68,7 +71,10 @@ pub fn scan(fs: &dyn FsRoot, source: SourceInfo, opts: &ScanOptions) -> io::Resu
                     format!("{}: no sys/ directory; not a sysfs root", fs.describe()),
                 ));
             }
-            log.warn(bus, "absent: this system exposes no PCI bus; no devices scanned");
+            log.warn(
+                bus,
+                "absent: this system exposes no PCI bus; no devices scanned",
+            );
             Vec::new()
         }
         Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", bus.display()))),
@@ -98,7 +104,10 @@ pub fn scan(fs: &dyn FsRoot, source: SourceInfo, opts: &ScanOptions) -> io::Resu
                         Ok(_) | Err(_) => {
                             log.warn(
                                 &link,
-                                format!("dangling or looping link to {}; device skipped", target.display()),
+                                format!(
+                                    "dangling or looping link to {}; device skipped",
+                                    target.display()
+                                ),
                             );
                             continue;
                         }
@@ -171,7 +180,12 @@ pub fn scan(fs: &dyn FsRoot, source: SourceInfo, opts: &ScanOptions) -> io::Resu
                     .position(|(x, _)| x == b)
                     .map(|i| (hb.clone(), ch[..=i].to_vec()))
             })
-            .unwrap_or_else(|| (crate::model::bdf::host_bridge_name(b.domain, b.bus), vec![(*b, p.clone())]));
+            .unwrap_or_else(|| {
+                (
+                    crate::model::bdf::host_bridge_name(b.domain, b.bus),
+                    vec![(*b, p.clone())],
+                )
+            });
         located.insert(*b, (p.clone(), false));
         chains.insert(*b, (hb, chain));
     }
@@ -198,14 +212,28 @@ pub fn scan(fs: &dyn FsRoot, source: SourceInfo, opts: &ScanOptions) -> io::Resu
         };
         let has = |n: &str| listing.iter().any(|e| e.name == n);
         let get = |n: &str| -> Option<Vec<u8>> {
-            if has(n) { read_opt(fs, &log, &dir.join(n)) } else { None }
+            if has(n) {
+                read_opt(fs, &log, &dir.join(n))
+            } else {
+                None
+            }
         };
         let class = get("class").and_then(|b| attr::hex_u32(&b));
-        d.vendor_id = get("vendor").and_then(|b| attr::hex_u32(&b)).map(|v| v as u16);
-        d.device_id = get("device").and_then(|b| attr::hex_u32(&b)).map(|v| v as u16);
-        d.subsystem_vendor_id = get("subsystem_vendor").and_then(|b| attr::hex_u32(&b)).map(|v| v as u16);
-        d.subsystem_device_id = get("subsystem_device").and_then(|b| attr::hex_u32(&b)).map(|v| v as u16);
-        d.revision = get("revision").and_then(|b| attr::hex_u32(&b)).map(|v| v as u8);
+        d.vendor_id = get("vendor")
+            .and_then(|b| attr::hex_u32(&b))
+            .map(|v| v as u16);
+        d.device_id = get("device")
+            .and_then(|b| attr::hex_u32(&b))
+            .map(|v| v as u16);
+        d.subsystem_vendor_id = get("subsystem_vendor")
+            .and_then(|b| attr::hex_u32(&b))
+            .map(|v| v as u16);
+        d.subsystem_device_id = get("subsystem_device")
+            .and_then(|b| attr::hex_u32(&b))
+            .map(|v| v as u16);
+        d.revision = get("revision")
+            .and_then(|b| attr::hex_u32(&b))
+            .map(|v| v as u8);
         d.numa_node = get("numa_node").and_then(|b| attr::numa_node(&b));
         d.local_cpus = match get("local_cpulist") {
             Some(b) => cpulist::parse_list(&b),
@@ -228,7 +256,10 @@ pub fn scan(fs: &dyn FsRoot, source: SourceInfo, opts: &ScanOptions) -> io::Resu
                         );
                     }
                 }
-                Err(e) => log.warn(&dir.join("config"), format!("unreadable ({e}); config facts unknown")),
+                Err(e) => log.warn(
+                    &dir.join("config"),
+                    format!("unreadable ({e}); config facts unknown"),
+                ),
             }
         }
         let mut link = link;
@@ -246,14 +277,20 @@ pub fn scan(fs: &dyn FsRoot, source: SourceInfo, opts: &ScanOptions) -> io::Resu
         }
         match class {
             Some(c) => d.class = c,
-            None => log.warn(&dir.join("class"), "absent or unreadable; device kind unknown (other)"),
+            None => log.warn(
+                &dir.join("class"),
+                "absent or unreadable; device kind unknown (other)",
+            ),
         }
         d.kind = kind_from_class(d.class, d.vendor_id);
         if let Some(b) = get("resource") {
             let (bars, bad) = resource::parse(&b);
             d.bars = bars;
             if bad > 0 {
-                log.warn(&dir.join("resource"), format!("{bad} malformed line(s) ignored"));
+                log.warn(
+                    &dir.join("resource"),
+                    format!("{bad} malformed line(s) ignored"),
+                );
             }
         }
         d.aer_correctable = get("aer_dev_correctable").and_then(|b| aer::parse(&b));
@@ -271,7 +308,10 @@ pub fn scan(fs: &dyn FsRoot, source: SourceInfo, opts: &ScanOptions) -> io::Resu
         if has("physfn") {
             d.physfn = link_name(fs, &dir.join("physfn")).and_then(|n| n.parse().ok());
         }
-        d.vf_count = listing.iter().filter(|e| e.name.starts_with("virtfn")).count() as u32;
+        d.vf_count = listing
+            .iter()
+            .filter(|e| e.name.starts_with("virtfn"))
+            .count() as u32;
         by_path.insert(dir.clone(), devices.len());
         devices.push(d);
     }
@@ -288,7 +328,14 @@ pub fn scan(fs: &dyn FsRoot, source: SourceInfo, opts: &ScanOptions) -> io::Resu
     }
 
     // 3. Class devices: RDMA, net, NVMe.
-    attach_class(fs, &log, "infiniband", OsDeviceKind::Rdma, &by_path, &mut devices);
+    attach_class(
+        fs,
+        &log,
+        "infiniband",
+        OsDeviceKind::Rdma,
+        &by_path,
+        &mut devices,
+    );
     attach_class(fs, &log, "net", OsDeviceKind::Net, &by_path, &mut devices);
     attach_class(fs, &log, "nvme", OsDeviceKind::Nvme, &by_path, &mut devices);
     nvidia_gpus(fs, &log, &mut devices);
@@ -299,8 +346,17 @@ pub fn scan(fs: &dyn FsRoot, source: SourceInfo, opts: &ScanOptions) -> io::Resu
     let machine = machine_info(fs, &log);
 
     let mut warnings = log.warnings.into_inner();
-    let (devices, host_bridges, switches) = tree::infer_structure(devices, &numa_nodes, &mut warnings);
-    let mut topo = Topology::new(source, machine, numa_nodes, host_bridges, devices, switches, warnings);
+    let (devices, host_bridges, switches) =
+        tree::infer_structure(devices, &numa_nodes, &mut warnings);
+    let mut topo = Topology::new(
+        source,
+        machine,
+        numa_nodes,
+        host_bridges,
+        devices,
+        switches,
+        warnings,
+    );
     if let Some(p) = &opts.pci_ids {
         crate::pci_ids::name_devices(p, &mut topo);
     }
@@ -316,7 +372,9 @@ fn attach_class(
     devices: &mut [Device],
 ) {
     let dir = PathBuf::from("sys/class").join(class);
-    let Ok(entries) = fs.read_dir(&dir) else { return };
+    let Ok(entries) = fs.read_dir(&dir) else {
+        return;
+    };
     for e in entries {
         let link = dir.join(&e.name);
         let target = match e.kind {
@@ -343,12 +401,15 @@ fn attach_class(
                 let ports_dir = target.join("ports");
                 if let Ok(ports) = fs.read_dir(&ports_dir) {
                     for p in ports {
-                        let Ok(n) = p.name.parse::<u32>() else { continue };
+                        let Ok(n) = p.name.parse::<u32>() else {
+                            continue;
+                        };
                         let pd = ports_dir.join(&p.name);
                         let rate_raw = read_opt(fs, log, &pd.join("rate"));
                         od.ports.push(RdmaPort {
                             port: n,
-                            state: read_opt(fs, log, &pd.join("state")).and_then(|b| ib::numbered_state(&b)),
+                            state: read_opt(fs, log, &pd.join("state"))
+                                .and_then(|b| ib::numbered_state(&b)),
                             phys_state: read_opt(fs, log, &pd.join("phys_state"))
                                 .and_then(|b| ib::numbered_state(&b)),
                             rate_gbps: rate_raw.as_deref().and_then(ib::rate_gbps),
@@ -359,19 +420,24 @@ fn attach_class(
                     }
                 }
                 for a in ["fw_ver", "hca_type", "board_id", "node_type"] {
-                    if let Some(v) = read_opt(fs, log, &target.join(a)).and_then(|b| attr::text(&b).map(str::to_string)) {
+                    if let Some(v) = read_opt(fs, log, &target.join(a))
+                        .and_then(|b| attr::text(&b).map(str::to_string))
+                    {
                         od.attrs.push((a.to_string(), v));
                     }
                 }
             }
             OsDeviceKind::Net => {
-                od.operstate = read_opt(fs, log, &target.join("operstate")).and_then(|b| attr::text(&b).map(str::to_string));
+                od.operstate = read_opt(fs, log, &target.join("operstate"))
+                    .and_then(|b| attr::text(&b).map(str::to_string));
                 od.speed_mbps = read_opt(fs, log, &target.join("speed"))
                     .and_then(|b| attr::int(&b))
                     .and_then(|v| u64::try_from(v).ok());
             }
             OsDeviceKind::Nvme => {
-                if let Some(v) = read_opt(fs, log, &target.join("model")).and_then(|b| attr::text(&b).map(str::to_string)) {
+                if let Some(v) = read_opt(fs, log, &target.join("model"))
+                    .and_then(|b| attr::text(&b).map(str::to_string))
+                {
                     od.attrs.push(("model".into(), v));
                 }
             }
@@ -383,11 +449,18 @@ fn attach_class(
 
 fn nvidia_gpus(fs: &dyn FsRoot, log: &Log, devices: &mut [Device]) {
     let dir = Path::new("proc/driver/nvidia/gpus");
-    let Ok(entries) = fs.read_dir(dir) else { return };
+    let Ok(entries) = fs.read_dir(dir) else {
+        return;
+    };
     for e in entries {
-        let Ok(bdf) = e.name.parse::<Bdf>() else { continue };
+        let Ok(bdf) = e.name.parse::<Bdf>() else {
+            continue;
+        };
         let Some(d) = devices.iter_mut().find(|d| d.bdf == bdf) else {
-            log.warn(&dir.join(&e.name), "NVIDIA driver lists a GPU that sysfs does not have");
+            log.warn(
+                &dir.join(&e.name),
+                "NVIDIA driver lists a GPU that sysfs does not have",
+            );
             continue;
         };
         // The NVIDIA driver claims it: a display-class function it lists is a GPU even when the
@@ -419,10 +492,16 @@ fn nvidia_gpus(fs: &dyn FsRoot, log: &Log, devices: &mut [Device]) {
 
 fn slots(fs: &dyn FsRoot, log: &Log, devices: &mut [Device]) {
     let dir = Path::new("sys/bus/pci/slots");
-    let Ok(entries) = fs.read_dir(dir) else { return };
+    let Ok(entries) = fs.read_dir(dir) else {
+        return;
+    };
     for e in entries {
-        let Some(addr) = read_opt(fs, log, &dir.join(&e.name).join("address")) else { continue };
-        let Some(addr) = attr::text(&addr) else { continue };
+        let Some(addr) = read_opt(fs, log, &dir.join(&e.name).join("address")) else {
+            continue;
+        };
+        let Some(addr) = attr::text(&addr) else {
+            continue;
+        };
         for d in devices.iter_mut() {
             if d.bdf.adapter() == addr {
                 d.slot = Some(e.name.clone());
@@ -433,17 +512,29 @@ fn slots(fs: &dyn FsRoot, log: &Log, devices: &mut [Device]) {
 
 fn numa(fs: &dyn FsRoot, log: &Log) -> Vec<NumaNode> {
     let dir = Path::new("sys/devices/system/node");
-    let Ok(entries) = fs.read_dir(dir) else { return Vec::new() };
+    let Ok(entries) = fs.read_dir(dir) else {
+        return Vec::new();
+    };
     let mut out = Vec::new();
     for e in entries {
-        let Some(id) = e.name.strip_prefix("node").and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Some(id) = e
+            .name
+            .strip_prefix("node")
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
         let nd = dir.join(&e.name);
         let cpus = read_opt(fs, log, &nd.join("cpulist"))
             .and_then(|b| cpulist::parse_list(&b))
             .unwrap_or_default();
         let distances = read_opt(fs, log, &nd.join("distance"))
             .and_then(|b| String::from_utf8(b).ok())
-            .map(|s| s.split_whitespace().filter_map(|t| t.parse().ok()).collect())
+            .map(|s| {
+                s.split_whitespace()
+                    .filter_map(|t| t.parse().ok())
+                    .collect()
+            })
             .unwrap_or_default();
         out.push(NumaNode {
             id,
@@ -466,9 +557,13 @@ fn machine_info(fs: &dyn FsRoot, log: &Log) -> MachineInfo {
         let mut sockets = std::collections::BTreeSet::new();
         let mut logical = 0;
         let (mut cpu, mut core, mut phys) = (None::<u32>, None::<u32>, None::<u32>);
-        let flush = |cpu: &mut Option<u32>, core: &mut Option<u32>, phys: &mut Option<u32>, m: &mut MachineInfo| {
+        let flush = |cpu: &mut Option<u32>,
+                     core: &mut Option<u32>,
+                     phys: &mut Option<u32>,
+                     m: &mut MachineInfo| {
             if let Some(c) = cpu.take() {
-                m.cpu_cores.push((c, core.take().unwrap_or(c), phys.take().unwrap_or(0)));
+                m.cpu_cores
+                    .push((c, core.take().unwrap_or(c), phys.take().unwrap_or(0)));
             }
         };
         for line in s.lines() {
@@ -492,22 +587,39 @@ fn machine_info(fs: &dyn FsRoot, log: &Log) -> MachineInfo {
                     sockets.insert(v.to_string());
                 }
                 "core id" => core = v.parse().ok(),
-                "flags" if m.hypervisor.is_empty() && v.split_whitespace().any(|f| f == "hypervisor") => {
-                    m.hypervisor.push(("proc/cpuinfo".into(), "flags: hypervisor".into()));
+                "flags"
+                    if m.hypervisor.is_empty()
+                        && v.split_whitespace().any(|f| f == "hypervisor") =>
+                {
+                    m.hypervisor
+                        .push(("proc/cpuinfo".into(), "flags: hypervisor".into()));
                 }
                 _ => {}
             }
         }
         flush(&mut cpu, &mut core, &mut phys, &mut m);
         m.logical_cpus = if logical > 0 { Some(logical) } else { None };
-        m.sockets = if sockets.is_empty() { None } else { Some(sockets.len() as u32) };
+        m.sockets = if sockets.is_empty() {
+            None
+        } else {
+            Some(sockets.len() as u32)
+        };
     }
     if let Some(t) = text_of(fs, log, "sys/hypervisor/type") {
         m.hypervisor.push(("sys/hypervisor/type".into(), t));
     }
     m.dmi_sys_vendor = text_of(fs, log, "sys/class/dmi/id/sys_vendor");
     m.dmi_product_name = text_of(fs, log, "sys/class/dmi/id/product_name");
-    const VM_NAMES: [&str; 8] = ["QEMU", "KVM", "VMware", "VirtualBox", "Xen", "Microsoft Corporation", "Amazon EC2", "Google"];
+    const VM_NAMES: [&str; 8] = [
+        "QEMU",
+        "KVM",
+        "VMware",
+        "VirtualBox",
+        "Xen",
+        "Microsoft Corporation",
+        "Amazon EC2",
+        "Google",
+    ];
     for (p, v) in [
         ("sys/class/dmi/id/sys_vendor", &m.dmi_sys_vendor),
         ("sys/class/dmi/id/product_name", &m.dmi_product_name),
@@ -533,18 +645,28 @@ fn machine_info(fs: &dyn FsRoot, log: &Log) -> MachineInfo {
         }
         Err(e) => Fact::Unknown(format!("sys/class/iommu: {e}")),
     };
-    m.nvidia_driver = read_opt(fs, log, Path::new("proc/driver/nvidia/version"))
-        .and_then(|b| String::from_utf8_lossy(&b).lines().next().map(|l| l.trim().to_string()));
-    m.nvidia_module_version = text_of(fs, log, "sys/module/nvidia/version");
-    m.nvidia_peermem_version = text_of(fs, log, "sys/module/nvidia_peermem/version").or_else(|| {
-        fs.kind(Path::new("sys/module/nvidia_peermem")).map(|_| "loaded (no version file)".to_string())
+    m.nvidia_driver = read_opt(fs, log, Path::new("proc/driver/nvidia/version")).and_then(|b| {
+        String::from_utf8_lossy(&b)
+            .lines()
+            .next()
+            .map(|l| l.trim().to_string())
     });
+    m.nvidia_module_version = text_of(fs, log, "sys/module/nvidia/version");
+    m.nvidia_peermem_version =
+        text_of(fs, log, "sys/module/nvidia_peermem/version").or_else(|| {
+            fs.kind(Path::new("sys/module/nvidia_peermem"))
+                .map(|_| "loaded (no version file)".to_string())
+        });
     m.nv_peer_mem_loaded = fs.kind(Path::new("sys/module/nv_peer_mem")).is_some();
     m.ib_core_loaded = fs.kind(Path::new("sys/module/ib_core")).is_some();
     m.modules_visible = fs.kind(Path::new("sys/module")).is_some();
     if let Ok(peers) = fs.read_dir(Path::new("sys/kernel/mm/memory_peers")) {
         for p in peers {
-            let v = text_of(fs, log, &format!("sys/kernel/mm/memory_peers/{}/version", p.name));
+            let v = text_of(
+                fs,
+                log,
+                &format!("sys/kernel/mm/memory_peers/{}/version", p.name),
+            );
             m.memory_peers.push((p.name, v));
         }
     }

@@ -22,7 +22,11 @@ pub fn infer_structure(
     warnings: &mut Vec<Warning>,
 ) -> (Vec<Device>, Vec<HostBridge>, Vec<Switch>) {
     devices.sort_by_key(|d| d.bdf);
-    let index: HashMap<Bdf, usize> = devices.iter().enumerate().map(|(i, d)| (d.bdf, i)).collect();
+    let index: HashMap<Bdf, usize> = devices
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.bdf, i))
+        .collect();
     // Drop parents that do not exist (defensive; sources should not produce them).
     for i in 0..devices.len() {
         if let Some(p) = devices[i].parent {
@@ -66,7 +70,10 @@ pub fn infer_structure(
         if !is_bridge_class {
             continue;
         }
-        let parent_kind = d.parent.and_then(|p| index.get(&p)).map(|&j| devices[j].kind);
+        let parent_kind = d
+            .parent
+            .and_then(|p| index.get(&p))
+            .map(|&j| devices[j].kind);
         let has_bridge_children = children
             .get(&d.bdf)
             .is_some_and(|c| c.iter().any(|&j| is_bridge(&devices[j], &children)));
@@ -95,7 +102,10 @@ pub fn infer_structure(
     // Switches: each upstream port with its downstream-port children.
     let mut switches: Vec<Switch> = Vec::new();
     let mut port_switch: HashMap<Bdf, usize> = HashMap::new();
-    for d in devices.iter().filter(|d| d.kind == DeviceKind::SwitchUpstream) {
+    for d in devices
+        .iter()
+        .filter(|d| d.kind == DeviceKind::SwitchUpstream)
+    {
         let downstream: Vec<Bdf> = children
             .get(&d.bdf)
             .map(|c| {
@@ -124,11 +134,17 @@ pub fn infer_structure(
     }
     // A downstream port whose parent is not an upstream port (config says 6 but the tree
     // disagrees) still forms a switch of its own so nothing is lost.
-    for d in devices.iter().filter(|d| d.kind == DeviceKind::SwitchDownstream) {
+    for d in devices
+        .iter()
+        .filter(|d| d.kind == DeviceKind::SwitchDownstream)
+    {
         if !port_switch.contains_key(&d.bdf) {
             warnings.push(Warning {
                 path: d.sysfs_path.clone(),
-                message: format!("downstream port {} has no upstream port above it; treated as its own switch", d.bdf),
+                message: format!(
+                    "downstream port {} has no upstream port above it; treated as its own switch",
+                    d.bdf
+                ),
             });
             let n = switches.len();
             port_switch.insert(d.bdf, n);
@@ -183,7 +199,8 @@ pub fn infer_structure(
     }
 
     // Host bridges: names from the devices, NUMA node agreed by them.
-    let mut hbs: BTreeMap<(u32, u8), (String, BTreeSet<Option<u32>>, BTreeSet<u32>)> = BTreeMap::new();
+    let mut hbs: BTreeMap<(u32, u8), (String, BTreeSet<Option<u32>>, BTreeSet<u32>)> =
+        BTreeMap::new();
     for d in &devices {
         let key = parse_host_bridge(&d.host_bridge).unwrap_or((d.bdf.domain, d.bdf.bus));
         let e = hbs

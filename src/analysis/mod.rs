@@ -1,0 +1,7 @@
+//! Analyses: pure functions of the [`crate::model::Topology`] (plus probe evidence) that judge it.
+//! `classify` labels every endpoint pair the way `nvidia-smi topo -m` and NCCL would.
+
+pub mod classify;
+pub mod nccl;
+
+pub mod testkit;

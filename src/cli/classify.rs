@@ -1,0 +1,125 @@
+//! `peerpath matrix` and `peerpath explain`: load a topology, classify, render.
+
+use anyhow::{Result, bail};
+use peerpath::analysis::classify::{Classifier, ClassifyOptions, Endpoint};
+use peerpath::analysis::nccl::NcclVersion;
+use peerpath::model::{Bdf, Topology};
+use peerpath::render::matrix;
+
+/// Output formats of `matrix`.
+#[derive(Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
+pub enum MatrixFormat {
+    /// nvidia-smi-style table with legends.
+    Table,
+    /// `peerpath.matrix/1` JSON.
+    Json,
+}
+
+/// Parses `--nccl-version`.
+pub fn parse_nccl_version(s: &str) -> Result<NcclVersion, String> {
+    s.parse::<NcclVersion>().map_err(|e| e.to_string())
+}
+
+/// `peerpath matrix`.
+pub fn run_matrix(
+    t: &Topology,
+    format: MatrixFormat,
+    nccl_version: Option<NcclVersion>,
+) -> Result<String> {
+    let opts = ClassifyOptions {
+        nccl_version: nccl_version.unwrap_or_default(),
+    };
+    let m = Classifier::new(t, &opts).matrix();
+    Ok(match format {
+        MatrixFormat::Table => matrix::render_table(&m),
+        MatrixFormat::Json => serde_json::to_string_pretty(&matrix::doc(&m))? + "\n",
+    })
+}
+
+/// Resolves a command-line name to an endpoint: `0` / `GPU0` (GPU index), `NIC0`, `ACC0`,
+/// `NVME0`, a PCI address, an RDMA device name or a netdev name.
+pub fn resolve<'a>(eps: &'a [Endpoint], t: &Topology, name: &str) -> Result<(Bdf, String)> {
+    let label = |e: &'a Endpoint| (e.bdf, format!("{} ({})", e.name, e.bdf));
+    if let Ok(i) = name.parse::<usize>() {
+        let gpus: Vec<&Endpoint> = eps.iter().filter(|e| e.name.starts_with("GPU")).collect();
+        if let Some(e) = gpus.get(i) {
+            return Ok(label(e));
+        }
+    }
+    let upper = name.to_ascii_uppercase();
+    if let Some(e) = eps.iter().find(|e| e.name == upper) {
+        return Ok(label(e));
+    }
+    if let Some(e) = eps
+        .iter()
+        .find(|e| e.rdma.iter().any(|r| r == name) || e.net.iter().any(|n| n == name))
+    {
+        return Ok(label(e));
+    }
+    if let Ok(b) = name.parse::<Bdf>() {
+        if let Some(e) = eps.iter().find(|e| e.bdf == b) {
+            return Ok(label(e));
+        }
+        if let Some(d) = t.device(&b) {
+            return Ok((b, format!("{} ({})", b, d.kind.as_str())));
+        }
+    }
+    // A netdev or RDMA name on a device that is not an endpoint (a VF, an Ethernet port).
+    if let Some(d) = t
+        .devices
+        .iter()
+        .find(|d| d.os_devices.iter().any(|o| o.name == name))
+    {
+        return Ok((d.bdf, format!("{name} ({})", d.bdf)));
+    }
+    let mut valid: Vec<String> = Vec::new();
+    for e in eps {
+        let mut s = format!("{} {}", e.name, e.bdf);
+        for x in e.rdma.iter().chain(&e.net) {
+            s.push(' ');
+            s.push_str(x);
+        }
+        valid.push(s);
+    }
+    if valid.is_empty() {
+        bail!(
+            "unknown device {name:?}: this topology has no GPU, accelerator, NIC or NVMe endpoint"
+        );
+    }
+    bail!(
+        "unknown device {name:?}; valid names (GPU index, name, PCI address, RDMA device, netdev):\n  {}",
+        valid.join("\n  ")
+    )
+}
+
+/// `peerpath explain A B`.
+pub fn run_explain(
+    t: &Topology,
+    a: &str,
+    b: &str,
+    nccl_version: Option<NcclVersion>,
+    json: bool,
+) -> Result<String> {
+    let opts = ClassifyOptions {
+        nccl_version: nccl_version.unwrap_or_default(),
+    };
+    let c = Classifier::new(t, &opts);
+    let (ba, na) = resolve(c.endpoints(), t, a)?;
+    let (bb, nb) = resolve(c.endpoints(), t, b)?;
+    let Some(p) = c.pair(&ba, &bb) else {
+        bail!("{na} or {nb} is not in the topology");
+    };
+    if json {
+        return Ok(serde_json::to_string_pretty(&p)? + "\n");
+    }
+    let mut out = matrix::render_explain(&p, &na, &nb);
+    let notes = c.notes();
+    if !notes.is_empty() {
+        out.push('\n');
+        for n in notes {
+            out.push_str(&n);
+            out.push('\n');
+        }
+    }
+    Ok(out)
+}

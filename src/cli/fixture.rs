@@ -1,0 +1,90 @@
+//! `peerpath fixture LAYOUT -o DIR|FILE.tar.gz [--unprivileged] [--fault …]`: writes a
+//! synthesized sysfs tree (see `peerpath::synth`) for tests, demos and bug reports.
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use peerpath::synth::{self, Spec, WriteOptions, layouts};
+use std::path::PathBuf;
+
+/// Arguments of `peerpath fixture`.
+#[derive(Args)]
+pub struct FixtureArgs {
+    /// Layout name (see --list), or a spec file (.toml or .json) written by hand.
+    #[arg(value_name = "LAYOUT", required_unless_present_any = ["list"])]
+    layout: Option<String>,
+    /// Output: a directory (the sysfs root is written into it) or a FILE.tar.gz.
+    #[arg(short, long, value_name = "DIR|FILE.tar.gz", required_unless_present_any = ["list", "print_spec"])]
+    output: Option<PathBuf>,
+    /// Write every `config` as the 64 bytes a non-root reader gets.
+    #[arg(long)]
+    unprivileged: bool,
+    /// Fault to inject (repeatable): acs-redirect=BDF, link-width=BDF,W, aer=BDF,C,N,F,
+    /// iommu-type=BDF,TYPE, no-peermem, vm.
+    #[arg(long, value_name = "FAULT")]
+    fault: Vec<String>,
+    /// List the layouts and exit.
+    #[arg(long)]
+    list: bool,
+    /// Print the layout's spec as TOML (after faults) instead of writing a tree.
+    #[arg(long)]
+    print_spec: bool,
+}
+
+/// Runs `peerpath fixture`; returns the exit code.
+pub fn run(a: FixtureArgs) -> Result<u8> {
+    if a.list {
+        for (name, what) in layouts::LAYOUTS {
+            println!("{name:<16} {what}");
+        }
+        println!(
+            "{:<16} any N: scaling-N (about N functions), many-vfs-N (one PF with N VFs)",
+            ""
+        );
+        return Ok(0);
+    }
+    let Some(name) = a.layout.as_deref() else {
+        bail!("no LAYOUT given (see --list)")
+    };
+    let mut spec: Spec = match layouts::by_name(name) {
+        Some(s) => s,
+        None => {
+            let p = PathBuf::from(name);
+            if !p.is_file() {
+                bail!(
+                    "unknown layout '{name}' and no such spec file (see `peerpath fixture --list`)"
+                );
+            }
+            let text = std::fs::read_to_string(&p)
+                .with_context(|| format!("cannot read spec {}", p.display()))?;
+            Spec::from_text(&text).with_context(|| format!("{}", p.display()))?
+        }
+    };
+    for f in &a.fault {
+        spec = layouts::apply_fault(spec, f).with_context(|| format!("--fault {f}"))?;
+    }
+    if a.print_spec {
+        print!("{}", toml::to_string(&spec).context("spec as TOML")?);
+        return Ok(0);
+    }
+    let Some(out) = a.output else {
+        bail!("no --output given")
+    };
+    let opts = WriteOptions {
+        unprivileged: a.unprivileged,
+    };
+    let s = out.to_string_lossy();
+    if s.ends_with(".tar.gz") || s.ends_with(".tgz") {
+        synth::write_tarball(&spec, &out, &opts)
+            .with_context(|| format!("cannot write {}", out.display()))?;
+    } else {
+        synth::write_tree(&spec, &out, &opts)
+            .with_context(|| format!("cannot write {}", out.display()))?;
+    }
+    eprintln!(
+        "peerpath: wrote {} ({} PCI functions) to {}",
+        spec.name,
+        spec.functions.len(),
+        out.display()
+    );
+    Ok(0)
+}

@@ -1,0 +1,4 @@
+//! Subcommands of the `peerpath` binary that are more than a few lines.
+
+pub mod classify;
+pub mod fixture;

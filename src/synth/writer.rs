@@ -1,0 +1,900 @@
+//! Turns a [`Spec`] into a sorted list of entries (directories, files, relative symlinks) and
+//! writes them to a directory or a `.tar.gz`.
+
+use super::config::{self, BridgeBuses, ConfigContext};
+use super::{Function, Spec, SpecError, WriteOptions};
+use crate::model::bdf::Bdf;
+use crate::parse::cpulist;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt::Write as _;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+/// One node of a synthesized tree, keyed by its path relative to the root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Entry {
+    /// A directory.
+    Dir,
+    /// A regular file with its content.
+    File(Vec<u8>),
+    /// A symbolic link with its (relative) target.
+    Link(String),
+}
+
+/// Accumulates entries, creating parent directories on the way.
+#[derive(Default)]
+struct Tree {
+    nodes: BTreeMap<PathBuf, Entry>,
+}
+
+impl Tree {
+    fn dir(&mut self, p: &Path) {
+        let mut acc = PathBuf::new();
+        for c in p.components() {
+            acc.push(c);
+            self.nodes.entry(acc.clone()).or_insert(Entry::Dir);
+        }
+    }
+    fn file(&mut self, p: impl AsRef<Path>, content: impl Into<Vec<u8>>) {
+        let p = p.as_ref();
+        if let Some(d) = p.parent() {
+            self.dir(d);
+        }
+        self.nodes
+            .insert(p.to_path_buf(), Entry::File(content.into()));
+    }
+    /// A symlink at `link` pointing at `target` (both relative to the root), written relative
+    /// to the link's directory as the kernel does (`../../../devices/…`).
+    fn link(&mut self, link: impl AsRef<Path>, target: impl AsRef<Path>) {
+        let link = link.as_ref();
+        if let Some(d) = link.parent() {
+            self.dir(d);
+        }
+        let rel = relative(link.parent().unwrap_or(Path::new("")), target.as_ref());
+        self.nodes.insert(link.to_path_buf(), Entry::Link(rel));
+    }
+}
+
+/// Relative path from directory `from` to `to`, both relative to the same root.
+fn relative(from: &Path, to: &Path) -> String {
+    let a: Vec<Component> = from.components().collect();
+    let b: Vec<Component> = to.components().collect();
+    let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let mut parts: Vec<String> = vec!["..".to_string(); a.len() - common];
+    parts.extend(
+        b[common..]
+            .iter()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+    );
+    parts.join("/")
+}
+
+/// Kernel cpumask text (`%*pb`): 32-bit hex words, most significant first, comma-separated,
+/// the first word only as wide as the remaining bits need.
+pub(crate) fn cpumask(cpus: &[u32], nbits: u32) -> String {
+    let nbits = nbits.max(1);
+    let nwords = nbits.div_ceil(32) as usize;
+    let mut words = vec![0u32; nwords];
+    for &c in cpus {
+        if c < nbits {
+            words[(c / 32) as usize] |= 1 << (c % 32);
+        }
+    }
+    let mut out = String::new();
+    for i in (0..nwords).rev() {
+        if i == nwords - 1 {
+            let rem = nbits - 32 * (nwords as u32 - 1);
+            let digits = rem.div_ceil(4) as usize;
+            let _ = write!(out, "{:0width$x}", words[i], width = digits);
+        } else {
+            let _ = write!(out, ",{:08x}", words[i]);
+        }
+    }
+    out
+}
+
+fn speed_text(gts: f64) -> String {
+    if config::speed_code(gts) == 0 {
+        "Unknown".to_string()
+    } else {
+        format!("{gts:.1} GT/s PCIe")
+    }
+}
+
+const AER_COR: [&str; 8] = [
+    "RxErr",
+    "BadTLP",
+    "BadDLLP",
+    "Rollover",
+    "Timeout",
+    "NonFatalErr",
+    "CorrIntErr",
+    "HeaderOF",
+];
+const AER_UNCOR: [&str; 18] = [
+    "Undefined",
+    "DLP",
+    "SDES",
+    "TLP",
+    "FCP",
+    "CmpltTO",
+    "CmpltAbrt",
+    "UnxCmplt",
+    "RxOF",
+    "MalfTLP",
+    "ECRC",
+    "UnsupReq",
+    "ACSViol",
+    "UncorrIntErr",
+    "BlockedTLP",
+    "AtomicOpBlocked",
+    "TLPBlockedErr",
+    "PoisonTLPBlocked",
+];
+
+fn aer_file(names: &[&str], counts: &BTreeMap<String, u64>, total: &str) -> String {
+    let mut s = String::new();
+    let mut sum = 0u64;
+    for n in names {
+        let v = counts.get(*n).copied().unwrap_or(0);
+        sum += v;
+        let _ = writeln!(s, "{n} {v}");
+    }
+    // Names the kernel list does not have are kept (older kernels used other names).
+    for (n, v) in counts {
+        if !names.contains(&n.as_str()) {
+            sum += v;
+            let _ = writeln!(s, "{n} {v}");
+        }
+    }
+    let _ = writeln!(s, "{total} {sum}");
+    s
+}
+
+fn ib_state_name(n: u32) -> &'static str {
+    match n {
+        0 => "NOP",
+        1 => "DOWN",
+        2 => "INIT",
+        3 => "ARMED",
+        4 => "ACTIVE",
+        5 => "ACTIVE_DEFER",
+        _ => "UNKNOWN",
+    }
+}
+
+fn ib_phys_state_name(n: u32) -> &'static str {
+    match n {
+        1 => "Sleep",
+        2 => "Polling",
+        3 => "Disabled",
+        4 => "PortConfigurationTraining",
+        5 => "LinkUp",
+        6 => "LinkErrorRecovery",
+        7 => "Phy Test",
+        _ => "<unknown>",
+    }
+}
+
+fn rid(b: Bdf) -> u32 {
+    (u32::from(b.bus) << 8) | (u32::from(b.device) << 3) | u32::from(b.function)
+}
+
+/// Checks the spec and returns each function's sysfs directory and bridge bus numbers.
+struct Layout {
+    dirs: HashMap<Bdf, PathBuf>,
+    buses: HashMap<Bdf, BridgeBuses>,
+    vfs: HashMap<Bdf, Vec<Bdf>>,
+}
+
+fn layout(spec: &Spec) -> Result<Layout, SpecError> {
+    let mut index: HashMap<Bdf, &Function> = HashMap::new();
+    for f in &spec.functions {
+        if index.insert(f.bdf, f).is_some() {
+            return Err(SpecError::Duplicate(f.bdf));
+        }
+    }
+    let mut vfs: HashMap<Bdf, Vec<Bdf>> = HashMap::new();
+    for f in &spec.functions {
+        if let Some(p) = f.parent {
+            let Some(pf) = index.get(&p) else {
+                return Err(SpecError::Missing(f.bdf, "parent", p));
+            };
+            if !pf.role.is_bridge() {
+                return Err(SpecError::Invalid(
+                    f.bdf,
+                    format!("parent {p} is not a bridge"),
+                ));
+            }
+            if p.domain != f.bdf.domain {
+                return Err(SpecError::Invalid(
+                    f.bdf,
+                    format!("parent {p} is in another domain"),
+                ));
+            }
+        }
+        if let Some(pf) = f.physfn {
+            let Some(pff) = index.get(&pf) else {
+                return Err(SpecError::Missing(f.bdf, "physfn", pf));
+            };
+            if pff.parent != f.parent {
+                return Err(SpecError::Invalid(
+                    f.bdf,
+                    format!("a VF must have the same parent as its PF {pf}"),
+                ));
+            }
+            vfs.entry(pf).or_default().push(f.bdf);
+        }
+    }
+    for v in vfs.values_mut() {
+        v.sort();
+    }
+    // Directories, top-down with memo and loop guard.
+    let mut dirs: HashMap<Bdf, PathBuf> = HashMap::new();
+    for f in &spec.functions {
+        let mut chain = vec![f.bdf];
+        let mut cur = f;
+        while let Some(p) = cur.parent {
+            if chain.len() > 256 || chain.contains(&p) {
+                return Err(SpecError::Loop(f.bdf));
+            }
+            chain.push(p);
+            cur = index[&p];
+        }
+        let root = cur.bdf;
+        if !spec
+            .host_bridges
+            .iter()
+            .any(|h| h.domain == root.domain && h.bus == root.bus)
+        {
+            return Err(SpecError::NoHostBridge(f.bdf, root.domain, root.bus));
+        }
+        let mut path = PathBuf::from(format!(
+            "sys/devices/pci{:04x}:{:02x}",
+            root.domain, root.bus
+        ));
+        for b in chain.iter().rev() {
+            path.push(b.to_string());
+        }
+        dirs.insert(f.bdf, path);
+    }
+    // Bridge bus numbers: secondary = lowest child bus, subordinate = highest bus below.
+    let mut children: HashMap<Bdf, Vec<Bdf>> = HashMap::new();
+    for f in &spec.functions {
+        if let Some(p) = f.parent {
+            children.entry(p).or_default().push(f.bdf);
+        }
+    }
+    fn sub(
+        b: Bdf,
+        children: &HashMap<Bdf, Vec<Bdf>>,
+        index: &HashMap<Bdf, &Function>,
+        depth: u32,
+    ) -> u8 {
+        let own = index.get(&b).and_then(|f| f.secondary_bus).unwrap_or(0);
+        let mut m = own.max(b.bus);
+        if depth > 256 {
+            return m;
+        }
+        for c in children.get(&b).into_iter().flatten() {
+            m = m.max(c.bus).max(sub(*c, children, index, depth + 1));
+        }
+        m
+    }
+    let mut buses = HashMap::new();
+    for f in spec.functions.iter().filter(|f| f.role.is_bridge()) {
+        let kids = children.get(&f.bdf);
+        let secondary = match kids.and_then(|k| k.iter().map(|c| c.bus).min()) {
+            Some(s) => s,
+            None => f.secondary_bus.ok_or_else(|| {
+                SpecError::Invalid(f.bdf, "bridge has no children and no secondary_bus".into())
+            })?,
+        };
+        let subordinate = sub(f.bdf, &children, &index, 0).max(secondary);
+        if secondary <= f.bdf.bus {
+            return Err(SpecError::Invalid(
+                f.bdf,
+                format!("secondary bus {secondary:02x} must be above the bridge's own bus"),
+            ));
+        }
+        buses.insert(
+            f.bdf,
+            BridgeBuses {
+                primary: f.bdf.bus,
+                secondary,
+                subordinate,
+            },
+        );
+    }
+    // Sibling bridges must not overlap, or lspci/hwloc would misplace devices.
+    let mut ranges: Vec<(u32, u8, u8, Bdf)> = buses
+        .iter()
+        .map(|(b, r)| (b.domain, r.secondary, r.subordinate, *b))
+        .collect();
+    ranges.sort();
+    for w in ranges.windows(2) {
+        let (a, b) = (&w[0], &w[1]);
+        if a.0 == b.0 && b.1 <= a.2 {
+            let nested = dirs[&b.3].starts_with(&dirs[&a.3]);
+            if !nested {
+                return Err(SpecError::Invalid(
+                    b.3,
+                    format!("bus range overlaps bridge {}", a.3),
+                ));
+            }
+        }
+    }
+    Ok(Layout { dirs, buses, vfs })
+}
+
+/// Builds every entry of the tree for `spec`, sorted by path.
+pub fn build_entries(spec: &Spec, opts: &WriteOptions) -> Result<Vec<(PathBuf, Entry)>, SpecError> {
+    let lay = layout(spec)?;
+    let mut t = Tree::default();
+    let ncpus = spec.machine.logical_cpus();
+    let numa_cpus: HashMap<u32, Vec<u32>> = spec
+        .numa_nodes
+        .iter()
+        .map(|n| {
+            let cpus = if n.cpus.trim().is_empty() {
+                Vec::new()
+            } else {
+                cpulist::parse_list(n.cpus.as_bytes()).unwrap_or_default()
+            };
+            (n.id, cpus)
+        })
+        .collect();
+    let all_cpus: Vec<u32> = (0..ncpus).collect();
+    let slots_by_device: BTreeSet<(u32, u8, u8)> = spec
+        .functions
+        .iter()
+        .filter(|f| f.physfn.is_none() && f.bdf.function != 0)
+        .map(|f| (f.bdf.domain, f.bdf.bus, f.bdf.device))
+        .collect();
+    let mut groups: BTreeMap<u32, (Option<String>, Vec<Bdf>)> = BTreeMap::new();
+    let mut drivers: BTreeMap<String, Vec<Bdf>> = BTreeMap::new();
+    t.dir(Path::new("sys/bus/pci/devices"));
+    t.dir(Path::new("sys/bus/pci/drivers"));
+    for hb in &spec.host_bridges {
+        t.dir(&PathBuf::from(format!(
+            "sys/devices/pci{:04x}:{:02x}",
+            hb.domain, hb.bus
+        )));
+    }
+
+    for f in &spec.functions {
+        let dir = &lay.dirs[&f.bdf];
+        let a = |n: &str| dir.join(n);
+        t.dir(dir);
+        t.file(a("vendor"), format!("0x{:04x}\n", f.vendor));
+        t.file(a("device"), format!("0x{:04x}\n", f.device));
+        t.file(
+            a("subsystem_vendor"),
+            format!("0x{:04x}\n", f.subsystem_vendor),
+        );
+        t.file(
+            a("subsystem_device"),
+            format!("0x{:04x}\n", f.subsystem_device),
+        );
+        t.file(a("class"), format!("0x{:06x}\n", f.class));
+        t.file(a("revision"), format!("0x{:02x}\n", f.revision));
+        t.file(a("enable"), "1\n");
+        t.file(a("irq"), "0\n");
+        t.file(
+            a("modalias"),
+            format!(
+                "pci:v{:08X}d{:08X}sv{:08X}sd{:08X}bc{:02X}sc{:02X}i{:02X}\n",
+                f.vendor,
+                f.device,
+                f.subsystem_vendor,
+                f.subsystem_device,
+                f.class >> 16,
+                (f.class >> 8) & 0xff,
+                f.class & 0xff
+            ),
+        );
+        let numa = spec.numa_of(f);
+        t.file(a("numa_node"), format!("{numa}\n"));
+        let local: &[u32] = match u32::try_from(numa).ok().and_then(|n| numa_cpus.get(&n)) {
+            Some(c) if !c.is_empty() => c,
+            _ => &all_cpus,
+        };
+        t.file(
+            a("local_cpulist"),
+            format!("{}\n", cpulist::format_list(local)),
+        );
+        t.file(a("local_cpus"), format!("{}\n", cpumask(local, ncpus)));
+        if f.pcie {
+            if let Some(l) = f.link {
+                t.file(
+                    a("current_link_speed"),
+                    format!("{}\n", speed_text(l.speed)),
+                );
+                t.file(a("current_link_width"), format!("{}\n", l.width));
+                t.file(
+                    a("max_link_speed"),
+                    format!("{}\n", speed_text(l.max_speed)),
+                );
+                t.file(a("max_link_width"), format!("{}\n", l.max_width));
+            }
+        }
+        let buses = lay.buses.get(&f.bdf).copied();
+        if let Some(bb) = buses {
+            t.file(a("secondary_bus_number"), format!("{}\n", bb.secondary));
+            t.file(a("subordinate_bus_number"), format!("{}\n", bb.subordinate));
+        }
+        // resource: 13 lines for endpoints, 17 for bridges (windows), kernel format.
+        let nres = if f.role.is_bridge() { 17 } else { 13 };
+        let mut res = String::new();
+        for i in 0..nres {
+            match f
+                .bars
+                .iter()
+                .find(|b| usize::from(b.index) == i && !f.role.is_bridge())
+            {
+                Some(bar) => {
+                    let mut flags: u64 = 0x0004_0200;
+                    if bar.mem64 {
+                        flags |= 0x0010_0004;
+                    }
+                    if bar.prefetchable {
+                        flags |= 0x2008;
+                    }
+                    let end = bar.start + bar.size.max(1) - 1;
+                    let _ = writeln!(res, "0x{:016x} 0x{:016x} 0x{:016x}", bar.start, end, flags);
+                }
+                None => res.push_str("0x0000000000000000 0x0000000000000000 0x0000000000000000\n"),
+            }
+        }
+        t.file(a("resource"), res);
+        // config
+        let vfs = lay.vfs.get(&f.bdf);
+        let offset_stride = match vfs.map(|v| v.as_slice()) {
+            Some([first, second, ..]) => (
+                (rid(*first).wrapping_sub(rid(f.bdf))) as u16,
+                (rid(*second).wrapping_sub(rid(*first))) as u16,
+            ),
+            Some([first]) => ((rid(*first).wrapping_sub(rid(f.bdf))) as u16, 1),
+            _ => (0, 0),
+        };
+        let ctx = ConfigContext {
+            buses,
+            multifunction: f.physfn.is_none()
+                && slots_by_device.contains(&(f.bdf.domain, f.bdf.bus, f.bdf.device)),
+            num_vfs: vfs.map_or(0, |v| v.len() as u16),
+            vf_offset_stride: offset_stride,
+        };
+        let mut cfg = config::build(f, &ctx);
+        if opts.unprivileged {
+            cfg.truncate(64);
+        }
+        t.file(a("config"), cfg);
+        if let Some(aer) = &f.aer {
+            t.file(
+                a("aer_dev_correctable"),
+                aer_file(&AER_COR, &aer.correctable, "TOTAL_ERR_COR"),
+            );
+            t.file(
+                a("aer_dev_nonfatal"),
+                aer_file(&AER_UNCOR, &aer.nonfatal, "TOTAL_ERR_NONFATAL"),
+            );
+            t.file(
+                a("aer_dev_fatal"),
+                aer_file(&AER_UNCOR, &aer.fatal, "TOTAL_ERR_FATAL"),
+            );
+        }
+        if let Some(d) = &f.driver {
+            let ddir = PathBuf::from("sys/bus/pci/drivers").join(d);
+            t.link(a("driver"), &ddir);
+            drivers.entry(d.clone()).or_default().push(f.bdf);
+        }
+        if let Some(g) = f.iommu_group {
+            t.link(a("iommu_group"), format!("sys/kernel/iommu_groups/{g}"));
+            let e = groups.entry(g).or_insert((None, Vec::new()));
+            if e.0.is_none() {
+                e.0 = f.iommu_type.clone();
+            }
+            e.1.push(f.bdf);
+        }
+        if let Some(pf) = f.physfn {
+            t.link(a("physfn"), &lay.dirs[&pf]);
+        }
+        if let Some(v) = vfs {
+            for (i, vf) in v.iter().enumerate() {
+                t.link(a(&format!("virtfn{i}")), &lay.dirs[vf]);
+            }
+        }
+        if f.total_vfs > 0 {
+            t.file(a("sriov_totalvfs"), format!("{}\n", f.total_vfs));
+            t.file(a("sriov_numvfs"), format!("{}\n", vfs.map_or(0, Vec::len)));
+        }
+        if let (Some(s), Some(bb)) = (&f.slot, buses) {
+            let sd = PathBuf::from("sys/bus/pci/slots").join(&s.name);
+            t.file(
+                sd.join("address"),
+                format!("{:04x}:{:02x}:00\n", f.bdf.domain, bb.secondary),
+            );
+        }
+        // Class devices.
+        for r in &f.rdma {
+            let rd = dir.join("infiniband").join(&r.name);
+            t.file(rd.join("fw_ver"), format!("{}\n", r.fw_ver));
+            t.file(rd.join("hca_type"), format!("{}\n", r.hca_type));
+            t.file(rd.join("board_id"), format!("{}\n", r.board_id));
+            t.file(rd.join("node_type"), "1: CA\n");
+            t.link(rd.join("device"), dir);
+            for p in &r.ports {
+                let pd = rd.join("ports").join(p.port.to_string());
+                t.file(
+                    pd.join("state"),
+                    format!("{}: {}\n", p.state, ib_state_name(p.state)),
+                );
+                t.file(
+                    pd.join("phys_state"),
+                    format!("{}: {}\n", p.phys_state, ib_phys_state_name(p.phys_state)),
+                );
+                t.file(pd.join("rate"), format!("{}\n", p.rate));
+                t.file(pd.join("link_layer"), format!("{}\n", p.link_layer));
+            }
+            t.link(PathBuf::from("sys/class/infiniband").join(&r.name), &rd);
+        }
+        for n in &f.netdevs {
+            let nd = dir.join("net").join(&n.name);
+            netdev_files(&mut t, &nd, n);
+            t.link(nd.join("device"), dir);
+            t.link(PathBuf::from("sys/class/net").join(&n.name), &nd);
+        }
+        for n in &f.nvme {
+            let nd = dir.join("nvme").join(&n.name);
+            t.file(nd.join("model"), format!("{}\n", n.model));
+            t.link(nd.join("device"), dir);
+            t.link(PathBuf::from("sys/class/nvme").join(&n.name), &nd);
+        }
+        if let Some(model) = &f.nvidia_model {
+            let gd = PathBuf::from("proc/driver/nvidia/gpus").join(f.bdf.to_string());
+            let minor = spec
+                .functions
+                .iter()
+                .filter(|g| g.nvidia_model.is_some() && g.bdf < f.bdf)
+                .count();
+            t.file(
+                gd.join("information"),
+                format!(
+                    "Model: \t\t {model}\nIRQ:   \t\t 0\nGPU UUID: \t GPU-????????-????-????-????-????????????\nVideo BIOS: \t ??.??.??.??.??\nBus Type: \t PCIe\nDMA Size: \t 52 bits\nDMA Mask: \t 0xfffffffffffff\nBus Location: \t {}\nDevice Minor: \t {minor}\nGPU Excluded:\t No\n",
+                    f.bdf
+                ),
+            );
+        }
+        t.link(
+            PathBuf::from("sys/bus/pci/devices").join(f.bdf.to_string()),
+            dir,
+        );
+    }
+    for (d, devs) in &drivers {
+        let dd = PathBuf::from("sys/bus/pci/drivers").join(d);
+        t.dir(&dd);
+        for b in devs {
+            t.link(dd.join(b.to_string()), &lay.dirs[b]);
+        }
+    }
+    for (g, (ty, devs)) in &groups {
+        let gd = PathBuf::from(format!("sys/kernel/iommu_groups/{g}"));
+        let ty = ty
+            .clone()
+            .or_else(|| spec.node.iommu_default_type.clone())
+            .unwrap_or_else(|| "identity".into());
+        t.file(gd.join("type"), format!("{ty}\n"));
+        t.file(
+            gd.join("reserved_regions"),
+            "0x00000000fee00000 0x00000000feefffff msi\n",
+        );
+        for b in devs {
+            t.link(gd.join("devices").join(b.to_string()), &lay.dirs[b]);
+        }
+    }
+    // Loopback.
+    let lo = PathBuf::from("sys/devices/virtual/net/lo");
+    netdev_files(
+        &mut t,
+        &lo,
+        &super::Netdev {
+            name: "lo".into(),
+            operstate: "unknown".into(),
+            speed_mbps: None,
+            mtu: 65536,
+        },
+    );
+    t.link("sys/class/net/lo", &lo);
+    node_files(&mut t, spec, &numa_cpus);
+    Ok(t.nodes.into_iter().collect())
+}
+
+fn netdev_files(t: &mut Tree, nd: &Path, n: &super::Netdev) {
+    t.file(nd.join("operstate"), format!("{}\n", n.operstate));
+    if let Some(s) = n.speed_mbps {
+        t.file(nd.join("speed"), format!("{s}\n"));
+    }
+    t.file(nd.join("mtu"), format!("{}\n", n.mtu));
+    t.file(
+        nd.join("type"),
+        if n.name == "lo" {
+            "772\n"
+        } else if n.name.starts_with("ib") {
+            "32\n"
+        } else {
+            "1\n"
+        },
+    );
+}
+
+fn node_files(t: &mut Tree, spec: &Spec, numa_cpus: &HashMap<u32, Vec<u32>>) {
+    let m = &spec.machine;
+    let ncpus = m.logical_cpus();
+    let all = if ncpus == 0 {
+        String::new()
+    } else {
+        format!("0-{}", ncpus - 1)
+    };
+    let all = if ncpus == 1 { "0".to_string() } else { all };
+    let cpu = PathBuf::from("sys/devices/system/cpu");
+    for n in ["online", "possible", "present"] {
+        t.file(cpu.join(n), format!("{all}\n"));
+    }
+    t.file(cpu.join("kernel_max"), "8191\n");
+    let mut cpuinfo = String::new();
+    let flags = {
+        let mut f = String::from(
+            "fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush mmx fxsr sse sse2 ht syscall nx pdpe1gb rdtscp lm constant_tsc rep_good nopl xtopology cpuid pni pclmulqdq ssse3 fma cx16 pcid sse4_1 sse4_2 x2apic movbe popcnt aes xsave avx f16c rdrand",
+        );
+        if m.hypervisor {
+            f.push_str(" hypervisor");
+        }
+        f.push_str(" lahf_lm abm avx2 bmi1 bmi2 erms avx512f avx512dq");
+        f
+    };
+    let cores = m.cores_per_socket.max(1);
+    let threads = m.threads_per_core.max(1);
+    for c in 0..ncpus {
+        let (socket, core, _thread) = m.cpu_position(c);
+        let siblings: Vec<u32> = (0..ncpus)
+            .filter(|&o| {
+                let (s, k, _) = m.cpu_position(o);
+                s == socket && k == core
+            })
+            .collect();
+        let package: Vec<u32> = (0..ncpus)
+            .filter(|&o| m.cpu_position(o).0 == socket)
+            .collect();
+        let td = cpu.join(format!("cpu{c}"));
+        let topo = td.join("topology");
+        let sl = cpulist::format_list(&siblings);
+        let pl = cpulist::format_list(&package);
+        t.file(topo.join("physical_package_id"), format!("{socket}\n"));
+        t.file(topo.join("die_id"), "0\n");
+        t.file(topo.join("core_id"), format!("{core}\n"));
+        t.file(topo.join("thread_siblings_list"), format!("{sl}\n"));
+        t.file(
+            topo.join("thread_siblings"),
+            format!("{}\n", cpumask(&siblings, ncpus)),
+        );
+        t.file(topo.join("core_cpus_list"), format!("{sl}\n"));
+        t.file(
+            topo.join("core_cpus"),
+            format!("{}\n", cpumask(&siblings, ncpus)),
+        );
+        t.file(topo.join("core_siblings_list"), format!("{pl}\n"));
+        t.file(
+            topo.join("core_siblings"),
+            format!("{}\n", cpumask(&package, ncpus)),
+        );
+        t.file(topo.join("package_cpus_list"), format!("{pl}\n"));
+        t.file(
+            topo.join("package_cpus"),
+            format!("{}\n", cpumask(&package, ncpus)),
+        );
+        t.file(topo.join("die_cpus_list"), format!("{pl}\n"));
+        if c != 0 {
+            t.file(td.join("online"), "1\n");
+        }
+        let _ = write!(
+            cpuinfo,
+            "processor\t: {c}\nvendor_id\t: {}\ncpu family\t: {}\nmodel\t\t: {}\nmodel name\t: {}\nstepping\t: 1\nphysical id\t: {socket}\nsiblings\t: {}\ncore id\t\t: {core}\ncpu cores\t: {cores}\napicid\t\t: {c}\nflags\t\t: {flags}\n\n",
+            m.cpu_vendor,
+            m.cpu_family,
+            m.cpu_model_number,
+            m.cpu_model,
+            cores * threads
+        );
+    }
+    t.file("proc/cpuinfo", cpuinfo);
+    let node = PathBuf::from("sys/devices/system/node");
+    let ids: Vec<u32> = spec.numa_nodes.iter().map(|n| n.id).collect();
+    let idl = cpulist::format_list(&ids);
+    if !spec.numa_nodes.is_empty() {
+        for n in ["online", "possible", "has_memory", "has_normal_memory"] {
+            t.file(node.join(n), format!("{idl}\n"));
+        }
+        let with_cpu: Vec<u32> = spec
+            .numa_nodes
+            .iter()
+            .filter(|n| !numa_cpus[&n.id].is_empty())
+            .map(|n| n.id)
+            .collect();
+        t.file(
+            node.join("has_cpu"),
+            format!("{}\n", cpulist::format_list(&with_cpu)),
+        );
+    }
+    for n in &spec.numa_nodes {
+        let nd = node.join(format!("node{}", n.id));
+        let cpus = &numa_cpus[&n.id];
+        t.file(
+            nd.join("cpulist"),
+            format!("{}\n", cpulist::format_list(cpus)),
+        );
+        t.file(nd.join("cpumap"), format!("{}\n", cpumask(cpus, ncpus)));
+        let d: Vec<String> = n.distances.iter().map(u32::to_string).collect();
+        t.file(nd.join("distance"), format!("{}\n", d.join(" ")));
+        let kib = m.memory_kib_per_node;
+        t.file(
+            nd.join("meminfo"),
+            format!(
+                "Node {id} MemTotal:       {kib} kB\nNode {id} MemFree:        {free} kB\nNode {id} MemUsed:        {used} kB\n",
+                id = n.id,
+                free = kib / 2,
+                used = kib - kib / 2
+            ),
+        );
+        t.link(
+            PathBuf::from("sys/bus/node/devices").join(format!("node{}", n.id)),
+            &nd,
+        );
+    }
+    for c in 0..ncpus {
+        t.link(
+            PathBuf::from("sys/bus/cpu/devices").join(format!("cpu{c}")),
+            cpu.join(format!("cpu{c}")),
+        );
+    }
+    let total = m.memory_kib_per_node * (spec.numa_nodes.len().max(1) as u64);
+    t.file(
+        "proc/meminfo",
+        format!(
+            "MemTotal:       {total} kB\nMemFree:        {} kB\n",
+            total / 2
+        ),
+    );
+    t.file("proc/cmdline", format!("{}\n", spec.node.cmdline));
+    let dmi = PathBuf::from("sys/class/dmi/id");
+    if let Some(v) = &m.dmi_vendor {
+        t.file(dmi.join("sys_vendor"), format!("{v}\n"));
+    }
+    if let Some(v) = &m.dmi_product {
+        t.file(dmi.join("product_name"), format!("{v}\n"));
+    }
+    t.dir(Path::new("sys/class/iommu"));
+    for u in &spec.node.iommu_units {
+        let ud = PathBuf::from("sys/devices/virtual/iommu").join(u);
+        t.file(ud.join("uevent"), "");
+        t.link(PathBuf::from("sys/class/iommu").join(u), &ud);
+    }
+    t.dir(Path::new("sys/module"));
+    for md in &spec.node.modules {
+        let d = PathBuf::from("sys/module").join(&md.name);
+        t.file(d.join("initstate"), "live\n");
+        if let Some(v) = &md.version {
+            t.file(d.join("version"), format!("{v}\n"));
+        }
+    }
+    for p in &spec.node.memory_peers {
+        let d = PathBuf::from("sys/kernel/mm/memory_peers").join(&p.name);
+        t.dir(&d);
+        if let Some(v) = &p.version {
+            t.file(d.join("version"), format!("{v}\n"));
+        }
+        t.file(d.join("num_alloc_mrs"), "0\n");
+    }
+    if let Some(nv) = &spec.node.nvidia {
+        let line = if nv.open {
+            format!(
+                "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {}  Release Build  (synth@peerpath)  Thu Jan  1 00:00:00 UTC 2026\n",
+                nv.version
+            )
+        } else {
+            format!(
+                "NVRM version: NVIDIA UNIX x86_64 Kernel Module  {}  Thu Jan  1 00:00:00 UTC 2026\n",
+                nv.version
+            )
+        };
+        t.file(
+            "proc/driver/nvidia/version",
+            format!("{line}GCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)\n"),
+        );
+    }
+}
+
+/// Writes entries under `root` on disk.
+pub(super) fn write_dir(entries: &[(PathBuf, Entry)], root: &Path) -> io::Result<()> {
+    std::fs::create_dir_all(root)?;
+    for (p, e) in entries {
+        let full = root.join(p);
+        match e {
+            Entry::Dir => std::fs::create_dir_all(&full)?,
+            Entry::File(b) => std::fs::write(&full, b)?,
+            Entry::Link(t) => {
+                match std::fs::symlink_metadata(&full) {
+                    Ok(_) => std::fs::remove_file(&full)?,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(e),
+                }
+                std::os::unix::fs::symlink(t, &full)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes entries as a `.tar.gz` under top folder `top`, with fixed mode and time.
+pub(super) fn write_tar_gz(entries: &[(PathBuf, Entry)], top: &str, path: &Path) -> io::Result<()> {
+    let file = std::fs::File::create(path)?;
+    let gz = flate2::write::GzEncoder::new(file, flate2::Compression::best());
+    let mut b = tar::Builder::new(gz);
+    b.mode(tar::HeaderMode::Deterministic);
+    let mut top_hdr = tar::Header::new_gnu();
+    top_hdr.set_entry_type(tar::EntryType::Directory);
+    top_hdr.set_mode(0o755);
+    top_hdr.set_mtime(0);
+    top_hdr.set_size(0);
+    b.append_data(&mut top_hdr, format!("{top}/"), io::empty())?;
+    for (p, e) in entries {
+        let name = Path::new(top).join(p);
+        let mut h = tar::Header::new_gnu();
+        h.set_mtime(0);
+        match e {
+            Entry::Dir => {
+                h.set_entry_type(tar::EntryType::Directory);
+                h.set_mode(0o755);
+                h.set_size(0);
+                b.append_data(&mut h, &name, io::empty())?;
+            }
+            Entry::File(data) => {
+                h.set_entry_type(tar::EntryType::Regular);
+                h.set_mode(0o644);
+                h.set_size(data.len() as u64);
+                b.append_data(&mut h, &name, data.as_slice())?;
+            }
+            Entry::Link(t) => {
+                h.set_entry_type(tar::EntryType::Symlink);
+                h.set_mode(0o777);
+                h.set_size(0);
+                b.append_link(&mut h, &name, t)?;
+            }
+        }
+    }
+    let gz = b.into_inner()?;
+    gz.finish()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks_and_links() {
+        assert_eq!(cpumask(&[0, 1], 2), "3");
+        assert_eq!(cpumask(&[0, 32], 64), "00000001,00000001");
+        assert_eq!(cpumask(&[40], 48), "0100,00000000");
+        assert_eq!(
+            relative(
+                Path::new("sys/bus/pci/devices"),
+                Path::new("sys/devices/pci0000:17/0000:17:00.0")
+            ),
+            "../../../devices/pci0000:17/0000:17:00.0"
+        );
+        assert_eq!(
+            relative(Path::new("sys/devices/a/b"), Path::new("sys/devices/a/c")),
+            "../c"
+        );
+    }
+}
