@@ -80,6 +80,14 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Audit the node for every known cause of a silent GPUDirect RDMA fallback.
+    /// Exit 0: no error finding; 1: an error finding; 2: the audit could not run.
+    Audit {
+        #[command(flatten)]
+        input: InputArgs,
+        #[command(flatten)]
+        args: cli::audit::AuditArgs,
+    },
     /// Write a synthesized sysfs tree (a named layout, optionally with faults) for tests.
     Fixture(cli::fixture::FixtureArgs),
 }
@@ -132,6 +140,7 @@ fn run(cli: Cli) -> Result<u8> {
             );
             Ok(0)
         }
+        Command::Audit { input, args } => cli::audit::run(&load(&input)?, &args),
         Command::Fixture(a) => cli::fixture::run(a),
     }
 }

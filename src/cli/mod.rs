@@ -1,4 +1,5 @@
 //! Subcommands of the `peerpath` binary that are more than a few lines.
 
+pub mod audit;
 pub mod classify;
 pub mod fixture;

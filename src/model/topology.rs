@@ -70,6 +70,10 @@ pub struct MachineInfo {
     /// from an uncaptured one).
     #[serde(default)]
     pub modules_visible: bool,
+    /// `/sys/kernel/mm` could be listed: an empty [`MachineInfo::memory_peers`] then means no
+    /// peer-memory client registered, not "not captured".
+    #[serde(default)]
+    pub mm_visible: bool,
 }
 
 /// A NUMA node (`/sys/devices/system/node/node<N>`).

@@ -4,3 +4,4 @@
 pub mod linkfmt;
 pub mod matrix;
 pub mod tree;
+pub mod audit;

@@ -660,6 +660,7 @@ fn machine_info(fs: &dyn FsRoot, log: &Log) -> MachineInfo {
     m.nv_peer_mem_loaded = fs.kind(Path::new("sys/module/nv_peer_mem")).is_some();
     m.ib_core_loaded = fs.kind(Path::new("sys/module/ib_core")).is_some();
     m.modules_visible = fs.kind(Path::new("sys/module")).is_some();
+    m.mm_visible = fs.kind(Path::new("sys/kernel/mm")).is_some();
     if let Ok(peers) = fs.read_dir(Path::new("sys/kernel/mm/memory_peers")) {
         for p in peers {
             let v = text_of(

@@ -1,0 +1,295 @@
+//! The GPUDirect RDMA kernel path and driver identity: `gdr-peer-module` (is there a mechanism
+//! at all: nvidia-peermem / nv_peer_mem registered, or dma-buf through the open kernel module)
+//! and `driver-mismatch` (kernel module, procfs driver and peer-module versions agree).
+//!
+//! Facts come from [`crate::model::MachineInfo`], read once by the scanner from
+//! `/sys/module/{nvidia,nvidia_peermem,nv_peer_mem}`, `/sys/kernel/mm/memory_peers/*/version`
+//! and `/proc/driver/nvidia/version` (reference §2.7, §2.8).
+
+use super::{Ctx, Finding, Severity};
+
+const PROC_VERSION: &str = "/proc/driver/nvidia/version";
+const MOD_NVIDIA: &str = "/sys/module/nvidia/version";
+const MOD_PEERMEM: &str = "/sys/module/nvidia_peermem/version";
+const MOD_NV_PEER_MEM: &str = "/sys/module/nv_peer_mem";
+const MEMORY_PEERS: &str = "/sys/kernel/mm/memory_peers";
+
+/// Whether `/proc/driver/nvidia/version` names the open kernel module (dma-buf exporter).
+pub fn is_open_module(line: &str) -> bool {
+    line.contains("Open Kernel Module")
+}
+
+/// The driver version in the first line of `/proc/driver/nvidia/version`: the first token after
+/// `Module` that looks like `\d+\.\d+(\.\d+)?`.
+pub fn proc_driver_version(line: &str) -> Option<String> {
+    let after = line.split_once("Module").map(|(_, r)| r).unwrap_or(line);
+    after
+        .split_whitespace()
+        .find(|t| {
+            let parts: Vec<&str> = t.split('.').collect();
+            (2..=3).contains(&parts.len())
+                && parts
+                    .iter()
+                    .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .map(str::to_string)
+}
+
+/// `gdr-peer-module`: is any GPUDirect RDMA mechanism available?
+///
+/// - a registered peer-memory client (`memory_peers/nv_mem*`) → info;
+/// - nvidia-peermem loaded but not registered while `memory_peers` is visible → warning
+///   (presence ≠ registration, reference §3 row 6);
+/// - open kernel module (dma-buf possible) → info;
+/// - none, with `/sys/module` visible → error; without it → unknown.
+pub fn peer_module(ctx: &Ctx) -> Vec<Finding> {
+    let m = &ctx.topo.machine;
+    if ctx.nvidia_gpus().next().is_none() || ctx.nics.is_empty() {
+        return vec![Finding::new(
+            "gdr-peer-module",
+            Severity::Info,
+            "node",
+            format!(
+                "GPUDirect RDMA not applicable: {} NVIDIA GPU(s), {} RDMA NIC(s)",
+                ctx.nvidia_gpus().count(),
+                ctx.nics.len()
+            ),
+            "none",
+        )];
+    }
+    let registered: Vec<&(String, Option<String>)> = m
+        .memory_peers
+        .iter()
+        .filter(|(n, _)| n.starts_with("nv_mem"))
+        .collect();
+    let peermem = m.nvidia_peermem_version.is_some() || m.nv_peer_mem_loaded;
+    let open = m.nvidia_driver.as_deref().is_some_and(is_open_module);
+    let mut ev = Vec::new();
+    if let Some(l) = &m.nvidia_driver {
+        ev.push(super::Evidence::new(PROC_VERSION, l.clone()));
+    }
+    if let Some(v) = &m.nvidia_peermem_version {
+        ev.push(super::Evidence::new(MOD_PEERMEM, v.clone()));
+    }
+    if m.nv_peer_mem_loaded {
+        ev.push(super::Evidence::new(MOD_NV_PEER_MEM, "present"));
+    }
+    for (n, v) in &m.memory_peers {
+        ev.push(super::Evidence::new(
+            format!("{MEMORY_PEERS}/{n}/version"),
+            v.clone().unwrap_or_else(|| "(unreadable)".into()),
+        ));
+    }
+    let dmabuf_note = if open {
+        "; dma-buf also possible (open kernel module)"
+    } else {
+        ""
+    };
+    let f = if !registered.is_empty() {
+        Finding::new(
+            "gdr-peer-module",
+            Severity::Info,
+            "node",
+            format!(
+                "peer-memory client registered ({}){dmabuf_note}",
+                registered
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            "none",
+        )
+    } else if peermem && m.mm_visible && !open {
+        Finding::new(
+            "gdr-peer-module",
+            Severity::Warning,
+            "node",
+            "nvidia-peermem is loaded but no nv_mem client is registered under /sys/kernel/mm/memory_peers; NCCL ≤ 2.22.3 disables GPUDirect RDMA",
+            "check dmesg for 'ib_register_peer_memory_client' symbol errors; rebuild nvidia-peermem against the installed MLNX/DOCA OFED, or use NCCL ≥ 2.23 / dma-buf with the open kernel module",
+        )
+    } else if peermem {
+        Finding::new(
+            "gdr-peer-module",
+            Severity::Info,
+            "node",
+            format!(
+                "nvidia-peermem loaded (registration under memory_peers not visible){dmabuf_note}"
+            ),
+            "none",
+        )
+    } else if open {
+        Finding::new(
+            "gdr-peer-module",
+            Severity::Info,
+            "node",
+            "no peer-memory module; GPUDirect RDMA must use dma-buf (open kernel module present; needs kernel ≥ 5.12 and rdma-core ≥ 34, the probe confirms)",
+            "none; for the legacy path load nvidia-peermem (`modprobe nvidia-peermem`)",
+        )
+    } else if !m.modules_visible {
+        Finding::new(
+            "gdr-peer-module",
+            Severity::Unknown,
+            "node",
+            "peer-memory module unknown: /sys/module not readable or not captured in this snapshot",
+            "audit the live machine, or capture sys/module and sys/kernel/mm in the snapshot",
+        )
+    } else if m.nvidia_module_version.is_none() && m.nvidia_driver.is_none() {
+        Finding::new(
+            "gdr-peer-module",
+            Severity::Error,
+            "node",
+            "NVIDIA kernel driver not loaded (no /sys/module/nvidia, no /proc/driver/nvidia/version): no GPUDirect RDMA",
+            "install and load the NVIDIA driver (prefer the open kernel module for dma-buf), then `modprobe nvidia-peermem` if using the peer-memory path",
+        )
+        .with(MOD_NVIDIA, "(absent)")
+    } else {
+        Finding::new(
+            "gdr-peer-module",
+            Severity::Error,
+            "node",
+            "no GPUDirect RDMA mechanism: nvidia-peermem/nv_peer_mem not loaded and the proprietary kernel module cannot export dma-buf; NCCL silently stages through host memory",
+            "`modprobe nvidia-peermem` (and add it to /etc/modules-load.d), or switch to the NVIDIA open kernel module for dma-buf",
+        )
+        .with(MOD_PEERMEM, "(absent)")
+    };
+    vec![f.with_all(ev)]
+}
+
+/// `driver-mismatch`: the NVIDIA driver version in `/proc/driver/nvidia/version`,
+/// `/sys/module/nvidia/version`, `/sys/module/nvidia_peermem/version` and
+/// `/sys/kernel/mm/memory_peers/nv_mem*/version` must all be the same; any difference is an
+/// error (the peer module or user space will refuse to work with the kernel module).
+pub fn driver_mismatch(ctx: &Ctx) -> Vec<Finding> {
+    let m = &ctx.topo.machine;
+    let mut seen: Vec<(String, String, String)> = Vec::new(); // (path, raw, version)
+    if let Some(l) = &m.nvidia_driver
+        && let Some(v) = proc_driver_version(l)
+    {
+        seen.push((PROC_VERSION.into(), l.clone(), v));
+    }
+    if let Some(v) = &m.nvidia_module_version {
+        seen.push((MOD_NVIDIA.into(), v.clone(), v.clone()));
+    }
+    if let Some(v) = &m.nvidia_peermem_version
+        && proc_driver_version(&format!("Module {v}")).is_some()
+    {
+        seen.push((MOD_PEERMEM.into(), v.clone(), v.clone()));
+    }
+    for (n, v) in &m.memory_peers {
+        if let Some(v) = v
+            && n.starts_with("nv_mem")
+        {
+            seen.push((format!("{MEMORY_PEERS}/{n}/version"), v.clone(), v.clone()));
+        }
+    }
+    let mut versions: Vec<&str> = seen.iter().map(|(_, _, v)| v.as_str()).collect();
+    versions.sort();
+    versions.dedup();
+    if versions.len() <= 1 {
+        return Vec::new();
+    }
+    let f = Finding::new(
+        "driver-mismatch",
+        Severity::Error,
+        "node",
+        format!("NVIDIA driver versions disagree: {}", versions.join(" vs ")),
+        "reinstall one driver version for the kernel module, nvidia-peermem and user space (then reboot or reload the modules); rebuild nvidia-peermem after any OFED upgrade",
+    );
+    vec![
+        f.with_all(
+            seen.into_iter()
+                .map(|(p, raw, _)| super::Evidence::new(p, raw)),
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use super::*;
+
+    #[test]
+    fn versions_from_proc() {
+        assert_eq!(
+            proc_driver_version(
+                "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.135  Tue Nov 12 2024"
+            )
+            .as_deref(),
+            Some("550.135")
+        );
+        assert_eq!(
+            proc_driver_version(
+                "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.86.15  Release Build"
+            )
+            .as_deref(),
+            Some("570.86.15")
+        );
+        assert_eq!(proc_driver_version("garbage"), None);
+    }
+
+    #[test]
+    fn clean_twin_has_registered_peer() {
+        let t = clean();
+        let f = peer_module(&Ctx::new(&t));
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Info, "{f:?}");
+        assert!(driver_mismatch(&Ctx::new(&t)).is_empty());
+    }
+
+    #[test]
+    fn peer_module_absent_is_error() {
+        let mut m = machine();
+        m.nvidia_peermem_version = None;
+        m.memory_peers.clear();
+        m.nvidia_driver =
+            Some("NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.86.15  Release Build".into());
+        let t = topo(hgx(2), m);
+        let f = peer_module(&Ctx::new(&t));
+        assert_eq!(f[0].severity, Severity::Error, "{f:?}");
+        assert_eq!(f[0].subject, "node");
+        assert!(
+            f[0].evidence
+                .iter()
+                .any(|e| e.path == MOD_PEERMEM && e.value == "(absent)")
+        );
+    }
+
+    #[test]
+    fn peer_module_unknown_without_sys_module() {
+        let mut m = machine();
+        m.nvidia_peermem_version = None;
+        m.memory_peers.clear();
+        m.nvidia_driver = None;
+        m.nvidia_module_version = None;
+        m.modules_visible = false;
+        let t = topo(hgx(2), m);
+        assert_eq!(peer_module(&Ctx::new(&t))[0].severity, Severity::Unknown);
+    }
+
+    #[test]
+    fn loaded_not_registered_warns() {
+        let mut m = machine();
+        m.memory_peers.clear();
+        m.nvidia_driver =
+            Some("NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.86.15  Release Build".into());
+        let t = topo(hgx(2), m);
+        assert_eq!(peer_module(&Ctx::new(&t))[0].severity, Severity::Warning);
+    }
+
+    #[test]
+    fn mismatch_names_every_source() {
+        let mut m = machine();
+        m.nvidia_peermem_version = Some("565.57.01".into());
+        let t = topo(hgx(2), m);
+        let f = driver_mismatch(&Ctx::new(&t));
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Error);
+        assert!(f[0].summary.contains("565.57.01") && f[0].summary.contains("570.86.15"));
+        assert!(
+            f[0].evidence
+                .iter()
+                .any(|e| e.path == MOD_PEERMEM && e.value == "565.57.01")
+        );
+    }
+}

@@ -1,0 +1,266 @@
+//! `peerpath audit`: every known cause of a silent GPUDirect RDMA fallback, checked over one
+//! scanned [`Topology`] (live machine or snapshot — the audit never reads files itself).
+//!
+//! Each check family lives in its own file and returns [`Finding`]s; [`run`] puts them
+//! together, folds in probe evidence and an expected-layout profile, and derives the verdict.
+//! Sources of every fact: see `docs/audit.md` and shared/reference/gdr-probe-and-audit.md §2.
+
+pub mod assign;
+pub mod evidence;
+pub mod finding;
+pub mod gdr;
+pub mod iommu;
+pub mod pcie;
+pub mod placement;
+pub mod platform;
+pub mod profile;
+pub mod rdma;
+
+pub use finding::{Evidence, Finding, PairRef, Severity, pci_path};
+
+use crate::model::{Bdf, Device, DeviceKind, OsDeviceKind, Topology};
+use serde::{Deserialize, Serialize};
+
+/// Version tag of the audit JSON document.
+pub const AUDIT_SCHEMA: &str = "peerpath.audit/1";
+
+/// A GPU and the NIC the placement matching gave it (see [`placement`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pair {
+    /// GPU PCI address.
+    pub gpu: Bdf,
+    /// NIC PCI address.
+    pub nic: Bdf,
+    /// NIC RDMA device name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rdma: Option<String>,
+    /// Path class as nvidia-smi names it (`PIX`, `PXB`, `PHB`, `NODE`, `SYS`, `unknown`).
+    pub label: String,
+    /// Why the classifier chose that label.
+    pub reason: String,
+    /// Bottleneck bandwidth of the path in GB/s, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bottleneck_gbytes: Option<f64>,
+    /// Whether the label is PIX or PXB (GPUDirect RDMA is used by NCCL by default).
+    pub local: bool,
+}
+
+impl Pair {
+    /// The reference used in findings.
+    pub fn to_ref(&self) -> PairRef {
+        PairRef {
+            gpu: self.gpu.to_string(),
+            nic: self.nic.to_string(),
+            rdma: self.rdma.clone(),
+        }
+    }
+}
+
+/// What every check reads: the topology, the GPUs and RDMA NICs in it, and the GPU–NIC pairs.
+pub struct Ctx<'a> {
+    /// The scanned node.
+    pub topo: &'a Topology,
+    /// GPUs (kind `gpu`, SR-IOV VFs excluded), in address order.
+    pub gpus: Vec<&'a Device>,
+    /// NICs with at least one RDMA device (VFs excluded), in address order.
+    pub nics: Vec<&'a Device>,
+    /// NICs without an RDMA device (management Ethernet, or RDMA class not captured).
+    pub plain_nics: Vec<&'a Device>,
+    /// GPU → NIC matching (empty when there are no GPUs or no RDMA NICs).
+    pub pairs: Vec<Pair>,
+    /// Hypervisor evidence was found: sysfs topology may be synthetic.
+    pub virtualized: bool,
+}
+
+impl<'a> Ctx<'a> {
+    /// Selects GPUs and NICs from the topology; pairs are left empty (see [`placement::pair`]).
+    pub fn new(topo: &'a Topology) -> Self {
+        let gpus: Vec<&Device> = topo.of_kind(DeviceKind::Gpu).collect();
+        let (nics, plain_nics): (Vec<&Device>, Vec<&Device>) = topo
+            .of_kind(DeviceKind::Nic)
+            .partition(|d| d.os_devices.iter().any(|o| o.kind == OsDeviceKind::Rdma));
+        Ctx {
+            topo,
+            gpus,
+            nics,
+            plain_nics,
+            pairs: Vec::new(),
+            virtualized: !topo.machine.hypervisor.is_empty(),
+        }
+    }
+
+    /// NVIDIA GPUs only (the peer-memory, driver and BAR1 checks are NVIDIA-specific).
+    pub fn nvidia_gpus(&self) -> impl Iterator<Item = &&'a Device> {
+        self.gpus.iter().filter(|d| d.vendor_id == Some(0x10de))
+    }
+
+    /// Name of a device for messages: `0000:18:00.0 (mlx5_0)` for RDMA NICs.
+    pub fn name(&self, bdf: &Bdf) -> String {
+        match self.topo.device(bdf).and_then(|d| d.rdma_names().next()) {
+            Some(r) => format!("{bdf} ({r})"),
+            None => bdf.to_string(),
+        }
+    }
+
+    /// Pairs that involve a device (as GPU or NIC).
+    pub fn pairs_of(&self, bdf: &Bdf) -> impl Iterator<Item = &Pair> {
+        let b = *bdf;
+        self.pairs.iter().filter(move |p| p.gpu == b || p.nic == b)
+    }
+}
+
+/// The devices between two endpoints: each endpoint's ancestors strictly below their lowest
+/// common ancestor, and that ancestor (`None` when they meet only at a host bridge or above).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathDevices {
+    /// Ancestors of the first endpoint, nearest first, below the common ancestor.
+    pub a_up: Vec<Bdf>,
+    /// Ancestors of the second endpoint, nearest first, below the common ancestor.
+    pub b_up: Vec<Bdf>,
+    /// Lowest common ancestor device.
+    pub lca: Option<Bdf>,
+}
+
+impl PathDevices {
+    /// The bridges traversed (both sides), without the endpoints or the common ancestor.
+    pub fn bridges(&self) -> impl Iterator<Item = &Bdf> {
+        self.a_up.iter().chain(self.b_up.iter())
+    }
+}
+
+/// Computes [`PathDevices`] for two devices from the parent links of the topology.
+pub fn path_devices(topo: &Topology, a: &Bdf, b: &Bdf) -> PathDevices {
+    let ca = topo.ancestors(a);
+    let cb = topo.ancestors(b);
+    let lca = ca
+        .iter()
+        .skip(1)
+        .find(|x| cb.iter().skip(1).any(|y| y == *x))
+        .copied();
+    let below = |chain: &[Bdf]| -> Vec<Bdf> {
+        chain
+            .iter()
+            .skip(1)
+            .take_while(|x| Some(**x) != lca)
+            .copied()
+            .collect()
+    };
+    PathDevices {
+        a_up: below(&ca),
+        b_up: below(&cb),
+        lca,
+    }
+}
+
+/// Counts of findings by severity.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Error findings.
+    pub error: usize,
+    /// Warning findings.
+    pub warning: usize,
+    /// Unknown findings (facts not readable).
+    pub unknown: usize,
+    /// Info findings.
+    pub info: usize,
+}
+
+/// The audit result (`peerpath.audit/1`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// Always [`AUDIT_SCHEMA`].
+    pub schema: String,
+    /// `pass` when no finding is an error, else `fail`. Unknown findings do not pass anything:
+    /// they are counted in `counts.unknown` and listed.
+    pub verdict: String,
+    /// Counts by severity.
+    pub counts: Counts,
+    /// Where the topology came from (`--input`).
+    pub source: String,
+    /// The expected-layout profile applied, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// The GPU → NIC matching the path checks judged.
+    pub pairs: Vec<Pair>,
+    /// Findings, worst first.
+    pub findings: Vec<Finding>,
+}
+
+impl Report {
+    /// Whether any finding is an error.
+    pub fn failed(&self) -> bool {
+        self.counts.error > 0
+    }
+}
+
+/// Options of an audit run.
+#[derive(Debug, Clone, Default)]
+pub struct AuditOptions {
+    /// Expected layout to diff against.
+    pub profile: Option<profile::Profile>,
+    /// Probe results to fold in (`--evidence`).
+    pub evidence: Option<evidence::ProbeEvidence>,
+}
+
+/// Runs every check over a topology and returns the report.
+pub fn run(topo: &Topology, opts: &AuditOptions) -> Report {
+    let mut ctx = Ctx::new(topo);
+    let mut findings = Vec::new();
+    ctx.pairs = placement::pair(&ctx, &mut findings);
+    findings.extend(gdr::peer_module(&ctx));
+    findings.extend(gdr::driver_mismatch(&ctx));
+    findings.extend(pcie::acs_redirect(&ctx));
+    findings.extend(iommu::iommu_translation(&ctx));
+    findings.extend(pcie::link_degraded(&ctx));
+    findings.extend(pcie::aer_errors(&ctx));
+    findings.extend(pcie::bar1_small(&ctx));
+    findings.extend(pcie::mps_mrrs(&ctx));
+    findings.extend(rdma::nic_port_down(&ctx));
+    findings.extend(platform::virtualized(&ctx));
+    findings.extend(platform::numa_unknown(&ctx));
+    if let Some(p) = &opts.profile {
+        findings.extend(profile::diff(&ctx, p));
+    }
+    if let Some(ev) = &opts.evidence {
+        evidence::fold(&ctx, ev, &mut findings);
+    }
+    finish(
+        topo,
+        ctx.pairs,
+        opts.profile.as_ref().map(|p| p.name.clone()),
+        findings,
+    )
+}
+
+/// Sorts findings (worst first, then by id and subject) and derives counts and verdict.
+pub fn finish(
+    topo: &Topology,
+    pairs: Vec<Pair>,
+    profile: Option<String>,
+    mut findings: Vec<Finding>,
+) -> Report {
+    findings.sort_by(|a, b| (a.severity, &a.id, &a.subject).cmp(&(b.severity, &b.id, &b.subject)));
+    let mut counts = Counts::default();
+    for f in &findings {
+        match f.severity {
+            Severity::Error => counts.error += 1,
+            Severity::Warning => counts.warning += 1,
+            Severity::Unknown => counts.unknown += 1,
+            Severity::Info => counts.info += 1,
+        }
+    }
+    Report {
+        schema: AUDIT_SCHEMA.to_string(),
+        verdict: if counts.error > 0 { "fail" } else { "pass" }.to_string(),
+        counts,
+        source: topo.source.path.clone(),
+        profile,
+        pairs,
+        findings,
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testkit;
+#[cfg(test)]
+mod tests;

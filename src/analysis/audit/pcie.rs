@@ -1,0 +1,520 @@
+//! PCIe checks over the paths between GPUs and NICs: `acs-redirect`, `link-degraded`,
+//! `aer-errors`, `bar1-small`, `mps-mrrs`.
+//!
+//! Every fact comes from a [`crate::model::Device`] the scanner filled from
+//! `/sys/bus/pci/devices/<bdf>/{config,current_link_*,max_link_*,aer_dev_*,resource}`
+//! (reference §2.1, §2.2, §2.4, §2.9, §2.10). Config-space facts need root: a 64-byte config
+//! gives `unknown`, never a pass.
+
+use super::{Ctx, Evidence, Finding, PairRef, Severity, path_devices, pci_path};
+use crate::model::{Bdf, Device, DeviceKind};
+use crate::parse::aer::AerCounters;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Why a device's config space cannot answer a question that needs `need` bytes (256 for the
+/// PCIe capability, 4096 for extended capabilities such as ACS), or `None` when it can.
+pub fn config_unknown(d: &Device, need: usize) -> Option<String> {
+    match &d.config {
+        None => Some("config space not read (file absent or unreadable)".into()),
+        Some(c) if c.len < need => Some(format!(
+            "config space readable only as root ({} of 4096 bytes)",
+            c.len
+        )),
+        Some(_) => None,
+    }
+}
+
+/// What the `config` file gave, as evidence: `64 bytes` or `(absent)`.
+fn config_len_value(topo: &crate::model::Topology, b: &Bdf) -> String {
+    match topo.device(b).and_then(|d| d.config.as_ref()) {
+        Some(c) => format!("{} bytes readable", c.len),
+        None => "(absent or unreadable)".into(),
+    }
+}
+
+/// One `unknown` finding for a check, listing every device whose fact could not be read.
+fn unknown_finding(
+    topo: &crate::model::Topology,
+    id: &str,
+    what: &str,
+    items: &[(Bdf, String)],
+    remedy: &str,
+) -> Option<Finding> {
+    let (_, first) = items.first()?;
+    let mut reasons: Vec<&str> = items.iter().map(|(_, r)| r.as_str()).collect();
+    reasons.sort();
+    reasons.dedup();
+    let reason = if reasons.len() == 1 {
+        first.clone()
+    } else {
+        reasons.join("; ")
+    };
+    let f = Finding::new(
+        id,
+        Severity::Unknown,
+        if items.len() == 1 {
+            items[0].0.to_string()
+        } else {
+            "node".to_string()
+        },
+        format!("{what} unknown on {} device(s): {reason}", items.len()),
+        remedy,
+    );
+    Some(
+        f.with_all(
+            items
+                .iter()
+                .map(|(b, _)| Evidence::new(pci_path(b, "config"), config_len_value(topo, b))),
+        ),
+    )
+}
+
+const ROOT_REMEDY: &str = "run `peerpath audit` as root (or in a privileged container) so the full 4096-byte config space is readable";
+
+/// `acs-redirect`: ACS P2P Request Redirect, Completion Redirect or Egress Control enabled on a
+/// root port or switch downstream port between a GPU and its NIC. Error on bare metal (P2P
+/// TLPs go up to the root complex: hangs, `IBV_WC_LOC_PROT_ERR`, low bandwidth); a warning in a
+/// VM, where guest bridges are synthetic and the probe decides.
+pub fn acs_redirect(ctx: &Ctx) -> Vec<Finding> {
+    let topo = ctx.topo;
+    let mut ports: BTreeMap<Bdf, Vec<PairRef>> = BTreeMap::new();
+    for p in &ctx.pairs {
+        for b in path_devices(topo, &p.gpu, &p.nic).bridges() {
+            if topo.device(b).is_some_and(|d| {
+                matches!(d.kind, DeviceKind::RootPort | DeviceKind::SwitchDownstream)
+            }) {
+                ports.entry(*b).or_default().push(p.to_ref());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut unknown = Vec::new();
+    for (port, pairs) in ports {
+        let Some(d) = topo.device(&port) else {
+            continue;
+        };
+        if let Some(r) = config_unknown(d, 4096) {
+            unknown.push((port, r));
+            continue;
+        }
+        let Some(acs) = d.config.as_ref().and_then(|c| c.acs) else {
+            continue; // no ACS capability: the port cannot redirect
+        };
+        if !acs.redirects_p2p() {
+            continue;
+        }
+        let names = acs.enabled_names().join(" ");
+        let sev = if ctx.virtualized {
+            Severity::Warning
+        } else {
+            Severity::Error
+        };
+        let who: Vec<String> = pairs
+            .iter()
+            .map(|p| {
+                format!(
+                    "{}↔{}",
+                    p.gpu,
+                    p.rdma.clone().unwrap_or_else(|| p.nic.clone())
+                )
+            })
+            .collect();
+        let f = Finding::new(
+            "acs-redirect",
+            sev,
+            port.to_string(),
+            format!(
+                "ACS redirects peer-to-peer traffic on {} {port} ({names}) between {}{}",
+                d.kind.as_str(),
+                who.join(", "),
+                if ctx.virtualized { " (VM: guest bridge, advisory)" } else { "" }
+            ),
+            format!(
+                "disable ACS redirect on {port}: in the BIOS (ACS / PCIe P2P setting), or boot with `pci=disable_acs_redir={port}`; for a test, `setpci -s {port} ECAP_ACS+0x6.w=0000` (lost on reboot). In a VM, enable ATS on the NIC and ACS Direct Translated P2P on the host instead"
+            ),
+        )
+        .with(
+            pci_path(&port, "config"),
+            format!("ACSCtl @0x{:03x} = 0x{:04x}: {names}", acs.offset + 6, acs.control),
+        )
+        .with_pairs(pairs);
+        out.push(f);
+    }
+    out.extend(unknown_finding(
+        topo,
+        "acs-redirect",
+        "ACS on ports between GPUs and NICs",
+        &unknown,
+        ROOT_REMEDY,
+    ));
+    out
+}
+
+/// The PCIe links above every GPU and RDMA NIC, as `(child, parent port)`: each device in the
+/// chains whose parent is a port (a switch downstream port's parent is its own switch's
+/// upstream port, which is not a link).
+fn hops(ctx: &Ctx) -> Vec<(Bdf, Bdf)> {
+    let mut set = BTreeSet::new();
+    for e in ctx.gpus.iter().chain(ctx.nics.iter()) {
+        let chain = ctx.topo.ancestors(&e.bdf);
+        for w in chain.windows(2) {
+            let Some(child) = ctx.topo.device(&w[0]) else {
+                continue;
+            };
+            if child.kind != DeviceKind::SwitchDownstream {
+                set.insert((w[0], w[1]));
+            }
+        }
+    }
+    set.into_iter().collect()
+}
+
+fn min_known<T: PartialOrd + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(if y < x { y } else { x }),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+fn fmt_gts(v: f64) -> String {
+    format!("{v:.1} GT/s PCIe")
+}
+
+/// `link-degraded`: on every hop above a GPU or RDMA NIC, the negotiated width below the
+/// capability both ends share (error), or the negotiated speed below it (error), except on the
+/// hop of a GPU, which drops its link speed when idle by design (one info finding; the probe
+/// measures under load). In a VM these are warnings (emulated ports report arbitrary links).
+pub fn link_degraded(ctx: &Ctx) -> Vec<Finding> {
+    let topo = ctx.topo;
+    let mut out = Vec::new();
+    let mut idle_gpus = Vec::new();
+    let mut unknown = Vec::new();
+    let sev = if ctx.virtualized {
+        Severity::Warning
+    } else {
+        Severity::Error
+    };
+    for (c, p) in hops(ctx) {
+        let (Some(child), Some(parent)) = (topo.device(&c), topo.device(&p)) else {
+            continue;
+        };
+        let cl = child.link.unwrap_or_default();
+        let pl = parent.link.unwrap_or_default();
+        let cur_w = cl.current_width.or(pl.current_width);
+        let cap_w = min_known(cl.max_width, pl.max_width);
+        let cur_s = cl.current_gts.or(pl.current_gts);
+        let cap_s = min_known(cl.max_gts, pl.max_gts);
+        if cur_w.is_none() || cap_w.is_none() {
+            unknown.push((
+                c,
+                "current_link_width/max_link_width not exposed and config space not readable \
+                 (kernel < 4.13 or not captured)"
+                    .to_string(),
+            ));
+            continue;
+        }
+        let mut ev = vec![
+            Evidence::new(pci_path(&c, "current_link_width"), opt(cl.current_width)),
+            Evidence::new(pci_path(&c, "max_link_width"), opt(cl.max_width)),
+            Evidence::new(pci_path(&p, "max_link_width"), opt(pl.max_width)),
+        ];
+        let speed_ev = [
+            Evidence::new(pci_path(&c, "current_link_speed"), optf(cl.current_gts)),
+            Evidence::new(pci_path(&c, "max_link_speed"), optf(cl.max_gts)),
+            Evidence::new(pci_path(&p, "max_link_speed"), optf(pl.max_gts)),
+        ];
+        let name = ctx.name(&c);
+        if let (Some(w), Some(m)) = (cur_w, cap_w)
+            && w < m
+        {
+            ev.extend(speed_ev.iter().cloned());
+            out.push(
+                    Finding::new(
+                        "link-degraded",
+                        sev,
+                        c.to_string(),
+                        format!("link {p} → {name} trained to x{w}, both ends capable of x{m}"),
+                        format!("reseat {name} (or the card/riser under port {p}), check the slot's bifurcation setting in the BIOS, then replace the riser/cable or card if it stays at x{w}"),
+                    )
+                    .with_all(ev)
+                    .with_pairs(ctx.pairs_of(&c).map(|x| x.to_ref())),
+                );
+            continue;
+        }
+        if let (Some(s), Some(m)) = (cur_s, cap_s)
+            && s + 0.01 < m
+        {
+            if child.kind == DeviceKind::Gpu {
+                idle_gpus.push((c, s, m));
+                continue;
+            }
+            out.push(
+                    Finding::new(
+                        "link-degraded",
+                        sev,
+                        c.to_string(),
+                        format!("link {p} → {name} runs at {s} GT/s, both ends capable of {m} GT/s"),
+                        format!("check the BIOS PCIe speed setting for port {p}, reseat {name}, and check AER counters on both ends for signal-integrity errors"),
+                    )
+                    .with_all(speed_ev.iter().cloned())
+                    .with_pairs(ctx.pairs_of(&c).map(|x| x.to_ref())),
+                );
+        }
+    }
+    if !idle_gpus.is_empty() {
+        let f = Finding::new(
+            "link-degraded",
+            Severity::Info,
+            if idle_gpus.len() == 1 {
+                idle_gpus[0].0.to_string()
+            } else {
+                "node".to_string()
+            },
+            format!(
+                "{} GPU link(s) below max speed; idle GPUs downtrain by design (judged under load by `peerpath probe`)",
+                idle_gpus.len()
+            ),
+            "none unless the speed stays low under load: run `peerpath probe`, or re-read current_link_speed while the GPU is busy",
+        );
+        out.push(f.with_all(idle_gpus.iter().map(|(b, s, m)| {
+            Evidence::new(
+                pci_path(b, "current_link_speed"),
+                format!("{} (max {})", fmt_gts(*s), fmt_gts(*m)),
+            )
+        })));
+    }
+    if let Some(mut f) = unknown_finding(
+        topo,
+        "link-degraded",
+        "link width",
+        &unknown,
+        "audit the live machine (link attributes are world-readable on kernels ≥ 4.13)",
+    ) {
+        for e in &mut f.evidence {
+            e.path = e.path.replace("/config", "/current_link_width");
+            e.value = "(absent)".into();
+        }
+        out.push(f);
+    }
+    out
+}
+
+fn opt(v: Option<u32>) -> String {
+    v.map(|v| v.to_string())
+        .unwrap_or_else(|| "(absent)".into())
+}
+fn optf(v: Option<f64>) -> String {
+    v.map(fmt_gts).unwrap_or_else(|| "(absent)".into())
+}
+
+fn aer_value(a: &AerCounters, total_name: &str) -> String {
+    let mut parts: Vec<String> = a.nonzero().map(|(n, v)| format!("{n} {v}")).collect();
+    if let Some(t) = a.total {
+        parts.push(format!("{total_name} {t}"));
+    }
+    parts.join(", ")
+}
+
+/// `aer-errors`: non-zero AER counters on a GPU, an RDMA NIC or a port above them:
+/// correctable → warning, non-fatal or fatal → error; the finding names the counters.
+pub fn aer_errors(ctx: &Ctx) -> Vec<Finding> {
+    let topo = ctx.topo;
+    let mut scope = BTreeSet::new();
+    for e in ctx.gpus.iter().chain(ctx.nics.iter()) {
+        scope.extend(topo.ancestors(&e.bdf));
+    }
+    let mut out = Vec::new();
+    let mut any_file = false;
+    for b in &scope {
+        let Some(d) = topo.device(b) else { continue };
+        let files = [
+            (
+                "aer_dev_correctable",
+                &d.aer_correctable,
+                "TOTAL_ERR_COR",
+                Severity::Warning,
+            ),
+            (
+                "aer_dev_nonfatal",
+                &d.aer_nonfatal,
+                "TOTAL_ERR_NONFATAL",
+                Severity::Error,
+            ),
+            (
+                "aer_dev_fatal",
+                &d.aer_fatal,
+                "TOTAL_ERR_FATAL",
+                Severity::Error,
+            ),
+        ];
+        let mut sev = None;
+        let mut ev = Vec::new();
+        let mut named = Vec::new();
+        for (file, counters, total, s) in files {
+            let Some(a) = counters else { continue };
+            any_file = true;
+            if a.total_or_sum() == 0 {
+                continue;
+            }
+            sev = Some(sev.map_or(s, |x: Severity| x.min(s)));
+            ev.push(Evidence::new(pci_path(b, file), aer_value(a, total)));
+            let names: Vec<String> = a.nonzero().map(|(n, v)| format!("{n}={v}")).collect();
+            named.push(format!(
+                "{} {}",
+                file.trim_start_matches("aer_dev_"),
+                if names.is_empty() {
+                    format!("{total}={}", a.total_or_sum())
+                } else {
+                    names.join(" ")
+                }
+            ));
+        }
+        let Some(sev) = sev else { continue };
+        out.push(
+            Finding::new(
+                "aer-errors",
+                sev,
+                b.to_string(),
+                format!("AER errors on {} {}: {}", d.kind.as_str(), ctx.name(b), named.join("; ")),
+                "counters are cumulative since boot: note them, run load (`peerpath probe`) and compare; rising correctable counts (RxErr, BadTLP, BadDLLP, Rollover) point at the slot, riser or card; any non-fatal/fatal error needs the device's link checked and the kernel log read",
+            )
+            .with_all(ev)
+            .with_pairs(ctx.pairs_of(b).map(|x| x.to_ref())),
+        );
+    }
+    if !any_file && !scope.is_empty() {
+        out.push(Finding::new(
+            "aer-errors",
+            Severity::Unknown,
+            "node",
+            "AER counters unknown: no aer_dev_* files (kernel < 4.19, AER not enabled, or not captured)",
+            "audit the live machine on a kernel ≥ 4.19 with AER enabled (`pcie_ports=native` where firmware-first hides it)",
+        ));
+    }
+    out
+}
+
+/// `bar1-small`: an NVIDIA GPU whose BAR1 (resource line 2, the GPU memory aperture the NIC
+/// reads and writes through) is smaller than 1 GiB: `ibv_reg_mr` fails above a few hundred MB.
+pub fn bar1_small(ctx: &Ctx) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if ctx.nics.is_empty() {
+        return out;
+    }
+    for g in ctx.nvidia_gpus() {
+        let path = pci_path(&g.bdf, "resource");
+        match g.bars.iter().find(|b| b.index == 1) {
+            None => out.push(
+                Finding::new(
+                    "bar1-small",
+                    Severity::Unknown,
+                    g.bdf.to_string(),
+                    if g.bars.is_empty() {
+                        "BAR1 size unknown: resource file not read".to_string()
+                    } else {
+                        "BAR1 size unknown: BAR1 not assigned in the resource file".to_string()
+                    },
+                    "audit the live machine; if BAR1 is truly unassigned, enable Above 4G Decoding / Resizable BAR in the BIOS",
+                )
+                .with(path, "(no line 2)"),
+            ),
+            Some(b) if b.size < (1 << 30) => out.push(
+                Finding::new(
+                    "bar1-small",
+                    Severity::Warning,
+                    g.bdf.to_string(),
+                    format!("GPU BAR1 is {} MiB (< 1 GiB): GPUDirect RDMA registrations above a few hundred MB fail", b.size >> 20),
+                    "enable Above 4G Decoding and Resizable BAR in the BIOS (data-center GPUs expose BAR1 ≥ GPU memory); otherwise keep registered GPU buffers below BAR1",
+                )
+                .with(path, format!("BAR1 (line 2): {} bytes", b.size)),
+            ),
+            Some(_) => {}
+        }
+    }
+    out
+}
+
+/// `mps-mrrs`: Max Payload Size differs between devices on a GPU–NIC path (warning), or an
+/// RDMA NIC's Max Read Request Size is below 512 bytes (warning). Needs the PCIe capability
+/// (root): otherwise one `unknown` finding.
+pub fn mps_mrrs(ctx: &Ctx) -> Vec<Finding> {
+    let topo = ctx.topo;
+    let mut out = Vec::new();
+    let mut unknown: BTreeMap<Bdf, String> = BTreeMap::new();
+    for p in &ctx.pairs {
+        let pd = path_devices(topo, &p.gpu, &p.nic);
+        let mut devs: Vec<Bdf> = vec![p.gpu];
+        devs.extend(pd.a_up.iter().copied());
+        devs.extend(pd.lca);
+        devs.extend(pd.b_up.iter().rev().copied());
+        devs.push(p.nic);
+        let mut vals = Vec::new();
+        let mut complete = true;
+        for b in &devs {
+            let Some(d) = topo.device(b) else { continue };
+            if let Some(r) = config_unknown(d, 256) {
+                unknown.insert(*b, r);
+                complete = false;
+                continue;
+            }
+            if let Some(pc) = d.config.as_ref().and_then(|c| c.pcie.as_ref()) {
+                vals.push((*b, pc.mps));
+            }
+        }
+        if !complete {
+            continue;
+        }
+        let mut distinct: Vec<u32> = vals.iter().map(|(_, v)| *v).collect();
+        distinct.sort();
+        distinct.dedup();
+        if distinct.len() > 1 {
+            out.push(
+                Finding::new(
+                    "mps-mrrs",
+                    Severity::Warning,
+                    p.gpu.to_string(),
+                    format!(
+                        "Max Payload Size differs along {} ↔ {}: {}",
+                        p.gpu,
+                        ctx.name(&p.nic),
+                        vals.iter().map(|(b, v)| format!("{b}={v}")).collect::<Vec<_>>().join(", ")
+                    ),
+                    "let the kernel set one MPS along the path (boot with `pci=pcie_bus_safe`, or `pcie_bus_peer2peer` to force 128 B everywhere) or set it in the BIOS",
+                )
+                .with_all(vals.iter().map(|(b, v)| Evidence::new(pci_path(b, "config"), format!("DevCtl MaxPayload {v} bytes"))))
+                .with_pairs([p.to_ref()]),
+            );
+        }
+    }
+    for n in &ctx.nics {
+        if let Some(r) = config_unknown(n, 256) {
+            unknown.insert(n.bdf, r);
+            continue;
+        }
+        let Some(pc) = n.config.as_ref().and_then(|c| c.pcie.as_ref()) else {
+            continue;
+        };
+        if pc.mrrs < 512 {
+            out.push(
+                Finding::new(
+                    "mps-mrrs",
+                    Severity::Warning,
+                    n.bdf.to_string(),
+                    format!("NIC {} Max Read Request Size is {} bytes (< 512): GPU-memory reads are split into small requests", ctx.name(&n.bdf), pc.mrrs),
+                    format!("raise MRRS on {}: `setpci -s {} CAP_EXP+8.w` bits 14:12 (4096 B = 5), or the adapter's firmware/BIOS setting (mlxconfig); it resets on reboot", n.bdf, n.bdf),
+                )
+                .with(pci_path(&n.bdf, "config"), format!("DevCtl MaxReadReq {} bytes", pc.mrrs)),
+            );
+        }
+    }
+    let items: Vec<(Bdf, String)> = unknown.into_iter().collect();
+    out.extend(unknown_finding(
+        topo,
+        "mps-mrrs",
+        "MPS/MRRS",
+        &items,
+        ROOT_REMEDY,
+    ));
+    out
+}

@@ -1,0 +1,314 @@
+//! `gpu-nic-path`: pairs GPUs with RDMA NICs by an optimal matching on path quality, then
+//! bandwidth ([`super::assign::balanced`]), and reports misplaced adapters: a GPU whose best
+//! available NIC is worse than PXB, and a NIC no GPU can use at PIX/PXB. The remedy names the
+//! adapter, where it is now (slot, root port, host bridge, NUMA node) and where it belongs (the
+//! switch that holds the GPU, with a free downstream port where one exists).
+
+use super::{Ctx, Evidence, Finding, Pair, Severity, assign, pci_path};
+use crate::analysis::classify::{Classifier, ClassifyOptions, Label};
+use crate::model::{Bdf, Device, Topology};
+
+/// The path between a GPU and a NIC as the matching sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judgement {
+    /// nvidia-smi label: `PIX`, `PXB`, `PHB`, `NODE`, `SYS` or `unknown`.
+    pub label: String,
+    /// 0 PIX, 1 PXB, 2 PHB, 3 NODE, 4 unknown, 5 SYS: lower is better.
+    pub rank: u8,
+    /// Why.
+    pub reason: String,
+    /// Bottleneck bandwidth in GB/s, when the links are known.
+    pub bottleneck_gbytes: Option<f64>,
+}
+
+impl Judgement {
+    /// PIX or PXB: NCCL uses GPUDirect RDMA by default.
+    pub fn local(&self) -> bool {
+        self.rank <= 1
+    }
+}
+
+/// Judges GPU–NIC paths with the classifier ([`crate::analysis::classify`]), built once per
+/// topology.
+pub struct Judge<'t> {
+    c: Classifier<'t>,
+}
+
+impl<'t> Judge<'t> {
+    /// Prepares the classifier for a topology.
+    pub fn new(topo: &'t Topology) -> Self {
+        Judge {
+            c: Classifier::new(topo, &ClassifyOptions::default()),
+        }
+    }
+
+    /// Judges the path between two devices.
+    pub fn pair(&self, a: &Bdf, b: &Bdf) -> Judgement {
+        match self.c.pair(a, b) {
+            Some(pc) => Judgement {
+                label: match pc.label {
+                    Label::Unknown => "unknown".to_string(),
+                    l => l.to_string(),
+                },
+                rank: match pc.label {
+                    Label::X | Label::Nv(_) | Label::Pix => 0,
+                    Label::Pxb => 1,
+                    Label::Phb => 2,
+                    Label::Node => 3,
+                    Label::Unknown => 4,
+                    Label::Sys => 5,
+                },
+                reason: pc.reason,
+                bottleneck_gbytes: pc.bottleneck_gbytes_per_s,
+            },
+            None => Judgement {
+                label: "unknown".into(),
+                rank: 4,
+                reason: format!("{a} or {b} not in the topology"),
+                bottleneck_gbytes: None,
+            },
+        }
+    }
+}
+
+/// Judges one pair (builds a classifier; use [`Judge`] for many pairs).
+pub fn judge(topo: &Topology, a: &Bdf, b: &Bdf) -> Judgement {
+    Judge::new(topo).pair(a, b)
+}
+
+/// Where a device sits: slot, root port, host bridge, NUMA node.
+pub fn location(topo: &Topology, d: &Device) -> String {
+    let chain = topo.ancestors(&d.bdf);
+    let slot = chain
+        .iter()
+        .filter_map(|b| topo.device(b).and_then(|x| x.slot.clone()))
+        .next();
+    let root = chain.last().filter(|b| **b != d.bdf);
+    let mut parts = Vec::new();
+    if let Some(s) = slot {
+        parts.push(format!("slot {s}"));
+    }
+    if let Some(r) = root {
+        parts.push(format!("root port {r}"));
+    }
+    parts.push(format!("host bridge {}", d.host_bridge));
+    parts.push(match topo.numa_of(d) {
+        Some(n) => format!("NUMA node {n}"),
+        None => "NUMA node unknown".to_string(),
+    });
+    parts.join(", ")
+}
+
+/// Where a NIC belongs to be PIX/PXB with a GPU: the GPU's switch, naming a free downstream
+/// port (one with nothing below it) of that switch or of a switch above it.
+pub fn target(topo: &Topology, gpu: &Device) -> String {
+    let Some(sw) = gpu.switch.as_deref().and_then(|id| topo.switch(id)) else {
+        return format!(
+            "GPU {} sits directly on a root port (no PCIe switch above it), so no slot makes the pair PIX/PXB; the closest is a root port of host bridge {} (PHB) or, failing that, of NUMA node {} (NODE)",
+            gpu.bdf,
+            gpu.host_bridge,
+            topo.numa_of(gpu)
+                .map(|n| n.to_string())
+                .unwrap_or_else(|| "?".into())
+        );
+    };
+    let mut free = Vec::new();
+    let mut cur = Some(sw);
+    while let Some(s) = cur {
+        for p in &s.downstream {
+            if topo.children(p).is_empty() {
+                let slot = topo.device(p).and_then(|d| d.slot.clone());
+                free.push(match slot {
+                    Some(sl) => format!("{p} (slot {sl}, switch {})", s.id),
+                    None => format!("{p} (switch {})", s.id),
+                });
+            }
+        }
+        cur = s.parent_switch.as_deref().and_then(|id| topo.switch(id));
+    }
+    let root = topo.ancestors(&gpu.bdf).last().copied();
+    let mut s = format!(
+        "behind PCIe switch {} (upstream port {}{}) with GPU {}",
+        sw.id,
+        sw.upstream,
+        root.map(|r| format!(", root port {r}")).unwrap_or_default(),
+        gpu.bdf
+    );
+    if free.is_empty() {
+        s.push_str(
+            ": no free downstream port there (free one, or move a non-GPU device out of that switch)",
+        );
+    } else {
+        s.push_str(&format!(": free downstream port {}", free.join(", ")));
+    }
+    s
+}
+
+/// Builds the GPU → NIC matching and adds the `gpu-nic-path` findings.
+pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
+    let topo = ctx.topo;
+    if ctx.gpus.is_empty() || ctx.nics.is_empty() {
+        if !ctx.gpus.is_empty() {
+            findings.push(Finding::new(
+                "gpu-nic-path",
+                Severity::Info,
+                "node",
+                format!(
+                    "{} GPU(s) but no RDMA NIC{}: no GPU–NIC path to judge",
+                    ctx.gpus.len(),
+                    if ctx.plain_nics.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({} NIC(s) without an RDMA device)", ctx.plain_nics.len())
+                    }
+                ),
+                "none, unless this node should do GPUDirect RDMA: then install the RDMA driver (mlx5_ib) or the NIC",
+            ));
+        }
+        return Vec::new();
+    }
+    let judged: Vec<Vec<Judgement>> = ctx
+        .gpus
+        .iter()
+        .map(|g| {
+            ctx.nics
+                .iter()
+                .map(|n| judge(topo, &g.bdf, &n.bdf))
+                .collect()
+        })
+        .collect();
+    let cost: Vec<Vec<i64>> = judged
+        .iter()
+        .map(|row| {
+            row.iter()
+                .map(|j| {
+                    let bw = j
+                        .bottleneck_gbytes
+                        .map_or(0, |g| (g * 100.0).round().clamp(0.0, 999_999.0) as i64);
+                    i64::from(j.rank) * 1_000_000 - bw
+                })
+                .collect()
+        })
+        .collect();
+    let assignment = assign::balanced(&cost, ctx.nics.len());
+    let mut pairs = Vec::new();
+    for (gi, &ni) in assignment.iter().enumerate() {
+        let (g, n, j) = (ctx.gpus[gi], ctx.nics[ni], &judged[gi][ni]);
+        pairs.push(Pair {
+            gpu: g.bdf,
+            nic: n.bdf,
+            rdma: n.rdma_names().next().map(str::to_string),
+            label: j.label.clone(),
+            reason: j.reason.clone(),
+            bottleneck_gbytes: j.bottleneck_gbytes,
+            local: j.local(),
+        });
+    }
+    let far_sev = if ctx.virtualized {
+        Severity::Warning
+    } else {
+        Severity::Error
+    };
+    for (gi, p) in pairs.iter().enumerate() {
+        if p.local {
+            continue;
+        }
+        let (g, ni) = (ctx.gpus[gi], assignment[gi]);
+        let n = ctx.nics[ni];
+        let j = &judged[gi][ni];
+        let sev = if j.label == "unknown" {
+            Severity::Unknown
+        } else {
+            far_sev
+        };
+        let best_any = judged[gi].iter().map(|x| x.rank).min().unwrap_or(5);
+        let shared = if best_any < j.rank {
+            " (a closer NIC exists but serves another GPU)"
+        } else {
+            ""
+        };
+        let nic_name = ctx.name(&n.bdf);
+        findings.push(
+            Finding::new(
+                "gpu-nic-path",
+                sev,
+                g.bdf.to_string(),
+                format!(
+                    "GPU {}: best available NIC {nic_name} is {} ({}){shared}; NCCL will not use GPUDirect RDMA beyond PXB",
+                    g.bdf, j.label, j.reason
+                ),
+                if ctx.virtualized {
+                    format!(
+                        "this is a VM: the guest PCIe tree may not show the host's; run `peerpath probe` and audit with --evidence. On the host, place NIC {nic_name} (guest view: {}) behind the GPU's PCIe switch",
+                        location(topo, n)
+                    )
+                } else {
+                    format!(
+                        "move NIC {nic_name} — now at {} — {}",
+                        location(topo, n),
+                        target(topo, g)
+                    )
+                },
+            )
+            .with_all(path_evidence(topo, &g.bdf, &n.bdf))
+            .with_pairs([p.to_ref()]),
+        );
+    }
+    for (ni, n) in ctx.nics.iter().enumerate() {
+        let best = judged.iter().map(|row| row[ni].rank).min().unwrap_or(5);
+        if best <= 1 {
+            continue;
+        }
+        let used = assignment.contains(&ni);
+        let needy = pairs.iter().position(|p| !p.local);
+        let (sev, tail) = match (used, needy) {
+            (true, _) => (Severity::Warning, String::new()),
+            (false, _) => (
+                Severity::Info,
+                " (not paired with a GPU: fine for storage or in-band traffic)".to_string(),
+            ),
+        };
+        let remedy = match needy {
+            Some(gi) => format!(
+                "if it carries GPU traffic, move it — now at {} — {}",
+                location(topo, n),
+                target(topo, ctx.gpus[gi])
+            ),
+            None => format!(
+                "none if it serves storage/in-band; else move it (now at {}) behind a GPU's PCIe switch",
+                location(topo, n)
+            ),
+        };
+        findings.push(
+            Finding::new(
+                "gpu-nic-path",
+                sev,
+                n.rdma_names()
+                    .next()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| n.bdf.to_string()),
+                format!(
+                    "NIC {} is not at PIX/PXB from any GPU{tail}",
+                    ctx.name(&n.bdf)
+                ),
+                remedy,
+            )
+            .with_all(path_evidence(topo, &n.bdf, &n.bdf).into_iter().take(1)),
+        );
+    }
+    pairs
+}
+
+/// The canonical sysfs paths of both endpoints (their `realpath`s show the tree).
+fn path_evidence(topo: &Topology, a: &Bdf, b: &Bdf) -> Vec<Evidence> {
+    [a, b]
+        .iter()
+        .filter_map(|x| topo.device(x))
+        .map(|d| {
+            Evidence::new(
+                pci_path(&d.bdf, "").trim_end_matches('/').to_string(),
+                format!("-> /{}", d.sysfs_path),
+            )
+        })
+        .collect()
+}

@@ -1,0 +1,98 @@
+//! Node-level facts: `virtualized` (hypervisor evidence: the sysfs topology may be synthetic,
+//! the probe decides) and `numa-unknown` (a GPU or RDMA NIC without a NUMA node on a
+//! multi-node machine: NODE and SYS cannot be told apart).
+//!
+//! Facts: `MachineInfo.hypervisor` (the cpuinfo `hypervisor` flag, `/sys/hypervisor/type`,
+//! DMI vendor/product), `Device.numa_node` (`numa_node`, -1 = unknown) and the NUMA node list
+//! (reference §2.5, §2.11).
+
+use super::{Ctx, Finding, Severity, pci_path};
+
+/// `virtualized`: a warning naming every piece of hypervisor evidence.
+pub fn virtualized(ctx: &Ctx) -> Vec<Finding> {
+    let h = &ctx.topo.machine.hypervisor;
+    if h.is_empty() {
+        return Vec::new();
+    }
+    let f = Finding::new(
+        "virtualized",
+        Severity::Warning,
+        "node",
+        "hypervisor detected: the PCIe topology seen here may be synthetic, so path and ACS findings are advisory; the probe decides",
+        "run `peerpath probe` and audit with `--evidence` to judge each GPU–NIC pair by measurement; on the host, enable ATS on the NIC and ACS Direct Translated P2P",
+    );
+    vec![f.with_all(h.iter().map(|(p, v)| {
+        let p = if p.starts_with('/') {
+            p.clone()
+        } else {
+            format!("/{p}")
+        };
+        super::Evidence::new(p, v.clone())
+    }))]
+}
+
+/// `numa-unknown`: a warning per GPU or RDMA NIC whose NUMA node is unknown on a machine with
+/// more than one NUMA node (on a single-node machine the answer is the one node).
+pub fn numa_unknown(ctx: &Ctx) -> Vec<Finding> {
+    let topo = ctx.topo;
+    let multi = topo.numa_nodes.len() > 1 || topo.machine.sockets.is_some_and(|s| s > 1);
+    if !multi {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for d in ctx.gpus.iter().chain(ctx.nics.iter()) {
+        if d.numa_node.is_some() {
+            continue;
+        }
+        let hb = topo.numa_of(d);
+        out.push(
+            Finding::new(
+                "numa-unknown",
+                Severity::Warning,
+                d.bdf.to_string(),
+                format!(
+                    "NUMA node of {} {} unknown on a {}-node machine{}",
+                    d.kind.as_str(),
+                    ctx.name(&d.bdf),
+                    topo.numa_nodes.len().max(topo.machine.sockets.unwrap_or(0) as usize),
+                    match hb {
+                        Some(n) => format!(" (its host bridge's devices say node {n})"),
+                        None => ": NODE vs SYS paths cannot be told apart".to_string(),
+                    }
+                ),
+                "enable the ACPI SRAT/_PXM proximity information in the BIOS (often 'NUMA' or 'Sub-NUMA clustering' settings); pin jobs by the device's local_cpulist meanwhile",
+            )
+            .with(pci_path(&d.bdf, "numa_node"), "-1 (or absent)"),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use super::*;
+
+    #[test]
+    fn vm_is_flagged_with_evidence() {
+        let mut m = machine();
+        m.hypervisor
+            .push(("proc/cpuinfo".into(), "flags: hypervisor".into()));
+        let t = topo(hgx(2), m);
+        let f = virtualized(&Ctx::new(&t));
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].evidence[0].path, "/proc/cpuinfo");
+        assert!(virtualized(&Ctx::new(&clean())).is_empty());
+    }
+
+    #[test]
+    fn numa_minus_one() {
+        let mut d = hgx(2);
+        edit(&mut d, "0000:14:00.0", |n| n.numa_node = None);
+        let t = topo(d, machine());
+        let f = numa_unknown(&Ctx::new(&t));
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].subject, "0000:14:00.0");
+        assert!(numa_unknown(&Ctx::new(&clean())).is_empty());
+    }
+}

@@ -1,0 +1,521 @@
+//! Expected-layout profiles: what a node of a known design should look like (GPU count and
+//! NUMA placement, one compute NIC per GPU at PIX/PXB on the same NUMA node, links at full
+//! width), built in for DGX H100/H200, DGX A100 and a generic rail-optimised node
+//! (shared/reference/ecosystem.md §4), or read from a TOML file. [`diff`] reports missing,
+//! extra and moved devices by role as `profile-diff` findings.
+
+use super::placement::{judge, location, target};
+use super::{Ctx, Evidence, Finding, Severity, path_devices, pci_path};
+use crate::model::{Bdf, Device, Topology};
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+/// Expected GPUs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuRule {
+    /// Number of GPUs.
+    pub count: Option<usize>,
+    /// NUMA node of each GPU, GPUs in PCI address order.
+    pub numa: Option<Vec<u32>>,
+    /// Minimum PCIe generation of each GPU's link capability.
+    pub pcie_gen: Option<u32>,
+    /// Minimum PCIe width of each GPU's link capability.
+    pub pcie_width: Option<u32>,
+}
+
+/// Expected compute NICs (rail k = GPU k in address order).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NicRule {
+    /// Every GPU has a compute NIC of its own.
+    #[serde(default = "yes")]
+    pub one_per_gpu: bool,
+    /// Worst acceptable GPU–NIC path: `PIX`, `PXB`, `PHB`, `NODE` or `SYS`.
+    #[serde(default = "pxb")]
+    pub max_path: String,
+    /// The NIC is on the GPU's NUMA node.
+    #[serde(default = "yes")]
+    pub same_numa: bool,
+    /// Every hop between the GPU and its NIC runs at its full width.
+    #[serde(default = "yes")]
+    pub full_width: bool,
+    /// PCI bus of each rail's compute NIC (`"0x18"`), by rail.
+    pub buses: Option<Vec<String>>,
+    /// RDMA name of each rail's compute NIC (`mlx5_0`), by rail.
+    pub rdma: Option<Vec<String>>,
+    /// RDMA NIC functions allowed beyond the compute NICs (storage, in-band).
+    pub aux_max: Option<usize>,
+}
+
+fn yes() -> bool {
+    true
+}
+fn pxb() -> String {
+    "PXB".into()
+}
+
+impl Default for NicRule {
+    fn default() -> Self {
+        NicRule {
+            one_per_gpu: true,
+            max_path: pxb(),
+            same_numa: true,
+            full_width: true,
+            buses: None,
+            rdma: None,
+            aux_max: None,
+        }
+    }
+}
+
+/// An expected layout (the TOML file format of `--profile FILE`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    /// Name shown in the report.
+    pub name: String,
+    /// Where the layout comes from.
+    #[serde(default)]
+    pub description: String,
+    /// GPU expectations.
+    #[serde(default)]
+    pub gpus: GpuRule,
+    /// Compute-NIC expectations.
+    #[serde(default)]
+    pub nics: NicRule,
+}
+
+/// Names of the built-in profiles.
+pub const BUILTIN: [&str; 4] = ["dgx-h100", "dgx-h200", "dgx-a100", "rail-optimised"];
+
+fn rank_of(label: &str) -> Option<u8> {
+    match label.to_ascii_uppercase().as_str() {
+        "PIX" => Some(0),
+        "PXB" => Some(1),
+        "PHB" => Some(2),
+        "NODE" => Some(3),
+        "SYS" => Some(5),
+        _ => None,
+    }
+}
+
+impl Profile {
+    /// A built-in profile by name (`dgx-h100`, `dgx-h200`, `dgx-a100`, `rail-optimised` /
+    /// `rail-optimized`).
+    pub fn builtin(name: &str) -> Option<Profile> {
+        let n = name.to_ascii_lowercase();
+        Some(match n.as_str() {
+            // DGX H100/H200 User Guide "Network Modules"; compute NIC buses from the BasePOD
+            // SR-IOV guide (ecosystem.md §4.1): GPU k ↔ its ConnectX-7 behind one switch.
+            "dgx-h100" | "dgx-h200" => Profile {
+                name: n.clone(),
+                description: "NVIDIA DGX H100/H200: 8 GPUs (NUMA 0,0,0,0,1,1,1,1, Gen5 x16), 8 single-port ConnectX-7 compute NICs one per GPU at PIX/PXB (buses 18 40 4f 5e 9a c0 ce dc), 2 dual-port storage/in-band ConnectX-7".into(),
+                gpus: GpuRule { count: Some(8), numa: Some(vec![0, 0, 0, 0, 1, 1, 1, 1]), pcie_gen: Some(5), pcie_width: Some(16) },
+                nics: NicRule {
+                    buses: Some(["0x18", "0x40", "0x4f", "0x5e", "0x9a", "0xc0", "0xce", "0xdc"].map(String::from).to_vec()),
+                    aux_max: Some(4),
+                    ..NicRule::default()
+                },
+            },
+            // DGX A100: 8 GPUs and 8 ConnectX-6 compute NICs, two of each per PCIe switch;
+            // 2 dual-port storage NICs. Buses and NUMA nodes are not pinned (not verified).
+            "dgx-a100" => Profile {
+                name: n.clone(),
+                description: "NVIDIA DGX A100: 8 GPUs (Gen4 x16), 8 ConnectX-6 compute NICs one per GPU at PIX/PXB on the GPU's NUMA node, 2 dual-port storage ConnectX-6".into(),
+                gpus: GpuRule { count: Some(8), numa: None, pcie_gen: Some(4), pcie_width: Some(16) },
+                nics: NicRule { aux_max: Some(4), ..NicRule::default() },
+            },
+            "rail-optimised" | "rail-optimized" => Profile {
+                name: "rail-optimised".into(),
+                description: "rail-optimised: every GPU has its own NIC at PIX or PXB, on the same NUMA node, links at full width".into(),
+                gpus: GpuRule::default(),
+                nics: NicRule::default(),
+            },
+            _ => return None,
+        })
+    }
+
+    /// Parses a TOML profile and checks its values.
+    pub fn from_toml(source: &str, text: &str) -> Result<Profile> {
+        let p: Profile =
+            toml::from_str(text).with_context(|| format!("{source}: not a valid profile"))?;
+        if rank_of(&p.nics.max_path).is_none() {
+            bail!(
+                "{source}: nics.max_path = {:?}; expected PIX, PXB, PHB, NODE or SYS",
+                p.nics.max_path
+            );
+        }
+        for b in p.nics.buses.iter().flatten() {
+            if parse_bus(b).is_none() {
+                bail!("{source}: nics.buses entry {b:?} is not a bus number (\"0x18\")");
+            }
+        }
+        Ok(p)
+    }
+
+    /// A built-in name, else a TOML file path.
+    pub fn resolve(name_or_path: &str) -> Result<Profile> {
+        if let Some(p) = Profile::builtin(name_or_path) {
+            return Ok(p);
+        }
+        let path = std::path::Path::new(name_or_path);
+        if !path.exists() {
+            bail!(
+                "profile {name_or_path:?} is neither a built-in ({}) nor a file",
+                BUILTIN.join(", ")
+            );
+        }
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read profile {}", path.display()))?;
+        Profile::from_toml(&path.display().to_string(), &text)
+    }
+}
+
+fn parse_bus(s: &str) -> Option<u8> {
+    let t = s.trim();
+    let t = t
+        .strip_prefix("0x")
+        .or_else(|| t.strip_prefix("0X"))
+        .unwrap_or(t);
+    u8::from_str_radix(t, 16).ok()
+}
+
+fn gen_of(gts: f64) -> u32 {
+    match gts {
+        g if g >= 63.0 => 6,
+        g if g >= 31.0 => 5,
+        g if g >= 15.0 => 4,
+        g if g >= 7.0 => 3,
+        g if g >= 4.0 => 2,
+        _ => 1,
+    }
+}
+
+fn pdiff(sev: Severity, subject: impl Into<String>, summary: String, remedy: String) -> Finding {
+    Finding::new("profile-diff", sev, subject, summary, remedy)
+}
+
+/// Hops between a GPU and its NIC below their full width: `(device, current, max)`.
+fn narrow_hops(topo: &Topology, g: &Bdf, n: &Bdf) -> Vec<(Bdf, u32, u32)> {
+    let pd = path_devices(topo, g, n);
+    let mut out = Vec::new();
+    for b in std::iter::once(g)
+        .chain(pd.bridges())
+        .chain(std::iter::once(n))
+    {
+        let Some(l) = topo.device(b).and_then(|d| d.link) else {
+            continue;
+        };
+        if let (Some(c), Some(m)) = (l.current_width, l.max_width)
+            && c < m
+        {
+            out.push((*b, c, m));
+        }
+    }
+    out
+}
+
+/// Compares the node with a profile.
+pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
+    let topo = ctx.topo;
+    let mut out = Vec::new();
+    let role = |k: usize| format!("GPU {k}");
+    // GPUs by role (index in address order).
+    if let Some(c) = p.gpus.count {
+        let f = ctx.gpus.len();
+        if f < c {
+            out.push(pdiff(
+                Severity::Error,
+                "node",
+                format!("missing GPU(s): profile {} expects {c}, found {f}", p.name),
+                "check that every GPU is seated and visible (`lspci -d 10de:`), and that none fell off the bus (dmesg: 'fallen off the bus', Xid 79)".into(),
+            ));
+        } else if f > c {
+            out.push(pdiff(
+                Severity::Warning,
+                "node",
+                format!("extra GPU(s): profile {} expects {c}, found {f}", p.name),
+                "check that the profile matches this node".into(),
+            ));
+        }
+    }
+    for (k, g) in ctx.gpus.iter().enumerate() {
+        if let Some(want) = p.gpus.numa.as_ref().and_then(|v| v.get(k)) {
+            let have = topo.numa_of(g);
+            if have != Some(*want) {
+                out.push(
+                    pdiff(
+                        Severity::Error,
+                        g.bdf.to_string(),
+                        format!(
+                            "moved: {} ({}) is on NUMA node {}, profile {} expects {want}",
+                            role(k),
+                            g.bdf,
+                            have.map(|n| n.to_string())
+                                .unwrap_or_else(|| "unknown".into()),
+                            p.name
+                        ),
+                        format!(
+                            "GPU {} is at {}; the profile places it on NUMA node {want}",
+                            g.bdf,
+                            location(topo, g)
+                        ),
+                    )
+                    .with(
+                        pci_path(&g.bdf, "numa_node"),
+                        have.map(|n| n.to_string()).unwrap_or_else(|| "-1".into()),
+                    ),
+                );
+            }
+        }
+        let l = g.link.unwrap_or_default();
+        if let (Some(want), Some(m)) = (p.gpus.pcie_gen, l.max_gts)
+            && gen_of(m) < want
+        {
+            out.push(
+                pdiff(
+                    Severity::Error,
+                    g.bdf.to_string(),
+                    format!(
+                        "{} ({}) link capable of Gen{} only; profile {} expects Gen{want}",
+                        role(k),
+                        g.bdf,
+                        gen_of(m),
+                        p.name
+                    ),
+                    "check the BIOS PCIe generation setting and the riser/slot the GPU is in"
+                        .into(),
+                )
+                .with(
+                    pci_path(&g.bdf, "max_link_speed"),
+                    format!("{m:.1} GT/s PCIe"),
+                ),
+            );
+        }
+        if let (Some(want), Some(m)) = (p.gpus.pcie_width, l.max_width)
+            && m < want
+        {
+            out.push(
+                pdiff(
+                    Severity::Error,
+                    g.bdf.to_string(),
+                    format!(
+                        "{} ({}) link capable of x{m} only; profile {} expects x{want}",
+                        role(k),
+                        g.bdf,
+                        p.name
+                    ),
+                    "move the GPU to a full-width slot or fix the slot's bifurcation setting"
+                        .into(),
+                )
+                .with(pci_path(&g.bdf, "max_link_width"), m.to_string()),
+            );
+        }
+    }
+    // Compute NICs by rail.
+    let max_rank = rank_of(&p.nics.max_path).unwrap_or(1);
+    let mut compute: Vec<Bdf> = Vec::new();
+    for (k, g) in ctx.gpus.iter().enumerate() {
+        let nic: Option<&Device> = if let Some(bus) = p.nics.buses.as_ref().and_then(|v| v.get(k)) {
+            let want = parse_bus(bus);
+            let hit = ctx.nics.iter().find(|n| Some(n.bdf.bus) == want).copied();
+            if hit.is_none() {
+                out.push(pdiff(
+                    Severity::Error,
+                    format!("rail {k}"),
+                    format!("missing: compute NIC of rail {k} (for {} {}) expected on bus {bus}, none there", role(k), g.bdf),
+                    format!("install or reseat the rail-{k} adapter {}", target(topo, g)),
+                ));
+            }
+            hit
+        } else if let Some(name) = p.nics.rdma.as_ref().and_then(|v| v.get(k)) {
+            let hit = ctx
+                .nics
+                .iter()
+                .find(|n| n.rdma_names().any(|r| r == name))
+                .copied();
+            if hit.is_none() {
+                out.push(pdiff(
+                    Severity::Error,
+                    format!("rail {k}"),
+                    format!(
+                        "missing: compute NIC {name} of rail {k} (for {} {}) not found",
+                        role(k),
+                        g.bdf
+                    ),
+                    format!("install or reseat the rail-{k} adapter {}", target(topo, g)),
+                ));
+            }
+            hit
+        } else if p.nics.one_per_gpu {
+            let pair = ctx.pairs.iter().find(|x| x.gpu == g.bdf);
+            match pair {
+                Some(x) if ctx.pairs.iter().filter(|y| y.nic == x.nic).count() == 1 => {
+                    topo.device(&x.nic)
+                }
+                Some(x) => {
+                    out.push(pdiff(
+                        Severity::Error,
+                        g.bdf.to_string(),
+                        format!(
+                            "missing: {} ({}) has no compute NIC of its own (shares {} with another GPU); profile {} wants one per GPU",
+                            role(k),
+                            g.bdf,
+                            ctx.name(&x.nic),
+                            p.name
+                        ),
+                        format!("add an RDMA NIC {}", target(topo, g)),
+                    ));
+                    None
+                }
+                None => {
+                    out.push(pdiff(
+                        Severity::Error,
+                        g.bdf.to_string(),
+                        format!(
+                            "missing: {} ({}) has no RDMA NIC; profile {} wants one per GPU",
+                            role(k),
+                            g.bdf,
+                            p.name
+                        ),
+                        format!("add an RDMA NIC {}", target(topo, g)),
+                    ));
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let Some(n) = nic else { continue };
+        compute.push(n.bdf);
+        let j = judge(topo, &g.bdf, &n.bdf);
+        if j.rank > max_rank {
+            out.push(
+                pdiff(
+                    Severity::Error,
+                    ctx.name(&n.bdf),
+                    format!(
+                        "moved: rail-{k} NIC {} is {} from {} ({}); profile {} expects at most {}",
+                        ctx.name(&n.bdf),
+                        j.label,
+                        role(k),
+                        g.bdf,
+                        p.name,
+                        p.nics.max_path
+                    ),
+                    format!(
+                        "move NIC {} — now at {} — {}",
+                        ctx.name(&n.bdf),
+                        location(topo, n),
+                        target(topo, g)
+                    ),
+                )
+                .with(pci_path(&n.bdf, ""), format!("-> /{}", n.sysfs_path)),
+            );
+        }
+        if p.nics.same_numa {
+            let (a, b) = (topo.numa_of(g), topo.numa_of(n));
+            if a.is_some() && b.is_some() && a != b {
+                out.push(
+                    pdiff(
+                        Severity::Error,
+                        ctx.name(&n.bdf),
+                        format!(
+                            "moved: rail-{k} NIC {} is on NUMA node {}, {} ({}) on {}",
+                            ctx.name(&n.bdf),
+                            b.unwrap_or(0),
+                            role(k),
+                            g.bdf,
+                            a.unwrap_or(0)
+                        ),
+                        format!("move NIC {} {}", ctx.name(&n.bdf), target(topo, g)),
+                    )
+                    .with(pci_path(&n.bdf, "numa_node"), b.unwrap_or(0).to_string())
+                    .with(pci_path(&g.bdf, "numa_node"), a.unwrap_or(0).to_string()),
+                );
+            }
+        }
+        if p.nics.full_width {
+            let hops = narrow_hops(topo, &g.bdf, &n.bdf);
+            if !hops.is_empty() {
+                out.push(
+                    pdiff(
+                        Severity::Error,
+                        g.bdf.to_string(),
+                        format!(
+                            "rail {k}: {} hop(s) between {} and {} below full width ({})",
+                            hops.len(),
+                            g.bdf,
+                            ctx.name(&n.bdf),
+                            hops.iter()
+                                .map(|(b, c, m)| format!("{b} x{c}/x{m}"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                        "see the link-degraded findings for each hop".into(),
+                    )
+                    .with_all(hops.iter().map(|(b, c, _)| {
+                        Evidence::new(pci_path(b, "current_link_width"), c.to_string())
+                    })),
+                );
+            }
+        }
+    }
+    // Extra NICs: RDMA NICs that are no rail's compute NIC, beyond the auxiliary allowance.
+    let extra: Vec<&Device> = ctx
+        .nics
+        .iter()
+        .filter(|n| !compute.contains(&n.bdf))
+        .copied()
+        .collect();
+    if let Some(max) = p.nics.aux_max
+        && extra.len() > max
+    {
+        out.push(pdiff(
+                Severity::Warning,
+                "node",
+                format!(
+                    "extra RDMA NIC(s): {} beyond the {} compute NIC(s), profile {} allows {max}: {}",
+                    extra.len(),
+                    compute.len(),
+                    p.name,
+                    extra.iter().map(|n| ctx.name(&n.bdf)).collect::<Vec<_>>().join(", ")
+                ),
+                "check that the profile matches this node; an extra adapter is harmless unless it took a GPU rail's slot".into(),
+            ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_resolve() {
+        for n in BUILTIN {
+            assert!(Profile::builtin(n).is_some(), "{n}");
+        }
+        assert_eq!(
+            Profile::builtin("rail-optimized").unwrap().name,
+            "rail-optimised"
+        );
+        assert!(Profile::resolve("no-such-profile-or-file").is_err());
+    }
+
+    #[test]
+    fn toml_profile() {
+        let p = Profile::from_toml(
+            "t.toml",
+            "name = \"lab\"\n[gpus]\ncount = 2\nnuma = [0, 1]\n[nics]\nmax_path = \"PHB\"\nbuses = [\"0x14\", \"0x34\"]\naux_max = 0\n",
+        )
+        .unwrap();
+        assert_eq!(p.gpus.count, Some(2));
+        assert!(p.nics.same_numa && p.nics.one_per_gpu);
+        assert_eq!(p.nics.max_path, "PHB");
+        assert!(Profile::from_toml("t", "name = \"x\"\n[nics]\nmax_path = \"FAST\"\n").is_err());
+        assert!(Profile::from_toml("t", "name = \"x\"\ntypo = 1\n").is_err());
+        assert!(Profile::from_toml("t", "name = \"x\"\n[nics]\nbuses = [\"zz\"]\n").is_err());
+    }
+}

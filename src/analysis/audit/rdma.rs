@@ -1,0 +1,221 @@
+//! `nic-port-down`: RDMA ports that are not ACTIVE / LinkUp, run below the adapter's rate, or
+//! whose PCIe link cannot carry the port rate.
+//!
+//! Facts: `/sys/class/infiniband/<dev>/ports/<p>/{state,phys_state,rate}` (read by the
+//! scanner into [`crate::model::RdmaPort`]), the NIC's PCI device id and its link
+//! (reference §2.6).
+
+use super::{Ctx, Finding, Severity, pci_path};
+use crate::model::bandwidth::pcie_link_gbytes;
+
+/// Highest port rate (Gb/s) of an NVIDIA/Mellanox adapter family, by PCI device id.
+pub fn family_max_gbps(vendor: Option<u16>, device: Option<u16>) -> Option<(f64, &'static str)> {
+    if vendor != Some(0x15b3) {
+        return None;
+    }
+    Some(match device? {
+        0x1013 => (100.0, "ConnectX-4"),
+        0x1015 => (50.0, "ConnectX-4 Lx"),
+        0x1017 => (100.0, "ConnectX-5"),
+        0x1019 => (100.0, "ConnectX-5 Ex"),
+        0x101b => (200.0, "ConnectX-6"),
+        0x101d => (200.0, "ConnectX-6 Dx"),
+        0x101f => (50.0, "ConnectX-6 Lx"),
+        0x1021 => (400.0, "ConnectX-7"),
+        0x1023 => (800.0, "ConnectX-8"),
+        0xa2d6 => (200.0, "BlueField-2"),
+        0xa2dc => (400.0, "BlueField-3"),
+        _ => return None,
+    })
+}
+
+/// Runs the check over every RDMA NIC. A port that is down is an error on a NIC the placement
+/// gave to a GPU, a warning on any other NIC (a spare or storage port).
+pub fn nic_port_down(ctx: &Ctx) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for n in &ctx.nics {
+        let paired = ctx.pairs_of(&n.bdf).next().is_some();
+        let down_sev = if paired {
+            Severity::Error
+        } else {
+            Severity::Warning
+        };
+        let family = family_max_gbps(n.vendor_id, n.device_id);
+        for od in n
+            .os_devices
+            .iter()
+            .filter(|o| o.kind == crate::model::OsDeviceKind::Rdma)
+        {
+            let base = format!("/sys/class/infiniband/{}/ports", od.name);
+            if od.ports.is_empty() {
+                out.push(
+                    Finding::new(
+                        "nic-port-down",
+                        Severity::Unknown,
+                        od.name.clone(),
+                        format!("port state of {} unknown: no ports read", od.name),
+                        "audit the live machine, or capture /sys/class/infiniband/*/ports in the snapshot",
+                    )
+                    .with(base.clone(), "(no ports)"),
+                );
+                continue;
+            }
+            for p in &od.ports {
+                let subject = format!("{}/{}", od.name, p.port);
+                let pb = format!("{base}/{}", p.port);
+                let active = p.state.as_ref().map(|(n, _)| *n == 4 || *n == 5);
+                let linkup = p.phys_state.as_ref().map(|(n, _)| *n == 5);
+                let fmt_state = |s: &Option<(u32, String)>| {
+                    s.as_ref()
+                        .map(|(n, t)| format!("{n}: {t}"))
+                        .unwrap_or_else(|| "(absent)".into())
+                };
+                if active == Some(false) || linkup == Some(false) {
+                    out.push(
+                        Finding::new(
+                            "nic-port-down",
+                            down_sev,
+                            subject.clone(),
+                            format!(
+                                "RDMA port {subject} ({}) is not up: state {}, phys_state {}{}",
+                                n.bdf,
+                                fmt_state(&p.state),
+                                fmt_state(&p.phys_state),
+                                if paired { "" } else { " (NIC not paired with a GPU)" }
+                            ),
+                            "check the cable and the switch port; for InfiniBand a port stuck in INIT needs a subnet manager (opensm / UFM); `ibstat` shows the same state",
+                        )
+                        .with(format!("{pb}/state"), fmt_state(&p.state))
+                        .with(format!("{pb}/phys_state"), fmt_state(&p.phys_state))
+                        .with_pairs(ctx.pairs_of(&n.bdf).map(|x| x.to_ref())),
+                    );
+                    continue;
+                }
+                if active.is_none() || linkup.is_none() {
+                    out.push(
+                        Finding::new(
+                            "nic-port-down",
+                            Severity::Unknown,
+                            subject.clone(),
+                            format!(
+                                "state of RDMA port {subject} unknown: state/phys_state not read"
+                            ),
+                            "audit the live machine",
+                        )
+                        .with(format!("{pb}/state"), fmt_state(&p.state))
+                        .with(format!("{pb}/phys_state"), fmt_state(&p.phys_state)),
+                    );
+                    continue;
+                }
+                let Some(rate) = p.rate_gbps else { continue };
+                let rate_raw = p
+                    .rate_text
+                    .clone()
+                    .unwrap_or_else(|| format!("{rate} Gb/sec"));
+                if let Some((max, fam)) = family
+                    && rate + 0.5 < max
+                {
+                    out.push(
+                            Finding::new(
+                                "nic-port-down",
+                                Severity::Warning,
+                                subject.clone(),
+                                format!("RDMA port {subject} runs at {rate} Gb/s; {fam} adapters reach {max} Gb/s"),
+                                "check the cable, transceiver and switch port speed; ignore if this adapter is a lower-speed SKU or a split cable by design",
+                            )
+                            .with(format!("{pb}/rate"), rate_raw.clone())
+                            .with(pci_path(&n.bdf, "device"), format!("0x{:04x}", n.device_id.unwrap_or(0))),
+                        );
+                }
+                // PCIe capacity of the NIC's link (capability shared by both ends) vs port rate.
+                let parent = n
+                    .parent
+                    .and_then(|p| ctx.topo.device(&p))
+                    .and_then(|d| d.link);
+                let l = n.link.unwrap_or_default();
+                let gts = match (l.max_gts, parent.and_then(|x| x.max_gts)) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                let w = match (l.max_width, parent.and_then(|x| x.max_width)) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                if let Some(gb) = pcie_link_gbytes(gts, w) {
+                    let gbps = gb * 8.0;
+                    if gbps < rate {
+                        out.push(
+                            Finding::new(
+                                "nic-port-down",
+                                Severity::Warning,
+                                subject.clone(),
+                                format!(
+                                    "PCIe link of {} ({} GT/s x{}, {gbps:.0} Gb/s) cannot carry the port rate {rate} Gb/s",
+                                    n.bdf,
+                                    gts.unwrap_or(0.0),
+                                    w.unwrap_or(0)
+                                ),
+                                "move the adapter to a slot of the adapter's full PCIe generation and width",
+                            )
+                            .with(format!("{pb}/rate"), rate_raw)
+                            .with(pci_path(&n.bdf, "max_link_speed"), format!("{:.1} GT/s PCIe", gts.unwrap_or(0.0)))
+                            .with(pci_path(&n.bdf, "max_link_width"), w.unwrap_or(0).to_string()),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use super::*;
+
+    #[test]
+    fn clean_ports_have_no_findings() {
+        assert!(nic_port_down(&Ctx::new(&clean())).is_empty());
+    }
+
+    #[test]
+    fn down_port_and_low_rate() {
+        let mut d = hgx(2);
+        edit(&mut d, "0000:14:00.0", |n| {
+            n.os_devices[0].ports[0].state = Some((1, "DOWN".into()));
+            n.os_devices[0].ports[0].phys_state = Some((3, "Disabled".into()));
+        });
+        edit(&mut d, "0000:34:00.0", |n| {
+            n.os_devices[0].ports[0].rate_gbps = Some(200.0);
+            n.os_devices[0].ports[0].rate_text = Some("200 Gb/sec (2X NDR)".into());
+        });
+        let t = topo(d, machine());
+        let f = nic_port_down(&Ctx::new(&t));
+        assert_eq!(f.len(), 2, "{f:?}");
+        let down = f.iter().find(|x| x.subject == "mlx5_0/1").unwrap();
+        assert_eq!(down.severity, Severity::Warning); // no pairs in a bare Ctx
+        assert_eq!(
+            down.evidence[0].path,
+            "/sys/class/infiniband/mlx5_0/ports/1/state"
+        );
+        assert_eq!(down.evidence[0].value, "1: DOWN");
+        let slow = f.iter().find(|x| x.subject == "mlx5_1/1").unwrap();
+        assert_eq!(slow.severity, Severity::Warning);
+        assert!(slow.summary.contains("ConnectX-7"));
+    }
+
+    #[test]
+    fn pcie_below_port_rate() {
+        let mut d = hgx(2);
+        edit(&mut d, "0000:14:00.0", |n| {
+            let l = n.link.as_mut().unwrap();
+            l.max_gts = Some(16.0);
+            l.current_gts = Some(16.0);
+        });
+        let t = topo(d, machine());
+        let f = nic_port_down(&Ctx::new(&t));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].summary.contains("cannot carry"), "{}", f[0].summary);
+    }
+}

@@ -1,0 +1,74 @@
+//! Human text for an audit report: a one-line verdict, then findings grouped by severity
+//! (errors, warnings, unknowns, info), each with its evidence and remedy, then the GPU → NIC
+//! pairs that were judged.
+
+use crate::analysis::audit::{Report, Severity};
+use std::fmt::Write;
+
+/// The one-line verdict: `PASS` / `FAIL` with counts; a pass with unknown facts says so.
+pub fn verdict_line(r: &Report) -> String {
+    let c = &r.counts;
+    let word = if r.failed() { "FAIL" } else { "PASS" };
+    let mut s = format!(
+        "{word}: {} error(s), {} warning(s), {} unknown, {} info — {}",
+        c.error, c.warning, c.unknown, c.info, r.source
+    );
+    if !r.failed() && c.unknown > 0 {
+        s.push_str(" (some facts could not be read: the pass covers only what was readable)");
+    }
+    s
+}
+
+/// Renders the whole report as text.
+pub fn render(r: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", verdict_line(r));
+    if let Some(p) = &r.profile {
+        let _ = writeln!(out, "profile: {p}");
+    }
+    for (sev, title) in [
+        (Severity::Error, "ERRORS"),
+        (Severity::Warning, "WARNINGS"),
+        (Severity::Unknown, "UNKNOWN (could not be read)"),
+        (Severity::Info, "INFO"),
+    ] {
+        let group: Vec<_> = r.findings.iter().filter(|f| f.severity == sev).collect();
+        if group.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "\n{title}");
+        for f in group {
+            let _ = writeln!(out, "  [{}] {}: {}", f.id, f.subject, f.summary);
+            for e in &f.evidence {
+                let _ = writeln!(out, "      {} = {}", e.path, e.value);
+            }
+            if let Some(m) = &f.measured {
+                let _ = writeln!(out, "      measured: {m}");
+            }
+            if f.remedy != "none" {
+                let _ = writeln!(out, "      remedy: {}", f.remedy);
+            }
+        }
+    }
+    if !r.pairs.is_empty() {
+        let _ = writeln!(out, "\nGPU → NIC pairs");
+        for p in &r.pairs {
+            let _ = writeln!(
+                out,
+                "  {} → {}{}  {}  ({}{})",
+                p.gpu,
+                p.nic,
+                p.rdma
+                    .as_deref()
+                    .map(|n| format!(" {n}"))
+                    .unwrap_or_default(),
+                p.label,
+                p.reason,
+                p.bottleneck_gbytes
+                    .map(|g| format!(", {g:.1} GB/s"))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    out
+}
