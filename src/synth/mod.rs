@@ -11,6 +11,7 @@
 
 pub mod config;
 pub mod layouts;
+pub mod verify;
 mod writer;
 
 use crate::model::bdf::Bdf;
@@ -531,6 +532,31 @@ impl Spec {
 pub fn write_tree(spec: &Spec, root: &Path, opts: &WriteOptions) -> io::Result<()> {
     let entries = build_entries(spec, opts)?;
     writer::write_dir(&entries, root)
+}
+
+/// The same tree held in memory, ready for [`crate::sources::sysfs::scan`] without touching
+/// the disk (what tests and benchmarks of the scanner use).
+pub fn to_mem_root(
+    spec: &Spec,
+    opts: &WriteOptions,
+) -> io::Result<crate::sources::fsroot::MemRoot> {
+    use crate::sources::fsroot::{MemNode, MemRoot};
+    let entries = build_entries(spec, opts)?;
+    let name = if spec.name.is_empty() {
+        "synth".to_string()
+    } else {
+        format!("synth:{}", spec.name)
+    };
+    let mut root = MemRoot::new(name);
+    for (p, e) in entries {
+        let node = match e {
+            Entry::Dir => MemNode::Dir,
+            Entry::File(b) => MemNode::File(b),
+            Entry::Link(t) => MemNode::Symlink(t.into()),
+        };
+        root.insert(p, node);
+    }
+    Ok(root)
 }
 
 /// Writes the same tree as [`write_tree`] as a gzip-compressed tar file at `path`, every

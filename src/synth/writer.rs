@@ -677,22 +677,11 @@ fn node_files(t: &mut Tree, spec: &Spec, numa_cpus: &HashMap<u32, Vec<u32>>) {
             topo.join("thread_siblings"),
             format!("{}\n", cpumask(&siblings, ncpus)),
         );
-        t.file(topo.join("core_cpus_list"), format!("{sl}\n"));
-        t.file(
-            topo.join("core_cpus"),
-            format!("{}\n", cpumask(&siblings, ncpus)),
-        );
         t.file(topo.join("core_siblings_list"), format!("{pl}\n"));
         t.file(
             topo.join("core_siblings"),
             format!("{}\n", cpumask(&package, ncpus)),
         );
-        t.file(topo.join("package_cpus_list"), format!("{pl}\n"));
-        t.file(
-            topo.join("package_cpus"),
-            format!("{}\n", cpumask(&package, ncpus)),
-        );
-        t.file(topo.join("die_cpus_list"), format!("{pl}\n"));
         if c != 0 {
             t.file(td.join("online"), "1\n");
         }
@@ -837,7 +826,7 @@ pub(super) fn write_dir(entries: &[(PathBuf, Entry)], root: &Path) -> io::Result
 /// Writes entries as a `.tar.gz` under top folder `top`, with fixed mode and time.
 pub(super) fn write_tar_gz(entries: &[(PathBuf, Entry)], top: &str, path: &Path) -> io::Result<()> {
     let file = std::fs::File::create(path)?;
-    let gz = flate2::write::GzEncoder::new(file, flate2::Compression::best());
+    let gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
     let mut b = tar::Builder::new(gz);
     b.mode(tar::HeaderMode::Deterministic);
     let mut top_hdr = tar::Header::new_gnu();
