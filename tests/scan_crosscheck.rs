@@ -10,24 +10,37 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 fn scan(p: &Path) -> Topology {
-    sources::load(Some(p), &LoadOptions::default()).unwrap_or_else(|e| panic!("{}: {e:#}", p.display()))
+    sources::load(Some(p), &LoadOptions::default())
+        .unwrap_or_else(|e| panic!("{}: {e:#}", p.display()))
 }
 
 /// Devices and their parents as `lspci -PP -D` prints them (`0000:17:00.0/18:00.0/19:04.0 …`).
 fn lspci_parents(root: &Path) -> Option<BTreeMap<Bdf, Option<Bdf>>> {
     let bus = root.join("sys/bus/pci");
     let arg = format!("sysfs.path={}", bus.display());
-    let out = common::tool("lspci", &["-A", "linux-sysfs", "-O", &arg, "-D", "-n", "-PP"], &[])?;
+    let out = common::tool(
+        "lspci",
+        &["-A", "linux-sysfs", "-O", &arg, "-D", "-n", "-PP"],
+        &[],
+    )?;
     let mut m = BTreeMap::new();
     for line in out.lines() {
         let path = line.split_whitespace().next().unwrap();
         let parts: Vec<&str> = path.split('/').collect();
         let domain = &parts[0][..parts[0].len() - 8];
         let full = |p: &str| -> Bdf {
-            if p.matches(':').count() == 2 { p.parse().unwrap() } else { format!("{domain}:{p}").parse().unwrap() }
+            if p.matches(':').count() == 2 {
+                p.parse().unwrap()
+            } else {
+                format!("{domain}:{p}").parse().unwrap()
+            }
         };
         let me = full(parts[parts.len() - 1]);
-        let parent = if parts.len() >= 2 { Some(full(parts[parts.len() - 2])) } else { None };
+        let parent = if parts.len() >= 2 {
+            Some(full(parts[parts.len() - 2]))
+        } else {
+            None
+        };
         m.insert(me, parent);
     }
     Some(m)
@@ -41,7 +54,10 @@ fn lstopo_parents(root: &Path) -> Option<BTreeMap<Bdf, Option<Bdf>>> {
         &["--if", "fsroot", "-i", &r, "--whole-io", "--of", "xml", "-"],
         &[],
     )?;
-    assert!(xml.contains("<topology"), "lstopo printed no topology for {r}");
+    assert!(
+        xml.contains("<topology"),
+        "lstopo printed no topology for {r}"
+    );
     // lstopo writes one element per line: `<object type=".." ... pci_busid="..">`, `</object>`.
     let attr = |line: &str, name: &str| -> Option<String> {
         let k = format!(" {name}=\"");
@@ -93,10 +109,16 @@ fn devices_and_parents_agree_with_lspci() {
             continue; // lspci cannot read it: no config/vendor files (see fixtures README)
         }
         let (_g, root) = common::extract(&t);
-        let Some(lspci) = lspci_parents(&root) else { return };
+        let Some(lspci) = lspci_parents(&root) else {
+            return;
+        };
         let topo = scan(&t);
-        let ours: BTreeMap<Bdf, Option<Bdf>> =
-            topo.devices.iter().filter(|d| d.listed).map(|d| (d.bdf, d.parent)).collect();
+        let ours: BTreeMap<Bdf, Option<Bdf>> = topo
+            .devices
+            .iter()
+            .filter(|d| d.listed)
+            .map(|d| (d.bdf, d.parent))
+            .collect();
         assert_eq!(
             ours.keys().collect::<BTreeSet<_>>(),
             lspci.keys().collect::<BTreeSet<_>>(),
@@ -111,7 +133,10 @@ fn devices_and_parents_agree_with_lspci() {
             // it and hangs its children under the bridge above; peerpath keeps the real parent.
             let p = parent.expect("peerpath parent");
             let unlisted = topo.device(&p).map(|d| !d.listed).unwrap_or(false);
-            assert!(unlisted, "{name}: {bdf}: peerpath parent {parent:?}, lspci {theirs:?}");
+            assert!(
+                unlisted,
+                "{name}: {bdf}: peerpath parent {parent:?}, lspci {theirs:?}"
+            );
             assert_eq!(topo.device(&p).unwrap().parent, theirs, "{name}: {bdf}");
         }
     }
@@ -122,16 +147,27 @@ fn devices_and_parents_agree_with_lstopo() {
     for t in common::hwloc_tarballs() {
         let name = t.file_name().unwrap().to_string_lossy().into_owned();
         let (_g, root) = common::extract(&t);
-        let Some(lstopo) = lstopo_parents(&root) else { return };
+        let Some(lstopo) = lstopo_parents(&root) else {
+            return;
+        };
         let topo = scan(&t);
-        assert!(!lstopo.is_empty() || name.starts_with("2pa"), "{name}: lstopo listed no PCI object");
+        assert!(
+            !lstopo.is_empty() || name.starts_with("2pa"),
+            "{name}: lstopo listed no PCI object"
+        );
         for (bdf, parent) in &lstopo {
-            let d = topo.device(bdf).unwrap_or_else(|| panic!("{name}: lstopo has {bdf}, peerpath does not"));
+            let d = topo
+                .device(bdf)
+                .unwrap_or_else(|| panic!("{name}: lstopo has {bdf}, peerpath does not"));
             if d.parent == *parent {
                 continue;
             }
             let p = d.parent.expect("peerpath parent");
-            assert!(!topo.device(&p).unwrap().listed, "{name}: {bdf}: peerpath {:?}, lstopo {parent:?}", d.parent);
+            assert!(
+                !topo.device(&p).unwrap().listed,
+                "{name}: {bdf}: peerpath {:?}, lstopo {parent:?}",
+                d.parent
+            );
         }
         for d in topo.devices.iter().filter(|d| d.listed) {
             if lstopo.contains_key(&d.bdf) {
@@ -143,7 +179,11 @@ fn devices_and_parents_agree_with_lstopo() {
             // hwloc also drops bridges whose config header gives no secondary bus (unconfigured,
             // like the C600 virtual root port 0000:00:11.0 with buses 00/00/00); the kernel lists
             // them, so peerpath keeps them.
-            let unconfigured = d.config.as_ref().and_then(|c| c.bridge_buses).is_some_and(|(_, sec, _)| sec == 0);
+            let unconfigured = d
+                .config
+                .as_ref()
+                .and_then(|c| c.bridge_buses)
+                .is_some_and(|(_, sec, _)| sec == 0);
             assert!(
                 d.bdf.domain > 0xffff || unconfigured || name.starts_with("nvidiagpunumanodes"),
                 "{name}: peerpath has {}, lstopo does not",
@@ -160,18 +200,35 @@ fn attributes_match_the_files() {
         let topo = scan(&root);
         for d in &topo.devices {
             let dir = root.join(&d.sysfs_path);
-            let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok().map(|s| s.trim().to_string());
+            let read = |f: &str| {
+                std::fs::read_to_string(dir.join(f))
+                    .ok()
+                    .map(|s| s.trim().to_string())
+            };
             if let Some(n) = read("numa_node") {
                 let n: i64 = n.parse().unwrap();
-                assert_eq!(d.numa_node, if n < 0 { None } else { Some(n as u32) }, "{}", d.bdf);
+                assert_eq!(
+                    d.numa_node,
+                    if n < 0 { None } else { Some(n as u32) },
+                    "{}",
+                    d.bdf
+                );
             }
             if let Some(w) = read("current_link_width") {
-                assert_eq!(d.link.unwrap().current_width, Some(w.parse().unwrap()), "{}", d.bdf);
+                assert_eq!(
+                    d.link.unwrap().current_width,
+                    Some(w.parse().unwrap()),
+                    "{}",
+                    d.bdf
+                );
             }
             if let Some(c) = read("class") {
                 assert_eq!(format!("0x{:06x}", d.class), c, "{}", d.bdf);
             }
-            let expected_hb = d.sysfs_path.split('/').find(|c| peerpath::model::bdf::parse_host_bridge(c).is_some());
+            let expected_hb = d
+                .sysfs_path
+                .split('/')
+                .find(|c| peerpath::model::bdf::parse_host_bridge(c).is_some());
             if let Some(hb) = expected_hb {
                 assert_eq!(d.host_bridge, hb, "{}", d.bdf);
             }
@@ -182,14 +239,28 @@ fn attributes_match_the_files() {
 #[test]
 fn plx_switches_grouped_on_the_ve_fixture() {
     let t = scan(&common::repo().join("fixtures/hwloc/32intel64-2p8co2t+8ve.tar.bz2"));
-    let plx: Vec<_> = t.switches.iter().filter(|s| t.device(&s.upstream).unwrap().vendor_id == Some(0x10b5)).collect();
+    let plx: Vec<_> = t
+        .switches
+        .iter()
+        .filter(|s| t.device(&s.upstream).unwrap().vendor_id == Some(0x10b5))
+        .collect();
     assert_eq!(plx.len(), 2);
     for s in plx {
         assert_eq!(s.downstream.len(), 5);
         assert_eq!(s.evidence, "tree"); // 64-byte config: grouped from the tree
-        let under: Vec<_> = t.devices.iter().filter(|d| d.switch.as_deref() == Some(s.id.as_str())).collect();
+        let under: Vec<_> = t
+            .devices
+            .iter()
+            .filter(|d| d.switch.as_deref() == Some(s.id.as_str()))
+            .collect();
         assert_eq!(under.len(), 5);
-        assert_eq!(under.iter().filter(|d| d.kind == peerpath::model::DeviceKind::Nic).count(), 1);
+        assert_eq!(
+            under
+                .iter()
+                .filter(|d| d.kind == peerpath::model::DeviceKind::Nic)
+                .count(),
+            1
+        );
     }
     // 0000:5f:03.0 kept with a warning naming it.
     assert!(t.warnings.iter().any(|w| w.path.ends_with("0000:5f:03.0")));
@@ -214,14 +285,24 @@ fn degenerate_power9_snapshot_still_scans() {
     let t = scan(&common::repo().join("fixtures/hwloc/nvidiagpunumanodes.tar.bz2"));
     assert_eq!(t.of_kind(peerpath::model::DeviceKind::Gpu).count(), 6);
     assert!(t.devices.iter().all(|d| d.vendor_id.is_none()));
-    assert_eq!(t.warnings.iter().filter(|w| w.message.contains("host bridge assumed")).count(), 6);
+    assert_eq!(
+        t.warnings
+            .iter()
+            .filter(|w| w.message.contains("host bridge assumed"))
+            .count(),
+        6
+    );
 }
 
 #[test]
 fn live_machine_scans_cleanly() {
     // This machine (and CI) is a VM with virtio devices only.
     let out = common::peerpath().args(["scan"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let s = String::from_utf8_lossy(&out.stdout);
     if !s.contains("GPU ") {
         assert!(s.contains("No GPU or accelerator found"), "{s}");

@@ -3,3 +3,4 @@
 pub mod audit;
 pub mod classify;
 pub mod fixture;
+pub mod report;

@@ -1,7 +1,11 @@
 //! Renderers: each turns the model (or analysis results) into one output format. No renderer
 //! computes anything the model or analysis did not.
 
+pub mod audit;
+pub mod html;
+pub mod layout;
 pub mod linkfmt;
 pub mod matrix;
+pub mod png;
+pub mod svg;
 pub mod tree;
-pub mod audit;

@@ -473,7 +473,8 @@ fn nvidia_gpus(fs: &dyn FsRoot, log: &Log, devices: &mut [Device]) {
             // GPU memory exposed as a NUMA node (POWER9/Grace coherent GPUs): `Node: 255`.
             if let Ok(s) = std::str::from_utf8(&b) {
                 if let Some(n) = s.lines().find_map(|l| l.strip_prefix("Node:")) {
-                    od.attrs.push(("memory_numa_node".into(), n.trim().to_string()));
+                    od.attrs
+                        .push(("memory_numa_node".into(), n.trim().to_string()));
                 }
             }
         }
