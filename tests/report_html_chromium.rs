@@ -47,29 +47,31 @@ fn run_chromium(bin: &Path, profile: &Path, args: &[String], url: &str) -> Strin
     ])
     .arg(format!("--user-data-dir={}", profile.display()))
     .args(args)
-    .arg(url)
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
+    .arg(url);
+    // Output goes to files: a dumped DOM is larger than a pipe's buffer.
+    let out_path = profile.join("stdout");
+    let err_path = profile.join("stderr");
+    cmd.stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_path).expect("stdout file"))
+        .stderr(std::fs::File::create(&err_path).expect("stderr file"));
     let mut child = cmd.spawn().expect("start chromium");
     let start = Instant::now();
-    loop {
-        if child.try_wait().expect("wait chromium").is_some() {
-            break;
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait chromium") {
+            break st;
         }
         if start.elapsed() > Duration::from_secs(120) {
             let _ = child.kill();
             panic!("chromium did not finish within two minutes");
         }
         std::thread::sleep(Duration::from_millis(100));
-    }
-    let out = child.wait_with_output().expect("chromium output");
+    };
     assert!(
-        out.status.success(),
-        "chromium failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+        status.success(),
+        "chromium failed ({status}): {}",
+        std::fs::read_to_string(&err_path).unwrap_or_default()
     );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    String::from_utf8_lossy(&std::fs::read(&out_path).expect("chromium stdout")).into_owned()
 }
 
 /// The attributes of the `<g>` tag carrying `data-ep="{ep}"` in a dumped DOM.
@@ -214,6 +216,7 @@ fn gpu_selector_recolours_in_chromium() {
         if std::env::var_os("PEERPATH_WRITE_DOCS").is_some() && gpu == "GPU4" {
             let out = Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("docs/img/report-html-dgx-a100-gpu4.png");
+            std::fs::create_dir_all(out.parent().unwrap()).unwrap();
             std::fs::copy(&shot, out).unwrap();
         }
         shots.push(pm);

@@ -362,28 +362,25 @@ fn id_of(prefix: &str, s: &str) -> String {
     format!("{prefix}-{clean}")
 }
 
-/// Short link text: `Gen5 x16`, `Gen4 x8 (of x16)`, `link ?`.
+/// Short link text: `Gen5 x16`; below capability `Gen5 x8 of x16`, `Gen3 of Gen5 x16`.
 fn link_text(d: &Device) -> Option<String> {
     let l = d.link.as_ref()?;
     if !l.any() {
         return None;
     }
-    let speed = l
-        .current_gts
-        .or(l.max_gts)
-        .map(linkfmt::gen_name)
-        .unwrap_or_else(|| "Gen?".into());
-    let width = l
-        .current_width
-        .or(l.max_width)
-        .map(|w| format!("x{w}"))
-        .unwrap_or_else(|| "x?".into());
-    let marks = linkfmt::degradation_marks(l);
-    Some(if marks.is_empty() {
-        format!("{speed} {width}")
+    let gen_of = |g: Option<f64>| g.map(linkfmt::gen_name).unwrap_or_else(|| "Gen?".into());
+    let speed = if l.speed_degraded() {
+        format!("{} of {}", gen_of(l.current_gts), gen_of(l.max_gts))
     } else {
-        format!("{speed} {width} (DOWN {})", marks.join(", "))
-    })
+        gen_of(l.current_gts.or(l.max_gts))
+    };
+    let w = |x: Option<u32>| x.map(|w| format!("x{w}")).unwrap_or_else(|| "x?".into());
+    let width = if l.width_degraded() {
+        format!("{} of {}", w(l.current_width), w(l.max_width))
+    } else {
+        w(l.current_width.or(l.max_width))
+    };
+    Some(format!("{speed} {width}"))
 }
 
 struct Builder<'a> {
@@ -426,7 +423,10 @@ impl Builder<'_> {
         };
         let mut lines = vec![
             (format!("{head} {}", d.bdf), true),
-            (d.display_name(), false),
+            (
+                d.device_name.clone().unwrap_or_else(|| d.display_name()),
+                false,
+            ),
         ];
         let os: Vec<&str> = d
             .os_devices
@@ -450,11 +450,21 @@ impl Builder<'_> {
         if !last.is_empty() {
             lines.push((last.join("  "), false));
         }
-        let title = lines
+        let full = d.display_name();
+        let mut title = lines
             .iter()
-            .map(|(t, _)| t.as_str())
+            .enumerate()
+            .map(|(i, (t, _))| if i == 1 { full.as_str() } else { t.as_str() })
             .collect::<Vec<_>>()
             .join("\n");
+        title.push_str(&format!(
+            "\ndriver {}, NUMA node {}\n/{}",
+            d.driver.as_deref().unwrap_or("none"),
+            d.numa_node
+                .map(|n| n.to_string())
+                .unwrap_or_else(|| "unknown".into()),
+            d.sysfs_path.trim_start_matches('/')
+        ));
         Node {
             kind,
             id: id_of("dev", &d.bdf.to_string()),
@@ -1017,6 +1027,71 @@ pub fn build(inp: &Inputs) -> Layout {
             badge_rows.insert(id.clone(), rows);
         }
     }
+
+    // A NUMA column much taller than the picture is wide is split into continued columns (at
+    // host-bridge boundaries), so the whole node keeps a page-like shape.
+    let hb_h = |n: &Node| height(n, &badge_rows) + GAP;
+    let all_hbs = || columns.iter().flat_map(|c| c.children.iter());
+    let total: f32 = all_hbs().map(hb_h).sum();
+    let tallest = all_hbs().map(hb_h).fold(0.0, f32::max);
+    let avg_w = col_w.iter().sum::<f32>() / col_w.len().max(1) as f32 + 24.0 + LANE;
+    let target = (total * avg_w / 1.3).sqrt().max(tallest).max(500.0);
+    let mut split_cols: Vec<Node> = Vec::new();
+    let mut split_w: Vec<f32> = Vec::new();
+    for (c, w) in columns.into_iter().zip(col_w) {
+        let sum: f32 = c.children.iter().map(hb_h).sum();
+        let k = ((sum / target).ceil() as usize).clamp(1, c.children.len().max(1));
+        let Node {
+            id,
+            lines,
+            title,
+            children,
+            ..
+        } = c;
+        let per = sum / k as f32;
+        let mut chunks: Vec<Vec<Node>> = vec![Vec::new()];
+        let mut acc = 0.0;
+        for h in children {
+            let hh = hb_h(&h);
+            if chunks.len() < k
+                && acc + hh / 2.0 > per
+                && chunks.last().is_some_and(|c| !c.is_empty())
+            {
+                chunks.push(Vec::new());
+                acc = 0.0;
+            }
+            acc += hh;
+            if let Some(last) = chunks.last_mut() {
+                last.push(h);
+            }
+        }
+        let short = lines
+            .first()
+            .map(|l| l.0.split(" · ").next().unwrap_or("").to_string())
+            .unwrap_or_default();
+        for (i, ch) in chunks.into_iter().enumerate() {
+            let (cid, clines) = if i == 0 {
+                (id.clone(), lines.clone())
+            } else {
+                (
+                    format!("{id}-cont{i}"),
+                    vec![(format!("{short} (cont.)"), true)],
+                )
+            };
+            split_cols.push(Node {
+                kind: BoxKind::Numa,
+                id: cid,
+                lines: clines,
+                title: title.clone(),
+                bdf: None,
+                endpoint: None,
+                children: ch,
+            });
+            split_w.push(w);
+        }
+    }
+    let columns = split_cols;
+    let col_w = split_w;
 
     // Header.
     let mut header = Vec::new();
