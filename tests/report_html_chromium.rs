@@ -106,7 +106,8 @@ fn gpu_selector_recolours_in_chromium() {
         path: "synth:dgx-a100".into(),
         limitations: vec![],
     };
-    let topo = sysfs::scan(&root, src, &ScanOptions::default()).unwrap();
+    let pci_ids = Some(PathBuf::from("/usr/share/misc/pci.ids")).filter(|p| p.is_file());
+    let topo = sysfs::scan(&root, src, &ScanOptions { pci_ids }).unwrap();
     let matrix = classify_all(&topo, &ClassifyOptions::default());
     let report = audit::run(&topo, &AuditOptions::default());
     let lay = layout::build(&Inputs {

@@ -454,9 +454,10 @@ fn vm_picture() {
 
 #[test]
 fn hwloc_snapshot_picture() {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/hwloc/32intel64-2p8co2t+8ve.tar.bz2");
-    let t = sources::load(Some(&path), &LoadOptions { pci_ids: pci_ids() }).unwrap();
+    // Relative to the package root (the test's working directory): the path is printed in the
+    // picture's title.
+    let path = Path::new("fixtures/hwloc/32intel64-2p8co2t+8ve.tar.bz2");
+    let t = sources::load(Some(path), &LoadOptions { pci_ids: pci_ids() }).unwrap();
     let d = draw(t);
     check_picture(&d, "hwloc-32intel64-8ve");
     let l = &d.layout;
@@ -479,6 +480,8 @@ fn faults_are_marked_on_their_hop() {
     let spec = layouts::with_acs_redirect(spec, port).unwrap();
     let nic = layouts::hgx_nic(5);
     let spec = layouts::with_link_width(spec, nic, 8).unwrap();
+    let switch: Bdf = "0000:ba:00.0".parse().unwrap(); // upstream port of GPU6/NIC6's switch
+    let spec = layouts::with_aer(spec, switch, 12, 0, 0).unwrap();
     let d = draw(scan(&spec));
     check_picture(&d, "hgx-h100-faults");
     let l = &d.layout;
@@ -500,6 +503,14 @@ fn faults_are_marked_on_their_hop() {
         "{:?}",
         link.lines
     );
+    let aer = l.box_of(&switch).unwrap();
+    assert_eq!(aer.kind, BoxKind::Switch);
+    let b = aer
+        .badges
+        .iter()
+        .find(|b| b.tag == "AER")
+        .expect("AER badge on the switch");
+    assert_eq!(b.severity, Severity::Warning, "correctable errors only");
     // Nothing else is marked on the clean pairs.
     let clean: Bdf = layouts::hgx_gpu(0);
     assert!(l.box_of(&clean).unwrap().badges.is_empty());
