@@ -342,6 +342,30 @@ pub fn fit(s: &str, n: usize) -> String {
     out
 }
 
+/// `1 GPU`, `2 GPUs`.
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// Splits `s` into lines of at most `n` characters at spaces (a word longer than a line is
+/// cut with `…`).
+pub fn wrap(s: &str, n: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for w in s.split(' ') {
+        let len = cur.chars().count();
+        if len > 0 && len + 1 + w.chars().count() > n {
+            out.push(std::mem::take(&mut cur));
+        }
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(w);
+    }
+    out.push(cur);
+    out.into_iter().map(|l| fit(&l, n)).collect()
+}
+
 /// A node of the box tree before placement.
 struct Node {
     kind: BoxKind,
@@ -1102,13 +1126,17 @@ pub fn build(inp: &Inputs) -> Layout {
     }
     let count = |k| t.of_kind(k).filter(|d: &&Device| !d.is_vf()).count();
     let mut sub = format!(
-        "{} GPUs, {} accelerators, {} NICs, {} NVMe, {} switches, {} NUMA nodes",
-        count(DeviceKind::Gpu),
-        count(DeviceKind::Accelerator),
-        count(DeviceKind::Nic),
+        "{}, {}, {}, {} NVMe, {}, {}",
+        plural(count(DeviceKind::Gpu), "GPU", "GPUs"),
+        plural(
+            count(DeviceKind::Accelerator),
+            "accelerator",
+            "accelerators"
+        ),
+        plural(count(DeviceKind::Nic), "NIC", "NICs"),
         count(DeviceKind::Nvme),
-        t.switches.len(),
-        t.numa_nodes.len()
+        plural(t.switches.len(), "switch", "switches"),
+        plural(t.numa_nodes.len(), "NUMA node", "NUMA nodes")
     );
     if !m.hypervisor.is_empty() {
         sub.push_str(&format!(
@@ -1165,7 +1193,9 @@ pub fn build(inp: &Inputs) -> Layout {
         .chain(notes.iter().map(|n| (format!("Note: {n}"), false, FONT)))
         .chain(std::iter::once((pairs_source.clone(), false, FONT)))
         .collect();
-    let header_h = header_lines.len() as f32 * (LINE + 2.0) + 6.0;
+    // Boxes are placed from the top margin and moved below the header once the header is
+    // wrapped to the picture's final width.
+    let header_h = 0.0;
 
     // Place the columns; gutters are sized after routing, so place twice: once to know the
     // box centres, then with the final gutter widths.
@@ -1451,21 +1481,55 @@ pub fn build(inp: &Inputs) -> Layout {
         h: row(kinds.len()) - ly + 4.0,
     };
 
-    // Header text, cut to the final width.
+    // Header text, wrapped to the final width; everything else moves down below it.
     let width = content_right.max(legend_rect.right()).max(560.0) + MARGIN;
-    let height = legend_rect.bottom() + MARGIN;
     let mut hy = MARGIN;
     for (text, bold, size) in header_lines {
-        hy += LINE + 2.0;
         let room = ((width - 2.0 * MARGIN) / text_width(1, size)).floor() as usize;
-        header.push(TextLine {
-            x: MARGIN,
-            y: hy - 3.0,
-            text: fit(&text, room),
-            size,
-            bold,
-        });
+        for (k, part) in wrap(&text, room).into_iter().enumerate() {
+            hy += LINE + 2.0;
+            header.push(TextLine {
+                x: if k == 0 { MARGIN } else { MARGIN + 16.0 },
+                y: hy - 3.0,
+                text: if k == 0 {
+                    part
+                } else {
+                    fit(&part, room.saturating_sub(3))
+                },
+                size,
+                bold,
+            });
+        }
     }
+    let dy = hy + 6.0 - MARGIN;
+    let down = |r: &mut Rect| r.y += dy;
+    for b in boxes.iter_mut() {
+        down(&mut b.rect);
+        for t in b.lines.iter_mut() {
+            t.y += dy;
+        }
+        for g in b.badges.iter_mut() {
+            down(&mut g.rect);
+        }
+        if let Some(r) = b.select_slot.as_mut() {
+            down(r);
+        }
+    }
+    for c in connectors.iter_mut() {
+        for p in c.points.iter_mut() {
+            p.1 += dy;
+        }
+        down(&mut c.label_rect);
+    }
+    let mut legend_rect = legend_rect;
+    let mut legend_title = legend_title;
+    down(&mut legend_rect);
+    legend_title.y += dy;
+    for item in legend.iter_mut() {
+        down(&mut item.swatch);
+        item.text.y += dy;
+    }
+    let height = legend_rect.bottom() + MARGIN;
     Layout {
         width,
         height,
@@ -1476,5 +1540,58 @@ pub fn build(inp: &Inputs) -> Layout {
         legend_rect,
         legend_title,
         legend,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fit_cuts_with_an_ellipsis() {
+        assert_eq!(fit("Gen5 x16", 8), "Gen5 x16");
+        assert_eq!(fit("Gen5 x16 slot 10", 8), "Gen5 x1…");
+        assert_eq!(fit("abc", 0), "");
+    }
+
+    #[test]
+    fn wrap_breaks_at_spaces() {
+        assert_eq!(wrap("one two three four", 9), ["one two", "three", "four"]);
+        assert_eq!(wrap("averyveryverylongword x", 6), ["avery…", "x"]);
+        assert_eq!(wrap("", 5), [""]);
+    }
+
+    #[test]
+    fn lanes_are_shared_only_by_disjoint_spans() {
+        let mut lanes = Vec::new();
+        assert_eq!(take_lane(&mut lanes, 0.0, 10.0), 0);
+        assert_eq!(take_lane(&mut lanes, 5.0, 15.0), 1);
+        assert_eq!(take_lane(&mut lanes, 11.0, 20.0), 0);
+        assert_eq!(take_lane(&mut lanes, 0.0, 30.0), 2);
+    }
+
+    #[test]
+    fn rect_relations() {
+        let outer = Rect {
+            x: 0.0,
+            y: 0.0,
+            w: 10.0,
+            h: 10.0,
+        };
+        let inner = Rect {
+            x: 2.0,
+            y: 2.0,
+            w: 3.0,
+            h: 3.0,
+        };
+        let beside = Rect {
+            x: 10.0,
+            y: 0.0,
+            w: 3.0,
+            h: 3.0,
+        };
+        assert!(outer.contains(&inner) && !inner.contains(&outer));
+        assert!(outer.overlaps(&inner));
+        assert!(!outer.overlaps(&beside), "touching edges do not overlap");
     }
 }
