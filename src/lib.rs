@@ -6,9 +6,11 @@
 //! text, JSON, pictures and scheduler files.
 
 pub mod analysis;
+pub mod fuzzing;
 pub mod model;
 pub mod parse;
 pub mod pci_ids;
+pub mod probe;
 pub mod render;
 pub mod sources;
 pub mod synth;

@@ -98,6 +98,9 @@ enum Command {
     },
     /// Write a synthesized sysfs tree (a named layout, optionally with faults) for tests.
     Fixture(cli::fixture::FixtureArgs),
+    /// Live transfer probe: loopback RDMA WRITE/READ from GPU and host memory on each chosen
+    /// GPU–NIC pair, verified and judged against the classification (docs/probe.md).
+    Probe(cli::probe::ProbeArgs),
 }
 
 fn load(i: &InputArgs) -> Result<peerpath::model::Topology> {
@@ -151,6 +154,9 @@ fn run(cli: Cli) -> Result<u8> {
         Command::Audit { input, args } => cli::audit::run(&load(&input)?, &args),
         Command::Report { input, args } => cli::report::run(&load(&input)?, &args),
         Command::Fixture(a) => cli::fixture::run(a),
+        Command::Probe(args) => cli::probe::run(args, |input| {
+            sources::load(input, &LoadOptions { pci_ids: None })
+        }),
     }
 }
 

@@ -35,12 +35,16 @@ pub struct Names {
 }
 
 /// Parses only the sections of `text` that belong to `wanted` vendors. Lines are
-/// `vvvv  Name`, `\tdddd  Name`, `\t\tssss ssss  Name`; the class section (`C xx`) ends the
-/// vendor list.
-pub fn parse_wanted(text: &[u8], wanted: &HashSet<u16>) -> Names {
+/// `vvvv  Name`, `\tdddd  Name`, `\t\tssss ssss  Name`; vendors are listed in ascending ID
+/// order, so reading stops after the last wanted vendor (and at the class section, `C xx`).
+pub fn parse_wanted(text: impl std::io::BufRead, wanted: &HashSet<u16>) -> Names {
     let mut out = Names::default();
+    let Some(&last) = wanted.iter().max() else {
+        return out;
+    };
     let mut current: Option<u16> = None;
-    for line in text.split(|&b| b == b'\n') {
+    for line in text.split(b'\n') {
+        let Ok(line) = line else { break };
         if line.is_empty() || line[0] == b'#' {
             continue;
         }
@@ -53,16 +57,19 @@ pub fn parse_wanted(text: &[u8], wanted: &HashSet<u16>) -> Names {
                 continue;
             }
             let Some(id) = hex4(&line[..4]) else { continue };
+            if id > last {
+                break;
+            }
             if wanted.contains(&id) {
                 current = Some(id);
                 out.vendors.insert(id, name_of(&line[4..]));
             }
-        } else if let Some(v) = current {
-            if line.len() > 6 && line[1] != b'\t' {
-                if let Some(id) = hex4(&line[1..5]) {
-                    out.devices.insert((v, id), name_of(&line[5..]));
-                }
-            }
+        } else if let Some(v) = current
+            && line.len() > 6
+            && line[1] != b'\t'
+            && let Some(id) = hex4(&line[1..5])
+        {
+            out.devices.insert((v, id), name_of(&line[5..]));
         }
     }
     out
@@ -83,8 +90,8 @@ pub fn name_devices(path: &Path, topo: &mut Topology) {
     if wanted.is_empty() {
         return;
     }
-    let text = match std::fs::read(path) {
-        Ok(t) => t,
+    let text = match std::fs::File::open(path) {
+        Ok(f) => std::io::BufReader::with_capacity(64 << 10, f),
         Err(e) => {
             topo.warnings.push(crate::model::Warning {
                 path: path.display().to_string(),
@@ -93,7 +100,7 @@ pub fn name_devices(path: &Path, topo: &mut Topology) {
             return;
         }
     };
-    let names = parse_wanted(&text, &wanted);
+    let names = parse_wanted(text, &wanted);
     for d in &mut topo.devices {
         let Some(v) = d.vendor_id else { continue };
         d.vendor_name = names.vendors.get(&v).cloned();
@@ -110,7 +117,7 @@ mod tests {
     #[test]
     fn lazy_subset() {
         let db = b"# c\n10b5  PLX Technology, Inc.\n\t9797  PEX 9797 PCIe Gen3 Switch\n15b3  Mellanox Technologies\n\t1013  MT27700 Family [ConnectX-4]\n\t\t15b3 0003  sub\nC 02  Network controller\n\t00  Ethernet\n";
-        let n = parse_wanted(db, &HashSet::from([0x15b3]));
+        let n = parse_wanted(&db[..], &HashSet::from([0x15b3]));
         assert_eq!(n.vendors.len(), 1);
         assert_eq!(n.devices[&(0x15b3, 0x1013)], "MT27700 Family [ConnectX-4]");
         assert!(!n.devices.contains_key(&(0x10b5, 0x9797)));

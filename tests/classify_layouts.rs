@@ -629,3 +629,158 @@ fn endpoint_order_and_names() {
     assert_eq!(m.pairs.len(), 3 + 1);
     assert!(m.notes.iter().any(|n| n.contains("NVLink not visible")));
 }
+
+#[test]
+fn summary_agrees_with_full_classification_on_every_layout() {
+    for (name, t) in [
+        ("dgx-a100", dgx_a100()),
+        ("asus", asus_esc8000a(4)),
+        ("pcie-8gpu", pcie_8gpu_switches()),
+        ("kvm", kvm_vm()),
+        ("dgx2", dgx2()),
+    ] {
+        for v in ["2.11", "2.19", "2.30"] {
+            let c = Classifier::new(&t, &opts(v));
+            let m = c.matrix();
+            let s = c.summary_all();
+            assert_eq!(s.len(), m.pairs.len(), "{name}");
+            for ((i, j, s), p) in s.iter().zip(&m.pairs) {
+                assert_eq!((c.endpoints()[*i].bdf, c.endpoints()[*j].bdf), (p.a, p.b));
+                assert_eq!(s.label, p.label, "{name} {v}");
+                assert_eq!(s.nccl_path, p.nccl.path, "{name} {v}");
+                assert_eq!(
+                    (s.gdr, s.p2p, s.pxn_via),
+                    (p.nccl.gdr, p.nccl.p2p, p.nccl.pxn_via),
+                    "{name} {v}"
+                );
+                assert_eq!(
+                    s.bottleneck_gbytes_per_s, p.bottleneck_gbytes_per_s,
+                    "{name} {v} {} {}",
+                    p.a, p.b
+                );
+            }
+        }
+    }
+}
+
+/// The worked example of classification.md §3 (NCCL XML "spec-example-2s-2gpu"): Sapphire
+/// Rapids 2S; socket 0 has a Broadcom Gen5 switch with an A100 (Gen4 x16) and a ConnectX-7
+/// (Gen5 x16); socket 1 has the second A100 on a root port; 12 NVLinks join the GPUs.
+#[test]
+fn spec_example_2s_2gpu() {
+    let mut t = TopoBuilder::new(&["0-15", "16-31"]).cpu("GenuineIntel", 6, 143);
+    t.bridge("0000:16:01.0", None, Some(0));
+    t.switch(
+        "0000:16:01.0",
+        "0000:17:00.0",
+        &["0000:18:00.0", "0000:18:01.0"],
+        Some(0),
+    );
+    t.ids("0000:17:00.0", (0x1000, 0xc030));
+    t.subsystem("0000:17:00.0", (0x1000, 0x1001));
+    t.link("0000:17:00.0", (32.0, 16), (32.0, 16));
+    t.gpu("0000:19:00.0", Some("0000:18:00.0"), Some(0));
+    t.nic("0000:1a:00.0", Some("0000:18:01.0"), Some(0), &["mlx5_0"]);
+    t.link("0000:1a:00.0", (32.0, 16), (32.0, 16));
+    t.bridge("0000:99:01.0", None, Some(1));
+    t.gpu("0000:9a:00.0", Some("0000:99:01.0"), Some(1));
+    t.nvlink("0000:19:00.0", Some("0000:9a:00.0"), 12, Some(3));
+    let t = t.build();
+    let m = classify_all(&t, &ClassifyOptions::default());
+    let (g0, g1, n0) = (b("0000:19:00.0"), b("0000:9a:00.0"), b("0000:1a:00.0"));
+    // GPU0–GPU1: NV12 / NVL at 12 × 20 = 240 GB/s, P2P on.
+    let p = m.pair(&g0, &g1).unwrap();
+    assert_eq!(p.label, Label::Nv(12));
+    assert_eq!(p.nccl.path, NcclPath::Nvl);
+    assert!(p.nccl.p2p);
+    assert_eq!(p.bottleneck_gbytes_per_s, Some(240.0));
+    // GPU0–mlx5_0: PIX at min(GPU 24, uplink 48, NIC 48) = 24 GB/s, GDR on.
+    let p = m.pair(&g0, &n0).unwrap();
+    assert_eq!(p.label, Label::Pix);
+    assert_eq!(p.nccl.path, NcclPath::Pix);
+    assert!(p.nccl.gdr);
+    assert_eq!(p.bottleneck_gbytes_per_s, Some(24.0));
+    assert_eq!(p.nccl.pxn_via, None);
+    // GPU1–mlx5_0: SYS at 22 GB/s (SRP inter-CPU); sends go PXN through GPU0; receives stay SYS
+    // without GDR.
+    let p = m.pair(&g1, &n0).unwrap();
+    assert_eq!(p.label, Label::Sys);
+    assert_eq!(p.nccl.path, NcclPath::Sys);
+    assert_eq!(p.bottleneck_gbytes_per_s, Some(22.0));
+    assert_eq!(p.nccl.pxn_via, Some(g0));
+    assert!(!p.nccl.gdr);
+    // Before 2.26 the SRP bucket did not exist: 10 GB/s.
+    let old = classify_pair(&t, &g1, &n0, &opts("2.25")).unwrap();
+    assert_eq!(old.bottleneck_gbytes_per_s, Some(10.0));
+    assert_eq!(old.nccl.path_code, Some(7));
+}
+
+/// The HGX A100 of `hgx-a100-icelake-bcm-5bond.nccl-topo-dump.xml` (first CPU): three nested
+/// Broadcom levels — 0c (1000:a096) > 0e / 15 (1000:a096) > 11 / 17 (10de:13b8 baseboard) —
+/// with GPU 13 and GPU 19, mlx5_bond_1 beside the second baseboard switch, mlx5_bond_0 on the CPU.
+#[test]
+fn hgx_a100_bcm_three_levels() {
+    let mut t = TopoBuilder::new(&["0-31,64-95", "32-63,96-127"]).cpu("GenuineIntel", 6, 106);
+    let n = Some(0);
+    t.bridge("0000:00:01.0", None, n);
+    t.nic("0000:06:00.0", Some("0000:00:01.0"), n, &["mlx5_bond_0"]);
+    t.bridge("0000:00:02.0", None, n);
+    t.switch(
+        "0000:00:02.0",
+        "0000:0c:00.0",
+        &["0000:0d:00.0", "0000:0d:01.0"],
+        n,
+    );
+    t.switch("0000:0d:00.0", "0000:0e:00.0", &["0000:0f:00.0"], n);
+    t.switch("0000:0f:00.0", "0000:11:00.0", &["0000:12:00.0"], n);
+    t.gpu("0000:13:00.0", Some("0000:12:00.0"), n);
+    t.switch(
+        "0000:0d:01.0",
+        "0000:15:00.0",
+        &["0000:16:00.0", "0000:16:01.0"],
+        n,
+    );
+    t.switch("0000:16:00.0", "0000:17:00.0", &["0000:18:00.0"], n);
+    t.gpu("0000:19:00.0", Some("0000:18:00.0"), n);
+    t.nic("0000:1a:00.0", Some("0000:16:01.0"), n, &["mlx5_bond_1"]);
+    for (sw, sub) in [
+        ("0000:0c:00.0", (0x1000, 0xa096)),
+        ("0000:0e:00.0", (0x1000, 0xa096)),
+        ("0000:15:00.0", (0x1000, 0xa096)),
+        ("0000:11:00.0", (0x10de, 0x13b8)),
+        ("0000:17:00.0", (0x10de, 0x13b8)),
+    ] {
+        t.ids(sw, (0x1000, 0xc010));
+        t.subsystem(sw, sub);
+    }
+    for g in ["0000:13:00.0", "0000:19:00.0"] {
+        t.nvlink(g, None, 12, Some(3));
+    }
+    let t = t.build();
+    let m = classify_all(&t, &ClassifyOptions::default());
+    let (g0, g1) = (b("0000:13:00.0"), b("0000:19:00.0"));
+    let (bond0, bond1) = (b("0000:06:00.0"), b("0000:1a:00.0"));
+    // nvidia-smi counts 11, 0e, 0c, 15; NCCL fuses 0e and 15 into 0c but not the baseboard
+    // switches: both PXB, GDR on (classification.md §2.3: HGX A100 GPU–NIC stays PXB).
+    let p = m.pair(&g0, &bond1).unwrap();
+    assert_eq!(p.label, Label::Pxb);
+    assert!(p.reason.contains("4 PCIe"), "{}", p.reason);
+    assert_eq!(p.nccl.path, NcclPath::Pxb);
+    assert!(
+        p.nccl.rules[0].contains("ncclTopoFlattenBcmSwitches: 4 switch nodes become 2"),
+        "{:?}",
+        p.nccl.rules
+    );
+    assert!(p.nccl.gdr);
+    let q = m.pair(&g1, &bond1).unwrap();
+    assert_eq!((q.label, q.nccl.path), (Label::Pxb, NcclPath::Pxb));
+    // The CPU-attached bond: a different root port of the same host bridge.
+    let r = m.pair(&g0, &bond0).unwrap();
+    assert_eq!(
+        (r.label, r.nccl.path, r.nccl.gdr),
+        (Label::Phb, NcclPath::Phb, false)
+    );
+    // Sends from GPU0 to bond_0 go PXN? No: NCCL's local GPUs of bond_0 are PHB too.
+    assert_eq!(r.nccl.pxn_via, None);
+    assert_eq!(m.pair(&g0, &g1).unwrap().label, Label::Nv(12));
+}

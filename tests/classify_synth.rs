@@ -124,3 +124,32 @@ fn synth_vm_flat_is_phb() {
         m.notes
     );
 }
+
+#[test]
+fn synth_faults_acs_redirect_and_narrow_link() {
+    let spec = layouts::with_acs_redirect(layouts::hgx_h100(), layouts::hgx_gpu_port(0)).unwrap();
+    let spec = layouts::with_link_width(spec, layouts::hgx_nic(0), 8).unwrap();
+    let m = matrix_of(&spec, false);
+    let p = m.pair(&layouts::hgx_gpu(0), &layouts::hgx_nic(0)).unwrap();
+    assert_eq!(p.label, Label::Pix);
+    assert!(
+        p.reason.contains("ACS") && p.reason.contains("effective PHB"),
+        "{}",
+        p.reason
+    );
+    assert!(p.nccl.rules.iter().any(|r| r.contains("does not read ACS")));
+    let port = layouts::hgx_gpu_port(0).to_string();
+    let h = p.hops.iter().find(|h| h.node == port).unwrap();
+    assert!(h.note.as_deref().unwrap().contains("ReqRedir"), "{h:?}");
+    // Gen5 x8 of x16: 24 GB/s, the bottleneck, marked as below capability.
+    assert_eq!(p.bottleneck_gbytes_per_s, Some(24.0));
+    let b = &p.hops[p.bottleneck_hop.unwrap()];
+    assert!(
+        b.note.as_deref().unwrap().contains("below capability"),
+        "{b:?}"
+    );
+    // The untouched pair 1 has neither.
+    let q = m.pair(&layouts::hgx_gpu(1), &layouts::hgx_nic(1)).unwrap();
+    assert!(!q.reason.contains("ACS"));
+    assert_eq!(q.bottleneck_gbytes_per_s, Some(48.0));
+}

@@ -70,8 +70,10 @@ fn lstopo_parents(root: &Path) -> Option<BTreeMap<Bdf, Option<Bdf>>> {
         if line.starts_with("<object ") {
             let ty = attr(line, "type").unwrap_or_default();
             let busid = attr(line, "pci_busid").and_then(|b| b.parse::<Bdf>().ok());
-            if (ty == "PCIDev" || ty == "Bridge") && busid.is_some() {
-                out.insert(busid.unwrap(), stack.iter().rev().find_map(|b| *b));
+            if (ty == "PCIDev" || ty == "Bridge")
+                && let Some(b) = busid
+            {
+                out.insert(b, stack.iter().rev().find_map(|b| *b));
             }
             if !line.ends_with("/>") {
                 stack.push(busid);
@@ -86,7 +88,7 @@ fn lstopo_parents(root: &Path) -> Option<BTreeMap<Bdf, Option<Bdf>>> {
 #[test]
 fn tarball_and_extracted_tree_scan_identically() {
     for t in common::hwloc_tarballs() {
-        let (_g, root) = common::extract(&t);
+        let root = common::extracted(&t);
         let a = scan(&t);
         let b = scan(&root);
         assert_eq!(a.devices.len(), b.devices.len(), "{}", t.display());
@@ -108,7 +110,7 @@ fn devices_and_parents_agree_with_lspci() {
         if name.starts_with("nvidiagpunumanodes") {
             continue; // lspci cannot read it: no config/vendor files (see fixtures README)
         }
-        let (_g, root) = common::extract(&t);
+        let root = common::extracted(&t);
         let Some(lspci) = lspci_parents(&root) else {
             return;
         };
@@ -146,7 +148,7 @@ fn devices_and_parents_agree_with_lspci() {
 fn devices_and_parents_agree_with_lstopo() {
     for t in common::hwloc_tarballs() {
         let name = t.file_name().unwrap().to_string_lossy().into_owned();
-        let (_g, root) = common::extract(&t);
+        let root = common::extracted(&t);
         let Some(lstopo) = lstopo_parents(&root) else {
             return;
         };
@@ -196,7 +198,7 @@ fn devices_and_parents_agree_with_lstopo() {
 #[test]
 fn attributes_match_the_files() {
     for t in common::hwloc_tarballs() {
-        let (_g, root) = common::extract(&t);
+        let root = common::extracted(&t);
         let topo = scan(&root);
         for d in &topo.devices {
             let dir = root.join(&d.sysfs_path);

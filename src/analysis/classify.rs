@@ -12,7 +12,8 @@
 //! root port): one → `PIX`, more → `PXB`; same host bridge → `PHB`; same NUMA node → `NODE`;
 //! different NUMA nodes → `SYS`; NUMA node unknown on a machine with several → `Unknown`.
 
-use super::nccl::{self, CpuClass, NcclPath, NcclVersion};
+use super::nccl::{self, CpuClass};
+pub use super::nccl::{NcclPath, NcclVersion};
 use crate::model::{Bdf, Device, DeviceKind, LinkInfo, Topology, bandwidth};
 use crate::parse::cpulist;
 use crate::render::linkfmt;
@@ -74,6 +75,28 @@ impl fmt::Display for Label {
     }
 }
 
+impl std::str::FromStr for Label {
+    type Err = String;
+    /// Parses an nvidia-smi cell: `X`, `NV<n>`, `PIX`, `PXB`, `PHB`, `NODE`, `SYS`, the 2017
+    /// spelling `SOC` (= SYS), and `?`; surrounding whitespace is ignored.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let t = s.trim();
+        Ok(match t {
+            "X" => Label::X,
+            "PIX" => Label::Pix,
+            "PXB" => Label::Pxb,
+            "PHB" => Label::Phb,
+            "NODE" => Label::Node,
+            "SYS" | "SOC" => Label::Sys,
+            "?" => Label::Unknown,
+            _ => match t.strip_prefix("NV").and_then(|n| n.parse::<u32>().ok()) {
+                Some(n) if n > 0 => Label::Nv(n),
+                _ => return Err(format!("not an nvidia-smi topology label: {s:?}")),
+            },
+        })
+    }
+}
+
 impl Serialize for Label {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
@@ -97,6 +120,9 @@ pub struct NcclView {
     pub rules: Vec<String>,
     /// The NCCL version the rules are for (`2.30`).
     pub version: String,
+    /// `path` as the number NCCL prints in that version (`PATH_*` value; log lines such as
+    /// `distance 7 > 4`), `None` where the type did not exist yet.
+    pub path_code: Option<u32>,
     /// Which NCCL decisions apply to this pair: `gpu-gpu` (P2P), `gpu-nic` (GDR, PXN),
     /// `nic-nic`, `gpu-nvme`, `other` (path type only).
     pub scope: String,
@@ -248,6 +274,61 @@ struct Prepared {
     numa: Option<u32>,
     /// The NUMA node NCCL would key this device's CPU node by (topmost device's numa_node).
     nccl_numa: Option<u32>,
+    /// NVLinks into the NVSwitch fabric (0: none).
+    nv_fabric: u32,
+    /// Direct NVLinks: (device index of the peer GPU, link count).
+    nv_direct: Vec<(u32, u32)>,
+    /// NVLink version of this GPU's links, when known.
+    nv_version: Option<u32>,
+}
+
+/// NCCL's decisions for one pair, before they are put into words.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Decision {
+    path: NcclPath,
+    base: NcclPath,
+    why: BaseWhy,
+    gdr: bool,
+    p2p: bool,
+    p2p_rerouted: bool,
+    /// PXN relay: endpoint index and its path type to the NIC.
+    pxn: Option<(usize, NcclPath)>,
+}
+
+/// The classification of a pair without words or hops, computed without allocation
+/// ([`Classifier::summary`]); the fields mean what they mean in [`PairClass`] / [`NcclView`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PairSummary {
+    /// nvidia-smi label.
+    pub label: Label,
+    /// The rule that chose it.
+    pub why: Why,
+    /// NCCL path type.
+    pub nccl_path: NcclPath,
+    /// NCCL GPUDirect RDMA (GPU–NIC pairs).
+    pub gdr: bool,
+    /// NCCL P2P (GPU–GPU pairs).
+    pub p2p: bool,
+    /// PXN relay GPU for sends.
+    pub pxn_via: Option<Bdf>,
+    /// Minimum link bandwidth on the path, GB/s.
+    pub bottleneck_gbytes_per_s: Option<f64>,
+}
+
+/// Why NCCL's base path type is what it is (no allocation; worded by `base_rule`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BaseWhy {
+    Same,
+    NvLink(u32, bool),
+    /// Through the GPU at this device index.
+    Nvb(u32),
+    SameAdapter,
+    Switches {
+        nodes: u32,
+        raw: u32,
+    },
+    Cpu(Option<u32>),
+    Cpus(Option<u32>, Option<u32>),
 }
 
 /// A classification context over one topology: precomputes bridge units, NVLink tables and
@@ -261,7 +342,7 @@ pub struct Classifier<'t> {
     /// NCCL's PCI switch node per device index, after Broadcom flattening (`NONE` when not a
     /// switch port).
     nccl_unit: Vec<u32>,
-    /// Switch index per device index before flattening (`NONE` when not a switch port).
+    /// NCCL's PCI node per device index before flattening (`NONE` when not a node).
     sw_raw: Vec<u32>,
     /// Switch index of a switch port.
     port_switch: Vec<Option<usize>>,
@@ -272,6 +353,11 @@ pub struct Classifier<'t> {
     hb_names: Vec<String>,
     cpu_nodes: usize,
     cpu: Option<CpuClass>,
+    gpu_count: usize,
+    /// Bandwidth of the link above each device (NaN: none or unknown), as in the hops.
+    edge_gb: Vec<f64>,
+    /// NCCL's inter-CPU bandwidth and bucket for this machine.
+    inter_cpu: Option<(f64, &'static str)>,
     endpoints: Vec<Endpoint>,
     preps: Vec<Prepared>,
     /// Per endpoint index: for NICs, the GPUs NCCL would pick as local to it (best path type).
@@ -446,14 +532,23 @@ impl<'t> Classifier<'t> {
                 }
             }
         }
+        // NCCL's PCI nodes: switches (after flattening) and plain bridges; root ports are
+        // skipped by its two-level sysfs climb.
+        let pci_node = |i: usize, s: Option<usize>, units: &[u32]| match s {
+            Some(s) => units[s],
+            None if t.devices[i].kind == DeviceKind::Bridge => (nsw + i) as u32,
+            None => NONE,
+        };
         let nccl_unit: Vec<u32> = port_switch
             .iter()
-            .map(|s| s.map(|s| sw_unit[s]).unwrap_or(NONE))
+            .enumerate()
+            .map(|(i, s)| pci_node(i, *s, &sw_unit))
             .collect();
-
+        let ident: Vec<u32> = (0..nsw as u32).collect();
         let sw_raw: Vec<u32> = port_switch
             .iter()
-            .map(|s| s.map(|s| s as u32).unwrap_or(NONE))
+            .enumerate()
+            .map(|(i, s)| pci_node(i, *s, &ident))
             .collect();
         let mut nv_direct = HashMap::new();
         let mut nv_fabric = HashMap::new();
@@ -484,6 +579,14 @@ impl<'t> Classifier<'t> {
             hb_names,
             cpu_nodes,
             cpu,
+            gpu_count: 0,
+            edge_gb: Vec::new(),
+            inter_cpu: bandwidth::inter_socket_gbytes(
+                t.machine.cpu_vendor.as_deref(),
+                t.machine.cpu_family,
+                t.machine.cpu_model_number,
+                opts.nccl_version.minor,
+            ),
             endpoints: Vec::new(),
             preps: Vec::new(),
             local_gpus: Vec::new(),
@@ -493,6 +596,10 @@ impl<'t> Classifier<'t> {
             .endpoints
             .iter()
             .filter_map(|e| c.prepare(&e.bdf))
+            .collect();
+        c.gpu_count = c.preps.iter().filter(|p| p.kind == DeviceKind::Gpu).count();
+        c.edge_gb = (0..t.devices.len() as u32)
+            .map(|i| c.edge_bw(i).0.unwrap_or(f64::NAN))
             .collect();
         // Every endpoint's device exists (endpoints() reads them from the topology).
         debug_assert_eq!(c.preps.len(), c.endpoints.len());
@@ -537,6 +644,26 @@ impl<'t> Classifier<'t> {
             .numa_node
             .or(d.numa_node)
             .or_else(|| t.host_bridge(&d.host_bridge).and_then(|h| h.numa_node));
+        let nv_fabric = self.nv_fabric.get(&d.bdf).copied().unwrap_or(0);
+        let nv_direct = self
+            .nv_direct
+            .iter()
+            .filter_map(|(&(x, y), &n)| {
+                let other = if x == d.bdf {
+                    y
+                } else if y == d.bdf {
+                    x
+                } else {
+                    return None;
+                };
+                Some((t.device_index(&other)? as u32, n))
+            })
+            .collect();
+        let nv_version = t
+            .nvlinks
+            .iter()
+            .find(|l| l.a == d.bdf || l.b == Some(d.bdf))
+            .and_then(|l| l.version);
         Some(Prepared {
             idx: idx as u32,
             bdf: d.bdf,
@@ -545,6 +672,9 @@ impl<'t> Classifier<'t> {
             hb,
             numa,
             nccl_numa,
+            nv_fabric,
+            nv_direct,
+            nv_version,
         })
     }
 
@@ -554,14 +684,15 @@ impl<'t> Classifier<'t> {
         if a.kind != DeviceKind::Gpu || b.kind != DeviceKind::Gpu {
             return None;
         }
-        if let Some(&n) = self.nv_direct.get(&norm(a.bdf, b.bdf))
+        if let Some(&(_, n)) = a.nv_direct.iter().find(|(p, _)| *p == b.idx)
             && n > 0
         {
             return Some((n, false));
         }
-        match (self.nv_fabric.get(&a.bdf), self.nv_fabric.get(&b.bdf)) {
-            (Some(&x), Some(&y)) if x > 0 && y > 0 => Some((x.min(y), true)),
-            _ => None,
+        if a.nv_fabric > 0 && b.nv_fabric > 0 {
+            Some((a.nv_fabric.min(b.nv_fabric), true))
+        } else {
+            None
         }
     }
 
@@ -733,10 +864,33 @@ impl<'t> Classifier<'t> {
     /// link: not the internal hop from a downstream port to its switch's upstream port, nor
     /// from a root port into its root complex.
     fn edge(&self, child: u32) -> (Option<LinkInfo>, Option<f64>, Option<String>) {
+        let (bw, link, cap_used) = self.edge_bw(child);
+        let Some(l) = link else {
+            let internal = matches!(
+                self.t.devices[child as usize].kind,
+                DeviceKind::SwitchDownstream | DeviceKind::RootPort
+            );
+            return (
+                None,
+                None,
+                (!internal).then(|| "link speed/width unknown".into()),
+            );
+        };
+        let mut note = cap_used.then(|| "current link state unknown; capability used".to_string());
+        if l.width_degraded() || l.speed_degraded() {
+            note = Some(format!("running below capability: {}", linkfmt::link(&l)));
+        }
+        (Some(l), bw, note)
+    }
+
+    /// Bandwidth (NCCL figures, current link, else capability) and link of the PCIe link above
+    /// `child`, when it is a physical link (see [`Classifier::edge`]); the flag says the
+    /// capability was used.
+    fn edge_bw(&self, child: u32) -> (Option<f64>, Option<LinkInfo>, bool) {
         let t = self.t;
         let c = &t.devices[child as usize];
         if matches!(c.kind, DeviceKind::SwitchDownstream | DeviceKind::RootPort) {
-            return (None, None, None);
+            return (None, None, false);
         }
         let parent_link = c
             .parent
@@ -748,23 +902,15 @@ impl<'t> Classifier<'t> {
             .filter(|l| l.any())
             .or(parent_link.filter(|l| l.any()));
         let Some(l) = link else {
-            return (None, None, Some("link speed/width unknown".into()));
+            return (None, None, false);
         };
         let cur = bandwidth::nccl_pcie_link_gbytes(l.current_gts, l.current_width);
         let max = bandwidth::nccl_pcie_link_gbytes(l.max_gts, l.max_width);
-        let mut note = None;
-        let bw = match (cur, max) {
-            (Some(c), _) => Some(c),
-            (None, Some(m)) => {
-                note = Some("current link state unknown; capability used".to_string());
-                Some(m)
-            }
-            _ => None,
-        };
-        if l.width_degraded() || l.speed_degraded() {
-            note = Some(format!("running below capability: {}", linkfmt::link(&l)));
+        match (cur, max) {
+            (Some(c), _) => (Some(c), Some(l), false),
+            (None, Some(m)) => (Some(m), Some(l), true),
+            _ => (None, Some(l), false),
         }
-        (Some(l), bw, note)
     }
 
     fn dev_hop(&self, dev: u32, entering_from_child: Option<u32>) -> Hop {
@@ -791,15 +937,10 @@ impl<'t> Classifier<'t> {
     }
 
     fn hops(&self, a: &Prepared, b: &Prepared, why: Why) -> Vec<Hop> {
-        let t = self.t;
         let mut hops = vec![self.dev_hop(a.idx, None)];
         if let Why::NvLink { count, fabric } = why {
             let minor = self.opts.nccl_version.minor;
-            let ver = t
-                .nvlinks
-                .iter()
-                .find(|l| l.a == a.bdf || l.a == b.bdf)
-                .and_then(|l| l.version);
+            let ver = a.nv_version.or(b.nv_version);
             let per = bandwidth::nccl_nvlink_link_gbytes(None, ver, minor);
             if fabric {
                 hops.push(Hop {
@@ -855,13 +996,7 @@ impl<'t> Classifier<'t> {
                 if a.hb != b.hb {
                     match why {
                         Why::DifferentNuma(x, y) => {
-                            let m = &t.machine;
-                            let bw = bandwidth::inter_socket_gbytes(
-                                m.cpu_vendor.as_deref(),
-                                m.cpu_family,
-                                m.cpu_model_number,
-                                self.opts.nccl_version.minor,
-                            );
+                            let bw = self.inter_cpu;
                             hops.push(Hop {
                                 node: format!("numa{x}->numa{y}"),
                                 kind: "inter-numa".into(),
@@ -903,102 +1038,94 @@ impl<'t> Classifier<'t> {
         hops
     }
 
-    /// NCCL's base path type (before P2P rerouting and PXN), the rule, and whether Broadcom
-    /// flattening changed the switch count.
-    fn nccl_base(&self, a: &Prepared, b: &Prepared) -> (NcclPath, String) {
-        let v = self.opts.nccl_version;
+    /// NCCL's base path type (before P2P rerouting and PXN) and why, without allocation.
+    fn nccl_base(&self, a: &Prepared, b: &Prepared) -> (NcclPath, BaseWhy) {
         if a.idx == b.idx {
-            return (NcclPath::Loc, "same device: LOC".into());
+            return (NcclPath::Loc, BaseWhy::Same);
         }
         if let Some((n, fabric)) = self.nvlink(a, b) {
-            let r = if fabric {
-                format!(
-                    "NVLinks to NVSwitches fold into one NVS node: GPU–NVS–GPU is NVL ({n} links)"
-                )
-            } else {
-                format!("{n} direct NVLinks: NVL")
-            };
-            return (NcclPath::Nvl, r);
+            return (NcclPath::Nvl, BaseWhy::NvLink(n, fabric));
         }
         if a.kind == DeviceKind::Gpu && b.kind == DeviceKind::Gpu {
             // NVB: NVLink through exactly one intermediate GPU (direct links only).
-            for (k, p) in self.preps.iter().enumerate() {
-                if p.kind != DeviceKind::Gpu || p.idx == a.idx || p.idx == b.idx {
-                    continue;
-                }
-                let ab = self
-                    .nv_direct
-                    .get(&norm(a.bdf, p.bdf))
-                    .copied()
-                    .unwrap_or(0);
-                let pb = self
-                    .nv_direct
-                    .get(&norm(p.bdf, b.bdf))
-                    .copied()
-                    .unwrap_or(0);
-                if ab > 0 && pb > 0 {
-                    return (
-                        NcclPath::Nvb,
-                        format!(
-                            "no direct NVLink, but NVLink through {} (NVB; disabled by NCCL_NVB_DISABLE=1)",
-                            self.endpoints[k].name
-                        ),
-                    );
+            for &(p, _) in &a.nv_direct {
+                if p != b.idx && b.nv_direct.iter().any(|&(q, _)| q == p) {
+                    return (NcclPath::Nvb, BaseWhy::Nvb(p));
                 }
             }
         }
         if a.bdf.domain == b.bdf.domain && a.bdf.bus == b.bdf.bus && a.bdf.device == b.bdf.device {
-            let r = if a.kind == DeviceKind::Nic && b.kind == DeviceKind::Nic {
-                if v.at_least(24) {
-                    "ports of one adapter: NCCL fuses them into one virtual NIC (NCCL_NET_MERGE_LEVEL=PORT)"
-                } else {
-                    "ports of one adapter share one NIC node (function bits masked)"
-                }
-            } else {
-                "functions of one adapter: PIX"
-            };
-            return (NcclPath::Pix, r.into());
+            return (NcclPath::Pix, BaseWhy::SameAdapter);
         }
         if let Some((ia, ib)) = Self::lca(a, b) {
             let n = Self::count_units(&self.nccl_unit, a, b, ia, ib);
             let raw = Self::count_units(&self.sw_raw, a, b, ia, ib);
-            let fused = raw > n;
             let p = if n <= 1 { NcclPath::Pix } else { NcclPath::Pxb };
-            let mut r = if n <= 1 {
-                "at most one PCI switch node on the path: PIX".to_string()
-            } else {
-                format!("{n} PCI switch nodes on the path (switch-to-switch hop): PXB")
-            };
-            if fused {
-                r.push_str(&format!(
-                    " (ncclTopoFlattenBcmSwitches: {raw} Broadcom PEX levels with one signature fused into {n})"
-                ));
-            }
-            return (p, r);
+            return (p, BaseWhy::Switches { nodes: n, raw });
         }
-        let s = |n: Option<u32>| n.map(|n| n.to_string()).unwrap_or_else(|| "-1".into());
         if a.nccl_numa == b.nccl_numa {
-            (
-                NcclPath::Phb,
-                format!(
-                    "no common switch: the path goes through CPU node {} (NCCL has no NODE; PHB)",
-                    s(a.nccl_numa)
-                ),
-            )
+            (NcclPath::Phb, BaseWhy::Cpu(a.nccl_numa))
         } else {
-            let extra = if a.nccl_numa.is_none() || b.nccl_numa.is_none() {
-                " (numa_node -1 forms its own CPU node)"
-            } else {
-                ""
-            };
-            (
-                NcclPath::Sys,
+            (NcclPath::Sys, BaseWhy::Cpus(a.nccl_numa, b.nccl_numa))
+        }
+    }
+
+    /// The words for a [`BaseWhy`].
+    fn base_rule(&self, a: &Prepared, b: &Prepared, why: BaseWhy) -> String {
+        let v = self.opts.nccl_version;
+        let s = |n: Option<u32>| n.map(|n| n.to_string()).unwrap_or_else(|| "-1".into());
+        match why {
+            BaseWhy::Same => "same device: LOC".into(),
+            BaseWhy::NvLink(n, true) => {
+                format!(
+                    "NVLinks to NVSwitches fold into one NVS node: GPU–NVS–GPU is NVL ({n} links)"
+                )
+            }
+            BaseWhy::NvLink(n, false) => format!("{n} direct NVLinks: NVL"),
+            BaseWhy::Nvb(p) => format!(
+                "no direct NVLink, but NVLink through {} (NVB; disabled by NCCL_NVB_DISABLE=1)",
+                self.display(&self.t.devices[p as usize].bdf)
+            ),
+            BaseWhy::SameAdapter => {
+                if a.kind == DeviceKind::Nic && b.kind == DeviceKind::Nic {
+                    if v.at_least(24) {
+                        "ports of one adapter: NCCL fuses them into one virtual NIC (NCCL_NET_MERGE_LEVEL=PORT)".into()
+                    } else {
+                        "ports of one adapter share one NIC node (function bits masked)".into()
+                    }
+                } else {
+                    "functions of one adapter: PIX".into()
+                }
+            }
+            BaseWhy::Switches { nodes, raw } => {
+                let mut r = if nodes <= 1 {
+                    "at most one PCI switch node on the path: PIX".to_string()
+                } else {
+                    format!("{nodes} PCI switch nodes on the path (switch-to-switch hop): PXB")
+                };
+                if raw > nodes {
+                    r.push_str(&format!(
+                        " (ncclTopoFlattenBcmSwitches: {raw} switch nodes become {nodes} once Broadcom PEX levels with the same signature are fused)"
+                    ));
+                }
+                r
+            }
+            BaseWhy::Cpu(n) => format!(
+                "no common switch: the path goes through CPU node {} (NCCL has no NODE; PHB)",
+                s(n)
+            ),
+            BaseWhy::Cpus(x, y) => {
+                let extra = if x.is_none() || y.is_none() {
+                    " (numa_node -1 forms its own CPU node)"
+                } else {
+                    ""
+                };
                 format!(
                     "different CPU (NUMA) nodes {} and {}: SYS{extra}",
-                    s(a.nccl_numa),
-                    s(b.nccl_numa)
-                ),
-            )
+                    s(x),
+                    s(y)
+                )
+            }
         }
     }
 
@@ -1024,67 +1151,43 @@ impl<'t> Classifier<'t> {
         out
     }
 
-    fn nccl_view(&self, a: &Prepared, b: &Prepared, local_gpus_b: Option<&[usize]>) -> NcclView {
+    /// NCCL's decisions for a pair (path after P2P rerouting, GDR, P2P, PXN relay), without
+    /// words and, when `local_gpus_b` is given, without allocation.
+    fn nccl_decide(&self, a: &Prepared, b: &Prepared, local_gpus_b: Option<&[usize]>) -> Decision {
         let v = self.opts.nccl_version;
-        let (mut path, base_rule) = self.nccl_base(a, b);
-        let mut rules = vec![format!("NCCL {v}: {base_rule}")];
-        let mut gdr = false;
-        let mut p2p = false;
-        let mut pxn_via = None;
-        use DeviceKind::*;
-        let scope = match (a.kind, b.kind) {
-            (Gpu, Gpu) => "gpu-gpu",
-            (Gpu, Nic) | (Nic, Gpu) => "gpu-nic",
-            (Nic, Nic) => "nic-nic",
-            (Gpu, Nvme) | (Nvme, Gpu) => "gpu-nvme",
-            _ => "other",
+        let (base, why) = self.nccl_base(a, b);
+        let mut d = Decision {
+            path: base,
+            base,
+            why,
+            gdr: false,
+            p2p: false,
+            p2p_rerouted: false,
+            pxn: None,
         };
+        use DeviceKind::*;
         match (a.kind, b.kind) {
             (Gpu, Gpu) => {
-                let gpus = self.preps.iter().filter(|p| p.kind == Gpu).count();
-                let (cut, r) = nccl::p2p_cutoff(v, self.cpu, gpus);
-                p2p = path.le(cut, v);
-                rules.push(format!(
-                    "P2P {}: {path} {} cut-off {cut} ({r}; NCCL_P2P_LEVEL overrides)",
-                    if p2p { "on" } else { "off" },
-                    if p2p { "≤" } else { ">" }
-                ));
-                if !p2p && path.le(NcclPath::Pxb, v) {
-                    let via = if a.nccl_numa == b.nccl_numa {
+                let cut = nccl::p2p_cutoff_level(v, self.cpu, self.gpu_count);
+                d.p2p = base.le(cut, v);
+                if !d.p2p && base.le(NcclPath::Pxb, v) {
+                    d.path = if a.nccl_numa == b.nccl_numa {
                         NcclPath::Phb
                     } else {
                         NcclPath::Sys
                     };
-                    rules.push(format!(
-                        "P2P refused: the path is rebuilt through the CPU ({via})"
-                    ));
-                    path = via;
+                    d.p2p_rerouted = true;
                 }
-                rules.push("NVML P2P read/write status not checked (needs the live driver: nvidia-smi topo -p2p r / w)".into());
             }
             (Gpu, Nic) | (Nic, Gpu) => {
-                let (level, lr) = nccl::gdr_level(v);
-                gdr = path.le(level, v);
-                rules.push(format!(
-                    "GDR {} (NIC writes into the GPU): distance {path} {} level ({lr}; NCCL_NET_GDR_LEVEL overrides)",
-                    if gdr { "on" } else { "off" },
-                    if gdr { "within" } else { "beyond" }
-                ));
-                if !gdr {
-                    rules.push(
-                        "without GDR NCCL stages receives through host memory on the GPU's CPU"
-                            .into(),
-                    );
-                }
-                rules.push("GDR also needs nvidia_peermem (or DMA-BUF) on the NIC side and GPU support: see the audit".into());
-                rules.push("GDR reads (sends) are allowed by default on SM ≥ 80; pre-Ampere GPUs need an NVLink peer (NCCL_NET_GDR_READ)".into());
-                // PXN, send direction, GPU → NIC.
+                let level = nccl::gdr_level_path(v);
+                d.gdr = base.le(level, v);
                 let (g, n) = if a.kind == Gpu { (a, b) } else { (b, a) };
-                if v.at_least(12) && !path.le(NcclPath::Pxb, v) {
+                if v.at_least(12) && !base.le(NcclPath::Pxb, v) {
                     let computed;
                     let locals = match local_gpus_b {
-                        Some(l) => l,
-                        None => {
+                        Some(l) if n.idx == b.idx => l,
+                        _ => {
                             computed = self.local_gpus_of(n);
                             &computed
                         }
@@ -1101,14 +1204,66 @@ impl<'t> Classifier<'t> {
                         }
                         let (pn, _) = self.nccl_base(p, n);
                         if pn.le(relay_max, v) && pn.le(level, v) {
-                            pxn_via = Some(p.bdf);
-                            rules.push(format!(
-                                "send direction GPU→NIC is PXN via {} (NVLink to this GPU, {pn} to the NIC); GDR for sends judged on that distance; receives stay {path} (NCCL_PXN_DISABLE=1 turns this off)",
-                                self.endpoints[k].name
-                            ));
+                            d.pxn = Some((k, pn));
                             break;
                         }
                     }
+                }
+            }
+            _ => {}
+        }
+        d
+    }
+
+    fn nccl_view(&self, a: &Prepared, b: &Prepared, local_gpus_b: Option<&[usize]>) -> NcclView {
+        let v = self.opts.nccl_version;
+        let d = self.nccl_decide(a, b, local_gpus_b);
+        let path = d.base;
+        let mut rules = vec![format!("NCCL {v}: {}", self.base_rule(a, b, d.why))];
+        use DeviceKind::*;
+        let scope = match (a.kind, b.kind) {
+            (Gpu, Gpu) => "gpu-gpu",
+            (Gpu, Nic) | (Nic, Gpu) => "gpu-nic",
+            (Nic, Nic) => "nic-nic",
+            (Gpu, Nvme) | (Nvme, Gpu) => "gpu-nvme",
+            _ => "other",
+        };
+        match (a.kind, b.kind) {
+            (Gpu, Gpu) => {
+                let (cut, r) = nccl::p2p_cutoff(v, self.cpu, self.gpu_count);
+                rules.push(format!(
+                    "P2P {}: {path} {} cut-off {cut} ({r}; NCCL_P2P_LEVEL overrides)",
+                    if d.p2p { "on" } else { "off" },
+                    if d.p2p { "≤" } else { ">" }
+                ));
+                if d.p2p_rerouted {
+                    rules.push(format!(
+                        "P2P refused: the path is rebuilt through the CPU ({})",
+                        d.path
+                    ));
+                }
+                rules.push("NVML P2P read/write status not checked (needs the live driver: nvidia-smi topo -p2p r / w)".into());
+            }
+            (Gpu, Nic) | (Nic, Gpu) => {
+                let (_, lr) = nccl::gdr_level(v);
+                rules.push(format!(
+                    "GDR {} (NIC writes into the GPU): distance {path} {} level ({lr}; NCCL_NET_GDR_LEVEL overrides)",
+                    if d.gdr { "on" } else { "off" },
+                    if d.gdr { "within" } else { "beyond" }
+                ));
+                if !d.gdr {
+                    rules.push(
+                        "without GDR NCCL stages receives through host memory on the GPU's CPU"
+                            .into(),
+                    );
+                }
+                rules.push(self.peermem_rule());
+                rules.push("GDR reads (sends) are allowed by default on SM ≥ 80; pre-Ampere GPUs need an NVLink peer (NCCL_NET_GDR_READ)".into());
+                if let Some((k, pn)) = d.pxn {
+                    rules.push(format!(
+                        "send direction GPU→NIC is PXN via {} (NVLink to this GPU, {pn} to the NIC); GDR for sends judged on that distance; receives stay {path} (NCCL_PXN_DISABLE=1 turns this off)",
+                        self.endpoints[k].name
+                    ));
                 }
             }
             (Nic, Nic) => {
@@ -1121,14 +1276,115 @@ impl<'t> Classifier<'t> {
                 .push("not an NCCL GPU/NIC pair: path type shown for the PCIe path only".into()),
         }
         NcclView {
-            path,
-            gdr,
-            p2p,
+            path: d.path,
+            gdr: d.gdr,
+            p2p: d.p2p,
             rules,
             version: v.to_string(),
+            path_code: d.path.code(v),
             scope: scope.to_string(),
-            pxn_via,
+            pxn_via: d.pxn.map(|(k, _)| self.preps[k].bdf),
         }
+    }
+
+    /// What the machine facts say about the NIC-side GDR support NCCL checks (peermem module
+    /// files), with the paths read.
+    fn peermem_rule(&self) -> String {
+        let m = &self.t.machine;
+        let peers: Vec<String> = m
+            .memory_peers
+            .iter()
+            .map(|(n, v)| match v {
+                Some(v) => format!("/sys/kernel/mm/memory_peers/{n}/version = {v}"),
+                None => format!("/sys/kernel/mm/memory_peers/{n}"),
+            })
+            .collect();
+        if let Some(v) = &m.nvidia_peermem_version {
+            format!(
+                "NIC-side GDR support: /sys/module/nvidia_peermem/version = {v} (NCCL_PTR_CUDA)"
+            )
+        } else if !peers.is_empty() {
+            format!("NIC-side GDR support: {} (NCCL_PTR_CUDA)", peers.join(", "))
+        } else if m.nv_peer_mem_loaded {
+            "NIC-side GDR support: legacy nv_peer_mem module loaded (/sys/module/nv_peer_mem)"
+                .into()
+        } else if m.modules_visible {
+            "NIC-side GDR support: no nvidia_peermem / nv_peer_mem in /sys/module: NCCL can use GDR only through DMA-BUF (not checkable offline); this decision is about distance only".into()
+        } else {
+            "NIC-side GDR support (nvidia_peermem or DMA-BUF) not visible in this input: this decision is about distance only".into()
+        }
+    }
+
+    /// Bandwidth of the path's links without building hops (same figures as the hops).
+    fn bottleneck_fast(&self, a: &Prepared, b: &Prepared, why: Why) -> Option<f64> {
+        let mut m = f64::INFINITY;
+        let mut take = |x: f64| {
+            if x < m {
+                m = x;
+            }
+        };
+        match why {
+            Why::SameDevice | Why::SameAdapter => return None,
+            Why::NvLink { count, .. } => {
+                let per = bandwidth::nccl_nvlink_link_gbytes(
+                    None,
+                    a.nv_version.or(b.nv_version),
+                    self.opts.nccl_version.minor,
+                );
+                return Some(per * count as f64);
+            }
+            _ => {}
+        }
+        let (na, nb) = match Self::lca(a, b) {
+            Some((ia, ib)) => (ia, ib),
+            None => (a.chain.len(), b.chain.len()),
+        };
+        for &d in a.chain.iter().take(na).chain(b.chain.iter().take(nb)) {
+            let x = self.edge_gb[d as usize];
+            if !x.is_nan() {
+                take(x);
+            }
+        }
+        if let Why::DifferentNuma(..) = why
+            && let Some((x, _)) = self.inter_cpu
+        {
+            take(x);
+        }
+        m.is_finite().then_some(m)
+    }
+
+    /// The alloc-free classification of endpoints `i` and `j`: label, NCCL path/GDR/P2P/PXN,
+    /// bottleneck (everything but the words and the hop list).
+    pub fn summary(&self, i: usize, j: usize) -> Option<PairSummary> {
+        let (a, b) = (self.preps.get(i)?, self.preps.get(j)?);
+        let (label, why) = self.label_prepared(a, b);
+        let d = self.nccl_decide(a, b, Some(&self.local_gpus[j]));
+        Some(PairSummary {
+            label,
+            why,
+            nccl_path: d.path,
+            gdr: d.gdr,
+            p2p: d.p2p,
+            pxn_via: d.pxn.map(|(k, _)| self.preps[k].bdf),
+            bottleneck_gbytes_per_s: self.bottleneck_fast(a, b, why),
+        })
+    }
+
+    /// [`Classifier::summary`] of every wanted pair `(i, j)`, `i < j` (the pairs of
+    /// [`Matrix::pairs`], in the same order).
+    pub fn summary_all(&self) -> Vec<(usize, usize, PairSummary)> {
+        let n = self.preps.len();
+        let mut out = Vec::new();
+        for i in 0..n {
+            for j in i + 1..n {
+                if pair_wanted(self.preps[i].kind, self.preps[j].kind)
+                    && let Some(s) = self.summary(i, j)
+                {
+                    out.push((i, j, s));
+                }
+            }
+        }
+        out
     }
 
     fn classify_prepared(
@@ -1138,9 +1394,29 @@ impl<'t> Classifier<'t> {
         local_gpus_b: Option<&[usize]>,
     ) -> PairClass {
         let (label, why) = self.label_prepared(a, b);
-        let reason = self.reason(why, &a.bdf, &b.bdf);
-        let nccl = self.nccl_view(a, b, local_gpus_b);
+        let mut reason = self.reason(why, &a.bdf, &b.bdf);
+        let mut nccl = self.nccl_view(a, b, local_gpus_b);
         let mut hops = self.hops(a, b, why);
+        let acs = self.acs_redirects(a, b);
+        if !acs.is_empty() {
+            let ports: Vec<String> = acs.iter().map(|(b, c)| format!("{b} ({c})")).collect();
+            reason.push_str(&format!(
+                "; but ACS on {} redirects peer-to-peer requests up to the root complex, so traffic takes the PHB path (label {label}, effective PHB)",
+                ports.join(", ")
+            ));
+            nccl.rules.push(
+                "NCCL does not read ACS: it still predicts this path, but P2P/GDR traffic is redirected through the root complex (and can fail under an IOMMU)".into(),
+            );
+            for h in hops.iter_mut() {
+                if let Some((_, c)) = acs.iter().find(|(b, _)| b.to_string() == h.node) {
+                    let m = format!("ACS {c}: P2P redirected upstream");
+                    h.note = Some(match h.note.take() {
+                        Some(n) => format!("{n}; {m}"),
+                        None => m,
+                    });
+                }
+            }
+        }
         let mut bottleneck: Option<(usize, f64)> = None;
         for (i, h) in hops.iter().enumerate() {
             if let Some(g) = h.gbytes_per_s
@@ -1174,6 +1450,32 @@ impl<'t> Classifier<'t> {
             bottleneck_hop: bottleneck.map(|b| b.0),
             hops,
         }
+    }
+
+    /// Ports between two peers below their common ancestor whose ACS control redirects
+    /// peer-to-peer traffic upstream (ReqRedir, CmpltRedir, EgressCtrl), with the enabled
+    /// controls as `lspci` names them. Empty when the pair has no common bridge or config space
+    /// was not readable.
+    fn acs_redirects(&self, a: &Prepared, b: &Prepared) -> Vec<(Bdf, String)> {
+        let Some((ia, ib)) = Self::lca(a, b) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for &d in a
+            .chain
+            .iter()
+            .take(ia + 1)
+            .skip(1)
+            .chain(b.chain.iter().take(ib).skip(1))
+        {
+            let dev = &self.t.devices[d as usize];
+            if let Some(acs) = dev.config.as_ref().and_then(|c| c.acs)
+                && acs.redirects_p2p()
+            {
+                out.push((dev.bdf, acs.enabled_names().join(" ")));
+            }
+        }
+        out
     }
 
     /// Classifies two devices by address (endpoints or not). `None` if either is not in the
@@ -1278,4 +1580,39 @@ pub fn classify_pair(t: &Topology, a: &Bdf, b: &Bdf, opts: &ClassifyOptions) -> 
 /// Classifies every GPU–GPU, GPU–NIC, NIC–NIC and accelerator pair and each GPU–NVMe pair.
 pub fn classify_all(t: &Topology, opts: &ClassifyOptions) -> Matrix {
     Classifier::new(t, opts).matrix()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_print_and_parse_like_nvidia_smi() {
+        for (l, s) in [
+            (Label::X, "X"),
+            (Label::Nv(18), "NV18"),
+            (Label::Pix, "PIX"),
+            (Label::Pxb, "PXB"),
+            (Label::Phb, "PHB"),
+            (Label::Node, "NODE"),
+            (Label::Sys, "SYS"),
+            (Label::Unknown, "?"),
+        ] {
+            assert_eq!(l.to_string(), s);
+            assert_eq!(s.parse::<Label>(), Ok(l));
+            assert_eq!(serde_json::to_string(&l).unwrap(), format!("\"{s}\""));
+        }
+        assert_eq!(" SOC ".parse::<Label>(), Ok(Label::Sys));
+        assert!("NV0".parse::<Label>().is_err());
+        assert!("NVB".parse::<Label>().is_err());
+        assert!(Label::Pix.rank() < Label::Sys.rank());
+        assert_eq!(serde_json::to_string(&NcclPath::Pxn).unwrap(), "\"PXN\"");
+    }
+
+    #[test]
+    fn natural_order_of_rdma_names() {
+        let mut v = vec!["mlx5_10", "mlx5_2", "mlx5_bond_0", "mlx5_1"];
+        v.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(v, ["mlx5_1", "mlx5_2", "mlx5_10", "mlx5_bond_0"]);
+    }
 }

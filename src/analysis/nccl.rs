@@ -304,6 +304,30 @@ pub fn p2p_cutoff(v: NcclVersion, cpu: Option<CpuClass>, gpus: usize) -> (NcclPa
     }
 }
 
+/// The cut-off of [`p2p_cutoff`] without its words (no allocation).
+pub fn p2p_cutoff_level(v: NcclVersion, cpu: Option<CpuClass>, gpus: usize) -> NcclPath {
+    if v.at_least(23) {
+        match cpu {
+            Some(CpuClass::Amd) if gpus <= 2 => NcclPath::Sys,
+            _ => NcclPath::Pxb,
+        }
+    } else {
+        match cpu {
+            Some(CpuClass::Intel) | Some(CpuClass::Arm) | Some(CpuClass::Zhaoxin) => NcclPath::Pxb,
+            _ => NcclPath::Sys,
+        }
+    }
+}
+
+/// The level of [`gdr_level`] without its words.
+pub fn gdr_level_path(v: NcclVersion) -> NcclPath {
+    if v.at_least(27) {
+        NcclPath::P2c
+    } else {
+        NcclPath::Pxb
+    }
+}
+
 /// NCCL's default `NCCL_NET_GDR_LEVEL` (classification.md §2.7) and the rule text. On x86 PCIe
 /// machines P2C and PXB admit the same paths (PIX, PXB).
 pub fn gdr_level(v: NcclVersion) -> (NcclPath, String) {
@@ -399,6 +423,22 @@ mod tests {
             NcclPath::Pxb
         );
         assert_eq!(gdr_level(v("2.26")).0, NcclPath::Pxb);
+        for ver in ["2.12", "2.22", "2.23", "2.26", "2.27", "2.30"] {
+            assert_eq!(gdr_level_path(v(ver)), gdr_level(v(ver)).0);
+            for cpu in [
+                None,
+                Some(CpuClass::Amd),
+                Some(CpuClass::Intel),
+                Some(CpuClass::Power),
+            ] {
+                for gpus in [1, 2, 8] {
+                    assert_eq!(
+                        p2p_cutoff_level(v(ver), cpu, gpus),
+                        p2p_cutoff(v(ver), cpu, gpus).0
+                    );
+                }
+            }
+        }
         assert_eq!(gdr_level(v("2.28")).0, NcclPath::P2c);
     }
 }

@@ -3,4 +3,5 @@
 pub mod audit;
 pub mod classify;
 pub mod fixture;
+pub mod probe;
 pub mod report;

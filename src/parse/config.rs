@@ -267,7 +267,7 @@ pub fn parse(bytes: &[u8]) -> Option<ConfigSpace> {
     if status & 0x10 != 0 && bytes.len() >= 256 {
         let mut ptr = (rd8(bytes, 0x34)? & 0xfc) as usize;
         let mut visits = 0;
-        while ptr >= 0x40 && ptr < 256 && visits < 48 {
+        while (0x40..256).contains(&ptr) && visits < 48 {
             visits += 1;
             let Some(id) = rd8(bytes, ptr) else { break };
             if id == CAP_ID_EXP {

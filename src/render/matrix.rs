@@ -57,6 +57,15 @@ fn in_table(e: &Endpoint) -> bool {
 /// Affinity` and `NUMA Affinity` (compute rows only), the legend, the NIC legend and the notes.
 pub fn render_table(m: &Matrix) -> String {
     let eps: Vec<&Endpoint> = m.endpoints.iter().filter(|e| in_table(e)).collect();
+    if eps.is_empty() {
+        let mut out =
+            String::from("No GPU, accelerator or NIC in this topology: no matrix to print.\n");
+        for n in &m.notes {
+            out.push_str(n);
+            out.push('\n');
+        }
+        return out;
+    }
     let mut t = Table::new();
     t.load_style(presets::NOTHING);
     t.force_no_tty();
@@ -226,8 +235,12 @@ pub fn render_explain(p: &PairClass, name_a: &str, name_b: &str) -> String {
     } else {
         "n/a"
     };
+    let code = n
+        .path_code
+        .map(|c| format!(" (code {c})"))
+        .unwrap_or_default();
     out.push_str(&format!(
-        "\nNCCL {}: path {}; GDR {gdr}; P2P {p2p}\n",
+        "\nNCCL {}: path {}{code}; GDR {gdr}; P2P {p2p}\n",
         n.version, n.path
     ));
     if let Some(v) = n.pxn_via {

@@ -65,10 +65,10 @@ pub trait FsRoot: Send + Sync {
                 Some(EntryKind::Symlink) => {
                     links += 1;
                     if links > 40 {
-                        return Err(io::Error::new(
-                            io::ErrorKind::Other,
-                            format!("too many levels of symbolic links at {}", cand.display()),
-                        ));
+                        return Err(io::Error::other(format!(
+                            "too many levels of symbolic links at {}",
+                            cand.display()
+                        )));
                     }
                     let target = self.read_link(&cand)?;
                     if target.is_absolute() {
@@ -298,10 +298,10 @@ impl MemRoot {
                 .components()
                 .next()
                 .map(|c| PathBuf::from(c.as_os_str()));
-            if let Some(top) = first {
-                if raw.iter().all(|(p, _)| p.starts_with(&top)) {
-                    strip = Some(top);
-                }
+            if let Some(top) = first
+                && raw.iter().all(|(p, _)| p.starts_with(&top))
+            {
+                strip = Some(top);
             }
         }
         let mut root = MemRoot::new(name);
@@ -341,7 +341,7 @@ impl FsRoot for MemRoot {
         let p = self.follow(path)?;
         match self.nodes.get(&p) {
             Some(MemNode::File(b)) => Ok(b[..b.len().min(limit)].to_vec()),
-            Some(MemNode::Dir) => Err(io::Error::new(io::ErrorKind::Other, "is a directory")),
+            Some(MemNode::Dir) => Err(io::Error::other("is a directory")),
             _ => Err(Self::not_found(path)),
         }
     }

@@ -97,22 +97,9 @@ pub fn scan(fs: &dyn FsRoot, source: SourceInfo, opts: &ScanOptions) -> io::Resu
                         continue;
                     }
                 };
-                match fs.kind(&target) {
-                    Some(EntryKind::Dir) => target,
-                    _ => match fs.resolve(&link) {
-                        Ok(p) if fs.kind(&p) == Some(EntryKind::Dir) => p,
-                        Ok(_) | Err(_) => {
-                            log.warn(
-                                &link,
-                                format!(
-                                    "dangling or looping link to {}; device skipped",
-                                    target.display()
-                                ),
-                            );
-                            continue;
-                        }
-                    },
-                }
+                // Kernel links point straight at the device directory; its listing (read below
+                // anyway) proves it exists. Anything odd goes through full resolution.
+                target
             }
             EntryKind::Dir => link.clone(),
             _ => {
@@ -137,10 +124,10 @@ pub fn scan(fs: &dyn FsRoot, source: SourceInfo, opts: &ScanOptions) -> io::Resu
                 hb = Some(s.to_string());
                 continue;
             }
-            if hb.is_some() {
-                if let Ok(b) = s.parse::<Bdf>() {
-                    chain.push((b, prefix.clone()));
-                }
+            if hb.is_some()
+                && let Ok(b) = s.parse::<Bdf>()
+            {
+                chain.push((b, prefix.clone()));
             }
         }
         let hb = match hb {
@@ -205,6 +192,16 @@ pub fn scan(fs: &dyn FsRoot, source: SourceInfo, opts: &ScanOptions) -> io::Resu
         };
         let listing = match fs.read_dir(dir) {
             Ok(l) => l,
+            Err(e) if *listed && e.kind() == io::ErrorKind::NotFound && fs.kind(dir).is_none() => {
+                log.warn(
+                    &bus.join(bdf.to_string()),
+                    format!(
+                        "dangling or looping link to {}; device skipped",
+                        dir.display()
+                    ),
+                );
+                continue;
+            }
             Err(e) => {
                 log.warn(dir, format!("device directory unreadable ({e}); device vanished or access denied, skipped"));
                 continue;
@@ -471,19 +468,19 @@ fn nvidia_gpus(fs: &dyn FsRoot, log: &Log, devices: &mut [Device]) {
         let mut od = OsDevice::new(OsDeviceKind::NvidiaGpu, e.name.clone());
         if let Some(b) = read_opt(fs, log, &dir.join(&e.name).join("numa_status")) {
             // GPU memory exposed as a NUMA node (POWER9/Grace coherent GPUs): `Node: 255`.
-            if let Ok(s) = std::str::from_utf8(&b) {
-                if let Some(n) = s.lines().find_map(|l| l.strip_prefix("Node:")) {
-                    od.attrs
-                        .push(("memory_numa_node".into(), n.trim().to_string()));
-                }
+            if let Ok(s) = std::str::from_utf8(&b)
+                && let Some(n) = s.lines().find_map(|l| l.strip_prefix("Node:"))
+            {
+                od.attrs
+                    .push(("memory_numa_node".into(), n.trim().to_string()));
             }
         }
-        if let Some(b) = read_opt(fs, log, &dir.join(&e.name).join("information")) {
-            if let Ok(s) = std::str::from_utf8(&b) {
-                for line in s.lines() {
-                    if let Some((k, v)) = line.split_once(':') {
-                        od.attrs.push((k.trim().to_string(), v.trim().to_string()));
-                    }
+        if let Some(b) = read_opt(fs, log, &dir.join(&e.name).join("information"))
+            && let Ok(s) = std::str::from_utf8(&b)
+        {
+            for line in s.lines() {
+                if let Some((k, v)) = line.split_once(':') {
+                    od.attrs.push((k.trim().to_string(), v.trim().to_string()));
                 }
             }
         }
@@ -625,10 +622,10 @@ fn machine_info(fs: &dyn FsRoot, log: &Log) -> MachineInfo {
         ("sys/class/dmi/id/sys_vendor", &m.dmi_sys_vendor),
         ("sys/class/dmi/id/product_name", &m.dmi_product_name),
     ] {
-        if let Some(v) = v {
-            if VM_NAMES.iter().any(|n| v.contains(n)) {
-                m.hypervisor.push((p.to_string(), v.clone()));
-            }
+        if let Some(v) = v
+            && VM_NAMES.iter().any(|n| v.contains(n))
+        {
+            m.hypervisor.push((p.to_string(), v.clone()));
         }
     }
     m.kernel_cmdline = match fs.read(Path::new("proc/cmdline")) {

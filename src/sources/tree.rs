@@ -28,15 +28,15 @@ pub fn infer_structure(
         .map(|(i, d)| (d.bdf, i))
         .collect();
     // Drop parents that do not exist (defensive; sources should not produce them).
-    for i in 0..devices.len() {
-        if let Some(p) = devices[i].parent {
-            if !index.contains_key(&p) || p == devices[i].bdf {
-                warnings.push(Warning {
-                    path: devices[i].sysfs_path.clone(),
-                    message: format!("parent {p} not found; device attached to its host bridge"),
-                });
-                devices[i].parent = None;
-            }
+    for d in devices.iter_mut() {
+        if let Some(p) = d.parent
+            && (!index.contains_key(&p) || p == d.bdf)
+        {
+            warnings.push(Warning {
+                path: d.sysfs_path.clone(),
+                message: format!("parent {p} not found; device attached to its host bridge"),
+            });
+            d.parent = None;
         }
     }
     let mut children: HashMap<Bdf, Vec<usize>> = HashMap::new();
@@ -138,7 +138,7 @@ pub fn infer_structure(
         .iter()
         .filter(|d| d.kind == DeviceKind::SwitchDownstream)
     {
-        if !port_switch.contains_key(&d.bdf) {
+        if let std::collections::hash_map::Entry::Vacant(e) = port_switch.entry(d.bdf) {
             warnings.push(Warning {
                 path: d.sysfs_path.clone(),
                 message: format!(
@@ -147,7 +147,7 @@ pub fn infer_structure(
                 ),
             });
             let n = switches.len();
-            port_switch.insert(d.bdf, n);
+            e.insert(n);
             switches.push(Switch {
                 id: format!("sw{n}"),
                 upstream: d.bdf,
@@ -173,9 +173,8 @@ pub fn infer_structure(
         }
         None
     };
-    for s in 0..switches.len() {
-        let up = switches[s].upstream;
-        switches[s].parent_switch = switch_above(up, &devices).map(|p| format!("sw{p}"));
+    for sw in switches.iter_mut() {
+        sw.parent_switch = switch_above(sw.upstream, &devices).map(|p| format!("sw{p}"));
     }
     for i in 0..devices.len() {
         let d = &devices[i];
@@ -199,8 +198,8 @@ pub fn infer_structure(
     }
 
     // Host bridges: names from the devices, NUMA node agreed by them.
-    let mut hbs: BTreeMap<(u32, u8), (String, BTreeSet<Option<u32>>, BTreeSet<u32>)> =
-        BTreeMap::new();
+    type HostBridgeSeen = (String, BTreeSet<Option<u32>>, BTreeSet<u32>);
+    let mut hbs: BTreeMap<(u32, u8), HostBridgeSeen> = BTreeMap::new();
     for d in &devices {
         let key = parse_host_bridge(&d.host_bridge).unwrap_or((d.bdf.domain, d.bdf.bus));
         let e = hbs

@@ -31,6 +31,10 @@ pub struct ConfigContext {
     pub num_vfs: u16,
     /// Routing-ID offset of the first VF and the stride between VFs.
     pub vf_offset_stride: (u16, u16),
+    /// The function is an SR-IOV VF: its Vendor and Device ID registers read 0xFFFF (SR-IOV
+    /// spec; the kernel's `config` file shows the raw registers, VFIO emulates them and lspci
+    /// takes the IDs from the `vendor`/`device` files).
+    pub is_vf: bool,
 }
 
 fn w8(b: &mut [u8], off: usize, v: u8) {
@@ -72,8 +76,13 @@ fn size_code(bytes: u32) -> u16 {
 pub fn build(f: &Function, ctx: &ConfigContext) -> Vec<u8> {
     let size = if f.pcie { 4096 } else { 256 };
     let mut b = vec![0u8; size];
-    w16(&mut b, 0x00, f.vendor);
-    w16(&mut b, 0x02, f.device);
+    if ctx.is_vf {
+        w16(&mut b, 0x00, 0xffff);
+        w16(&mut b, 0x02, 0xffff);
+    } else {
+        w16(&mut b, 0x00, f.vendor);
+        w16(&mut b, 0x02, f.device);
+    }
     // Command: memory space + bus master (+ I/O space for bridges).
     w16(
         &mut b,

@@ -198,10 +198,8 @@ fn mlx_nic(
     bdf: Bdf,
     parent: Option<Bdf>,
     device: u16,
-    rdma: &str,
-    net: &str,
-    rate: &str,
-    layer: &str,
+    (rdma, net): (&str, &str),
+    (rate, layer): (&str, &str),
     link: Link,
 ) -> Function {
     let gbps: u64 = rate
@@ -287,6 +285,56 @@ fn nvme(bdf: Bdf, parent: Option<Bdf>, name: &str) -> Function {
     }
 }
 
+/// The BMC's display path found on most servers: a root port, the ASPEED PCIe-to-PCI bridge
+/// (1a03:1150, port type 7) and the ASPEED VGA (1a03:2000, class 0x0300 from a non-GPU vendor,
+/// conventional PCI) on bus `bus + 1`.
+fn aspeed_bmc(rp: Bdf, bus: u8) -> Vec<Function> {
+    let bridge = b(rp.domain, bus, 0, 0);
+    let mut r = port(rp, None, Role::RootPort, 0x8086, 0x1bbc, Link::full(5.0, 1));
+    r.acs_control = Some(0);
+    let mut p2p = port(
+        bridge,
+        Some(rp),
+        Role::PcieToPci,
+        0x1a03,
+        0x1150,
+        Link::full(5.0, 1),
+    );
+    p2p.driver = None;
+    p2p.revision = 0x06;
+    let vga = Function {
+        bdf: b(rp.domain, bus + 1, 0, 0),
+        parent: Some(bridge),
+        vendor: 0x1a03,
+        device: 0x2000,
+        subsystem_vendor: 0x15d9,
+        subsystem_device: 0x1c48,
+        class: 0x030000,
+        revision: 0x52,
+        pcie: false,
+        relaxed_ordering: false,
+        bars: vec![
+            Bar {
+                index: 0,
+                start: 0x9e00_0000,
+                size: 16 << 20,
+                mem64: false,
+                prefetchable: false,
+            },
+            Bar {
+                index: 1,
+                start: 0x9f00_0000,
+                size: 256 << 10,
+                mem64: false,
+                prefetchable: false,
+            },
+        ],
+        driver: Some("ast".into()),
+        ..Default::default()
+    };
+    vec![r, p2p, vga]
+}
+
 /// Numbers IOMMU groups 0.. in address order (one group per function, as with ACS on every
 /// port or with a platform that isolates each function).
 fn number_iommu_groups(spec: &mut Spec) {
@@ -356,11 +404,13 @@ pub fn hgx_nic_port(i: usize) -> Bdf {
 /// An HGX H100 8-GPU node: 2 Sapphire Rapids sockets (2 NUMA nodes, 56 cores, SMT), GPU–NIC
 /// pair `i` under its own Broadcom PEX switch (1000:c030) behind a root port on its own host
 /// bridge, 4 pairs per socket, Gen5 x16 everywhere; 8 H100 SXM (10de:2330), 8 ConnectX-7
-/// (15b3:1021, `mlx5_0..7`, IB NDR ACTIVE); 2 NVMe and an I210 management NIC on socket 0;
+/// (15b3:1021, `mlx5_0..7`, IB NDR ACTIVE); 2 NVMe, an I210 management NIC and the ASPEED BMC
+/// VGA behind its PCIe-to-PCI bridge on socket 0;
 /// nvidia-peermem loaded, IOMMU in passthrough (`identity`).
 pub fn hgx_h100() -> Spec {
     let gen5 = Link::full(32.0, 16);
     let mut fns = vec![host_fn(b(0, 0, 0, 0), 0x8086, 0x09a2, 0x088000, true)];
+    fns.extend(aspeed_bmc(b(0, 0, 0x1d, 0), 2));
     // Management NIC on the PCH-side root port.
     let rp0 = b(0, 0, 0x1c, 0);
     let mut r = port(
@@ -449,10 +499,8 @@ pub fn hgx_h100() -> Spec {
             hgx_nic(i),
             Some(hgx_nic_port(i)),
             0x1021,
-            &format!("mlx5_{i}"),
-            &format!("ib{i}"),
-            "400 Gb/sec (4X NDR)",
-            "InfiniBand",
+            (&format!("mlx5_{i}"), &format!("ib{i}")),
+            ("400 Gb/sec (4X NDR)", "InfiniBand"),
             gen5,
         ));
     }
@@ -618,10 +666,8 @@ pub fn dgx_a100() -> Spec {
                 dgx_nic(i),
                 Some(np),
                 0x101b,
-                &format!("mlx5_{i}"),
-                &format!("ib{i}"),
-                "200 Gb/sec (4X HDR)",
-                "InfiniBand",
+                (&format!("mlx5_{i}"), &format!("ib{i}")),
+                ("200 Gb/sec (4X HDR)", "InfiniBand"),
                 gen4,
             ));
         }
@@ -640,10 +686,8 @@ pub fn dgx_a100() -> Spec {
             b(0, 0xc1, 0, f),
             Some(rp),
             0x101b,
-            &format!("mlx5_{}", 8 + f),
-            &format!("enp193s0f{f}"),
-            "200 Gb/sec (4X HDR)",
-            "Ethernet",
+            (&format!("mlx5_{}", 8 + f), &format!("enp193s0f{f}")),
+            ("200 Gb/sec (4X HDR)", "Ethernet"),
             gen4,
         ));
     }
@@ -724,10 +768,8 @@ pub fn vm_flat() -> Spec {
         b(0, 2, 0, 0),
         Some(rp_nic),
         0x101e,
-        "mlx5_0",
-        "ib0",
-        "400 Gb/sec (4X NDR)",
-        "InfiniBand",
+        ("mlx5_0", "ib0"),
+        ("400 Gb/sec (4X NDR)", "InfiniBand"),
         gen5,
     );
     n.aer = None;
@@ -948,10 +990,8 @@ pub fn scaling(n_devices: usize) -> Spec {
                     ep,
                     Some(dsp),
                     0x1021,
-                    &format!("mlx5_{nic_no}"),
-                    &format!("ib{nic_no}"),
-                    "400 Gb/sec (4X NDR)",
-                    "InfiniBand",
+                    (&format!("mlx5_{nic_no}"), &format!("ib{nic_no}")),
+                    ("400 Gb/sec (4X NDR)", "InfiniBand"),
                     gen5,
                 ));
                 nic_no += 1;
@@ -1008,10 +1048,8 @@ pub fn many_vfs(n: usize) -> Spec {
         MANY_VFS_PF,
         Some(rp),
         0x1021,
-        "mlx5_0",
-        "ib0",
-        "400 Gb/sec (4X NDR)",
-        "InfiniBand",
+        ("mlx5_0", "ib0"),
+        ("400 Gb/sec (4X NDR)", "InfiniBand"),
         gen5,
     );
     pf.total_vfs = n.min(usize::from(u16::MAX)) as u16;

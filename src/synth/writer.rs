@@ -404,19 +404,17 @@ pub fn build_entries(spec: &Spec, opts: &WriteOptions) -> Result<Vec<(PathBuf, E
             format!("{}\n", cpulist::format_list(local)),
         );
         t.file(a("local_cpus"), format!("{}\n", cpumask(local, ncpus)));
-        if f.pcie {
-            if let Some(l) = f.link {
-                t.file(
-                    a("current_link_speed"),
-                    format!("{}\n", speed_text(l.speed)),
-                );
-                t.file(a("current_link_width"), format!("{}\n", l.width));
-                t.file(
-                    a("max_link_speed"),
-                    format!("{}\n", speed_text(l.max_speed)),
-                );
-                t.file(a("max_link_width"), format!("{}\n", l.max_width));
-            }
+        if let (true, Some(l)) = (f.pcie, f.link) {
+            t.file(
+                a("current_link_speed"),
+                format!("{}\n", speed_text(l.speed)),
+            );
+            t.file(a("current_link_width"), format!("{}\n", l.width));
+            t.file(
+                a("max_link_speed"),
+                format!("{}\n", speed_text(l.max_speed)),
+            );
+            t.file(a("max_link_width"), format!("{}\n", l.max_width));
         }
         let buses = lay.buses.get(&f.bdf).copied();
         if let Some(bb) = buses {
@@ -463,6 +461,7 @@ pub fn build_entries(spec: &Spec, opts: &WriteOptions) -> Result<Vec<(PathBuf, E
                 && slots_by_device.contains(&(f.bdf.domain, f.bdf.bus, f.bdf.device)),
             num_vfs: vfs.map_or(0, |v| v.len() as u16),
             vf_offset_stride: offset_stride,
+            is_vf: f.physfn.is_some(),
         };
         let mut cfg = config::build(f, &ctx);
         if opts.unprivileged {

@@ -44,6 +44,34 @@ pub fn extract(tarball: &Path) -> (tempfile::TempDir, PathBuf) {
     (dir, root)
 }
 
+/// Extracts a tarball once per build directory (under `CARGO_TARGET_TMPDIR`) and returns the
+/// root holding `sys/`. Safe across parallel tests: extraction goes to a private directory that
+/// is renamed into place.
+pub fn extracted(tarball: &Path) -> PathBuf {
+    let name = tarball.file_name().unwrap().to_string_lossy().into_owned();
+    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fixtures");
+    let dest = base.join(&name);
+    let stamp = dest.join(".complete");
+    if !stamp.exists() {
+        std::fs::create_dir_all(&base).unwrap();
+        let (tmp, _) = extract(tarball);
+        std::fs::write(tmp.path().join(".complete"), b"").unwrap();
+        let tmp = tmp.keep();
+        if std::fs::rename(&tmp, &dest).is_err() {
+            let _ = std::fs::remove_dir_all(&tmp); // another test got there first
+        }
+    }
+    if dest.join("sys").is_dir() {
+        dest
+    } else {
+        std::fs::read_dir(&dest)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.join("sys").is_dir())
+            .expect("no sys/ in tarball")
+    }
+}
+
 /// Runs a peer tool; `None` (with a note) if it is not installed and we are not in CI.
 pub fn tool(cmd: &str, args: &[&str], env: &[(&str, &str)]) -> Option<String> {
     let mut c = Command::new(cmd);

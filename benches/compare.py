@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Whole-process benchmark: peerpath scan side by side with lstopo and lspci on the same input,
+and against the I/O floor (a minimal C reader doing exactly the file operations peerpath's scan
+did, taken from strace of that scan). Paired runs in alternating order; medians and ratios.
+
+usage: benches/compare.py [--runs N] [--fixture TARBALL] [--peerpath BIN]
+Needs: lstopo-no-graphics (hwloc), lspci (pciutils), strace, gcc. Build peerpath with
+`cargo build --release` first.
+"""
+import argparse, os, random, re, resource, statistics, subprocess, sys, tarfile, tempfile, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+
+
+def run(cmd, env=None):
+    # posix_spawn (vfork semantics): the child's peak RSS does not include a copy of Python's.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    t0 = time.perf_counter()
+    pid = os.posix_spawnp(cmd[0], cmd, env or os.environ,
+                          file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 1), (os.POSIX_SPAWN_DUP2, devnull, 2)])
+    _, status, ru = os.wait4(pid, 0)
+    os.close(devnull)
+    dt = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"command failed: {' '.join(cmd)}")
+    return dt, ru.ru_maxrss  # seconds, KiB
+
+
+def floor_ops(peerpath, root, workdir):
+    trace = os.path.join(workdir, "trace")
+    subprocess.run(["strace", "-f", "-qq", "-e", "trace=openat,readlinkat,readlink,getdents64",
+                    "-o", trace, peerpath, "scan", "-i", root, "--format", "json"],
+                   stdout=subprocess.DEVNULL, check=True)
+    fds, ops = {}, []
+    open_re = re.compile(r'openat\(AT_FDCWD, "([^"]+)", ([^)]*)\) = (\d+)')
+    rl_re = re.compile(r'readlink(?:at)?\((?:AT_FDCWD, )?"([^"]+)",.* = \d+')
+    skip = ("/etc/ld.so", "/lib", "/usr/lib", "/proc/self", "/sys/devices/system/cpu", "/dev/")
+    for line in open(trace):
+        m = open_re.search(line)
+        if m and not m.group(1).startswith(skip):
+            kind = "d" if "O_DIRECTORY" in m.group(2) else "f"
+            ops.append(f"{kind} {m.group(1)}")
+            continue
+        m = rl_re.search(line)
+        if m and not m.group(1).startswith(skip):
+            ops.append(f"l {m.group(1)}")
+    path = os.path.join(workdir, "ops")
+    with open(path, "w") as f:
+        f.write("\n".join(ops) + "\n")
+    return path, len(ops)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=21)
+    ap.add_argument("--fixture", default=os.path.join(REPO, "fixtures/hwloc/32em64t-2n8c+dax+nvme+mic+dimms.tar.bz2"))
+    ap.add_argument("--peerpath", default=os.path.join(REPO, "target/release/peerpath"))
+    a = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="peerpath-bench-")
+    with tarfile.open(a.fixture) as t:
+        t.extractall(work, filter="tar") if hasattr(tarfile, "data_filter") else t.extractall(work)
+    root = next(os.path.join(work, d) for d in os.listdir(work) if os.path.isdir(os.path.join(work, d, "sys")))
+    floor_bin = os.path.join(work, "floor")
+    subprocess.run(["gcc", "-O2", "-o", floor_bin, os.path.join(HERE, "floor.c")], check=True)
+    rss_bin = os.path.join(work, "rss")
+    subprocess.run(["gcc", "-O2", "-o", rss_bin, os.path.join(HERE, "rss.c")], check=True)
+    ops, nops = floor_ops(a.peerpath, root, work)
+    env = dict(os.environ, LANG="C", LC_ALL="C")
+    cmds = {
+        "peerpath": [a.peerpath, "scan", "-i", root, "--format", "json"],
+        "lstopo": ["lstopo-no-graphics", "--if", "fsroot", "-i", root, "--whole-io"],
+        "lspci": ["lspci", "-A", "linux-sysfs", "-O", f"sysfs.path={root}/sys/bus/pci", "-tv"],
+        "floor": [floor_bin, ops],
+    }
+    ndev = len(os.listdir(os.path.join(root, "sys/bus/pci/devices")))
+    times = {k: [] for k in cmds}
+    rss = {k: 0 for k in cmds}
+    for k, c in cmds.items():  # warm the page cache
+        run(c, env)
+    for _ in range(a.runs):
+        order = list(cmds)
+        random.shuffle(order)
+        for k in order:
+            dt, _ = run(cmds[k], env)
+            times[k].append(dt)
+    for k, c in cmds.items():
+        out = subprocess.run([rss_bin] + c, capture_output=True, text=True, env=env)
+        rss[k] = int(out.stdout.strip() or 0)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"input: {a.fixture} ({ndev} PCI devices), {a.runs} paired runs, floor = {nops} file operations")
+    print(f"{'command':<10} {'median ms':>10} {'peak RSS KiB':>13}")
+    for k in cmds:
+        print(f"{k:<10} {med[k]*1000:>10.2f} {rss[k]:>13}")
+    print(f"peerpath / lstopo = {med['peerpath']/med['lstopo']:.3f}")
+    print(f"peerpath / lspci  = {med['peerpath']/med['lspci']:.3f}")
+    print(f"peerpath / floor  = {med['peerpath']/med['floor']:.3f}")
+    scaling(a.peerpath, rss_bin, work, env, max(5, a.runs // 2))
+    end_to_end(a.peerpath, env, max(5, a.runs // 2))
+
+
+def median_time(cmd, env, runs):
+    run(cmd, env)
+    return statistics.median(run(cmd, env)[0] for _ in range(runs))
+
+
+def scaling(peerpath, rss_bin, work, env, runs):
+    """Scan time and peak RSS on synthesized trees of growing size."""
+    print("\nscaling (peerpath scan --format json on synthesized trees):")
+    print(f"{'devices':>8} {'median ms':>10} {'peak RSS KiB':>13}")
+    base = None
+    for n in (256, 1024, 4096, 16384):
+        root = os.path.join(work, f"scaling-{n}")
+        subprocess.run([peerpath, "fixture", f"scaling-{n}", "-o", root], check=True, stdout=subprocess.DEVNULL)
+        cmd = [peerpath, "scan", "-i", root, "--format", "json"]
+        t = median_time(cmd, env, runs)
+        m = int(subprocess.run([rss_bin] + cmd, capture_output=True, text=True, env=env).stdout.strip() or 0)
+        ndev = len(os.listdir(os.path.join(root, "sys/bus/pci/devices")))
+        print(f"{ndev:>8} {t*1000:>10.2f} {m:>13}")
+        if n == 1024:
+            base = t
+        if n == 16384 and base:
+            print(f"16x devices (1024 -> 16384): {t/base:.2f}x time (target <= 18x)")
+
+
+def end_to_end(peerpath, env, runs):
+    """Whole commands on the HGX-like snapshot."""
+    fx = os.path.join(REPO, "fixtures/synth/hgx-h100.tar.gz")
+    print(f"\nend to end on {os.path.relpath(fx, REPO)}:")
+    for args in (["scan"], ["matrix"], ["audit"], ["place", "--ranks", "8"]):
+        cmd = [peerpath] + args + ["-i", fx]
+        try:
+            t = median_time(cmd, env, runs)
+        except SystemExit:
+            t = median_time_any(cmd, env, runs)
+        print(f"  {' '.join(args):<18} {t*1000:>8.2f} ms")
+
+
+def median_time_any(cmd, env, runs):
+    """Like median_time, accepting a non-zero exit (audit exits 1 on findings)."""
+    ts = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+
+
+if __name__ == "__main__":
+    main()

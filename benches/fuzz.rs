@@ -1,0 +1,46 @@
+//! Long fuzz runs of every target with the stable mutational harness: `cargo bench --bench fuzz
+//! -- [EXECS]` (default 10,000,000 per cheap target; tarball and JSON targets get 1/100 of it).
+//! Prints executions, crashes and rate per target. Coverage-guided runs: `fuzz/README.md`.
+
+use peerpath::fuzzing::{TARGETS, run_mutations};
+use std::time::Instant;
+
+fn main() {
+    let execs: u64 = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(10_000_000);
+    println!(
+        "{:<10} {:>12} {:>8} {:>12}",
+        "target", "execs", "crashes", "execs/s"
+    );
+    for t in TARGETS {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fuzz/corpus")
+            .join(t.name);
+        let corpus: Vec<Vec<u8>> = std::fs::read_dir(&dir)
+            .map(|r| {
+                r.filter_map(|e| std::fs::read(e.ok()?.path()).ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let n = if matches!(t.name, "snapshot" | "json") {
+            execs / 100
+        } else {
+            execs
+        };
+        let start = Instant::now();
+        let s = run_mutations(t.run, &corpus, n, 0x2545_f491_4f6c_dd1d);
+        let secs = start.elapsed().as_secs_f64();
+        println!(
+            "{:<10} {:>12} {:>8} {:>12.0}",
+            t.name,
+            s.execs,
+            s.crashes,
+            s.execs as f64 / secs
+        );
+        if let Some(c) = s.first_crash {
+            println!("  first crash input: {:?}", String::from_utf8_lossy(&c));
+        }
+    }
+}

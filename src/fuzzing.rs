@@ -1,0 +1,225 @@
+//! Fuzz targets: one entry point per parser of untrusted input, shared by the `cargo fuzz`
+//! targets under `fuzz/` (coverage-guided, nightly) and by the stable smoke run in the tests and
+//! `benches/fuzz.rs` (a seeded mutational loop). A target must never panic, whatever the bytes.
+
+use crate::parse;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+/// A named fuzz target.
+pub struct Target {
+    /// Name (also the `fuzz/fuzz_targets/<name>.rs` file).
+    pub name: &'static str,
+    /// The function under test.
+    pub run: fn(&[u8]),
+}
+
+/// Every target.
+pub const TARGETS: &[Target] = &[
+    Target {
+        name: "attr",
+        run: attr,
+    },
+    Target {
+        name: "cpulist",
+        run: cpulist,
+    },
+    Target {
+        name: "config",
+        run: config,
+    },
+    Target {
+        name: "resource",
+        run: resource,
+    },
+    Target {
+        name: "aer",
+        run: aer,
+    },
+    Target {
+        name: "ib",
+        run: ib,
+    },
+    Target {
+        name: "bdf",
+        run: bdf,
+    },
+    Target {
+        name: "pci_ids",
+        run: pci_ids,
+    },
+    Target {
+        name: "snapshot",
+        run: snapshot,
+    },
+    Target {
+        name: "json",
+        run: json,
+    },
+];
+
+/// Single-value attributes (`vendor`, `numa_node`, `current_link_speed`, …).
+pub fn attr(data: &[u8]) {
+    let _ = parse::attr::text(data);
+    let _ = parse::attr::hex_u32(data);
+    let _ = parse::attr::int(data);
+    let _ = parse::attr::numa_node(data);
+    let _ = parse::attr::link_width(data);
+    if let Some(g) = parse::attr::link_speed_gts(data) {
+        let _ = parse::attr::pcie_gen(g);
+    }
+}
+
+/// cpulists and masks; a parsed list must survive a format/parse round trip.
+pub fn cpulist(data: &[u8]) {
+    if let Some(v) = parse::cpulist::parse_list(data) {
+        let s = parse::cpulist::format_list(&v);
+        assert_eq!(parse::cpulist::parse_list(s.as_bytes()), Some(v));
+    }
+    let _ = parse::cpulist::parse_mask(data);
+}
+
+/// Config space and its capability walks.
+pub fn config(data: &[u8]) {
+    if let Some(c) = parse::config::parse(data)
+        && let Some(a) = c.acs
+    {
+        let _ = a.enabled_names();
+    }
+}
+
+/// `resource` tables.
+pub fn resource(data: &[u8]) {
+    let _ = parse::resource::parse(data);
+}
+
+/// AER counter files.
+pub fn aer(data: &[u8]) {
+    if let Some(a) = parse::aer::parse(data) {
+        let _ = a.total_or_sum();
+    }
+}
+
+/// RDMA port `state`/`rate` files.
+pub fn ib(data: &[u8]) {
+    let _ = parse::ib::numbered_state(data);
+    let _ = parse::ib::rate_gbps(data);
+}
+
+/// PCI addresses and host bridge names; a parsed address must print back to itself.
+pub fn bdf(data: &[u8]) {
+    if let Ok(s) = std::str::from_utf8(data) {
+        if let Ok(b) = s.parse::<crate::model::Bdf>() {
+            assert_eq!(b.to_string().parse::<crate::model::Bdf>().ok(), Some(b));
+        }
+        let _ = crate::model::bdf::parse_host_bridge(s);
+    }
+}
+
+/// The lazy pci.ids reader.
+pub fn pci_ids(data: &[u8]) {
+    let want = std::collections::HashSet::from([0x10de, 0x15b3, 0x8086]);
+    let _ = crate::pci_ids::parse_wanted(data, &want);
+}
+
+/// Snapshot tarballs: read in memory (no path may escape), then scanned.
+pub fn snapshot(data: &[u8]) {
+    if let Ok(root) = crate::sources::fsroot::MemRoot::from_tar_bytes("fuzz", data) {
+        let src = crate::model::SourceInfo {
+            kind: "snapshot".into(),
+            path: "fuzz".into(),
+            limitations: vec![],
+        };
+        let _ = crate::sources::sysfs::scan(&root, src, &Default::default());
+    }
+}
+
+/// peerpath's own topology JSON.
+pub fn json(data: &[u8]) {
+    if let Ok(mut t) = serde_json::from_slice::<crate::model::Topology>(data) {
+        t.rebuild();
+        let _ = crate::render::tree::render(&t, Default::default());
+    }
+}
+
+/// Result of a mutational run.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    /// Inputs executed.
+    pub execs: u64,
+    /// Inputs that panicked.
+    pub crashes: u64,
+    /// The first crashing input, to add to the corpus once fixed.
+    pub first_crash: Option<Vec<u8>>,
+}
+
+/// Runs `target` over the `corpus` and `execs` seeded mutations of it (bit flips, byte sets,
+/// interesting values, truncation, duplication, splicing), catching panics.
+pub fn run_mutations(target: fn(&[u8]), corpus: &[Vec<u8>], execs: u64, seed: u64) -> Stats {
+    let mut rng = seed.max(1);
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let mut stats = Stats::default();
+    let empty = [Vec::new()];
+    let corpus = if corpus.is_empty() {
+        &empty[..]
+    } else {
+        corpus
+    };
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let mut buf = Vec::new();
+    for i in 0..execs {
+        buf.clear();
+        buf.extend_from_slice(&corpus[(next() as usize) % corpus.len()]);
+        if i >= corpus.len() as u64 {
+            for _ in 0..1 + next() % 4 {
+                let n = buf.len();
+                match next() % 7 {
+                    0 if n > 0 => {
+                        let k = (next() as usize) % n;
+                        buf[k] ^= 1 << (next() % 8);
+                    }
+                    1 if n > 0 => {
+                        let k = (next() as usize) % n;
+                        buf[k] =
+                            [0, 0xff, 0x7f, 0x80, b'-', b'\n', b',', b':'][(next() % 8) as usize];
+                    }
+                    2 => buf.truncate((next() as usize) % (n + 1)),
+                    3 if n > 0 => {
+                        let a = (next() as usize) % n;
+                        let b = a + (next() as usize) % (n - a).min(64);
+                        let piece = buf[a..b.max(a)].to_vec();
+                        let at = (next() as usize) % (buf.len() + 1);
+                        buf.splice(at..at, piece);
+                    }
+                    4 => {
+                        let other = &corpus[(next() as usize) % corpus.len()];
+                        if !other.is_empty() {
+                            let a = (next() as usize) % other.len();
+                            buf.extend_from_slice(&other[a..]);
+                        }
+                    }
+                    5 if n >= 4 => {
+                        let k = (next() as usize) % (n - 3);
+                        let v = [0u32, u32::MAX, 0x100, 0xffc, 0x1000][(next() % 5) as usize];
+                        buf[k..k + 4].copy_from_slice(&v.to_le_bytes());
+                    }
+                    _ => buf.push(next() as u8),
+                }
+            }
+        }
+        stats.execs += 1;
+        if catch_unwind(AssertUnwindSafe(|| target(&buf))).is_err() {
+            stats.crashes += 1;
+            if stats.first_crash.is_none() {
+                stats.first_crash = Some(buf.clone());
+            }
+        }
+    }
+    std::panic::set_hook(prev);
+    stats
+}

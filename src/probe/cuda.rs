@@ -1,0 +1,609 @@
+//! CUDA for the probe, through cudarc's run-time-loaded driver API (`libcuda.so.1`, never
+//! linked): device memory from `cuMemAlloc` (never managed memory), dma-buf export with
+//! `cuMemGetHandleForAddressRange`, and the copy probes that need no NIC — pinned host↔device
+//! bandwidth per GPU, device↔device with and without peer access, dma-buf support.
+//!
+//! `is_culib_present()` is checked before any other call (cudarc panics when the library is
+//! missing); every driver call is additionally wrapped in `catch_unwind` (a symbol missing
+//! from an old driver also panics inside cudarc).
+
+use super::Unavailable;
+use super::memory::{Buffer, DmaBuf, MemoryKind};
+use cudarc::driver::sys;
+use serde::Serialize;
+use std::ffi::{CStr, c_char, c_int, c_void};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::{Duration, Instant};
+
+/// Runs `f`, turning a cudarc panic (missing library or symbol) into an error.
+fn guard<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "panic".into());
+            Err(format!("{what}: CUDA driver call failed to load: {msg}"))
+        }
+    }
+}
+
+fn check(what: &str, r: sys::CUresult) -> Result<(), String> {
+    if r == sys::CUresult::CUDA_SUCCESS {
+        return Ok(());
+    }
+    let mut p: *const c_char = std::ptr::null();
+    // SAFETY: p is a valid out-pointer; the string is static in the driver.
+    let name = unsafe {
+        if sys::cuGetErrorString(r, &mut p) == sys::CUresult::CUDA_SUCCESS && !p.is_null() {
+            CStr::from_ptr(p).to_string_lossy().into_owned()
+        } else {
+            String::new()
+        }
+    };
+    Err(format!("{what}: {r:?} {name}").trim_end().to_string())
+}
+
+/// An initialised CUDA driver.
+pub struct Cuda {
+    /// Devices by ordinal: `(device handle, primary context)`.
+    devices: Vec<(sys::CUdevice, sys::CUcontext)>,
+    /// `cuDriverGetVersion`, e.g. 12080.
+    pub driver_version: i32,
+}
+
+/// Opens the driver: `Unavailable` when libcuda.so.1 is absent, an error string when it is
+/// present but does not initialise.
+pub fn open() -> Result<Result<Cuda, String>, Unavailable> {
+    // SAFETY: is_culib_present only tries to dlopen the library.
+    if !unsafe { sys::is_culib_present() } {
+        return Err(Unavailable::library(
+            "libcuda.so.1",
+            "the NVIDIA driver (Debian: libcuda1, part of nvidia-driver; no CUDA toolkit needed)",
+            "not found",
+        ));
+    }
+    Ok(guard("cuInit", || {
+        // SAFETY: plain driver API calls with valid out-pointers.
+        unsafe {
+            check("cuInit", sys::cuInit(0))?;
+            let mut v = 0;
+            check("cuDriverGetVersion", sys::cuDriverGetVersion(&mut v))?;
+            let mut n = 0;
+            check("cuDeviceGetCount", sys::cuDeviceGetCount(&mut n))?;
+            let mut devices = Vec::new();
+            for i in 0..n {
+                let mut d = 0;
+                check("cuDeviceGet", sys::cuDeviceGet(&mut d, i))?;
+                let mut ctx = std::ptr::null_mut();
+                check(
+                    "cuDevicePrimaryCtxRetain",
+                    sys::cuDevicePrimaryCtxRetain(&mut ctx, d),
+                )?;
+                devices.push((d, ctx));
+            }
+            Ok(Cuda {
+                devices,
+                driver_version: v,
+            })
+        }
+    }))
+}
+
+impl Drop for Cuda {
+    fn drop(&mut self) {
+        for (d, _) in &self.devices {
+            // SAFETY: each primary context was retained once in open().
+            let _ = guard("release", || unsafe {
+                check("release", sys::cuDevicePrimaryCtxRelease_v2(*d))
+            });
+        }
+    }
+}
+
+impl Cuda {
+    /// Number of CUDA devices.
+    pub fn count(&self) -> usize {
+        self.devices.len()
+    }
+
+    fn ctx(&self, ordinal: usize) -> Result<sys::CUcontext, String> {
+        let (_, c) = self
+            .devices
+            .get(ordinal)
+            .ok_or_else(|| format!("no CUDA device {ordinal}"))?;
+        // SAFETY: c is a retained primary context.
+        guard("cuCtxSetCurrent", || unsafe {
+            check("cuCtxSetCurrent", sys::cuCtxSetCurrent(*c))
+        })?;
+        Ok(*c)
+    }
+
+    /// PCI address of a device (`0000:17:00.0`, lower case), from `cuDeviceGetPCIBusId`.
+    pub fn pci_bus_id(&self, ordinal: usize) -> Result<String, String> {
+        let (d, _) = *self.devices.get(ordinal).ok_or("no such device")?;
+        guard("cuDeviceGetPCIBusId", || {
+            let mut b = [0 as c_char; 32];
+            // SAFETY: buffer and length match.
+            unsafe {
+                check(
+                    "cuDeviceGetPCIBusId",
+                    sys::cuDeviceGetPCIBusId(b.as_mut_ptr(), 32, d),
+                )?
+            };
+            // SAFETY: NUL-terminated by the driver within 32 bytes.
+            Ok(unsafe { CStr::from_ptr(b.as_ptr()) }
+                .to_string_lossy()
+                .to_lowercase())
+        })
+    }
+
+    fn name(&self, ordinal: usize) -> Result<String, String> {
+        let (d, _) = *self.devices.get(ordinal).ok_or("no such device")?;
+        guard("cuDeviceGetName", || {
+            let mut b = [0 as c_char; 128];
+            // SAFETY: buffer and length match.
+            unsafe {
+                check(
+                    "cuDeviceGetName",
+                    sys::cuDeviceGetName(b.as_mut_ptr(), 128, d),
+                )?
+            };
+            // SAFETY: NUL-terminated by the driver.
+            Ok(unsafe { CStr::from_ptr(b.as_ptr()) }
+                .to_string_lossy()
+                .into_owned())
+        })
+    }
+
+    fn attr(&self, ordinal: usize, a: sys::CUdevice_attribute) -> Result<i32, String> {
+        let (d, _) = *self.devices.get(ordinal).ok_or("no such device")?;
+        guard("cuDeviceGetAttribute", || {
+            let mut v: c_int = 0;
+            // SAFETY: valid out-pointer.
+            unsafe {
+                check(
+                    "cuDeviceGetAttribute",
+                    sys::cuDeviceGetAttribute(&mut v, a, d),
+                )?
+            };
+            Ok(v)
+        })
+    }
+
+    /// The ordinal of the GPU at a PCI address, if CUDA sees it.
+    pub fn ordinal_of(&self, bdf: &str) -> Option<usize> {
+        (0..self.count()).find(|&i| {
+            self.pci_bus_id(i)
+                .is_ok_and(|b| b.eq_ignore_ascii_case(bdf) || b.ends_with(bdf))
+        })
+    }
+
+    /// Allocates `len` bytes of device memory on `ordinal` with `cuMemAlloc`.
+    pub fn alloc(&self, ordinal: usize, len: usize) -> Result<CudaBuffer<'_>, String> {
+        let ctx = self.ctx(ordinal)?;
+        guard("cuMemAlloc", || {
+            let mut p: sys::CUdeviceptr = 0;
+            // SAFETY: valid out-pointer, current context set.
+            unsafe { check("cuMemAlloc", sys::cuMemAlloc_v2(&mut p, len))? };
+            Ok(CudaBuffer {
+                cuda: self,
+                ordinal,
+                ctx,
+                ptr: p,
+                len,
+                dmabuf: None,
+            })
+        })
+    }
+}
+
+/// Device memory from `cuMemAlloc`, freed on drop (with its dma-buf fd, if exported).
+pub struct CudaBuffer<'a> {
+    cuda: &'a Cuda,
+    ordinal: usize,
+    ctx: sys::CUcontext,
+    ptr: sys::CUdeviceptr,
+    len: usize,
+    dmabuf: Option<DmaBuf>,
+}
+
+impl Drop for CudaBuffer<'_> {
+    fn drop(&mut self) {
+        if let Some(d) = self.dmabuf.take() {
+            // SAFETY: the fd came from cuMemGetHandleForAddressRange and is closed once.
+            unsafe { libc::close(d.fd) };
+        }
+        let (ctx, ptr) = (self.ctx, self.ptr);
+        let _ = guard("cuMemFree", || unsafe {
+            // SAFETY: ptr was allocated in ctx and is freed once.
+            check("cuCtxSetCurrent", sys::cuCtxSetCurrent(ctx))?;
+            check("cuMemFree", sys::cuMemFree_v2(ptr))
+        });
+    }
+}
+
+impl Buffer for CudaBuffer<'_> {
+    fn kind(&self) -> MemoryKind {
+        MemoryKind::Cuda
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn addr(&self) -> u64 {
+        self.ptr
+    }
+    fn write_at(&mut self, offset: usize, bytes: &[u8]) -> Result<(), String> {
+        if offset.checked_add(bytes.len()).is_none_or(|e| e > self.len) {
+            return Err("write past the end of device buffer".into());
+        }
+        let (ctx, dst) = (self.ctx, self.ptr + offset as u64);
+        guard("cuMemcpyHtoD", || unsafe {
+            // SAFETY: bounds checked; synchronous copy from pageable memory.
+            check("cuCtxSetCurrent", sys::cuCtxSetCurrent(ctx))?;
+            check(
+                "cuMemcpyHtoD",
+                sys::cuMemcpyHtoD_v2(dst, bytes.as_ptr() as *const c_void, bytes.len()),
+            )
+        })
+    }
+    fn read_at(&self, offset: usize, out: &mut [u8]) -> Result<(), String> {
+        if offset.checked_add(out.len()).is_none_or(|e| e > self.len) {
+            return Err("read past the end of device buffer".into());
+        }
+        let (ctx, src) = (self.ctx, self.ptr + offset as u64);
+        guard("cuMemcpyDtoH", || unsafe {
+            // SAFETY: bounds checked; synchronous copy.
+            check("cuCtxSetCurrent", sys::cuCtxSetCurrent(ctx))?;
+            check(
+                "cuMemcpyDtoH",
+                sys::cuMemcpyDtoH_v2(out.as_mut_ptr() as *mut c_void, src, out.len()),
+            )
+        })
+    }
+    fn dmabuf(&mut self) -> Result<DmaBuf, String> {
+        if let Some(d) = self.dmabuf {
+            return Ok(d);
+        }
+        let supported = self.cuda.attr(
+            self.ordinal,
+            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED,
+        )?;
+        if supported == 0 {
+            return Err("DMA-BUF is not supported on this GPU (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = 0: proprietary kernel module, old driver, or non-coherent platform)".into());
+        }
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+        let start = self.ptr & !(page - 1);
+        let end = (self.ptr + self.len as u64).div_ceil(page) * page;
+        let (ctx, ptr) = (self.ctx, self.ptr);
+        let fd = guard("cuMemGetHandleForAddressRange", || unsafe {
+            // SAFETY: the range covers this allocation, page-aligned as the driver requires.
+            check("cuCtxSetCurrent", sys::cuCtxSetCurrent(ctx))?;
+            let mut fd: c_int = -1;
+            check(
+                "cuMemGetHandleForAddressRange",
+                sys::cuMemGetHandleForAddressRange(
+                    &mut fd as *mut c_int as *mut c_void,
+                    start,
+                    (end - start) as usize,
+                    sys::CUmemRangeHandleType::CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
+                    0,
+                ),
+            )?;
+            Ok(fd)
+        })?;
+        let d = DmaBuf {
+            fd,
+            offset: ptr - start,
+        };
+        self.dmabuf = Some(d);
+        Ok(d)
+    }
+    fn cuda_device(&self) -> Option<i32> {
+        Some(self.ordinal as i32)
+    }
+    fn is_device_memory(&self) -> Option<bool> {
+        let (ctx, ptr) = (self.ctx, self.ptr);
+        guard("cuPointerGetAttribute", || unsafe {
+            // SAFETY: MEMORY_TYPE writes one unsigned int.
+            check("cuCtxSetCurrent", sys::cuCtxSetCurrent(ctx))?;
+            let mut t: u32 = 0;
+            check(
+                "cuPointerGetAttribute",
+                sys::cuPointerGetAttribute(
+                    &mut t as *mut u32 as *mut c_void,
+                    sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                    ptr,
+                ),
+            )?;
+            Ok(t == sys::CUmemorytype::CU_MEMORYTYPE_DEVICE as u32)
+        })
+        .ok()
+    }
+}
+
+/// What the CUDA probes found about one GPU.
+#[derive(Debug, Clone, Serialize)]
+pub struct CudaDevice {
+    /// CUDA ordinal.
+    pub ordinal: usize,
+    /// `cuDeviceGetName`.
+    pub name: Option<String>,
+    /// `cuDeviceGetPCIBusId`.
+    pub pci_bus_id: Option<String>,
+    /// `CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED`.
+    pub dma_buf_supported: Option<bool>,
+    /// Whether `cuMemGetHandleForAddressRange` exported a 2 MiB allocation.
+    pub dma_buf_export: bool,
+    /// Why the export failed, when it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dma_buf_export_error: Option<String>,
+    /// `CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED`.
+    pub gpudirect_rdma_supported: Option<bool>,
+    /// Pinned host → device copy bandwidth, GB/s (10^9 bytes/s).
+    pub h2d_gbytes_per_s: Option<f64>,
+    /// Device → pinned host copy bandwidth, GB/s.
+    pub d2h_gbytes_per_s: Option<f64>,
+    /// Errors of the calls above, in words.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+}
+
+/// Device→device copy between two GPUs.
+#[derive(Debug, Clone, Serialize)]
+pub struct CudaPeer {
+    /// Source ordinal.
+    pub src: usize,
+    /// Destination ordinal.
+    pub dst: usize,
+    /// `cuDeviceCanAccessPeer(dst → src)`.
+    pub can_access_peer: Option<bool>,
+    /// `cuMemcpyPeer` without peer access enabled (the driver stages through host), GB/s.
+    pub without_peer_gbytes_per_s: Option<f64>,
+    /// `cuMemcpyPeer` after `cuCtxEnablePeerAccess`, GB/s.
+    pub with_peer_gbytes_per_s: Option<f64>,
+    /// Errors (or why peer access was not measured), in words.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+}
+
+/// Splits measurement results into values and error texts.
+fn split(rs: [&Result<f64, String>; 2], errors: &mut Vec<String>) -> [Option<f64>; 2] {
+    rs.map(|r| match r {
+        Ok(v) => Some(*v),
+        Err(e) => {
+            if !errors.contains(e) {
+                errors.push(e.clone());
+            }
+            None
+        }
+    })
+}
+
+/// The CUDA probes' report.
+#[derive(Debug, Clone, Serialize)]
+pub struct CudaReport {
+    /// Whether the probes ran.
+    pub available: bool,
+    /// Why not, when they did not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// `cuDriverGetVersion`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub driver_version: Option<i32>,
+    /// Per GPU.
+    pub devices: Vec<CudaDevice>,
+    /// Per ordered GPU pair.
+    pub peers: Vec<CudaPeer>,
+}
+
+impl CudaReport {
+    /// A report that says why the probes could not run.
+    pub fn unavailable(reason: &str) -> Self {
+        CudaReport {
+            available: false,
+            reason: Some(reason.into()),
+            driver_version: None,
+            devices: Vec::new(),
+            peers: Vec::new(),
+        }
+    }
+}
+
+/// Times repeated copies of `bytes` for about `window`; GB/s.
+fn time_copies(
+    window: Duration,
+    bytes: usize,
+    mut copy: impl FnMut() -> Result<(), String>,
+) -> Result<f64, String> {
+    copy()?; // warm-up
+    let t0 = Instant::now();
+    let mut n = 0u64;
+    while t0.elapsed() < window || n == 0 {
+        copy()?;
+        n += 1;
+        if super::interrupted() {
+            break;
+        }
+    }
+    let s = t0.elapsed().as_secs_f64();
+    Ok((n as f64 * bytes as f64) / s / 1e9)
+}
+
+/// Runs the CUDA probes within about `budget`.
+pub fn probes(budget: Duration) -> CudaReport {
+    let cuda = match open() {
+        Err(u) => return CudaReport::unavailable(&u.message),
+        Ok(Err(e)) => {
+            return CudaReport::unavailable(&format!("CUDA driver present but not usable: {e}"));
+        }
+        Ok(Ok(c)) => c,
+    };
+    let n = cuda.count();
+    if n == 0 {
+        let mut r = CudaReport::unavailable("the CUDA driver sees no GPU");
+        r.driver_version = Some(cuda.driver_version);
+        return r;
+    }
+    let cells = n * 2 + n * n.saturating_sub(1) * 2;
+    let window =
+        (budget / cells.max(1) as u32).clamp(Duration::from_millis(50), Duration::from_secs(2));
+    const BYTES: usize = 64 << 20;
+    let mut devices = Vec::new();
+    for i in 0..n {
+        let flag = |a| cuda.attr(i, a).ok().map(|v| v != 0);
+        let dma_buf_supported =
+            flag(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED);
+        let dma_buf_export = cuda
+            .alloc(i, 2 << 20)
+            .and_then(|mut b| b.dmabuf().map(|_| ()));
+        let (h2d, d2h) = match (cuda.alloc(i, BYTES), pinned(BYTES)) {
+            (Ok(dev), Ok(host)) => {
+                let (ctx, d, h) = (dev.ctx, dev.ptr, host.0);
+                let set = move || {
+                    guard("ctx", || unsafe {
+                        check("cuCtxSetCurrent", sys::cuCtxSetCurrent(ctx))
+                    })
+                };
+                let h2d = time_copies(window, BYTES, || {
+                    set()?;
+                    // SAFETY: both buffers are BYTES long.
+                    guard("cuMemcpyHtoD", || unsafe {
+                        check("cuMemcpyHtoD", sys::cuMemcpyHtoD_v2(d, h, BYTES))
+                    })
+                });
+                let d2h = time_copies(window, BYTES, || {
+                    set()?;
+                    // SAFETY: both buffers are BYTES long.
+                    guard("cuMemcpyDtoH", || unsafe {
+                        check("cuMemcpyDtoH", sys::cuMemcpyDtoH_v2(h, d, BYTES))
+                    })
+                });
+                (h2d, d2h)
+            }
+            (Err(e), _) | (_, Err(e)) => (Err(e.clone()), Err(e)),
+        };
+        let mut errors = Vec::new();
+        let [h2d, d2h] = split([&h2d, &d2h], &mut errors);
+        devices.push(CudaDevice {
+            ordinal: i,
+            name: cuda.name(i).ok(),
+            pci_bus_id: cuda.pci_bus_id(i).ok(),
+            dma_buf_supported,
+            dma_buf_export: dma_buf_export.is_ok(),
+            dma_buf_export_error: dma_buf_export.err(),
+            gpudirect_rdma_supported: flag(
+                sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED,
+            ),
+            h2d_gbytes_per_s: h2d,
+            d2h_gbytes_per_s: d2h,
+            errors,
+        });
+        if super::interrupted() {
+            break;
+        }
+    }
+    let mut peers = Vec::new();
+    for s in 0..n {
+        for d in 0..n {
+            if s == d || super::interrupted() {
+                continue;
+            }
+            peers.push(peer_probe(&cuda, s, d, window, BYTES));
+        }
+    }
+    CudaReport {
+        available: true,
+        reason: None,
+        driver_version: Some(cuda.driver_version),
+        devices,
+        peers,
+    }
+}
+
+/// Pinned host memory from `cuMemHostAlloc` (page-locked, not managed), freed on drop.
+struct Pinned(*mut c_void);
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        let p = self.0;
+        // SAFETY: p came from cuMemHostAlloc.
+        let _ = guard("cuMemFreeHost", || unsafe {
+            check("cuMemFreeHost", sys::cuMemFreeHost(p))
+        });
+    }
+}
+
+fn pinned(len: usize) -> Result<Pinned, String> {
+    guard("cuMemHostAlloc", || {
+        let mut p = std::ptr::null_mut();
+        // SAFETY: valid out-pointer; flags 0 = page-locked portable-less host memory.
+        unsafe { check("cuMemHostAlloc", sys::cuMemHostAlloc(&mut p, len, 0))? };
+        Ok(Pinned(p))
+    })
+}
+
+fn peer_probe(cuda: &Cuda, s: usize, d: usize, window: Duration, bytes: usize) -> CudaPeer {
+    let can = guard("cuDeviceCanAccessPeer", || {
+        let mut v = 0;
+        // SAFETY: valid out-pointer and device handles.
+        unsafe {
+            check(
+                "cuDeviceCanAccessPeer",
+                sys::cuDeviceCanAccessPeer(&mut v, cuda.devices[d].0, cuda.devices[s].0),
+            )?
+        };
+        Ok(v != 0)
+    })
+    .ok();
+    let bufs = cuda
+        .alloc(s, bytes)
+        .and_then(|a| Ok((a, cuda.alloc(d, bytes)?)));
+    let (without, with) = match bufs {
+        Err(e) => (Err(e.clone()), Err(e)),
+        Ok((a, b)) => {
+            let (sc, dc, sp, dp) = (a.ctx, b.ctx, a.ptr, b.ptr);
+            let copy = || {
+                guard("cuMemcpyPeer", || unsafe {
+                    // SAFETY: both allocations are `bytes` long; synchronise to time the copy.
+                    check("cuMemcpyPeer", sys::cuMemcpyPeer(dp, dc, sp, sc, bytes))?;
+                    check("cuCtxSynchronize", sys::cuCtxSynchronize())
+                })
+            };
+            let without = time_copies(window, bytes, copy);
+            let with = if can == Some(true) {
+                let en = guard("cuCtxEnablePeerAccess", || unsafe {
+                    // SAFETY: enabling access from the destination's context to the source's.
+                    check("cuCtxSetCurrent", sys::cuCtxSetCurrent(dc))?;
+                    check("cuCtxEnablePeerAccess", sys::cuCtxEnablePeerAccess(sc, 0))
+                });
+                let r = en.and_then(|_| time_copies(window, bytes, copy));
+                // SAFETY: undo what was enabled; harmless if it was not.
+                let _ = guard("cuCtxDisablePeerAccess", || unsafe {
+                    check("cuCtxSetCurrent", sys::cuCtxSetCurrent(dc))?;
+                    check("cuCtxDisablePeerAccess", sys::cuCtxDisablePeerAccess(sc))
+                });
+                r
+            } else {
+                Err(
+                    "peer access not possible between these GPUs (cuDeviceCanAccessPeer = 0)"
+                        .into(),
+                )
+            };
+            (without, with)
+        }
+    };
+    let mut errors = Vec::new();
+    let [without, with] = split([&without, &with], &mut errors);
+    CudaPeer {
+        src: s,
+        dst: d,
+        can_access_peer: can,
+        without_peer_gbytes_per_s: without,
+        with_peer_gbytes_per_s: with,
+        errors,
+    }
+}
