@@ -937,7 +937,8 @@ impl<'t> Classifier<'t> {
     }
 
     fn hops(&self, a: &Prepared, b: &Prepared, why: Why) -> Vec<Hop> {
-        let mut hops = vec![self.dev_hop(a.idx, None)];
+        let mut hops = Vec::with_capacity(a.chain.len() + b.chain.len() + 3);
+        hops.push(self.dev_hop(a.idx, None));
         if let Why::NvLink { count, fabric } = why {
             let minor = self.opts.nccl_version.minor;
             let ver = a.nv_version.or(b.nv_version);
@@ -1261,7 +1262,7 @@ impl<'t> Classifier<'t> {
                 rules.push("GDR reads (sends) are allowed by default on SM ≥ 80; pre-Ampere GPUs need an NVLink peer (NCCL_NET_GDR_READ)".into());
                 if let Some((k, pn)) = d.pxn {
                     rules.push(format!(
-                        "send direction GPU→NIC is PXN via {} (NVLink to this GPU, {pn} to the NIC); GDR for sends judged on that distance; receives stay {path} (NCCL_PXN_DISABLE=1 turns this off)",
+                        "send direction GPU→NIC is PXN via {} (NVLink to this GPU, {pn} to the NIC; assumes the relay may use GDR reads, i.e. SM ≥ 80); GDR for sends judged on that distance; receives stay {path} (NCCL_PXN_DISABLE=1 turns this off)",
                         self.endpoints[k].name
                     ));
                 }
