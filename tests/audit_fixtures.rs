@@ -331,3 +331,47 @@ fn builtin_profiles_on_matching_layouts() {
         r.findings
     );
 }
+
+#[test]
+fn toml_profile_pins_rails_by_bus() {
+    let buses: Vec<String> = (0..8)
+        .map(|i| format!("\"0x{:02x}\"", hgx_nic(i).bus))
+        .collect();
+    let text = format!(
+        "name = \"hgx-lab\"\n[gpus]\ncount = 8\nnuma = [0, 0, 0, 0, 1, 1, 1, 1]\npcie_gen = 5\npcie_width = 16\n[nics]\nbuses = [{}]\naux_max = 0\n",
+        buses.join(", ")
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("hgx-lab.toml");
+    std::fs::write(&file, text).unwrap();
+    let profile = audit::profile::Profile::resolve(file.to_str().unwrap()).unwrap();
+    let opts = AuditOptions {
+        profile: Some(profile),
+        evidence: None,
+    };
+    let clean = audit::run(&load(&layouts::hgx_h100(), false), &opts);
+    let d: Vec<&Finding> = clean
+        .findings
+        .iter()
+        .filter(|f| f.id == "profile-diff")
+        .collect();
+    assert!(d.is_empty(), "{d:#?}");
+    assert_eq!(clean.profile.as_deref(), Some("hgx-lab"));
+    let moved = audit::run(&load(&layouts::misplaced_nic(), false), &opts);
+    let d: Vec<&Finding> = moved
+        .findings
+        .iter()
+        .filter(|f| f.id == "profile-diff")
+        .collect();
+    assert!(
+        d.iter().any(|f| f.subject == "rail 3"
+            && f.summary.starts_with("missing: compute NIC of rail 3")
+            && f.severity == Severity::Error),
+        "{d:#?}"
+    );
+    assert!(
+        d.iter()
+            .any(|f| f.summary.starts_with("extra RDMA NIC") && f.summary.contains("mlx5_3")),
+        "{d:#?}"
+    );
+}

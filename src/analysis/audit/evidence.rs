@@ -24,8 +24,11 @@ pub const PROBE_SCHEMA: &str = "peerpath.probe/1";
 pub struct ProbeEvidence {
     /// Where it was read from.
     pub source: String,
-    /// `(gpu, nic as written by the probe: RDMA name or address)` → `(verdict, reason)`.
+    /// `(gpu, nic: PCI address or RDMA name)` → `(verdict, reason)`.
     pub verdicts: BTreeMap<(Bdf, String), (String, String)>,
+    /// GPU-memory results that name no PCI GPU or NIC (`cuda:0`, `ofi:tcp:lo`), as
+    /// `gpu nic` strings: they cannot be matched to a pair.
+    pub unmapped: Vec<String>,
 }
 
 /// Verdicts from worst to best; `not_run` and unrecognised verdicts carry no evidence.
@@ -53,6 +56,34 @@ fn text(v: Option<&Value>) -> Option<String> {
     }
 }
 
+/// The NIC as the probe names it — `verbs:mlx5_0:1 (0000:17:00.0)`, `mlx5_0`, or a PCI address —
+/// reduced to a PCI address when one is given, else the RDMA device name. `None` for fabrics
+/// that are not a PCI NIC (`ofi:tcp:lo`).
+pub fn nic_key(s: &str) -> Option<String> {
+    if let (Some(a), Some(b)) = (s.find('('), s.rfind(')'))
+        && a < b
+        && let Ok(bdf) = s[a + 1..b].trim().parse::<Bdf>()
+    {
+        return Some(bdf.to_string());
+    }
+    let head = s.split_whitespace().next()?;
+    if let Some(rest) = head.strip_prefix("verbs:") {
+        return rest
+            .split(':')
+            .next()
+            .filter(|n| !n.is_empty())
+            .map(str::to_string);
+    }
+    if head.starts_with("ofi:") {
+        return None;
+    }
+    Some(
+        head.parse::<Bdf>()
+            .map(|b| b.to_string())
+            .unwrap_or_else(|_| head.to_string()),
+    )
+}
+
 impl ProbeEvidence {
     /// Parses a probe document. Results on host memory only (the baseline) and `not_run`
     /// results are skipped; for each pair the worst verdict is kept.
@@ -77,16 +108,19 @@ impl ProbeEvidence {
             if memory == "host" {
                 continue;
             }
-            let (Some(gpu), Some(nic), Some(verdict)) = (
-                text(r.get("gpu")),
-                text(r.get("nic")),
-                r.get("verdict").and_then(Value::as_str),
-            ) else {
-                bail!("{source}: results[{i}] lacks gpu, nic or verdict");
+            let Some(verdict) = r.get("verdict").and_then(Value::as_str) else {
+                bail!("{source}: results[{i}] has no verdict");
             };
-            let gpu: Bdf = gpu
-                .parse()
-                .with_context(|| format!("{source}: results[{i}].gpu"))?;
+            let Some(gpu) = text(r.get("gpu")) else {
+                continue; // host-only baseline cell
+            };
+            let nic_raw = text(r.get("nic")).unwrap_or_default();
+            let (Ok(gpu), Some(nic)) = (gpu.parse::<Bdf>(), nic_key(&nic_raw)) else {
+                if rank(verdict).is_some() {
+                    out.unmapped.push(format!("{gpu} {nic_raw}"));
+                }
+                continue;
+            };
             let Some(rk) = rank(verdict) else { continue };
             let reason = r
                 .get("reason")
@@ -133,6 +167,22 @@ pub fn fold(ctx: &Ctx, ev: &ProbeEvidence, findings: &mut Vec<Finding>) {
         if let Some(p) = hit {
             measured.insert((p.gpu.to_string(), p.nic.to_string()), v.clone());
         }
+    }
+    if !ev.unmapped.is_empty() {
+        findings.push(
+            Finding::new(
+                "gpu-nic-path",
+                Severity::Info,
+                "node",
+                format!(
+                    "{} probe result(s) name no PCI GPU/NIC pair and were not used: {}",
+                    ev.unmapped.len(),
+                    ev.unmapped.join("; ")
+                ),
+                "run the probe with verbs on PCI GPUs (CUDA_DEVICE_ORDER=PCI_BUS_ID) so results name PCI addresses",
+            )
+            .with(ev.source.clone(), "unmapped results"),
+        );
     }
     for f in findings.iter_mut() {
         if f.severity != Severity::Error
@@ -228,11 +278,41 @@ mod tests {
     }
 
     #[test]
+    fn probe_names() {
+        assert_eq!(
+            nic_key("verbs:mlx5_0:1 (0000:17:00.0)").as_deref(),
+            Some("0000:17:00.0")
+        );
+        assert_eq!(nic_key("verbs:mlx5_3:1").as_deref(), Some("mlx5_3"));
+        assert_eq!(nic_key("mlx5_3").as_deref(), Some("mlx5_3"));
+        assert_eq!(nic_key("17:00.0").as_deref(), Some("0000:17:00.0"));
+        assert_eq!(nic_key("ofi:tcp:lo"), None);
+        assert_eq!(nic_key(")mlx5_1 (").as_deref(), Some(")mlx5_1"));
+        let j = r#"{"schema":"peerpath.probe/1","results":[
+          {"gpu":null,"nic":"verbs:mlx5_0:1 (0000:14:00.0)","memory":"host","verdict":"confirmed"},
+          {"gpu":"0000:13:00.0","nic":"verbs:mlx5_0:1 (0000:14:00.0)","memory":"cuda","verdict":"bad_path"},
+          {"gpu":"cuda:0","nic":"ofi:tcp:lo","memory":"cuda","verdict":"confirmed"}]}"#;
+        let e = ProbeEvidence::parse("p.json", j).unwrap();
+        assert_eq!(e.verdicts.len(), 1);
+        assert_eq!(
+            e.verdicts[&("0000:13:00.0".parse().unwrap(), "0000:14:00.0".to_string())].0,
+            "bad_path"
+        );
+        assert_eq!(e.unmapped, vec!["cuda:0 ofi:tcp:lo".to_string()]);
+    }
+
+    #[test]
     fn rejects_other_documents() {
         assert!(
             ProbeEvidence::parse("x", r#"{"schema":"peerpath.audit/1","results":[]}"#).is_err()
         );
         assert!(ProbeEvidence::parse("x", "not json").is_err());
-        assert!(ProbeEvidence::parse("x", r#"{"schema":"peerpath.probe/1","results":[{"gpu":"zz","nic":"a","verdict":"confirmed"}]}"#).is_err());
+        assert!(
+            ProbeEvidence::parse(
+                "x",
+                r#"{"schema":"peerpath.probe/1","results":[{"gpu":"0000:13:00.0","nic":"a"}]}"#
+            )
+            .is_err()
+        );
     }
 }

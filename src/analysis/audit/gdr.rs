@@ -204,6 +204,39 @@ pub fn driver_mismatch(ctx: &Ctx) -> Vec<Finding> {
     ]
 }
 
+/// `gpu-excluded`: the NVIDIA driver lists a GPU as excluded (`GPU Excluded: Yes` in
+/// `/proc/driver/nvidia/gpus/<bdf>/information`): no CUDA context, no GPUDirect RDMA on it.
+pub fn gpu_excluded(ctx: &Ctx) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for g in ctx.nvidia_gpus() {
+        for od in g
+            .os_devices
+            .iter()
+            .filter(|o| o.kind == crate::model::OsDeviceKind::NvidiaGpu)
+        {
+            let Some((_, v)) = od.attrs.iter().find(|(k, _)| k == "GPU Excluded") else {
+                continue;
+            };
+            if v.eq_ignore_ascii_case("yes") {
+                out.push(
+                    Finding::new(
+                        "gpu-excluded",
+                        Severity::Error,
+                        g.bdf.to_string(),
+                        format!("the NVIDIA driver excludes GPU {} (GPU Excluded: Yes)", g.bdf),
+                        "check `nvidia-smi -q` and the kernel log (Xid, row-remapping failure, NVRM_EXCLUDED_GPUS / NVreg_ExcludedGpus); reset or replace the GPU",
+                    )
+                    .with(
+                        format!("/proc/driver/nvidia/gpus/{}/information", od.name),
+                        format!("GPU Excluded: {v}"),
+                    ),
+                );
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::testkit::*;
@@ -275,6 +308,41 @@ mod tests {
             Some("NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.86.15  Release Build".into());
         let t = topo(hgx(2), m);
         assert_eq!(peer_module(&Ctx::new(&t))[0].severity, Severity::Warning);
+    }
+
+    #[test]
+    fn excluded_gpu() {
+        let mut d = hgx(2);
+        let g = d.iter_mut().find(|x| x.bdf == b("0000:13:00.0")).unwrap();
+        let mut od =
+            crate::model::OsDevice::new(crate::model::OsDeviceKind::NvidiaGpu, "0000:13:00.0");
+        od.attrs.push(("GPU Excluded".into(), "Yes".into()));
+        g.os_devices.push(od);
+        let t = topo(d, machine());
+        let f = gpu_excluded(&Ctx::new(&t));
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Error);
+        assert_eq!(
+            f[0].evidence[0].path,
+            "/proc/driver/nvidia/gpus/0000:13:00.0/information"
+        );
+        assert!(gpu_excluded(&Ctx::new(&clean())).is_empty());
+    }
+
+    #[test]
+    fn intel_igpu_is_not_an_endpoint() {
+        let mut d = hgx(2);
+        d.push(device(
+            "0000:00:02.0",
+            None,
+            "pci0000:00",
+            crate::parse::config::PortType::Endpoint,
+            0x030000,
+            0x8086,
+            0,
+        ));
+        let t = topo(d, machine());
+        assert_eq!(Ctx::new(&t).gpus.len(), 2);
     }
 
     #[test]

@@ -27,6 +27,14 @@ fn cmdline_iommu(ctx: &Ctx) -> Option<Evidence> {
     ))
 }
 
+/// Whether the kernel command line asks for passthrough (`iommu=pt` or `iommu.passthrough=1`).
+fn pt_on_cmdline(ctx: &Ctx) -> bool {
+    ctx.topo.machine.kernel_cmdline.known().is_some_and(|c| {
+        c.split_whitespace()
+            .any(|t| t == "iommu=pt" || t == "iommu.passthrough=1")
+    })
+}
+
 /// Runs the check over every GPU and RDMA NIC.
 pub fn iommu_translation(ctx: &Ctx) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -58,7 +66,11 @@ pub fn iommu_translation(ctx: &Ctx) -> Vec<Finding> {
                     sev,
                     d.bdf.to_string(),
                     format!("IOMMU translates DMA of {} {} (group {g} type {t}): GPUDirect RDMA hangs or loses bandwidth", d.kind.as_str(), ctx.name(&d.bdf)),
-                    format!("boot with `iommu=pt` (plus `intel_iommu=on` / `amd_iommu=on` as needed), or with the driver unbound set the group to passthrough: `echo identity > /sys/kernel/iommu_groups/{g}/type`"),
+                    if pt_on_cmdline(ctx) {
+                        format!("`iommu=pt` is already on the kernel command line, so this group was switched to translation at run time (or by a driver): with the driver unbound, `echo identity > /sys/kernel/iommu_groups/{g}/type`, and find what set it")
+                    } else {
+                        format!("boot with `iommu=pt` (plus `intel_iommu=on` / `amd_iommu=on` as needed), or with the driver unbound set the group to passthrough: `echo identity > /sys/kernel/iommu_groups/{g}/type`")
+                    },
                 )
                 .with(format!("/sys/kernel/iommu_groups/{g}/type"), t)
                 .with(pci_path(&d.bdf, "iommu_group"), format!("../../../kernel/iommu_groups/{g}"))

@@ -60,7 +60,8 @@ impl Pair {
 pub struct Ctx<'a> {
     /// The scanned node.
     pub topo: &'a Topology,
-    /// GPUs (kind `gpu`, SR-IOV VFs excluded), in address order.
+    /// GPUs (kind `gpu`, SR-IOV VFs excluded, Intel integrated graphics on the root bus
+    /// excluded), in address order.
     pub gpus: Vec<&'a Device>,
     /// NICs with at least one RDMA device (VFs excluded), in address order.
     pub nics: Vec<&'a Device>,
@@ -75,7 +76,12 @@ pub struct Ctx<'a> {
 impl<'a> Ctx<'a> {
     /// Selects GPUs and NICs from the topology; pairs are left empty (see [`placement::pair`]).
     pub fn new(topo: &'a Topology) -> Self {
-        let gpus: Vec<&Device> = topo.of_kind(DeviceKind::Gpu).collect();
+        // Intel integrated graphics (0000:00:02.0, no port above it) is no GPUDirect endpoint;
+        // matching it to a NIC would only produce false PHB findings.
+        let gpus: Vec<&Device> = topo
+            .of_kind(DeviceKind::Gpu)
+            .filter(|d| !(d.vendor_id == Some(0x8086) && d.parent.is_none()))
+            .collect();
         let (nics, plain_nics): (Vec<&Device>, Vec<&Device>) = topo
             .of_kind(DeviceKind::Nic)
             .partition(|d| d.os_devices.iter().any(|o| o.kind == OsDeviceKind::Rdma));
@@ -209,6 +215,7 @@ pub fn run(topo: &Topology, opts: &AuditOptions) -> Report {
     ctx.pairs = placement::pair(&ctx, &mut findings);
     findings.extend(gdr::peer_module(&ctx));
     findings.extend(gdr::driver_mismatch(&ctx));
+    findings.extend(gdr::gpu_excluded(&ctx));
     findings.extend(pcie::acs_redirect(&ctx));
     findings.extend(iommu::iommu_translation(&ctx));
     findings.extend(pcie::link_degraded(&ctx));

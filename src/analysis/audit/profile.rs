@@ -411,7 +411,10 @@ pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
                         target(topo, g)
                     ),
                 )
-                .with(pci_path(&n.bdf, ""), format!("-> /{}", n.sysfs_path)),
+                .with(
+                    format!("/sys/bus/pci/devices/{}", n.bdf),
+                    format!("-> /{}", n.sysfs_path),
+                ),
             );
         }
         if p.nics.same_numa {

@@ -8,6 +8,7 @@ use crate::parse::aer::AerCounters;
 use crate::parse::config::{AcsCap, ConfigSpace, PcieCap, PortType};
 use crate::parse::resource::Bar;
 
+/// Parses a PCI address (test input, known to be valid).
 pub fn b(s: &str) -> Bdf {
     s.parse().unwrap()
 }

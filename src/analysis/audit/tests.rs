@@ -505,3 +505,32 @@ fn json_shape() {
     assert_eq!(f["severity"], "error");
     assert!(f["evidence"][0].get("path").is_some() && f["evidence"][0].get("value").is_some());
 }
+
+#[test]
+fn fewer_nics_than_gpus_share_evenly_and_locally() {
+    // Two GPUs and one NIC behind each switch: each NIC serves its own switch's two GPUs.
+    let mut d = hgx(2);
+    for base in [0x10u32, 0x30] {
+        let port = format!("0000:{:02x}:02.0", base + 2);
+        let mut g = d
+            .iter()
+            .find(|x| x.bdf == b(&format!("0000:{:02x}:00.0", base + 3)))
+            .unwrap()
+            .clone();
+        g.bdf = b(&format!("0000:{:02x}:00.0", base + 5));
+        g.parent = Some(b(&port));
+        d.push(g);
+    }
+    let r = audit(&topo(d, machine()));
+    assert_eq!(r.pairs.len(), 4);
+    assert!(r.pairs.iter().all(|p| p.label == "PIX"), "{:#?}", r.pairs);
+    for nic in ["0000:14:00.0", "0000:34:00.0"] {
+        assert_eq!(r.pairs.iter().filter(|p| p.nic == b(nic)).count(), 2);
+    }
+    assert!(
+        !r.findings.iter().any(|f| f.id == "gpu-nic-path"),
+        "{:#?}",
+        r.findings
+    );
+    assert!(errors(&r).is_empty(), "{:#?}", errors(&r));
+}
