@@ -94,6 +94,14 @@ enum Command {
         #[command(flatten)]
         args: cli::audit::AuditArgs,
     },
+    /// Draw the node: SVG or PNG picture, or a self-contained HTML report (picture, GPU
+    /// selector, matrix, audit findings, probe results).
+    Report {
+        #[command(flatten)]
+        input: InputArgs,
+        #[command(flatten)]
+        args: cli::report::ReportArgs,
+    },
     /// Write a synthesized sysfs tree (a named layout, optionally with faults) for tests.
     Fixture(cli::fixture::FixtureArgs),
     /// Snapshot this node: a tar.gz of exactly the sysfs/procfs files peerpath reads (serial
@@ -162,6 +170,7 @@ fn run(cli: Cli) -> Result<u8> {
             Ok(0)
         }
         Command::Audit { input, args } => cli::audit::run(&load(&input)?, &args),
+        Command::Report { input, args } => cli::report::run(&load(&input)?, &args),
         Command::Fixture(a) => cli::fixture::run(a),
         Command::Probe(args) => cli::probe::run(args, |input| {
             sources::load(input, &LoadOptions { pci_ids: None })

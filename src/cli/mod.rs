@@ -8,3 +8,4 @@ pub mod fixture;
 pub mod place;
 pub mod probe;
 pub mod rails;
+pub mod report;

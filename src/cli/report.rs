@@ -1,0 +1,113 @@
+//! `peerpath report -o FILE.svg|.png|.html`: classifies and audits the node, lays out its
+//! picture once and writes it as SVG, PNG (rendered in-process) or a self-contained HTML report.
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, ValueEnum};
+use peerpath::analysis::audit::{self, AuditOptions, evidence::ProbeEvidence, profile};
+use peerpath::analysis::classify::{ClassifyOptions, classify_all};
+use peerpath::model::Topology;
+use peerpath::render::{html, layout, png, svg};
+use std::path::{Path, PathBuf};
+
+/// Output format of `report`.
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
+pub enum ReportFormat {
+    /// SVG picture.
+    Svg,
+    /// PNG picture (needs the DejaVu Sans Mono font, package fonts-dejavu-core).
+    Png,
+    /// Self-contained HTML: picture, GPU selector, matrix, findings, probe results.
+    Html,
+}
+
+/// Arguments of `peerpath report`.
+#[derive(Args, Clone)]
+pub struct ReportArgs {
+    /// Output file; the format follows its extension (.svg, .png, .html) unless --format is given.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// Output format (default: from the output file's extension).
+    #[arg(long, value_enum)]
+    pub format: Option<ReportFormat>,
+    /// Probe result (`peerpath probe --format json`): folded into the audit and, in HTML,
+    /// listed.
+    #[arg(long, value_name = "FILE")]
+    pub evidence: Option<PathBuf>,
+    /// Expected layout for the audit: a built-in name or a TOML file (see `peerpath audit`).
+    #[arg(long, value_name = "NAME|FILE")]
+    pub profile: Option<String>,
+    /// Font file for PNG output (default: DejaVu Sans Mono from the system's font directory).
+    #[arg(long, value_name = "FILE")]
+    pub font: Option<PathBuf>,
+    /// PNG pixels per SVG unit.
+    #[arg(long, default_value_t = 1.5)]
+    pub scale: f32,
+}
+
+/// The format a file name asks for.
+pub fn format_of(path: &Path) -> Result<ReportFormat> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    match ext.as_deref() {
+        Some("svg") => Ok(ReportFormat::Svg),
+        Some("png") => Ok(ReportFormat::Png),
+        Some("html") | Some("htm") => Ok(ReportFormat::Html),
+        _ => bail!(
+            "cannot tell the format of {}: name it .svg, .png or .html, or pass --format",
+            path.display()
+        ),
+    }
+}
+
+/// Writes the report; returns the exit code (0).
+pub fn run(topo: &Topology, a: &ReportArgs) -> Result<u8> {
+    let format = match a.format {
+        Some(f) => f,
+        None => format_of(&a.output)?,
+    };
+    // Resolve the font before any work, so a missing font fails fast.
+    let fonts = if format == ReportFormat::Png {
+        png::find_fonts(a.font.as_deref())?
+    } else {
+        Vec::new()
+    };
+    let profile = match &a.profile {
+        Some(p) => Some(profile::Profile::resolve(p)?),
+        None => None,
+    };
+    let (evidence, probe_doc) = match &a.evidence {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("cannot read evidence {}", p.display()))?;
+            let name = p.display().to_string();
+            (
+                Some(ProbeEvidence::parse(&name, &text)?),
+                Some(html::ProbeDoc::parse(&name, &text)?),
+            )
+        }
+        None => (None, None),
+    };
+    let matrix = classify_all(topo, &ClassifyOptions::default());
+    let report = audit::run(topo, &AuditOptions { profile, evidence });
+    let lay = layout::build(&layout::Inputs {
+        topo,
+        matrix: &matrix,
+        audit: &report,
+    });
+    let bytes = match format {
+        ReportFormat::Svg => svg::render(&lay).into_bytes(),
+        ReportFormat::Png => png::render(&svg::render(&lay), &fonts, a.scale)?,
+        ReportFormat::Html => html::render(&html::HtmlInputs {
+            layout: &lay,
+            matrix: &matrix,
+            audit: &report,
+            probe: probe_doc.as_ref(),
+        })
+        .into_bytes(),
+    };
+    std::fs::write(&a.output, bytes)
+        .with_context(|| format!("cannot write {}", a.output.display()))?;
+    Ok(0)
+}

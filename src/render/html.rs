@@ -1,0 +1,361 @@
+//! The self-contained HTML report: the picture as inline SVG, a GPU selector that recolours the
+//! endpoints by their class from the chosen GPU, the pair matrix, the audit findings with their
+//! evidence and remedies, and the probe results given with `--evidence`. No external resource,
+//! no network fetch: one file that can be attached to a ticket.
+//!
+//! The selector can be preset from the address (`report.html?gpu=GPU3` or `#gpu=GPU3`); the
+//! script then marks every endpoint box with `data-sel-label` and the colour of its class, and
+//! the `<html>` element with `data-gpu`, which is what the headless-browser test reads.
+
+use super::layout::{Layout, label_colour, severity_colour};
+use super::svg::{self, esc};
+use crate::analysis::audit::Report;
+use crate::analysis::classify::{Label, Matrix};
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+use std::fmt::Write;
+
+/// Probe results to show (`peerpath.probe/1`, from `peerpath probe --format json`).
+#[derive(Debug, Clone)]
+pub struct ProbeDoc {
+    /// Where it was read from.
+    pub source: String,
+    /// The parsed document.
+    pub doc: Value,
+}
+
+impl ProbeDoc {
+    /// Parses and checks a probe document.
+    pub fn parse(source: &str, text: &str) -> Result<Self> {
+        let doc: Value =
+            serde_json::from_str(text).with_context(|| format!("{source}: not JSON"))?;
+        let schema = doc.get("schema").and_then(Value::as_str).unwrap_or("");
+        if schema != "peerpath.probe/1" {
+            bail!("{source}: schema is {schema:?}, expected \"peerpath.probe/1\"");
+        }
+        if !doc.get("results").is_some_and(Value::is_array) {
+            bail!("{source}: no results array");
+        }
+        Ok(ProbeDoc {
+            source: source.to_string(),
+            doc,
+        })
+    }
+}
+
+/// What the report shows besides the picture.
+pub struct HtmlInputs<'a> {
+    /// The picture's geometry.
+    pub layout: &'a Layout,
+    /// Every pair's class.
+    pub matrix: &'a Matrix,
+    /// The audit.
+    pub audit: &'a Report,
+    /// Probe results, if given.
+    pub probe: Option<&'a ProbeDoc>,
+}
+
+const STYLE: &str = r#"
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:16px;color:#111;background:#fff}
+h1{font-size:20px;margin:0 0 4px} h2{font-size:16px;margin:22px 0 6px}
+.verdict{display:inline-block;padding:2px 8px;border-radius:3px;color:#fff;font-weight:bold}
+.pass{background:#1a9850}.fail{background:#c0142b}
+.controls{margin:10px 0}
+.picture{overflow:auto;border:1px solid #ccc}
+table{border-collapse:collapse;font-size:12px} td,th{border:1px solid #ccc;padding:2px 5px;vertical-align:top}
+th{background:#f0f0f0} td.l{text-align:center;font-weight:bold;font-family:monospace}
+.sev{color:#fff;font-weight:bold;padding:0 4px;border-radius:2px}
+code,.mono{font-family:"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:11px}
+.conn.dim{opacity:.12} .box.selected>rect.frame{stroke-width:3;stroke:#000}
+.evidence{margin:0;padding-left:16px}
+"#;
+
+const SCRIPT: &str = r#"
+(function(){
+  var sel=document.getElementById('gpu-select');
+  function apply(name){
+    document.documentElement.setAttribute('data-gpu',name||'');
+    var boxes=document.querySelectorAll('#peerpath-picture g.box[data-labels]');
+    for(var i=0;i<boxes.length;i++){
+      var b=boxes[i], frame=b.querySelector('rect.frame'), bg=b.querySelector('rect.sel-bg'),
+          tx=b.querySelector('text.sel-text'), lab=null;
+      var parts=b.getAttribute('data-labels').split(' ');
+      for(var j=0;j<parts.length;j++){var kv=parts[j].split(':'); if(kv[0]===name){lab=kv[1];}}
+      b.classList.toggle('selected', name!=='' && b.getAttribute('data-ep')===name);
+      if(!name||lab===null){
+        b.removeAttribute('data-sel-label');
+        frame.style.stroke=''; frame.style.strokeWidth='';
+        if(bg){bg.style.fill='';} if(tx){tx.textContent='';}
+        continue;
+      }
+      var c=COLOURS[lab.replace(/^NV[0-9]+$/,'NV')]||COLOURS['?'];
+      b.setAttribute('data-sel-label',lab);
+      b.setAttribute('data-sel-colour',c);
+      if(lab!=='X'){frame.style.stroke=c; frame.style.strokeWidth='3';}
+      if(bg){bg.style.fill=c;} if(tx){tx.textContent=lab; tx.style.fill=INK[lab]||'#ffffff';}
+    }
+    var conns=document.querySelectorAll('#peerpath-picture g.conn');
+    for(var k=0;k<conns.length;k++){
+      var c2=conns[k];
+      c2.classList.toggle('dim', !!name && c2.getAttribute('data-from')!==name);
+    }
+    var rows=document.querySelectorAll('#matrix tr[data-ep]');
+    for(var r=0;r<rows.length;r++){
+      rows[r].style.outline=rows[r].getAttribute('data-ep')===name?'2px solid #000':'';
+    }
+  }
+  function fromAddress(){
+    var m=(location.search+'&'+location.hash.replace(/^#/,'?')).match(/[?&]gpu=([^&]+)/);
+    return m?decodeURIComponent(m[1]):'';
+  }
+  var want=fromAddress();
+  if(want){
+    if(/^[0-9]+$/.test(want)){want='GPU'+want;}
+    for(var o=0;o<sel.options.length;o++){if(sel.options[o].value===want){sel.value=want;}}
+  }
+  sel.addEventListener('change',function(){apply(sel.value);});
+  apply(sel.value);
+})();
+"#;
+
+fn sev_span(s: crate::analysis::audit::Severity) -> String {
+    format!(
+        r#"<span class="sev" style="background:{}">{}</span>"#,
+        severity_colour(s),
+        s.as_str()
+    )
+}
+
+fn label_cell(l: Label) -> String {
+    format!(
+        r#"<td class="l" style="background:{};color:{}">{}</td>"#,
+        if l == Label::X {
+            "#ffffff"
+        } else {
+            label_colour(l)
+        },
+        if l == Label::X {
+            "#000000"
+        } else {
+            svg::ink_on(l)
+        },
+        esc(&l.to_string())
+    )
+}
+
+/// Writes the HTML report.
+pub fn render(i: &HtmlInputs) -> String {
+    let l = i.layout;
+    let m = i.matrix;
+    let mut o = String::new();
+    let title = l
+        .header
+        .first()
+        .map(|t| t.text.clone())
+        .unwrap_or_else(|| "peerpath report".into());
+    let _ = write!(
+        o,
+        "<!DOCTYPE html>\n<html lang=\"en\" data-gpu=\"\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
+        esc(&title)
+    );
+    let _ = writeln!(o, "<h1>{}</h1>", esc(&title));
+    for t in l.header.iter().skip(1) {
+        let _ = writeln!(o, "<div>{}</div>", esc(&t.text));
+    }
+    let _ = writeln!(
+        o,
+        r#"<p>Audit: <span class="verdict {v}">{v}</span> — {} error, {} warning, {} unknown, {} info</p>"#,
+        i.audit.counts.error,
+        i.audit.counts.warning,
+        i.audit.counts.unknown,
+        i.audit.counts.info,
+        v = esc(&i.audit.verdict)
+    );
+    // Selector.
+    o.push_str(r#"<div class="controls"><label for="gpu-select">Colour endpoints by their path class from: </label><select id="gpu-select"><option value="">(rail pairs only)</option>"#);
+    for e in m.endpoints.iter().filter(|e| e.kind.is_compute()) {
+        let _ = write!(
+            o,
+            r#"<option value="{n}">{n} {b}</option>"#,
+            n = esc(&e.name),
+            b = e.bdf
+        );
+    }
+    o.push_str("</select> <span>hover a box, badge or line for details</span></div>\n");
+    o.push_str(r#"<div class="picture">"#);
+    o.push_str(&svg::render(l));
+    o.push_str("</div>\n");
+
+    // Matrix.
+    let shown: Vec<_> = m.endpoints.iter().collect();
+    o.push_str("<h2>Pair matrix</h2>\n<table id=\"matrix\"><tr><th></th>");
+    for e in &shown {
+        let _ = write!(o, "<th>{}</th>", esc(&e.name));
+    }
+    o.push_str("<th>NUMA</th><th>address</th><th>RDMA / net</th></tr>\n");
+    for a in &shown {
+        let _ = write!(
+            o,
+            r#"<tr data-ep="{}"><th>{}</th>"#,
+            esc(&a.name),
+            esc(&a.name)
+        );
+        for b in &shown {
+            if a.bdf == b.bdf {
+                o.push_str(&label_cell(Label::X));
+            } else if let Some(p) = m.pair(&a.bdf, &b.bdf) {
+                let cell = label_cell(p.label);
+                let _ = write!(
+                    o,
+                    "{}",
+                    cell.replacen("<td ", &format!("<td title=\"{}\" ", esc(&p.reason)), 1)
+                );
+            } else {
+                o.push_str("<td></td>");
+            }
+        }
+        let names: Vec<&str> = a
+            .rdma
+            .iter()
+            .chain(a.net.iter())
+            .map(String::as_str)
+            .collect();
+        let _ = writeln!(
+            o,
+            "<td>{}</td><td class=\"mono\">{}</td><td class=\"mono\">{}</td></tr>",
+            a.numa_node
+                .map(|n| n.to_string())
+                .unwrap_or_else(|| "?".into()),
+            a.bdf,
+            esc(&names.join(" "))
+        );
+    }
+    o.push_str("</table>\n");
+    if !m.notes.is_empty() {
+        o.push_str("<ul>");
+        for n in &m.notes {
+            let _ = write!(o, "<li>{}</li>", esc(n));
+        }
+        o.push_str("</ul>\n");
+    }
+
+    // Rail pairs.
+    let _ = writeln!(o, "<h2>Rail pairs</h2>\n<p>{}</p>", esc(&l.pairs_source));
+    o.push_str("<table id=\"pairs\"><tr><th>GPU</th><th>NIC</th><th>class</th><th>why, bottleneck</th></tr>\n");
+    for c in &l.connectors {
+        let why = c.title.lines().skip(1).collect::<Vec<_>>().join(" — ");
+        let _ = writeln!(
+            o,
+            "<tr><td>{}</td><td>{}</td>{}<td>{}</td></tr>",
+            esc(&c.from),
+            esc(&c.to),
+            label_cell(c.label),
+            esc(&why)
+        );
+    }
+    o.push_str("</table>\n");
+
+    // Findings.
+    let _ = writeln!(
+        o,
+        "<h2>Audit findings ({})</h2>\n<table id=\"findings\"><tr><th>severity</th><th>id</th><th>subject</th><th>summary</th><th>evidence</th><th>remedy</th></tr>",
+        i.audit.findings.len()
+    );
+    for f in &i.audit.findings {
+        let mut ev = String::from("<ul class=\"evidence\">");
+        for e in &f.evidence {
+            let _ = write!(
+                ev,
+                "<li><code>{}</code> = <code>{}</code></li>",
+                esc(&e.path),
+                esc(&e.value)
+            );
+        }
+        ev.push_str("</ul>");
+        let measured = f
+            .measured
+            .as_ref()
+            .map(|m| format!("<br><i>measured: {}</i>", esc(m)))
+            .unwrap_or_default();
+        let _ = writeln!(
+            o,
+            "<tr><td>{}</td><td>{}</td><td class=\"mono\">{}</td><td>{}{measured}</td><td>{ev}</td><td>{}</td></tr>",
+            sev_span(f.severity),
+            esc(&f.id),
+            esc(&f.subject),
+            esc(&f.summary),
+            esc(&f.remedy)
+        );
+    }
+    o.push_str("</table>\n");
+
+    // Probe.
+    o.push_str("<h2>Probe results</h2>\n");
+    match i.probe {
+        None => o.push_str("<p>No probe results given (<code>peerpath report --evidence probe.json</code> embeds the output of <code>peerpath probe --format json</code>).</p>\n"),
+        Some(p) => {
+            let _ = writeln!(o, "<p>From <code>{}</code>{}</p>", esc(&p.source),
+                p.doc.get("fabric").and_then(Value::as_str).map(|f| format!(", fabric <code>{}</code>", esc(f))).unwrap_or_default());
+            let cols = ["gpu", "nic", "memory", "direction", "op", "message_bytes", "gbytes_per_s", "verified", "verdict", "expected_label", "reason"];
+            o.push_str("<table id=\"probe\"><tr>");
+            for c in cols {
+                let _ = write!(o, "<th>{c}</th>");
+            }
+            o.push_str("</tr>\n");
+            for r in p.doc.get("results").and_then(Value::as_array).into_iter().flatten() {
+                o.push_str("<tr>");
+                for c in cols {
+                    let v = match r.get(c) {
+                        None | Some(Value::Null) => String::new(),
+                        Some(Value::String(s)) => s.clone(),
+                        Some(Value::Number(n)) if c == "gbytes_per_s" => n.as_f64().map(|f| format!("{f:.2}")).unwrap_or_default(),
+                        Some(v) => v.to_string(),
+                    };
+                    let _ = write!(o, "<td>{}</td>", esc(&v));
+                }
+                o.push_str("</tr>\n");
+            }
+            o.push_str("</table>\n");
+            for n in p.doc.get("notes").and_then(Value::as_array).into_iter().flatten() {
+                if let Some(s) = n.as_str() {
+                    let _ = writeln!(o, "<p>{}</p>", esc(s));
+                }
+            }
+        }
+    }
+
+    // Script with the colour tables from the Rust side.
+    let labels = [
+        Label::Nv(1),
+        Label::Pix,
+        Label::Pxb,
+        Label::Phb,
+        Label::Node,
+        Label::Sys,
+        Label::Unknown,
+        Label::X,
+    ];
+    let colours: Vec<String> = labels
+        .iter()
+        .map(|l| {
+            let key = match l {
+                Label::Nv(_) => "NV".to_string(),
+                other => other.to_string(),
+            };
+            format!("{key:?}:{:?}", label_colour(*l))
+        })
+        .collect();
+    let inks: Vec<String> = labels
+        .iter()
+        .filter(|l| !matches!(l, Label::Nv(_)))
+        .map(|l| format!("{:?}:{:?}", l.to_string(), svg::ink_on(*l)))
+        .collect();
+    let _ = write!(
+        o,
+        "<script>\nvar COLOURS={{{}}};\nvar INK={{{}}};\n{SCRIPT}</script>\n</body>\n</html>\n",
+        colours.join(","),
+        inks.join(",")
+    );
+    o
+}

@@ -1,0 +1,245 @@
+//! The node picture as SVG, written directly from the [`Layout`] (no geometry is computed
+//! here). Every box is a `<g>` with a `<title>` (hover details) and `data-*` attributes the HTML
+//! report's script reads: `data-ep` (endpoint name) and `data-labels` (`GPU0:PIX GPU1:SYS …`,
+//! the class of the pair with each GPU/accelerator) on endpoint boxes, `data-from`, `data-to`,
+//! `data-label` on rail-pair connectors.
+
+use super::layout::{Layout, Rect, TextLine, label_colour, severity_colour};
+use crate::analysis::classify::Label;
+use std::fmt::Write;
+
+/// Font families of the picture: the PNG renderer loads DejaVu Sans Mono; browsers fall back to
+/// another monospace font of the same 0.6 em advance.
+pub const FONT_FAMILY: &str = "DejaVu Sans Mono, Menlo, Consolas, Liberation Mono, monospace";
+
+/// Escapes text for XML content and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+fn n(v: f32) -> String {
+    let r = (v * 10.0).round() / 10.0;
+    if r == r.trunc() {
+        format!("{}", r as i64)
+    } else {
+        format!("{r:.1}")
+    }
+}
+
+fn text(out: &mut String, t: &TextLine, fill: &str, class: &str) {
+    let _ = writeln!(
+        out,
+        r#"<text x="{}" y="{}" font-size="{}"{}{} fill="{fill}">{}</text>"#,
+        n(t.x),
+        n(t.y),
+        n(t.size),
+        if t.bold { r#" font-weight="bold""# } else { "" },
+        if class.is_empty() {
+            String::new()
+        } else {
+            format!(r#" class="{class}""#)
+        },
+        esc(&t.text)
+    );
+}
+
+fn rect(out: &mut String, r: &Rect, fill: &str, stroke: &str, extra: &str) {
+    let _ = writeln!(
+        out,
+        r#"<rect x="{}" y="{}" width="{}" height="{}" fill="{fill}" stroke="{stroke}"{extra}/>"#,
+        n(r.x),
+        n(r.y),
+        n(r.w),
+        n(r.h)
+    );
+}
+
+/// Text colour that reads on a label colour.
+pub fn ink_on(l: Label) -> &'static str {
+    match l {
+        Label::Phb | Label::Pxb => "#000000",
+        _ => "#ffffff",
+    }
+}
+
+/// Writes the picture as a standalone SVG document.
+pub fn render(l: &Layout) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="{FONT_FAMILY}" id="peerpath-picture">"#,
+        w = n(l.width),
+        h = n(l.height)
+    );
+    rect(
+        &mut o,
+        &Rect {
+            x: 0.0,
+            y: 0.0,
+            w: l.width,
+            h: l.height,
+        },
+        "#ffffff",
+        "none",
+        "",
+    );
+    for t in &l.header {
+        text(&mut o, t, "#111111", "");
+    }
+    for b in &l.boxes {
+        let mut attrs = format!(r#" id="{}" class="box {}""#, esc(&b.id), b.kind.name());
+        if let Some(ep) = &b.endpoint {
+            let labels: Vec<String> = b
+                .pair_labels
+                .iter()
+                .map(|(g, lab)| format!("{g}:{lab}"))
+                .collect();
+            let _ = write!(
+                attrs,
+                r#" data-ep="{}" data-labels="{}""#,
+                esc(ep),
+                esc(&labels.join(" "))
+            );
+        }
+        if let Some(bdf) = &b.bdf {
+            let _ = write!(attrs, r#" data-bdf="{bdf}""#);
+        }
+        let _ = writeln!(o, "<g{attrs}>");
+        let _ = writeln!(o, "<title>{}</title>", esc(&b.title));
+        let radius = if b.kind.is_container() { 4 } else { 3 };
+        rect(
+            &mut o,
+            &b.rect,
+            b.kind.fill(),
+            "#555555",
+            &format!(r#" rx="{radius}" stroke-width="1" class="frame""#),
+        );
+        for t in &b.lines {
+            text(&mut o, t, "#111111", "");
+        }
+        for badge in &b.badges {
+            let _ = writeln!(
+                o,
+                r#"<g class="badge"><title>{}</title>"#,
+                esc(&badge.title)
+            );
+            rect(
+                &mut o,
+                &badge.rect,
+                severity_colour(badge.severity),
+                "none",
+                r#" rx="2""#,
+            );
+            text(
+                &mut o,
+                &TextLine {
+                    x: badge.rect.x + 3.0,
+                    y: badge.rect.y + 9.5,
+                    text: badge.tag.clone(),
+                    size: super::layout::SMALL,
+                    bold: true,
+                },
+                "#ffffff",
+                "",
+            );
+            o.push_str("</g>\n");
+        }
+        if let Some(s) = &b.select_slot {
+            // Filled in by the HTML report's GPU selector; empty in a plain picture.
+            rect(&mut o, s, "none", "none", r#" rx="2" class="sel-bg""#);
+            let _ = writeln!(
+                o,
+                r##"<text x="{}" y="{}" font-size="{}" font-weight="bold" fill="#ffffff" class="sel-text"></text>"##,
+                n(s.x + 3.0),
+                n(s.y + 9.5),
+                n(super::layout::SMALL)
+            );
+        }
+        o.push_str("</g>\n");
+    }
+    for c in &l.connectors {
+        let colour = label_colour(c.label);
+        let pts: Vec<String> = c
+            .points
+            .iter()
+            .map(|(x, y)| format!("{},{}", n(*x), n(*y)))
+            .collect();
+        let _ = writeln!(
+            o,
+            r#"<g class="conn" data-from="{}" data-to="{}" data-label="{}"><title>{}</title>"#,
+            esc(&c.from),
+            esc(&c.to),
+            esc(&c.label.to_string()),
+            esc(&c.title)
+        );
+        let _ = writeln!(
+            o,
+            r#"<polyline points="{}" fill="none" stroke="{colour}" stroke-width="2.5" stroke-linejoin="round"/>"#,
+            pts.join(" ")
+        );
+        for end in [c.points.first(), c.points.last()].into_iter().flatten() {
+            let _ = writeln!(
+                o,
+                r#"<circle cx="{}" cy="{}" r="3" fill="{colour}"/>"#,
+                n(end.0),
+                n(end.1)
+            );
+        }
+        rect(
+            &mut o,
+            &c.label_rect,
+            colour,
+            "#333333",
+            r#" rx="3" stroke-width="0.5""#,
+        );
+        text(
+            &mut o,
+            &TextLine {
+                x: c.label_rect.x + 4.0,
+                y: c.label_rect.y + 10.5,
+                text: c.label.to_string(),
+                size: super::layout::SMALL,
+                bold: true,
+            },
+            ink_on(c.label),
+            "",
+        );
+        o.push_str("</g>\n");
+    }
+    // Legend.
+    let _ = writeln!(o, r#"<g id="legend">"#);
+    rect(&mut o, &l.legend_rect, "#fbfbfb", "#999999", r#" rx="4""#);
+    text(&mut o, &l.legend_title, "#111111", "");
+    for item in &l.legend {
+        if item.colour != "none" {
+            if item.line {
+                let y = item.swatch.y + item.swatch.h / 2.0;
+                let _ = writeln!(
+                    o,
+                    r#"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{}" stroke-width="4"/>"#,
+                    n(item.swatch.x),
+                    n(y),
+                    n(item.swatch.right()),
+                    n(y),
+                    item.colour
+                );
+            } else {
+                rect(&mut o, &item.swatch, &item.colour, "#555555", r#" rx="2""#);
+            }
+        }
+        text(&mut o, &item.text, "#111111", "");
+    }
+    o.push_str("</g>\n</svg>\n");
+    o
+}
