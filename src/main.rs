@@ -136,7 +136,15 @@ fn run(cli: Cli) -> Result<u8> {
                     "{}",
                     render::tree::render(&topo, render::tree::TreeOptions { all })
                 ),
-                ScanFormat::Json => println!("{}", serde_json::to_string_pretty(&topo)?),
+                ScanFormat::Json => {
+                    // Streamed: a 16k-device document is never held whole in memory.
+                    use std::io::Write;
+                    let mut out =
+                        std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+                    serde_json::to_writer_pretty(&mut out, &topo)?;
+                    writeln!(out)?;
+                    out.flush()?;
+                }
             }
             Ok(0)
         }

@@ -4,11 +4,16 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Counters of one AER file, in file order.
+/// Counters of one AER file, in file order. Only the non-zero counters are kept by name (a
+/// healthy node has dozens of zero counters per device; keeping them costs memory at scale and
+/// says nothing); `zero_counters` says how many lines read zero.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AerCounters {
-    /// `(name, count)` for every line but the TOTAL line.
+    /// `(name, count)` for every non-zero line but the TOTAL line.
     pub counters: Vec<(String, u64)>,
+    /// Number of counter lines that read 0.
+    #[serde(default)]
+    pub zero_counters: u32,
     /// The `TOTAL_ERR_*` line, if present.
     pub total: Option<u64>,
 }
@@ -38,11 +43,14 @@ pub fn parse(bytes: &[u8]) -> Option<AerCounters> {
         let name = name.trim();
         if name.starts_with("TOTAL_ERR") {
             out.total = Some(v);
+        } else if v == 0 {
+            out.zero_counters += 1;
         } else {
             out.counters.push((name.to_string(), v));
         }
     }
-    if out.counters.is_empty() && out.total.is_none() {
+    out.counters.shrink_to_fit();
+    if out.counters.is_empty() && out.total.is_none() && out.zero_counters == 0 {
         None
     } else {
         Some(out)
@@ -62,7 +70,8 @@ mod tests {
             vec![&("BadTLP".to_string(), 3)]
         );
         let b = parse(b"Receiver Error 2\nBad TLP 0\nRELAY_NUM Rollover 0\n").unwrap();
-        assert_eq!(b.counters[0], ("Receiver Error".to_string(), 2));
+        assert_eq!(b.counters, vec![("Receiver Error".to_string(), 2)]);
+        assert_eq!(b.zero_counters, 2);
         assert_eq!(b.total_or_sum(), 2);
         assert!(parse(b"garbage").is_none());
     }
