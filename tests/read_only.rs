@@ -15,7 +15,11 @@ fn fingerprint(root: &Path) -> BTreeMap<String, (Vec<u8>, Option<std::time::Syst
             let m = std::fs::symlink_metadata(&p).unwrap();
             let key = p.strip_prefix(root).unwrap().display().to_string();
             let body = if m.file_type().is_symlink() {
-                std::fs::read_link(&p).unwrap().display().to_string().into_bytes()
+                std::fs::read_link(&p)
+                    .unwrap()
+                    .display()
+                    .to_string()
+                    .into_bytes()
             } else if m.is_dir() {
                 stack.push(p.clone());
                 Vec::new()
@@ -47,7 +51,13 @@ fn no_command_writes_under_the_root() {
         vec!["export".into(), "--format".into(), "prom".into()],
         vec!["export".into(), "--format".into(), "nccl-xml".into()],
         vec!["report".into(), "-o".into(), o("node.svg")],
-        vec!["capture".into(), "-o".into(), o("snap.tar.gz"), "--root".into(), r.clone()],
+        vec![
+            "capture".into(),
+            "-o".into(),
+            o("snap.tar.gz"),
+            "--root".into(),
+            r.clone(),
+        ],
     ];
     for args in runs {
         let mut c = common::peerpath();
@@ -62,5 +72,9 @@ fn no_command_writes_under_the_root() {
             String::from_utf8_lossy(&res.stderr)
         );
     }
-    assert_eq!(before, fingerprint(&root), "a command changed the fixture tree");
+    assert_eq!(
+        before,
+        fingerprint(&root),
+        "a command changed the fixture tree"
+    );
 }
