@@ -123,6 +123,7 @@ fn load(i: &InputArgs) -> Result<peerpath::model::Topology> {
         i.input.as_deref(),
         &LoadOptions {
             pci_ids: i.pci_ids.clone(),
+            ..Default::default()
         },
     )
 }
@@ -180,9 +181,9 @@ fn run(cli: Cli) -> Result<u8> {
         Command::Audit { input, args } => cli::audit::run(&load(&input)?, &args),
         Command::Report { input, args } => cli::report::run(&load(&input)?, &args),
         Command::Fixture(a) => cli::fixture::run(a),
-        Command::Probe(args) => cli::probe::run(args, |input| {
-            sources::load(input, &LoadOptions { pci_ids: None })
-        }),
+        Command::Probe(args) => {
+            cli::probe::run(args, |input| sources::load(input, &LoadOptions::default()))
+        }
         Command::Capture(a) => cli::capture::run_capture(&a),
         Command::Diff(a) => cli::capture::run_diff(&a),
         Command::Fleet(a) => cli::capture::run_fleet(&a),

@@ -457,7 +457,14 @@ fn hwloc_snapshot_picture() {
     // Relative to the package root (the test's working directory): the path is printed in the
     // picture's title.
     let path = Path::new("fixtures/hwloc/32intel64-2p8co2t+8ve.tar.bz2");
-    let t = sources::load(Some(path), &LoadOptions { pci_ids: pci_ids() }).unwrap();
+    let t = sources::load(
+        Some(path),
+        &LoadOptions {
+            pci_ids: pci_ids(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let d = draw(t);
     check_picture(&d, "hwloc-32intel64-8ve");
     let l = &d.layout;

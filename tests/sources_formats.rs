@@ -19,6 +19,7 @@ fn opts() -> LoadOptions {
     // No PCI ID database: names must not depend on the machine.
     LoadOptions {
         pci_ids: Some(PathBuf::from("/nonexistent/pci.ids")),
+        ..Default::default()
     }
 }
 

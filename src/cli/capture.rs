@@ -130,6 +130,7 @@ pub struct DiffArgs {
 fn load_named(s: &str, pci_ids: &Option<PathBuf>) -> Result<Topology> {
     let opts = LoadOptions {
         pci_ids: pci_ids.clone(),
+        ..Default::default()
     };
     if s == "live" && !Path::new(s).exists() {
         sources::load(None, &opts)
@@ -227,10 +228,10 @@ pub fn run_fleet(a: &FleetArgs) -> Result<u8> {
     }
     let started = std::time::Instant::now();
     let mut f = fleet::Fleet::new();
-    // Device names are not part of a fingerprint; an empty database skips reading pci.ids
-    // (about a megabyte) once per node.
+    // Device names are not part of a fingerprint: skip reading pci.ids once per node.
     let no_names = LoadOptions {
-        pci_ids: Some(PathBuf::from("/dev/null")),
+        skip_names: true,
+        ..Default::default()
     };
     let jobs = a
         .jobs

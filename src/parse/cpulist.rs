@@ -35,7 +35,9 @@ pub fn parse_list(bytes: &[u8]) -> Option<Vec<u32>> {
     Some(out)
 }
 
-/// Parses a `local_cpus` mask: comma-separated 32-bit hex words, most significant first.
+/// Parses a `local_cpus` mask: comma-separated 32-bit hex words, most significant first. Also
+/// reads the same form as hwloc and NCCL write it: a `0x` prefix on a word, and an empty word
+/// standing for zero (`0x00000001,,0x00000002`); sysfs writes neither.
 pub fn parse_mask(bytes: &[u8]) -> Option<Vec<u32>> {
     let s = std::str::from_utf8(bytes).ok()?.trim();
     if s.is_empty() {
@@ -47,7 +49,15 @@ pub fn parse_mask(bytes: &[u8]) -> Option<Vec<u32>> {
     }
     let mut out = Vec::new();
     for (i, w) in words.iter().rev().enumerate() {
-        if w.is_empty() || w.len() > 8 {
+        let w = w.trim();
+        let w = w
+            .strip_prefix("0x")
+            .or_else(|| w.strip_prefix("0X"))
+            .unwrap_or(w);
+        if w.is_empty() {
+            continue;
+        }
+        if w.len() > 8 {
             return None;
         }
         let v = u32::from_str_radix(w, 16).ok()?;
@@ -110,5 +120,6 @@ mod tests {
         assert_eq!(parse_mask(b"ff00").unwrap(), (8..16).collect::<Vec<_>>());
         assert!(parse_mask(b"zz").is_none());
         assert!(parse_mask(b"").is_none());
+        assert_eq!(parse_mask(b"0x00000001,,0x00000002").unwrap(), vec![1, 64]);
     }
 }

@@ -53,32 +53,10 @@ pub enum XmlVersion {
 /// words most significant first) into sorted bit numbers. `None` for infinite or malformed sets.
 pub fn parse_bitmap(s: &str) -> Option<Vec<u32>> {
     let s = s.trim();
-    if s.is_empty() || s.contains("...") {
+    if s.contains("...") {
         return None;
     }
-    let words: Vec<&str> = s.split(',').collect();
-    if words.len() as u32 * 32 > cpulist::MAX_CPU {
-        return None;
-    }
-    let mut out = Vec::new();
-    for (i, w) in words.iter().rev().enumerate() {
-        let w = w.trim();
-        if w.is_empty() {
-            continue;
-        }
-        let h = w.strip_prefix("0x").unwrap_or(w);
-        if h.is_empty() || h.len() > 8 {
-            return None;
-        }
-        let v = u32::from_str_radix(h, 16).ok()?;
-        for bit in 0..32 {
-            if v & (1 << bit) != 0 {
-                out.push(i as u32 * 32 + bit);
-            }
-        }
-    }
-    out.sort_unstable();
-    Some(out)
+    cpulist::parse_mask(s.as_bytes())
 }
 
 /// The fields of `pci_type`: class (with prog-if in the low byte when given), vendor, device,

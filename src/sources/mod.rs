@@ -80,12 +80,19 @@ pub fn detect(path: &Path) -> Result<InputKind> {
 pub struct LoadOptions {
     /// `--pci-ids FILE`.
     pub pci_ids: Option<PathBuf>,
+    /// Skip device names entirely (no pci.ids read): for callers that never show names, such as
+    /// `fleet`, which loads thousands of nodes.
+    pub skip_names: bool,
 }
 
 /// Loads a topology from `--input` (`None`: the live machine at `/`).
 pub fn load(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
     let scan_opts = sysfs::ScanOptions {
-        pci_ids: crate::pci_ids::locate(opts.pci_ids.as_deref()),
+        pci_ids: if opts.skip_names {
+            None
+        } else {
+            crate::pci_ids::locate(opts.pci_ids.as_deref())
+        },
     };
     let Some(path) = input else {
         let fs = fsroot::DirRoot::new("/");

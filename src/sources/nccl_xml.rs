@@ -42,15 +42,7 @@ pub fn host_bridge_for(numaid: Option<u32>) -> String {
 }
 
 fn hex_attr(v: Option<&str>) -> Option<u32> {
-    let v = v?.trim();
-    let h = v
-        .strip_prefix("0x")
-        .or_else(|| v.strip_prefix("0X"))
-        .unwrap_or(v);
-    if h.is_empty() {
-        return None;
-    }
-    u32::from_str_radix(h, 16).ok()
+    crate::parse::attr::hex_u32(v?.as_bytes())
 }
 
 /// NVLink version from the GPU's compute capability × 10 (`sm`): 60 → 1 (P100), 70 → 2
