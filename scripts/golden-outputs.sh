@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Runs every read-only command over a fixed set of inputs and writes each output to DIR, so a
+# refactor can be checked for output changes: `scripts/golden-outputs.sh BIN DIR`, before and
+# after, then `diff -r`. Timestamps (nfd expiry, prom now) are masked.
+set -u
+BIN=${1:?peerpath binary}; OUT=${2:?output dir}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$OUT"; TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
+"$BIN" fixture hgx-h100 -o "$TMP/hgx-faults.tar.gz" --fault acs-redirect=0000:39:01.0 \
+  --fault link-width=0000:ac:00.0,8 --fault aer=0000:ba:00.0,12,0,0 >/dev/null 2>&1
+INPUTS=(
+  "$ROOT/fixtures/synth/hgx-h100.tar.gz" "$ROOT/fixtures/synth/dgx-a100.tar.gz"
+  "$ROOT/fixtures/synth/misplaced-nic.tar.gz" "$ROOT/fixtures/synth/vm-flat.tar.gz"
+  "$TMP/hgx-faults.tar.gz"
+  "$ROOT/fixtures/hwloc/32em64t-2n8c+dax+nvme+mic+dimms.tar.bz2"
+  "$ROOT/fixtures/hwloc/nvidiagpunumanodes.tar.bz2"
+  "$ROOT/fixtures/hwloc/40intel64-2g2n4c+pcilocality.tar.bz2"
+  "$ROOT/fixtures/hwloc/nvidiaDGX2.xml" "$ROOT/fixtures/hwloc/power8gpudistances.xml"
+  "$ROOT/fixtures/nccl/azure-ndv4-a100.nccl-topo.xml"
+  "$ROOT/fixtures/nccl/hgx-a100-icelake-bcm-5bond.nccl-topo-dump.xml"
+)
+mask() { sed -E 's/(expir[a-z-]*[=:" ]+)[0-9T:.Z-]+/\1MASK/g; s/ [0-9]{10,}$/ MASK/; s/"now_unix": [0-9]+/"now_unix": MASK/'; }
+run() { local name=$1; shift; { "$BIN" "$@" 2>&1; echo "exit=$?"; } | sed "s#$TMP#TMP#g; s#$ROOT#ROOT#g" | mask > "$OUT/$name"; }
+for in in "${INPUTS[@]}"; do
+  b=$(basename "$in"); b=${b%%.*}
+  run "$b.scan" scan -i "$in"
+  run "$b.scan.json" scan -i "$in" --format json
+  run "$b.scan-all" scan -i "$in" --all
+  run "$b.matrix" matrix -i "$in"
+  run "$b.matrix.json" matrix -i "$in" --format json
+  run "$b.matrix-2.19" matrix -i "$in" --nccl-version 2.19
+  run "$b.explain" explain GPU0 NIC0 -i "$in"
+  run "$b.explain.json" explain GPU0 NIC0 -i "$in" --json
+  run "$b.explain-gpu" explain GPU0 GPU1 -i "$in"
+  run "$b.audit" audit -i "$in"
+  run "$b.audit.json" audit -i "$in" --format json
+  run "$b.place" place -i "$in" --ranks 2
+  run "$b.place.env" place -i "$in" --ranks 2 --format env
+  run "$b.place.json" place -i "$in" --ranks 2 --format json
+  run "$b.place.slurm" place -i "$in" --ranks 2 --format slurm
+  run "$b.rails" rails -i "$in"
+  run "$b.rails.json" rails -i "$in" --format json --nodes 4
+  for f in gres nfd dra nccl-xml prom dot; do run "$b.export.$f" export -i "$in" --format $f; done
+  run "$b.report.svg" report -i "$in" -o /dev/stdout --format svg
+  run "$b.report.html" report -i "$in" -o /dev/stdout --format html
+done
+run audit.dgx-profile audit -i "$ROOT/fixtures/synth/dgx-a100.tar.gz" --profile dgx-a100
+run diff.faults diff "$ROOT/fixtures/synth/hgx-h100.tar.gz" "$TMP/hgx-faults.tar.gz"
+run diff.misplaced.json diff "$ROOT/fixtures/synth/hgx-h100.tar.gz" "$ROOT/fixtures/synth/misplaced-nic.tar.gz" --format json
+mkdir -p "$TMP/fleet"; cp "$ROOT"/fixtures/synth/*.tar.gz "$TMP/hgx-faults.tar.gz" "$TMP/fleet/"
+run fleet fleet "$TMP/fleet"
+run fleet.json fleet "$TMP/fleet" --format json
+"$BIN" probe --fabric ofi --provider tcp --memory host --format json --duration 0.2 --sizes 4096 2>/dev/null \
+  | python3 -c 'import json,sys; d=json.load(sys.stdin); print(sorted(d.keys())); print(sorted(d["results"][0].keys()) if d.get("results") else "none")' > "$OUT/probe.keys" 2>&1
