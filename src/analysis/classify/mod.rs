@@ -1,0 +1,449 @@
+//! Pair classification: for every pair of endpoints (GPUs, accelerators, NICs, and GPU–NVMe),
+//! the `nvidia-smi topo -m` label, NCCL's path type with its P2P and GPUDirect RDMA decisions,
+//! the hops of the PCIe path and its bottleneck link.
+//!
+//! Rules: shared/reference/classification.md §1.5 (labels, inferred from public nvidia-smi
+//! outputs) and §2/§5 (NCCL, read from its source). Everything here is a pure function of the
+//! [`Paths`] model built once over a [`Topology`]; nothing is read from the machine.
+//!
+//! The module is split along its seams: [`label`] (the label type and its one order),
+//! [`endpoints`] (which devices are endpoints and their names), `nvsmi` (nvidia-smi's label
+//! rules), `nccl_rules` (NCCL's path type, P2P, GDR and PXN decisions), `wording` (reasons,
+//! rules and hops in words, only for the pairs a command prints).
+
+pub mod endpoints;
+pub mod label;
+mod nccl_rules;
+mod nvsmi;
+mod wording;
+
+pub use super::nccl::{NcclPath, NcclVersion};
+pub use endpoints::{Endpoint, endpoints as endpoints_of, natural_cmp, pair_wanted};
+pub use label::Label;
+
+use super::nccl::CpuClass;
+use super::paths::hops::{self, Rates};
+use super::paths::{DevIx, Paths};
+use crate::model::{Bdf, DeviceKind, LinkInfo, Topology, bandwidth};
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// The endpoints of a topology in matrix order (see [`endpoints::endpoints`]).
+pub fn endpoints(t: &Topology) -> Vec<Endpoint> {
+    endpoints::endpoints(&Paths::new(t))
+}
+
+/// What NCCL would make of a pair, for one NCCL version (classification.md §2).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NcclView {
+    /// NCCL's path type between the two (for a GPU–NIC pair: the NIC→GPU direction, which is
+    /// also the GPU→NIC one unless PXN applies, see `pxn_via`).
+    pub path: NcclPath,
+    /// GPUDirect RDMA: the NIC may write into this GPU's memory directly (`ncclTopoCheckGdr`,
+    /// write direction, distance and default level only; the peermem/DMA-BUF support flags are
+    /// the audit's business). Always false for pairs that are not GPU–NIC.
+    pub gdr: bool,
+    /// GPU–GPU peer-to-peer over the path allowed by the default cut-off (`ncclTopoCheckP2p`;
+    /// NVML's P2P status is not checked here). Always false for pairs that are not GPU–GPU.
+    pub p2p: bool,
+    /// The rules that decided, in words, in the order they were applied.
+    pub rules: Vec<String>,
+    /// The NCCL version the rules are for (`2.30`).
+    pub version: String,
+    /// `path` as the number NCCL prints in that version (`PATH_*` value; log lines such as
+    /// `distance 7 > 4`), `None` where the type did not exist yet.
+    pub path_code: Option<u32>,
+    /// Which NCCL decisions apply to this pair: `gpu-gpu` (P2P), `gpu-nic` (GDR, PXN),
+    /// `nic-nic`, `gpu-nvme`, `other` (path type only).
+    pub scope: String,
+    /// GPU→NIC sends go through this NVLink peer GPU (PXN), when NCCL would reroute them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pxn_via: Option<Bdf>,
+}
+
+/// One node of a pair's path, in order from `a` to `b`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hop {
+    /// A BDF, a host bridge name (`pci0000:17`), `numa0->numa1`, or `nvswitch`.
+    pub node: String,
+    /// Device kind (`gpu`, `switch-upstream`, `root-port`, …), `host-bridge`, `inter-numa`,
+    /// `nvlink`.
+    pub kind: String,
+    /// The PCIe link entering this hop from the previous one (`None` for the first hop and for
+    /// links inside a switch or a root complex).
+    pub link: Option<LinkInfo>,
+    /// Bandwidth of the link entering this hop in GB/s (NCCL's model figures:
+    /// [`bandwidth::nccl_pcie_link_gbytes`] on the current link, NVLink per-link rates,
+    /// inter-CPU rates); `None` when unknown or not a link.
+    pub gbytes_per_s: Option<f64>,
+    /// Remarks: the switch a port belongs to, a link running below capability, the bottleneck.
+    pub note: Option<String>,
+}
+
+/// The classification of one endpoint pair.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PairClass {
+    /// First endpoint (the GPU for GPU–NIC pairs).
+    pub a: Bdf,
+    /// Second endpoint.
+    pub b: Bdf,
+    /// The nvidia-smi label.
+    pub label: Label,
+    /// Why that label, in words (which rule, with the evidence: the common switch, the host
+    /// bridges, the NUMA nodes).
+    pub reason: String,
+    /// NCCL's view.
+    pub nccl: NcclView,
+    /// Minimum bandwidth over the path's links in GB/s; `None` when no link speed is known.
+    pub bottleneck_gbytes_per_s: Option<f64>,
+    /// Index into `hops` of the bottleneck link.
+    pub bottleneck_hop: Option<usize>,
+    /// The path from `a` to `b`.
+    pub hops: Vec<Hop>,
+}
+
+/// Options of a classification run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClassifyOptions {
+    /// NCCL version whose rules the NCCL view follows (default: the newest modelled).
+    pub nccl_version: NcclVersion,
+}
+
+/// Every endpoint and every classified pair.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Matrix {
+    /// Endpoints in matrix order: GPUs, accelerators, NICs, NVMe.
+    pub endpoints: Vec<Endpoint>,
+    /// Pairs `(i, j)`, `i < j` in endpoint order: every pair among GPUs, accelerators and NICs,
+    /// and each GPU–NVMe pair.
+    pub pairs: Vec<PairClass>,
+    /// Facts that limit the whole matrix (NVLink not visible, NUMA unknown, VFs left out).
+    pub notes: Vec<String>,
+}
+
+impl Matrix {
+    /// The pair of two endpoints (in either order).
+    pub fn pair(&self, a: &Bdf, b: &Bdf) -> Option<&PairClass> {
+        self.pairs
+            .iter()
+            .find(|p| (p.a == *a && p.b == *b) || (p.a == *b && p.b == *a))
+    }
+    /// The endpoint named `GPU0`, `NIC1`, ….
+    pub fn endpoint(&self, name: &str) -> Option<&Endpoint> {
+        self.endpoints.iter().find(|e| e.name == name)
+    }
+}
+
+/// Why a label was chosen: the rule and its evidence, without allocation (turned into words by
+/// [`Classifier::reason`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Why {
+    /// Same device.
+    SameDevice,
+    /// NVLinks: `count`, through the NVSwitch fabric or direct.
+    NvLink {
+        /// Link count shown.
+        count: u32,
+        /// Counted into the NVSwitch fabric rather than directly between the two.
+        fabric: bool,
+    },
+    /// Two functions of one adapter.
+    SameAdapter,
+    /// Common ancestor below the host bridge (device index of the lowest common ancestor) and
+    /// the number of distinct bridge units (switches, plain bridges, root ports) on the path.
+    CommonBridge {
+        /// Device index (in `Topology::devices`) of the lowest common ancestor.
+        lca: u32,
+        /// Distinct bridge units on the path.
+        units: u32,
+    },
+    /// No common bridge, same host bridge.
+    SameHostBridge,
+    /// Different host bridges in this NUMA node.
+    SameNuma(u32),
+    /// Different host bridges, NUMA node not reported but the machine has one NUMA node.
+    SingleNuma,
+    /// Different NUMA nodes.
+    DifferentNuma(u32, u32),
+    /// Different host bridges and at least one NUMA node unknown on a machine with several.
+    NumaUnknown(Option<u32>, Option<u32>),
+}
+
+/// The classification of a pair without words or hops, computed without allocation
+/// ([`Classifier::summary`]); the fields mean what they mean in [`PairClass`] / [`NcclView`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PairSummary {
+    /// nvidia-smi label.
+    pub label: Label,
+    /// The rule that chose it.
+    pub why: Why,
+    /// NCCL path type.
+    pub nccl_path: NcclPath,
+    /// NCCL GPUDirect RDMA (GPU–NIC pairs).
+    pub gdr: bool,
+    /// NCCL P2P (GPU–GPU pairs).
+    pub p2p: bool,
+    /// PXN relay GPU for sends.
+    pub pxn_via: Option<Bdf>,
+    /// Minimum link bandwidth on the path, GB/s.
+    pub bottleneck_gbytes_per_s: Option<f64>,
+}
+
+/// A classification context over one topology: the [`Paths`] model, the endpoints and NCCL's
+/// per-NIC local GPUs, computed once, so labelling a pair allocates nothing and words are
+/// produced only for the pairs a command asks for.
+pub struct Classifier<'t> {
+    paths: Paths<'t>,
+    opts: ClassifyOptions,
+    cpu: Option<CpuClass>,
+    gpu_count: usize,
+    /// NCCL's inter-CPU bandwidth and bucket for this machine.
+    inter_cpu: Option<(f64, &'static str)>,
+    endpoints: Vec<Endpoint>,
+    /// Device index of each endpoint.
+    ep_dev: Vec<DevIx>,
+    /// Endpoint index of a device.
+    ep_of: HashMap<DevIx, usize>,
+    /// Per endpoint index: for NICs, the GPUs NCCL would pick as local to it (best path type).
+    local_gpus: Vec<Vec<usize>>,
+}
+
+impl<'t> Classifier<'t> {
+    /// Builds the paths model and prepares classification over it.
+    pub fn new(t: &'t Topology, opts: &ClassifyOptions) -> Self {
+        Self::with_paths(Paths::new(t), opts)
+    }
+
+    /// Prepares classification over an existing paths model.
+    pub fn with_paths(paths: Paths<'t>, opts: &ClassifyOptions) -> Self {
+        let t = paths.topo();
+        let endpoints = endpoints::endpoints(&paths);
+        let ep_dev: Vec<DevIx> = endpoints
+            .iter()
+            .filter_map(|e| paths.index(&e.bdf))
+            .collect();
+        // Every endpoint's device exists (endpoints() reads them from the topology).
+        debug_assert_eq!(ep_dev.len(), endpoints.len());
+        let ep_of = ep_dev.iter().enumerate().map(|(k, &d)| (d, k)).collect();
+        let mut c = Classifier {
+            opts: *opts,
+            cpu: t.machine.cpu_vendor.as_deref().map(CpuClass::from_vendor),
+            gpu_count: endpoints
+                .iter()
+                .filter(|e| e.kind == DeviceKind::Gpu)
+                .count(),
+            inter_cpu: bandwidth::inter_socket_gbytes(
+                t.machine.cpu_vendor.as_deref(),
+                t.machine.cpu_family,
+                t.machine.cpu_model_number,
+                opts.nccl_version.minor,
+            ),
+            endpoints,
+            ep_dev,
+            ep_of,
+            local_gpus: Vec::new(),
+            paths,
+        };
+        c.local_gpus = (0..c.ep_dev.len())
+            .map(|k| {
+                if c.kind(c.ep_dev[k]) != DeviceKind::Nic {
+                    return Vec::new();
+                }
+                c.local_gpus_of(c.ep_dev[k])
+            })
+            .collect();
+        c
+    }
+
+    /// The paths model the classification reads.
+    pub fn paths(&self) -> &Paths<'t> {
+        &self.paths
+    }
+
+    /// The topology.
+    pub fn topo(&self) -> &'t Topology {
+        self.paths.topo()
+    }
+
+    /// The options.
+    pub fn options(&self) -> &ClassifyOptions {
+        &self.opts
+    }
+
+    /// The endpoints, in matrix order.
+    pub fn endpoints(&self) -> &[Endpoint] {
+        &self.endpoints
+    }
+
+    /// Index (into [`Classifier::endpoints`]) of the endpoint at an address.
+    pub fn endpoint_index(&self, bdf: &Bdf) -> Option<usize> {
+        self.ep_of.get(&self.paths.index(bdf)?).copied()
+    }
+
+    fn kind(&self, d: DevIx) -> DeviceKind {
+        self.paths.device(d).kind
+    }
+
+    /// The rates a walk over the path of `a`–`b` uses: NCCL's per-link NVLink figure for the
+    /// pair's NVLink version and the inter-CPU figure.
+    fn rates(&self, a: DevIx, b: DevIx) -> Rates {
+        let p = &self.paths;
+        Rates {
+            nvlink_per_link: bandwidth::nccl_nvlink_link_gbytes(
+                None,
+                p.nvlink_version(a).or(p.nvlink_version(b)),
+                self.opts.nccl_version.minor,
+            ),
+            inter_cpu: self.inter_cpu.map(|x| x.0),
+        }
+    }
+
+    /// The label of endpoints `i` and `j` (indices into [`Classifier::endpoints`]), with the
+    /// rule that chose it. Allocates nothing.
+    pub fn label(&self, i: usize, j: usize) -> Option<(Label, Why)> {
+        Some(self.label_ix(*self.ep_dev.get(i)?, *self.ep_dev.get(j)?))
+    }
+
+    /// The label of two devices by address (endpoints or not).
+    pub fn label_of(&self, a: &Bdf, b: &Bdf) -> Option<(Label, Why)> {
+        Some(self.label_ix(self.paths.index(a)?, self.paths.index(b)?))
+    }
+
+    /// Labels of every endpoint pair as a row-major `n × n` table (the matrix without hops or
+    /// NCCL view); the fast path for large topologies.
+    pub fn label_table(&self) -> Vec<Label> {
+        let n = self.ep_dev.len();
+        let mut out = Vec::with_capacity(n * n);
+        for &a in &self.ep_dev {
+            for &b in &self.ep_dev {
+                out.push(self.label_ix(a, b).0);
+            }
+        }
+        out
+    }
+
+    /// The alloc-free classification of endpoints `i` and `j`: label, NCCL path/GDR/P2P/PXN,
+    /// bottleneck (everything but the words and the hop list).
+    pub fn summary(&self, i: usize, j: usize) -> Option<PairSummary> {
+        let (a, b) = (*self.ep_dev.get(i)?, *self.ep_dev.get(j)?);
+        Some(self.summary_ix(a, b, Some(&self.local_gpus[j])))
+    }
+
+    /// [`Classifier::summary`] of two devices by address (endpoints or not).
+    pub fn summary_of(&self, a: &Bdf, b: &Bdf) -> Option<PairSummary> {
+        let (ia, ib) = (self.paths.index(a)?, self.paths.index(b)?);
+        let locals = self.ep_of.get(&ib).map(|&k| self.local_gpus[k].as_slice());
+        Some(self.summary_ix(ia, ib, locals))
+    }
+
+    fn summary_ix(&self, a: DevIx, b: DevIx, locals_b: Option<&[usize]>) -> PairSummary {
+        let (label, why) = self.label_ix(a, b);
+        let d = self.nccl_decide(a, b, locals_b);
+        let rates = self.rates(a, b);
+        PairSummary {
+            label,
+            why,
+            nccl_path: d.path,
+            gdr: d.gdr,
+            p2p: d.p2p,
+            pxn_via: d.pxn.map(|(k, _)| self.endpoints[k].bdf),
+            bottleneck_gbytes_per_s: hops::bottleneck(&self.paths, a, b, why.shape(), &rates)
+                .map(|x| x.1),
+        }
+    }
+
+    /// [`Classifier::summary`] of every wanted pair `(i, j)`, `i < j` (the pairs of
+    /// [`Matrix::pairs`], in the same order).
+    pub fn summary_all(&self) -> Vec<(usize, usize, PairSummary)> {
+        let n = self.ep_dev.len();
+        let mut out = Vec::new();
+        for i in 0..n {
+            for j in i + 1..n {
+                if pair_wanted(self.endpoints[i].kind, self.endpoints[j].kind)
+                    && let Some(s) = self.summary(i, j)
+                {
+                    out.push((i, j, s));
+                }
+            }
+        }
+        out
+    }
+
+    /// Classifies two devices by address (endpoints or not), with words and hops. `None` if
+    /// either is not in the topology.
+    pub fn pair(&self, a: &Bdf, b: &Bdf) -> Option<PairClass> {
+        let (ia, ib) = (self.paths.index(a)?, self.paths.index(b)?);
+        let locals = self.ep_of.get(&ib).map(|&k| self.local_gpus[k].as_slice());
+        Some(self.classify_ix(ia, ib, locals))
+    }
+
+    /// Every wanted pair (see [`Matrix::pairs`]) with words and hops, and the matrix-wide
+    /// notes.
+    pub fn matrix(&self) -> Matrix {
+        let n = self.ep_dev.len();
+        let mut pairs = Vec::new();
+        for i in 0..n {
+            for j in i + 1..n {
+                if pair_wanted(self.endpoints[i].kind, self.endpoints[j].kind) {
+                    pairs.push(self.classify_ix(
+                        self.ep_dev[i],
+                        self.ep_dev[j],
+                        Some(&self.local_gpus[j]),
+                    ));
+                }
+            }
+        }
+        Matrix {
+            endpoints: self.endpoints.clone(),
+            pairs,
+            notes: self.notes(),
+        }
+    }
+
+    /// A display name for a device: `GPU0 (0000:17:00.0)` for an endpoint, else its address.
+    pub fn display(&self, bdf: &Bdf) -> String {
+        match self.endpoint_index(bdf) {
+            Some(k) => format!("{} ({})", self.endpoints[k].name, bdf),
+            None => bdf.to_string(),
+        }
+    }
+}
+
+/// Classifies one pair of devices (any two PCI functions of the topology); `None` if either
+/// address is not in it.
+pub fn classify_pair(t: &Topology, a: &Bdf, b: &Bdf, opts: &ClassifyOptions) -> Option<PairClass> {
+    Classifier::new(t, opts).pair(a, b)
+}
+
+/// Classifies every GPU–GPU, GPU–NIC, NIC–NIC and accelerator pair and each GPU–NVMe pair.
+pub fn classify_all(t: &Topology, opts: &ClassifyOptions) -> Matrix {
+    Classifier::new(t, opts).matrix()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_print_and_parse_like_nvidia_smi() {
+        for (l, s) in [
+            (Label::X, "X"),
+            (Label::Nv(18), "NV18"),
+            (Label::Pix, "PIX"),
+            (Label::Pxb, "PXB"),
+            (Label::Phb, "PHB"),
+            (Label::Node, "NODE"),
+            (Label::Sys, "SYS"),
+            (Label::Unknown, "?"),
+        ] {
+            assert_eq!(l.to_string(), s);
+            assert_eq!(s.parse::<Label>(), Ok(l));
+            assert_eq!(serde_json::to_string(&l).unwrap(), format!("\"{s}\""));
+        }
+        assert_eq!(" SOC ".parse::<Label>(), Ok(Label::Sys));
+        assert!("NV0".parse::<Label>().is_err());
+        assert!("NVB".parse::<Label>().is_err());
+        assert!(Label::Pix < Label::Sys);
+        assert_eq!(serde_json::to_string(&NcclPath::Pxn).unwrap(), "\"PXN\"");
+    }
+}

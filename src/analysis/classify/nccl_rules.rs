@@ -1,0 +1,170 @@
+//! NCCL's decisions for a pair (classification.md §2 and §5, read from NCCL's `paths.cc`):
+//! the base path type, P2P with its cut-off and CPU rerouting, GPUDirect RDMA by distance, and
+//! the PXN relay. Computed without words; `wording` puts them into sentences.
+
+use super::{Classifier, NcclPath};
+use crate::analysis::nccl;
+use crate::analysis::paths::DevIx;
+use crate::model::DeviceKind;
+
+/// Why NCCL's base path type is what it is (no allocation; worded by `base_rule`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum BaseWhy {
+    Same,
+    NvLink(u32, bool),
+    /// Through the GPU at this device index.
+    Nvb(DevIx),
+    SameAdapter,
+    Switches {
+        nodes: u32,
+        raw: u32,
+    },
+    Cpu(Option<u32>),
+    Cpus(Option<u32>, Option<u32>),
+}
+
+/// NCCL's decisions for one pair, before they are put into words.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Decision {
+    pub path: NcclPath,
+    pub base: NcclPath,
+    pub why: BaseWhy,
+    pub gdr: bool,
+    pub p2p: bool,
+    pub p2p_rerouted: bool,
+    /// PXN relay: endpoint index and its path type to the NIC.
+    pub pxn: Option<(usize, NcclPath)>,
+}
+
+impl Classifier<'_> {
+    /// NCCL's base path type (before P2P rerouting and PXN) and why, without allocation.
+    pub(super) fn nccl_base(&self, a: DevIx, b: DevIx) -> (NcclPath, BaseWhy) {
+        let p = &self.paths;
+        if a == b {
+            return (NcclPath::Loc, BaseWhy::Same);
+        }
+        if let Some((n, fabric)) = p.nvlink(a, b) {
+            return (NcclPath::Nvl, BaseWhy::NvLink(n, fabric));
+        }
+        if self.kind(a) == DeviceKind::Gpu && self.kind(b) == DeviceKind::Gpu {
+            // NVB: NVLink through exactly one intermediate GPU (direct links only).
+            for &(q, _) in p.nvlink_peers(a) {
+                if q != b && p.nvlink_peers(b).iter().any(|&(r, _)| r == q) {
+                    return (NcclPath::Nvb, BaseWhy::Nvb(q));
+                }
+            }
+        }
+        let (da, db) = (p.device(a).bdf, p.device(b).bdf);
+        if da.domain == db.domain && da.bus == db.bus && da.device == db.device {
+            return (NcclPath::Pix, BaseWhy::SameAdapter);
+        }
+        if let Some(m) = p.meet(a, b) {
+            let (nodes, raw) = p.nccl_switch_nodes(a, b, m);
+            let path = if nodes <= 1 {
+                NcclPath::Pix
+            } else {
+                NcclPath::Pxb
+            };
+            return (path, BaseWhy::Switches { nodes, raw });
+        }
+        let (na, nb) = (p.nccl_numa(a), p.nccl_numa(b));
+        if na == nb {
+            (NcclPath::Phb, BaseWhy::Cpu(na))
+        } else {
+            (NcclPath::Sys, BaseWhy::Cpus(na, nb))
+        }
+    }
+
+    /// The GPU endpoints NCCL would pick as local to a NIC: those with its best path type.
+    pub(super) fn local_gpus_of(&self, nic: DevIx) -> Vec<usize> {
+        let v = self.opts.nccl_version;
+        let mut best: Option<u32> = None;
+        let mut out = Vec::new();
+        for (k, &g) in self.ep_dev.iter().enumerate() {
+            if self.kind(g) != DeviceKind::Gpu {
+                continue;
+            }
+            let r = self.nccl_base(g, nic).0.rank(v);
+            match best {
+                Some(b) if r > b => {}
+                Some(b) if r == b => out.push(k),
+                _ => {
+                    best = Some(r);
+                    out.clear();
+                    out.push(k);
+                }
+            }
+        }
+        out
+    }
+
+    /// NCCL's decisions for a pair (path after P2P rerouting, GDR, P2P, PXN relay), without
+    /// words and, when `local_gpus_b` is given, without allocation.
+    pub(super) fn nccl_decide(
+        &self,
+        a: DevIx,
+        b: DevIx,
+        local_gpus_b: Option<&[usize]>,
+    ) -> Decision {
+        let v = self.opts.nccl_version;
+        let p = &self.paths;
+        let (base, why) = self.nccl_base(a, b);
+        let mut d = Decision {
+            path: base,
+            base,
+            why,
+            gdr: false,
+            p2p: false,
+            p2p_rerouted: false,
+            pxn: None,
+        };
+        use DeviceKind::*;
+        match (self.kind(a), self.kind(b)) {
+            (Gpu, Gpu) => {
+                let cut = nccl::p2p_cutoff_level(v, self.cpu, self.gpu_count);
+                d.p2p = base.le(cut, v);
+                if !d.p2p && base.le(NcclPath::Pxb, v) {
+                    d.path = if p.nccl_numa(a) == p.nccl_numa(b) {
+                        NcclPath::Phb
+                    } else {
+                        NcclPath::Sys
+                    };
+                    d.p2p_rerouted = true;
+                }
+            }
+            (Gpu, Nic) | (Nic, Gpu) => {
+                let level = nccl::gdr_level_path(v);
+                d.gdr = base.le(level, v);
+                let (g, n) = if self.kind(a) == Gpu { (a, b) } else { (b, a) };
+                if v.at_least(12) && !base.le(NcclPath::Pxb, v) {
+                    let computed;
+                    let locals = match local_gpus_b {
+                        Some(l) if n == b => l,
+                        _ => {
+                            computed = self.local_gpus_of(n);
+                            &computed
+                        }
+                    };
+                    let relay_max = if v.at_least(28) {
+                        NcclPath::P2c
+                    } else {
+                        NcclPath::Pxb
+                    };
+                    for &k in locals {
+                        let r = self.ep_dev[k];
+                        if r == g || p.nvlink(r, g).is_none() {
+                            continue;
+                        }
+                        let (pn, _) = self.nccl_base(r, n);
+                        if pn.le(relay_max, v) && pn.le(level, v) {
+                            d.pxn = Some((k, pn));
+                            break;
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        d
+    }
+}

@@ -1,0 +1,190 @@
+//! The hop walk of a pair's path, written once: [`walk`] visits every hop from the first device
+//! to the second in order, and both the worded hop list of `explain`/`matrix --format json` and
+//! the allocation-free [`bottleneck`] are folds over it, so they cannot disagree.
+
+use super::{DevIx, Paths};
+
+/// How the path between two devices runs, as the label rules decided it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// Over NVLinks: `count` links, through the NVSwitch fabric when `fabric`.
+    NvLink {
+        /// Links counted.
+        count: u32,
+        /// Through the NVSwitch fabric rather than directly.
+        fabric: bool,
+    },
+    /// Two functions of one adapter.
+    SameAdapter,
+    /// Over PCIe: up to the common ancestor, or through the host bridges with this crossing
+    /// between them.
+    Pcie(Crossing),
+}
+
+/// What lies between two host bridges on a PCIe path that shares no bridge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Crossing {
+    /// Nothing worth a hop (same host bridge, or host bridges of one NUMA node).
+    Direct,
+    /// The SMP interconnect between these NUMA nodes.
+    Smp(u32, u32),
+    /// NUMA nodes unknown: on-CPU link or SMP interconnect.
+    Unknown,
+}
+
+/// One hop of a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// A PCI function; `link_from` is the device whose link above is crossed to reach it
+    /// (`None` for the first hop).
+    Device {
+        /// The device.
+        dev: DevIx,
+        /// Whose upstream link enters this hop.
+        link_from: Option<DevIx>,
+    },
+    /// The first device's host bridge, entered over `link_from`'s link.
+    HostBridge {
+        /// Interned host bridge.
+        hb: u32,
+        /// The topmost device below it on this side.
+        link_from: DevIx,
+    },
+    /// The SMP interconnect between two NUMA nodes.
+    Smp(u32, u32),
+    /// An interconnect between host bridges whose NUMA nodes are unknown.
+    UnknownInterconnect,
+    /// The second device's host bridge.
+    OtherHostBridge {
+        /// Interned host bridge.
+        hb: u32,
+    },
+    /// The NVSwitch fabric, `count` links in.
+    NvSwitch {
+        /// Links.
+        count: u32,
+    },
+    /// The second GPU, reached over `count` NVLinks.
+    NvPeer {
+        /// The GPU.
+        dev: DevIx,
+        /// Links.
+        count: u32,
+    },
+    /// Another function of the first device's adapter.
+    SameAdapter {
+        /// The other function.
+        dev: DevIx,
+    },
+}
+
+/// The bandwidth figures a walk needs beyond the per-link table: NCCL's per-link NVLink figure
+/// and inter-CPU figure, both depending on the NCCL version and the machine.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rates {
+    /// GB/s per NVLink.
+    pub nvlink_per_link: f64,
+    /// GB/s of the SMP interconnect, when the CPU is known.
+    pub inter_cpu: Option<f64>,
+}
+
+/// Visits every hop of the path from `a` to `b` in order.
+pub fn walk(p: &Paths, a: DevIx, b: DevIx, shape: Shape, mut f: impl FnMut(Step)) {
+    f(Step::Device {
+        dev: a,
+        link_from: None,
+    });
+    match shape {
+        Shape::NvLink { count, fabric } => {
+            if fabric {
+                f(Step::NvSwitch { count });
+            }
+            f(Step::NvPeer { dev: b, count });
+        }
+        Shape::SameAdapter => f(Step::SameAdapter { dev: b }),
+        Shape::Pcie(crossing) => {
+            let (ca, cb) = (p.chain(a), p.chain(b));
+            match p.meet(a, b) {
+                Some(m) => {
+                    for i in 1..=m.ia {
+                        f(Step::Device {
+                            dev: ca[i],
+                            link_from: Some(ca[i - 1]),
+                        });
+                    }
+                    for j in (0..m.ib).rev() {
+                        f(Step::Device {
+                            dev: cb[j],
+                            link_from: Some(cb[j]),
+                        });
+                    }
+                }
+                None => {
+                    for i in 1..ca.len() {
+                        f(Step::Device {
+                            dev: ca[i],
+                            link_from: Some(ca[i - 1]),
+                        });
+                    }
+                    let (hba, hbb) = (p.host_bridge(a), p.host_bridge(b));
+                    f(Step::HostBridge {
+                        hb: hba,
+                        link_from: p.top(a),
+                    });
+                    if hba != hbb {
+                        match crossing {
+                            Crossing::Smp(x, y) => f(Step::Smp(x, y)),
+                            Crossing::Unknown => f(Step::UnknownInterconnect),
+                            Crossing::Direct => {}
+                        }
+                        f(Step::OtherHostBridge { hb: hbb });
+                    }
+                    for j in (0..cb.len()).rev() {
+                        f(Step::Device {
+                            dev: cb[j],
+                            link_from: Some(cb[j]),
+                        });
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Bandwidth of the link a hop is entered over, in GB/s (NCCL's model figures); `None` when
+/// unknown or when the hop is not entered over a link.
+pub fn step_gbytes(p: &Paths, step: Step, rates: &Rates) -> Option<f64> {
+    match step {
+        Step::Device {
+            link_from: Some(c), ..
+        }
+        | Step::HostBridge { link_from: c, .. } => p.edge(c).gbytes_per_s,
+        Step::Smp(..) => rates.inter_cpu,
+        Step::NvSwitch { count } | Step::NvPeer { count, .. } => {
+            Some(rates.nvlink_per_link * count as f64)
+        }
+        _ => None,
+    }
+}
+
+/// The path's bottleneck: the index of the first hop with the lowest bandwidth and that
+/// bandwidth; `None` when no hop's bandwidth is known.
+pub fn bottleneck(
+    p: &Paths,
+    a: DevIx,
+    b: DevIx,
+    shape: Shape,
+    rates: &Rates,
+) -> Option<(usize, f64)> {
+    let mut best: Option<(usize, f64)> = None;
+    let mut i = 0;
+    walk(p, a, b, shape, |s| {
+        if let Some(g) = step_gbytes(p, s, rates)
+            && best.is_none_or(|(_, m)| g < m)
+        {
+            best = Some((i, g));
+        }
+        i += 1;
+    });
+    best
+}
