@@ -19,102 +19,19 @@
 //!   (its NIC's node when the GPU's is unknown), split evenly among the ranks on that node; no
 //!   core is given twice.
 
-use super::classify::{Classifier, ClassifyOptions, Endpoint, Label, PairClass};
+use super::classify::Endpoint;
 use super::cores::CoreMap;
-use crate::model::{DeviceKind, OsDeviceKind, Topology};
+pub use super::pairing::{
+    Candidates, GpuCand, NicCand, NodeView, PairCand, PathRank, UNKNOWN_RANK, assign_nics,
+    nic_name, nvlink_domains, pair_rank,
+};
+use crate::model::{OsDeviceKind, Topology};
 use crate::parse::cpulist;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Version tag of the placement JSON document.
 pub const PLACEMENT_SCHEMA: &str = "peerpath.placement/1";
-
-/// Rank of a path label for sorting: lower is better. Mirrors the nvidia-smi order
-/// (NV# < PIX < PXB < PHB < NODE < SYS < unknown).
-pub type PathRank = u32;
-
-/// A GPU as the chooser sees it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct GpuCand {
-    /// Display name (`GPU0`).
-    pub name: String,
-    /// NUMA node, when known.
-    pub numa_node: Option<u32>,
-}
-
-/// A NIC as the chooser sees it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NicCand {
-    /// Display name (`mlx5_0`).
-    pub name: String,
-    /// NUMA node, when known.
-    pub numa_node: Option<u32>,
-}
-
-/// One GPU–GPU or GPU–NIC relation as the chooser sees it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PairCand {
-    /// Label text (`PIX`, `NV18`, `SYS`).
-    pub label: String,
-    /// Sort rank of the label (lower is better).
-    pub rank: PathRank,
-    /// Whether this is an NVLink relation.
-    pub nvlink: bool,
-    /// Bottleneck bandwidth of the path in GB/s, when known.
-    pub bottleneck_gbps: Option<f64>,
-}
-
-/// The tables the chooser works on.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Candidates {
-    /// GPUs in CUDA (PCI bus) order.
-    pub gpus: Vec<GpuCand>,
-    /// NICs eligible for ranks.
-    pub nics: Vec<NicCand>,
-    /// `gg[i][j]`: GPU i to GPU j (`None` on the diagonal or when unclassifiable).
-    pub gg: Vec<Vec<Option<PairCand>>>,
-    /// `gn[i][k]`: GPU i to NIC k.
-    pub gn: Vec<Vec<Option<PairCand>>>,
-    /// Whether NVLink state was visible (otherwise "no NVLink" is not a fact).
-    pub nvlink_visible: bool,
-}
-
-/// Rank used for a missing relation: worse than any label.
-pub const UNKNOWN_RANK: PathRank = 100;
-
-fn pair_rank(p: &Option<PairCand>) -> PathRank {
-    p.as_ref().map(|p| p.rank).unwrap_or(UNKNOWN_RANK)
-}
-
-/// NVLink domains: connected components of the GPUs over NVLink relations, as sorted GPU
-/// index lists, in order of their first GPU.
-pub fn nvlink_domains(c: &Candidates) -> Vec<Vec<usize>> {
-    let n = c.gpus.len();
-    let mut comp: Vec<usize> = (0..n).collect();
-    fn find(comp: &mut [usize], mut x: usize) -> usize {
-        while comp[x] != x {
-            comp[x] = comp[comp[x]];
-            x = comp[x];
-        }
-        x
-    }
-    for i in 0..n {
-        for j in 0..n {
-            if i != j && c.gg[i][j].as_ref().is_some_and(|p| p.nvlink) {
-                let (a, b) = (find(&mut comp, i), find(&mut comp, j));
-                if a != b {
-                    comp[a.max(b)] = a.min(b);
-                }
-            }
-        }
-    }
-    let mut groups: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-    for i in 0..n {
-        let r = find(&mut comp, i);
-        groups.entry(r).or_default().push(i);
-    }
-    groups.into_values().collect()
-}
 
 /// Score of a GPU set (lower is better), in rule order.
 fn gpu_set_score(
@@ -219,8 +136,8 @@ pub fn choose_gpus(c: &Candidates, n: usize) -> Option<(Vec<usize>, String)> {
         .enumerate()
         .flat_map(|(a, &i)| best[a + 1..].iter().map(move |&j| (i, j)))
         .filter_map(|(i, j)| c.gg[i][j].as_ref())
-        .find(|p| p.rank == worst)
-        .map(|p| p.label.clone());
+        .find(|p| p.rank() == worst)
+        .map(|p| p.label);
     let names: Vec<&str> = best.iter().map(|&g| c.gpus[g].name.as_str()).collect();
     let mut why = if n == total && n == 1 {
         format!("the node's only GPU ({})", names.join(", "))
@@ -250,41 +167,6 @@ pub fn choose_gpus(c: &Candidates, n: usize) -> Option<(Vec<usize>, String)> {
         why.push_str(&format!("; worst GPU–GPU path {w}"));
     }
     Some((best, why))
-}
-
-/// Scale of the path-label term in the NIC assignment cost (dominates everything else).
-const W_LABEL: i64 = 1_000_000_000_000;
-/// Scale of the bandwidth term (MB/s, below 10^6 for any real path).
-const W_BW: i64 = 1_000;
-/// Bandwidth ceiling in MB/s used to turn "more is better" into a cost.
-const BW_CEIL_MBPS: i64 = 999_999;
-
-/// Assigns a NIC to each chosen GPU (by index into `c.nics`), by the rules in the module doc.
-/// Returns, per rank, the NIC index (`None` when there is no NIC at all) and how many ranks
-/// share it.
-pub fn assign_nics(c: &Candidates, gpus: &[usize]) -> Vec<Option<usize>> {
-    let r = gpus.len();
-    let k = c.nics.len();
-    if r == 0 || k == 0 {
-        return vec![None; r];
-    }
-    // Columns: NIC k, slot s (s-th rank on that NIC).
-    let cols = k * r;
-    let weights = pathfinding::matrix::Matrix::from_fn(r, cols, |(row, col)| {
-        let nic = col / r;
-        let slot = col % r;
-        let p = &c.gn[gpus[row]][nic];
-        let rank = pair_rank(p) as i64;
-        let bw_mbps = p
-            .as_ref()
-            .and_then(|p| p.bottleneck_gbps)
-            .map(|g| ((g * 1000.0) / (slot as f64 + 1.0)).round() as i64)
-            .unwrap_or(0)
-            .clamp(0, BW_CEIL_MBPS);
-        rank * W_LABEL + (BW_CEIL_MBPS - bw_mbps) * W_BW + slot as i64
-    });
-    let (_, assignment) = pathfinding::kuhn_munkres::kuhn_munkres_min(&weights);
-    assignment.into_iter().map(|col| Some(col / r)).collect()
 }
 
 /// Gives each rank whole cores from its NUMA node (see the module doc). `numa[i]` is rank i's
@@ -391,103 +273,6 @@ pub struct PlaceOptions {
     pub ranks: usize,
     /// Cores per rank (default: an even share of the rank's NUMA node).
     pub cores_per_rank: Option<usize>,
-}
-
-/// The node's GPUs and rank-eligible NICs with the chooser's tables, built from the
-/// classification.
-#[derive(Debug, Clone)]
-pub struct NodeView {
-    /// GPU endpoints in CUDA (PCI bus) order.
-    pub gpus: Vec<Endpoint>,
-    /// NIC endpoints (RDMA-capable ones when any NIC has RDMA).
-    pub nics: Vec<Endpoint>,
-    /// The chooser's tables over them.
-    pub cand: Candidates,
-    /// `reasons[i][k]`: the classifier's reason for GPU i – NIC k.
-    pub reasons: Vec<Vec<String>>,
-    /// Classification notes (NVLink visibility, VM, unknown NUMA).
-    pub notes: Vec<String>,
-}
-
-fn cand_of(p: &PairClass) -> PairCand {
-    PairCand {
-        label: p.label.to_string(),
-        rank: p.label.rank() as PathRank,
-        nvlink: matches!(p.label, Label::Nv(_)),
-        bottleneck_gbps: p.bottleneck_gbytes_per_s,
-    }
-}
-
-impl NodeView {
-    /// Classifies every GPU–GPU and GPU–NIC pair of the topology once.
-    pub fn new(t: &Topology) -> NodeView {
-        let cl = Classifier::new(t, &ClassifyOptions::default());
-        let eps = cl.endpoints().to_vec();
-        let gpus: Vec<Endpoint> = eps
-            .iter()
-            .filter(|e| e.kind == DeviceKind::Gpu)
-            .cloned()
-            .collect();
-        let nics: Vec<Endpoint> = eps
-            .iter()
-            .filter(|e| e.kind == DeviceKind::Nic)
-            .cloned()
-            .collect();
-        let mut gg = vec![vec![None; gpus.len()]; gpus.len()];
-        let mut gn = vec![vec![None; nics.len()]; gpus.len()];
-        let mut reasons = vec![vec![String::new(); nics.len()]; gpus.len()];
-        for (i, a) in gpus.iter().enumerate() {
-            for (j, b) in gpus.iter().enumerate() {
-                if i < j {
-                    let p = cl.pair(&a.bdf, &b.bdf).map(|p| cand_of(&p));
-                    gg[i][j] = p.clone();
-                    gg[j][i] = p;
-                }
-            }
-            for (k, n) in nics.iter().enumerate() {
-                if let Some(p) = cl.pair(&a.bdf, &n.bdf) {
-                    reasons[i][k] = p.reason.clone();
-                    gn[i][k] = Some(cand_of(&p));
-                }
-            }
-        }
-        let cand = Candidates {
-            gpus: gpus
-                .iter()
-                .map(|g| GpuCand {
-                    name: g.name.clone(),
-                    numa_node: g.numa_node,
-                })
-                .collect(),
-            nics: nics
-                .iter()
-                .map(|n| NicCand {
-                    name: nic_name(n),
-                    numa_node: n.numa_node,
-                })
-                .collect(),
-            gg,
-            gn,
-            nvlink_visible: t.nvlink_visible,
-        };
-        NodeView {
-            gpus,
-            nics,
-            cand,
-            reasons,
-            notes: cl.notes(),
-        }
-    }
-}
-
-/// The name a NIC goes by in launcher variables: its first RDMA device, else its netdev, else
-/// its address.
-pub fn nic_name(n: &Endpoint) -> String {
-    n.rdma
-        .first()
-        .or(n.net.first())
-        .cloned()
-        .unwrap_or_else(|| n.bdf.to_string())
 }
 
 /// First RDMA port number of a NIC's RDMA device (`ports/<n>`), when captured.
@@ -670,7 +455,7 @@ pub fn plan_with(t: &Topology, view: &NodeView, o: &PlaceOptions) -> anyhow::Res
             nic_bdf: nic.map(|n| n.bdf.to_string()),
             nic_port: port,
             netdev,
-            path: pair.as_ref().map(|p| p.label.clone()),
+            path: pair.as_ref().map(|p| p.label.to_string()),
             bottleneck_gbps: pair.as_ref().and_then(|p| p.bottleneck_gbps),
             nic_shared_with: shared,
             numa_node: numa[r],
@@ -723,9 +508,6 @@ fn gbps_s(g: Option<f64>) -> String {
         .unwrap_or_else(|| "unknown bandwidth".into())
 }
 
-/// Rank of PXB: the farthest label at which NCCL enables GPUDirect RDMA by default.
-const PXB_RANK: PathRank = 3;
-
 #[allow(clippy::too_many_arguments)]
 fn nic_why(
     view: &NodeView,
@@ -754,14 +536,10 @@ fn nic_why(
         // Best NIC nobody uses, to say why sharing won.
         let free = (0..c.nics.len())
             .filter(|kk| !nic_of.contains(&Some(*kk)))
-            .filter_map(|kk| {
-                c.gn[g][kk]
-                    .as_ref()
-                    .map(|pp| (pp.rank, kk, pp.label.clone()))
-            })
+            .filter_map(|kk| c.gn[g][kk].as_ref().map(|pp| (pp.label, kk)))
             .min();
         match free {
-            Some((_, kk, lab)) => s.push_str(&format!(
+            Some((lab, kk)) => s.push_str(&format!(
                 " (the nearest unshared NIC, {}, is {lab} from this GPU)",
                 c.nics[kk].name
             )),
@@ -773,14 +551,14 @@ fn nic_why(
     if let Some(rail) = c.nics.get(g)
         && g != k
         && let Some(rp) = c.gn[g][g].as_ref()
-        && rp.rank > p.rank
+        && rp.label > p.label
     {
         s.push_str(&format!(
             "; routes around {} (rail {g} by position), which is {} from this GPU",
             rail.name, rp.label
         ));
     }
-    if p.rank > PXB_RANK {
+    if !p.label.within_pxb() {
         s.push_str("; no NIC within PXB of this GPU: NCCL keeps GPUDirect RDMA off for it (staged through host memory)");
     }
     s
@@ -820,11 +598,9 @@ fn cpu_why(
 mod tests {
     use super::*;
 
-    fn p(label: &str, rank: PathRank, bw: f64) -> Option<PairCand> {
+    fn p(label: &str, bw: f64) -> Option<PairCand> {
         Some(PairCand {
-            label: label.into(),
-            rank,
-            nvlink: label.starts_with("NV"),
+            label: label.parse().unwrap(),
             bottleneck_gbps: Some(bw),
         })
     }
@@ -850,17 +626,17 @@ mod tests {
             for j in 0..4usize {
                 if i != j {
                     gg[i][j] = if i / 2 == j / 2 {
-                        p("NV4", 0, 100.0)
+                        p("NV4", 100.0)
                     } else {
-                        p("SYS", 5, 10.0)
+                        p("SYS", 10.0)
                     };
                 }
                 gn[i][j] = if i == j {
-                    p("PIX", 1, 24.0)
+                    p("PIX", 24.0)
                 } else if i / 2 == j / 2 {
-                    p("NODE", 4, 20.0)
+                    p("NODE", 20.0)
                 } else {
-                    p("SYS", 5, 10.0)
+                    p("SYS", 10.0)
                 };
             }
         }
@@ -898,9 +674,9 @@ mod tests {
         let mut c = four();
         for g in 0..4 {
             c.gn[g][1] = if g >= 2 {
-                p("NODE", 4, 20.0)
+                p("NODE", 20.0)
             } else {
-                p("SYS", 5, 10.0)
+                p("SYS", 10.0)
             };
         }
         let a = assign_nics(&c, &[0, 1, 2, 3]);

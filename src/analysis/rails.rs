@@ -10,7 +10,7 @@
 //! switch end, one fibre run. `nodes` multiplies it for a rack or pod, grouped by rail (one
 //! rail = one destination leaf).
 
-use super::place::{NodeView, assign_nics, nic_name, nvlink_domains};
+use super::pairing::{NodeView, nic_name, nvlink_domains};
 use crate::model::{OsDeviceKind, Topology};
 use serde::Serialize;
 
@@ -137,14 +137,10 @@ pub fn speed_class(rate: Option<f64>) -> String {
     }
 }
 
-/// Rank of PXB in [`crate::analysis::classify::Label::rank`] order.
-const PXB_RANK: u32 = 3;
-
 /// Builds the rails report from a node view, for `nodes` nodes.
 pub fn build(t: &Topology, view: &NodeView, nodes: usize) -> Rails {
     let c = &view.cand;
-    let all: Vec<usize> = (0..c.gpus.len()).collect();
-    let assign = assign_nics(c, &all);
+    let assign = view.pairing();
     let domains: Vec<Domain> = nvlink_domains(c)
         .into_iter()
         .map(|d| Domain {
@@ -172,14 +168,14 @@ pub fn build(t: &Topology, view: &NodeView, nodes: usize) -> Rails {
         gpu_nic.push(GpuNic {
             gpu: c.gpus[g].name.clone(),
             nic: c.nics[k].name.clone(),
-            path: p.map(|p| p.label.clone()).unwrap_or_else(|| "?".into()),
+            path: p.map(|p| p.label.to_string()).unwrap_or_else(|| "?".into()),
         });
-        if p.is_none_or(|p| p.rank > PXB_RANK) {
+        if p.is_none_or(|p| !p.label.within_pxb()) {
             problems.push(format!(
                 "{} has no NIC within PXB: the nearest it can have, {}, is {}",
                 c.gpus[g].name,
                 c.nics[k].name,
-                p.map(|p| p.label.as_str()).unwrap_or("?")
+                p.map(|p| p.label.to_string()).unwrap_or_else(|| "?".into())
             ));
         }
     }
@@ -218,10 +214,10 @@ pub fn build(t: &Topology, view: &NodeView, nodes: usize) -> Rails {
         taken.push(r);
         rail_nics.push((r, k));
         let nearest = (0..c.gpus.len())
-            .filter_map(|g| c.gn[g][k].as_ref().map(|p| (p.rank, g, p.label.clone())))
+            .filter_map(|g| c.gn[g][k].as_ref().map(|p| (p.label, g)))
             .min();
         problems.push(match nearest {
-            Some((_, g, lab)) => format!(
+            Some((lab, g)) => format!(
                 "{} serves no GPU: every GPU has a nearer NIC (its nearest GPU, {}, is {lab} away) — misplaced?",
                 c.nics[k].name, c.gpus[g].name
             ),
@@ -245,7 +241,7 @@ pub fn build(t: &Topology, view: &NodeView, nodes: usize) -> Rails {
         let g = served[k].first().copied();
         let label = g
             .and_then(|g| c.gn[g][k].as_ref())
-            .map(|p| p.label.clone())
+            .map(|p| p.label.to_string())
             .unwrap_or_else(|| "-".into());
         let dev = t.device(&nic.bdf);
         let rdma = dev.and_then(|d| {

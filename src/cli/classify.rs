@@ -29,10 +29,10 @@ pub fn run_matrix(
     let opts = ClassifyOptions {
         nccl_version: nccl_version.unwrap_or_default(),
     };
-    let m = Classifier::new(t, &opts).matrix();
+    let c = Classifier::new(t, &opts);
     Ok(match format {
-        MatrixFormat::Table => matrix::render_table(&m),
-        MatrixFormat::Json => serde_json::to_string_pretty(&matrix::doc(&m))? + "\n",
+        MatrixFormat::Table => matrix::render_table(&c.label_matrix()),
+        MatrixFormat::Json => serde_json::to_string_pretty(&matrix::doc(&c.matrix()))? + "\n",
     })
 }
 

@@ -2,7 +2,7 @@
 //! hop-by-hop explanation of one pair. Renders [`crate::analysis::classify`] results; computes
 //! nothing of its own.
 
-use crate::analysis::classify::{Endpoint, Label, Matrix, PairClass};
+use crate::analysis::classify::{Endpoint, Label, LabelMatrix, Matrix, PairClass};
 use crate::model::{DeviceKind, LinkInfo};
 use crate::render::linkfmt;
 use comfy_table::{CellAlignment, Table, presets};
@@ -55,8 +55,11 @@ fn in_table(e: &Endpoint) -> bool {
 
 /// The nvidia-smi-style text: a row and a column per GPU, accelerator and NIC, then `CPU
 /// Affinity` and `NUMA Affinity` (compute rows only), the legend, the NIC legend and the notes.
-pub fn render_table(m: &Matrix) -> String {
-    let eps: Vec<&Endpoint> = m.endpoints.iter().filter(|e| in_table(e)).collect();
+pub fn render_table(m: &LabelMatrix) -> String {
+    let rows: Vec<usize> = (0..m.endpoints.len())
+        .filter(|&i| in_table(&m.endpoints[i]))
+        .collect();
+    let eps: Vec<&Endpoint> = rows.iter().map(|&i| &m.endpoints[i]).collect();
     if eps.is_empty() {
         let mut out =
             String::from("No GPU, accelerator or NIC in this topology: no matrix to print.\n");
@@ -75,16 +78,11 @@ pub fn render_table(m: &Matrix) -> String {
     header.push("NUMA Affinity".into());
     t.set_header(header);
     let mut any_unknown = false;
-    for a in &eps {
+    for &i in &rows {
+        let a = &m.endpoints[i];
         let mut row = vec![a.name.clone()];
-        for b in &eps {
-            let cell = if a.bdf == b.bdf {
-                Label::X
-            } else {
-                m.pair(&a.bdf, &b.bdf)
-                    .map(|p| p.label)
-                    .unwrap_or(Label::Unknown)
-            };
+        for &j in &rows {
+            let cell = if i == j { Label::X } else { m.label(i, j) };
             any_unknown |= cell == Label::Unknown;
             row.push(cell.to_string());
         }

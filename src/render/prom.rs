@@ -100,10 +100,10 @@ pub fn render(t: &Topology, view: &NodeView, r: &Rails, i: &PromInputs) -> Strin
                     ("nic_pci_bus_id", nic.bdf.to_string()),
                     (
                         "path",
-                        if p.label == "?" {
+                        if p.label == crate::analysis::classify::Label::Unknown {
                             "unknown".to_string()
                         } else {
-                            p.label.clone()
+                            p.label.to_string()
                         },
                     ),
                     ("rail", rail.to_string()),

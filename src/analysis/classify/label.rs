@@ -109,7 +109,6 @@ impl Serialize for Label {
     }
 }
 
-/// What NCCL would make of a pair, for one NCCL version (classification.md §2).
 
 #[cfg(test)]
 mod tests {

@@ -134,6 +134,25 @@ impl Matrix {
     }
 }
 
+/// Every endpoint and the label of every endpoint pair, without words or hops: what the
+/// nvidia-smi-style table prints ([`Classifier::label_matrix`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabelMatrix {
+    /// Endpoints in matrix order.
+    pub endpoints: Vec<Endpoint>,
+    /// Row-major `n × n` labels.
+    labels: Vec<Label>,
+    /// Facts that limit the whole matrix.
+    pub notes: Vec<String>,
+}
+
+impl LabelMatrix {
+    /// The label of endpoints `i` and `j`.
+    pub fn label(&self, i: usize, j: usize) -> Label {
+        self.labels[i * self.endpoints.len() + j]
+    }
+}
+
 /// Why a label was chosen: the rule and its evidence, without allocation (turned into words by
 /// [`Classifier::reason`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -320,6 +339,15 @@ impl<'t> Classifier<'t> {
             }
         }
         out
+    }
+
+    /// The endpoints, every label between them and the notes: the matrix without words.
+    pub fn label_matrix(&self) -> LabelMatrix {
+        LabelMatrix {
+            endpoints: self.endpoints.clone(),
+            labels: self.label_table(),
+            notes: self.notes(),
+        }
     }
 
     /// The alloc-free classification of endpoints `i` and `j`: label, NCCL path/GDR/P2P/PXN,
