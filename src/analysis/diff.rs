@@ -11,7 +11,7 @@
 //! role) and a few node facts (driver versions, peer-memory module, IOMMU, CPU).
 
 use super::audit::{self, AuditOptions};
-use super::classify::{self, ClassifyOptions};
+use super::classify::{Classifier, ClassifyOptions};
 use crate::model::{Bdf, Device, Topology};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -87,12 +87,14 @@ fn ids(d: &Device) -> String {
 impl NodeView {
     /// Builds the role-level view of a topology (classifies every pair and runs the audit).
     pub fn of(t: &Topology) -> NodeView {
-        let eps = classify::endpoints(t);
+        let cl = Classifier::new(t, &ClassifyOptions::default());
+        let paths = cl.paths();
+        let eps = cl.endpoints();
         let ep_name: HashMap<Bdf, &str> = eps.iter().map(|e| (e.bdf, e.name.as_str())).collect();
         // Endpoints below each device (itself included for endpoints).
         let mut below: HashMap<Bdf, Vec<&str>> = HashMap::new();
-        for e in &eps {
-            for a in t.ancestors(&e.bdf) {
+        for e in eps {
+            for a in paths.ancestors(&e.bdf) {
                 below.entry(a).or_default().push(e.name.as_str());
             }
         }
@@ -110,7 +112,7 @@ impl NodeView {
                     .collect();
                 let shown = if gpus.is_empty() { under } else { gpus };
                 if d.kind.is_bridge() && !shown.is_empty() {
-                    let depth = t.ancestors(&d.bdf).len().saturating_sub(1);
+                    let depth = paths.ancestors(&d.bdf).len().saturating_sub(1);
                     let mut shown = shown;
                     shown.sort_by_key(|a| natural(a));
                     format!("{}@{depth}[{}]", d.kind.as_str(), shown.join(","))
@@ -127,7 +129,7 @@ impl NodeView {
         }
         let mut devices = BTreeMap::new();
         for d in &t.devices {
-            let chain = t.ancestors(&d.bdf);
+            let chain = paths.ancestors(&d.bdf);
             let numa = match t.numa_of(d) {
                 Some(n) => n.to_string(),
                 None => "?".into(),
@@ -162,12 +164,9 @@ impl NodeView {
                 },
             );
         }
-        let m = classify::classify_all(t, &ClassifyOptions::default());
         let mut labels = BTreeMap::new();
-        for p in &m.pairs {
-            let (Some(a), Some(b)) = (ep_name.get(&p.a), ep_name.get(&p.b)) else {
-                continue;
-            };
+        for (i, j, p) in cl.summary_all() {
+            let (a, b) = (&eps[i].name, &eps[j].name);
             let (a, b) = if natural(a) <= natural(b) {
                 (a, b)
             } else {
