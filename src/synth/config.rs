@@ -49,18 +49,10 @@ fn w32(b: &mut [u8], off: usize, v: u32) {
 
 /// Link speed in GT/s to the LNKCAP/LNKSTA encoding (1 = 2.5 … 6 = 64); 0 if not a PCIe speed.
 pub fn speed_code(gts: f64) -> u8 {
-    const TABLE: [(f64, u8); 6] = [
-        (2.5, 1),
-        (5.0, 2),
-        (8.0, 3),
-        (16.0, 4),
-        (32.0, 5),
-        (64.0, 6),
-    ];
-    TABLE
-        .iter()
-        .find(|(s, _)| (gts - s).abs() < 0.01)
-        .map_or(0, |&(_, c)| c)
+    // The encoding is the generation number for Gen1..Gen6.
+    crate::parse::attr::pcie_gen(gts)
+        .filter(|g| *g <= 6)
+        .unwrap_or(0)
 }
 
 /// Payload/read-request size in bytes to the 3-bit encoding (128 << code).

@@ -109,7 +109,6 @@ impl Serialize for Label {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
