@@ -82,14 +82,7 @@ pub fn hgx_h100() -> Spec {
         let mut root = port(rp, None, Role::RootPort, 0x8086, 0x352a, gen5);
         root.mps_supported = 512;
         fns.push(root);
-        fns.push(port(
-            usp,
-            Some(rp),
-            Role::SwitchUpstream,
-            0x1000,
-            0xc030,
-            gen5,
-        ));
+        fns.push(pex_gen5_upstream(usp, rp, gen5));
         fns.push(port(
             hgx_gpu_port(i),
             Some(usp),

@@ -114,6 +114,18 @@ fn port(
     }
 }
 
+/// A Broadcom PEX89000 Gen5 switch upstream port (1000:c030) under `parent`.
+fn pex_gen5_upstream(bdf: Bdf, parent: Bdf, link: Link) -> Function {
+    port(
+        bdf,
+        Some(parent),
+        Role::SwitchUpstream,
+        0x1000,
+        0xc030,
+        link,
+    )
+}
+
 fn host_fn(bdf: Bdf, vendor: u16, device: u16, class: u32, pcie: bool) -> Function {
     Function {
         bdf,

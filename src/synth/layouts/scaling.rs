@@ -26,14 +26,7 @@ pub fn scaling(n_devices: usize) -> Spec {
         let rp = b(domain, 0, gi + 1, 0);
         fns.push(port(rp, None, Role::RootPort, 0x8086, 0x352a, gen5));
         let usp = b(domain, base, 0, 0);
-        fns.push(port(
-            usp,
-            Some(rp),
-            Role::SwitchUpstream,
-            0x1000,
-            0xc030,
-            gen5,
-        ));
+        fns.push(pex_gen5_upstream(usp, rp, gen5));
         for j in 0..16u8 {
             let dsp = b(domain, base + 1, j, 0);
             fns.push(port(
