@@ -123,8 +123,10 @@ A Node Feature Discovery local feature file for
 `/etc/kubernetes/node-feature-discovery/features.d/`. Every label is checked against NFD's
 rules before it is written (name and value ≤ 63 characters of `[A-Za-z0-9._-]`, alphanumeric at
 both ends; prefix a DNS subdomain outside `kubernetes.io`); `--ttl` sets the expiry directive.
-`gdr-ready` is `true` only when every rail path is within PXB and a peer-memory client is
-loaded, `false` when a path is too long, `unknown` otherwise (DMA-BUF may still work).
+`gdr-ready` is the audit's GPUDirect RDMA verdict (docs/audit.md, "GPUDirect RDMA
+readiness"): `true` only when every GPU's NIC is within PXB and nothing breaks GPUDirect RDMA,
+`unknown` when the mechanism is not established (dma-buf only, peermem loaded but not
+registered, modules not captured), `false` otherwise.
 
 MD
 run ini export -i "$FX" --format nfd
@@ -169,9 +171,11 @@ cat <<'MD'
 ## `peerpath export --format prom`
 
 A node_exporter textfile (`--collector.textfile.directory`); `-o` writes it atomically
-(temporary file in the same directory, then rename). `peerpath_findings{severity}` appears only
-when audit counts are passed in (not written as zeros when no audit ran);
-`peerpath_gdr_ready` only when the verdict is known.
+(temporary file in the same directory, then rename). `peerpath_findings{severity}` (the
+severities that have findings) and `peerpath_gdr_ready` come from the audit `export` runs; the
+library leaves both out, rather than writing zeros, when no audit is passed in.
+`peerpath_gdr_ready` is the audit's GPUDirect RDMA verdict (as nfd's `gdr-ready`), written only
+when it is known.
 
 MD
 echo '```console'; echo '$ peerpath export -i hgx-h100.tar.gz --format prom | grep -v "pcie_link" | head -30'; echo '```'

@@ -2,7 +2,11 @@
 //! synthesized fault per test against its clean twin (the `synth` layouts), the same trees read
 //! with 64-byte configs (as non-root), the real hwloc fixtures, and the CLI's exit codes.
 
-use peerpath::analysis::audit::{self, AuditOptions, Finding, Report, Severity};
+use peerpath::analysis::audit::{
+    self, AuditOptions, CheckId, Finding, GdrReadiness, GdrReason, PathLabel, Report, Severity,
+    Subject,
+};
+use peerpath::analysis::classify::Label;
 use peerpath::model::{Bdf, Topology};
 use peerpath::sources::{self, LoadOptions};
 use peerpath::synth::layouts::{self, hgx_gpu, hgx_nic, hgx_nic_port};
@@ -30,10 +34,10 @@ fn errors(r: &Report) -> Vec<&Finding> {
         .collect()
 }
 
-fn find<'a>(r: &'a Report, id: &str, subject: &str) -> &'a Finding {
+fn find<'a>(r: &'a Report, id: CheckId, subject: &str) -> &'a Finding {
     r.findings
         .iter()
-        .find(|f| f.id == id && f.subject == subject)
+        .find(|f| f.id == id && f.subject.to_string() == subject)
         .unwrap_or_else(|| panic!("no {id} finding for {subject}: {:#?}", r.findings))
 }
 
@@ -57,7 +61,11 @@ fn clean_twins_pass_with_nothing_unknown() {
         assert_eq!(r.counts.unknown, 0, "{}: {:#?}", spec.name, r.findings);
         assert_eq!(r.counts.warning, 0, "{}: {:#?}", spec.name, r.findings);
         assert_eq!(r.pairs.len(), 8);
-        assert!(r.pairs.iter().all(|p| p.label == "PIX"), "{:#?}", r.pairs);
+        assert!(
+            r.pairs.iter().all(|p| p.label == PathLabel(Label::Pix)),
+            "{:#?}",
+            r.pairs
+        );
     }
 }
 
@@ -66,7 +74,7 @@ fn nic_on_the_other_socket() {
     let r = audit(&layouts::misplaced_nic());
     assert_eq!(r.verdict, "fail");
     assert_eq!(errors(&r).len(), 1, "{:#?}", errors(&r));
-    let f = find(&r, "gpu-nic-path", &hgx_gpu(3).to_string());
+    let f = find(&r, CheckId::GpuNicPath, &hgx_gpu(3).to_string());
     assert!(
         f.summary.contains("SYS") && f.summary.contains("mlx5_3"),
         "{}",
@@ -95,7 +103,7 @@ fn acs_redirect_on_one_downstream_port() {
     let r = audit(&layouts::with_acs_redirect(layouts::hgx_h100(), port).unwrap());
     assert_eq!(r.verdict, "fail");
     assert_eq!(errors(&r).len(), 1, "{:#?}", errors(&r));
-    let f = find(&r, "acs-redirect", &port.to_string());
+    let f = find(&r, CheckId::AcsRedirect, &port.to_string());
     assert!(ev(f, &p(port, "config")).contains("0x001d"));
     assert_eq!(f.pairs[0].gpu, hgx_gpu(2).to_string());
 }
@@ -105,7 +113,7 @@ fn one_hop_trained_to_x8() {
     let nic = hgx_nic(4);
     let r = audit(&layouts::with_link_width(layouts::hgx_h100(), nic, 8).unwrap());
     assert_eq!(errors(&r).len(), 1, "{:#?}", errors(&r));
-    let f = find(&r, "link-degraded", &nic.to_string());
+    let f = find(&r, CheckId::LinkDegraded, &nic.to_string());
     assert_eq!(f.severity, Severity::Error);
     assert_eq!(ev(f, &p(nic, "current_link_width")), "8");
     assert_eq!(ev(f, &p(nic, "max_link_width")), "16");
@@ -116,11 +124,11 @@ fn aer_correctable_and_fatal() {
     let spec = layouts::with_aer(layouts::hgx_h100(), hgx_nic(0), 5, 0, 0).unwrap();
     let spec = layouts::with_aer(spec, hgx_gpu(5), 0, 0, 2).unwrap();
     let r = audit(&spec);
-    let c = find(&r, "aer-errors", &hgx_nic(0).to_string());
+    let c = find(&r, CheckId::AerErrors, &hgx_nic(0).to_string());
     assert_eq!(c.severity, Severity::Warning);
     assert!(c.summary.contains("BadTLP=5"), "{}", c.summary);
     assert!(ev(c, &p(hgx_nic(0), "aer_dev_correctable")).contains("BadTLP 5"));
-    let f = find(&r, "aer-errors", &hgx_gpu(5).to_string());
+    let f = find(&r, CheckId::AerErrors, &hgx_gpu(5).to_string());
     assert_eq!(f.severity, Severity::Error);
     assert!(f.summary.contains("MalfTLP=2"), "{}", f.summary);
     assert!(ev(f, &p(hgx_gpu(5), "aer_dev_fatal")).contains("MalfTLP 2"));
@@ -131,7 +139,7 @@ fn aer_correctable_and_fatal() {
 fn iommu_group_in_dma_mode() {
     let g = hgx_gpu(2);
     let r = audit(&layouts::with_iommu_type(layouts::hgx_h100(), g, "DMA").unwrap());
-    let f = find(&r, "iommu-translation", &g.to_string());
+    let f = find(&r, CheckId::IommuTranslation, &g.to_string());
     assert_eq!(f.severity, Severity::Error);
     let group = f
         .evidence
@@ -139,7 +147,7 @@ fn iommu_group_in_dma_mode() {
         .find(|e| e.path.starts_with("/sys/kernel/iommu_groups/"))
         .unwrap();
     assert_eq!(group.value, "DMA");
-    assert!(errors(&r).iter().all(|e| e.id == "iommu-translation"));
+    assert!(errors(&r).iter().all(|e| e.id == CheckId::IommuTranslation));
 }
 
 #[test]
@@ -147,14 +155,14 @@ fn peer_module_absent() {
     // Proprietary kernel module (DGX A100 layout): no mechanism at all → error.
     let r = audit(&layouts::without_peer_module(layouts::dgx_a100()));
     assert_eq!(r.verdict, "fail");
-    let f = find(&r, "gdr-peer-module", "node");
+    let f = find(&r, CheckId::GdrPeerModule, "node");
     assert_eq!(f.severity, Severity::Error);
     assert_eq!(ev(f, "/sys/module/nvidia_peermem/version"), "(absent)");
     assert_eq!(errors(&r).len(), 1);
     // Open kernel module (HGX layout): dma-buf remains → info, no error.
     let r = audit(&layouts::without_peer_module(layouts::hgx_h100()));
     assert_eq!(r.verdict, "pass");
-    let f = find(&r, "gdr-peer-module", "node");
+    let f = find(&r, CheckId::GdrPeerModule, "node");
     assert_eq!(f.severity, Severity::Info);
     assert!(f.summary.contains("dma-buf"));
 }
@@ -164,7 +172,7 @@ fn a_vm() {
     for spec in [layouts::as_vm(layouts::hgx_h100()), layouts::vm_flat()] {
         let r = audit(&spec);
         assert_eq!(r.verdict, "pass", "{}: {:#?}", spec.name, errors(&r));
-        let v = find(&r, "virtualized", "node");
+        let v = find(&r, CheckId::Virtualized, "node");
         assert_eq!(v.severity, Severity::Warning);
         assert!(v.evidence.iter().any(|e| e.path == "/proc/cpuinfo"));
     }
@@ -179,7 +187,7 @@ fn non_root_reads_give_unknown_never_pass() {
         layouts::misplaced_nic(),
     ] {
         let r = audit::run(&load(&spec, true), &AuditOptions::default());
-        for id in ["acs-redirect", "mps-mrrs"] {
+        for id in [CheckId::AcsRedirect, CheckId::MpsMrrs] {
             let f: Vec<&Finding> = r.findings.iter().filter(|f| f.id == id).collect();
             assert!(!f.is_empty(), "{}: no {id} finding", spec.name);
             assert!(
@@ -214,7 +222,11 @@ fn hwloc_fixtures_audit_without_panics() {
         // These snapshots hold 64-byte configs: a NIC's MPS/MRRS is unknown, never judged.
         let has_rdma = t.devices.iter().any(|d| d.rdma_names().next().is_some());
         if has_rdma {
-            let m = r.findings.iter().find(|f| f.id == "mps-mrrs").unwrap();
+            let m = r
+                .findings
+                .iter()
+                .find(|f| f.id == CheckId::MpsMrrs)
+                .unwrap();
             assert_eq!(m.severity, Severity::Unknown, "{}", path.display());
         }
         // No GPU in these snapshots: nothing may fail.
@@ -295,7 +307,7 @@ fn cli_exit_codes_and_json() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|f| f["id"] == "gpu-nic-path" && f["subject"] == hgx_gpu(3).to_string())
+        .find(|f| f["id"] == CheckId::GpuNicPath.as_str() && f["subject"] == hgx_gpu(3).to_string())
         .unwrap();
     assert_eq!(f["severity"], "warning");
     assert!(f["measured"].as_str().unwrap().contains("confirmed"));
@@ -313,7 +325,7 @@ fn builtin_profiles_on_matching_layouts() {
     let d: Vec<&Finding> = r
         .findings
         .iter()
-        .filter(|f| f.id == "profile-diff")
+        .filter(|f| f.id == CheckId::ProfileDiff)
         .collect();
     assert!(d.is_empty(), "{d:#?}");
     // rail-optimised on the misplaced NIC: rail 3 moved.
@@ -326,7 +338,7 @@ fn builtin_profiles_on_matching_layouts() {
     assert!(
         r.findings
             .iter()
-            .any(|f| f.id == "profile-diff" && f.summary.starts_with("moved: rail-3 NIC")),
+            .any(|f| f.id == CheckId::ProfileDiff && f.summary.starts_with("moved: rail-3 NIC")),
         "{:#?}",
         r.findings
     );
@@ -353,7 +365,7 @@ fn toml_profile_pins_rails_by_bus() {
     let d: Vec<&Finding> = clean
         .findings
         .iter()
-        .filter(|f| f.id == "profile-diff")
+        .filter(|f| f.id == CheckId::ProfileDiff)
         .collect();
     assert!(d.is_empty(), "{d:#?}");
     assert_eq!(clean.profile.as_deref(), Some("hgx-lab"));
@@ -361,10 +373,10 @@ fn toml_profile_pins_rails_by_bus() {
     let d: Vec<&Finding> = moved
         .findings
         .iter()
-        .filter(|f| f.id == "profile-diff")
+        .filter(|f| f.id == CheckId::ProfileDiff)
         .collect();
     assert!(
-        d.iter().any(|f| f.subject == "rail 3"
+        d.iter().any(|f| f.subject == Subject::Rail(3)
             && f.summary.starts_with("missing: compute NIC of rail 3")
             && f.severity == Severity::Error),
         "{d:#?}"
@@ -374,4 +386,106 @@ fn toml_profile_pins_rails_by_bus() {
             .any(|f| f.summary.starts_with("extra RDMA NIC") && f.summary.contains("mlx5_3")),
         "{d:#?}"
     );
+}
+
+/// The audit's one GPUDirect RDMA verdict (`Report::gdr_ready`, read by the nfd and prom
+/// exports): true only when every GPU has a NIC within PXB and nothing breaks GPUDirect RDMA,
+/// unknown when the mechanism is not established, false otherwise, with the reasons.
+#[test]
+fn gdr_readiness_verdicts() {
+    use audit::gdr::PeerMemory;
+    let hgx = audit(&layouts::hgx_h100());
+    assert_eq!(
+        hgx.gdr_ready(),
+        GdrReadiness {
+            ready: Some(true),
+            reasons: vec![]
+        }
+    );
+    assert_eq!(audit(&layouts::dgx_a100()).gdr_ready().ready, Some(true));
+    // The same devices inside a VM whose PCIe tree keeps the switches: still PIX.
+    assert_eq!(
+        audit(&layouts::as_vm(layouts::hgx_h100()))
+            .gdr_ready()
+            .ready,
+        Some(true)
+    );
+    // Non-root: ACS and MPS unknown, but neither is needed for NCCL to use GDR.
+    let nonroot = audit::run(&load(&layouts::hgx_h100(), true), &AuditOptions::default());
+    assert!(nonroot.counts.unknown > 0);
+    assert_eq!(nonroot.gdr_ready().ready, Some(true));
+
+    // vm-flat: every pair PHB, so NCCL stages every GPU through host memory, although the
+    // audit passes (path findings are warnings in a VM).
+    let vm = audit(&layouts::vm_flat());
+    assert_eq!(vm.verdict, "pass");
+    let g = vm.gdr_ready();
+    assert_eq!(g.ready, Some(false));
+    assert_eq!(g.reasons.len(), vm.pairs.len(), "{g:?}");
+    assert!(g.reasons.iter().all(|r| matches!(
+        r,
+        GdrReason::BeyondPxb { label, .. } if *label == PathLabel(Label::Phb)
+    )));
+
+    let mis = audit(&layouts::misplaced_nic()).gdr_ready();
+    assert_eq!(mis.ready, Some(false));
+    assert!(mis.reasons.iter().any(|r| matches!(
+        r,
+        GdrReason::BeyondPxb { nic, .. } if *nic == layouts::MISPLACED_NIC
+    )));
+
+    let acs = audit(&layouts::with_acs_redirect(layouts::hgx_h100(), hgx_nic_port(2)).unwrap());
+    assert_eq!(
+        acs.gdr_ready().reasons,
+        vec![GdrReason::Broken {
+            check: CheckId::AcsRedirect,
+            subject: Subject::Device(hgx_nic_port(2)),
+        }]
+    );
+    let iommu = audit(&layouts::with_iommu_type(layouts::hgx_h100(), hgx_gpu(2), "DMA").unwrap());
+    assert_eq!(iommu.gdr_ready().ready, Some(false));
+    // A narrow link costs bandwidth, not GPUDirect RDMA.
+    let narrow = audit(&layouts::with_link_width(layouts::hgx_h100(), hgx_nic(4), 8).unwrap());
+    assert_eq!(narrow.verdict, "fail");
+    assert_eq!(narrow.gdr_ready().ready, Some(true));
+
+    // Proprietary driver without peermem: no mechanism at all.
+    let none = audit(&layouts::without_peer_module(layouts::dgx_a100())).gdr_ready();
+    assert_eq!(none.ready, Some(false));
+    assert_eq!(
+        none.reasons,
+        vec![GdrReason::Mechanism(PeerMemory::Missing)]
+    );
+    // Open kernel module without peermem: dma-buf may serve, not a fact either way.
+    let dmabuf = audit(&layouts::without_peer_module(layouts::hgx_h100())).gdr_ready();
+    assert_eq!(dmabuf.ready, None);
+    assert_eq!(
+        dmabuf.reasons,
+        vec![GdrReason::Mechanism(PeerMemory::DmaBufOnly)]
+    );
+    // ... but a far pair is false whatever the mechanism.
+    let both = audit(&layouts::without_peer_module(layouts::vm_flat())).gdr_ready();
+    assert_eq!(both.ready, Some(false));
+}
+
+/// hwloc and NCCL inputs without an RDMA NIC (or without a GPU) are not GPUDirect RDMA ready.
+#[test]
+fn no_gpu_nic_pair_is_not_ready() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    for f in [
+        "hwloc/nvidiaDGX2.xml",
+        "hwloc/32em64t-2n8c+dax+nvme+mic+dimms.tar.bz2",
+    ] {
+        let t = sources::load(Some(&root.join(f)), &LoadOptions::default()).unwrap();
+        let r = audit::run(&t, &AuditOptions::default());
+        assert!(r.pairs.is_empty(), "{f}");
+        assert_eq!(
+            r.gdr_ready(),
+            GdrReadiness {
+                ready: Some(false),
+                reasons: vec![GdrReason::NoPair]
+            },
+            "{f}"
+        );
+    }
 }

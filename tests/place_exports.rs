@@ -3,6 +3,7 @@
 //! text-format parser, NFD labels against NFD's documented label rules, gres.conf field by
 //! field, DRA JSON by serde_json, the Slurm wrapper by bash.
 
+use peerpath::analysis::audit::{self, AuditOptions};
 use peerpath::analysis::classify::{Classifier, ClassifyOptions, Label};
 use peerpath::analysis::place::{self, NodeView, PlaceOptions, Placement};
 use peerpath::analysis::rails;
@@ -322,7 +323,7 @@ fn nfd_labels(t: &Topology) -> BTreeMap<String, String> {
         &nfd::NfdOptions {
             prefix: "peerpath.io".into(),
             expiry_unix: 1_893_456_000,
-            gdr_ready: None,
+            gdr: audit::run(t, &AuditOptions::default()).gdr_ready(),
         },
     )
     .unwrap();
@@ -563,17 +564,14 @@ fn prom_textfile_parses() {
     let (_d, t) = load_spec(&layouts::misplaced_nic());
     let view = NodeView::new(&t);
     let r = rails::build(&t, &view, 1);
-    let mut findings = BTreeMap::new();
-    findings.insert("critical".to_string(), 1u64);
-    findings.insert("warning".to_string(), 2u64);
+    let report = audit::run(&t, &AuditOptions::default());
     let text = prom::render(
         &t,
         &view,
         &r,
         &prom::PromInputs {
             now_unix: 1_767_225_600,
-            findings: Some(findings),
-            gdr_ready: None,
+            audit: Some(&report),
         },
     );
     assert!(text.ends_with('\n'));
@@ -631,11 +629,16 @@ fn prom_textfile_parses() {
     assert!(
         matches!(by("peerpath_last_run_timestamp_seconds")[0].value, prometheus_parse::Value::Gauge(v) if v == 1_767_225_600.0)
     );
-    let crit = by("peerpath_findings")
+    let errors = by("peerpath_findings")
         .into_iter()
-        .find(|s| s.labels.get("severity") == Some("critical"))
+        .find(|s| s.labels.get("severity") == Some("error"))
         .unwrap();
-    assert!(matches!(crit.value, prometheus_parse::Value::Gauge(v) if v == 1.0));
+    assert!(
+        matches!(errors.value, prometheus_parse::Value::Gauge(v) if v == report.counts.error as f64 && v >= 1.0)
+    );
+    assert!(
+        matches!(by("peerpath_gdr_ready")[0].value, prometheus_parse::Value::Gauge(v) if v == 0.0)
+    );
     let widths = by("peerpath_pcie_link_width_lanes");
     assert!(
         widths
@@ -644,9 +647,10 @@ fn prom_textfile_parses() {
                 && s.labels.get("kind") == Some("max"))
     );
     assert!(scrape.docs.contains_key("peerpath_gpu_nic_path"));
-    // Without audit counts the findings family is absent, not zero.
+    // Without an audit the findings family and the GDR verdict are absent, not zero.
     let no_audit = prom::render(&t, &view, &r, &prom::PromInputs::default());
     assert!(!no_audit.contains("peerpath_findings"));
+    assert!(!no_audit.contains("peerpath_gdr_ready"));
 }
 
 fn bin() -> &'static str {
@@ -947,16 +951,14 @@ fn prom_textfile_passes_promtool() {
         let (_d, t) = load_spec(&spec);
         let view = NodeView::new(&t);
         let r = rails::build(&t, &view, 1);
-        let mut findings = BTreeMap::new();
-        findings.insert("warning".to_string(), 3u64);
+        let report = audit::run(&t, &AuditOptions::default());
         let text = prom::render(
             &t,
             &view,
             &r,
             &prom::PromInputs {
                 now_unix: 1_767_225_600,
-                findings: Some(findings),
-                gdr_ready: None,
+                audit: Some(&report),
             },
         );
         let mut child = Command::new("promtool")
@@ -982,6 +984,49 @@ fn prom_textfile_passes_promtool() {
             spec.name,
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// `export --format nfd|prom` carry the audit's GDR verdict (`Report::gdr_ready`): false on
+/// vm-flat (every GPU–NIC pair PHB: NCCL will not use GPUDirect RDMA, although the audit
+/// passes) and misplaced-nic (one GPU's NIC is SYS), true on hgx-h100 and dgx-a100 (every GPU
+/// has a PIX NIC, nvidia-peermem registered, nothing breaks it).
+#[test]
+fn exports_carry_the_audits_gdr_verdict() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/synth");
+    for (name, want) in [
+        ("vm-flat", false),
+        ("misplaced-nic", false),
+        ("hgx-h100", true),
+        ("dgx-a100", true),
+    ] {
+        let input = root.join(format!("{name}.tar.gz"));
+        let export = |format: &str| {
+            let out = Command::new(bin())
+                .args(["export", "--format", format, "-i"])
+                .arg(&input)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{name} {format}");
+            String::from_utf8(out.stdout).unwrap()
+        };
+        let nfd = export("nfd");
+        let line = format!("peerpath.io/gdr-ready={want}");
+        assert!(nfd.lines().any(|l| l == line), "{name}: want {line}\n{nfd}");
+        let prom = export("prom");
+        let line = format!("peerpath_gdr_ready {}", u8::from(want));
+        assert!(
+            prom.lines().any(|l| l == line),
+            "{name}: want {line}\n{prom}"
+        );
+        let t = sources::load(Some(&input), &LoadOptions::default()).unwrap();
+        let r = audit::run(&t, &AuditOptions::default());
+        assert_eq!(
+            r.gdr_ready().ready,
+            Some(want),
+            "{name}: {:?}",
+            r.gdr_ready()
         );
     }
 }

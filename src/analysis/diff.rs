@@ -179,14 +179,13 @@ impl NodeView {
             .findings
             .iter()
             .map(|f| RoleFinding {
-                id: f.id.clone(),
+                id: f.id.to_string(),
                 severity: f.severity.as_str().to_string(),
-                subject: f
-                    .subject
-                    .parse::<Bdf>()
-                    .ok()
-                    .and_then(|b| role.get(&b).cloned())
-                    .unwrap_or_else(|| f.subject.clone()),
+                subject: match &f.subject {
+                    audit::Subject::Device(b) => role.get(b).cloned(),
+                    _ => None,
+                }
+                .unwrap_or_else(|| f.subject.to_string()),
             })
             .collect();
         let mi = &t.machine;

@@ -3,6 +3,7 @@
 use crate::InputArgs;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
+use peerpath::analysis::audit::{self, AuditOptions};
 use peerpath::analysis::cores::CoreMap;
 use peerpath::analysis::place::NodeView;
 use peerpath::analysis::rails;
@@ -133,7 +134,7 @@ pub fn run(a: ExportArgs) -> Result<u8> {
                 &nfd::NfdOptions {
                     prefix: a.prefix,
                     expiry_unix: now + a.ttl,
-                    gdr_ready: audit_facts(&topo).1,
+                    gdr: audit::run(&topo, &AuditOptions::default()).gdr_ready(),
                 },
             )?
         }
@@ -156,14 +157,16 @@ pub fn run(a: ExportArgs) -> Result<u8> {
         ExportFormat::Prom => {
             let view = NodeView::new(&topo);
             let r = rails::build(&topo, &view, 1);
-            prom::render(&topo, &view, &r, &{
-                let (findings, gdr_ready) = audit_facts(&topo);
-                prom::PromInputs {
+            let report = audit::run(&topo, &AuditOptions::default());
+            prom::render(
+                &topo,
+                &view,
+                &r,
+                &prom::PromInputs {
                     now_unix: now,
-                    findings: Some(findings),
-                    gdr_ready,
-                }
-            })
+                    audit: Some(&report),
+                },
+            )
         }
         ExportFormat::Dot => dot::render(&topo),
     };
@@ -172,42 +175,4 @@ pub fn run(a: ExportArgs) -> Result<u8> {
         None => print!("{text}"),
     }
     Ok(0)
-}
-
-/// Runs the audit once for the exports that carry its results: findings by severity, and the
-/// GDR readiness it decided: false when the peer-memory path is missing or any rail pair's path
-/// is broken (`gdr-peer-module`, `gpu-nic-path`, `acs-redirect`, `iommu-translation` errors),
-/// unknown when the peer-memory path could not be read, else true.
-fn audit_facts(
-    topo: &peerpath::model::Topology,
-) -> (std::collections::BTreeMap<String, u64>, Option<bool>) {
-    use peerpath::analysis::audit::{self, finding::Severity};
-    let report = audit::run(topo, &audit::AuditOptions::default());
-    let mut by = std::collections::BTreeMap::new();
-    for f in &report.findings {
-        *by.entry(f.severity.as_str().to_string()).or_insert(0) += 1;
-    }
-    let gdr: Vec<&Severity> = report
-        .findings
-        .iter()
-        .filter(|f| {
-            matches!(
-                f.id.as_str(),
-                "gdr-peer-module" | "gpu-nic-path" | "acs-redirect" | "iommu-translation"
-            )
-        })
-        .map(|f| &f.severity)
-        .collect();
-    let ready = if gdr.iter().any(|s| **s == Severity::Error) {
-        Some(false)
-    } else if report
-        .findings
-        .iter()
-        .any(|f| f.id == "gdr-peer-module" && f.severity == Severity::Unknown)
-    {
-        None
-    } else {
-        Some(true)
-    };
-    (by, ready)
 }

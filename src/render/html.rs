@@ -282,8 +282,8 @@ pub fn render(i: &HtmlInputs) -> String {
             o,
             "<tr><td>{}</td><td>{}</td><td class=\"mono\">{}</td><td>{}{measured}</td><td>{ev}</td><td>{}</td></tr>",
             sev_span(f.severity),
-            esc(&f.id),
-            esc(&f.subject),
+            esc(f.id.as_str()),
+            esc(&f.subject.to_string()),
             esc(&f.summary),
             esc(&f.remedy)
         );

@@ -995,8 +995,8 @@ pub fn build(inp: &Inputs) -> Layout {
         if !matches!(f.severity, Severity::Error | Severity::Warning) || f.id == "gpu-nic-path" {
             continue;
         }
-        if let Some(id) = resolve(&f.subject) {
-            let tag = tag_of(&f.id);
+        if let Some(id) = resolve(&f.subject.to_string()) {
+            let tag = tag_of(f.id.as_str());
             let list = by_id_badges.entry(id).or_default();
             if !list.iter().any(|(t2, _, _)| *t2 == tag) {
                 list.push((

@@ -2,15 +2,16 @@
 //! features.d/peerpath`).
 //!
 //! Data: the rails report ([`Rails`]: rail alignment, worst rail path, NVLink domains), the
-//! GDR verdict ([`gdr_ready`], or the audit's when the caller passes one), device counts from
-//! the topology. Format rules (shared/reference/ecosystem.md §1.3): one
+//! audit's GDR verdict ([`GdrReadiness`], from [`crate::analysis::audit::Report::gdr_ready`]),
+//! device counts from the topology. Format rules (shared/reference/ecosystem.md §1.3): one
 //! `<prefix>/<name>=<value>` per line, `#` comments, a `# +expiry-time=<RFC3339>` directive
 //! applying to the lines after it; label names ≤ 63 characters and values ≤ 63 characters of
 //! `[A-Za-z0-9._-]`, starting and ending alphanumeric (values may be empty); the prefix a DNS
 //! subdomain ≤ 253 characters outside `kubernetes.io`. Every label is checked before it is
 //! written ([`check_label`]).
 
-use crate::analysis::rails::{Rails, gdr_ready};
+use crate::analysis::audit::GdrReadiness;
+use crate::analysis::rails::Rails;
 use crate::model::{DeviceKind, Topology};
 use anyhow::{Result, bail};
 use std::fmt::Write;
@@ -25,8 +26,8 @@ pub struct NfdOptions {
     pub prefix: String,
     /// Unix time the labels expire at.
     pub expiry_unix: u64,
-    /// GDR verdict from the audit, overriding the topology-only one.
-    pub gdr_ready: Option<bool>,
+    /// The audit's GDR verdict (`gdr-ready=true|false|unknown`).
+    pub gdr: GdrReadiness,
 }
 
 fn name_ok(s: &str, max: usize) -> bool {
@@ -94,7 +95,7 @@ pub fn rfc3339(unix: u64) -> String {
 }
 
 /// The labels, as (name, value) pairs, in output order.
-pub fn labels(t: &Topology, r: &Rails, gdr_override: Option<bool>) -> Vec<(String, String)> {
+pub fn labels(t: &Topology, r: &Rails, gdr: &GdrReadiness) -> Vec<(String, String)> {
     let worst = r
         .gpu_nic
         .iter()
@@ -108,7 +109,6 @@ pub fn labels(t: &Topology, r: &Rails, gdr_override: Option<bool>) -> Vec<(Strin
             }
         })
         .unwrap_or_else(|| "none".to_string());
-    let gdr = gdr_override.or(gdr_ready(t, r).0);
     let nvl_domains = r.domains.iter().filter(|d| d.nvlink).count();
     let tf = |b: bool| if b { "true" } else { "false" }.to_string();
     let mut v = vec![
@@ -127,7 +127,7 @@ pub fn labels(t: &Topology, r: &Rails, gdr_override: Option<bool>) -> Vec<(Strin
         ("worst-gpu-nic".to_string(), worst),
         (
             "gdr-ready".to_string(),
-            gdr.map(tf).unwrap_or_else(|| "unknown".to_string()),
+            gdr.ready.map(tf).unwrap_or_else(|| "unknown".to_string()),
         ),
         ("numa-nodes".to_string(), t.numa_nodes.len().to_string()),
         ("nvlink-visible".to_string(), tf(t.nvlink_visible)),
@@ -168,7 +168,7 @@ pub fn render(t: &Topology, r: &Rails, o: &NfdOptions) -> Result<String> {
         "# install as /etc/kubernetes/node-feature-discovery/features.d/peerpath; regenerate before expiry"
     );
     let _ = writeln!(s, "# +expiry-time={}", rfc3339(o.expiry_unix));
-    for (name, value) in labels(t, r, o.gdr_ready) {
+    for (name, value) in labels(t, r, &o.gdr) {
         check_label(&o.prefix, &name, &value)?;
         let _ = writeln!(s, "{}/{name}={value}", o.prefix);
     }

@@ -1,30 +1,31 @@
 //! A node_exporter textfile-collector file (`peerpath.prom`) in the Prometheus text exposition
 //! format.
 //!
-//! Data: GPU–NIC path labels from the classification ([`NodeView`]), rail assignment and GDR
-//! verdict from [`Rails`] / [`gdr_ready`], current/max link speed and width of every PCI
-//! function on a GPU's or NIC's path to its host bridge (sysfs `current_link_*`/`max_link_*`),
-//! audit finding counts when the caller has them ([`PromInputs::findings`]), and the run time.
+//! Data: GPU–NIC path labels from the classification ([`NodeView`]), rail assignment from
+//! [`Rails`], current/max link speed and width of every PCI function on a GPU's or NIC's path
+//! to its host bridge (sysfs `current_link_*`/`max_link_*`), the audit's finding counts and GDR
+//! verdict when the caller ran it ([`PromInputs::audit`], [`Report::gdr_ready`]), and the run
+//! time.
 //! Conventions (shared/reference/ecosystem.md §1.9): `HELP`/`TYPE` per metric, gauges only,
 //! no sample timestamps, enum values as labels with value 1, a trailing newline. Label names
 //! follow dcgm-exporter where they overlap (`gpu`, `pci_bus_id`).
 
+use crate::analysis::audit::Report;
 use crate::analysis::place::NodeView;
-use crate::analysis::rails::{Rails, gdr_ready};
+use crate::analysis::rails::Rails;
 use crate::model::{Bdf, DeviceKind, Topology};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt::Write;
 
 /// What the prom export needs beyond the topology.
 #[derive(Debug, Clone, Default)]
-pub struct PromInputs {
+pub struct PromInputs<'a> {
     /// Unix time of this run (`peerpath_last_run_timestamp_seconds`).
     pub now_unix: u64,
-    /// Audit findings by severity (`critical`, `warning`, `info`); `None`: no audit ran, and
-    /// `peerpath_findings` is left out rather than written as zeros.
-    pub findings: Option<BTreeMap<String, u64>>,
-    /// GDR verdict from the audit, overriding the topology-only one.
-    pub gdr_ready: Option<bool>,
+    /// The audit of this topology: `peerpath_findings` (counts by severity) and
+    /// `peerpath_gdr_ready` come from it. `None`: no audit ran, and both are left out rather
+    /// than written as zeros.
+    pub audit: Option<&'a Report>,
 }
 
 /// Escapes a label value (`\`, `"`, newline).
@@ -183,15 +184,27 @@ pub fn render(t: &Topology, view: &NodeView, r: &Rails, i: &PromInputs) -> Strin
             r.domains.iter().filter(|d| d.nvlink).count() as f64,
         );
     }
-    let gdr = i.gdr_ready.or(gdr_ready(t, r).0);
-    if let Some(g) = gdr {
+    if let Some(g) = i.audit.and_then(|a| a.gdr_ready().ready) {
         o.metric("peerpath_gdr_ready", "1 if GPUDirect RDMA prerequisites are met for every rail pair (left out when unknown).");
         o.sample("peerpath_gdr_ready", &[], if g { 1.0 } else { 0.0 });
     }
-    if let Some(f) = &i.findings {
+    if let Some(a) = i.audit {
         o.metric("peerpath_findings", "Audit findings by severity.");
-        for (sev, n) in f {
-            o.sample("peerpath_findings", &[("severity", sev.clone())], *n as f64);
+        let c = &a.counts;
+        // Severities with findings only, in name order.
+        for (sev, n) in [
+            ("error", c.error),
+            ("info", c.info),
+            ("unknown", c.unknown),
+            ("warning", c.warning),
+        ] {
+            if n > 0 {
+                o.sample(
+                    "peerpath_findings",
+                    &[("severity", sev.to_string())],
+                    n as f64,
+                );
+            }
         }
     }
     o.metric(

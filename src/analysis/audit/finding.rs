@@ -1,6 +1,10 @@
 //! The finding: what the audit reports, with the evidence it read and the remedy it suggests.
 
-use serde::{Deserialize, Serialize};
+use super::check::CheckId;
+use crate::model::Bdf;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::cmp::Ordering;
+use std::fmt;
 
 /// How bad a finding is. Ordered from worst to least: `Error` fails the audit (exit 1),
 /// `Warning` is a risk or inefficiency, `Unknown` means a fact could not be read (never a pass,
@@ -62,15 +66,161 @@ pub struct PairRef {
     pub rdma: Option<String>,
 }
 
+/// What a finding is about. Serialised as the text the JSON has always carried (`node`,
+/// `0000:17:00.0`, `0000:17:00.0 (mlx5_0)`, `mlx5_0`, `mlx5_0/1`, `rail 3`) and ordered as that
+/// text, so findings sort as before.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Subject {
+    /// The whole node (kernel modules, drivers, hypervisor, or a summary over many devices).
+    Node,
+    /// A PCI function (GPU, NIC, or a port on a path): `0000:17:00.0`.
+    Device(Bdf),
+    /// A NIC named with its first RDMA device, as profile findings name compute NICs:
+    /// `0000:18:00.0 (mlx5_0)`.
+    Nic {
+        /// PCI address.
+        bdf: Bdf,
+        /// RDMA device name.
+        rdma: String,
+    },
+    /// An RDMA device (`mlx5_0`).
+    RdmaDevice(String),
+    /// One port of an RDMA device (`mlx5_0/1`).
+    RdmaPort {
+        /// RDMA device name.
+        device: String,
+        /// Port number (`/sys/class/infiniband/<dev>/ports/<port>`).
+        port: u32,
+    },
+    /// Rail `k` of an expected-layout profile (GPU k's compute NIC): `rail 3`.
+    Rail(usize),
+}
+
+impl Subject {
+    /// The PCI function it names, when it names one.
+    pub fn bdf(&self) -> Option<Bdf> {
+        match self {
+            Subject::Device(b) | Subject::Nic { bdf: b, .. } => Some(*b),
+            _ => None,
+        }
+    }
+
+    /// The RDMA device it names, when it names one.
+    pub fn rdma(&self) -> Option<&str> {
+        match self {
+            Subject::Nic { rdma, .. } | Subject::RdmaDevice(rdma) => Some(rdma),
+            Subject::RdmaPort { device, .. } => Some(device),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Subject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Subject::Node => f.write_str("node"),
+            Subject::Device(b) => write!(f, "{b}"),
+            Subject::Nic { bdf, rdma } => write!(f, "{bdf} ({rdma})"),
+            Subject::RdmaDevice(d) => f.write_str(d),
+            Subject::RdmaPort { device, port } => write!(f, "{device}/{port}"),
+            Subject::Rail(k) => write!(f, "rail {k}"),
+        }
+    }
+}
+
+impl std::str::FromStr for Subject {
+    type Err = std::convert::Infallible;
+    /// Reads the text back (for `peerpath.audit/1` documents): `node`, a PCI address,
+    /// `<address> (<rdma>)`, `rail <k>`, `<rdma>/<port>`; anything else is an RDMA device name.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s == "node" {
+            return Ok(Subject::Node);
+        }
+        if let Ok(b) = s.parse::<Bdf>() {
+            return Ok(Subject::Device(b));
+        }
+        if let Some(k) = s.strip_prefix("rail ").and_then(|k| k.parse().ok()) {
+            return Ok(Subject::Rail(k));
+        }
+        if let Some((b, r)) = s.split_once(" (")
+            && let (Ok(bdf), Some(rdma)) = (b.parse::<Bdf>(), r.strip_suffix(')'))
+        {
+            return Ok(Subject::Nic {
+                bdf,
+                rdma: rdma.to_string(),
+            });
+        }
+        if let Some((d, p)) = s.rsplit_once('/')
+            && let Ok(port) = p.parse()
+        {
+            return Ok(Subject::RdmaPort {
+                device: d.to_string(),
+                port,
+            });
+        }
+        Ok(Subject::RdmaDevice(s.to_string()))
+    }
+}
+
+impl Ord for Subject {
+    /// As the text (findings sort by subject text, as before the enum).
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.to_string().cmp(&other.to_string())
+    }
+}
+
+impl PartialOrd for Subject {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Serialize for Subject {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Subject {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        let Ok(v) = s.parse();
+        Ok(v)
+    }
+}
+
+impl From<Bdf> for Subject {
+    fn from(b: Bdf) -> Self {
+        Subject::Device(b)
+    }
+}
+
+/// Transitional, for the issue-14 merge only: `Finding::new(…, "node", …)` and
+/// `Finding::new(…, bdf.to_string(), …)` in src/analysis/audit/evidence.rs (another slice) read
+/// the text back. Remove with that code's conversion.
+impl From<&str> for Subject {
+    fn from(s: &str) -> Self {
+        let Ok(v) = s.parse();
+        v
+    }
+}
+
+/// Transitional: see `From<&str>`.
+impl From<String> for Subject {
+    fn from(s: String) -> Self {
+        s.as_str().into()
+    }
+}
+
 /// One audit finding (`peerpath.audit/1` `findings[]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
     /// Stable check id (`acs-redirect`, `link-degraded`, …; see docs/audit.md).
-    pub id: String,
+    pub id: CheckId,
     /// Severity.
     pub severity: Severity,
-    /// What it is about: a PCI address, an RDMA device name, or `node`.
-    pub subject: String,
+    /// What it is about: a PCI function, an RDMA device or port, a rail, or the node.
+    pub subject: Subject,
     /// One line saying what is wrong (or unknown, and why).
     pub summary: String,
     /// Every file read for this finding and its raw value.
@@ -89,14 +239,14 @@ pub struct Finding {
 impl Finding {
     /// A finding with no evidence, pairs or measurement yet.
     pub fn new(
-        id: &str,
+        id: impl Into<CheckId>,
         severity: Severity,
-        subject: impl Into<String>,
+        subject: impl Into<Subject>,
         summary: impl Into<String>,
         remedy: impl Into<String>,
     ) -> Self {
         Finding {
-            id: id.to_string(),
+            id: id.into(),
             severity,
             subject: subject.into(),
             summary: summary.into(),
@@ -126,7 +276,101 @@ impl Finding {
     }
 }
 
+/// A path label as the audit writes it (`pairs[].label`, summaries): nvidia-smi's names, and
+/// `unknown` (not `?`) for [`Label::Unknown`].
+///
+/// [`Label::Unknown`]: crate::analysis::classify::Label::Unknown
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PathLabel(pub crate::analysis::classify::Label);
+
+impl fmt::Display for PathLabel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            crate::analysis::classify::Label::Unknown => f.write_str("unknown"),
+            l => write!(f, "{l}"),
+        }
+    }
+}
+
+impl Serialize for PathLabel {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for PathLabel {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        if s == "unknown" {
+            return Ok(PathLabel(crate::analysis::classify::Label::Unknown));
+        }
+        s.parse().map(PathLabel).map_err(serde::de::Error::custom)
+    }
+}
+
 /// The sysfs path of a PCI function's attribute, as on the live machine.
 pub fn pci_path(bdf: &crate::model::Bdf, attr: &str) -> String {
     format!("/sys/bus/pci/devices/{bdf}/{attr}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::classify::Label;
+
+    #[test]
+    fn subject_text_round_trips() {
+        let b: Bdf = "0000:18:00.0".parse().unwrap();
+        for (s, text) in [
+            (Subject::Node, "node"),
+            (Subject::Device(b), "0000:18:00.0"),
+            (
+                Subject::Nic {
+                    bdf: b,
+                    rdma: "mlx5_0".into(),
+                },
+                "0000:18:00.0 (mlx5_0)",
+            ),
+            (Subject::RdmaDevice("mlx5_bond_0".into()), "mlx5_bond_0"),
+            (
+                Subject::RdmaPort {
+                    device: "mlx5_bond_0".into(),
+                    port: 1,
+                },
+                "mlx5_bond_0/1",
+            ),
+            (Subject::Rail(3), "rail 3"),
+        ] {
+            assert_eq!(s.to_string(), text);
+            assert_eq!(text.parse::<Subject>(), Ok(s.clone()));
+            let j = serde_json::to_string(&s).unwrap();
+            assert_eq!(j, format!("\"{text}\""));
+            assert_eq!(serde_json::from_str::<Subject>(&j).unwrap(), s);
+        }
+        // Ordered as the text: `0000:…` < `mlx5_0` < `node` < `rail 3`.
+        let mut v = [
+            Subject::Rail(3),
+            Subject::Node,
+            Subject::RdmaDevice("mlx5_0".into()),
+            Subject::Device(b),
+        ];
+        v.sort();
+        let t: Vec<String> = v.iter().map(|s| s.to_string()).collect();
+        assert_eq!(t, ["0000:18:00.0", "mlx5_0", "node", "rail 3"]);
+    }
+
+    #[test]
+    fn path_label_says_unknown_not_question_mark() {
+        for (l, text) in [
+            (Label::Pix, "PIX"),
+            (Label::Sys, "SYS"),
+            (Label::Unknown, "unknown"),
+        ] {
+            let p = PathLabel(l);
+            assert_eq!(p.to_string(), text);
+            let j = serde_json::to_string(&p).unwrap();
+            assert_eq!(j, format!("\"{text}\""));
+            assert_eq!(serde_json::from_str::<PathLabel>(&j).unwrap(), p);
+        }
+    }
 }

@@ -6,7 +6,7 @@
 //! `/sys/module/{nvidia,nvidia_peermem,nv_peer_mem}`, `/sys/kernel/mm/memory_peers/*/version`
 //! and `/proc/driver/nvidia/version` (reference §2.7, §2.8).
 
-use super::{Ctx, Finding, Severity};
+use super::{CheckId, Ctx, Finding, Severity, Subject};
 
 const PROC_VERSION: &str = "/proc/driver/nvidia/version";
 const MOD_NVIDIA: &str = "/sys/module/nvidia/version";
@@ -35,7 +35,60 @@ pub fn proc_driver_version(line: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-/// `gdr-peer-module`: is any GPUDirect RDMA mechanism available?
+/// The GPUDirect RDMA mechanism of the node, as `gdr-peer-module` decides it (from
+/// [`crate::model::MachineInfo`]: `/sys/module`, `/sys/kernel/mm/memory_peers`,
+/// `/proc/driver/nvidia/version`). Not in the audit JSON: the finding says it in words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PeerMemory {
+    /// No NVIDIA GPU or no RDMA NIC: the check does not apply.
+    NotApplicable,
+    /// A peer-memory client (`nv_mem*`) is registered under `memory_peers`.
+    Registered,
+    /// nvidia-peermem is loaded and `memory_peers` is visible, but no `nv_mem` client is
+    /// registered there (presence ≠ registration), and the open kernel module is absent.
+    LoadedNotRegistered,
+    /// nvidia-peermem or nv_peer_mem is loaded; registration is not visible (no
+    /// `memory_peers`, as with inbox rdma-core).
+    Loaded,
+    /// No peer module; the open kernel module can export dma-buf (whether the kernel,
+    /// rdma-core and NIC driver take it is not visible statically: the probe confirms).
+    DmaBufOnly,
+    /// `/sys/module` not readable or not captured.
+    #[default]
+    Unknown,
+    /// No NVIDIA kernel driver loaded.
+    NoDriver,
+    /// The proprietary kernel module without a peer module: no mechanism at all.
+    Missing,
+}
+
+/// Decides the node's [`PeerMemory`] mechanism.
+pub fn peer_memory(ctx: &Ctx) -> PeerMemory {
+    let m = &ctx.topo.machine;
+    if ctx.nvidia_gpus().next().is_none() || ctx.nics.is_empty() {
+        return PeerMemory::NotApplicable;
+    }
+    let registered = m.memory_peers.iter().any(|(n, _)| n.starts_with("nv_mem"));
+    let peermem = m.nvidia_peermem_version.is_some() || m.nv_peer_mem_loaded;
+    let open = m.nvidia_driver.as_deref().is_some_and(is_open_module);
+    if registered {
+        PeerMemory::Registered
+    } else if peermem && m.mm_visible && !open {
+        PeerMemory::LoadedNotRegistered
+    } else if peermem {
+        PeerMemory::Loaded
+    } else if open {
+        PeerMemory::DmaBufOnly
+    } else if !m.modules_visible {
+        PeerMemory::Unknown
+    } else if m.nvidia_module_version.is_none() && m.nvidia_driver.is_none() {
+        PeerMemory::NoDriver
+    } else {
+        PeerMemory::Missing
+    }
+}
+
+/// `gdr-peer-module`: is any GPUDirect RDMA mechanism available ([`peer_memory`])?
 ///
 /// - a registered peer-memory client (`memory_peers/nv_mem*`) → info;
 /// - nvidia-peermem loaded but not registered while `memory_peers` is visible → warning
@@ -44,11 +97,12 @@ pub fn proc_driver_version(line: &str) -> Option<String> {
 /// - none, with `/sys/module` visible → error; without it → unknown.
 pub fn peer_module(ctx: &Ctx) -> Vec<Finding> {
     let m = &ctx.topo.machine;
-    if ctx.nvidia_gpus().next().is_none() || ctx.nics.is_empty() {
+    let mech = peer_memory(ctx);
+    if mech == PeerMemory::NotApplicable {
         return vec![Finding::new(
-            "gdr-peer-module",
+            CheckId::GdrPeerModule,
             Severity::Info,
-            "node",
+            Subject::Node,
             format!(
                 "GPUDirect RDMA not applicable: {} NVIDIA GPU(s), {} RDMA NIC(s)",
                 ctx.nvidia_gpus().count(),
@@ -62,7 +116,6 @@ pub fn peer_module(ctx: &Ctx) -> Vec<Finding> {
         .iter()
         .filter(|(n, _)| n.starts_with("nv_mem"))
         .collect();
-    let peermem = m.nvidia_peermem_version.is_some() || m.nv_peer_mem_loaded;
     let open = m.nvidia_driver.as_deref().is_some_and(is_open_module);
     let mut ev = Vec::new();
     if let Some(l) = &m.nvidia_driver {
@@ -85,11 +138,11 @@ pub fn peer_module(ctx: &Ctx) -> Vec<Finding> {
     } else {
         ""
     };
-    let f = if !registered.is_empty() {
-        Finding::new(
-            "gdr-peer-module",
+    let f = match mech {
+        PeerMemory::NotApplicable | PeerMemory::Registered => Finding::new(
+            CheckId::GdrPeerModule,
             Severity::Info,
-            "node",
+            Subject::Node,
             format!(
                 "peer-memory client registered ({}){dmabuf_note}",
                 registered
@@ -99,59 +152,53 @@ pub fn peer_module(ctx: &Ctx) -> Vec<Finding> {
                     .join(", ")
             ),
             "none",
-        )
-    } else if peermem && m.mm_visible && !open {
-        Finding::new(
-            "gdr-peer-module",
+        ),
+        PeerMemory::LoadedNotRegistered => Finding::new(
+            CheckId::GdrPeerModule,
             Severity::Warning,
-            "node",
+            Subject::Node,
             "nvidia-peermem is loaded but no nv_mem client is registered under /sys/kernel/mm/memory_peers; NCCL ≤ 2.22.3 disables GPUDirect RDMA",
             "check dmesg for 'ib_register_peer_memory_client' symbol errors; rebuild nvidia-peermem against the installed MLNX/DOCA OFED, or use NCCL ≥ 2.23 / dma-buf with the open kernel module",
-        )
-    } else if peermem {
-        Finding::new(
-            "gdr-peer-module",
+        ),
+        PeerMemory::Loaded => Finding::new(
+            CheckId::GdrPeerModule,
             Severity::Info,
-            "node",
+            Subject::Node,
             format!(
                 "nvidia-peermem loaded (registration under memory_peers not visible){dmabuf_note}"
             ),
             "none",
-        )
-    } else if open {
-        Finding::new(
-            "gdr-peer-module",
+        ),
+        PeerMemory::DmaBufOnly => Finding::new(
+            CheckId::GdrPeerModule,
             Severity::Info,
-            "node",
+            Subject::Node,
             "no peer-memory module; GPUDirect RDMA must use dma-buf (open kernel module present; needs kernel ≥ 5.12 and rdma-core ≥ 34, the probe confirms)",
             "none; for the legacy path load nvidia-peermem (`modprobe nvidia-peermem`)",
-        )
-    } else if !m.modules_visible {
-        Finding::new(
-            "gdr-peer-module",
+        ),
+        PeerMemory::Unknown => Finding::new(
+            CheckId::GdrPeerModule,
             Severity::Unknown,
-            "node",
+            Subject::Node,
             "peer-memory module unknown: /sys/module not readable or not captured in this snapshot",
             "audit the live machine, or capture sys/module and sys/kernel/mm in the snapshot",
-        )
-    } else if m.nvidia_module_version.is_none() && m.nvidia_driver.is_none() {
-        Finding::new(
-            "gdr-peer-module",
+        ),
+        PeerMemory::NoDriver => Finding::new(
+            CheckId::GdrPeerModule,
             Severity::Error,
-            "node",
+            Subject::Node,
             "NVIDIA kernel driver not loaded (no /sys/module/nvidia, no /proc/driver/nvidia/version): no GPUDirect RDMA",
             "install and load the NVIDIA driver (prefer the open kernel module for dma-buf), then `modprobe nvidia-peermem` if using the peer-memory path",
         )
-        .with(MOD_NVIDIA, "(absent)")
-    } else {
-        Finding::new(
-            "gdr-peer-module",
+        .with(MOD_NVIDIA, "(absent)"),
+        PeerMemory::Missing => Finding::new(
+            CheckId::GdrPeerModule,
             Severity::Error,
-            "node",
+            Subject::Node,
             "no GPUDirect RDMA mechanism: nvidia-peermem/nv_peer_mem not loaded and the proprietary kernel module cannot export dma-buf; NCCL silently stages through host memory",
             "`modprobe nvidia-peermem` (and add it to /etc/modules-load.d), or switch to the NVIDIA open kernel module for dma-buf",
         )
-        .with(MOD_PEERMEM, "(absent)")
+        .with(MOD_PEERMEM, "(absent)"),
     };
     vec![f.with_all(ev)]
 }
@@ -190,9 +237,9 @@ pub fn driver_mismatch(ctx: &Ctx) -> Vec<Finding> {
         return Vec::new();
     }
     let f = Finding::new(
-        "driver-mismatch",
+        CheckId::DriverMismatch,
         Severity::Error,
-        "node",
+        Subject::Node,
         format!("NVIDIA driver versions disagree: {}", versions.join(" vs ")),
         "reinstall one driver version for the kernel module, nvidia-peermem and user space (then reboot or reload the modules); rebuild nvidia-peermem after any OFED upgrade",
     );
@@ -220,9 +267,9 @@ pub fn gpu_excluded(ctx: &Ctx) -> Vec<Finding> {
             if v.eq_ignore_ascii_case("yes") {
                 out.push(
                     Finding::new(
-                        "gpu-excluded",
+                        CheckId::GpuExcluded,
                         Severity::Error,
-                        g.bdf.to_string(),
+                        Subject::Device(g.bdf),
                         format!("the NVIDIA driver excludes GPU {} (GPU Excluded: Yes)", g.bdf),
                         "check `nvidia-smi -q` and the kernel log (Xid, row-remapping failure, NVRM_EXCLUDED_GPUS / NVreg_ExcludedGpus); reset or replace the GPU",
                     )
@@ -280,7 +327,7 @@ mod tests {
         let t = topo(hgx(2), m);
         let f = peer_module(&Ctx::new(&t));
         assert_eq!(f[0].severity, Severity::Error, "{f:?}");
-        assert_eq!(f[0].subject, "node");
+        assert_eq!(f[0].subject, Subject::Node);
         assert!(
             f[0].evidence
                 .iter()

@@ -6,7 +6,7 @@
 //! `Device.driver`, `MachineInfo.iommu_units` (`/sys/class/iommu`) and the kernel command line
 //! (reference §2.3).
 
-use super::{Ctx, Evidence, Finding, Severity, pci_path};
+use super::{CheckId, Ctx, Evidence, Finding, Severity, Subject, pci_path};
 use crate::model::Fact;
 
 fn cmdline_iommu(ctx: &Ctx) -> Option<Evidence> {
@@ -44,9 +44,9 @@ pub fn iommu_translation(ctx: &Ctx) -> Vec<Finding> {
         if d.driver.as_deref() == Some("vfio-pci") {
             out.push(
                 Finding::new(
-                    "iommu-translation",
+                    CheckId::IommuTranslation,
                     Severity::Warning,
-                    d.bdf.to_string(),
+                    Subject::Device(d.bdf),
                     format!("{} is bound to vfio-pci (passed to a VM or user-space driver): its IOMMU domain is the VM's, not the group's default type", ctx.name(&d.bdf)),
                     "if this node should run GPU jobs itself, unbind vfio-pci and bind the native driver; for a VM, enable ATS on the NIC and ACS Direct Translated P2P on the host",
                 )
@@ -62,9 +62,9 @@ pub fn iommu_translation(ctx: &Ctx) -> Vec<Finding> {
                     Severity::Error
                 };
                 let mut f = Finding::new(
-                    "iommu-translation",
+                    CheckId::IommuTranslation,
                     sev,
-                    d.bdf.to_string(),
+                    Subject::Device(d.bdf),
                     format!("IOMMU translates DMA of {} {} (group {g} type {t}): GPUDirect RDMA hangs or loses bandwidth", d.kind.as_str(), ctx.name(&d.bdf)),
                     if pt_on_cmdline(ctx) {
                         format!("`iommu=pt` is already on the kernel command line, so this group was switched to translation at run time (or by a driver): with the driver unbound, `echo identity > /sys/kernel/iommu_groups/{g}/type`, and find what set it")
@@ -96,9 +96,9 @@ pub fn iommu_translation(ctx: &Ctx) -> Vec<Finding> {
     if !unknown.is_empty() {
         out.push(
             Finding::new(
-                "iommu-translation",
+                CheckId::IommuTranslation,
                 Severity::Unknown,
-                "node",
+                Subject::Node,
                 format!("IOMMU mode unknown for {} GPU/NIC device(s): group type not readable", unknown.len()),
                 "audit the live machine (kernel ≥ 5.11 exposes /sys/kernel/iommu_groups/<n>/type); check `dmesg | grep 'Default domain type'`",
             )
@@ -123,7 +123,7 @@ mod tests {
         let f = iommu_translation(&Ctx::new(&t));
         assert_eq!(f.len(), 1, "{f:?}");
         assert_eq!(f[0].severity, Severity::Error);
-        assert_eq!(f[0].subject, "0000:14:00.0");
+        assert_eq!(f[0].subject, Subject::Device(b("0000:14:00.0")));
         assert_eq!(f[0].evidence[0].path, "/sys/kernel/iommu_groups/20/type");
         assert_eq!(f[0].evidence[0].value, "DMA-FQ");
         assert!(iommu_translation(&Ctx::new(&clean())).is_empty());
@@ -138,7 +138,7 @@ mod tests {
         let t = topo(d, machine());
         let f = iommu_translation(&Ctx::new(&t));
         assert_eq!(f[0].severity, Severity::Warning);
-        assert_eq!(f[0].subject, "0000:13:00.0");
+        assert_eq!(f[0].subject, Subject::Device(b("0000:13:00.0")));
     }
 
     #[test]

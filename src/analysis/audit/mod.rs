@@ -6,6 +6,7 @@
 //! Sources of every fact: see `docs/audit.md` and shared/reference/gdr-probe-and-audit.md §2.
 
 pub mod assign;
+pub mod check;
 pub mod evidence;
 pub mod finding;
 pub mod gdr;
@@ -15,8 +16,11 @@ pub mod placement;
 pub mod platform;
 pub mod profile;
 pub mod rdma;
+pub mod ready;
 
-pub use finding::{Evidence, Finding, PairRef, Severity, pci_path};
+pub use check::CheckId;
+pub use finding::{Evidence, Finding, PairRef, PathLabel, Severity, Subject, pci_path};
+pub use ready::{GdrReadiness, GdrReason};
 
 use crate::model::{Bdf, Device, DeviceKind, OsDeviceKind, Topology};
 use serde::{Deserialize, Serialize};
@@ -35,7 +39,7 @@ pub struct Pair {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rdma: Option<String>,
     /// Path class as nvidia-smi names it (`PIX`, `PXB`, `PHB`, `NODE`, `SYS`, `unknown`).
-    pub label: String,
+    pub label: PathLabel,
     /// Why the classifier chose that label.
     pub reason: String,
     /// Bottleneck bandwidth of the path in GB/s, when known.
@@ -105,6 +109,18 @@ impl<'a> Ctx<'a> {
         match self.topo.device(bdf).and_then(|d| d.rdma_names().next()) {
             Some(r) => format!("{bdf} ({r})"),
             None => bdf.to_string(),
+        }
+    }
+
+    /// How findings name a device: its address with its first RDMA device
+    /// (`0000:18:00.0 (mlx5_0)`, as [`Ctx::name`] writes it) for RDMA NICs, else its address.
+    pub fn named(&self, bdf: &Bdf) -> Subject {
+        match self.topo.device(bdf).and_then(|d| d.rdma_names().next()) {
+            Some(r) => Subject::Nic {
+                bdf: *bdf,
+                rdma: r.to_string(),
+            },
+            None => Subject::Device(*bdf),
         }
     }
 
@@ -190,12 +206,22 @@ pub struct Report {
     pub pairs: Vec<Pair>,
     /// Findings, worst first.
     pub findings: Vec<Finding>,
+    /// The node's GPUDirect RDMA mechanism as `gdr-peer-module` decided it; not in the JSON
+    /// (the finding says it in words), `Unknown` in a report read back from JSON.
+    #[serde(skip)]
+    pub peer_memory: gdr::PeerMemory,
 }
 
 impl Report {
     /// Whether any finding is an error.
     pub fn failed(&self) -> bool {
         self.counts.error > 0
+    }
+
+    /// The audit's GPUDirect RDMA readiness verdict, the one every export reads (see
+    /// [`ready::gdr_readiness`] for the rule).
+    pub fn gdr_ready(&self) -> GdrReadiness {
+        ready::gdr_readiness(self)
     }
 }
 
@@ -213,6 +239,7 @@ pub fn run(topo: &Topology, opts: &AuditOptions) -> Report {
     let mut ctx = Ctx::new(topo);
     let mut findings = Vec::new();
     ctx.pairs = placement::pair(&ctx, &mut findings);
+    let peer_memory = gdr::peer_memory(&ctx);
     findings.extend(gdr::peer_module(&ctx));
     findings.extend(gdr::driver_mismatch(&ctx));
     findings.extend(gdr::gpu_excluded(&ctx));
@@ -236,6 +263,7 @@ pub fn run(topo: &Topology, opts: &AuditOptions) -> Report {
         ctx.pairs,
         opts.profile.as_ref().map(|p| p.name.clone()),
         findings,
+        peer_memory,
     )
 }
 
@@ -245,8 +273,10 @@ pub fn finish(
     pairs: Vec<Pair>,
     profile: Option<String>,
     mut findings: Vec<Finding>,
+    peer_memory: gdr::PeerMemory,
 ) -> Report {
-    findings.sort_by(|a, b| (a.severity, &a.id, &a.subject).cmp(&(b.severity, &b.id, &b.subject)));
+    // By severity, then id and subject as their text (stable: equal keys keep check order).
+    findings.sort_by_cached_key(|f| (f.severity, f.id.as_str(), f.subject.to_string()));
     let mut counts = Counts::default();
     for f in &findings {
         match f.severity {
@@ -264,6 +294,7 @@ pub fn finish(
         profile,
         pairs,
         findings,
+        peer_memory,
     }
 }
 

@@ -6,7 +6,7 @@
 //! (reference §2.1, §2.2, §2.4, §2.9, §2.10). Config-space facts need root: a 64-byte config
 //! gives `unknown`, never a pass.
 
-use super::{Ctx, Evidence, Finding, PairRef, Severity, path_devices, pci_path};
+use super::{CheckId, Ctx, Evidence, Finding, PairRef, Severity, Subject, path_devices, pci_path};
 use crate::model::{Bdf, Device, DeviceKind};
 use crate::parse::aer::AerCounters;
 use std::collections::{BTreeMap, BTreeSet};
@@ -35,7 +35,7 @@ fn config_len_value(topo: &crate::model::Topology, b: &Bdf) -> String {
 /// One `unknown` finding for a check, listing every device whose fact could not be read.
 fn unknown_finding(
     topo: &crate::model::Topology,
-    id: &str,
+    id: CheckId,
     what: &str,
     items: &[(Bdf, String)],
     remedy: &str,
@@ -53,9 +53,9 @@ fn unknown_finding(
         id,
         Severity::Unknown,
         if items.len() == 1 {
-            items[0].0.to_string()
+            Subject::Device(items[0].0)
         } else {
-            "node".to_string()
+            Subject::Node
         },
         format!("{what} unknown on {} device(s): {reason}", items.len()),
         remedy,
@@ -120,9 +120,9 @@ pub fn acs_redirect(ctx: &Ctx) -> Vec<Finding> {
             })
             .collect();
         let f = Finding::new(
-            "acs-redirect",
+            CheckId::AcsRedirect,
             sev,
-            port.to_string(),
+            Subject::Device(port),
             format!(
                 "ACS redirects peer-to-peer traffic on {} {port} ({names}) between {}{}",
                 d.kind.as_str(),
@@ -142,7 +142,7 @@ pub fn acs_redirect(ctx: &Ctx) -> Vec<Finding> {
     }
     out.extend(unknown_finding(
         topo,
-        "acs-redirect",
+        CheckId::AcsRedirect,
         "ACS on ports between GPUs and NICs",
         &unknown,
         ROOT_REMEDY,
@@ -231,9 +231,9 @@ pub fn link_degraded(ctx: &Ctx) -> Vec<Finding> {
             ev.extend(speed_ev.iter().cloned());
             out.push(
                     Finding::new(
-                        "link-degraded",
+                        CheckId::LinkDegraded,
                         sev,
-                        c.to_string(),
+                        Subject::Device(c),
                         format!("link {p} → {name} trained to x{w}, both ends capable of x{m}"),
                         format!("reseat {name} (or the card/riser under port {p}), check the slot's bifurcation setting in the BIOS, then replace the riser/cable or card if it stays at x{w}"),
                     )
@@ -251,9 +251,9 @@ pub fn link_degraded(ctx: &Ctx) -> Vec<Finding> {
             }
             out.push(
                     Finding::new(
-                        "link-degraded",
+                        CheckId::LinkDegraded,
                         sev,
-                        c.to_string(),
+                        Subject::Device(c),
                         format!("link {p} → {name} runs at {s} GT/s, both ends capable of {m} GT/s"),
                         format!("check the BIOS PCIe speed setting for port {p}, reseat {name}, and check AER counters on both ends for signal-integrity errors"),
                     )
@@ -264,12 +264,12 @@ pub fn link_degraded(ctx: &Ctx) -> Vec<Finding> {
     }
     if !idle_gpus.is_empty() {
         let f = Finding::new(
-            "link-degraded",
+            CheckId::LinkDegraded,
             Severity::Info,
             if idle_gpus.len() == 1 {
-                idle_gpus[0].0.to_string()
+                Subject::Device(idle_gpus[0].0)
             } else {
-                "node".to_string()
+                Subject::Node
             },
             format!(
                 "{} GPU link(s) below max speed; idle GPUs downtrain by design (judged under load by `peerpath probe`)",
@@ -286,7 +286,7 @@ pub fn link_degraded(ctx: &Ctx) -> Vec<Finding> {
     }
     if let Some(mut f) = unknown_finding(
         topo,
-        "link-degraded",
+        CheckId::LinkDegraded,
         "link width",
         &unknown,
         "audit the live machine (link attributes are world-readable on kernels ≥ 4.13)",
@@ -373,9 +373,9 @@ pub fn aer_errors(ctx: &Ctx) -> Vec<Finding> {
         let Some(sev) = sev else { continue };
         out.push(
             Finding::new(
-                "aer-errors",
+                CheckId::AerErrors,
                 sev,
-                b.to_string(),
+                Subject::Device(*b),
                 format!("AER errors on {} {}: {}", d.kind.as_str(), ctx.name(b), named.join("; ")),
                 "counters are cumulative since boot: note them, run load (`peerpath probe`) and compare; rising correctable counts (RxErr, BadTLP, BadDLLP, Rollover) point at the slot, riser or card; any non-fatal/fatal error needs the device's link checked and the kernel log read",
             )
@@ -385,9 +385,9 @@ pub fn aer_errors(ctx: &Ctx) -> Vec<Finding> {
     }
     if !any_file && !scope.is_empty() {
         out.push(Finding::new(
-            "aer-errors",
+            CheckId::AerErrors,
             Severity::Unknown,
-            "node",
+            Subject::Node,
             "AER counters unknown: no aer_dev_* files (kernel < 4.19, AER not enabled, or not captured)",
             "audit the live machine on a kernel ≥ 4.19 with AER enabled (`pcie_ports=native` where firmware-first hides it)",
         ));
@@ -407,9 +407,9 @@ pub fn bar1_small(ctx: &Ctx) -> Vec<Finding> {
         match g.bars.iter().find(|b| b.index == 1) {
             None => out.push(
                 Finding::new(
-                    "bar1-small",
+                    CheckId::Bar1Small,
                     Severity::Unknown,
-                    g.bdf.to_string(),
+                    Subject::Device(g.bdf),
                     if g.bars.is_empty() {
                         "BAR1 size unknown: resource file not read".to_string()
                     } else {
@@ -421,9 +421,9 @@ pub fn bar1_small(ctx: &Ctx) -> Vec<Finding> {
             ),
             Some(b) if b.size < (1 << 30) => out.push(
                 Finding::new(
-                    "bar1-small",
+                    CheckId::Bar1Small,
                     Severity::Warning,
-                    g.bdf.to_string(),
+                    Subject::Device(g.bdf),
                     format!("GPU BAR1 is {} MiB (< 1 GiB): GPUDirect RDMA registrations above a few hundred MB fail", b.size >> 20),
                     "enable Above 4G Decoding and Resizable BAR in the BIOS (data-center GPUs expose BAR1 ≥ GPU memory); otherwise keep registered GPU buffers below BAR1",
                 )
@@ -471,9 +471,9 @@ pub fn mps_mrrs(ctx: &Ctx) -> Vec<Finding> {
         if distinct.len() > 1 {
             out.push(
                 Finding::new(
-                    "mps-mrrs",
+                    CheckId::MpsMrrs,
                     Severity::Warning,
-                    p.gpu.to_string(),
+                    Subject::Device(p.gpu),
                     format!(
                         "Max Payload Size differs along {} ↔ {}: {}",
                         p.gpu,
@@ -498,9 +498,9 @@ pub fn mps_mrrs(ctx: &Ctx) -> Vec<Finding> {
         if pc.mrrs < 512 {
             out.push(
                 Finding::new(
-                    "mps-mrrs",
+                    CheckId::MpsMrrs,
                     Severity::Warning,
-                    n.bdf.to_string(),
+                    Subject::Device(n.bdf),
                     format!("NIC {} Max Read Request Size is {} bytes (< 512): GPU-memory reads are split into small requests", ctx.name(&n.bdf), pc.mrrs),
                     format!("raise MRRS on {}: `setpci -s {} CAP_EXP+8.w` bits 14:12 (4096 B = 5), or the adapter's firmware/BIOS setting (mlxconfig); it resets on reboot", n.bdf, n.bdf),
                 )
@@ -511,7 +511,7 @@ pub fn mps_mrrs(ctx: &Ctx) -> Vec<Finding> {
     let items: Vec<(Bdf, String)> = unknown.into_iter().collect();
     out.extend(unknown_finding(
         topo,
-        "mps-mrrs",
+        CheckId::MpsMrrs,
         "MPS/MRRS",
         &items,
         ROOT_REMEDY,

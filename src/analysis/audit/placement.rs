@@ -4,17 +4,35 @@
 //! adapter, where it is now (slot, root port, host bridge, NUMA node) and where it belongs (the
 //! switch that holds the GPU, with a free downstream port where one exists).
 
-use super::{Ctx, Evidence, Finding, Pair, Severity, assign, pci_path};
+use super::{
+    CheckId, Ctx, Evidence, Finding, Pair, PathLabel, Severity, Subject, assign, pci_path,
+};
 use crate::analysis::classify::{Classifier, ClassifyOptions, Label};
 use crate::model::{Bdf, Device, Topology};
+
+/// Order of path labels from best to worst, as the matching ranks them: X < NV < PIX < PXB <
+/// PHB < NODE < unknown < SYS. An unknown label is "NODE or SYS" (the classifier leaves only
+/// the NUMA question open), so it ranks between them. Lower is better.
+// TODO(issue 14 merge): replaced by `Ord` on `Label` (the lead's single label order).
+pub fn label_order(l: Label) -> u8 {
+    match l {
+        Label::X => 0,
+        Label::Nv(_) => 1,
+        Label::Pix => 2,
+        Label::Pxb => 3,
+        Label::Phb => 4,
+        Label::Node => 5,
+        Label::Unknown => 6,
+        Label::Sys => 7,
+    }
+}
 
 /// The path between a GPU and a NIC as the matching sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Judgement {
-    /// nvidia-smi label: `PIX`, `PXB`, `PHB`, `NODE`, `SYS` or `unknown`.
-    pub label: String,
-    /// 0 PIX, 1 PXB, 2 PHB, 3 NODE, 4 unknown, 5 SYS: lower is better.
-    pub rank: u8,
+    /// nvidia-smi label (`Unknown` when the source cannot decide NODE vs SYS, or a device is
+    /// missing).
+    pub label: Label,
     /// Why.
     pub reason: String,
     /// Bottleneck bandwidth in GB/s, when the links are known.
@@ -22,9 +40,14 @@ pub struct Judgement {
 }
 
 impl Judgement {
-    /// PIX or PXB: NCCL uses GPUDirect RDMA by default.
+    /// PIX or PXB (or better): NCCL uses GPUDirect RDMA by default.
     pub fn local(&self) -> bool {
-        self.rank <= 1
+        label_order(self.label) <= label_order(Label::Pxb)
+    }
+
+    /// The label as the audit writes it (`unknown`, not `?`).
+    pub fn word(&self) -> PathLabel {
+        PathLabel(self.label)
     }
 }
 
@@ -46,34 +69,17 @@ impl<'t> Judge<'t> {
     pub fn pair(&self, a: &Bdf, b: &Bdf) -> Judgement {
         match self.c.pair(a, b) {
             Some(pc) => Judgement {
-                label: match pc.label {
-                    Label::Unknown => "unknown".to_string(),
-                    l => l.to_string(),
-                },
-                rank: match pc.label {
-                    Label::X | Label::Nv(_) | Label::Pix => 0,
-                    Label::Pxb => 1,
-                    Label::Phb => 2,
-                    Label::Node => 3,
-                    Label::Unknown => 4,
-                    Label::Sys => 5,
-                },
+                label: pc.label,
                 reason: pc.reason,
                 bottleneck_gbytes: pc.bottleneck_gbytes_per_s,
             },
             None => Judgement {
-                label: "unknown".into(),
-                rank: 4,
+                label: Label::Unknown,
                 reason: format!("{a} or {b} not in the topology"),
                 bottleneck_gbytes: None,
             },
         }
     }
-}
-
-/// Judges one pair (builds a classifier; use [`Judge`] for many pairs).
-pub fn judge(topo: &Topology, a: &Bdf, b: &Bdf) -> Judgement {
-    Judge::new(topo).pair(a, b)
 }
 
 /// Where a device sits: slot, root port, host bridge, NUMA node.
@@ -150,9 +156,9 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
     if ctx.gpus.is_empty() || ctx.nics.is_empty() {
         if !ctx.gpus.is_empty() {
             findings.push(Finding::new(
-                "gpu-nic-path",
+                CheckId::GpuNicPath,
                 Severity::Info,
-                "node",
+                Subject::Node,
                 format!(
                     "{} GPU(s) but no RDMA NIC{}: no GPU–NIC path to judge",
                     ctx.gpus.len(),
@@ -167,13 +173,14 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
         }
         return Vec::new();
     }
+    let judge = Judge::new(topo);
     let judged: Vec<Vec<Judgement>> = ctx
         .gpus
         .iter()
         .map(|g| {
             ctx.nics
                 .iter()
-                .map(|n| judge(topo, &g.bdf, &n.bdf))
+                .map(|n| judge.pair(&g.bdf, &n.bdf))
                 .collect()
         })
         .collect();
@@ -185,7 +192,7 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
                     let bw = j
                         .bottleneck_gbytes
                         .map_or(0, |g| (g * 100.0).round().clamp(0.0, 999_999.0) as i64);
-                    i64::from(j.rank) * 1_000_000 - bw
+                    i64::from(label_order(j.label)) * 1_000_000 - bw
                 })
                 .collect()
         })
@@ -198,7 +205,7 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
             gpu: g.bdf,
             nic: n.bdf,
             rdma: n.rdma_names().next().map(str::to_string),
-            label: j.label.clone(),
+            label: j.word(),
             reason: j.reason.clone(),
             bottleneck_gbytes: j.bottleneck_gbytes,
             local: j.local(),
@@ -216,13 +223,13 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
         let (g, ni) = (ctx.gpus[gi], assignment[gi]);
         let n = ctx.nics[ni];
         let j = &judged[gi][ni];
-        let sev = if j.label == "unknown" {
+        let sev = if j.label == Label::Unknown {
             Severity::Unknown
         } else {
             far_sev
         };
-        let best_any = judged[gi].iter().map(|x| x.rank).min().unwrap_or(5);
-        let shared = if best_any < j.rank {
+        let best_any = judged[gi].iter().map(|x| label_order(x.label)).min();
+        let shared = if best_any < Some(label_order(j.label)) {
             " (a closer NIC exists but serves another GPU)"
         } else {
             ""
@@ -230,12 +237,14 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
         let nic_name = ctx.name(&n.bdf);
         findings.push(
             Finding::new(
-                "gpu-nic-path",
+                CheckId::GpuNicPath,
                 sev,
-                g.bdf.to_string(),
+                Subject::Device(g.bdf),
                 format!(
                     "GPU {}: best available NIC {nic_name} is {} ({}){shared}; NCCL will not use GPUDirect RDMA beyond PXB",
-                    g.bdf, j.label, j.reason
+                    g.bdf,
+                    j.word(),
+                    j.reason
                 ),
                 if ctx.virtualized {
                     format!(
@@ -255,8 +264,7 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
         );
     }
     for (ni, n) in ctx.nics.iter().enumerate() {
-        let best = judged.iter().map(|row| row[ni].rank).min().unwrap_or(5);
-        if best <= 1 {
+        if judged.iter().any(|row| row[ni].local()) {
             continue;
         }
         let used = assignment.contains(&ni);
@@ -281,12 +289,12 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
         };
         findings.push(
             Finding::new(
-                "gpu-nic-path",
+                CheckId::GpuNicPath,
                 sev,
                 n.rdma_names()
                     .next()
-                    .map(str::to_string)
-                    .unwrap_or_else(|| n.bdf.to_string()),
+                    .map(|r| Subject::RdmaDevice(r.to_string()))
+                    .unwrap_or(Subject::Device(n.bdf)),
                 format!(
                     "NIC {} is not at PIX/PXB from any GPU{tail}",
                     ctx.name(&n.bdf)

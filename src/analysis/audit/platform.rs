@@ -6,7 +6,7 @@
 //! DMI vendor/product), `Device.numa_node` (`numa_node`, -1 = unknown) and the NUMA node list
 //! (reference §2.5, §2.11).
 
-use super::{Ctx, Finding, Severity, pci_path};
+use super::{CheckId, Ctx, Finding, Severity, Subject, pci_path};
 
 /// `virtualized`: a warning naming every piece of hypervisor evidence.
 pub fn virtualized(ctx: &Ctx) -> Vec<Finding> {
@@ -15,9 +15,9 @@ pub fn virtualized(ctx: &Ctx) -> Vec<Finding> {
         return Vec::new();
     }
     let f = Finding::new(
-        "virtualized",
+        CheckId::Virtualized,
         Severity::Warning,
-        "node",
+        Subject::Node,
         "hypervisor detected: the PCIe topology seen here may be synthetic, so path and ACS findings are advisory; the probe decides",
         "run `peerpath probe` and audit with `--evidence` to judge each GPU–NIC pair by measurement; on the host, enable ATS on the NIC and ACS Direct Translated P2P",
     );
@@ -47,9 +47,9 @@ pub fn numa_unknown(ctx: &Ctx) -> Vec<Finding> {
         let hb = topo.numa_of(d);
         out.push(
             Finding::new(
-                "numa-unknown",
+                CheckId::NumaUnknown,
                 Severity::Warning,
-                d.bdf.to_string(),
+                Subject::Device(d.bdf),
                 format!(
                     "NUMA node of {} {} unknown on a {}-node machine{}",
                     d.kind.as_str(),
@@ -92,7 +92,7 @@ mod tests {
         let t = topo(d, machine());
         let f = numa_unknown(&Ctx::new(&t));
         assert_eq!(f.len(), 1);
-        assert_eq!(f[0].subject, "0000:14:00.0");
+        assert_eq!(f[0].subject, Subject::Device(b("0000:14:00.0")));
         assert!(numa_unknown(&Ctx::new(&clean())).is_empty());
     }
 }

@@ -4,8 +4,9 @@
 //! (shared/reference/ecosystem.md §4), or read from a TOML file. [`diff`] reports missing,
 //! extra and moved devices by role as `profile-diff` findings.
 
-use super::placement::{judge, location, target};
-use super::{Ctx, Evidence, Finding, Severity, path_devices, pci_path};
+use super::placement::{Judge, label_order, location, target};
+use super::{CheckId, Ctx, Evidence, Finding, Severity, Subject, path_devices, pci_path};
+use crate::analysis::classify::Label;
 use crate::model::{Bdf, Device, Topology};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
@@ -89,15 +90,14 @@ pub struct Profile {
 /// Names of the built-in profiles.
 pub const BUILTIN: [&str; 4] = ["dgx-h100", "dgx-h200", "dgx-a100", "rail-optimised"];
 
-fn rank_of(label: &str) -> Option<u8> {
-    match label.to_ascii_uppercase().as_str() {
-        "PIX" => Some(0),
-        "PXB" => Some(1),
-        "PHB" => Some(2),
-        "NODE" => Some(3),
-        "SYS" => Some(5),
-        _ => None,
+/// The label a profile's `nics.max_path` names: `PIX`, `PXB`, `PHB`, `NODE` or `SYS`, in any
+/// case (not `SOC`, `X`, `NV<n>` or `?`).
+fn max_label(text: &str) -> Option<Label> {
+    let up = text.to_ascii_uppercase();
+    if !matches!(up.as_str(), "PIX" | "PXB" | "PHB" | "NODE" | "SYS") {
+        return None;
     }
+    up.parse().ok()
 }
 
 impl Profile {
@@ -140,7 +140,7 @@ impl Profile {
     pub fn from_toml(source: &str, text: &str) -> Result<Profile> {
         let p: Profile =
             toml::from_str(text).with_context(|| format!("{source}: not a valid profile"))?;
-        if rank_of(&p.nics.max_path).is_none() {
+        if max_label(&p.nics.max_path).is_none() {
             bail!(
                 "{source}: nics.max_path = {:?}; expected PIX, PXB, PHB, NODE or SYS",
                 p.nics.max_path
@@ -192,8 +192,8 @@ fn gen_of(gts: f64) -> u32 {
     }
 }
 
-fn pdiff(sev: Severity, subject: impl Into<String>, summary: String, remedy: String) -> Finding {
-    Finding::new("profile-diff", sev, subject, summary, remedy)
+fn pdiff(sev: Severity, subject: Subject, summary: String, remedy: String) -> Finding {
+    Finding::new(CheckId::ProfileDiff, sev, subject, summary, remedy)
 }
 
 /// Hops between a GPU and its NIC below their full width: `(device, current, max)`.
@@ -227,14 +227,14 @@ pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
         if f < c {
             out.push(pdiff(
                 Severity::Error,
-                "node",
+                Subject::Node,
                 format!("missing GPU(s): profile {} expects {c}, found {f}", p.name),
                 "check that every GPU is seated and visible (`lspci -d 10de:`), and that none fell off the bus (dmesg: 'fallen off the bus', Xid 79)".into(),
             ));
         } else if f > c {
             out.push(pdiff(
                 Severity::Warning,
-                "node",
+                Subject::Node,
                 format!("extra GPU(s): profile {} expects {c}, found {f}", p.name),
                 "check that the profile matches this node".into(),
             ));
@@ -247,7 +247,7 @@ pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
                 out.push(
                     pdiff(
                         Severity::Error,
-                        g.bdf.to_string(),
+                        Subject::Device(g.bdf),
                         format!(
                             "moved: {} ({}) is on NUMA node {}, profile {} expects {want}",
                             role(k),
@@ -276,7 +276,7 @@ pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
             out.push(
                 pdiff(
                     Severity::Error,
-                    g.bdf.to_string(),
+                    Subject::Device(g.bdf),
                     format!(
                         "{} ({}) link capable of Gen{} only; profile {} expects Gen{want}",
                         role(k),
@@ -299,7 +299,7 @@ pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
             out.push(
                 pdiff(
                     Severity::Error,
-                    g.bdf.to_string(),
+                    Subject::Device(g.bdf),
                     format!(
                         "{} ({}) link capable of x{m} only; profile {} expects x{want}",
                         role(k),
@@ -314,7 +314,8 @@ pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
         }
     }
     // Compute NICs by rail.
-    let max_rank = rank_of(&p.nics.max_path).unwrap_or(1);
+    let max_rank = label_order(max_label(&p.nics.max_path).unwrap_or(Label::Pxb));
+    let judge = Judge::new(topo);
     let mut compute: Vec<Bdf> = Vec::new();
     for (k, g) in ctx.gpus.iter().enumerate() {
         let nic: Option<&Device> = if let Some(bus) = p.nics.buses.as_ref().and_then(|v| v.get(k)) {
@@ -323,7 +324,7 @@ pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
             if hit.is_none() {
                 out.push(pdiff(
                     Severity::Error,
-                    format!("rail {k}"),
+                    Subject::Rail(k),
                     format!("missing: compute NIC of rail {k} (for {} {}) expected on bus {bus}, none there", role(k), g.bdf),
                     format!("install or reseat the rail-{k} adapter {}", target(topo, g)),
                 ));
@@ -338,7 +339,7 @@ pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
             if hit.is_none() {
                 out.push(pdiff(
                     Severity::Error,
-                    format!("rail {k}"),
+                    Subject::Rail(k),
                     format!(
                         "missing: compute NIC {name} of rail {k} (for {} {}) not found",
                         role(k),
@@ -357,7 +358,7 @@ pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
                 Some(x) => {
                     out.push(pdiff(
                         Severity::Error,
-                        g.bdf.to_string(),
+                        Subject::Device(g.bdf),
                         format!(
                             "missing: {} ({}) has no compute NIC of its own (shares {} with another GPU); profile {} wants one per GPU",
                             role(k),
@@ -372,7 +373,7 @@ pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
                 None => {
                     out.push(pdiff(
                         Severity::Error,
-                        g.bdf.to_string(),
+                        Subject::Device(g.bdf),
                         format!(
                             "missing: {} ({}) has no RDMA NIC; profile {} wants one per GPU",
                             role(k),
@@ -389,16 +390,16 @@ pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
         };
         let Some(n) = nic else { continue };
         compute.push(n.bdf);
-        let j = judge(topo, &g.bdf, &n.bdf);
-        if j.rank > max_rank {
+        let j = judge.pair(&g.bdf, &n.bdf);
+        if label_order(j.label) > max_rank {
             out.push(
                 pdiff(
                     Severity::Error,
-                    ctx.name(&n.bdf),
+                    ctx.named(&n.bdf),
                     format!(
                         "moved: rail-{k} NIC {} is {} from {} ({}); profile {} expects at most {}",
                         ctx.name(&n.bdf),
-                        j.label,
+                        j.word(),
                         role(k),
                         g.bdf,
                         p.name,
@@ -423,7 +424,7 @@ pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
                 out.push(
                     pdiff(
                         Severity::Error,
-                        ctx.name(&n.bdf),
+                        ctx.named(&n.bdf),
                         format!(
                             "moved: rail-{k} NIC {} is on NUMA node {}, {} ({}) on {}",
                             ctx.name(&n.bdf),
@@ -445,7 +446,7 @@ pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
                 out.push(
                     pdiff(
                         Severity::Error,
-                        g.bdf.to_string(),
+                        Subject::Device(g.bdf),
                         format!(
                             "rail {k}: {} hop(s) between {} and {} below full width ({})",
                             hops.len(),
@@ -477,7 +478,7 @@ pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
     {
         out.push(pdiff(
                 Severity::Warning,
-                "node",
+                Subject::Node,
                 format!(
                     "extra RDMA NIC(s): {} beyond the {} compute NIC(s), profile {} allows {max}: {}",
                     extra.len(),

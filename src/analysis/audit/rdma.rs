@@ -5,7 +5,7 @@
 //! scanner into [`crate::model::RdmaPort`]), the NIC's PCI device id and its link
 //! (reference §2.6).
 
-use super::{Ctx, Finding, Severity, pci_path};
+use super::{CheckId, Ctx, Finding, Severity, Subject, pci_path};
 use crate::model::bandwidth::pcie_link_gbytes;
 
 /// Highest port rate (Gb/s) of an NVIDIA/Mellanox adapter family, by PCI device id.
@@ -50,9 +50,9 @@ pub fn nic_port_down(ctx: &Ctx) -> Vec<Finding> {
             if od.ports.is_empty() {
                 out.push(
                     Finding::new(
-                        "nic-port-down",
+                        CheckId::NicPortDown,
                         Severity::Unknown,
-                        od.name.clone(),
+                        Subject::RdmaDevice(od.name.clone()),
                         format!("port state of {} unknown: no ports read", od.name),
                         "audit the live machine, or capture /sys/class/infiniband/*/ports in the snapshot",
                     )
@@ -61,7 +61,10 @@ pub fn nic_port_down(ctx: &Ctx) -> Vec<Finding> {
                 continue;
             }
             for p in &od.ports {
-                let subject = format!("{}/{}", od.name, p.port);
+                let subject = Subject::RdmaPort {
+                    device: od.name.clone(),
+                    port: p.port,
+                };
                 let pb = format!("{base}/{}", p.port);
                 let active = p.state.as_ref().map(|(n, _)| *n == 4 || *n == 5);
                 let linkup = p.phys_state.as_ref().map(|(n, _)| *n == 5);
@@ -73,7 +76,7 @@ pub fn nic_port_down(ctx: &Ctx) -> Vec<Finding> {
                 if active == Some(false) || linkup == Some(false) {
                     out.push(
                         Finding::new(
-                            "nic-port-down",
+                            CheckId::NicPortDown,
                             down_sev,
                             subject.clone(),
                             format!(
@@ -94,7 +97,7 @@ pub fn nic_port_down(ctx: &Ctx) -> Vec<Finding> {
                 if active.is_none() || linkup.is_none() {
                     out.push(
                         Finding::new(
-                            "nic-port-down",
+                            CheckId::NicPortDown,
                             Severity::Unknown,
                             subject.clone(),
                             format!(
@@ -117,7 +120,7 @@ pub fn nic_port_down(ctx: &Ctx) -> Vec<Finding> {
                 {
                     out.push(
                             Finding::new(
-                                "nic-port-down",
+                                CheckId::NicPortDown,
                                 Severity::Warning,
                                 subject.clone(),
                                 format!("RDMA port {subject} runs at {rate} Gb/s; {fam} adapters reach {max} Gb/s"),
@@ -146,7 +149,7 @@ pub fn nic_port_down(ctx: &Ctx) -> Vec<Finding> {
                     if gbps < rate {
                         out.push(
                             Finding::new(
-                                "nic-port-down",
+                                CheckId::NicPortDown,
                                 Severity::Warning,
                                 subject.clone(),
                                 format!(
@@ -193,14 +196,20 @@ mod tests {
         let t = topo(d, machine());
         let f = nic_port_down(&Ctx::new(&t));
         assert_eq!(f.len(), 2, "{f:?}");
-        let down = f.iter().find(|x| x.subject == "mlx5_0/1").unwrap();
+        let down = f
+            .iter()
+            .find(|x| x.subject.to_string() == "mlx5_0/1")
+            .unwrap();
         assert_eq!(down.severity, Severity::Warning); // no pairs in a bare Ctx
         assert_eq!(
             down.evidence[0].path,
             "/sys/class/infiniband/mlx5_0/ports/1/state"
         );
         assert_eq!(down.evidence[0].value, "1: DOWN");
-        let slow = f.iter().find(|x| x.subject == "mlx5_1/1").unwrap();
+        let slow = f
+            .iter()
+            .find(|x| x.subject.to_string() == "mlx5_1/1")
+            .unwrap();
         assert_eq!(slow.severity, Severity::Warning);
         assert!(slow.summary.contains("ConnectX-7"));
     }

@@ -4,6 +4,7 @@
 
 use super::testkit::*;
 use super::*;
+use crate::analysis::classify::Label;
 use crate::model::device::Device;
 use crate::parse::config::PortType;
 
@@ -18,10 +19,10 @@ fn errors(r: &Report) -> Vec<&Finding> {
         .collect()
 }
 
-fn find<'a>(r: &'a Report, id: &str, subject: &str) -> &'a Finding {
+fn find<'a>(r: &'a Report, id: CheckId, subject: &str) -> &'a Finding {
     r.findings
         .iter()
-        .find(|f| f.id == id && f.subject == subject)
+        .find(|f| f.id == id && f.subject.to_string() == subject)
         .unwrap_or_else(|| panic!("no {id} finding for {subject}: {:#?}", r.findings))
 }
 
@@ -34,7 +35,7 @@ fn clean_twin_passes_without_errors_or_unknowns() {
     assert_eq!(r.counts.warning, 0, "{:#?}", r.findings);
     assert_eq!(r.pairs.len(), 4);
     for p in &r.pairs {
-        assert_eq!(p.label, "PIX", "{p:?}");
+        assert_eq!(p.label, PathLabel(Label::Pix), "{p:?}");
         // Each GPU gets the NIC behind its own switch.
         assert_eq!(p.nic.bus, p.gpu.bus + 1);
     }
@@ -74,7 +75,7 @@ fn misplaced_nic_names_adapter_location_and_target() {
     let t = topo(nic_on_other_socket(), machine());
     let r = audit(&t);
     assert_eq!(r.verdict, "fail");
-    let f = find(&r, "gpu-nic-path", "0000:13:00.0");
+    let f = find(&r, CheckId::GpuNicPath, "0000:13:00.0");
     assert_eq!(f.severity, Severity::Error);
     assert!(
         f.summary.contains("mlx5_0") && f.summary.contains("SYS"),
@@ -100,7 +101,7 @@ fn misplaced_nic_names_adapter_location_and_target() {
             .any(|e| e.path == "/sys/bus/pci/devices/0000:c1:00.0")
     );
     // The NIC itself: not usable at PIX/PXB by any GPU, but paired → warning.
-    let n = find(&r, "gpu-nic-path", "mlx5_0");
+    let n = find(&r, CheckId::GpuNicPath, "mlx5_0");
     assert_eq!(n.severity, Severity::Warning);
     // Only that GPU fails.
     assert_eq!(errors(&r).len(), 1, "{:#?}", errors(&r));
@@ -113,7 +114,7 @@ fn acs_redirect_on_one_downstream_port() {
         p.config.as_mut().unwrap().acs.as_mut().unwrap().control = 0x1d
     });
     let r = audit(&topo(d, machine()));
-    let f = find(&r, "acs-redirect", "0000:32:01.0");
+    let f = find(&r, CheckId::AcsRedirect, "0000:32:01.0");
     assert_eq!(f.severity, Severity::Error);
     assert_eq!(
         f.evidence[0].path,
@@ -130,7 +131,7 @@ fn acs_redirect_on_one_downstream_port() {
         !audit(&clean())
             .findings
             .iter()
-            .any(|f| f.id == "acs-redirect")
+            .any(|f| f.id == CheckId::AcsRedirect)
     );
 }
 
@@ -155,7 +156,7 @@ fn one_hop_trained_to_x8() {
         u.link.as_mut().unwrap().current_width = Some(8)
     });
     let r = audit(&topo(d, machine()));
-    let f = find(&r, "link-degraded", "0000:51:00.0");
+    let f = find(&r, CheckId::LinkDegraded, "0000:51:00.0");
     assert_eq!(f.severity, Severity::Error);
     assert!(
         f.summary.contains("x8") && f.summary.contains("x16"),
@@ -179,7 +180,7 @@ fn idle_gpu_speed_is_not_an_error_but_nic_speed_is() {
     let r = audit(&topo(d.clone(), machine()));
     assert!(errors(&r).is_empty(), "{:#?}", errors(&r));
     assert_eq!(
-        find(&r, "link-degraded", "0000:13:00.0").severity,
+        find(&r, CheckId::LinkDegraded, "0000:13:00.0").severity,
         Severity::Info
     );
     edit(&mut d, "0000:14:00.0", |n| {
@@ -187,7 +188,7 @@ fn idle_gpu_speed_is_not_an_error_but_nic_speed_is() {
     });
     let r = audit(&topo(d, machine()));
     assert_eq!(
-        find(&r, "link-degraded", "0000:14:00.0").severity,
+        find(&r, CheckId::LinkDegraded, "0000:14:00.0").severity,
         Severity::Error
     );
 }
@@ -202,14 +203,14 @@ fn aer_correctable_and_fatal() {
         g.aer_fatal = crate::parse::aer::parse(b"Undefined 0\nSurpriseDown 1\nTOTAL_ERR_FATAL 1\n");
     });
     let r = audit(&topo(d, machine()));
-    let c = find(&r, "aer-errors", "0000:14:00.0");
+    let c = find(&r, CheckId::AerErrors, "0000:14:00.0");
     assert_eq!(c.severity, Severity::Warning);
     assert!(c.summary.contains("BadTLP=3"), "{}", c.summary);
     assert_eq!(
         c.evidence[0].path,
         "/sys/bus/pci/devices/0000:14:00.0/aer_dev_correctable"
     );
-    let f = find(&r, "aer-errors", "0000:33:00.0");
+    let f = find(&r, CheckId::AerErrors, "0000:33:00.0");
     assert_eq!(f.severity, Severity::Error);
     assert!(f.summary.contains("SurpriseDown=1"));
     assert_eq!(
@@ -227,7 +228,7 @@ fn iommu_dma_mode_fails_the_audit() {
     });
     let r = audit(&topo(d, machine()));
     assert_eq!(r.verdict, "fail");
-    let f = find(&r, "iommu-translation", "0000:53:00.0");
+    let f = find(&r, CheckId::IommuTranslation, "0000:53:00.0");
     assert_eq!(f.evidence[0].path, "/sys/kernel/iommu_groups/83/type");
     assert!(
         f.evidence
@@ -245,7 +246,7 @@ fn peer_module_absent_fails_the_audit() {
         Some("NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.86.15  Release Build".into());
     let r = audit(&topo(hgx(4), m));
     assert_eq!(r.verdict, "fail");
-    let f = find(&r, "gdr-peer-module", "node");
+    let f = find(&r, CheckId::GdrPeerModule, "node");
     assert_eq!(f.severity, Severity::Error);
     assert_eq!(errors(&r).len(), 1);
 }
@@ -303,7 +304,7 @@ fn vm() -> Topology {
 fn vm_is_advisory_not_a_failure() {
     let r = audit(&vm());
     assert_eq!(r.verdict, "pass", "{:#?}", errors(&r));
-    let v = find(&r, "virtualized", "node");
+    let v = find(&r, CheckId::Virtualized, "node");
     assert_eq!(v.severity, Severity::Warning);
     assert!(
         v.evidence
@@ -311,7 +312,7 @@ fn vm_is_advisory_not_a_failure() {
             .any(|e| e.path == "/sys/class/dmi/id/sys_vendor" && e.value == "QEMU")
     );
     // PHB pairs on the synthetic root bus: a warning, not an error.
-    let g = find(&r, "gpu-nic-path", "0000:01:00.0");
+    let g = find(&r, CheckId::GpuNicPath, "0000:01:00.0");
     assert_eq!(g.severity, Severity::Warning);
     assert!(g.summary.contains("PHB"));
 }
@@ -329,7 +330,7 @@ fn unprivileged_config_gives_unknown_never_pass() {
     let acs = r
         .findings
         .iter()
-        .find(|f| f.id == "acs-redirect")
+        .find(|f| f.id == CheckId::AcsRedirect)
         .expect("acs finding");
     assert_eq!(acs.severity, Severity::Unknown);
     assert!(acs.summary.contains("64 of 4096 bytes"), "{}", acs.summary);
@@ -341,7 +342,7 @@ fn unprivileged_config_gives_unknown_never_pass() {
     let mps = r
         .findings
         .iter()
-        .find(|f| f.id == "mps-mrrs")
+        .find(|f| f.id == CheckId::MpsMrrs)
         .expect("mps finding");
     assert_eq!(mps.severity, Severity::Unknown);
     assert!(r.counts.unknown >= 2);
@@ -358,14 +359,14 @@ fn mps_mismatch_and_low_mrrs() {
         n.config.as_mut().unwrap().pcie.as_mut().unwrap().mrrs = 256
     });
     let r = audit(&topo(d, machine()));
-    let m = find(&r, "mps-mrrs", "0000:33:00.0");
+    let m = find(&r, CheckId::MpsMrrs, "0000:33:00.0");
     assert_eq!(m.severity, Severity::Warning);
     assert!(
         m.evidence
             .iter()
             .any(|e| e.path.ends_with("0000:33:00.0/config") && e.value.contains("128"))
     );
-    let q = find(&r, "mps-mrrs", "0000:54:00.0");
+    let q = find(&r, CheckId::MpsMrrs, "0000:54:00.0");
     assert!(q.summary.contains("256"));
     assert!(errors(&r).is_empty());
 }
@@ -375,7 +376,7 @@ fn small_bar1_warns() {
     let mut d = hgx(4);
     edit(&mut d, "0000:13:00.0", |g| g.bars[1].size = 256 << 20);
     let r = audit(&topo(d, machine()));
-    let f = find(&r, "bar1-small", "0000:13:00.0");
+    let f = find(&r, CheckId::Bar1Small, "0000:13:00.0");
     assert_eq!(f.severity, Severity::Warning);
     assert_eq!(
         f.evidence[0].path,
@@ -404,10 +405,10 @@ fn probe_confirmed_downgrades_and_bad_path_raises() {
             evidence: Some(ev),
         },
     );
-    let acs = find(&r, "acs-redirect", "0000:32:01.0");
+    let acs = find(&r, CheckId::AcsRedirect, "0000:32:01.0");
     assert_eq!(acs.severity, Severity::Warning);
     assert!(acs.measured.as_deref().unwrap().contains("confirmed"));
-    let bad = find(&r, "gpu-nic-path", "0000:73:00.0");
+    let bad = find(&r, CheckId::GpuNicPath, "0000:73:00.0");
     assert_eq!(bad.severity, Severity::Error);
     assert!(
         bad.measured.as_deref().unwrap().contains("bad_path")
@@ -431,12 +432,12 @@ fn profile_diff_reports_missing_extra_moved() {
     let moved: Vec<_> = r
         .findings
         .iter()
-        .filter(|f| f.id == "profile-diff")
+        .filter(|f| f.id == CheckId::ProfileDiff)
         .collect();
     assert!(
         moved
             .iter()
-            .any(|f| f.summary.starts_with("moved") && f.subject.contains("mlx5_0")),
+            .any(|f| f.summary.starts_with("moved") && f.subject.rdma() == Some("mlx5_0")),
         "{moved:#?}"
     );
     // The clean twin matches rail-optimised exactly.
@@ -448,7 +449,7 @@ fn profile_diff_reports_missing_extra_moved() {
         },
     );
     assert!(
-        !r.findings.iter().any(|f| f.id == "profile-diff"),
+        !r.findings.iter().any(|f| f.id == CheckId::ProfileDiff),
         "{:#?}",
         r.findings
     );
@@ -463,12 +464,12 @@ fn profile_diff_reports_missing_extra_moved() {
     assert!(
         r.findings
             .iter()
-            .any(|f| f.id == "profile-diff" && f.summary.starts_with("missing GPU"))
+            .any(|f| f.id == CheckId::ProfileDiff && f.summary.starts_with("missing GPU"))
     );
     assert!(
         r.findings
             .iter()
-            .any(|f| f.id == "profile-diff" && f.subject == "rail 0")
+            .any(|f| f.id == CheckId::ProfileDiff && f.subject == Subject::Rail(0))
     );
     // A TOML profile naming this node's buses: extra NIC beyond aux_max.
     let p = profile::Profile::from_toml(
@@ -486,7 +487,7 @@ fn profile_diff_reports_missing_extra_moved() {
     let pd: Vec<_> = r
         .findings
         .iter()
-        .filter(|f| f.id == "profile-diff")
+        .filter(|f| f.id == CheckId::ProfileDiff)
         .collect();
     assert_eq!(pd.len(), 1, "{pd:#?}");
     assert!(pd[0].summary.starts_with("extra RDMA NIC") && pd[0].summary.contains("mlx5_3"));
@@ -504,6 +505,12 @@ fn json_shape() {
     }
     assert_eq!(f["severity"], "error");
     assert!(f["evidence"][0].get("path").is_some() && f["evidence"][0].get("value").is_some());
+    // Typed ids, subjects and labels read back and write out byte-identical.
+    let text = serde_json::to_string_pretty(&r).unwrap();
+    let back: Report = serde_json::from_str(&text).unwrap();
+    assert_eq!(serde_json::to_string_pretty(&back).unwrap(), text);
+    assert_eq!(back.findings, r.findings);
+    assert_eq!(back.pairs, r.pairs);
 }
 
 #[test]
@@ -523,12 +530,16 @@ fn fewer_nics_than_gpus_share_evenly_and_locally() {
     }
     let r = audit(&topo(d, machine()));
     assert_eq!(r.pairs.len(), 4);
-    assert!(r.pairs.iter().all(|p| p.label == "PIX"), "{:#?}", r.pairs);
+    assert!(
+        r.pairs.iter().all(|p| p.label == PathLabel(Label::Pix)),
+        "{:#?}",
+        r.pairs
+    );
     for nic in ["0000:14:00.0", "0000:34:00.0"] {
         assert_eq!(r.pairs.iter().filter(|p| p.nic == b(nic)).count(), 2);
     }
     assert!(
-        !r.findings.iter().any(|f| f.id == "gpu-nic-path"),
+        !r.findings.iter().any(|f| f.id == CheckId::GpuNicPath),
         "{:#?}",
         r.findings
     );

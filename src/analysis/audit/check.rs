@@ -1,0 +1,252 @@
+//! The audit's check ids, spelled in one place: [`CheckId`] names every check, its stable id
+//! string (the `id` of a finding in `peerpath.audit/1`), the short tag a picture badge shows, and
+//! the anchor of its row in docs/audit.md (`docs/audit.md#check-<id>`). A test parses the
+//! checks table of docs/audit.md, so a check without documentation fails it.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::cmp::Ordering;
+use std::fmt;
+
+/// Declares [`CheckId`] from one list, so a check's variant, id string and badge tag are
+/// written once and `ALL`, `as_str` and `tag` cannot miss a variant.
+macro_rules! checks {
+    ($( $(#[$doc:meta])* $v:ident = $id:literal, $tag:literal; )*) => {
+        /// One audit check. Serialised as its id string (`acs-redirect`), ordered as that
+        /// string.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum CheckId {
+            $( $(#[$doc])* $v, )*
+        }
+
+        impl CheckId {
+            /// Every check, in the order of the docs/audit.md checks table.
+            pub const ALL: &'static [CheckId] = &[$(CheckId::$v),*];
+
+            /// The stable id string (`acs-redirect`), as in `findings[].id`.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(CheckId::$v => $id,)*
+                }
+            }
+
+            /// The short tag of a badge on the picture (`ACS`, `LINK`, `PEER`; at most 5
+            /// characters).
+            pub fn tag(self) -> &'static str {
+                match self {
+                    $(CheckId::$v => $tag,)*
+                }
+            }
+        }
+    };
+}
+
+checks! {
+    /// `gdr-peer-module`: is any GPUDirect RDMA mechanism available (peermem, dma-buf).
+    GdrPeerModule = "gdr-peer-module", "PEER";
+    /// `driver-mismatch`: kernel module, procfs driver and peer module versions agree.
+    DriverMismatch = "driver-mismatch", "DRV";
+    /// `gpu-excluded`: the NVIDIA driver excludes a GPU.
+    GpuExcluded = "gpu-excluded", "GPU";
+    /// `acs-redirect`: ACS P2P redirect or egress control on a GPU–NIC path.
+    AcsRedirect = "acs-redirect", "ACS";
+    /// `iommu-translation`: the IOMMU translates DMA of a GPU or RDMA NIC.
+    IommuTranslation = "iommu-translation", "IOMMU";
+    /// `link-degraded`: a PCIe hop trained below what both ends can do.
+    LinkDegraded = "link-degraded", "LINK";
+    /// `aer-errors`: non-zero AER counters.
+    AerErrors = "aer-errors", "AER";
+    /// `bar1-small`: an NVIDIA GPU's BAR1 below 1 GiB.
+    Bar1Small = "bar1-small", "BAR1";
+    /// `mps-mrrs`: Max Payload Size differs on a path, or an RDMA NIC's Max Read Request Size
+    /// is small.
+    MpsMrrs = "mps-mrrs", "MPS";
+    /// `nic-port-down`: an RDMA port down, slow, or behind a PCIe link slower than the port.
+    NicPortDown = "nic-port-down", "PORT";
+    /// `virtualized`: a hypervisor is present.
+    Virtualized = "virtualized", "VIRTU";
+    /// `numa-unknown`: a GPU or RDMA NIC without a NUMA node on a multi-node machine.
+    NumaUnknown = "numa-unknown", "NUMA";
+    /// `gpu-nic-path`: the GPU → NIC matching and misplaced adapters.
+    GpuNicPath = "gpu-nic-path", "GPU";
+    /// `profile-diff`: differences from an expected-layout profile (`--profile`).
+    ProfileDiff = "profile-diff", "PROFI";
+}
+
+/// The documentation page the anchors point into.
+pub const DOC_PAGE: &str = "docs/audit.md";
+
+impl CheckId {
+    /// The anchor of the check's row in docs/audit.md (`check-acs-redirect`).
+    pub fn anchor(self) -> String {
+        format!("check-{}", self.as_str())
+    }
+
+    /// The link to the check's documentation (`docs/audit.md#check-acs-redirect`).
+    pub fn doc_link(self) -> String {
+        format!("{DOC_PAGE}#{}", self.anchor())
+    }
+}
+
+impl fmt::Display for CheckId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A string that names no check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownCheck(pub String);
+
+impl fmt::Display for UnknownCheck {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown audit check id {:?}", self.0)
+    }
+}
+
+impl std::error::Error for UnknownCheck {}
+
+impl std::str::FromStr for CheckId {
+    type Err = UnknownCheck;
+    /// Parses an id string (`acs-redirect`); exact spelling only.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        CheckId::ALL
+            .iter()
+            .copied()
+            .find(|c| c.as_str() == s)
+            .ok_or_else(|| UnknownCheck(s.to_string()))
+    }
+}
+
+impl Ord for CheckId {
+    /// As the id strings (findings sort by id string, as before the enum).
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl PartialOrd for CheckId {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Serialize for CheckId {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for CheckId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+// Transitional, for the issue-14 merge only: src/render/layout.rs and
+// src/analysis/audit/evidence.rs (owned by other slices) still compare finding ids with string
+// literals and pass one to `Finding::new`. Remove these three impls once they use `CheckId`.
+
+/// Transitional: `finding.id == "gpu-nic-path"` in code not yet converted.
+impl PartialEq<&str> for CheckId {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+/// Transitional: `finding.id == *"gpu-nic-path"` in code not yet converted.
+impl PartialEq<str> for CheckId {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+/// Transitional: `Finding::new("gpu-nic-path", …)` in code not yet converted. Panics on a
+/// string that names no check (a programming error, caught by the tests of that code).
+impl From<&'static str> for CheckId {
+    fn from(s: &'static str) -> Self {
+        s.parse()
+            .unwrap_or_else(|e: UnknownCheck| panic!("{e}: add it to CheckId"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_distinct_and_parse_back() {
+        for &c in CheckId::ALL {
+            assert_eq!(c.as_str().parse::<CheckId>(), Ok(c));
+            assert!(!c.tag().is_empty() && c.tag().len() <= 5, "{c:?}");
+        }
+        let mut ids: Vec<&str> = CheckId::ALL.iter().map(|c| c.as_str()).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), CheckId::ALL.len());
+        assert!("acs_redirect".parse::<CheckId>().is_err());
+    }
+
+    #[test]
+    fn serde_is_the_id_string() {
+        for &c in CheckId::ALL {
+            let j = serde_json::to_string(&c).unwrap();
+            assert_eq!(j, format!("\"{}\"", c.as_str()));
+            assert_eq!(serde_json::from_str::<CheckId>(&j).unwrap(), c);
+        }
+        assert!(serde_json::from_str::<CheckId>("\"no-such-check\"").is_err());
+    }
+
+    #[test]
+    fn orders_as_strings() {
+        let mut by_enum = CheckId::ALL.to_vec();
+        by_enum.sort();
+        let mut by_str = CheckId::ALL.to_vec();
+        by_str.sort_by_key(|c| c.as_str());
+        assert_eq!(by_enum, by_str);
+    }
+
+    /// Every check has a row in the checks table of docs/audit.md, with its anchor, and every
+    /// row there names a check: a new check without documentation (or a documented check that
+    /// was removed) fails here.
+    #[test]
+    fn docs_table_matches_the_enum() {
+        let doc = include_str!("../../../docs/audit.md");
+        let table = doc
+            .split("\n## Checks\n")
+            .nth(1)
+            .expect("docs/audit.md has a `## Checks` section")
+            .split("\n## ")
+            .next()
+            .unwrap();
+        let mut documented = Vec::new();
+        for line in table.lines().filter(|l| l.starts_with("| <a id=")) {
+            let anchor = line
+                .split('"')
+                .nth(1)
+                .unwrap_or_else(|| panic!("row without anchor: {line}"));
+            let id = line
+                .split('`')
+                .nth(1)
+                .unwrap_or_else(|| panic!("row without `id`: {line}"));
+            let c: CheckId = id
+                .parse()
+                .unwrap_or_else(|e| panic!("docs/audit.md documents {e}"));
+            assert_eq!(anchor, c.anchor(), "{line}");
+            // The id round-trips through the JSON form as well.
+            let j = serde_json::to_string(&c).unwrap();
+            assert_eq!(serde_json::from_str::<CheckId>(&j).unwrap(), c);
+            documented.push(c);
+        }
+        let rows = table.lines().filter(|l| l.starts_with("| `")).count();
+        assert_eq!(
+            rows, 0,
+            "a check row in docs/audit.md lacks its <a id> anchor"
+        );
+        assert_eq!(
+            documented,
+            CheckId::ALL.to_vec(),
+            "docs/audit.md checks table and CheckId::ALL differ (ids or order)"
+        );
+    }
+}
