@@ -14,9 +14,9 @@
 
 use super::nccl::{self, CpuClass};
 pub use super::nccl::{NcclPath, NcclVersion};
+use crate::model::linkfmt;
 use crate::model::{Bdf, Device, DeviceKind, LinkInfo, Topology, bandwidth};
 use crate::parse::cpulist;
-use crate::render::linkfmt;
 use serde::{Serialize, Serializer};
 use std::cmp::Ordering;
 use std::collections::HashMap;

@@ -5,8 +5,8 @@
 //! their switches), PCIe links (current/max speed and width from sysfs) and NVLinks. Written by
 //! hand (the format is small); every identifier and label is quoted and escaped.
 
+use crate::model::linkfmt;
 use crate::model::{Device, DeviceKind, Topology};
-use crate::render::linkfmt;
 use std::collections::BTreeSet;
 use std::fmt::Write;
 

@@ -16,9 +16,9 @@
 
 use crate::analysis::audit::{Report, Severity};
 use crate::analysis::classify::{Label, Matrix};
+use crate::model::linkfmt;
 use crate::model::{Bdf, Device, DeviceKind, OsDeviceKind, Topology};
 use crate::parse::cpulist;
-use crate::render::linkfmt;
 use std::collections::{BTreeMap, HashMap};
 
 /// Font size of body text, px.
