@@ -10,6 +10,7 @@ pub mod cores;
 pub mod diff;
 pub mod fleet;
 pub mod nccl;
+pub mod pairing;
 pub mod place;
 pub mod rails;
 

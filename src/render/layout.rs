@@ -16,6 +16,7 @@
 
 use crate::analysis::audit::{Report, Severity};
 use crate::analysis::classify::{Label, Matrix};
+use crate::analysis::pairing::{self, RailPairSource};
 use crate::model::linkfmt;
 use crate::model::{Bdf, Device, DeviceKind, OsDeviceKind, Topology};
 use crate::parse::cpulist;
@@ -1147,46 +1148,16 @@ pub fn build(inp: &Inputs) -> Layout {
     let mut notes: Vec<String> = t.source.limitations.clone();
     notes.extend(inp.matrix.notes.iter().cloned());
 
-    // Rail pairs: the audit's GPU→NIC matching, else each compute endpoint's nearest NIC.
-    let mut pairs: Vec<(String, String)> = Vec::new();
-    let ep_by_bdf: HashMap<Bdf, &str> = inp
-        .matrix
-        .endpoints
-        .iter()
-        .map(|e| (e.bdf, e.name.as_str()))
-        .collect();
-    let pairs_source;
-    if !inp.audit.pairs.is_empty() {
-        pairs_source = "rail pairs: the audit's GPU→NIC matching".to_string();
-        for p in &inp.audit.pairs {
-            if let (Some(g), Some(n)) = (ep_by_bdf.get(&p.gpu), ep_by_bdf.get(&p.nic)) {
-                pairs.push((g.to_string(), n.to_string()));
-            }
-        }
-    } else {
-        pairs_source =
+    // Rail pairs: decided by the analysis (the audit's matching, else the nearest NIC).
+    let rail = pairing::rail_pairs(inp.matrix, &inp.audit.pairs);
+    let pairs_source = match rail.source {
+        RailPairSource::Audit => "rail pairs: the audit's GPU→NIC matching",
+        RailPairSource::Nearest => {
             "rail pairs: each GPU/accelerator to its nearest NIC (no GPU–RDMA NIC matching)"
-                .to_string();
-        let nics: Vec<_> = inp
-            .matrix
-            .endpoints
-            .iter()
-            .filter(|e| e.kind == DeviceKind::Nic)
-            .collect();
-        for e in inp.matrix.endpoints.iter().filter(|e| e.kind.is_compute()) {
-            let best = nics
-                .iter()
-                .filter_map(|n| {
-                    inp.matrix
-                        .pair(&e.bdf, &n.bdf)
-                        .map(|p| (p.label.rank(), *n))
-                })
-                .min_by_key(|(r, _)| *r);
-            if let Some((_, n)) = best {
-                pairs.push((e.name.clone(), n.name.clone()));
-            }
         }
     }
+    .to_string();
+    let pairs: Vec<(String, String)> = rail.pairs.into_iter().map(|p| (p.compute, p.nic)).collect();
 
     let header_lines: Vec<(String, bool, f32)> = std::iter::once((title, true, FONT + 2.0))
         .chain(std::iter::once((sub, false, FONT)))
