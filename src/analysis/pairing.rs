@@ -156,3 +156,101 @@ pub fn nvlink_row(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::classify::{ClassifyOptions, classify_all};
+    use crate::analysis::testkit::TopoBuilder;
+
+    /// One host bridge: a switch holding GPU0 and `mlx5_1` (NIC1), GPU1 on a root port of its
+    /// own, `mlx5_0` (NIC0) on another: GPU1 is PHB from both NICs.
+    fn node() -> Topology {
+        let mut b = TopoBuilder::new(&["0-7"]);
+        b.bridge("0000:10:01.0", None, Some(0));
+        b.switch(
+            "0000:10:01.0",
+            "0000:11:00.0",
+            &["0000:12:00.0", "0000:12:01.0"],
+            Some(0),
+        );
+        b.gpu("0000:13:00.0", Some("0000:12:00.0"), Some(0));
+        b.nic("0000:14:00.0", Some("0000:12:01.0"), Some(0), &["mlx5_1"]);
+        b.bridge("0000:10:02.0", None, Some(0));
+        b.gpu("0000:15:00.0", Some("0000:10:02.0"), Some(0));
+        b.bridge("0000:10:03.0", None, Some(0));
+        b.nic("0000:16:00.0", Some("0000:10:03.0"), Some(0), &["mlx5_0"]);
+        b.build()
+    }
+
+    #[test]
+    fn nearest_nic_takes_the_best_class_then_matrix_order() {
+        let m = classify_all(&node(), &ClassifyOptions::default());
+        let names = |c: &str| {
+            let e = m.endpoint(c).unwrap();
+            nearest_nic(&m, e).map(|n| n.name.clone())
+        };
+        let label = |a: &str, b: &str| {
+            let (a, b) = (m.endpoint(a).unwrap(), m.endpoint(b).unwrap());
+            m.pair(&a.bdf, &b.bdf).unwrap().label
+        };
+        assert_eq!(label("GPU1", "NIC0"), label("GPU1", "NIC1"));
+        assert_eq!(names("GPU0").as_deref(), Some("NIC1"), "the better class");
+        assert_eq!(
+            names("GPU1").as_deref(),
+            Some("NIC0"),
+            "a tie: matrix order"
+        );
+        let r = rail_pairs(&m, &[]);
+        assert_eq!(r.source, RailPairSource::Nearest);
+        let pairs: Vec<_> = r.pairs.iter().map(|p| (&*p.compute, &*p.nic)).collect();
+        assert_eq!(pairs, [("GPU0", "NIC1"), ("GPU1", "NIC0")]);
+    }
+
+    #[test]
+    fn the_audit_matching_wins_when_there_is_one() {
+        let t = node();
+        let m = classify_all(&t, &ClassifyOptions::default());
+        let audit = crate::analysis::audit::run(&t, &Default::default());
+        let r = rail_pairs(&m, &audit.pairs);
+        assert_eq!(r.source, RailPairSource::Audit);
+        assert_eq!(r.pairs.len(), audit.pairs.len());
+        assert!(r.pairs.iter().all(|p| p.compute.starts_with("GPU")));
+    }
+
+    #[test]
+    fn nvlink_rows_follow_the_policy() {
+        let gpu = |t: &Topology, a: &str| t.device(&a.parse().unwrap()).unwrap().clone();
+        let t = node();
+        let (g0, g1) = (gpu(&t, "0000:13:00.0"), gpu(&t, "0000:15:00.0"));
+        assert_eq!(
+            nvlink_row(&t, &[&g0, &g1], &g0, NvSwitchLinks::Slurm),
+            None,
+            "NVLink state unknown"
+        );
+        assert_eq!(
+            nvlink_row(&t, &[&g0], &g0, NvSwitchLinks::Slurm),
+            Some(vec![NvLinkCell::Itself]),
+            "a lone GPU needs no NVLink state"
+        );
+        let mut b = TopoBuilder::new(&["0-7"]);
+        b.gpu("0000:13:00.0", None, Some(0));
+        b.gpu("0000:15:00.0", None, Some(0));
+        b.nvlink("0000:13:00.0", Some("0000:15:00.0"), 4, Some(4));
+        b.nvlink("0000:15:00.0", Some("0000:13:00.0"), 4, Some(4));
+        b.nvlink("0000:13:00.0", None, 12, Some(4));
+        b.nvlink("0000:15:00.0", None, 18, Some(4));
+        let t = b.build();
+        let (g0, g1) = (gpu(&t, "0000:13:00.0"), gpu(&t, "0000:15:00.0"));
+        let row = |p| nvlink_row(&t, &[&g0, &g1], &g0, p);
+        assert_eq!(
+            row(NvSwitchLinks::Slurm),
+            Some(vec![NvLinkCell::Itself, NvLinkCell::Links(4)]),
+            "both ends' reports of one bundle count once"
+        );
+        assert_eq!(
+            row(NvSwitchLinks::Fabric),
+            Some(vec![NvLinkCell::Itself, NvLinkCell::Links(16)])
+        );
+    }
+}
