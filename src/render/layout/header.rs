@@ -45,7 +45,7 @@ pub(super) fn lines(inp: &super::Inputs, pairs_source: &str) -> Vec<(String, boo
 }
 
 /// The header lines wrapped to a picture `width` px wide (continuation lines indented), and the
-/// baseline of the last one plus its descent: where the header ends.
+/// bottom of the last line's slot: where the header ends.
 pub(super) fn wrap_to(lines: Vec<(String, bool, f32)>, width: f32) -> (Vec<TextLine>, f32) {
     let mut header = Vec::new();
     let mut hy = MARGIN;

@@ -14,11 +14,11 @@
 //! widths are known here without a font, and long texts are cut to fit their box (the full text
 //! is in the hover title).
 //!
-//! [`build`] runs the stages in order, one file each: [`boxes`] (the nested box tree),
-//! [`badges`] (audit findings on boxes), [`placement`] (column widths, split columns, box
-//! positions), [`routing`] (the rail lines through the gutters), [`legend`] and [`header`]. The
-//! rail pairs themselves are chosen by [`crate::analysis::pairing`]; nothing here decides which
-//! NIC a GPU goes to.
+//! [`build`] runs the stages in order, one file each: `boxes` (the nested box tree), `badges`
+//! (audit findings on boxes), `placement` (column widths, split columns, box positions),
+//! `routing` (the rail lines through the gutters), `legend` and `header`. The rail pairs
+//! themselves are chosen by [`crate::analysis::pairing`]; nothing here decides which NIC a GPU
+//! goes to.
 
 use crate::analysis::audit::{Report, Severity};
 use crate::analysis::classify::{Label, Matrix};
