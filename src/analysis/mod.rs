@@ -3,8 +3,7 @@
 //! plans ranks over those labels; `rails` draws the scale-up boundary; `cores` numbers CPU cores.
 //! `audit` checks the node for every known cause of a silent GPUDirect RDMA fallback; `diff`
 //! and `fleet` compare nodes by role; `pairing` decides which devices pair up for the picture's
-//! rail lines and gres.conf's `Links=`. Analyses return data; their text is written in
-//! [`crate::render`].
+//! rail lines and gres.conf's `Links=`. Analyses return data; renderers write their text.
 
 pub mod audit;
 pub mod classify;
