@@ -2,7 +2,8 @@
 //! `classify` labels every endpoint pair the way `nvidia-smi topo -m` and NCCL would; `place`
 //! plans ranks over those labels; `rails` draws the scale-up boundary; `cores` numbers CPU cores.
 //! `audit` checks the node for every known cause of a silent GPUDirect RDMA fallback; `diff`
-//! and `fleet` compare nodes by role.
+//! and `fleet` compare nodes by role; `pairing` decides which devices pair up for the picture's
+//! rail lines and gres.conf's `Links=`. Analyses return data; renderers write their text.
 
 pub mod audit;
 pub mod classify;
@@ -10,6 +11,7 @@ pub mod cores;
 pub mod diff;
 pub mod fleet;
 pub mod nccl;
+pub mod nvlink;
 pub mod pairing;
 pub mod paths;
 pub mod place;

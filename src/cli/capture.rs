@@ -147,7 +147,7 @@ pub fn run_diff(a: &DiffArgs) -> Result<u8> {
     d.a = a.a.clone();
     d.b = a.b.clone();
     match a.format {
-        Format::Text => print!("{}", diff::render_text(&d)),
+        Format::Text => print!("{}", peerpath::render::diff::render_text(&d)),
         Format::Json => println!("{}", serde_json::to_string_pretty(&d)?),
     }
     Ok(if d.equal { 0 } else { 1 })
@@ -293,7 +293,7 @@ pub fn run_fleet(a: &FleetArgs) -> Result<u8> {
         );
     }
     match a.format {
-        Format::Text => print!("{}", fleet::render_text(&s)),
+        Format::Text => print!("{}", peerpath::render::fleet::render_text(&s)),
         Format::Json => println!("{}", serde_json::to_string_pretty(&s)?),
     }
     Ok(if s.outliers.is_empty() && s.unreadable.is_empty() {

@@ -5,6 +5,7 @@ use anyhow::Result;
 use clap::{Args, ValueEnum};
 use peerpath::analysis::place::NodeView;
 use peerpath::analysis::rails;
+use peerpath::render;
 
 /// Output formats of `rails`.
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -34,7 +35,7 @@ pub fn run(a: RailsArgs) -> Result<u8> {
     let view = NodeView::new(&topo);
     let r = rails::build(&topo, &view, a.nodes);
     match a.format {
-        RailsFormat::Text => print!("{}", rails::render_text(&r)),
+        RailsFormat::Text => print!("{}", render::rails::render_text(&r)),
         RailsFormat::Json => println!("{}", serde_json::to_string_pretty(&r)?),
     }
     Ok(if r.rail_optimised { 0 } else { 1 })

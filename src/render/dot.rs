@@ -5,8 +5,8 @@
 //! their switches), PCIe links (current/max speed and width from sysfs) and NVLinks. Written by
 //! hand (the format is small); every identifier and label is quoted and escaped.
 
+use crate::model::linkfmt;
 use crate::model::{Device, DeviceKind, Topology};
-use crate::render::linkfmt;
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
@@ -70,6 +70,17 @@ pub fn render(t: &Topology) -> String {
         }
     }
     let kept = |d: &Device| keep.contains(&d.bdf.to_string());
+    // A host bridge node, drawn only when a kept device hangs below it.
+    let host_bridge = |s: &mut String, indent: &str, name: &str, label: &str| {
+        if t.devices.iter().any(|d| d.host_bridge == name && kept(d)) {
+            let _ = writeln!(
+                s,
+                "{indent}{} [shape=house, label={}];",
+                quote(name),
+                quote(label)
+            );
+        }
+    };
     for n in &t.numa_nodes {
         let _ = writeln!(
             s,
@@ -82,32 +93,12 @@ pub fn render(t: &Topology) -> String {
             quote(&format!("NUMA {} (CPUs {})", n.id, n.cpus))
         );
         for hb in t.host_bridges.iter().filter(|h| h.numa_node == Some(n.id)) {
-            if t.devices
-                .iter()
-                .any(|d| d.host_bridge == hb.name && kept(d))
-            {
-                let _ = writeln!(
-                    s,
-                    "    {} [shape=house, label={}];",
-                    quote(&hb.name),
-                    quote(&hb.name)
-                );
-            }
+            host_bridge(&mut s, "    ", &hb.name, &hb.name);
         }
         let _ = writeln!(s, "  }}");
     }
     for hb in t.host_bridges.iter().filter(|h| h.numa_node.is_none()) {
-        if t.devices
-            .iter()
-            .any(|d| d.host_bridge == hb.name && kept(d))
-        {
-            let _ = writeln!(
-                s,
-                "  {} [shape=house, label={}];",
-                quote(&hb.name),
-                quote(&format!("{} (NUMA ?)", hb.name))
-            );
-        }
+        host_bridge(&mut s, "  ", &hb.name, &format!("{} (NUMA ?)", hb.name));
     }
     for sw in &t.switches {
         if keep.contains(&sw.upstream.to_string()) {

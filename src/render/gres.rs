@@ -4,7 +4,8 @@
 //! is the NVML / `AutoDetect` index order), `/dev/nvidiaN` from the NVIDIA driver's
 //! `/proc/driver/nvidia/gpus/<bdf>/information` "Device Minor" line, `Cores=` from each GPU's
 //! `local_cpulist` converted to Slurm's abstract core ids by [`CoreMap`], `Links=` from the
-//! topology's NVLinks. Conventions: shared/reference/ecosystem.md §1.1.
+//! NVLink row [`nvlink::nvlink_row`] computes from the topology's NVLinks. Conventions:
+//! shared/reference/ecosystem.md §1.1.
 //!
 //! `Links` is Slurm's NVLink count matrix row: position k is the number of links to GPU k,
 //! `-1` for the GPU itself, `0` for none. Slurm's own `AutoDetect=nvml` counts only links whose
@@ -12,20 +13,14 @@
 //! chooses between that and the fabric count.
 
 use crate::analysis::cores::CoreMap;
+use crate::analysis::nvlink::{self, NvLinkCell};
 use crate::model::{Device, DeviceKind, OsDeviceKind, Topology};
 use crate::parse::cpulist;
 use std::fmt::Write;
 
-/// What `Links=` says for two GPUs that reach each other only through NVSwitches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum NvSwitchLinks {
-    /// 0, as Slurm's `AutoDetect=nvml` writes (it counts only GPU-to-GPU links).
-    #[default]
-    Slurm,
-    /// The smaller of the two GPUs' link counts into the fabric (what PyTorch's NVLink mesh
-    /// detection does).
-    Fabric,
-}
+/// The `Links=` policy for NVSwitch pairs, decided in [`nvlink`]; named here too because the
+/// options below take it.
+pub use crate::analysis::nvlink::NvSwitchLinks;
 
 /// Options for the gres.conf export.
 #[derive(Debug, Clone, Default)]
@@ -51,31 +46,6 @@ pub fn nvidia_minor(d: &Device) -> Option<u32> {
         .flat_map(|o| o.attrs.iter())
         .find(|(k, _)| k == "Device Minor")
         .and_then(|(_, v)| v.trim().parse().ok())
-}
-
-/// NVLink count between GPUs `a` and `b` per the policy; `None` when NVLink state is unknown.
-pub fn link_count(t: &Topology, a: &Device, b: &Device, policy: NvSwitchLinks) -> Option<u32> {
-    if !t.nvlink_visible {
-        return None;
-    }
-    let direct: u32 = t
-        .nvlinks
-        .iter()
-        .filter(|l| (l.a == a.bdf && l.b == Some(b.bdf)) || (l.a == b.bdf && l.b == Some(a.bdf)))
-        .map(|l| l.count)
-        .max()
-        .unwrap_or(0);
-    let fabric = |g: &Device| -> u32 {
-        t.nvlinks
-            .iter()
-            .filter(|l| l.a == g.bdf && l.b.is_none())
-            .map(|l| l.count)
-            .sum()
-    };
-    Some(match policy {
-        NvSwitchLinks::Slurm => direct,
-        NvSwitchLinks::Fabric => direct + fabric(a).min(fabric(b)),
-    })
 }
 
 /// Renders gres.conf text: a header, `AutoDetect=off`, one `Name=gpu` line per GPU, and one
@@ -143,18 +113,15 @@ pub fn render(t: &Topology, cores: &CoreMap, o: &GresOptions) -> String {
         {
             let _ = write!(line, " Cores={}", cpulist::format_list(&ids));
         }
-        let links: Option<Vec<String>> = gs
-            .iter()
-            .map(|h| {
-                if h.bdf == g.bdf {
-                    Some("-1".to_string())
-                } else {
-                    link_count(t, g, h, o.nvswitch).map(|c| c.to_string())
-                }
-            })
-            .collect();
-        if let Some(l) = links {
-            let _ = write!(line, " Links={}", l.join(","));
+        if let Some(row) = nvlink::nvlink_row(t, &gs, g, o.nvswitch) {
+            let cells: Vec<String> = row
+                .iter()
+                .map(|c| match c {
+                    NvLinkCell::Itself => "-1".to_string(),
+                    NvLinkCell::Links(n) => n.to_string(),
+                })
+                .collect();
+            let _ = write!(line, " Links={}", cells.join(","));
         }
         let _ = write!(s, "# GPU {i}: {}", g.bdf);
         if let Some(n) = minor_note {

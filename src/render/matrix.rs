@@ -3,8 +3,8 @@
 //! nothing of its own.
 
 use crate::analysis::classify::{Endpoint, Label, LabelMatrix, Matrix, PairClass};
+use crate::model::linkfmt;
 use crate::model::{DeviceKind, LinkInfo};
-use crate::render::linkfmt;
 use comfy_table::{CellAlignment, Table, presets};
 use serde::Serialize;
 

@@ -2,17 +2,19 @@
 //! computes anything the model or analysis did not.
 
 pub mod audit;
+pub mod diff;
 pub mod dot;
 pub mod dra;
+pub mod fleet;
 pub mod gres;
 pub mod html;
 pub mod layout;
-pub mod linkfmt;
 pub mod matrix;
 pub mod nccl_xml;
 pub mod nfd;
 pub mod place;
 pub mod png;
 pub mod prom;
+pub mod rails;
 pub mod svg;
 pub mod tree;

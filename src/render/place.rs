@@ -16,6 +16,23 @@ pub fn shell_quote(s: &str) -> String {
     }
 }
 
+/// The rank's NIC, `-` when it has none.
+fn nic(r: &RankPlan) -> &str {
+    r.nic.as_deref().unwrap_or("-")
+}
+
+/// The rank's GPU–NIC path class, `-` when it has no NIC.
+fn path(r: &RankPlan) -> &str {
+    r.path.as_deref().unwrap_or("-")
+}
+
+/// The rank's NUMA node, `?` when unknown.
+fn numa(r: &RankPlan) -> String {
+    r.numa_node
+        .map(|n| n.to_string())
+        .unwrap_or_else(|| "?".into())
+}
+
 /// Human text: one block per rank with its reasons, then the notes.
 pub fn text(p: &Placement) -> String {
     let mut s = String::new();
@@ -26,11 +43,9 @@ pub fn text(p: &Placement) -> String {
             r.rank,
             r.gpu,
             r.cuda_index,
-            r.nic.as_deref().unwrap_or("-"),
-            r.path.as_deref().unwrap_or("-"),
-            r.numa_node
-                .map(|n| n.to_string())
-                .unwrap_or_else(|| "?".into()),
+            nic(r),
+            path(r),
+            numa(r),
             if r.cpus.is_empty() { "-" } else { &r.cpus }
         );
         for w in &r.why {
@@ -69,11 +84,9 @@ pub fn env(p: &Placement) -> String {
             "\n# local_rank={} gpu={} nic={} path={} numa={}",
             r.rank,
             r.gpu,
-            r.nic.as_deref().unwrap_or("-"),
-            r.path.as_deref().unwrap_or("-"),
-            r.numa_node
-                .map(|n| n.to_string())
-                .unwrap_or_else(|| "?".into())
+            nic(r),
+            path(r),
+            numa(r)
         );
         for (k, v) in &r.env {
             let _ = writeln!(s, "{k}={}", shell_quote(v));

@@ -4,7 +4,7 @@
 //! the class of the pair with each GPU/accelerator) on endpoint boxes, `data-from`, `data-to`,
 //! `data-label` on rail-pair connectors.
 
-use super::layout::{Layout, Rect, TextLine, label_colour, severity_colour};
+use super::layout::{Layout, Rect, SMALL, TextLine, label_colour, severity_colour};
 use crate::analysis::classify::Label;
 use std::fmt::Write;
 
@@ -63,6 +63,17 @@ fn rect(out: &mut String, r: &Rect, fill: &str, stroke: &str, extra: &str) {
         n(r.w),
         n(r.h)
     );
+}
+
+/// A bold line in the small font (badge tags, rail-line labels).
+fn small_bold(x: f32, y: f32, s: &str) -> TextLine {
+    TextLine {
+        x,
+        y,
+        text: s.to_string(),
+        size: SMALL,
+        bold: true,
+    }
 }
 
 /// Text colour that reads on a label colour.
@@ -141,18 +152,8 @@ pub fn render(l: &Layout) -> String {
                 "none",
                 r#" rx="2""#,
             );
-            text(
-                &mut o,
-                &TextLine {
-                    x: badge.rect.x + 3.0,
-                    y: badge.rect.y + 9.5,
-                    text: badge.tag.clone(),
-                    size: super::layout::SMALL,
-                    bold: true,
-                },
-                "#ffffff",
-                "",
-            );
+            let tag = small_bold(badge.rect.x + 3.0, badge.rect.y + 9.5, &badge.tag);
+            text(&mut o, &tag, "#ffffff", "");
             o.push_str("</g>\n");
         }
         if let Some(s) = &b.select_slot {
@@ -163,7 +164,7 @@ pub fn render(l: &Layout) -> String {
                 r##"<text x="{}" y="{}" font-size="{}" font-weight="bold" fill="#ffffff" class="sel-text"></text>"##,
                 n(s.x + 3.0),
                 n(s.y + 9.5),
-                n(super::layout::SMALL)
+                n(SMALL)
             );
         }
         o.push_str("</g>\n");
@@ -203,18 +204,12 @@ pub fn render(l: &Layout) -> String {
             "#333333",
             r#" rx="3" stroke-width="0.5""#,
         );
-        text(
-            &mut o,
-            &TextLine {
-                x: c.label_rect.x + 4.0,
-                y: c.label_rect.y + 10.5,
-                text: c.label.to_string(),
-                size: super::layout::SMALL,
-                bold: true,
-            },
-            ink_on(c.label),
-            "",
+        let label = small_bold(
+            c.label_rect.x + 4.0,
+            c.label_rect.y + 10.5,
+            &c.label.to_string(),
         );
+        text(&mut o, &label, ink_on(c.label), "");
         o.push_str("</g>\n");
     }
     // Legend.

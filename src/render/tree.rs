@@ -1,7 +1,7 @@
 //! The lstopo-style tree of `peerpath scan`: NUMA nodes, host bridges, switches as one node with
 //! their ports, endpoints with names, OS devices and the link on every hop.
 
-use super::linkfmt;
+use crate::model::linkfmt;
 use crate::model::{Device, DeviceKind, Topology};
 use std::fmt::Write;
 

@@ -7,8 +7,8 @@ use super::{Classifier, Hop, NcclView, PairClass, Why};
 use crate::analysis::nccl;
 use crate::analysis::paths::DevIx;
 use crate::analysis::paths::hops::{self, Step};
+use crate::model::linkfmt;
 use crate::model::{Bdf, Device, DeviceKind, LinkInfo};
-use crate::render::linkfmt;
 
 impl Classifier<'_> {
     /// The reason for a label, in words, with its evidence.

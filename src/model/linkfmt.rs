@@ -1,5 +1,8 @@
 //! How a link is written for people: `16.0 GT/s x16`, with the mark of a link running below its
 //! capability (`x8 of x16`, `Gen3 of Gen5`).
+//!
+//! Data: a device's [`LinkInfo`] (sysfs `current_link_speed`/`max_link_speed` and widths). It
+//! lives in the model, not in a renderer, because analyses word their notes with it too.
 
 use crate::model::LinkInfo;
 use crate::parse::attr::pcie_gen;
