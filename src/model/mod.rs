@@ -5,6 +5,7 @@ pub mod bandwidth;
 pub mod bdf;
 pub mod device;
 pub mod fact;
+pub mod pcie;
 pub mod serde_fmt;
 pub mod topology;
 
