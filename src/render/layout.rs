@@ -887,7 +887,7 @@ pub fn build(inp: &Inputs) -> Layout {
         }
     }
     let socket_of = |cpus: &str| -> Option<u32> {
-        let first = *cpulist::parse_list(cpus.as_bytes())?.first()?;
+        let first = *cpulist::parse_list(cpus.as_bytes()).ok()?.first()?;
         t.machine
             .cpu_cores
             .iter()
