@@ -64,23 +64,23 @@ pub fn attr(data: &[u8]) {
     let _ = parse::attr::int(data);
     let _ = parse::attr::numa_node(data);
     let _ = parse::attr::link_width(data);
-    if let Some(g) = parse::attr::link_speed_gts(data) {
+    if let Ok(g) = parse::attr::link_speed_gts(data) {
         let _ = parse::attr::pcie_gen(g);
     }
 }
 
 /// cpulists and masks; a parsed list must survive a format/parse round trip.
 pub fn cpulist(data: &[u8]) {
-    if let Some(v) = parse::cpulist::parse_list(data) {
+    if let Ok(v) = parse::cpulist::parse_list(data) {
         let s = parse::cpulist::format_list(&v);
-        assert_eq!(parse::cpulist::parse_list(s.as_bytes()), Some(v));
+        assert_eq!(parse::cpulist::parse_list(s.as_bytes()), Ok(v));
     }
     let _ = parse::cpulist::parse_mask(data);
 }
 
 /// Config space and its capability walks.
 pub fn config(data: &[u8]) {
-    if let Some(c) = parse::config::parse(data)
+    if let Ok(c) = parse::config::parse(data)
         && let Some(a) = c.acs
     {
         let _ = a.enabled_names();
@@ -94,7 +94,7 @@ pub fn resource(data: &[u8]) {
 
 /// AER counter files.
 pub fn aer(data: &[u8]) {
-    if let Some(a) = parse::aer::parse(data) {
+    if let Ok(a) = parse::aer::parse(data) {
         let _ = a.total_or_sum();
     }
 }

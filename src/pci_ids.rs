@@ -83,8 +83,9 @@ fn name_of(b: &[u8]) -> String {
     String::from_utf8_lossy(b).trim().to_string()
 }
 
-/// Fills `vendor_name` and `device_name` of every device from the database at `path`.
-/// An unreadable database adds a warning and leaves the IDs.
+/// Fills `vendor_name` and `device_name` of every device from the database at `path`; a name
+/// the source carried itself (hwloc's `PCIVendor`/`PCIDevice`) stays where the database has
+/// none. An unreadable database adds a warning and leaves the names as they are.
 pub fn name_devices(path: &Path, topo: &mut Topology) {
     let wanted: HashSet<u16> = topo.devices.iter().filter_map(|d| d.vendor_id).collect();
     if wanted.is_empty() {
@@ -103,9 +104,13 @@ pub fn name_devices(path: &Path, topo: &mut Topology) {
     let names = parse_wanted(text, &wanted);
     for d in &mut topo.devices {
         let Some(v) = d.vendor_id else { continue };
-        d.vendor_name = names.vendors.get(&v).cloned();
+        d.vendor_name = names.vendors.get(&v).cloned().or(d.vendor_name.take());
         if let Some(dev) = d.device_id {
-            d.device_name = names.devices.get(&(v, dev)).cloned();
+            d.device_name = names
+                .devices
+                .get(&(v, dev))
+                .cloned()
+                .or(d.device_name.take());
         }
     }
 }

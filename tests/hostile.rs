@@ -358,3 +358,63 @@ fn not_a_sysfs_root_is_a_clear_error() {
     assert!(err.contains("escapes"), "{err}");
     assert!(!t.path().parent().unwrap().join("escape.txt").exists());
 }
+
+#[test]
+fn refused_values_are_warnings_naming_the_file_and_the_value() {
+    let t = tempfile::tempdir().unwrap();
+    let r = t.path();
+    device(r, "pci0000:00/0000:00:07.0", "0x060400", "0x8086");
+    let nic = device(
+        r,
+        "pci0000:00/0000:00:07.0/0000:0a:00.0",
+        "0x020700",
+        "0x15b3",
+    );
+    std::fs::write(nic.join("revision"), "0xzz\n").unwrap();
+    std::fs::write(nic.join("local_cpulist"), "0-3,x\n").unwrap();
+    std::fs::write(nic.join("aer_dev_correctable"), "nothing here\n").unwrap();
+    let topo = scan_dir(r);
+    let said = |file: &str| -> Vec<String> {
+        topo.warnings
+            .iter()
+            .filter(|w| w.path.ends_with(&format!("0000:0a:00.0/{file}")))
+            .map(|w| w.message.clone())
+            .collect()
+    };
+    assert_eq!(
+        said("current_link_speed"),
+        ["\"Unknown\" is not a link speed; value treated as unknown"]
+    );
+    assert_eq!(
+        said("max_link_width"),
+        ["\"255\" is not a lane count (1 to 32); value treated as unknown"]
+    );
+    assert_eq!(
+        said("revision"),
+        ["\"0xzz\" is not a hexadecimal number; value treated as unknown"]
+    );
+    assert_eq!(
+        said("local_cpulist"),
+        ["\"0-3,x\" is not a cpulist; value treated as unknown"]
+    );
+    assert_eq!(
+        said("aer_dev_correctable"),
+        ["\"nothing here\" has no counter line; value treated as unknown"]
+    );
+    // numa_node -1 and a width of 0 are how the kernel says "unknown" and "down": no warning.
+    assert!(said("numa_node").is_empty());
+    assert!(said("current_link_width").is_empty());
+    let d = topo.device(&bdf("0000:0a:00.0")).unwrap();
+    assert_eq!(
+        (d.revision, d.numa_node, d.local_cpus.clone()),
+        (None, None, None)
+    );
+    // No Rust internals in any message.
+    assert!(
+        topo.warnings
+            .iter()
+            .all(|w| !w.message.contains("Some(") && !w.message.contains("None")),
+        "{:?}",
+        topo.warnings
+    );
+}

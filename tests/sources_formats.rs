@@ -662,3 +662,62 @@ fn hwloc_nvlink_visibility_follows_the_nvml_plugin() {
     assert!(!load(&p).nvlink_visible);
     assert!(!load(&fixtures().join("hwloc/v2/32em64t-2n8c2t-pci-normalio.xml")).nvlink_visible);
 }
+
+/// Values an XML source refuses become warnings that quote the value and say what it is not,
+/// never Rust's `Some(…)`/`None`.
+#[test]
+fn refused_xml_values_are_quoted_in_warnings() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("x.xml");
+    std::fs::write(
+        &p,
+        r#"<topology version="2.0">
+  <object type="Machine" os_index="0" cpuset="0x0000000f" nodeset="0x00000001">
+    <object type="NUMANode" os_index="0" cpuset="0x0000000f" nodeset="0x00000001"/>
+    <object type="Bridge" os_index="0" bridge_type="0-1" depth="0" bridge_pci="0000:zz">
+      <object type="PCIDev" os_index="1" pci_busid="0000:01:00.0" pci_type="0302 [10de]" pci_link_speed="0.400000"/>
+      <object type="PCIDev" os_index="2" pci_busid="0000:02:00.0" pci_type="0207 [15b3:1021] [15b3:0023] 00" pci_link_speed="fast"/>
+    </object>
+  </object>
+</topology>"#,
+    )
+    .unwrap();
+    let t = load(&p);
+    let msgs: Vec<&str> = t.warnings.iter().map(|w| w.message.as_str()).collect();
+    for want in [
+        "bridge_pci \"0000:zz\" is not DDDD:[BB-SS]; named from its first device",
+        "pci_type \"0302 [10de]\" is not CCCC [VVVV:DDDD] [SSSS:ssss] RR [PP]; class and IDs unknown (device kind other)",
+        "pci_link_speed=0.400000 GB/s matches no standard PCIe speed and width; link unknown",
+        "pci_link_speed=\"fast\" is not a number; link unknown",
+    ] {
+        assert!(msgs.contains(&want), "{want} not in {msgs:#?}");
+    }
+    std::fs::write(
+        &p,
+        r#"<system version="1">
+  <cpu affinity="0000000f">
+    <pci busid="0000:17:00.0" class="0x0zz" vendor="0x10de" link_width="0" link_speed="">
+      <gpu dev="0" sm="90"><nvlink target="0000:99:00.0" count="2" tclass="0x0x"/></gpu>
+    </pci>
+  </cpu>
+</system>"#,
+    )
+    .unwrap();
+    let t = load(&p);
+    let msgs: Vec<&str> = t.warnings.iter().map(|w| w.message.as_str()).collect();
+    for want in [
+        "no numaid; NUMA node unknown",
+        "class \"0x0zz\" is not a hexadecimal number; kind from children only",
+        "tclass \"0x0x\" is not a hexadecimal number; target class unknown",
+    ] {
+        assert!(msgs.contains(&want), "{want} not in {msgs:#?}");
+    }
+    // NCCL's empty link_speed and width 0 say "unknown": no warning for them.
+    assert!(!msgs.iter().any(|m| m.contains("link_")), "{msgs:#?}");
+    assert!(
+        !msgs
+            .iter()
+            .any(|m| m.contains("Some(") || m.contains("None")),
+        "{msgs:#?}"
+    );
+}

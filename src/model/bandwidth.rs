@@ -3,15 +3,15 @@
 //! `ncclTopoGetPciWidth`/`kvDictPciGen`), PCI-SIG encoding overheads.
 
 /// Usable bandwidth of one PCIe lane in GB/s (10^9 bytes/s), one direction, after line coding
-/// (8b/10b for Gen1–2, 128b/130b for Gen3–5, 1b/1b FLIT for Gen6) — before TLP overheads.
+/// (8b/10b for Gen1–2, 128b/130b for Gen3–5, 1b/1b FLIT for Gen6 and later; see
+/// [`super::pcie::GENERATIONS`]) — before TLP overheads. A rate between generations is coded
+/// like the next faster generation.
 pub fn pcie_lane_gbytes(gts: f64) -> f64 {
-    if gts <= 5.0 + 1e-6 {
-        gts * 8.0 / 10.0 / 8.0
-    } else if gts <= 32.0 + 1e-6 {
-        gts * 128.0 / 130.0 / 8.0
-    } else {
-        gts / 8.0 * 242.0 / 256.0
-    }
+    let encoding = super::pcie::GENERATIONS
+        .iter()
+        .find(|g| gts <= g.gts + 1e-6)
+        .map_or(super::pcie::Encoding::Flit, |g| g.encoding);
+    encoding.data_gbits(gts) / 8.0
 }
 
 /// Link bandwidth in GB/s for a speed and width; `None` if either is unknown.
@@ -24,7 +24,7 @@ pub fn pcie_link_gbytes(gts: Option<f64>, width: Option<u32>) -> Option<f64> {
 /// figures (about 75 % of the raw rate), so a path bottleneck compares with NCCL's logs.
 /// `None` for a rate that is not a PCIe generation.
 pub fn nccl_pcie_lane_gbytes(gts: f64) -> Option<f64> {
-    let per_lane = match crate::parse::attr::pcie_gen(gts)? {
+    let per_lane = match super::pcie::by_rate(gts)?.generation {
         1 => 15.0,
         2 => 30.0,
         3 => 60.0,

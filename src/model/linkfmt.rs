@@ -5,7 +5,7 @@
 //! lives in the model, not in a renderer, because analyses word their notes with it too.
 
 use crate::model::LinkInfo;
-use crate::parse::attr::pcie_gen;
+use crate::model::pcie;
 
 /// `8.0 GT/s` / `?`.
 pub fn speed(gts: Option<f64>) -> String {
@@ -17,7 +17,7 @@ pub fn speed(gts: Option<f64>) -> String {
 
 /// `Gen4` or `16.0 GT/s` when the rate is not a standard generation.
 pub fn gen_name(gts: f64) -> String {
-    match pcie_gen(gts) {
+    match pcie::by_rate(gts).map(|g| g.generation) {
         Some(g) => format!("Gen{g}"),
         None => format!("{gts:.1} GT/s"),
     }

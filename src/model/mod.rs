@@ -6,6 +6,7 @@ pub mod bdf;
 pub mod device;
 pub mod fact;
 pub mod linkfmt;
+pub mod pcie;
 pub mod serde_fmt;
 pub mod topology;
 

@@ -80,7 +80,7 @@ pub mod opt_cpus {
         match Option::<String>::deserialize(d)? {
             Some(s) => crate::parse::cpulist::parse_list(s.as_bytes())
                 .map(Some)
-                .ok_or_else(|| serde::de::Error::custom(format!("not a cpulist: {s:?}"))),
+                .map_err(serde::de::Error::custom),
             None => Ok(None),
         }
     }

@@ -2,6 +2,7 @@
 //! Each line is `"<name> <count>"`; names differ by kernel (`RxErr` / `Receiver Error`), so
 //! lines are split on the last whitespace and kept by name.
 
+use super::{Reason, Refusal};
 use serde::{Deserialize, Serialize};
 
 /// Counters of one AER file, in file order. Only the non-zero counters are kept by name (a
@@ -30,9 +31,9 @@ impl AerCounters {
     }
 }
 
-/// Parses one AER counter file. Returns `None` if it is not UTF-8 or no line parses.
-pub fn parse(bytes: &[u8]) -> Option<AerCounters> {
-    let s = std::str::from_utf8(bytes).ok()?;
+/// Parses one AER counter file. Refuses content that is not UTF-8 or has no counter line.
+pub fn parse(bytes: &[u8]) -> Result<AerCounters, Refusal> {
+    let s = std::str::from_utf8(bytes).map_err(|_| Refusal::of(bytes, Reason::NotUtf8))?;
     let mut out = AerCounters::default();
     for line in s.lines() {
         let line = line.trim();
@@ -51,9 +52,9 @@ pub fn parse(bytes: &[u8]) -> Option<AerCounters> {
     }
     out.counters.shrink_to_fit();
     if out.counters.is_empty() && out.total.is_none() && out.zero_counters == 0 {
-        None
+        Err(Refusal::of(bytes, Reason::NoCounters))
     } else {
-        Some(out)
+        Ok(out)
     }
 }
 
@@ -73,6 +74,7 @@ mod tests {
         assert_eq!(b.counters, vec![("Receiver Error".to_string(), 2)]);
         assert_eq!(b.zero_counters, 2);
         assert_eq!(b.total_or_sum(), 2);
-        assert!(parse(b"garbage").is_none());
+        assert_eq!(parse(b"garbage").unwrap_err().reason, Reason::NoCounters);
+        assert_eq!(parse(b"\x00\xff").unwrap_err().reason, Reason::NotUtf8);
     }
 }

@@ -5,6 +5,7 @@
 //! *unknown* (never "absent" or "disabled"). Register layouts follow the PCI Express Base
 //! Specification as mirrored in Linux `include/uapi/linux/pci_regs.h`.
 
+use super::{Reason, Refusal};
 use serde::{Deserialize, Serialize};
 
 /// PCI Express capability ID (standard list).
@@ -215,33 +216,30 @@ fn rd32(b: &[u8], off: usize) -> Option<u32> {
     ]))
 }
 
-/// Link speed encoding (LNKCAP/LNKSTA bits 3:0) to GT/s.
+/// Link speed encoding (LNKCAP/LNKSTA bits 3:0) to GT/s ([`crate::model::pcie::by_code`]).
 pub fn speed_code_gts(code: u8) -> Option<f64> {
-    match code {
-        1 => Some(2.5),
-        2 => Some(5.0),
-        3 => Some(8.0),
-        4 => Some(16.0),
-        5 => Some(32.0),
-        6 => Some(64.0),
-        _ => None,
-    }
+    crate::model::pcie::by_code(code).map(|g| g.gts)
 }
 
-/// Decodes config space. Returns `None` if fewer than the 64 header bytes are present or the
-/// vendor reads as 0xffff (the device is gone). Capability lists are walked with a visit bound,
-/// so a looping or out-of-range list ends the walk instead of hanging.
-pub fn parse(bytes: &[u8]) -> Option<ConfigSpace> {
+/// Decodes config space. Refuses fewer than the 64 header bytes ([`Reason::ShortConfig`]) and
+/// a header that reads all ones ([`Reason::DeviceGone`]). Capability lists are walked with a
+/// visit bound, so a looping or out-of-range list ends the walk instead of hanging.
+pub fn parse(bytes: &[u8]) -> Result<ConfigSpace, Refusal> {
     if bytes.len() < 64 {
-        return None;
+        return Err(Refusal::of_len(bytes.len(), Reason::ShortConfig));
     }
-    let vendor_id = rd16(bytes, 0)?;
     // A removed device reads all ones. An SR-IOV virtual function reads vendor and device
     // 0xffff too (the IDs live in the PF's SR-IOV capability), but its class and header are
     // real, so only an all-ones header means "gone".
-    if vendor_id == 0xffff && rd32(bytes, 8)? == 0xffff_ffff {
-        return None;
+    if rd16(bytes, 0) == Some(0xffff) && rd32(bytes, 8) == Some(0xffff_ffff) {
+        return Err(Refusal::of_len(bytes.len(), Reason::DeviceGone));
     }
+    decode(bytes).ok_or_else(|| Refusal::of_len(bytes.len(), Reason::ShortConfig))
+}
+
+/// [`parse`] past its checks: at least 64 bytes of a present device.
+fn decode(bytes: &[u8]) -> Option<ConfigSpace> {
+    let vendor_id = rd16(bytes, 0)?;
     let device_id = rd16(bytes, 2)?;
     let class = rd32(bytes, 8)? >> 8;
     let ht = rd8(bytes, 0x0e)?;
@@ -410,7 +408,10 @@ mod tests {
         let cs = parse(&b[..64]).unwrap();
         assert!(cs.pcie.is_none() && cs.acs.is_none());
         assert!(!cs.has_capabilities());
-        assert!(parse(&b[..63]).is_none());
+        assert_eq!(
+            parse(&b[..63]).unwrap_err().to_string(),
+            "63 bytes are shorter than the 64-byte config header"
+        );
     }
 
     #[test]
@@ -425,7 +426,10 @@ mod tests {
 
     #[test]
     fn gone_device() {
-        assert!(parse(&[0xff; 64]).is_none());
+        assert_eq!(
+            parse(&[0xff; 64]).unwrap_err().to_string(),
+            "64 bytes read all ones (device gone)"
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `/sys/bus/pci/devices/<bdf>/resource`: one line per resource, `start end flags` in
 //! `0x%016llx` form. Lines 0–5 are the BARs, 6 the expansion ROM, then bridge windows.
 
+use super::{Reason, Refusal};
 use serde::{Deserialize, Serialize};
 
 /// IORESOURCE_MEM.
@@ -26,12 +27,12 @@ pub struct Bar {
 }
 
 /// Parses the BAR lines (0–5) of a `resource` file; unassigned (all-zero) lines are skipped,
-/// malformed lines are skipped too (returned count tells how many were malformed).
-pub fn parse(bytes: &[u8]) -> (Vec<Bar>, usize) {
+/// malformed lines are skipped too and returned as refusals, one per line.
+pub fn parse(bytes: &[u8]) -> (Vec<Bar>, Vec<Refusal>) {
     let mut bars = Vec::new();
-    let mut bad = 0;
+    let mut bad = Vec::new();
     let Ok(s) = std::str::from_utf8(bytes) else {
-        return (bars, 1);
+        return (bars, vec![Refusal::of(bytes, Reason::NotUtf8)]);
     };
     for (i, line) in s.lines().take(6).enumerate() {
         let f: Vec<Option<u64>> = line
@@ -41,14 +42,14 @@ pub fn parse(bytes: &[u8]) -> (Vec<Bar>, usize) {
         let (Some(Some(start)), Some(Some(end)), Some(Some(flags))) =
             (f.first(), f.get(1), f.get(2))
         else {
-            bad += 1;
+            bad.push(Refusal::of(line.as_bytes(), Reason::NotResourceLine));
             continue;
         };
         if *start == 0 && *end == 0 {
             continue;
         }
         if end < start {
-            bad += 1;
+            bad.push(Refusal::of(line.as_bytes(), Reason::NotResourceLine));
             continue;
         }
         bars.push(Bar {
@@ -73,7 +74,7 @@ mod tests {
 0x0000000000000000 0x0000000000000000 0x0000000000000000\n\
 0x000038bff0000000 0x000038bff1ffffff 0x000000000014220c\n";
         let (bars, bad) = parse(s);
-        assert_eq!(bad, 0);
+        assert!(bad.is_empty());
         assert_eq!(bars.len(), 3);
         assert_eq!(bars[1].index, 1);
         assert_eq!(bars[1].size, 256 << 20);
@@ -85,6 +86,13 @@ mod tests {
     fn garbage() {
         let (bars, bad) = parse(b"zz\n0x10 0x01 0x200\n");
         assert!(bars.is_empty());
-        assert_eq!(bad, 2);
+        assert_eq!(bad.len(), 2);
+        assert_eq!(
+            bad[0].to_string(),
+            "\"zz\" is not a resource line (start end flags)"
+        );
+        assert_eq!(bad[1].reason, Reason::NotResourceLine);
+        let (_, bad) = parse(b"\xff\n");
+        assert_eq!(bad[0].reason, Reason::NotUtf8);
     }
 }

@@ -272,7 +272,7 @@ pub fn render(t: &Topology, o: &NcclXmlOptions) -> Result<String> {
             t.numa_nodes
                 .iter()
                 .find(|n| n.id as i64 == id)
-                .and_then(|n| cpulist::parse_list(n.cpus.as_bytes()))
+                .and_then(|n| cpulist::parse_list(n.cpus.as_bytes()).ok())
                 .unwrap_or_default()
         };
         let mut e = BytesStart::new("cpu");

@@ -15,16 +15,18 @@
 //! - The `NVLinkBandwidth` distance matrix (hwloc's NVML plugin): GPU↔GPU links become
 //!   [`NvLink`] pairs, GPU↔NVSwitch links fold into one fabric link per GPU.
 
-use super::tree;
+use super::assemble::{NvLinkTally, RawTopology, assemble};
 use super::xmltree::{Doc, Element};
-use crate::model::bandwidth::pcie_link_gbytes;
 use crate::model::bdf::{Bdf, host_bridge_name};
 use crate::model::device::{
     Device, DeviceKind, LinkInfo, OsDevice, OsDeviceKind, RdmaPort, kind_from_class,
 };
 use crate::model::fact::Fact;
-use crate::model::topology::{MachineInfo, NumaNode, NvLink, SourceInfo, Topology, Warning};
-use crate::parse::cpulist;
+use crate::model::topology::{MachineInfo, NumaNode, SourceInfo, Topology, Warning};
+use crate::parse::hwloc::{
+    OsType, parse_bitmap, parse_bus_range, parse_link_speed, parse_osdev_type, parse_pci_type,
+};
+use crate::parse::{attr, cpulist, ib};
 use anyhow::{Result, bail};
 use std::collections::{BTreeMap, HashMap};
 
@@ -49,171 +51,33 @@ pub enum XmlVersion {
     V3,
 }
 
-/// Parses an hwloc bitmap (`0x00ffffff`, `0xffffffff,,0x0000000f` with empty words = 0, 32-bit
-/// words most significant first) into sorted bit numbers. `None` for infinite or malformed sets.
-pub fn parse_bitmap(s: &str) -> Option<Vec<u32>> {
-    let s = s.trim();
-    if s.contains("...") {
-        return None;
-    }
-    cpulist::parse_mask(s.as_bytes())
-}
-
-/// The fields of `pci_type`: class (with prog-if in the low byte when given), vendor, device,
-/// subsystem vendor, subsystem device, revision, and whether the prog-if was present.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PciType {
-    /// `0xCCSSPP`; `PP` is 0 when the document has no prog-if (format 2.0).
-    pub class: u32,
-    /// Whether the prog-if byte was in the document.
-    pub has_prog_if: bool,
-    /// Vendor ID.
-    pub vendor: u16,
-    /// Device ID.
-    pub device: u16,
-    /// Subsystem vendor ID.
-    pub subvendor: u16,
-    /// Subsystem device ID.
-    pub subdevice: u16,
-    /// Revision.
-    pub revision: u8,
-}
-
-/// Parses `pci_type`: `"0604 [8086:2030] [8086:0000] 04"` (2.0) or with a trailing prog-if
-/// `"0302 [10de:1db8] [10de:131d] a1 00"` (3.0).
-pub fn parse_pci_type(s: &str) -> Option<PciType> {
-    let t: Vec<&str> = s.split_whitespace().collect();
-    if t.len() != 4 && t.len() != 5 {
-        return None;
-    }
-    let pair = |x: &str| -> Option<(u16, u16)> {
-        let inner = x.strip_prefix('[')?.strip_suffix(']')?;
-        let (a, b) = inner.split_once(':')?;
-        Some((
-            u16::from_str_radix(a, 16).ok()?,
-            u16::from_str_radix(b, 16).ok()?,
-        ))
-    };
-    let class = u16::from_str_radix(t[0], 16).ok()?;
-    let (vendor, device) = pair(t[1])?;
-    let (subvendor, subdevice) = pair(t[2])?;
-    let revision = u8::from_str_radix(t[3], 16).ok()?;
-    let prog_if = match t.get(4) {
-        Some(p) => Some(u8::from_str_radix(p, 16).ok()?),
-        None => None,
-    };
-    Some(PciType {
-        class: (class as u32) << 8 | prog_if.unwrap_or(0) as u32,
-        has_prog_if: prog_if.is_some(),
-        vendor,
-        device,
-        subvendor,
-        subdevice,
-        revision,
-    })
-}
-
-/// PCIe signalling rates, GT/s, Gen1..Gen6.
-const GENS: [f64; 6] = [2.5, 5.0, 8.0, 16.0, 32.0, 64.0];
-/// Link widths in use on real devices, widest first (x12 and x32 exist in the specification
-/// but not on shipping devices, so x32 at Gen3 is never preferred to x16 at Gen4).
-const WIDTHS: [u32; 5] = [16, 8, 4, 2, 1];
-
-/// Turns hwloc's `pci_link_speed` (GB/s, `lane rate × width / 8` after line coding) back into
-/// a speed and width. Several links give the same bandwidth (Gen3 x16 = Gen4 x8 = Gen5 x4);
-/// the assumption is the widest standard width, i.e. the lowest generation, so the bandwidth is
-/// preserved exactly. `None` for 0 (unknown) or a value no standard link gives within 0.5 %
-/// (hand-edited or old-hwloc files).
-pub fn link_from_gbytes(gb: f64) -> Option<(f64, u32)> {
-    if !gb.is_finite() || gb <= 0.0 {
-        return None;
-    }
-    for w in WIDTHS {
-        for g in GENS {
-            let bw = pcie_link_gbytes(Some(g), Some(w))?;
-            if ((bw - gb) / gb).abs() < 0.005 {
-                return Some((g, w));
-            }
-        }
-    }
-    None
-}
-
-/// `bridge_pci="DDDD:[BB-SS]"` → (domain, secondary, subordinate).
-fn parse_bus_range(s: &str) -> Option<(u32, u8, u8)> {
-    let (d, rest) = s.split_once(':')?;
-    let inner = rest.strip_prefix('[')?.strip_suffix(']')?;
-    let (a, b) = inner.split_once('-')?;
-    Some((
-        u32::from_str_radix(d, 16).ok()?,
-        u8::from_str_radix(a, 16).ok()?,
-        u8::from_str_radix(b, 16).ok()?,
-    ))
-}
-
-/// Kinds of OS device an `osdev_type` says, reduced to what peerpath models.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum OsType {
-    Block,
-    Gpu,
-    Net,
-    OpenFabrics,
-    CoProc,
-    Other,
-}
-
-fn os_type(version: XmlVersion, raw: &str) -> OsType {
-    let Ok(v) = raw.trim().parse::<u32>() else {
-        return OsType::Other;
-    };
-    match version {
-        XmlVersion::V3 => {
-            if v & 32 != 0 {
-                OsType::OpenFabrics
-            } else if v & 16 != 0 {
-                OsType::Net
-            } else if v & 8 != 0 {
-                OsType::CoProc
-            } else if v & 4 != 0 {
-                OsType::Gpu
-            } else if v & 1 != 0 {
-                OsType::Block
-            } else {
-                OsType::Other
-            }
-        }
-        _ => match v {
-            0 => OsType::Block,
-            1 => OsType::Gpu,
-            2 => OsType::Net,
-            3 => OsType::OpenFabrics,
-            5 => OsType::CoProc,
-            _ => OsType::Other,
-        },
-    }
-}
-
-/// IB port state names by number (`/sys/class/infiniband/*/ports/*/state`).
-fn ib_state_name(n: u32) -> &'static str {
-    match n {
-        1 => "DOWN",
-        2 => "INIT",
-        3 => "ARMED",
-        4 => "ACTIVE",
-        5 => "ACTIVE_DEFER",
-        _ => "NOP",
-    }
-}
-
 struct Ctx<'a> {
     doc: &'a Doc,
     /// Element index → device index, for PCI objects.
     pci_of: HashMap<usize, usize>,
     devices: Vec<Device>,
-    warnings: Vec<Warning>,
+    warnings: std::cell::RefCell<Vec<Warning>>,
 }
 
 impl Ctx<'_> {
+    /// Records a warning about element `i`.
+    fn warn(&self, i: usize, message: impl Into<String>) {
+        self.warnings.borrow_mut().push(Warning {
+            path: self.where_(i),
+            message: message.into(),
+        });
+    }
+    /// A bitmap attribute (`cpuset`, `nodeset`) of element `i`: `None` when absent or
+    /// infinite, and when malformed (with a warning).
+    fn bitmap(&self, i: usize, name: &str) -> Option<Vec<u32>> {
+        match parse_bitmap(self.el(i).attr(name)?) {
+            Ok(v) => v,
+            Err(r) => {
+                self.warn(i, format!("{name} {r}; treated as unknown"));
+                None
+            }
+        }
+    }
     fn el(&self, i: usize) -> &Element {
         &self.doc.elements[i]
     }
@@ -275,9 +139,8 @@ fn locality(
     obj: usize,
     numa_cpus: &BTreeMap<u32, Vec<u32>>,
 ) -> (Option<Vec<u32>>, Option<u32>) {
-    let e = ctx.el(obj);
-    let cpus = e.attr("cpuset").and_then(parse_bitmap);
-    let numa = match e.attr("nodeset").and_then(parse_bitmap) {
+    let cpus = ctx.bitmap(obj, "cpuset");
+    let numa = match ctx.bitmap(obj, "nodeset") {
         Some(nodes) => match nodes.as_slice() {
             [n] if numa_cpus.contains_key(n) => Some(*n),
             _ => None,
@@ -305,8 +168,15 @@ fn locality(
 /// A host bridge object: its `pciDDDD:BB` name, and the CPUs and NUMA node of its parent.
 type HostBridgeAt = (String, Option<Vec<u32>>, Option<u32>);
 
-/// Reads an hwloc XML document (already parsed) into a topology.
+/// Reads an hwloc XML document (already parsed) into a topology: [`discover`], then
+/// [`assemble`] with the PCI ID database at `pci_ids`.
 pub fn read(doc: &Doc, source: SourceInfo, pci_ids: Option<&std::path::Path>) -> Result<Topology> {
+    Ok(assemble(discover(doc, source)?, pci_ids))
+}
+
+/// Reads an hwloc XML document (already parsed) into raw facts. Fails when the root is not
+/// `<topology>` or the format version is unknown.
+pub fn discover(doc: &Doc, source: SourceInfo) -> Result<RawTopology> {
     let Some(root) = doc.root() else {
         bail!("empty document")
     };
@@ -327,7 +197,7 @@ pub fn read(doc: &Doc, source: SourceInfo, pci_ids: Option<&std::path::Path>) ->
         doc,
         pci_of: HashMap::new(),
         devices: Vec::new(),
-        warnings: Vec::new(),
+        warnings: Default::default(),
     };
     let mut source = source;
     source.kind = "hwloc-xml".into();
@@ -340,10 +210,7 @@ pub fn read(doc: &Doc, source: SourceInfo, pci_ids: Option<&std::path::Path>) ->
             continue;
         }
         let Some(id) = e.attr("os_index").and_then(|v| v.parse::<u32>().ok()) else {
-            ctx.warnings.push(Warning {
-                path: ctx.where_(i),
-                message: "NUMANode without a numeric os_index; skipped".into(),
-            });
+            ctx.warn(i, "NUMANode without a numeric os_index; skipped");
             continue;
         };
         let gpu_mem = e.attr("subtype") == Some("GPUMemory");
@@ -352,8 +219,7 @@ pub fn read(doc: &Doc, source: SourceInfo, pci_ids: Option<&std::path::Path>) ->
             // node itself has no CPUs (sysfs cpulist is empty).
             String::new()
         } else {
-            e.attr("cpuset")
-                .and_then(parse_bitmap)
+            ctx.bitmap(i, "cpuset")
                 .map(|c| cpulist::format_list(&c))
                 .unwrap_or_default()
         };
@@ -383,16 +249,14 @@ pub fn read(doc: &Doc, source: SourceInfo, pci_ids: Option<&std::path::Path>) ->
         if !is_host_bridge(e) {
             continue;
         }
-        let name = match e.attr("bridge_pci").and_then(parse_bus_range) {
-            Some((d, sec, _)) => host_bridge_name(d, sec),
-            None => {
-                ctx.warnings.push(Warning {
-                    path: ctx.where_(i),
-                    message: format!(
-                        "host bridge without a readable bridge_pci ({:?}); named from its first device",
-                        e.attr("bridge_pci")
-                    ),
-                });
+        let name = match e.attr("bridge_pci").map(parse_bus_range) {
+            Some(Ok((d, sec, _))) => host_bridge_name(d, sec),
+            other => {
+                let why = match other {
+                    Some(Err(r)) => format!("bridge_pci {r}"),
+                    _ => "host bridge without a bridge_pci".to_string(),
+                };
+                ctx.warn(i, format!("{why}; named from its first device"));
                 String::new()
             }
         };
@@ -409,27 +273,21 @@ pub fn read(doc: &Doc, source: SourceInfo, pci_ids: Option<&std::path::Path>) ->
         if !is_pci_object(e) {
             continue;
         }
-        let busid = e.attr("pci_busid").unwrap_or("");
-        let bdf: Bdf = match busid.parse() {
+        let bdf: Bdf = match attr::pci_address(e.attr("pci_busid").unwrap_or("")) {
             Ok(b) => b,
-            Err(_) => {
-                ctx.warnings.push(Warning {
-                    path: ctx.where_(i),
-                    message: format!(
-                        "pci_busid {busid:?} is not a PCI address; object and its children skipped"
-                    ),
-                });
+            Err(r) => {
+                ctx.warn(i, format!("pci_busid {r}; object and its children skipped"));
                 continue;
             }
         };
         if let Some(&first) = seen.get(&bdf) {
-            ctx.warnings.push(Warning {
-                path: ctx.where_(i),
-                message: format!(
+            ctx.warn(
+                i,
+                format!(
                     "duplicate PCI address {bdf} (first at {}); duplicate skipped",
                     ctx.where_(first)
                 ),
-            });
+            );
             continue;
         }
         // Nearest enclosing PCI object (a device already read), else host bridge, else the
@@ -471,10 +329,10 @@ pub fn read(doc: &Doc, source: SourceInfo, pci_ids: Option<&std::path::Path>) ->
             };
             (n, c, m)
         } else {
-            ctx.warnings.push(Warning {
-                path: ctx.where_(i),
-                message: format!("PCI object {bdf} is not below a host bridge; host bridge assumed from its address"),
-            });
+            ctx.warn(
+                i,
+                format!("PCI object {bdf} is not below a host bridge; host bridge assumed from its address"),
+            );
             let (c, m) = attach
                 .map(|a| locality(&ctx, a, &numa_cpus))
                 .unwrap_or((None, None));
@@ -484,8 +342,8 @@ pub fn read(doc: &Doc, source: SourceInfo, pci_ids: Option<&std::path::Path>) ->
         d.parent = parent;
         d.local_cpus = cpus;
         d.numa_node = numa_node;
-        match e.attr("pci_type").map(|t| (t, parse_pci_type(t))) {
-            Some((_, Some(t))) => {
+        match e.attr("pci_type").map(parse_pci_type) {
+            Some(Ok(t)) => {
                 d.class = t.class;
                 d.vendor_id = Some(t.vendor);
                 d.device_id = Some(t.device);
@@ -493,43 +351,28 @@ pub fn read(doc: &Doc, source: SourceInfo, pci_ids: Option<&std::path::Path>) ->
                 d.subsystem_device_id = Some(t.subdevice);
                 d.revision = Some(t.revision);
             }
-            other => ctx.warnings.push(Warning {
-                path: ctx.where_(i),
-                message: format!(
-                    "pci_type {:?} unreadable; class and IDs unknown (device kind other)",
-                    other.map(|o| o.0)
-                ),
-            }),
+            Some(Err(r)) => ctx.warn(
+                i,
+                format!("pci_type {r}; class and IDs unknown (device kind other)"),
+            ),
+            None => ctx.warn(i, "no pci_type; class and IDs unknown (device kind other)"),
         }
         d.kind = if e.attr("type") == Some("Bridge") {
             DeviceKind::Bridge
         } else {
             kind_from_class(d.class, d.vendor_id)
         };
-        if let Some(raw) = e.attr("pci_link_speed") {
-            match raw.trim().parse::<f64>() {
-                Ok(gb) if gb > 0.0 => match link_from_gbytes(gb) {
-                    Some((gts, w)) => {
-                        d.link = Some(LinkInfo {
-                            current_gts: Some(gts),
-                            current_width: Some(w),
-                            max_gts: None,
-                            max_width: None,
-                        })
-                    }
-                    None => ctx.warnings.push(Warning {
-                        path: ctx.where_(i),
-                        message: format!(
-                            "pci_link_speed={raw} GB/s matches no standard PCIe speed and width; link unknown"
-                        ),
-                    }),
-                },
-                Ok(_) => {}
-                Err(_) => ctx.warnings.push(Warning {
-                    path: ctx.where_(i),
-                    message: format!("pci_link_speed {raw:?} is not a number; link unknown"),
-                }),
+        match e.attr("pci_link_speed").map(parse_link_speed) {
+            Some(Ok(Some((gts, w)))) => {
+                d.link = Some(LinkInfo {
+                    current_gts: Some(gts),
+                    current_width: Some(w),
+                    max_gts: None,
+                    max_width: None,
+                })
             }
+            Some(Err(r)) => ctx.warn(i, format!("pci_link_speed={r}; link unknown")),
+            Some(Ok(None)) | None => {}
         }
         for (k, v) in ctx.infos(i) {
             match k.as_str() {
@@ -557,7 +400,12 @@ pub fn read(doc: &Doc, source: SourceInfo, pci_ids: Option<&std::path::Path>) ->
         else {
             continue; // not attached to a PCI function (e.g. a pmem block device)
         };
-        let ty = os_type(version, e.attr("osdev_type").unwrap_or(""));
+        // An osdev_type that is not a number is a kind peerpath does not model: listed below.
+        let ty = parse_osdev_type(
+            e.attr("osdev_type").unwrap_or(""),
+            version == XmlVersion::V3,
+        )
+        .unwrap_or(OsType::Other);
         let subtype = e.attr("subtype").unwrap_or("");
         let infos = ctx.infos(i);
         let kind = match ty {
@@ -599,7 +447,7 @@ pub fn read(doc: &Doc, source: SourceInfo, pci_ids: Option<&std::path::Path>) ->
                         rate_text: None,
                         link_layer: None,
                     })
-                    .state = Some((s, ib_state_name(s).to_string()));
+                    .state = Some((s, ib::port_state_name(s).to_string()));
             }
             od.attrs.push((k, v));
         }
@@ -608,7 +456,7 @@ pub fn read(doc: &Doc, source: SourceInfo, pci_ids: Option<&std::path::Path>) ->
     }
     if !dropped.is_empty() {
         let shown: Vec<&str> = dropped.iter().take(12).map(String::as_str).collect();
-        ctx.warnings.push(Warning {
+        ctx.warnings.borrow_mut().push(Warning {
             path: source.path.clone(),
             message: format!(
                 "{} OS device(s) of kinds peerpath does not model were not kept: {}{}",
@@ -623,45 +471,14 @@ pub fn read(doc: &Doc, source: SourceInfo, pci_ids: Option<&std::path::Path>) ->
         });
     }
 
-    let (nvlinks, nvlink_visible) = nvlinks(&mut ctx);
-
-    let Ctx {
-        devices,
-        mut warnings,
-        ..
-    } = ctx;
-    let xml_names: HashMap<Bdf, (Option<String>, Option<String>)> = devices
-        .iter()
-        .map(|d| (d.bdf, (d.vendor_name.clone(), d.device_name.clone())))
-        .collect();
-    let (devices, host_bridges, switches) =
-        tree::infer_structure(devices, &numa_nodes, &mut warnings);
-    let mut topo = Topology::new(
-        source,
-        machine,
-        numa_nodes,
-        host_bridges,
-        devices,
-        switches,
-        warnings,
-    );
-    topo.nvlinks = nvlinks;
-    topo.nvlink_visible = nvlink_visible;
-    if let Some(p) = pci_ids {
-        crate::pci_ids::name_devices(p, &mut topo);
-        // Names the file carried win where the database has none.
-        for d in &mut topo.devices {
-            if let Some((v, n)) = xml_names.get(&d.bdf) {
-                if d.vendor_name.is_none() {
-                    d.vendor_name = v.clone();
-                }
-                if d.device_name.is_none() {
-                    d.device_name = n.clone();
-                }
-            }
-        }
-    }
-    Ok(topo)
+    let (nvlinks, nvlink_visible) = nvlinks(&ctx);
+    let mut raw = RawTopology::new(source, machine);
+    raw.numa_nodes = numa_nodes;
+    raw.devices = ctx.devices;
+    raw.nvlinks = nvlinks;
+    raw.nvlink_visible = nvlink_visible;
+    raw.warnings = ctx.warnings.into_inner();
+    Ok(raw)
 }
 
 impl Ctx<'_> {
@@ -778,7 +595,8 @@ enum End {
     Unknown,
 }
 
-fn nvlinks(ctx: &mut Ctx<'_>) -> (Vec<NvLink>, bool) {
+/// The `NVLinkBandwidth` matrices as an NVLink tally, and whether NVLink state was visible.
+fn nvlinks(ctx: &Ctx<'_>) -> (NvLinkTally, bool) {
     let mats: Vec<Matrix> = matrices(ctx.doc)
         .into_iter()
         .filter(|m| m.name == "NVLinkBandwidth")
@@ -791,7 +609,7 @@ fn nvlinks(ctx: &mut Ctx<'_>) -> (Vec<NvLink>, bool) {
                 && (e.attr("subtype") == Some("NVML")
                     || e.attr("name").is_some_and(|n| n.starts_with("nvml")))
         });
-        return (Vec::new(), nvml_ran);
+        return (NvLinkTally::default(), nvml_ran);
     }
     // gp_index / (type, os_index) → element.
     let mut by_gp: HashMap<u64, usize> = HashMap::new();
@@ -866,25 +684,16 @@ fn nvlinks(ctx: &mut Ctx<'_>) -> (Vec<NvLink>, bool) {
         }
         ((v as f64 / unit as f64).round() as u32).max(1)
     };
-    let mut out: Vec<NvLink> = pairs
-        .iter()
-        .map(|(&(a, b), &v)| NvLink {
-            a,
-            b: Some(b),
-            count: count(v),
-            version,
-        })
-        .collect();
-    out.extend(fabric.iter().map(|(&a, &v)| NvLink {
-        a,
-        b: None,
-        count: count(v),
-        version,
-    }));
-    out.sort_by_key(|l| (l.a, l.b));
+    let mut tally = NvLinkTally::default();
+    for (&(a, b), &v) in &pairs {
+        tally.pair(a, b, count(v), version);
+    }
+    for (&a, &v) in &fabric {
+        tally.fabric(a, count(v), version);
+    }
     let line = mats[0].line;
     if odd {
-        ctx.warnings.push(Warning {
+        ctx.warnings.borrow_mut().push(Warning {
             path: format!("line {line} (NVLinkBandwidth)"),
             message: format!(
                 "bandwidths are not multiples of {unit} MB/s per link; link counts rounded"
@@ -892,12 +701,12 @@ fn nvlinks(ctx: &mut Ctx<'_>) -> (Vec<NvLink>, bool) {
         });
     }
     if cpu_links > 0 {
-        ctx.warnings.push(Warning {
+        ctx.warnings.borrow_mut().push(Warning {
             path: format!("line {line} (NVLinkBandwidth)"),
             message: format!("{cpu_links} GPU-to-CPU NVLink connection(s) (POWER) cannot be represented; not kept"),
         });
     }
-    (out, true)
+    (tally, true)
 }
 
 fn classify_end(ctx: &Ctx<'_>, i: usize) -> End {
@@ -976,67 +785,4 @@ fn machine_info(ctx: &Ctx<'_>) -> MachineInfo {
     m.sockets = (packages > 0).then_some(packages);
     m.logical_cpus = (pus > 0).then_some(pus);
     m
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bitmaps() {
-        assert_eq!(parse_bitmap("0x00000003"), Some(vec![0, 1]));
-        assert_eq!(parse_bitmap("0x00000001,,0x00000002"), Some(vec![1, 64]));
-        assert_eq!(parse_bitmap("0x80000000,0x0"), Some(vec![63]));
-        assert_eq!(parse_bitmap("0xf...f"), None);
-        assert_eq!(parse_bitmap("zz"), None);
-    }
-
-    #[test]
-    fn pci_types() {
-        let t = parse_pci_type("0604 [8086:2030] [8086:0000] 04").unwrap();
-        assert_eq!(
-            (t.class, t.vendor, t.device, t.revision, t.has_prog_if),
-            (0x060400, 0x8086, 0x2030, 4, false)
-        );
-        let t = parse_pci_type("0302 [10de:1db8] [10de:131d] a1 00").unwrap();
-        assert_eq!(
-            (t.class, t.subdevice, t.has_prog_if),
-            (0x030200, 0x131d, true)
-        );
-        let t = parse_pci_type("0108 [8086:0953] [8086:3702] 01 02").unwrap();
-        assert_eq!(t.class, 0x010802);
-        assert!(parse_pci_type("0604 [8086:2030]").is_none());
-        assert!(parse_pci_type("0604 8086:2030 [8086:0000] 04").is_none());
-    }
-
-    #[test]
-    fn links_back_from_gbytes() {
-        assert_eq!(link_from_gbytes(15.753846), Some((8.0, 16)));
-        assert_eq!(link_from_gbytes(31.507692), Some((16.0, 16)));
-        assert_eq!(link_from_gbytes(7.876923), Some((8.0, 8)));
-        assert_eq!(link_from_gbytes(0.25), Some((2.5, 1)));
-        assert_eq!(link_from_gbytes(0.0), None);
-        // 0.3 GB/s: no standard link.
-        assert_eq!(link_from_gbytes(0.3), None);
-        // Round trip of every standard link keeps the bandwidth.
-        for g in GENS {
-            for w in WIDTHS {
-                let bw = pcie_link_gbytes(Some(g), Some(w)).unwrap();
-                let (g2, w2) = link_from_gbytes(bw).unwrap();
-                let bw2 = pcie_link_gbytes(Some(g2), Some(w2)).unwrap();
-                assert!((bw - bw2).abs() < 1e-9, "{g} x{w}");
-            }
-        }
-    }
-
-    #[test]
-    fn osdev_types() {
-        assert_eq!(os_type(XmlVersion::V2, "3"), OsType::OpenFabrics);
-        assert_eq!(os_type(XmlVersion::V3, "48"), OsType::OpenFabrics);
-        assert_eq!(os_type(XmlVersion::V3, "16"), OsType::Net);
-        assert_eq!(os_type(XmlVersion::V3, "12"), OsType::CoProc);
-        assert_eq!(os_type(XmlVersion::V2, "0"), OsType::Block);
-        assert_eq!(os_type(XmlVersion::V3, "1"), OsType::Block);
-        assert_eq!(os_type(XmlVersion::V3, "x"), OsType::Other);
-    }
 }

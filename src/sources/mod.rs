@@ -1,11 +1,18 @@
 //! Sources: each turns something outside (the live machine, a snapshot, an XML or JSON file)
 //! into one [`Topology`]. A source only reads; none classifies.
+//!
+//! Every source but peerpath's own JSON works in two phases: `discover` reads raw facts into
+//! an [`assemble::RawTopology`], and the one [`assemble::assemble`] infers the structure,
+//! indexes, tallies NVLinks and names devices. NVML (live) and stored NVML facts (snapshots)
+//! are folded in after assembly, as hwloc's NVML plugin annotates its topology.
 
+pub mod assemble;
 pub mod fsroot;
 pub mod hwloc_xml;
 pub mod json;
 pub mod nccl_xml;
 pub mod nvml;
+pub mod nvml_store;
 pub mod sysfs;
 pub mod tree;
 pub mod xmltree;
@@ -124,7 +131,7 @@ pub fn load(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
                 limitations: vec![],
             };
             let mut topo = sysfs::scan(&fs, src, &scan_opts)?;
-            crate::capture::apply_stored_nvml(&fs, &mut topo)?;
+            nvml_store::apply_stored_nvml(&fs, &mut topo)?;
             Ok(topo)
         }
         InputKind::Tarball => {
@@ -137,7 +144,7 @@ pub fn load(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
                 limitations: vec![],
             };
             let mut topo = sysfs::scan(&fs, src, &scan_opts)?;
-            crate::capture::apply_stored_nvml(&fs, &mut topo)?;
+            nvml_store::apply_stored_nvml(&fs, &mut topo)?;
             Ok(topo)
         }
         InputKind::Xml => {

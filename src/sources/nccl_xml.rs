@@ -10,16 +10,15 @@
 //! writes no host bridges either; one is synthesized per `cpu` element (named
 //! `nccl-cpu<numaid>`).
 
+use super::assemble::{NvLinkTally, RawTopology, Structure, assemble};
 use super::xmltree::Doc;
 use crate::model::bdf::Bdf;
 use crate::model::device::{
     Device, DeviceKind, LinkInfo, OsDevice, OsDeviceKind, RdmaPort, kind_from_class,
 };
 use crate::model::fact::Fact;
-use crate::model::topology::{
-    HostBridge, MachineInfo, NumaNode, NvLink, SourceInfo, Switch, Topology, Warning,
-};
-use crate::parse::{attr, cpulist};
+use crate::model::topology::{HostBridge, MachineInfo, NumaNode, SourceInfo, Topology, Warning};
+use crate::parse::{Refusal, attr, cpulist};
 use anyhow::{Result, bail};
 use std::collections::{BTreeMap, HashMap};
 
@@ -41,8 +40,15 @@ pub fn host_bridge_for(numaid: Option<u32>) -> String {
     }
 }
 
-fn hex_attr(v: Option<&str>) -> Option<u32> {
-    crate::parse::attr::hex_u32(v?.as_bytes())
+/// An attribute NCCL writes: absent or empty (NCCL's way of saying unknown) is `Ok(None)`.
+fn attr_value<T>(
+    v: Option<&str>,
+    parse: impl FnOnce(&[u8]) -> Result<T, Refusal>,
+) -> Result<Option<T>, Refusal> {
+    match v.map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(t) => parse(t.as_bytes()).map(Some),
+    }
 }
 
 /// NVLink version from the GPU's compute capability × 10 (`sm`): 60 → 1 (P100), 70 → 2
@@ -80,13 +86,36 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn warn(&self, i: usize, msg: impl Into<String>) -> Warning {
+    fn warning(&self, i: usize, msg: impl Into<String>) -> Warning {
         Warning {
             path: format!(
                 "line {} <{}>",
                 self.doc.elements[i].line, self.doc.elements[i].name
             ),
             message: msg.into(),
+        }
+    }
+
+    fn warn(&mut self, i: usize, msg: impl Into<String>) {
+        let w = self.warning(i, msg);
+        self.warnings.push(w);
+    }
+
+    /// Attribute `name` of element `i` through `parse`: `None` when absent or empty, and when
+    /// refused (with a warning saying what was assumed).
+    fn value<T>(
+        &mut self,
+        i: usize,
+        name: &str,
+        parse: impl FnOnce(&[u8]) -> Result<T, Refusal>,
+        assumed: &str,
+    ) -> Option<T> {
+        match attr_value(self.doc.elements[i].attr(name), parse) {
+            Ok(v) => v,
+            Err(r) => {
+                self.warn(i, format!("{name} {r}; {assumed}"));
+                None
+            }
         }
     }
 
@@ -101,59 +130,39 @@ impl Ctx<'_> {
     ) {
         let doc = self.doc;
         let e = &doc.elements[i];
-        let busid = e.attr("busid").unwrap_or("");
-        let bdf: Bdf = match busid.parse() {
+        let bdf: Bdf = match attr::pci_address(e.attr("busid").unwrap_or("")) {
             Ok(b) => b,
-            Err(_) => {
-                let w = self.warn(
-                    i,
-                    format!(
-                        "busid {busid:?} is not a PCI address; element and its children skipped"
-                    ),
-                );
-                self.warnings.push(w);
+            Err(r) => {
+                self.warn(i, format!("busid {r}; element and its children skipped"));
                 return;
             }
         };
         if self.seen.contains_key(&bdf) {
-            let w = self.warn(
+            self.warn(
                 i,
                 format!("duplicate busid {bdf}; duplicate and its children skipped"),
             );
-            self.warnings.push(w);
             return;
         }
         let mut d = Device::new(bdf, hb.to_string(), format!("nccl-xml:line {}", e.line));
         d.parent = parent;
         d.numa_node = numa;
         d.local_cpus = cpus.clone();
-        d.class = hex_attr(e.attr("class")).unwrap_or(0);
-        if e.attr("class").is_some() && hex_attr(e.attr("class")).is_none() {
-            let w = self.warn(
-                i,
-                format!(
-                    "class {:?} unreadable; kind from children only",
-                    e.attr("class")
-                ),
-            );
-            self.warnings.push(w);
-        }
-        d.vendor_id = hex_attr(e.attr("vendor")).and_then(|v| u16::try_from(v).ok());
-        d.device_id = hex_attr(e.attr("device")).and_then(|v| u16::try_from(v).ok());
-        d.subsystem_vendor_id =
-            hex_attr(e.attr("subsystem_vendor")).and_then(|v| u16::try_from(v).ok());
-        d.subsystem_device_id =
-            hex_attr(e.attr("subsystem_device")).and_then(|v| u16::try_from(v).ok());
+        d.class = self
+            .value(i, "class", attr::hex_u32, "kind from children only")
+            .unwrap_or(0);
+        let unknown = "value treated as unknown";
+        d.vendor_id = self.value(i, "vendor", attr::hex_u16, unknown);
+        d.device_id = self.value(i, "device", attr::hex_u16, unknown);
+        d.subsystem_vendor_id = self.value(i, "subsystem_vendor", attr::hex_u16, unknown);
+        d.subsystem_device_id = self.value(i, "subsystem_device", attr::hex_u16, unknown);
         let link = LinkInfo {
             current_gts: None,
             current_width: None,
-            max_gts: e
-                .attr("link_speed")
-                .and_then(|s| attr::link_speed_gts(s.as_bytes())),
-            max_width: e
-                .attr("link_width")
-                .and_then(|s| attr::link_width(s.as_bytes()))
-                .filter(|&w| w > 0),
+            max_gts: self.value(i, "link_speed", attr::link_speed_gts, unknown),
+            max_width: self
+                .value(i, "link_width", attr::link_width, unknown)
+                .flatten(),
         };
         d.link = link.any().then_some(link);
         let has_pci_children = doc.children_named(i, "pci").next().is_some();
@@ -200,22 +209,26 @@ impl Ctx<'_> {
             self.gpu_version.insert(bdf, version);
             for l in doc.children_named(g, "nvlink") {
                 let le = &doc.elements[l];
-                let count = le.attr("count").and_then(|c| c.trim().parse::<u32>().ok());
-                let Some(count) = count.filter(|&c| c > 0) else {
-                    let w = self.warn(
-                        l,
-                        format!(
-                            "nvlink count {:?} unreadable; link not kept",
-                            le.attr("count")
-                        ),
-                    );
-                    self.warnings.push(w);
-                    continue;
+                let count = match attr_value(le.attr("count"), attr::uint) {
+                    Ok(Some(c)) if c > 0 => c,
+                    Ok(Some(_)) => {
+                        self.warn(l, "nvlink count 0; link not kept");
+                        continue;
+                    }
+                    Ok(None) => {
+                        self.warn(l, "nvlink without a count; link not kept");
+                        continue;
+                    }
+                    Err(r) => {
+                        self.warn(l, format!("nvlink count {r}; link not kept"));
+                        continue;
+                    }
                 };
+                let tclass = self.value(l, "tclass", attr::hex_u32, "target class unknown");
                 self.nvlinks.push((
                     bdf,
                     le.attr("target").unwrap_or("").to_string(),
-                    hex_attr(le.attr("tclass")),
+                    tclass,
                     count,
                 ));
             }
@@ -264,8 +277,16 @@ impl Ctx<'_> {
     }
 }
 
-/// Reads an NCCL topology XML document (already parsed) into a topology.
+/// Reads an NCCL topology XML document (already parsed) into a topology: [`discover`], then
+/// [`assemble`] with the PCI ID database at `pci_ids`.
 pub fn read(doc: &Doc, source: SourceInfo, pci_ids: Option<&std::path::Path>) -> Result<Topology> {
+    Ok(assemble(discover(doc, source)?, pci_ids))
+}
+
+/// Reads an NCCL topology XML document (already parsed) into raw facts: devices with their
+/// NCCL parents, one host bridge per `cpu` element, NVLinks. Fails when the root is not
+/// `<system>` or it has no `<cpu>`.
+pub fn discover(doc: &Doc, source: SourceInfo) -> Result<RawTopology> {
     let Some(root) = doc.root() else {
         bail!("empty document")
     };
@@ -292,7 +313,11 @@ pub fn read(doc: &Doc, source: SourceInfo, pci_ids: Option<&std::path::Path>) ->
         v => ctx.warnings.push(Warning {
             path: format!("line {} <system>", root.line),
             message: format!(
-                "system version {v:?}; NCCL writes version 1; read with the version 1 rules"
+                "{}; NCCL writes version 1; read with the version 1 rules",
+                match v {
+                    Some(v) => format!("system version {v:?}"),
+                    None => "no system version".to_string(),
+                }
             ),
         }),
     }
@@ -309,43 +334,26 @@ pub fn read(doc: &Doc, source: SourceInfo, pci_ids: Option<&std::path::Path>) ->
     }
     for &c in &cpu_els {
         let ce = &doc.elements[c];
-        let numaid = match ce.attr("numaid").map(|n| n.trim().parse::<i64>()) {
-            Some(Ok(n)) if n >= 0 => u32::try_from(n).ok(),
-            Some(Ok(_)) => None,
-            _ => {
-                let w = ctx.warn(
-                    c,
-                    format!(
-                        "numaid {:?} unreadable; NUMA node unknown",
-                        ce.attr("numaid")
-                    ),
-                );
-                ctx.warnings.push(w);
+        // NCCL writes -1 when the CPU has no NUMA node.
+        let numaid = match ce.attr("numaid") {
+            Some(_) => ctx
+                .value(c, "numaid", attr::numa_node, "NUMA node unknown")
+                .flatten(),
+            None => {
+                ctx.warn(c, "no numaid; NUMA node unknown");
                 None
             }
         };
-        let cpus = ce
-            .attr("affinity")
-            .and_then(|a| cpulist::parse_mask(a.as_bytes()));
-        if ce.attr("affinity").is_some() && cpus.is_none() {
-            let w = ctx.warn(
-                c,
-                format!(
-                    "affinity {:?} is not a CPU mask; local CPUs unknown",
-                    ce.attr("affinity")
-                ),
-            );
-            ctx.warnings.push(w);
-        }
-        let cpus = cpus.filter(|c| !c.is_empty());
+        let cpus = ctx
+            .value(c, "affinity", cpulist::parse_mask, "local CPUs unknown")
+            .filter(|c| !c.is_empty());
         if let Some(id) = numaid {
             match numa.entry(id) {
                 std::collections::btree_map::Entry::Occupied(_) => {
-                    let w = ctx.warn(
+                    ctx.warn(
                         c,
                         format!("second cpu element for NUMA node {id}; its devices share the first one's host bridge"),
                     );
-                    ctx.warnings.push(w);
                 }
                 std::collections::btree_map::Entry::Vacant(v) => {
                     v.insert(NumaNode {
@@ -385,79 +393,48 @@ pub fn read(doc: &Doc, source: SourceInfo, pci_ids: Option<&std::path::Path>) ->
                 .children_named(n, "net")
                 .filter_map(|x| doc.elements[x].attr("name"))
                 .collect();
-            let w = ctx.warn(
+            ctx.warn(
                 n,
                 format!(
                     "virtual NIC directly under a cpu (no PCI device): {} not kept",
                     names.join(", ")
                 ),
             );
-            ctx.warnings.push(w);
         }
-    }
-
-    // Switches: one per upstream port, in address order.
-    let mut devices = std::mem::take(&mut ctx.devices);
-    devices.sort_by_key(|d| d.bdf);
-    let ups: Vec<Bdf> = devices
-        .iter()
-        .filter(|d| d.kind == DeviceKind::SwitchUpstream)
-        .map(|d| d.bdf)
-        .collect();
-    let sw_id: HashMap<Bdf, String> = ups
-        .iter()
-        .enumerate()
-        .map(|(n, b)| (*b, format!("sw{n}")))
-        .collect();
-    let parent_of: HashMap<Bdf, Option<Bdf>> = devices.iter().map(|d| (d.bdf, d.parent)).collect();
-    let switches: Vec<Switch> = ups
-        .iter()
-        .map(|u| Switch {
-            id: sw_id[u].clone(),
-            upstream: *u,
-            downstream: Vec::new(),
-            parent_switch: parent_of
-                .get(u)
-                .copied()
-                .flatten()
-                .and_then(|p| sw_id.get(&p).cloned()),
-            evidence: "nccl-xml".into(),
-        })
-        .collect();
-    for d in &mut devices {
-        d.switch = d.parent.and_then(|p| sw_id.get(&p).cloned());
     }
 
     // NVLinks.
     let gpus: HashMap<Bdf, Option<u32>> = ctx.gpu_version.clone();
-    let mut pairs: BTreeMap<(Bdf, Bdf), (u32, Option<u32>)> = BTreeMap::new();
-    let mut fabric: BTreeMap<Bdf, (u32, Option<u32>)> = BTreeMap::new();
+    let mut tally = NvLinkTally::default();
     let mut cpu_links = 0usize;
     for (gpu, target, tclass, count) in &ctx.nvlinks {
         let version = gpus.get(gpu).copied().flatten();
         let tb = target.parse::<Bdf>().ok();
         match (tclass.map(|c| c >> 8), tb) {
             (Some(0x0680), _) if tclass == &Some(0x068001) => cpu_links += 1,
+            // Both GPUs list the pair; the tally keeps the larger count if they disagree.
             (_, Some(t)) if gpus.contains_key(&t) && t != *gpu => {
-                let k = if *gpu < t { (*gpu, t) } else { (t, *gpu) };
-                // Both GPUs list the pair; keep the larger count if they disagree.
-                let e = pairs.entry(k).or_insert((0, version));
-                e.0 = e.0.max(*count);
+                tally.pair(*gpu, t, *count, version)
             }
-            (Some(0x0680), _) | (_, None) => {
-                // NVSwitch (or a hidden one: NCCL writes an unprintable target in VMs).
-                let e = fabric.entry(*gpu).or_insert((0, version));
-                e.0 += count;
-            }
+            // NVSwitch (or a hidden one: NCCL writes an unprintable target in VMs).
+            (Some(0x0680), _) | (_, None) => tally.fabric(*gpu, *count, version),
             (Some(c), Some(t)) if c >> 8 == 0x03 => {
                 ctx.warnings.push(Warning {
                     path: format!("nvlink target {t}"),
-                    message: format!("GPU {gpu} lists an NVLink to GPU {t}, which is not in this file; not kept"),
+                    message: format!(
+                        "GPU {gpu} lists an NVLink to GPU {t}, which is not in this file; not kept"
+                    ),
                 });
             }
             (_, Some(t)) => ctx.warnings.push(Warning {
                 path: format!("nvlink target {t}"),
-                message: format!("NVLink from {gpu} to a target of class {tclass:?} peerpath does not model; not kept"),
+                message: format!(
+                    "NVLink from {gpu} to a target of {} peerpath does not model; not kept",
+                    match tclass {
+                        Some(c) => format!("class 0x{c:06x}"),
+                        None => "unknown class".to_string(),
+                    }
+                ),
             }),
         }
     }
@@ -469,41 +446,17 @@ pub fn read(doc: &Doc, source: SourceInfo, pci_ids: Option<&std::path::Path>) ->
             ),
         });
     }
-    let mut nvlinks: Vec<NvLink> = pairs
-        .into_iter()
-        .map(|((a, b), (count, version))| NvLink {
-            a,
-            b: Some(b),
-            count,
-            version,
-        })
-        .collect();
-    nvlinks.extend(fabric.into_iter().map(|(a, (count, version))| NvLink {
-        a,
-        b: None,
-        count,
-        version,
-    }));
-    nvlinks.sort_by_key(|l| (l.a, l.b));
-
-    let numa_nodes: Vec<NumaNode> = numa.into_values().collect();
-    let nvlink_visible = ctx.any_gpu_element;
-    let warnings = ctx.warnings;
-    let mut topo = Topology::new(
-        source,
-        machine,
-        numa_nodes,
+    let mut raw = RawTopology::new(source, machine);
+    raw.numa_nodes = numa.into_values().collect();
+    raw.devices = ctx.devices;
+    raw.structure = Structure::UpstreamOnly {
         host_bridges,
-        devices,
-        switches,
-        warnings,
-    );
-    topo.nvlinks = nvlinks;
-    topo.nvlink_visible = nvlink_visible;
-    if let Some(p) = pci_ids {
-        crate::pci_ids::name_devices(p, &mut topo);
-    }
-    Ok(topo)
+        evidence: "nccl-xml",
+    };
+    raw.nvlinks = tally;
+    raw.nvlink_visible = ctx.any_gpu_element;
+    raw.warnings = ctx.warnings;
+    Ok(raw)
 }
 
 #[cfg(test)]

@@ -6,10 +6,10 @@
 //! The NVML calls are kept apart from the folding ([`apply`]), which is pure and unit-tested on
 //! constructed observations.
 
+use super::assemble::NvLinkTally;
 use crate::model::bdf::Bdf;
 use crate::model::device::{OsDevice, OsDeviceKind};
-use crate::model::topology::{NvLink, Topology, Warning};
-use std::collections::BTreeMap;
+use crate::model::topology::{Topology, Warning};
 
 /// NVIDIA's PCI vendor ID.
 const NVIDIA: u16 = 0x10de;
@@ -226,8 +226,7 @@ pub fn apply(topo: &mut Topology, gpus: &[NvmlGpu]) -> Vec<Warning> {
         gpus.iter()
             .find(|g| g.bdf.as_ref().is_some_and(|x| same_adapter(x, b)))
     };
-    let mut pairs: BTreeMap<(Bdf, Bdf), (u32, Option<u32>)> = BTreeMap::new();
-    let mut fabric: BTreeMap<Bdf, (u32, Option<u32>)> = BTreeMap::new();
+    let mut tally = NvLinkTally::default();
     for g in gpus {
         let Some(me) = g.bdf else {
             warnings.push(Warning {
@@ -303,8 +302,7 @@ pub fn apply(topo: &mut Topology, gpus: &[NvmlGpu]) -> Vec<Warning> {
                         if same_adapter(&pb, &me) {
                             continue;
                         }
-                        let key = if me < pb { (me, pb) } else { (pb, me) };
-                        // Count this GPU's links to the peer; merged below by max.
+                        // Count this GPU's links to the peer; the tally merges by max.
                         let n = g
                             .links
                             .iter()
@@ -313,9 +311,7 @@ pub fn apply(topo: &mut Topology, gpus: &[NvmlGpu]) -> Vec<Warning> {
                                     && matches!(&x.remote, Remote::Pci(y) if same_adapter(y, r))
                             })
                             .count() as u32;
-                        let e = pairs.entry(key).or_insert((0, l.version));
-                        e.0 = e.0.max(n);
-                        e.1 = e.1.or(l.version);
+                        tally.pair(me, pb, n, l.version);
                         continue;
                     }
                     let target = topo.devices.iter().find(|d| same_adapter(&d.bdf, r));
@@ -334,41 +330,16 @@ pub fn apply(topo: &mut Topology, gpus: &[NvmlGpu]) -> Vec<Warning> {
                                     t.class
                                 ),
                             });
-                            let e = fabric.entry(me).or_insert((0, l.version));
-                            e.0 += 1;
+                            tally.fabric(me, 1, l.version);
                         }
-                        _ => {
-                            let e = fabric.entry(me).or_insert((0, l.version));
-                            e.0 += 1;
-                            e.1 = e.1.or(l.version);
-                        }
+                        _ => tally.fabric(me, 1, l.version),
                     }
                 }
-                Remote::Unreadable(_) => {
-                    let e = fabric.entry(me).or_insert((0, l.version));
-                    e.0 += 1;
-                    e.1 = e.1.or(l.version);
-                }
+                Remote::Unreadable(_) => tally.fabric(me, 1, l.version),
             }
         }
     }
-    let mut links: Vec<NvLink> = pairs
-        .into_iter()
-        .map(|((a, b), (count, version))| NvLink {
-            a,
-            b: Some(b),
-            count,
-            version,
-        })
-        .collect();
-    links.extend(fabric.into_iter().map(|(a, (count, version))| NvLink {
-        a,
-        b: None,
-        count,
-        version,
-    }));
-    links.sort_by_key(|l| (l.a, l.b));
-    topo.nvlinks = links;
+    topo.nvlinks = tally.into_links();
     warnings
 }
 
@@ -376,7 +347,7 @@ pub fn apply(topo: &mut Topology, gpus: &[NvmlGpu]) -> Vec<Warning> {
 mod tests {
     use super::*;
     use crate::model::device::{Device, DeviceKind};
-    use crate::model::topology::{MachineInfo, SourceInfo};
+    use crate::model::topology::{MachineInfo, NvLink, SourceInfo};
 
     fn b(s: &str) -> Bdf {
         s.parse().unwrap()

@@ -1,15 +1,16 @@
-//! The sysfs reader: turns a root (`/`, an extracted snapshot, a tarball in memory) into a
-//! [`Topology`]. Reads each file once; tolerates dangling links, loops, truncated and non-UTF-8
-//! files, permission errors and devices that vanish mid-scan (each becomes a warning naming
-//! the path and what was assumed).
+//! The sysfs reader: discovers the facts under a root (`/`, an extracted snapshot, a tarball
+//! in memory) into a [`RawTopology`] that [`assemble`] turns into a [`Topology`]. Reads each
+//! file once; tolerates dangling links, loops, truncated and non-UTF-8 files, permission errors
+//! and devices that vanish mid-scan, and values the parsers refuse (each becomes a warning
+//! naming the path and what was assumed).
 
+use super::assemble::{RawTopology, assemble};
 use super::fsroot::{EntryKind, FsRoot, join_link};
-use super::tree;
 use crate::model::bdf::{Bdf, parse_host_bridge};
 use crate::model::device::{Device, LinkInfo, OsDevice, OsDeviceKind, RdmaPort, kind_from_class};
 use crate::model::fact::Fact;
 use crate::model::topology::{MachineInfo, NumaNode, SourceInfo, Topology, Warning};
-use crate::parse::{aer, attr, config, cpulist, ib, resource};
+use crate::parse::{Refusal, aer, attr, config, cpulist, ib, resource};
 use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -33,6 +34,48 @@ impl Log {
             path: path.display().to_string(),
             message: message.into(),
         });
+    }
+
+    /// A parser's answer for the file at `path` (`None`: the file was absent or unreadable,
+    /// already said): the value, or `None` and a warning naming the file and the refused
+    /// value. An empty file is unknown without a warning, like an absent one: it is what a
+    /// snapshot holds for an attribute the kernel would not read out (a down interface's
+    /// `speed`), and there is no value to quote.
+    fn value<T>(
+        &self,
+        path: &Path,
+        bytes: Option<Vec<u8>>,
+        parse: impl FnOnce(&[u8]) -> Result<T, Refusal>,
+    ) -> Option<T> {
+        match parse(&bytes?) {
+            Ok(v) => Some(v),
+            Err(r) if r.is_empty() => None,
+            Err(r) => {
+                self.warn(path, format!("{r}; value treated as unknown"));
+                None
+            }
+        }
+    }
+
+    /// Free text (`operstate`, `fw_ver`, DMI names): empty is unknown without a warning; text
+    /// that is not UTF-8 is refused with one.
+    fn text(&self, path: &Path, bytes: Option<Vec<u8>>) -> Option<String> {
+        self.value(path, bytes, |b| attr::text(b).map(str::to_string))
+    }
+
+    /// Reads and parses an optional file in one step.
+    fn read_value<T>(
+        &self,
+        fs: &dyn FsRoot,
+        path: &Path,
+        parse: impl FnOnce(&[u8]) -> Result<T, Refusal>,
+    ) -> Option<T> {
+        self.value(path, read_opt(fs, self, path), parse)
+    }
+
+    /// Reads an optional free-text file in one step.
+    fn read_text(&self, fs: &dyn FsRoot, path: &Path) -> Option<String> {
+        self.text(path, read_opt(fs, self, path))
     }
 }
 
@@ -58,8 +101,15 @@ fn link_name(fs: &dyn FsRoot, path: &Path) -> Option<String> {
     t.file_name()?.to_str().map(str::to_string)
 }
 
-/// Scans the sysfs/procfs files under `fs` into a topology.
+/// Scans the sysfs/procfs files under `fs` into a topology: [`discover`], then [`assemble`]
+/// with the PCI ID database of `opts`.
 pub fn scan(fs: &dyn FsRoot, source: SourceInfo, opts: &ScanOptions) -> io::Result<Topology> {
+    Ok(assemble(discover(fs, source)?, opts.pci_ids.as_deref()))
+}
+
+/// Reads the sysfs/procfs files under `fs` into raw facts. Fails only when `fs` holds no
+/// `sys/` at all or the PCI bus directory cannot be listed.
+pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> {
     let log = Log::default();
     let bus = Path::new("sys/bus/pci/devices");
     let entries = match fs.read_dir(bus) {
@@ -215,44 +265,38 @@ pub fn scan(fs: &dyn FsRoot, source: SourceInfo, opts: &ScanOptions) -> io::Resu
                 None
             }
         };
-        let class = get("class").and_then(|b| attr::hex_u32(&b));
-        d.vendor_id = get("vendor")
-            .and_then(|b| attr::hex_u32(&b))
-            .map(|v| v as u16);
-        d.device_id = get("device")
-            .and_then(|b| attr::hex_u32(&b))
-            .map(|v| v as u16);
-        d.subsystem_vendor_id = get("subsystem_vendor")
-            .and_then(|b| attr::hex_u32(&b))
-            .map(|v| v as u16);
-        d.subsystem_device_id = get("subsystem_device")
-            .and_then(|b| attr::hex_u32(&b))
-            .map(|v| v as u16);
-        d.revision = get("revision")
-            .and_then(|b| attr::hex_u32(&b))
-            .map(|v| v as u8);
-        d.numa_node = get("numa_node").and_then(|b| attr::numa_node(&b));
+        let id = |n: &str| log.value(&dir.join(n), get(n), attr::hex_u16);
+        let class = log.value(&dir.join("class"), get("class"), attr::hex_u32);
+        d.vendor_id = id("vendor");
+        d.device_id = id("device");
+        d.subsystem_vendor_id = id("subsystem_vendor");
+        d.subsystem_device_id = id("subsystem_device");
+        d.revision = log.value(&dir.join("revision"), get("revision"), attr::hex_u8);
+        d.numa_node = log
+            .value(&dir.join("numa_node"), get("numa_node"), attr::numa_node)
+            .flatten();
         d.local_cpus = match get("local_cpulist") {
-            Some(b) => cpulist::parse_list(&b),
-            None => get("local_cpus").and_then(|b| cpulist::parse_mask(&b)),
+            Some(b) => log.value(&dir.join("local_cpulist"), Some(b), cpulist::parse_list),
+            None => log.value(
+                &dir.join("local_cpus"),
+                get("local_cpus"),
+                cpulist::parse_mask,
+            ),
         };
+        let speed = |n: &str| log.value(&dir.join(n), get(n), attr::link_speed_gts);
+        let width = |n: &str| log.value(&dir.join(n), get(n), attr::link_width).flatten();
         let link = LinkInfo {
-            current_gts: get("current_link_speed").and_then(|b| attr::link_speed_gts(&b)),
-            current_width: get("current_link_width").and_then(|b| attr::link_width(&b)),
-            max_gts: get("max_link_speed").and_then(|b| attr::link_speed_gts(&b)),
-            max_width: get("max_link_width").and_then(|b| attr::link_width(&b)),
+            current_gts: speed("current_link_speed"),
+            current_width: width("current_link_width"),
+            max_gts: speed("max_link_speed"),
+            max_width: width("max_link_width"),
         };
         if has("config") {
             match fs.read_limited(&dir.join("config"), 4096) {
-                Ok(b) => {
-                    d.config = config::parse(&b);
-                    if d.config.is_none() {
-                        log.warn(
-                            &dir.join("config"),
-                            format!("{} bytes: too short or device gone (vendor 0xffff); config facts unknown", b.len()),
-                        );
-                    }
-                }
+                Ok(b) => match config::parse(&b) {
+                    Ok(c) => d.config = Some(c),
+                    Err(r) => log.warn(&dir.join("config"), format!("{r}; config facts unknown")),
+                },
                 Err(e) => log.warn(
                     &dir.join("config"),
                     format!("unreadable ({e}); config facts unknown"),
@@ -292,27 +336,35 @@ pub fn scan(fs: &dyn FsRoot, source: SourceInfo, opts: &ScanOptions) -> io::Resu
         if let Some(b) = get("resource") {
             let (bars, bad) = resource::parse(&b);
             d.bars = bars;
-            if bad > 0 {
+            if let Some(first) = bad.first() {
                 log.warn(
                     &dir.join("resource"),
-                    format!("{bad} malformed line(s) ignored"),
+                    format!("{} malformed line(s) ignored (first: {first})", bad.len()),
                 );
             }
         }
-        d.aer_correctable = get("aer_dev_correctable").and_then(|b| aer::parse(&b));
-        d.aer_nonfatal = get("aer_dev_nonfatal").and_then(|b| aer::parse(&b));
-        d.aer_fatal = get("aer_dev_fatal").and_then(|b| aer::parse(&b));
+        let aer = |n: &str| log.value(&dir.join(n), get(n), aer::parse);
+        d.aer_correctable = aer("aer_dev_correctable");
+        d.aer_nonfatal = aer("aer_dev_nonfatal");
+        d.aer_fatal = aer("aer_dev_fatal");
         if has("driver") {
             d.driver = link_name(fs, &dir.join("driver"));
         }
+        let link_value = |n: &str| link_name(fs, &dir.join(n)).map(String::into_bytes);
         if has("iommu_group") {
-            d.iommu_group = link_name(fs, &dir.join("iommu_group")).and_then(|n| n.parse().ok());
+            d.iommu_group = log.value(
+                &dir.join("iommu_group"),
+                link_value("iommu_group"),
+                attr::uint,
+            );
             if let Some(g) = d.iommu_group {
                 groups.entry(g).or_insert(None);
             }
         }
         if has("physfn") {
-            d.physfn = link_name(fs, &dir.join("physfn")).and_then(|n| n.parse().ok());
+            d.physfn = log.value(&dir.join("physfn"), link_value("physfn"), |b| {
+                attr::pci_address(attr::text(b)?)
+            });
         }
         d.vf_count = listing
             .iter()
@@ -325,7 +377,7 @@ pub fn scan(fs: &dyn FsRoot, source: SourceInfo, opts: &ScanOptions) -> io::Resu
     // IOMMU group types, one read per group.
     for (g, ty) in groups.iter_mut() {
         let p = PathBuf::from(format!("sys/kernel/iommu_groups/{g}/type"));
-        *ty = read_opt(fs, &log, &p).and_then(|b| attr::text(&b).map(str::to_string));
+        *ty = log.read_text(fs, &p);
     }
     for d in &mut devices {
         if let Some(g) = d.iommu_group {
@@ -351,22 +403,11 @@ pub fn scan(fs: &dyn FsRoot, source: SourceInfo, opts: &ScanOptions) -> io::Resu
     let numa_nodes = numa(fs, &log);
     let machine = machine_info(fs, &log);
 
-    let mut warnings = log.warnings.into_inner();
-    let (devices, host_bridges, switches) =
-        tree::infer_structure(devices, &numa_nodes, &mut warnings);
-    let mut topo = Topology::new(
-        source,
-        machine,
-        numa_nodes,
-        host_bridges,
-        devices,
-        switches,
-        warnings,
-    );
-    if let Some(p) = &opts.pci_ids {
-        crate::pci_ids::name_devices(p, &mut topo);
-    }
-    Ok(topo)
+    let mut raw = RawTopology::new(source, machine);
+    raw.numa_nodes = numa_nodes;
+    raw.devices = devices;
+    raw.warnings = log.warnings.into_inner();
+    Ok(raw)
 }
 
 fn attach_class(
@@ -414,36 +455,35 @@ fn attach_class(
                         let rate_raw = read_opt(fs, log, &pd.join("rate"));
                         od.ports.push(RdmaPort {
                             port: n,
-                            state: read_opt(fs, log, &pd.join("state"))
-                                .and_then(|b| ib::numbered_state(&b)),
-                            phys_state: read_opt(fs, log, &pd.join("phys_state"))
-                                .and_then(|b| ib::numbered_state(&b)),
-                            rate_gbps: rate_raw.as_deref().and_then(ib::rate_gbps),
-                            rate_text: rate_raw.as_deref().and_then(attr::text).map(str::to_string),
-                            link_layer: read_opt(fs, log, &pd.join("link_layer"))
-                                .and_then(|b| attr::text(&b).map(str::to_string)),
+                            state: log.read_value(fs, &pd.join("state"), ib::numbered_state),
+                            phys_state: log.read_value(
+                                fs,
+                                &pd.join("phys_state"),
+                                ib::numbered_state,
+                            ),
+                            rate_gbps: log.value(&pd.join("rate"), rate_raw.clone(), ib::rate_gbps),
+                            rate_text: rate_raw
+                                .as_deref()
+                                .and_then(|b| attr::text(b).ok())
+                                .map(str::to_string),
+                            link_layer: log.read_text(fs, &pd.join("link_layer")),
                         });
                     }
                 }
                 for a in ["fw_ver", "hca_type", "board_id", "node_type"] {
-                    if let Some(v) = read_opt(fs, log, &target.join(a))
-                        .and_then(|b| attr::text(&b).map(str::to_string))
-                    {
+                    if let Some(v) = log.read_text(fs, &target.join(a)) {
                         od.attrs.push((a.to_string(), v));
                     }
                 }
             }
             OsDeviceKind::Net => {
-                od.operstate = read_opt(fs, log, &target.join("operstate"))
-                    .and_then(|b| attr::text(&b).map(str::to_string));
-                od.speed_mbps = read_opt(fs, log, &target.join("speed"))
-                    .and_then(|b| attr::int(&b))
-                    .and_then(|v| u64::try_from(v).ok());
+                od.operstate = log.read_text(fs, &target.join("operstate"));
+                od.speed_mbps = log
+                    .read_value(fs, &target.join("speed"), attr::net_speed_mbps)
+                    .flatten();
             }
             OsDeviceKind::Nvme => {
-                if let Some(v) = read_opt(fs, log, &target.join("model"))
-                    .and_then(|b| attr::text(&b).map(str::to_string))
-                {
+                if let Some(v) = log.read_text(fs, &target.join("model")) {
                     od.attrs.push(("model".into(), v));
                 }
             }
@@ -503,10 +543,7 @@ fn slots(fs: &dyn FsRoot, log: &Log, devices: &mut [Device]) {
         return;
     };
     for e in entries {
-        let Some(addr) = read_opt(fs, log, &dir.join(&e.name).join("address")) else {
-            continue;
-        };
-        let Some(addr) = attr::text(&addr) else {
+        let Some(addr) = log.read_text(fs, &dir.join(&e.name).join("address")) else {
             continue;
         };
         for d in devices.iter_mut() {
@@ -532,16 +569,11 @@ fn numa(fs: &dyn FsRoot, log: &Log) -> Vec<NumaNode> {
             continue;
         };
         let nd = dir.join(&e.name);
-        let cpus = read_opt(fs, log, &nd.join("cpulist"))
-            .and_then(|b| cpulist::parse_list(&b))
+        let cpus = log
+            .read_value(fs, &nd.join("cpulist"), cpulist::parse_list)
             .unwrap_or_default();
-        let distances = read_opt(fs, log, &nd.join("distance"))
-            .and_then(|b| String::from_utf8(b).ok())
-            .map(|s| {
-                s.split_whitespace()
-                    .filter_map(|t| t.parse().ok())
-                    .collect()
-            })
+        let distances = log
+            .read_value(fs, &nd.join("distance"), attr::distances)
             .unwrap_or_default();
         out.push(NumaNode {
             id,
@@ -554,7 +586,7 @@ fn numa(fs: &dyn FsRoot, log: &Log) -> Vec<NumaNode> {
 }
 
 fn text_of(fs: &dyn FsRoot, log: &Log, p: &str) -> Option<String> {
-    read_opt(fs, log, Path::new(p)).and_then(|b| attr::text(&b).map(str::to_string))
+    log.read_text(fs, Path::new(p))
 }
 
 fn machine_info(fs: &dyn FsRoot, log: &Log) -> MachineInfo {

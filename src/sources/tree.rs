@@ -1,6 +1,7 @@
 //! Structure inference over the device list: bridge roles (root port, switch ports, bridge),
-//! switches as single nodes, host bridges and their NUMA node. Shared by every source that
-//! yields a PCI tree (sysfs, hwloc XML).
+//! switches as single nodes, host bridges and their NUMA node. Called by
+//! [`super::assemble::assemble`] for every source: [`infer_structure`] for a full PCI tree
+//! (sysfs, hwloc XML), [`upstream_only_structure`] for a tree without downstream ports (NCCL XML).
 
 use crate::model::bdf::{Bdf, parse_host_bridge};
 use crate::model::device::{Device, DeviceKind};
@@ -249,6 +250,46 @@ pub fn infer_structure(
         })
         .collect();
     (devices, host_bridges, switches)
+}
+
+/// Switches of a tree that keeps only switch upstream ports (NCCL XML): one switch per
+/// `SwitchUpstream` device (`sw0`, `sw1`, … in address order) with no downstream ports, its
+/// parent switch the one whose upstream port it hangs under, and every device's `switch` the
+/// switch of its parent. Devices come back in address order.
+pub fn upstream_only_structure(
+    mut devices: Vec<Device>,
+    evidence: &str,
+) -> (Vec<Device>, Vec<Switch>) {
+    devices.sort_by_key(|d| d.bdf);
+    let ups: Vec<Bdf> = devices
+        .iter()
+        .filter(|d| d.kind == DeviceKind::SwitchUpstream)
+        .map(|d| d.bdf)
+        .collect();
+    let sw_id: HashMap<Bdf, String> = ups
+        .iter()
+        .enumerate()
+        .map(|(n, b)| (*b, format!("sw{n}")))
+        .collect();
+    let parent_of: HashMap<Bdf, Option<Bdf>> = devices.iter().map(|d| (d.bdf, d.parent)).collect();
+    let switches = ups
+        .iter()
+        .map(|u| Switch {
+            id: sw_id[u].clone(),
+            upstream: *u,
+            downstream: Vec::new(),
+            parent_switch: parent_of
+                .get(u)
+                .copied()
+                .flatten()
+                .and_then(|p| sw_id.get(&p).cloned()),
+            evidence: evidence.into(),
+        })
+        .collect();
+    for d in &mut devices {
+        d.switch = d.parent.and_then(|p| sw_id.get(&p).cloned());
+    }
+    (devices, switches)
 }
 
 fn is_bridge(d: &Device, children: &HashMap<Bdf, Vec<usize>>) -> bool {

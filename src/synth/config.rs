@@ -49,8 +49,9 @@ fn w32(b: &mut [u8], off: usize, v: u32) {
 
 /// Link speed in GT/s to the LNKCAP/LNKSTA encoding (1 = 2.5 … 6 = 64); 0 if not a PCIe speed.
 pub fn speed_code(gts: f64) -> u8 {
-    // The encoding is the generation number for Gen1..Gen6.
-    crate::parse::attr::pcie_gen(gts)
+    // The encoding is the generation number (Gen1..Gen6 fit the synthesized registers).
+    crate::model::pcie::by_rate(gts)
+        .map(|g| g.generation)
         .filter(|g| *g <= 6)
         .unwrap_or(0)
 }

@@ -358,7 +358,7 @@ pub(super) fn columns(t: &Topology, m: &Matrix) -> Vec<Node> {
         }
     }
     let socket_of = |cpus: &str| -> Option<u32> {
-        let first = *cpulist::parse_list(cpus.as_bytes())?.first()?;
+        let first = *cpulist::parse_list(cpus.as_bytes()).ok()?.first()?;
         t.machine
             .cpu_cores
             .iter()

@@ -1,0 +1,169 @@
+//! The capture whitelist: the one list, in code, of what peerpath may ever copy off a
+//! machine ([`DEVICE_ATTRS`] in a device directory, [`WHITELIST`] globs elsewhere). A path is
+//! archived only when the scanner touched it *and* it is on this list.
+
+use std::path::{Component, Path};
+
+/// Attribute files and links of a PCI device directory the scanner reads (the `virtfn*` links
+/// are admitted by prefix). They are archived wherever the device directory lies: under
+/// `sys/devices/**` (the kernel's layout) or directly under `sys/bus/pci/devices/*` (some
+/// hand-made snapshots).
+pub const DEVICE_ATTRS: &[&str] = &[
+    "vendor",
+    "device",
+    "subsystem_vendor",
+    "subsystem_device",
+    "class",
+    "revision",
+    "numa_node",
+    "local_cpulist",
+    "local_cpus",
+    "current_link_speed",
+    "current_link_width",
+    "max_link_speed",
+    "max_link_width",
+    "config",
+    "resource",
+    "aer_dev_correctable",
+    "aer_dev_nonfatal",
+    "aer_dev_fatal",
+    "driver",
+    "iommu_group",
+    "physfn",
+];
+
+/// Every other path (relative to the root) peerpath may copy into a capture, as component
+/// globs: `*` inside a component matches any text, `**` matches any number of components.
+/// With [`DEVICE_ATTRS`] this is the whole whitelist: a path is archived only when the scanner
+/// touched it *and* it is whitelisted; a directory the scanner touched is archived as an empty
+/// directory (its name only).
+pub const WHITELIST: &[&str] = &[
+    "sys/bus/pci/devices/*",
+    "sys/kernel/iommu_groups/*/type",
+    // Class devices and the attributes read under them.
+    "sys/class/infiniband/*",
+    "sys/class/net/*",
+    "sys/class/nvme/*",
+    "sys/**/infiniband/*/ports/*/rate",
+    "sys/**/infiniband/*/ports/*/state",
+    "sys/**/infiniband/*/ports/*/phys_state",
+    "sys/**/infiniband/*/ports/*/link_layer",
+    "sys/**/infiniband/*/fw_ver",
+    "sys/**/infiniband/*/hca_type",
+    "sys/**/infiniband/*/board_id",
+    "sys/**/infiniband/*/node_type",
+    "sys/**/net/*/operstate",
+    "sys/**/net/*/speed",
+    "sys/**/nvme/*/model",
+    "sys/bus/pci/slots/*/address",
+    "sys/devices/system/node/node*/cpulist",
+    "sys/devices/system/node/node*/distance",
+    "sys/class/iommu/*",
+    // Node-wide facts.
+    "proc/cpuinfo",
+    "proc/cmdline",
+    "sys/class/dmi/id/sys_vendor",
+    "sys/class/dmi/id/product_name",
+    "sys/hypervisor/type",
+    "proc/driver/nvidia/version",
+    "proc/driver/nvidia/gpus/*/information",
+    "proc/driver/nvidia/gpus/*/numa_status",
+    "sys/module/nvidia/version",
+    "sys/module/nvidia_peermem/version",
+    "sys/module/nv_peer_mem/version",
+    "sys/module/ib_core/version",
+    "sys/kernel/mm/memory_peers/*/version",
+];
+
+/// Whether one path component matches a component glob (`*` matches any text).
+fn component_matches(glob: &str, name: &str) -> bool {
+    match glob.split_once('*') {
+        None => glob == name,
+        Some((pre, rest)) => {
+            if !name.starts_with(pre) {
+                return false;
+            }
+            let tail = &name[pre.len()..];
+            if rest.is_empty() {
+                return true;
+            }
+            (0..=tail.len())
+                .filter(|&i| tail.is_char_boundary(i))
+                .any(|i| component_matches(rest, &tail[i..]))
+        }
+    }
+}
+
+fn glob_matches(glob: &[&str], path: &[&str]) -> bool {
+    match glob.split_first() {
+        None => path.is_empty(),
+        Some((&"**", rest)) => (0..=path.len()).any(|i| glob_matches(rest, &path[i..])),
+        Some((g, rest)) => match path.split_first() {
+            Some((p, prest)) => component_matches(g, p) && glob_matches(rest, prest),
+            None => false,
+        },
+    }
+}
+
+/// Whether a root-relative path is on the whitelist ([`DEVICE_ATTRS`] in a device directory,
+/// or a [`WHITELIST`] glob).
+pub fn whitelisted(path: &Path) -> bool {
+    let comps: Vec<&str> = path
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(s) => s.to_str(),
+            _ => None,
+        })
+        .collect();
+    let Some((name, dir)) = comps.split_last() else {
+        return false;
+    };
+    let device_attr = DEVICE_ATTRS.contains(name) || name.starts_with("virtfn");
+    let in_device_dir = (dir.len() >= 3 && dir[..2] == ["sys", "devices"])
+        || (dir.len() == 5 && dir[..4] == ["sys", "bus", "pci", "devices"]);
+    if device_attr && in_device_dir && dir[2] != "system" && dir[2] != "virtual" {
+        return true;
+    }
+    WHITELIST
+        .iter()
+        .any(|g| glob_matches(&g.split('/').collect::<Vec<_>>(), &comps))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(whitelisted(Path::new(
+            "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/vendor"
+        )));
+        assert!(whitelisted(Path::new("sys/bus/pci/devices/0000:01:00.0")));
+        assert!(whitelisted(Path::new(
+            "sys/bus/pci/devices/0000:01:00.0/class"
+        )));
+        assert!(!whitelisted(Path::new(
+            "sys/bus/pci/devices/0000:01:00.0/vpd"
+        )));
+        assert!(whitelisted(Path::new(
+            "sys/devices/pci0000:00/0000:00:01.0/virtfn12"
+        )));
+        assert!(!whitelisted(Path::new(
+            "sys/devices/pci0000:00/0000:00:01.0/net/eth0/address"
+        )));
+        assert!(!whitelisted(Path::new(
+            "sys/devices/pci0000:00/0000:00:01.0/infiniband/mlx5_0/node_guid"
+        )));
+        assert!(whitelisted(Path::new(
+            "sys/devices/pci0000:00/0000:00:01.0/infiniband/mlx5_0/ports/1/rate"
+        )));
+        assert!(!whitelisted(Path::new("sys/class/dmi/id/product_serial")));
+        assert!(!whitelisted(Path::new("proc/self/environ")));
+        assert!(whitelisted(Path::new(
+            "sys/devices/system/node/node3/cpulist"
+        )));
+        assert!(!whitelisted(Path::new(
+            "sys/devices/system/node/node3/meminfo"
+        )));
+    }
+}
