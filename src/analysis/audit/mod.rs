@@ -5,7 +5,6 @@
 //! together, folds in probe evidence and an expected-layout profile, and derives the verdict.
 //! Sources of every fact: see `docs/audit.md` and shared/reference/gdr-probe-and-audit.md §2.
 
-pub mod assign;
 pub mod check;
 pub mod evidence;
 pub mod finding;
@@ -22,6 +21,9 @@ pub use check::CheckId;
 pub use finding::{Evidence, Finding, PairRef, PathLabel, Severity, Subject, pci_path};
 pub use ready::{GdrReadiness, GdrReason};
 
+use crate::analysis::classify::{Classifier, ClassifyOptions};
+use crate::analysis::pairing::NodeView;
+use crate::analysis::paths::Paths;
 use crate::model::{Bdf, Device, DeviceKind, OsDeviceKind, Topology};
 use serde::{Deserialize, Serialize};
 
@@ -60,10 +62,15 @@ impl Pair {
     }
 }
 
-/// What every check reads: the topology, the GPUs and RDMA NICs in it, and the GPU–NIC pairs.
+/// What every check reads: the topology with its paths model and classification (built once
+/// for the whole audit), the GPUs and RDMA NICs in it, and the GPU–NIC pairs.
 pub struct Ctx<'a> {
     /// The scanned node.
     pub topo: &'a Topology,
+    /// The classification over the node's paths model.
+    pub cl: Classifier<'a>,
+    /// The GPU/NIC tables the one pairing is chosen from.
+    pub view: NodeView,
     /// GPUs (kind `gpu`, SR-IOV VFs excluded, Intel integrated graphics on the root bus
     /// excluded), in address order.
     pub gpus: Vec<&'a Device>,
@@ -89,13 +96,41 @@ impl<'a> Ctx<'a> {
         let (nics, plain_nics): (Vec<&Device>, Vec<&Device>) = topo
             .of_kind(DeviceKind::Nic)
             .partition(|d| d.os_devices.iter().any(|o| o.kind == OsDeviceKind::Rdma));
+        let cl = Classifier::new(topo, &ClassifyOptions::default());
+        let view = NodeView::from_classifier(&cl);
         Ctx {
             topo,
+            cl,
+            view,
             gpus,
             nics,
             plain_nics,
             pairs: Vec::new(),
             virtualized: !topo.machine.hypervisor.is_empty(),
+        }
+    }
+
+    /// The paths model.
+    pub fn paths(&self) -> &Paths<'a> {
+        self.cl.paths()
+    }
+
+    /// The devices between two endpoints on their PCIe path (from the paths model).
+    pub fn path_devices(&self, a: &Bdf, b: &Bdf) -> PathDevices {
+        let p = self.paths();
+        let (Some(ia), Some(ib)) = (p.index(a), p.index(b)) else {
+            return PathDevices {
+                a_up: Vec::new(),
+                b_up: Vec::new(),
+                lca: None,
+            };
+        };
+        let bt = p.between(ia, ib);
+        let bdfs = |v: &[u32]| v.iter().map(|&i| p.device(i).bdf).collect();
+        PathDevices {
+            a_up: bdfs(bt.a_up),
+            b_up: bdfs(bt.b_up),
+            lca: bt.lca.map(|i| p.device(i).bdf),
         }
     }
 
@@ -147,30 +182,6 @@ impl PathDevices {
     /// The bridges traversed (both sides), without the endpoints or the common ancestor.
     pub fn bridges(&self) -> impl Iterator<Item = &Bdf> {
         self.a_up.iter().chain(self.b_up.iter())
-    }
-}
-
-/// Computes [`PathDevices`] for two devices from the parent links of the topology.
-pub fn path_devices(topo: &Topology, a: &Bdf, b: &Bdf) -> PathDevices {
-    let ca = topo.ancestors(a);
-    let cb = topo.ancestors(b);
-    let lca = ca
-        .iter()
-        .skip(1)
-        .find(|x| cb.iter().skip(1).any(|y| y == *x))
-        .copied();
-    let below = |chain: &[Bdf]| -> Vec<Bdf> {
-        chain
-            .iter()
-            .skip(1)
-            .take_while(|x| Some(**x) != lca)
-            .copied()
-            .collect()
-    };
-    PathDevices {
-        a_up: below(&ca),
-        b_up: below(&cb),
-        lca,
     }
 }
 

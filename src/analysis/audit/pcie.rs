@@ -6,7 +6,7 @@
 //! (reference §2.1, §2.2, §2.4, §2.9, §2.10). Config-space facts need root: a 64-byte config
 //! gives `unknown`, never a pass.
 
-use super::{CheckId, Ctx, Evidence, Finding, PairRef, Severity, Subject, path_devices, pci_path};
+use super::{CheckId, Ctx, Evidence, Finding, PairRef, Severity, Subject, pci_path};
 use crate::model::{Bdf, Device, DeviceKind};
 use crate::parse::aer::AerCounters;
 use std::collections::{BTreeMap, BTreeSet};
@@ -79,7 +79,7 @@ pub fn acs_redirect(ctx: &Ctx) -> Vec<Finding> {
     let topo = ctx.topo;
     let mut ports: BTreeMap<Bdf, Vec<PairRef>> = BTreeMap::new();
     for p in &ctx.pairs {
-        for b in path_devices(topo, &p.gpu, &p.nic).bridges() {
+        for b in ctx.path_devices(&p.gpu, &p.nic).bridges() {
             if topo.device(b).is_some_and(|d| {
                 matches!(d.kind, DeviceKind::RootPort | DeviceKind::SwitchDownstream)
             }) {
@@ -156,7 +156,7 @@ pub fn acs_redirect(ctx: &Ctx) -> Vec<Finding> {
 fn hops(ctx: &Ctx) -> Vec<(Bdf, Bdf)> {
     let mut set = BTreeSet::new();
     for e in ctx.gpus.iter().chain(ctx.nics.iter()) {
-        let chain = ctx.topo.ancestors(&e.bdf);
+        let chain = ctx.paths().ancestors(&e.bdf);
         for w in chain.windows(2) {
             let Some(child) = ctx.topo.device(&w[0]) else {
                 continue;
@@ -322,7 +322,7 @@ pub fn aer_errors(ctx: &Ctx) -> Vec<Finding> {
     let topo = ctx.topo;
     let mut scope = BTreeSet::new();
     for e in ctx.gpus.iter().chain(ctx.nics.iter()) {
-        scope.extend(topo.ancestors(&e.bdf));
+        scope.extend(ctx.paths().ancestors(&e.bdf));
     }
     let mut out = Vec::new();
     let mut any_file = false;
@@ -443,7 +443,7 @@ pub fn mps_mrrs(ctx: &Ctx) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut unknown: BTreeMap<Bdf, String> = BTreeMap::new();
     for p in &ctx.pairs {
-        let pd = path_devices(topo, &p.gpu, &p.nic);
+        let pd = ctx.path_devices(&p.gpu, &p.nic);
         let mut devs: Vec<Bdf> = vec![p.gpu];
         devs.extend(pd.a_up.iter().copied());
         devs.extend(pd.lca);

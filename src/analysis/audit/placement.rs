@@ -1,40 +1,21 @@
-//! `gpu-nic-path`: pairs GPUs with RDMA NICs by an optimal matching on path quality, then
-//! bandwidth ([`super::assign::balanced`]), and reports misplaced adapters: a GPU whose best
+//! `gpu-nic-path`: pairs GPUs with RDMA NICs by the node's one matching
+//! ([`crate::analysis::pairing::assign_nics`]: path label, then bandwidth share), and reports misplaced adapters: a GPU whose best
 //! available NIC is worse than PXB, and a NIC no GPU can use at PIX/PXB. The remedy names the
 //! adapter, where it is now (slot, root port, host bridge, NUMA node) and where it belongs (the
 //! switch that holds the GPU, with a free downstream port where one exists).
 
-use super::{
-    CheckId, Ctx, Evidence, Finding, Pair, PathLabel, Severity, Subject, assign, pci_path,
-};
-use crate::analysis::classify::{Classifier, ClassifyOptions, Label};
+use super::{CheckId, Ctx, Evidence, Finding, Pair, PathLabel, Severity, Subject, pci_path};
+use crate::analysis::classify::Label;
+use crate::analysis::pairing::assign_nics;
 use crate::model::{Bdf, Device, Topology};
 
-/// Order of path labels from best to worst, as the matching ranks them: X < NV < PIX < PXB <
-/// PHB < NODE < unknown < SYS. An unknown label is "NODE or SYS" (the classifier leaves only
-/// the NUMA question open), so it ranks between them. Lower is better.
-// TODO(issue 14 merge): replaced by `Ord` on `Label` (the lead's single label order).
-pub fn label_order(l: Label) -> u8 {
-    match l {
-        Label::X => 0,
-        Label::Nv(_) => 1,
-        Label::Pix => 2,
-        Label::Pxb => 3,
-        Label::Phb => 4,
-        Label::Node => 5,
-        Label::Unknown => 6,
-        Label::Sys => 7,
-    }
-}
-
-/// The path between a GPU and a NIC as the matching sees it.
+/// The path between a GPU and a NIC as the matching sees it: the classifier's label and
+/// bottleneck (no words; [`Ctx::reason`] words the pairs a finding names).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Judgement {
     /// nvidia-smi label (`Unknown` when the source cannot decide NODE vs SYS, or a device is
     /// missing).
     pub label: Label,
-    /// Why.
-    pub reason: String,
     /// Bottleneck bandwidth in GB/s, when the links are known.
     pub bottleneck_gbytes: Option<f64>,
 }
@@ -42,7 +23,7 @@ pub struct Judgement {
 impl Judgement {
     /// PIX or PXB (or better): NCCL uses GPUDirect RDMA by default.
     pub fn local(&self) -> bool {
-        label_order(self.label) <= label_order(Label::Pxb)
+        self.label.within_pxb()
     }
 
     /// The label as the audit writes it (`unknown`, not `?`).
@@ -51,40 +32,34 @@ impl Judgement {
     }
 }
 
-/// Judges GPU–NIC paths with the classifier ([`crate::analysis::classify`]), built once per
-/// topology.
-pub struct Judge<'t> {
-    c: Classifier<'t>,
-}
-
-impl<'t> Judge<'t> {
-    /// Prepares the classifier for a topology.
-    pub fn new(topo: &'t Topology) -> Self {
-        Judge {
-            c: Classifier::new(topo, &ClassifyOptions::default()),
-        }
-    }
-
-    /// Judges the path between two devices.
-    pub fn pair(&self, a: &Bdf, b: &Bdf) -> Judgement {
-        match self.c.pair(a, b) {
-            Some(pc) => Judgement {
-                label: pc.label,
-                reason: pc.reason,
-                bottleneck_gbytes: pc.bottleneck_gbytes_per_s,
+impl Ctx<'_> {
+    /// Judges the path between two devices with the classifier built once for the audit.
+    pub fn judge(&self, a: &Bdf, b: &Bdf) -> Judgement {
+        match self.cl.summary_of(a, b) {
+            Some(s) => Judgement {
+                label: s.label,
+                bottleneck_gbytes: s.bottleneck_gbytes_per_s,
             },
             None => Judgement {
                 label: Label::Unknown,
-                reason: format!("{a} or {b} not in the topology"),
                 bottleneck_gbytes: None,
             },
+        }
+    }
+
+    /// Why the classifier labels a pair as it does, in words.
+    pub fn reason(&self, a: &Bdf, b: &Bdf) -> String {
+        match self.cl.label_and_reason(a, b) {
+            Some((_, r)) => r,
+            None => format!("{a} or {b} not in the topology"),
         }
     }
 }
 
 /// Where a device sits: slot, root port, host bridge, NUMA node.
-pub fn location(topo: &Topology, d: &Device) -> String {
-    let chain = topo.ancestors(&d.bdf);
+pub fn location(ctx: &Ctx, d: &Device) -> String {
+    let topo = ctx.topo;
+    let chain = ctx.paths().ancestors(&d.bdf);
     let slot = chain
         .iter()
         .filter_map(|b| topo.device(b).and_then(|x| x.slot.clone()))
@@ -107,7 +82,8 @@ pub fn location(topo: &Topology, d: &Device) -> String {
 
 /// Where a NIC belongs to be PIX/PXB with a GPU: the GPU's switch, naming a free downstream
 /// port (one with nothing below it) of that switch or of a switch above it.
-pub fn target(topo: &Topology, gpu: &Device) -> String {
+pub fn target(ctx: &Ctx, gpu: &Device) -> String {
+    let topo = ctx.topo;
     let Some(sw) = gpu.switch.as_deref().and_then(|id| topo.switch(id)) else {
         return format!(
             "GPU {} sits directly on a root port (no PCIe switch above it), so no slot makes the pair PIX/PXB; the closest is a root port of host bridge {} (PHB) or, failing that, of NUMA node {} (NODE)",
@@ -132,7 +108,7 @@ pub fn target(topo: &Topology, gpu: &Device) -> String {
         }
         cur = s.parent_switch.as_deref().and_then(|id| topo.switch(id));
     }
-    let root = topo.ancestors(&gpu.bdf).last().copied();
+    let root = ctx.paths().ancestors(&gpu.bdf).last().copied();
     let mut s = format!(
         "behind PCIe switch {} (upstream port {}{}) with GPU {}",
         sw.id,
@@ -173,31 +149,32 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
         }
         return Vec::new();
     }
-    let judge = Judge::new(topo);
     let judged: Vec<Vec<Judgement>> = ctx
         .gpus
         .iter()
-        .map(|g| {
-            ctx.nics
-                .iter()
-                .map(|n| judge.pair(&g.bdf, &n.bdf))
-                .collect()
-        })
+        .map(|g| ctx.nics.iter().map(|n| ctx.judge(&g.bdf, &n.bdf)).collect())
         .collect();
-    let cost: Vec<Vec<i64>> = judged
+    // The one GPU→NIC matching (analysis::pairing) over the audit's GPUs and RDMA NICs.
+    let view = &ctx.view;
+    let gpu_rows: Vec<usize> = ctx
+        .gpus
         .iter()
-        .map(|row| {
-            row.iter()
-                .map(|j| {
-                    let bw = j
-                        .bottleneck_gbytes
-                        .map_or(0, |g| (g * 100.0).round().clamp(0.0, 999_999.0) as i64);
-                    i64::from(label_order(j.label)) * 1_000_000 - bw
-                })
-                .collect()
-        })
+        .map(|g| view.gpus.iter().position(|e| e.bdf == g.bdf))
+        .collect::<Option<_>>()
+        .unwrap_or_default();
+    let nic_of_view: Vec<Option<usize>> = view
+        .nics
+        .iter()
+        .map(|e| ctx.nics.iter().position(|n| n.bdf == e.bdf))
         .collect();
-    let assignment = assign::balanced(&cost, ctx.nics.len());
+    let assignment: Vec<usize> = if gpu_rows.len() == ctx.gpus.len() {
+        assign_nics(&view.cand, &gpu_rows)
+            .into_iter()
+            .map(|k| k.and_then(|k| nic_of_view[k]).unwrap_or(0))
+            .collect()
+    } else {
+        vec![0; ctx.gpus.len()]
+    };
     let mut pairs = Vec::new();
     for (gi, &ni) in assignment.iter().enumerate() {
         let (g, n, j) = (ctx.gpus[gi], ctx.nics[ni], &judged[gi][ni]);
@@ -206,7 +183,7 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
             nic: n.bdf,
             rdma: n.rdma_names().next().map(str::to_string),
             label: j.word(),
-            reason: j.reason.clone(),
+            reason: ctx.reason(&g.bdf, &n.bdf),
             bottleneck_gbytes: j.bottleneck_gbytes,
             local: j.local(),
         });
@@ -228,13 +205,40 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
         } else {
             far_sev
         };
-        let best_any = judged[gi].iter().map(|x| label_order(x.label)).min();
-        let shared = if best_any < Some(label_order(j.label)) {
+        let best_any = judged[gi].iter().map(|x| x.label).min();
+        let shared = if best_any < Some(j.label) {
             " (a closer NIC exists but serves another GPU)"
         } else {
             ""
         };
         let nic_name = ctx.name(&n.bdf);
+        // The adapter to move: one that no GPU can use at PIX/PXB and no GPU is paired with
+        // (the misplaced card), else the paired NIC unless a GPU it is local to needs it.
+        let stray = (0..ctx.nics.len())
+            .find(|&k| !assignment.contains(&k) && !judged.iter().any(|row| row[k].local()));
+        let serves_local = pairs
+            .iter()
+            .any(|q| q.nic == n.bdf && q.local && q.gpu != g.bdf);
+        let remedy = match (stray, serves_local) {
+            (Some(k), _) => {
+                let m = ctx.nics[k];
+                format!(
+                    "move NIC {} — now at {}, where no GPU can use it — {}",
+                    ctx.name(&m.bdf),
+                    location(ctx, m),
+                    target(ctx, g)
+                )
+            }
+            (None, true) => format!(
+                "add an RDMA NIC {} ({nic_name} is local to another GPU and stays)",
+                target(ctx, g)
+            ),
+            (None, false) => format!(
+                "move NIC {nic_name} — now at {} — {}",
+                location(ctx, n),
+                target(ctx, g)
+            ),
+        };
         findings.push(
             Finding::new(
                 CheckId::GpuNicPath,
@@ -244,19 +248,15 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
                     "GPU {}: best available NIC {nic_name} is {} ({}){shared}; NCCL will not use GPUDirect RDMA beyond PXB",
                     g.bdf,
                     j.word(),
-                    j.reason
+                    p.reason
                 ),
                 if ctx.virtualized {
                     format!(
                         "this is a VM: the guest PCIe tree may not show the host's; run `peerpath probe` and audit with --evidence. On the host, place NIC {nic_name} (guest view: {}) behind the GPU's PCIe switch",
-                        location(topo, n)
+                        location(ctx, n)
                     )
                 } else {
-                    format!(
-                        "move NIC {nic_name} — now at {} — {}",
-                        location(topo, n),
-                        target(topo, g)
-                    )
+                    remedy
                 },
             )
             .with_all(path_evidence(topo, &g.bdf, &n.bdf))
@@ -269,9 +269,18 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
         }
         let used = assignment.contains(&ni);
         let needy = pairs.iter().position(|p| !p.local);
+        // Unpaired while some GPU has no NIC within PXB: most likely that GPU's NIC in the
+        // wrong slot.
         let (sev, tail) = match (used, needy) {
             (true, _) => (Severity::Warning, String::new()),
-            (false, _) => (
+            (false, Some(gi)) => (
+                Severity::Warning,
+                format!(
+                    " and no GPU is paired with it, while GPU {} has no NIC within PXB: likely that GPU's NIC in the wrong slot",
+                    ctx.gpus[gi].bdf
+                ),
+            ),
+            (false, None) => (
                 Severity::Info,
                 " (not paired with a GPU: fine for storage or in-band traffic)".to_string(),
             ),
@@ -279,12 +288,12 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
         let remedy = match needy {
             Some(gi) => format!(
                 "if it carries GPU traffic, move it — now at {} — {}",
-                location(topo, n),
-                target(topo, ctx.gpus[gi])
+                location(ctx, n),
+                target(ctx, ctx.gpus[gi])
             ),
             None => format!(
                 "none if it serves storage/in-band; else move it (now at {}) behind a GPU's PCIe switch",
-                location(topo, n)
+                location(ctx, n)
             ),
         };
         findings.push(

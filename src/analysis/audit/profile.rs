@@ -4,10 +4,10 @@
 //! (shared/reference/ecosystem.md §4), or read from a TOML file. [`diff`] reports missing,
 //! extra and moved devices by role as `profile-diff` findings.
 
-use super::placement::{Judge, label_order, location, target};
-use super::{CheckId, Ctx, Evidence, Finding, Severity, Subject, path_devices, pci_path};
+use super::placement::{location, target};
+use super::{CheckId, Ctx, Evidence, Finding, Severity, Subject, pci_path};
 use crate::analysis::classify::Label;
-use crate::model::{Bdf, Device, Topology};
+use crate::model::{Bdf, Device};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
@@ -197,8 +197,9 @@ fn pdiff(sev: Severity, subject: Subject, summary: String, remedy: String) -> Fi
 }
 
 /// Hops between a GPU and its NIC below their full width: `(device, current, max)`.
-fn narrow_hops(topo: &Topology, g: &Bdf, n: &Bdf) -> Vec<(Bdf, u32, u32)> {
-    let pd = path_devices(topo, g, n);
+fn narrow_hops(ctx: &Ctx, g: &Bdf, n: &Bdf) -> Vec<(Bdf, u32, u32)> {
+    let topo = ctx.topo;
+    let pd = ctx.path_devices(g, n);
     let mut out = Vec::new();
     for b in std::iter::once(g)
         .chain(pd.bridges())
@@ -259,7 +260,7 @@ pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
                         format!(
                             "GPU {} is at {}; the profile places it on NUMA node {want}",
                             g.bdf,
-                            location(topo, g)
+                            location(ctx, g)
                         ),
                     )
                     .with(
@@ -314,8 +315,7 @@ pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
         }
     }
     // Compute NICs by rail.
-    let max_rank = label_order(max_label(&p.nics.max_path).unwrap_or(Label::Pxb));
-    let judge = Judge::new(topo);
+    let max_label = max_label(&p.nics.max_path).unwrap_or(Label::Pxb);
     let mut compute: Vec<Bdf> = Vec::new();
     for (k, g) in ctx.gpus.iter().enumerate() {
         let nic: Option<&Device> = if let Some(bus) = p.nics.buses.as_ref().and_then(|v| v.get(k)) {
@@ -326,7 +326,7 @@ pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
                     Severity::Error,
                     Subject::Rail(k),
                     format!("missing: compute NIC of rail {k} (for {} {}) expected on bus {bus}, none there", role(k), g.bdf),
-                    format!("install or reseat the rail-{k} adapter {}", target(topo, g)),
+                    format!("install or reseat the rail-{k} adapter {}", target(ctx, g)),
                 ));
             }
             hit
@@ -345,7 +345,7 @@ pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
                         role(k),
                         g.bdf
                     ),
-                    format!("install or reseat the rail-{k} adapter {}", target(topo, g)),
+                    format!("install or reseat the rail-{k} adapter {}", target(ctx, g)),
                 ));
             }
             hit
@@ -366,7 +366,7 @@ pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
                             ctx.name(&x.nic),
                             p.name
                         ),
-                        format!("add an RDMA NIC {}", target(topo, g)),
+                        format!("add an RDMA NIC {}", target(ctx, g)),
                     ));
                     None
                 }
@@ -380,7 +380,7 @@ pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
                             g.bdf,
                             p.name
                         ),
-                        format!("add an RDMA NIC {}", target(topo, g)),
+                        format!("add an RDMA NIC {}", target(ctx, g)),
                     ));
                     None
                 }
@@ -390,8 +390,8 @@ pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
         };
         let Some(n) = nic else { continue };
         compute.push(n.bdf);
-        let j = judge.pair(&g.bdf, &n.bdf);
-        if label_order(j.label) > max_rank {
+        let j = ctx.judge(&g.bdf, &n.bdf);
+        if j.label > max_label {
             out.push(
                 pdiff(
                     Severity::Error,
@@ -408,8 +408,8 @@ pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
                     format!(
                         "move NIC {} — now at {} — {}",
                         ctx.name(&n.bdf),
-                        location(topo, n),
-                        target(topo, g)
+                        location(ctx, n),
+                        target(ctx, g)
                     ),
                 )
                 .with(
@@ -433,7 +433,7 @@ pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
                             g.bdf,
                             a.unwrap_or(0)
                         ),
-                        format!("move NIC {} {}", ctx.name(&n.bdf), target(topo, g)),
+                        format!("move NIC {} {}", ctx.name(&n.bdf), target(ctx, g)),
                     )
                     .with(pci_path(&n.bdf, "numa_node"), b.unwrap_or(0).to_string())
                     .with(pci_path(&g.bdf, "numa_node"), a.unwrap_or(0).to_string()),
@@ -441,7 +441,7 @@ pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
             }
         }
         if p.nics.full_width {
-            let hops = narrow_hops(topo, &g.bdf, &n.bdf);
+            let hops = narrow_hops(ctx, &g.bdf, &n.bdf);
             if !hops.is_empty() {
                 out.push(
                     pdiff(

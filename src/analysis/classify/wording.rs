@@ -3,10 +3,10 @@
 //! [`crate::analysis::paths::hops::walk`]) with its bottleneck, and the matrix-wide notes.
 
 use super::nccl_rules::BaseWhy;
-use super::{Classifier, Hop, NcclView, PairClass, Why};
+use super::{Classifier, Hop, Label, NcclView, PairClass, Why};
 use crate::analysis::nccl;
-use crate::analysis::paths::DevIx;
 use crate::analysis::paths::hops::{self, Step};
+use crate::analysis::paths::{AcsRedirect, DevIx};
 use crate::model::linkfmt;
 use crate::model::{Bdf, Device, DeviceKind, LinkInfo};
 
@@ -80,19 +80,17 @@ impl Classifier<'_> {
         }
     }
 
-    /// One pair with words and hops.
-    pub(super) fn classify_ix(
+    /// The reason for a label with what ACS on the path does to it: the one wording of a pair's
+    /// reason, for [`PairClass::reason`] and for analyses that print only the reason.
+    fn reason_with_acs(
         &self,
-        a: DevIx,
-        b: DevIx,
-        local_gpus_b: Option<&[usize]>,
-    ) -> PairClass {
-        let (label, why) = self.label_ix(a, b);
-        let (ba, bb) = (self.paths.device(a).bdf, self.paths.device(b).bdf);
-        let mut reason = self.reason(why, &ba, &bb);
-        let mut nccl = self.nccl_view(a, b, local_gpus_b);
-        let mut hops = self.hops(a, b, why);
-        let acs = self.paths.acs_on_path(a, b);
+        label: Label,
+        why: Why,
+        a: &Bdf,
+        b: &Bdf,
+        acs: &[AcsRedirect],
+    ) -> String {
+        let mut reason = self.reason(why, a, b);
         if !acs.is_empty() {
             let ports: Vec<String> = acs
                 .iter()
@@ -102,6 +100,34 @@ impl Classifier<'_> {
                 "; but ACS on {} redirects peer-to-peer requests up to the root complex, so traffic takes the PHB path (label {label}, effective PHB)",
                 ports.join(", ")
             ));
+        }
+        reason
+    }
+
+    /// The label of two devices by address with its reason in words (the reason of
+    /// [`PairClass`], without the NCCL view or the hops). `None` if either is not in the
+    /// topology.
+    pub fn label_and_reason(&self, a: &Bdf, b: &Bdf) -> Option<(Label, String)> {
+        let (ia, ib) = (self.paths.index(a)?, self.paths.index(b)?);
+        let (label, why) = self.label_ix(ia, ib);
+        let acs = self.paths.acs_on_path(ia, ib);
+        Some((label, self.reason_with_acs(label, why, a, b, &acs)))
+    }
+
+    /// One pair with words and hops.
+    pub(super) fn classify_ix(
+        &self,
+        a: DevIx,
+        b: DevIx,
+        local_gpus_b: Option<&[usize]>,
+    ) -> PairClass {
+        let (label, why) = self.label_ix(a, b);
+        let (ba, bb) = (self.paths.device(a).bdf, self.paths.device(b).bdf);
+        let acs = self.paths.acs_on_path(a, b);
+        let reason = self.reason_with_acs(label, why, &ba, &bb, &acs);
+        let mut nccl = self.nccl_view(a, b, local_gpus_b);
+        let mut hops = self.hops(a, b, why);
+        if !acs.is_empty() {
             nccl.rules.push(
                 "NCCL does not read ACS: it still predicts this path, but P2P/GDR traffic is redirected through the root complex (and can fail under an IOMMU)".into(),
             );
