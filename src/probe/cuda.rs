@@ -10,7 +10,7 @@
 use super::Unavailable;
 use super::memory::{Buffer, DmaBuf, MemoryKind};
 use cudarc::driver::sys;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
@@ -326,7 +326,7 @@ impl Buffer for CudaBuffer<'_> {
 }
 
 /// What the CUDA probes found about one GPU.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CudaDevice {
     /// CUDA ordinal.
     pub ordinal: usize,
@@ -339,7 +339,7 @@ pub struct CudaDevice {
     /// Whether `cuMemGetHandleForAddressRange` exported a 2 MiB allocation.
     pub dma_buf_export: bool,
     /// Why the export failed, when it did.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dma_buf_export_error: Option<String>,
     /// `CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED`.
     pub gpudirect_rdma_supported: Option<bool>,
@@ -348,12 +348,12 @@ pub struct CudaDevice {
     /// Device → pinned host copy bandwidth, GB/s.
     pub d2h_gbytes_per_s: Option<f64>,
     /// Errors of the calls above, in words.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<String>,
 }
 
 /// Device→device copy between two GPUs.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CudaPeer {
     /// Source ordinal.
     pub src: usize,
@@ -366,7 +366,7 @@ pub struct CudaPeer {
     /// `cuMemcpyPeer` after `cuCtxEnablePeerAccess`, GB/s.
     pub with_peer_gbytes_per_s: Option<f64>,
     /// Errors (or why peer access was not measured), in words.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<String>,
 }
 
@@ -384,15 +384,15 @@ fn split(rs: [&Result<f64, String>; 2], errors: &mut Vec<String>) -> [Option<f64
 }
 
 /// The CUDA probes' report.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CudaReport {
     /// Whether the probes ran.
     pub available: bool,
     /// Why not, when they did not.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// `cuDriverGetVersion`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver_version: Option<i32>,
     /// Per GPU.
     pub devices: Vec<CudaDevice>,

@@ -6,20 +6,26 @@
 //!
 //! Hardware libraries (libibverbs, libfabric, libcuda) are loaded at run time; a missing one
 //! is an [`Unavailable`] naming the package that brings it.
+//!
+//! Stages: [`plan`] (which jobs and cells), [`run`] (fabrics, registrations, the transfer
+//! loop), [`outcome`] (rows, skips, the finished report); [`report`] is the typed report that
+//! `--format json` writes and `audit --evidence` reads.
 
 pub mod counters;
 pub mod cuda;
 pub mod fabric;
 pub mod host;
 pub mod memory;
+pub mod outcome;
 pub mod pairs;
+pub mod plan;
+pub mod report;
 pub mod run;
 pub mod verdict;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Schema tag of the probe's JSON output.
-pub const PROBE_SCHEMA: &str = "peerpath.probe/1";
+pub use report::PROBE_SCHEMA;
 
 /// Why the probe could not run at all (exit code 3): a library or device is missing.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
