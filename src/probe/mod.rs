@@ -77,14 +77,15 @@ extern "C" fn on_sigint(_: libc::c_int) {
 /// fabric library is initialised, because some libfabric providers (PSM) install their own
 /// SIGINT handler that exits the process, which would skip the cleanup.
 pub fn install_interrupt_handler() {
-    // SAFETY: the handler only stores to an atomic; sigaction with a zeroed mask is valid.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_sigint as *const () as libc::sighandler_t;
-        libc::sigemptyset(&mut sa.sa_mask);
-        sa.sa_flags = libc::SA_RESTART;
-        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
-    }
+    // SAFETY: struct sigaction is plain data; all zero is "no handler, no flags".
+    let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+    sa.sa_sigaction = on_sigint as *const () as libc::sighandler_t;
+    sa.sa_flags = libc::SA_RESTART;
+    // SAFETY: sa_mask is a valid sigset_t to clear.
+    unsafe { libc::sigemptyset(&mut sa.sa_mask) };
+    // SAFETY: sa is fully initialised, and its handler only stores to an atomic, which is
+    // async-signal-safe; the old action is not asked for.
+    unsafe { libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut()) };
 }
 
 /// Sets the interrupted flag (tests, and the handler).

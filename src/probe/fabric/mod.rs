@@ -33,14 +33,19 @@ macro_rules! dyn_library {
                 let lib = unsafe { libloading::Library::new(path) }
                     .map_err(|e| unavailable(&e.to_string()))?;
                 Ok($name {
-                    // SAFETY (each symbol): `$ty` is the C signature of the symbol in the
-                    // headers this module's `_sys` file mirrors; the pointer is copied out of
-                    // the `Symbol` but only called while `_lib` keeps the library loaded.
-                    $( $sym: *unsafe { lib.get::<$ty>(concat!(stringify!($sym), "\0").as_bytes()) }
-                        .map_err(|e| unavailable(&format!("missing symbol: {e}")))?, )*
-                    $( $osym: unsafe { lib.get::<$oty>(concat!(stringify!($osym), "\0").as_bytes()) }
-                        .ok()
-                        .map(|s| *s), )*
+                    $( $sym: {
+                        let name = concat!(stringify!($sym), "\0").as_bytes();
+                        // SAFETY: `$ty` is the symbol's C signature in the headers the `_sys`
+                        // file mirrors; the pointer is copied out of the `Symbol` but only
+                        // called while `_lib` keeps the library loaded.
+                        *unsafe { lib.get::<$ty>(name) }
+                            .map_err(|e| unavailable(&format!("missing symbol: {e}")))?
+                    }, )*
+                    $( $osym: {
+                        let name = concat!(stringify!($osym), "\0").as_bytes();
+                        // SAFETY: as above.
+                        unsafe { lib.get::<$oty>(name) }.ok().map(|s| *s)
+                    }, )*
                     _lib: lib,
                 })
             }

@@ -193,25 +193,27 @@ impl OfiFabric {
             return Err(-(libc::ENOMEM as isize));
         }
         let prov = CString::new(q.provider).unwrap_or_default();
-        // SAFETY: hints and its attribute structs were just allocated by libfabric; the
-        // provider name is strdup'ed so that fi_freeinfo may free it.
-        unsafe {
-            (*hints).caps = FI_RMA
-                | FI_READ
-                | FI_WRITE
-                | FI_REMOTE_READ
-                | FI_REMOTE_WRITE
-                | if q.hmem { FI_HMEM } else { 0 };
-            (*hints).mode = FI_CONTEXT | FI_CONTEXT2;
-            (*hints).addr_format = FI_SOCKADDR_IN;
-            (*(*hints).ep_attr).r#type = FI_EP_MSG;
-            (*(*hints).domain_attr).mr_mode = FI_MR_LOCAL
-                | FI_MR_VIRT_ADDR
-                | FI_MR_ALLOCATED
-                | FI_MR_PROV_KEY
-                | if q.hmem { FI_MR_HMEM } else { 0 };
-            (*(*hints).fabric_attr).prov_name = libc::strdup(prov.as_ptr());
-        }
+        let hmem = if q.hmem { FI_HMEM } else { 0 };
+        // SAFETY: hints was just allocated by fi_dupinfo, and is ours until freed below.
+        let h = unsafe { &mut *hints };
+        h.caps = FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | hmem;
+        h.mode = FI_CONTEXT | FI_CONTEXT2;
+        h.addr_format = FI_SOCKADDR_IN;
+        // SAFETY: fi_dupinfo(NULL) allocates every attribute struct of the hints.
+        let ep = unsafe { &mut *h.ep_attr };
+        ep.r#type = FI_EP_MSG;
+        // SAFETY: as above.
+        let domain = unsafe { &mut *h.domain_attr };
+        domain.mr_mode = FI_MR_LOCAL
+            | FI_MR_VIRT_ADDR
+            | FI_MR_ALLOCATED
+            | FI_MR_PROV_KEY
+            | if q.hmem { FI_MR_HMEM } else { 0 };
+        // SAFETY: as above.
+        let fabric = unsafe { &mut *h.fabric_attr };
+        // SAFETY: prov is a NUL-terminated string; the copy is malloc'ed, so fi_freeinfo may
+        // free it with the hints.
+        fabric.prov_name = unsafe { libc::strdup(prov.as_ptr()) };
         let node = c"127.0.0.1";
         let service = CString::new(q.service).unwrap_or_default();
         let mut info = null_mut();
@@ -253,16 +255,15 @@ impl OfiFabric {
         };
         self.hmem = q.hmem;
         self.srv_info = srv;
-        // SAFETY: srv is a non-null fi_info from fi_getinfo, whose domain and fabric
-        // attributes libfabric always allocates, with NUL-terminated names or null.
-        let (mr_mode, domain, provider) = unsafe {
-            let d = &*(*srv).domain_attr;
-            (
-                d.mr_mode,
-                text(d.name),
-                text((*(*srv).fabric_attr).prov_name),
-            )
-        };
+        // SAFETY: srv is a non-null fi_info from fi_getinfo, held until Drop.
+        let info = unsafe { &*srv };
+        // SAFETY: libfabric always allocates an fi_info's domain attributes.
+        let d = unsafe { &*info.domain_attr };
+        // SAFETY: as above, its fabric attributes.
+        let f = unsafe { &*info.fabric_attr };
+        // SAFETY: names in an fi_info are NUL-terminated strings or null.
+        let (domain, provider) = unsafe { (text(d.name), text(f.prov_name)) };
+        let mr_mode = d.mr_mode;
         self.virt_addr = mr_mode & FI_MR_VIRT_ADDR != 0 || mr_mode == 1; // FI_MR_BASIC
         self.domain_name = Some(domain.unwrap_or_else(|| "?".into()));
         if let Some(p) = provider {
@@ -310,8 +311,10 @@ impl OfiFabric {
         let rc = unsafe { passive(self.fabric, self.srv_info, &mut self.pep, null_mut()) };
         self.lib.check("fi_passive_ep", rc as isize)?;
         let pep_fid = self.pep as *mut fid;
-        // SAFETY: pep is open; its header's `ops` and `cm` are the provider's tables.
-        let (fid_ops, cm) = unsafe { (&*(*pep_fid).ops, &*(*self.pep).cm) };
+        // SAFETY: pep is open; its header's `ops` is the provider's table.
+        let fid_ops = unsafe { &*(*pep_fid).ops };
+        // SAFETY: as above, for its connection-management table.
+        let cm = unsafe { &*(*self.pep).cm };
         let bind = entry(fid_ops.bind, "fi_pep_bind")?;
         // SAFETY: pep and eq_s are open objects of this fabric.
         let rc = unsafe { bind(pep_fid, self.eq_s as *mut fid, 0) };
