@@ -113,3 +113,55 @@ pub fn render_text(r: &ProbeReport) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::classify::Label;
+    use crate::probe::cuda::CudaReport;
+    use crate::probe::fabric::Op;
+    use crate::probe::memory::MemoryKind;
+    use crate::probe::report::{CellResult, Direction, GpuRef, NicRef, PROBE_SCHEMA};
+    use crate::probe::verdict::Verdict;
+
+    #[test]
+    fn cells_print_their_refs_in_short_form() {
+        let cell = CellResult {
+            gpu: Some(GpuRef {
+                bdf: Some("0000:13:00.0".parse().unwrap()),
+                cuda: Some(0),
+            }),
+            nic: NicRef::verbs("mlx5_0", 1, Some("0000:14:00.0".parse().unwrap())),
+            memory: MemoryKind::Cuda,
+            direction: Direction::HostToGpu,
+            op: Op::Read,
+            message_bytes: 8 << 20,
+            bytes: 0,
+            seconds: 0.0,
+            gbytes_per_s: 12.5,
+            verified: true,
+            verdict: Verdict::Degraded,
+            expected_label: Some(Label::Pix),
+            reason: "0.70 of host baseline".into(),
+            contradicts: true,
+            control: false,
+            registration: vec![],
+        };
+        let r = ProbeReport {
+            schema: PROBE_SCHEMA.into(),
+            fabric: "verbs".into(),
+            results: vec![cell],
+            cuda: CudaReport::unavailable("no driver"),
+            counter_changes: vec![],
+            notes: vec!["a note".into()],
+            interrupted: false,
+        };
+        let t = render_text(&r);
+        assert!(t.starts_with("probe over verbs (1 cells)\n"), "{t}");
+        assert!(
+            t.contains("  0000:13:00.0   verbs:mlx5_0:1 (0000:14:00.0) cuda  host_to_gpu  read    8 MiB    12.500 GB/s  verified  degraded            [expected PIX] CONTRADICTS: 0.70 of host baseline\n"),
+            "{t}"
+        );
+        assert!(t.contains("  not run: no driver\nnote: a note\n"), "{t}");
+    }
+}

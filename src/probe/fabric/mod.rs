@@ -195,7 +195,18 @@ impl RegKey {
 /// A buffer registered with a fabric, deregistered when dropped. It borrows the buffer
 /// mutably and the fabric shared for its whole life, so the borrow checker — not a calling
 /// convention — ensures the buffer is neither freed nor moved while the NIC may access it,
-/// and that the fabric (protection domain) outlives the registration.
+/// and that the fabric (protection domain) outlives the registration:
+///
+/// ```compile_fail
+/// # use peerpath::probe::fabric::{Fabric, Registration};
+/// # use peerpath::probe::host::HostBuffer;
+/// fn register_then_free(fabric: &dyn Fabric) {
+///     let mut buf = HostBuffer::new(4096).unwrap();
+///     let reg = Registration::new(fabric, &mut buf).unwrap();
+///     drop(buf); // error[E0505]: `buf` is still borrowed by the registration
+///     drop(reg);
+/// }
+/// ```
 pub struct Registration<'f, 'b> {
     fabric: &'f dyn Fabric,
     buf: &'b mut dyn Buffer,
