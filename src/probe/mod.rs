@@ -10,6 +10,11 @@
 //! Stages: [`plan`] (which jobs and cells), [`run`] (fabrics, registrations, the transfer
 //! loop), [`outcome`] (rows, skips, the finished report); [`report`] is the typed report that
 //! `--format json` writes and `audit --evidence` reads.
+//!
+//! Unsafe code (the FFI in `fabric`, `cuda`, `host`) is held to: every `unsafe` block small and
+//! preceded by a `SAFETY:` comment, every `unsafe fn` with a `# Safety` section (the lints
+//! below keep it so).
+#![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
 pub mod counters;
 pub mod cuda;
