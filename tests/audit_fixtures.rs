@@ -288,7 +288,7 @@ fn cli_exit_codes_and_json() {
     std::fs::write(
         &evf,
         format!(
-            "{{\"schema\":\"peerpath.probe/1\",\"results\":[{{\"gpu\":\"{}\",\"nic\":\"mlx5_3\",\"memory\":\"cuda\",\"verdict\":\"confirmed\"}}]}}",
+            "{{\"schema\":\"peerpath.probe/2\",\"results\":[{{\"gpu\":{{\"bdf\":\"{}\"}},\"nic\":{{\"fabric\":\"verbs\",\"rdma\":\"mlx5_3\"}},\"memory\":\"cuda\",\"direction\":\"host_to_gpu\",\"op\":\"write\",\"message_bytes\":65536,\"verdict\":\"confirmed\"}}]}}",
             hgx_gpu(3)
         ),
     )

@@ -1,7 +1,8 @@
 //! `peerpath probe` end to end: real bytes over libfabric's tcp provider on 127.0.0.1 with
 //! host memory (moved, verified, bandwidth > 0), injected faults detected, and the "cannot
 //! run" paths (no kernel RDMA, missing libibverbs/libfabric, no CUDA) giving a clear message
-//! and exit code 3 without a panic.
+//! and exit code 3 without a panic; the JSON is a typed `ProbeReport` that `audit --evidence`
+//! reads back, and a `peerpath.probe/1` document (string NIC) is refused with a clear error.
 
 use serde_json::Value;
 use std::process::{Command, Output};
@@ -57,13 +58,16 @@ fn tcp_loopback_moves_and_verifies_real_bytes() {
         "stderr: {}",
         String::from_utf8_lossy(&o.stderr)
     );
-    assert_eq!(v["schema"], "peerpath.probe/1");
+    assert_eq!(v["schema"], peerpath::probe::PROBE_SCHEMA);
     let results = v["results"].as_array().unwrap();
     // 2 ops × 2 sizes, host to host.
     assert_eq!(results.len(), 4);
     let mut ops = std::collections::BTreeSet::new();
     for r in results {
-        assert!(r["nic"].as_str().unwrap().starts_with("ofi:tcp:"), "{r}");
+        // The NIC is a typed reference: fabric, provider and the domain libfabric opened.
+        assert_eq!(r["nic"]["fabric"], "ofi", "{r}");
+        assert_eq!(r["nic"]["provider"], "tcp", "{r}");
+        assert!(r["nic"]["domain"].is_string(), "{r}");
         assert_eq!(r["memory"], "host");
         assert_eq!(r["direction"], "host_to_host");
         assert_eq!(r["verified"], true, "{r}");
@@ -250,4 +254,60 @@ fn ctrl_c_stops_the_run_and_releases_everything() {
     assert!(v["results"].as_array().unwrap().iter().any(
         |r| r["verdict"] == "not_run" && r["reason"].as_str().unwrap().contains("interrupted")
     ));
+}
+
+#[test]
+fn probe_json_reads_back_as_typed_evidence() {
+    let o = probe(TCP, &[]);
+    no_panic(&o);
+    let text = String::from_utf8(o.stdout.clone()).unwrap();
+    // Probe JSON → ProbeReport: the refs come back typed, and re-serialise to the same JSON.
+    let report = peerpath::probe::report::ProbeReport::from_json("probe", &text).unwrap();
+    assert_eq!(report.results.len(), 4);
+    for r in &report.results {
+        assert_eq!(r.nic.fabric, peerpath::probe::report::FabricKind::Ofi);
+        assert_eq!(r.nic.provider.as_deref(), Some("tcp"));
+        assert!(r.nic.domain.is_some() && r.nic.bdf.is_none() && r.gpu.is_none());
+    }
+    assert_eq!(
+        serde_json::to_value(&report).unwrap(),
+        serde_json::from_str::<Value>(&text).unwrap()
+    );
+    // … and the audit folds it in (host-memory cells carry no GPU evidence).
+    let dir = tempfile::tempdir().unwrap();
+    let ev = dir.path().join("probe.json");
+    std::fs::write(&ev, &text).unwrap();
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/hwloc/32em64t-2n8c+dax+nvme+mic+dimms.tar.bz2"
+    );
+    let audit = |ev: &std::path::Path| {
+        Command::new(env!("CARGO_BIN_EXE_peerpath"))
+            .args(["audit", "--format", "json", "-i", fixture, "--evidence"])
+            .arg(ev)
+            .output()
+            .unwrap()
+    };
+    let a = audit(&ev);
+    assert_ne!(
+        a.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&a.stderr)
+    );
+    assert_eq!(json(&a)["schema"], "peerpath.audit/1");
+    // An old `peerpath.probe/1` document, NIC as a string: refused, saying why.
+    let old = dir.path().join("old.json");
+    std::fs::write(
+        &old,
+        r#"{"schema":"peerpath.probe/1","results":[{"gpu":"0000:83:00.0","nic":"verbs:mlx4_0:1 (0000:81:00.0)","memory":"cuda","verdict":"bad_path"}]}"#,
+    )
+    .unwrap();
+    let a = audit(&old);
+    assert_eq!(a.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&a.stderr);
+    assert!(
+        err.contains("peerpath.probe/1 documents") && err.contains("re-run the probe"),
+        "{err}"
+    );
 }

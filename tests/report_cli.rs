@@ -70,7 +70,7 @@ fn probe_evidence_is_listed_in_the_html() {
     let ev = dir.path().join("probe.json");
     std::fs::write(
         &ev,
-        r#"{"schema":"peerpath.probe/1","fabric":"verbs","results":[{"gpu":"0000:4b:00.0","nic":"mlx5_3","memory":"cuda","direction":"host_to_gpu","op":"write","message_bytes":1048576,"gbytes_per_s":3.25,"verified":true,"verdict":"bad_path","expected_label":"SYS","reason":"at 14% of the host baseline"}]}"#,
+        r#"{"schema":"peerpath.probe/2","fabric":"verbs","results":[{"gpu":{"bdf":"0000:4b:00.0","cuda":3},"nic":{"fabric":"verbs","rdma":"mlx5_3","port":1},"memory":"cuda","direction":"host_to_gpu","op":"write","message_bytes":1048576,"gbytes_per_s":3.25,"verified":true,"verdict":"bad_path","expected_label":"SYS","reason":"at 14% of the host baseline"}]}"#,
     )
     .unwrap();
     let out = dir.path().join("r.html");
@@ -132,5 +132,5 @@ fn bad_input_is_a_clear_error() {
         bad.to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("peerpath.probe/1"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("peerpath.probe/2"));
 }

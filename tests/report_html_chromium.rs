@@ -117,7 +117,7 @@ fn gpu_selector_recolours_in_chromium() {
     });
     let probe = ProbeDoc::parse(
         "probe.json",
-        r#"{"schema":"peerpath.probe/1","fabric":"verbs","results":[{"gpu":"0000:07:00.0","nic":"verbs:mlx5_0:1","memory":"cuda","direction":"host_to_gpu","op":"write","message_bytes":1048576,"gbytes_per_s":22.5,"verified":true,"verdict":"confirmed","expected_label":"PXB","reason":"at 95% of the host baseline"}]}"#,
+        r#"{"schema":"peerpath.probe/2","fabric":"verbs","results":[{"gpu":{"bdf":"0000:07:00.0","cuda":0},"nic":{"fabric":"verbs","rdma":"mlx5_0","port":1},"memory":"cuda","direction":"host_to_gpu","op":"write","message_bytes":1048576,"gbytes_per_s":22.5,"verified":true,"verdict":"confirmed","expected_label":"PXB","reason":"at 95% of the host baseline"}]}"#,
     )
     .unwrap();
     let page = html::render(&HtmlInputs {

@@ -4,7 +4,9 @@
 use clap::{Args, ValueEnum};
 use peerpath::probe::memory::MemoryKind;
 use peerpath::probe::pairs::PairMode;
-use peerpath::probe::run::{self, FabricKind, Fault, ProbeOptions, ProbeReport};
+use peerpath::probe::report::{FabricKind, ProbeFailure};
+use peerpath::probe::run::{self, Fault, ProbeOptions};
+use peerpath::render::probe::render_text;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -50,7 +52,7 @@ pub enum PairsArg {
 pub enum ProbeFormat {
     /// One line per cell.
     Text,
-    /// `peerpath.probe/1` JSON.
+    /// `peerpath.probe/2` JSON (docs/probe.md).
     Json,
 }
 
@@ -129,8 +131,8 @@ pub fn run(
     match run::run(topo.as_ref(), &opts) {
         Err(u) => {
             if json {
-                let v = serde_json::json!({"schema": peerpath::probe::PROBE_SCHEMA, "error": u.message, "results": []});
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                let doc = ProbeFailure::new(&u.message);
+                println!("{}", serde_json::to_string_pretty(&doc)?);
             }
             eprintln!("peerpath probe: cannot run: {u}");
             Ok(EXIT_UNAVAILABLE)
@@ -150,116 +152,4 @@ pub fn run(
             })
         }
     }
-}
-
-fn human(n: usize) -> String {
-    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
-        format!("{} MiB", n >> 20)
-    } else if n >= 1 << 10 && n.is_multiple_of(1 << 10) {
-        format!("{} KiB", n >> 10)
-    } else {
-        format!("{n} B")
-    }
-}
-
-/// The text report: one line per cell, then CUDA probes, counters and notes.
-pub fn render_text(r: &ProbeReport) -> String {
-    use std::fmt::Write;
-    let mut s = String::new();
-    let _ = writeln!(s, "probe over {} ({} cells)", r.fabric, r.results.len());
-    for c in &r.results {
-        let _ = writeln!(
-            s,
-            "  {:<14} {:<28} {:<5} {:<12} {:<5} {:>7}  {:>8.3} GB/s  {:<9} {:<19} {}{}{}",
-            c.gpu.as_deref().unwrap_or("-"),
-            c.nic,
-            c.memory.as_str(),
-            serde_json::to_value(c.direction)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default(),
-            c.op.as_str(),
-            human(c.message_bytes),
-            c.gbytes_per_s,
-            if c.verified { "verified" } else { "UNVERIFIED" },
-            c.verdict.as_str(),
-            c.expected_label
-                .as_deref()
-                .map(|l| format!("[expected {l}] "))
-                .unwrap_or_default(),
-            if c.contradicts { "CONTRADICTS: " } else { "" },
-            c.reason,
-        );
-    }
-    let _ = writeln!(s, "cuda:");
-    if !r.cuda.available {
-        let _ = writeln!(
-            s,
-            "  not run: {}",
-            r.cuda.reason.as_deref().unwrap_or("unknown")
-        );
-    }
-    let f = |x: Option<f64>| match x {
-        Some(v) => format!("{v:.2} GB/s"),
-        None => "n/a".to_string(),
-    };
-    for d in &r.cuda.devices {
-        let _ = writeln!(
-            s,
-            "  GPU {} {} {}: H2D {}, D2H {}, dma-buf {}, GPUDirect RDMA attribute {}{}",
-            d.ordinal,
-            d.pci_bus_id.as_deref().unwrap_or("?"),
-            d.name.as_deref().unwrap_or("?"),
-            f(d.h2d_gbytes_per_s),
-            f(d.d2h_gbytes_per_s),
-            if d.dma_buf_export {
-                "exported".to_string()
-            } else {
-                format!(
-                    "not exported ({})",
-                    d.dma_buf_export_error.as_deref().unwrap_or("?")
-                )
-            },
-            d.gpudirect_rdma_supported
-                .map_or("unknown", |b| if b { "yes" } else { "no" }),
-            if d.errors.is_empty() {
-                String::new()
-            } else {
-                format!(" [{}]", d.errors.join("; "))
-            }
-        );
-    }
-    for p in &r.cuda.peers {
-        let _ = writeln!(
-            s,
-            "  GPU {} -> GPU {}: peer access {}, with {}, without {}{}",
-            p.src,
-            p.dst,
-            p.can_access_peer
-                .map_or("unknown", |b| if b { "yes" } else { "no" }),
-            f(p.with_peer_gbytes_per_s),
-            f(p.without_peer_gbytes_per_s),
-            if p.errors.is_empty() {
-                String::new()
-            } else {
-                format!(" [{}]", p.errors.join("; "))
-            }
-        );
-    }
-    if !r.counter_changes.is_empty() {
-        let _ = writeln!(s, "counters that changed during the run:");
-        for c in &r.counter_changes {
-            let _ = writeln!(s, "  {}: {:?} -> {:?}", c.path, c.before, c.after);
-        }
-    }
-    for n in &r.notes {
-        let _ = writeln!(s, "note: {n}");
-    }
-    if r.interrupted {
-        let _ = writeln!(
-            s,
-            "interrupted: remaining cells not run; every registration, endpoint and buffer was released"
-        );
-    }
-    s
 }

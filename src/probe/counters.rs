@@ -6,7 +6,7 @@
 //! re-read from the live root.
 
 use crate::model::{Bdf, Topology};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -18,7 +18,7 @@ pub struct Snapshot {
 }
 
 /// A file whose contents changed during the probe.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Change {
     /// Path relative to the root (`sys/devices/…/aer_dev_correctable`).
     pub path: String,

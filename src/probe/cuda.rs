@@ -10,7 +10,7 @@
 use super::Unavailable;
 use super::memory::{Buffer, DmaBuf, MemoryKind};
 use cudarc::driver::sys;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
@@ -35,15 +35,27 @@ fn check(what: &str, r: sys::CUresult) -> Result<(), String> {
         return Ok(());
     }
     let mut p: *const c_char = std::ptr::null();
-    // SAFETY: p is a valid out-pointer; the string is static in the driver.
-    let name = unsafe {
-        if sys::cuGetErrorString(r, &mut p) == sys::CUresult::CUDA_SUCCESS && !p.is_null() {
-            CStr::from_ptr(p).to_string_lossy().into_owned()
-        } else {
-            String::new()
-        }
+    // SAFETY: p is a valid out-pointer.
+    let found = unsafe { sys::cuGetErrorString(r, &mut p) } == sys::CUresult::CUDA_SUCCESS;
+    let name = if found && !p.is_null() {
+        // SAFETY: the driver set p to a static NUL-terminated string.
+        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    } else {
+        String::new()
     };
     Err(format!("{what}: {r:?} {name}").trim_end().to_string())
+}
+
+/// Makes `ctx` current on this thread.
+///
+/// # Safety
+///
+/// `ctx` is a primary context retained by a live [`Cuda`].
+unsafe fn set_current(ctx: sys::CUcontext) -> Result<(), String> {
+    guard("cuCtxSetCurrent", || {
+        // SAFETY: the caller's contract.
+        check("cuCtxSetCurrent", unsafe { sys::cuCtxSetCurrent(ctx) })
+    })
 }
 
 /// An initialised CUDA driver.
@@ -66,38 +78,40 @@ pub fn open() -> Result<Result<Cuda, String>, Unavailable> {
         ));
     }
     Ok(guard("cuInit", || {
-        // SAFETY: plain driver API calls with valid out-pointers.
-        unsafe {
-            check("cuInit", sys::cuInit(0))?;
-            let mut v = 0;
-            check("cuDriverGetVersion", sys::cuDriverGetVersion(&mut v))?;
-            let mut n = 0;
-            check("cuDeviceGetCount", sys::cuDeviceGetCount(&mut n))?;
-            let mut devices = Vec::new();
-            for i in 0..n {
-                let mut d = 0;
-                check("cuDeviceGet", sys::cuDeviceGet(&mut d, i))?;
-                let mut ctx = std::ptr::null_mut();
-                check(
-                    "cuDevicePrimaryCtxRetain",
-                    sys::cuDevicePrimaryCtxRetain(&mut ctx, d),
-                )?;
-                devices.push((d, ctx));
-            }
-            Ok(Cuda {
-                devices,
-                driver_version: v,
-            })
+        // SAFETY: no preconditions (flags must be 0).
+        check("cuInit", unsafe { sys::cuInit(0) })?;
+        let (mut v, mut n) = (0, 0);
+        // SAFETY: v is a valid out-pointer.
+        check("cuDriverGetVersion", unsafe {
+            sys::cuDriverGetVersion(&mut v)
+        })?;
+        // SAFETY: n is a valid out-pointer.
+        check("cuDeviceGetCount", unsafe { sys::cuDeviceGetCount(&mut n) })?;
+        // Built as the devices are retained, so Drop releases exactly those on an early error.
+        let mut cuda = Cuda {
+            devices: Vec::new(),
+            driver_version: v,
+        };
+        for i in 0..n {
+            let mut d = 0;
+            // SAFETY: d is a valid out-pointer; i is below the device count.
+            check("cuDeviceGet", unsafe { sys::cuDeviceGet(&mut d, i) })?;
+            let mut ctx = std::ptr::null_mut();
+            // SAFETY: ctx is a valid out-pointer; d is a device handle from cuDeviceGet.
+            let r = unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, d) };
+            check("cuDevicePrimaryCtxRetain", r)?;
+            cuda.devices.push((d, ctx));
         }
+        Ok(cuda)
     }))
 }
 
 impl Drop for Cuda {
     fn drop(&mut self) {
         for (d, _) in &self.devices {
-            // SAFETY: each primary context was retained once in open().
-            let _ = guard("release", || unsafe {
-                check("release", sys::cuDevicePrimaryCtxRelease_v2(*d))
+            let _ = guard("release", || {
+                // SAFETY: each primary context was retained once in open() and is released once.
+                check("release", unsafe { sys::cuDevicePrimaryCtxRelease_v2(*d) })
             });
         }
     }
@@ -114,61 +128,50 @@ impl Cuda {
             .devices
             .get(ordinal)
             .ok_or_else(|| format!("no CUDA device {ordinal}"))?;
-        // SAFETY: c is a retained primary context.
-        guard("cuCtxSetCurrent", || unsafe {
-            check("cuCtxSetCurrent", sys::cuCtxSetCurrent(*c))
-        })?;
+        // SAFETY: c is a primary context this value retained.
+        unsafe { set_current(*c) }?;
         Ok(*c)
     }
 
-    /// PCI address of a device (`0000:17:00.0`, lower case), from `cuDeviceGetPCIBusId`.
-    pub fn pci_bus_id(&self, ordinal: usize) -> Result<String, String> {
+    /// A string the driver writes into a caller's buffer (`cuDeviceGetPCIBusId`,
+    /// `cuDeviceGetName`): `call(buffer, length, device)`.
+    fn device_text(
+        &self,
+        ordinal: usize,
+        what: &str,
+        call: unsafe fn(*mut c_char, c_int, sys::CUdevice) -> sys::CUresult,
+    ) -> Result<String, String> {
         let (d, _) = *self.devices.get(ordinal).ok_or("no such device")?;
-        guard("cuDeviceGetPCIBusId", || {
-            let mut b = [0 as c_char; 32];
-            // SAFETY: buffer and length match.
-            unsafe {
-                check(
-                    "cuDeviceGetPCIBusId",
-                    sys::cuDeviceGetPCIBusId(b.as_mut_ptr(), 32, d),
-                )?
-            };
-            // SAFETY: NUL-terminated by the driver within 32 bytes.
-            Ok(unsafe { CStr::from_ptr(b.as_ptr()) }
-                .to_string_lossy()
-                .to_lowercase())
-        })
-    }
-
-    fn name(&self, ordinal: usize) -> Result<String, String> {
-        let (d, _) = *self.devices.get(ordinal).ok_or("no such device")?;
-        guard("cuDeviceGetName", || {
+        guard(what, || {
             let mut b = [0 as c_char; 128];
-            // SAFETY: buffer and length match.
-            unsafe {
-                check(
-                    "cuDeviceGetName",
-                    sys::cuDeviceGetName(b.as_mut_ptr(), 128, d),
-                )?
-            };
-            // SAFETY: NUL-terminated by the driver.
+            // SAFETY: the buffer and the length passed match; d is a device handle.
+            check(what, unsafe { call(b.as_mut_ptr(), b.len() as c_int, d) })?;
+            b[b.len() - 1] = 0;
+            // SAFETY: NUL-terminated: by the driver, and at the end by the line above.
             Ok(unsafe { CStr::from_ptr(b.as_ptr()) }
                 .to_string_lossy()
                 .into_owned())
         })
     }
 
+    /// PCI address of a device (`0000:17:00.0`, lower case), from `cuDeviceGetPCIBusId`.
+    pub fn pci_bus_id(&self, ordinal: usize) -> Result<String, String> {
+        self.device_text(ordinal, "cuDeviceGetPCIBusId", sys::cuDeviceGetPCIBusId)
+            .map(|s| s.to_lowercase())
+    }
+
+    fn name(&self, ordinal: usize) -> Result<String, String> {
+        self.device_text(ordinal, "cuDeviceGetName", sys::cuDeviceGetName)
+    }
+
     fn attr(&self, ordinal: usize, a: sys::CUdevice_attribute) -> Result<i32, String> {
         let (d, _) = *self.devices.get(ordinal).ok_or("no such device")?;
         guard("cuDeviceGetAttribute", || {
             let mut v: c_int = 0;
-            // SAFETY: valid out-pointer.
-            unsafe {
-                check(
-                    "cuDeviceGetAttribute",
-                    sys::cuDeviceGetAttribute(&mut v, a, d),
-                )?
-            };
+            // SAFETY: v is a valid out-pointer; d is a device handle.
+            check("cuDeviceGetAttribute", unsafe {
+                sys::cuDeviceGetAttribute(&mut v, a, d)
+            })?;
             Ok(v)
         })
     }
@@ -186,8 +189,8 @@ impl Cuda {
         let ctx = self.ctx(ordinal)?;
         guard("cuMemAlloc", || {
             let mut p: sys::CUdeviceptr = 0;
-            // SAFETY: valid out-pointer, current context set.
-            unsafe { check("cuMemAlloc", sys::cuMemAlloc_v2(&mut p, len))? };
+            // SAFETY: p is a valid out-pointer; the device's context is current.
+            check("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut p, len) })?;
             Ok(CudaBuffer {
                 cuda: self,
                 ordinal,
@@ -216,11 +219,14 @@ impl Drop for CudaBuffer<'_> {
             // SAFETY: the fd came from cuMemGetHandleForAddressRange and is closed once.
             unsafe { libc::close(d.fd) };
         }
-        let (ctx, ptr) = (self.ctx, self.ptr);
-        let _ = guard("cuMemFree", || unsafe {
-            // SAFETY: ptr was allocated in ctx and is freed once.
-            check("cuCtxSetCurrent", sys::cuCtxSetCurrent(ctx))?;
-            check("cuMemFree", sys::cuMemFree_v2(ptr))
+        let ptr = self.ptr;
+        // SAFETY: ctx is the primary context `self.cuda` retained.
+        let _ = unsafe { set_current(self.ctx) }.and_then(|_| {
+            guard("cuMemFree", || {
+                // SAFETY: ptr was allocated in this context and is freed once; registrations
+                // of it ended first (their guards borrowed this buffer).
+                check("cuMemFree", unsafe { sys::cuMemFree_v2(ptr) })
+            })
         });
     }
 }
@@ -239,28 +245,32 @@ impl Buffer for CudaBuffer<'_> {
         if offset.checked_add(bytes.len()).is_none_or(|e| e > self.len) {
             return Err("write past the end of device buffer".into());
         }
-        let (ctx, dst) = (self.ctx, self.ptr + offset as u64);
-        guard("cuMemcpyHtoD", || unsafe {
-            // SAFETY: bounds checked; synchronous copy from pageable memory.
-            check("cuCtxSetCurrent", sys::cuCtxSetCurrent(ctx))?;
-            check(
-                "cuMemcpyHtoD",
-                sys::cuMemcpyHtoD_v2(dst, bytes.as_ptr() as *const c_void, bytes.len()),
-            )
+        let dst = self.ptr + offset as u64;
+        // SAFETY: ctx is the primary context `self.cuda` retained.
+        unsafe { set_current(self.ctx) }?;
+        guard("cuMemcpyHtoD", || {
+            let src = bytes.as_ptr() as *const c_void;
+            // SAFETY: the range lies inside this allocation (checked above); src is a live
+            // host slice of that length; the copy is synchronous.
+            check("cuMemcpyHtoD", unsafe {
+                sys::cuMemcpyHtoD_v2(dst, src, bytes.len())
+            })
         })
     }
     fn read_at(&self, offset: usize, out: &mut [u8]) -> Result<(), String> {
         if offset.checked_add(out.len()).is_none_or(|e| e > self.len) {
             return Err("read past the end of device buffer".into());
         }
-        let (ctx, src) = (self.ctx, self.ptr + offset as u64);
-        guard("cuMemcpyDtoH", || unsafe {
-            // SAFETY: bounds checked; synchronous copy.
-            check("cuCtxSetCurrent", sys::cuCtxSetCurrent(ctx))?;
-            check(
-                "cuMemcpyDtoH",
-                sys::cuMemcpyDtoH_v2(out.as_mut_ptr() as *mut c_void, src, out.len()),
-            )
+        let src = self.ptr + offset as u64;
+        // SAFETY: ctx is the primary context `self.cuda` retained.
+        unsafe { set_current(self.ctx) }?;
+        guard("cuMemcpyDtoH", || {
+            let dst = out.as_mut_ptr() as *mut c_void;
+            // SAFETY: the range lies inside this allocation (checked above); dst is a live
+            // host slice of that length; the copy is synchronous.
+            check("cuMemcpyDtoH", unsafe {
+                sys::cuMemcpyDtoH_v2(dst, src, out.len())
+            })
         })
     }
     fn dmabuf(&mut self) -> Result<DmaBuf, String> {
@@ -278,21 +288,18 @@ impl Buffer for CudaBuffer<'_> {
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
         let start = self.ptr & !(page - 1);
         let end = (self.ptr + self.len as u64).div_ceil(page) * page;
-        let (ctx, ptr) = (self.ctx, self.ptr);
-        let fd = guard("cuMemGetHandleForAddressRange", || unsafe {
-            // SAFETY: the range covers this allocation, page-aligned as the driver requires.
-            check("cuCtxSetCurrent", sys::cuCtxSetCurrent(ctx))?;
+        let ptr = self.ptr;
+        // SAFETY: ctx is the primary context `self.cuda` retained.
+        unsafe { set_current(self.ctx) }?;
+        let fd = guard("cuMemGetHandleForAddressRange", || {
             let mut fd: c_int = -1;
-            check(
-                "cuMemGetHandleForAddressRange",
-                sys::cuMemGetHandleForAddressRange(
-                    &mut fd as *mut c_int as *mut c_void,
-                    start,
-                    (end - start) as usize,
-                    sys::CUmemRangeHandleType::CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
-                    0,
-                ),
-            )?;
+            let kind = sys::CUmemRangeHandleType::CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD;
+            let out = &mut fd as *mut c_int as *mut c_void;
+            // SAFETY: out points to an int, what a DMA_BUF_FD handle is; the range covers
+            // this allocation, page-aligned as the driver requires.
+            check("cuMemGetHandleForAddressRange", unsafe {
+                sys::cuMemGetHandleForAddressRange(out, start, (end - start) as usize, kind, 0)
+            })?;
             Ok(fd)
         })?;
         let d = DmaBuf {
@@ -306,19 +313,17 @@ impl Buffer for CudaBuffer<'_> {
         Some(self.ordinal as i32)
     }
     fn is_device_memory(&self) -> Option<bool> {
-        let (ctx, ptr) = (self.ctx, self.ptr);
-        guard("cuPointerGetAttribute", || unsafe {
-            // SAFETY: MEMORY_TYPE writes one unsigned int.
-            check("cuCtxSetCurrent", sys::cuCtxSetCurrent(ctx))?;
+        let ptr = self.ptr;
+        // SAFETY: ctx is the primary context `self.cuda` retained.
+        unsafe { set_current(self.ctx) }.ok()?;
+        guard("cuPointerGetAttribute", || {
             let mut t: u32 = 0;
-            check(
-                "cuPointerGetAttribute",
-                sys::cuPointerGetAttribute(
-                    &mut t as *mut u32 as *mut c_void,
-                    sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                    ptr,
-                ),
-            )?;
+            let out = &mut t as *mut u32 as *mut c_void;
+            let attr = sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE;
+            // SAFETY: MEMORY_TYPE writes one unsigned int to out.
+            check("cuPointerGetAttribute", unsafe {
+                sys::cuPointerGetAttribute(out, attr, ptr)
+            })?;
             Ok(t == sys::CUmemorytype::CU_MEMORYTYPE_DEVICE as u32)
         })
         .ok()
@@ -326,7 +331,7 @@ impl Buffer for CudaBuffer<'_> {
 }
 
 /// What the CUDA probes found about one GPU.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CudaDevice {
     /// CUDA ordinal.
     pub ordinal: usize,
@@ -339,7 +344,7 @@ pub struct CudaDevice {
     /// Whether `cuMemGetHandleForAddressRange` exported a 2 MiB allocation.
     pub dma_buf_export: bool,
     /// Why the export failed, when it did.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dma_buf_export_error: Option<String>,
     /// `CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED`.
     pub gpudirect_rdma_supported: Option<bool>,
@@ -348,12 +353,12 @@ pub struct CudaDevice {
     /// Device → pinned host copy bandwidth, GB/s.
     pub d2h_gbytes_per_s: Option<f64>,
     /// Errors of the calls above, in words.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<String>,
 }
 
 /// Device→device copy between two GPUs.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CudaPeer {
     /// Source ordinal.
     pub src: usize,
@@ -366,7 +371,7 @@ pub struct CudaPeer {
     /// `cuMemcpyPeer` after `cuCtxEnablePeerAccess`, GB/s.
     pub with_peer_gbytes_per_s: Option<f64>,
     /// Errors (or why peer access was not measured), in words.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<String>,
 }
 
@@ -384,15 +389,15 @@ fn split(rs: [&Result<f64, String>; 2], errors: &mut Vec<String>) -> [Option<f64
 }
 
 /// The CUDA probes' report.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CudaReport {
     /// Whether the probes ran.
     pub available: bool,
     /// Why not, when they did not.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// `cuDriverGetVersion`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver_version: Option<i32>,
     /// Per GPU.
     pub devices: Vec<CudaDevice>,
@@ -463,23 +468,20 @@ pub fn probes(budget: Duration) -> CudaReport {
         let (h2d, d2h) = match (cuda.alloc(i, BYTES), pinned(BYTES)) {
             (Ok(dev), Ok(host)) => {
                 let (ctx, d, h) = (dev.ctx, dev.ptr, host.0);
-                let set = move || {
-                    guard("ctx", || unsafe {
-                        check("cuCtxSetCurrent", sys::cuCtxSetCurrent(ctx))
-                    })
-                };
+                // SAFETY: ctx is the primary context `cuda` retained.
+                let set = move || unsafe { set_current(ctx) };
                 let h2d = time_copies(window, BYTES, || {
                     set()?;
-                    // SAFETY: both buffers are BYTES long.
-                    guard("cuMemcpyHtoD", || unsafe {
-                        check("cuMemcpyHtoD", sys::cuMemcpyHtoD_v2(d, h, BYTES))
+                    guard("cuMemcpyHtoD", || {
+                        // SAFETY: dev and host are both BYTES long and alive in this arm.
+                        check("cuMemcpyHtoD", unsafe { sys::cuMemcpyHtoD_v2(d, h, BYTES) })
                     })
                 });
                 let d2h = time_copies(window, BYTES, || {
                     set()?;
-                    // SAFETY: both buffers are BYTES long.
-                    guard("cuMemcpyDtoH", || unsafe {
-                        check("cuMemcpyDtoH", sys::cuMemcpyDtoH_v2(h, d, BYTES))
+                    guard("cuMemcpyDtoH", || {
+                        // SAFETY: as above.
+                        check("cuMemcpyDtoH", unsafe { sys::cuMemcpyDtoH_v2(h, d, BYTES) })
                     })
                 });
                 (h2d, d2h)
@@ -530,9 +532,9 @@ struct Pinned(*mut c_void);
 impl Drop for Pinned {
     fn drop(&mut self) {
         let p = self.0;
-        // SAFETY: p came from cuMemHostAlloc.
-        let _ = guard("cuMemFreeHost", || unsafe {
-            check("cuMemFreeHost", sys::cuMemFreeHost(p))
+        let _ = guard("cuMemFreeHost", || {
+            // SAFETY: p came from cuMemHostAlloc and is freed once.
+            check("cuMemFreeHost", unsafe { sys::cuMemFreeHost(p) })
         });
     }
 }
@@ -540,8 +542,10 @@ impl Drop for Pinned {
 fn pinned(len: usize) -> Result<Pinned, String> {
     guard("cuMemHostAlloc", || {
         let mut p = std::ptr::null_mut();
-        // SAFETY: valid out-pointer; flags 0 = page-locked portable-less host memory.
-        unsafe { check("cuMemHostAlloc", sys::cuMemHostAlloc(&mut p, len, 0))? };
+        // SAFETY: p is a valid out-pointer; flags 0: plain page-locked host memory.
+        check("cuMemHostAlloc", unsafe {
+            sys::cuMemHostAlloc(&mut p, len, 0)
+        })?;
         Ok(Pinned(p))
     })
 }
@@ -549,13 +553,11 @@ fn pinned(len: usize) -> Result<Pinned, String> {
 fn peer_probe(cuda: &Cuda, s: usize, d: usize, window: Duration, bytes: usize) -> CudaPeer {
     let can = guard("cuDeviceCanAccessPeer", || {
         let mut v = 0;
-        // SAFETY: valid out-pointer and device handles.
-        unsafe {
-            check(
-                "cuDeviceCanAccessPeer",
-                sys::cuDeviceCanAccessPeer(&mut v, cuda.devices[d].0, cuda.devices[s].0),
-            )?
-        };
+        let (dd, sd) = (cuda.devices[d].0, cuda.devices[s].0);
+        // SAFETY: v is a valid out-pointer; both are device handles.
+        check("cuDeviceCanAccessPeer", unsafe {
+            sys::cuDeviceCanAccessPeer(&mut v, dd, sd)
+        })?;
         Ok(v != 0)
     })
     .ok();
@@ -567,24 +569,37 @@ fn peer_probe(cuda: &Cuda, s: usize, d: usize, window: Duration, bytes: usize) -
         Ok((a, b)) => {
             let (sc, dc, sp, dp) = (a.ctx, b.ctx, a.ptr, b.ptr);
             let copy = || {
-                guard("cuMemcpyPeer", || unsafe {
-                    // SAFETY: both allocations are `bytes` long; synchronise to time the copy.
-                    check("cuMemcpyPeer", sys::cuMemcpyPeer(dp, dc, sp, sc, bytes))?;
-                    check("cuCtxSynchronize", sys::cuCtxSynchronize())
+                guard("cuMemcpyPeer", || {
+                    // SAFETY: a and b are both `bytes` long, alive in this arm, in the
+                    // contexts given.
+                    check("cuMemcpyPeer", unsafe {
+                        sys::cuMemcpyPeer(dp, dc, sp, sc, bytes)
+                    })?;
+                    // SAFETY: no preconditions; waits for the copy, to time it.
+                    check("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() })
                 })
             };
             let without = time_copies(window, bytes, copy);
             let with = if can == Some(true) {
-                let en = guard("cuCtxEnablePeerAccess", || unsafe {
-                    // SAFETY: enabling access from the destination's context to the source's.
-                    check("cuCtxSetCurrent", sys::cuCtxSetCurrent(dc))?;
-                    check("cuCtxEnablePeerAccess", sys::cuCtxEnablePeerAccess(sc, 0))
+                // SAFETY: dc is the primary context `cuda` retained.
+                let en = unsafe { set_current(dc) }.and_then(|_| {
+                    guard("cuCtxEnablePeerAccess", || {
+                        // SAFETY: sc is a live context; access from the current one to it.
+                        check("cuCtxEnablePeerAccess", unsafe {
+                            sys::cuCtxEnablePeerAccess(sc, 0)
+                        })
+                    })
                 });
                 let r = en.and_then(|_| time_copies(window, bytes, copy));
-                // SAFETY: undo what was enabled; harmless if it was not.
-                let _ = guard("cuCtxDisablePeerAccess", || unsafe {
-                    check("cuCtxSetCurrent", sys::cuCtxSetCurrent(dc))?;
-                    check("cuCtxDisablePeerAccess", sys::cuCtxDisablePeerAccess(sc))
+                // Undo what was enabled; an error when it was not is harmless.
+                // SAFETY: dc is the primary context `cuda` retained.
+                let _ = unsafe { set_current(dc) }.and_then(|_| {
+                    guard("cuCtxDisablePeerAccess", || {
+                        // SAFETY: sc is a live context.
+                        check("cuCtxDisablePeerAccess", unsafe {
+                            sys::cuCtxDisablePeerAccess(sc)
+                        })
+                    })
                 });
                 r
             } else {

@@ -12,7 +12,8 @@ pub struct HostBuffer {
     notes: Vec<String>,
 }
 
-// The buffer is plain memory owned by this value.
+// SAFETY: the pointer is plain memory this value owns alone (no thread affinity, no sharing);
+// moving the owner to another thread moves that ownership.
 unsafe impl Send for HostBuffer {}
 
 impl HostBuffer {
@@ -25,7 +26,8 @@ impl HostBuffer {
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
         let page = if page > 0 { page as usize } else { 4096 };
         let mut p: *mut libc::c_void = std::ptr::null_mut();
-        // SAFETY: p is a valid out-pointer; alignment is a power of two multiple of void*.
+        // SAFETY: p is a valid out-pointer; the page size is a power of two multiple of
+        // sizeof(void *).
         let rc = unsafe { libc::posix_memalign(&mut p, page, len) };
         if rc != 0 || p.is_null() {
             return Err(format!(
@@ -83,13 +85,13 @@ fn memlock_limit() -> String {
 
 impl Drop for HostBuffer {
     fn drop(&mut self) {
-        // SAFETY: ptr/len came from posix_memalign in new() and are freed once.
-        unsafe {
-            if self.locked {
-                libc::munlock(self.ptr as *const libc::c_void, self.len);
-            }
-            libc::free(self.ptr as *mut libc::c_void);
+        if self.locked {
+            // SAFETY: ptr/len is the range new() locked.
+            unsafe { libc::munlock(self.ptr as *const libc::c_void, self.len) };
         }
+        // SAFETY: ptr came from posix_memalign in new() and is freed once; registrations of
+        // it ended first (their guards borrowed this buffer).
+        unsafe { libc::free(self.ptr as *mut libc::c_void) };
     }
 }
 
@@ -143,47 +145,43 @@ pub struct CpuPin {
 impl CpuPin {
     /// Pins to `cpus`; a no-op (with the reason) when the set is empty or refused.
     pub fn new(cpus: &[u32]) -> (CpuPin, Option<String>) {
-        // SAFETY: cpu_set_t is plain data; the CPU_* helpers bound-check against its size.
-        unsafe {
-            let mut old: libc::cpu_set_t = std::mem::zeroed();
-            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut old) != 0 {
-                return (
-                    CpuPin { old: None },
-                    Some(format!(
-                        "sched_getaffinity: {}",
-                        std::io::Error::last_os_error()
-                    )),
-                );
-            }
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            let mut any = false;
-            for &c in cpus {
-                if (c as usize) < libc::CPU_SETSIZE as usize && libc::CPU_ISSET(c as usize, &old) {
-                    libc::CPU_SET(c as usize, &mut set);
-                    any = true;
-                }
-            }
-            if !any {
-                return (
-                    CpuPin { old: None },
-                    Some(
-                        "none of the NIC's local CPUs is available to this process; not pinned"
-                            .into(),
-                    ),
-                );
-            }
-            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                return (
-                    CpuPin { old: None },
-                    Some(format!(
-                        "sched_setaffinity: {}",
-                        std::io::Error::last_os_error()
-                    )),
-                );
-            }
-            (CpuPin { old: Some(old) }, None)
+        let unpinned = |why: String| (CpuPin { old: None }, Some(why));
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        let mut old = empty_cpu_set();
+        // SAFETY: old is a valid cpu_set_t of `size` bytes for the kernel to fill.
+        if unsafe { libc::sched_getaffinity(0, size, &mut old) } != 0 {
+            let e = std::io::Error::last_os_error();
+            return unpinned(format!("sched_getaffinity: {e}"));
         }
+        let mut set = empty_cpu_set();
+        let mut any = false;
+        for &c in cpus {
+            let c = c as usize;
+            // SAFETY: c is below CPU_SETSIZE, the bit count of a cpu_set_t (checked first).
+            if c < libc::CPU_SETSIZE as usize && unsafe { libc::CPU_ISSET(c, &old) } {
+                // SAFETY: as above.
+                unsafe { libc::CPU_SET(c, &mut set) };
+                any = true;
+            }
+        }
+        if !any {
+            return unpinned(
+                "none of the NIC's local CPUs is available to this process; not pinned".into(),
+            );
+        }
+        // SAFETY: set is a valid cpu_set_t of `size` bytes.
+        if unsafe { libc::sched_setaffinity(0, size, &set) } != 0 {
+            let e = std::io::Error::last_os_error();
+            return unpinned(format!("sched_setaffinity: {e}"));
+        }
+        (CpuPin { old: Some(old) }, None)
     }
+}
+
+/// A CPU set with no CPU in it.
+fn empty_cpu_set() -> libc::cpu_set_t {
+    // SAFETY: cpu_set_t is a plain bit array; all zero is the empty set (CPU_ZERO).
+    unsafe { std::mem::zeroed() }
 }
 
 impl Drop for CpuPin {

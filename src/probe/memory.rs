@@ -5,7 +5,7 @@
 use std::fmt;
 
 /// Which memory a buffer lives in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MemoryKind {
     /// Page-aligned host memory, pinned with `mlock` when the limit allows.

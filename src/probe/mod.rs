@@ -6,20 +6,31 @@
 //!
 //! Hardware libraries (libibverbs, libfabric, libcuda) are loaded at run time; a missing one
 //! is an [`Unavailable`] naming the package that brings it.
+//!
+//! Stages: [`plan`] (which jobs and cells), [`run`] (fabrics, registrations, the transfer
+//! loop), [`outcome`] (rows, skips, the finished report); [`report`] is the typed report that
+//! `--format json` writes and `audit --evidence` reads.
+//!
+//! Unsafe code (the FFI in `fabric`, `cuda`, `host`) is held to: every `unsafe` block small and
+//! preceded by a `SAFETY:` comment, every `unsafe fn` with a `# Safety` section (the lints
+//! below keep it so).
+#![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
 pub mod counters;
 pub mod cuda;
 pub mod fabric;
 pub mod host;
 pub mod memory;
+pub mod outcome;
 pub mod pairs;
+pub mod plan;
+pub mod report;
 pub mod run;
 pub mod verdict;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Schema tag of the probe's JSON output.
-pub const PROBE_SCHEMA: &str = "peerpath.probe/1";
+pub use report::PROBE_SCHEMA;
 
 /// Why the probe could not run at all (exit code 3): a library or device is missing.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -71,14 +82,15 @@ extern "C" fn on_sigint(_: libc::c_int) {
 /// fabric library is initialised, because some libfabric providers (PSM) install their own
 /// SIGINT handler that exits the process, which would skip the cleanup.
 pub fn install_interrupt_handler() {
-    // SAFETY: the handler only stores to an atomic; sigaction with a zeroed mask is valid.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_sigint as *const () as libc::sighandler_t;
-        libc::sigemptyset(&mut sa.sa_mask);
-        sa.sa_flags = libc::SA_RESTART;
-        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
-    }
+    // SAFETY: struct sigaction is plain data; all zero is "no handler, no flags".
+    let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+    sa.sa_sigaction = on_sigint as *const () as libc::sighandler_t;
+    sa.sa_flags = libc::SA_RESTART;
+    // SAFETY: sa_mask is a valid sigset_t to clear.
+    unsafe { libc::sigemptyset(&mut sa.sa_mask) };
+    // SAFETY: sa is fully initialised, and its handler only stores to an atomic, which is
+    // async-signal-safe; the old action is not asked for.
+    unsafe { libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut()) };
 }
 
 /// Sets the interrupted flag (tests, and the handler).

@@ -3,6 +3,7 @@
 //! nvidia-smi label (PIX best … SYS worst), which is also the label the measurement is judged
 //! against.
 
+use crate::analysis::classify::{self, Label};
 use crate::model::{Bdf, DeviceKind, Topology};
 use serde::Serialize;
 
@@ -35,8 +36,8 @@ pub struct Pair {
     pub gpu: Bdf,
     /// The NIC.
     pub nic: RdmaNic,
-    /// Label from the local ranking: PIX, PXB, PHB, NODE or SYS.
-    pub expected_label: String,
+    /// The classifier's label for the pair (PIX, PXB, PHB, NODE, SYS, NV#, or `?`).
+    pub expected_label: Label,
     /// Whether this is the control (worse) pair of its GPU.
     pub control: bool,
 }
@@ -67,19 +68,12 @@ pub fn rdma_nics(t: &Topology) -> Vec<RdmaNic> {
 }
 
 /// The expected path label of a pair, from the classifier
-/// ([`crate::analysis::classify::classify_pair`]): `PIX`, `PXB`, `PHB`, `NODE`, `SYS`, `NV#`, or
-/// `?` when the topology cannot decide it.
-pub fn local_label(t: &Topology, a: &Bdf, b: &Bdf) -> String {
-    crate::analysis::classify::classify_pair(t, a, b, &Default::default())
-        .map(|p| p.label.to_string())
-        .unwrap_or_else(|| "?".into())
-}
-
-fn rank(label: &str) -> u8 {
-    label
-        .parse::<crate::analysis::classify::Label>()
-        .map(|l| l.rank())
-        .unwrap_or(u8::MAX)
+/// ([`classify::classify_pair`]): `PIX`, `PXB`, `PHB`, `NODE`, `SYS`, `NV#`, or
+/// [`Label::Unknown`] when the topology cannot decide it.
+pub fn local_label(t: &Topology, a: &Bdf, b: &Bdf) -> Label {
+    classify::classify_pair(t, a, b, &Default::default())
+        .map(|p| p.label)
+        .unwrap_or(Label::Unknown)
 }
 
 /// The pairs to probe.
@@ -91,16 +85,16 @@ pub fn select(t: &Topology, mode: PairMode) -> Vec<Pair> {
         .iter()
         .filter(|d| d.kind.is_compute() && !d.is_vf())
     {
-        let mut ranked: Vec<(&RdmaNic, String)> = nics
+        let mut ranked: Vec<(&RdmaNic, Label)> = nics
             .iter()
             .map(|n| (n, local_label(t, &g.bdf, &n.bdf)))
             .collect();
-        ranked.sort_by_key(|(n, l)| (rank(l), n.bdf, n.rdma.clone()));
+        ranked.sort_by_key(|(n, l)| (l.rank(), n.bdf, n.rdma.clone()));
         match mode {
             PairMode::All => out.extend(ranked.iter().map(|(n, l)| Pair {
                 gpu: g.bdf,
                 nic: (*n).clone(),
-                expected_label: l.to_string(),
+                expected_label: *l,
                 control: false,
             })),
             PairMode::Best => {
@@ -110,14 +104,14 @@ pub fn select(t: &Topology, mode: PairMode) -> Vec<Pair> {
                 out.push(Pair {
                     gpu: g.bdf,
                     nic: (*best).clone(),
-                    expected_label: bl.to_string(),
+                    expected_label: *bl,
                     control: false,
                 });
-                if let Some((worse, wl)) = ranked.iter().find(|(_, l)| rank(l) > rank(bl)) {
+                if let Some((worse, wl)) = ranked.iter().find(|(_, l)| l.rank() > bl.rank()) {
                     out.push(Pair {
                         gpu: g.bdf,
                         nic: (*worse).clone(),
-                        expected_label: wl.to_string(),
+                        expected_label: *wl,
                         control: true,
                     });
                 }
@@ -144,11 +138,11 @@ mod tests {
         assert_eq!(nics.len(), 1);
         assert_eq!(nics[0].rdma, "mlx4_0");
         let gpu: Bdf = "0000:83:00.0".parse().unwrap();
-        assert_eq!(local_label(&t, &gpu, &nics[0].bdf), "PHB");
+        assert_eq!(local_label(&t, &gpu, &nics[0].bdf), Label::Phb);
         let best = select(&t, PairMode::Best);
         assert_eq!(best.len(), 1, "one NIC: no worse control exists");
         assert_eq!(best[0].gpu, gpu);
-        assert_eq!(best[0].expected_label, "PHB");
+        assert_eq!(best[0].expected_label, Label::Phb);
         assert!(!best[0].control);
         assert_eq!(select(&t, PairMode::All).len(), 1);
     }

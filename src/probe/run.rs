@@ -1,31 +1,27 @@
-//! The transfer loop, written once over [`Fabric`] and [`Buffer`]: for each cell (pair,
-//! memory, direction, op, message size) fill the source with a seeded pattern and poison the
-//! destination, warm up, run a fixed wall-clock window with up to N operations in flight,
-//! drain, and verify every slot of the destination. Then verdicts, counters, the report.
+//! The probe run: the jobs from [`super::plan`], and for each one a fabric opened on its NIC,
+//! its buffers allocated and registered (each registration a [`Registration`] guard), and the
+//! transfer loop, written once over [`Fabric`] and [`Buffer`]: for each cell (direction, op,
+//! message size) fill the source with a seeded pattern and poison the destination, warm up,
+//! run a fixed wall-clock window with up to N operations in flight, drain, and verify every
+//! slot of the destination. [`super::outcome`] turns what happened into result rows.
 
-use super::counters::{self, Change};
-use super::cuda::{self, CudaReport};
-use super::fabric::ofi::OfiFabric;
+use super::counters;
+use super::cuda::{self, Cuda};
+use super::fabric::ofi::{self, OfiFabric};
 use super::fabric::verbs::{self, VerbsFabric};
-use super::fabric::{Completion, Fabric, Op, OpenError, Posted, RegAttempt, Transfer};
+use super::fabric::{
+    Completion, Fabric, Op, OpenError, Posted, RegAttempt, Registration, Transfer,
+};
 use super::host::{CpuPin, HostBuffer};
 use super::memory::{self, Buffer, MemoryKind};
-use super::pairs::{self, PairMode};
-use super::verdict::{self, CellFacts, Verdict};
-use super::{PROBE_SCHEMA, Unavailable, interrupted};
+use super::outcome::{self, Baselines, JobFacts, JobRows};
+use super::pairs::PairMode;
+use super::plan::{self, Job};
+use super::report::{CellResult, Direction, FabricKind, NicRef, ProbeReport};
+use super::verdict::Verdict;
+use super::{Unavailable, interrupted};
 use crate::model::Topology;
-use serde::Serialize;
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
-
-/// Which fabric library to use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FabricKind {
-    /// libibverbs (InfiniBand, RoCE).
-    Verbs,
-    /// libfabric (EFA, Slingshot, UET, tcp).
-    Ofi,
-}
 
 /// A fault to inject in a test build (honoured only with debug assertions).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,7 +47,7 @@ impl Fault {
     }
 }
 
-/// Options of a probe run.
+/// Options of a probe run (from `peerpath probe`'s command line).
 #[derive(Debug, Clone)]
 pub struct ProbeOptions {
     /// Fabric library.
@@ -74,139 +70,53 @@ pub struct ProbeOptions {
     pub fault: Option<Fault>,
 }
 
-/// Direction of a cell relative to the memory under test.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Direction {
-    /// GPU memory is the source, host memory the destination.
-    GpuToHost,
-    /// Host memory is the source, GPU memory the destination.
-    HostToGpu,
-    /// Host to host: the baseline.
-    HostToHost,
-}
-
-/// One measured (or skipped) cell: the `results[]` entry of `peerpath.probe/1`.
-#[derive(Debug, Clone, Serialize)]
-pub struct CellResult {
-    /// GPU PCI address or `cuda:<ordinal>`; null for host-only cells.
-    pub gpu: Option<String>,
-    /// NIC: `verbs:mlx5_0:1 (0000:17:00.0)` or `ofi:tcp:lo`.
-    pub nic: String,
-    /// Memory of the non-host side (`host` for baseline cells).
-    pub memory: MemoryKind,
-    /// Direction.
-    pub direction: Direction,
-    /// RDMA operation.
-    pub op: Op,
-    /// Bytes per operation.
-    pub message_bytes: usize,
-    /// Bytes moved in the timed window (completed operations × message size).
+/// What one cell's transfers did, before any verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellOutcome {
+    /// Bytes moved in the timed window.
     pub bytes: u64,
     /// Length of the timed window, first post to last completion.
     pub seconds: f64,
-    /// `bytes / seconds / 10^9`.
-    pub gbytes_per_s: f64,
-    /// Whether every destination slot held the source pattern afterwards.
+    /// Whether every used destination slot held the source pattern.
     pub verified: bool,
-    /// Verdict.
-    pub verdict: Verdict,
-    /// Classification label the verdict is compared with.
-    pub expected_label: Option<String>,
-    /// Why this verdict, in words (ratios, errors, errno meanings).
-    pub reason: String,
-    /// Whether the verdict contradicts the label.
-    pub contradicts: bool,
-    /// Whether the pair is the control (worse) pair of its GPU.
-    pub control: bool,
-    /// Registration attempts for the GPU buffer (empty for host cells).
-    pub registration: Vec<RegAttempt>,
+    /// The post, completion or verification error, in words.
+    pub error: Option<String>,
 }
 
-/// The whole report (`schema: peerpath.probe/1`).
-#[derive(Debug, Clone, Serialize)]
-pub struct ProbeReport {
-    /// Always [`PROBE_SCHEMA`].
-    pub schema: String,
-    /// `verbs` or `ofi:<provider>`.
-    pub fabric: String,
-    /// One entry per cell.
-    pub results: Vec<CellResult>,
-    /// CUDA copy probes (or why they did not run).
-    pub cuda: CudaReport,
-    /// Sysfs files that changed during the run (AER, link state, port counters).
-    pub counter_changes: Vec<Change>,
-    /// Notes: buffers not pinned, counters not read, …
-    pub notes: Vec<String>,
-    /// Whether Ctrl-C stopped the run early.
-    pub interrupted: bool,
-}
-
-impl ProbeReport {
-    /// Whether any cell contradicted its label or failed.
-    pub fn any_contradiction(&self) -> bool {
-        self.results.iter().any(|r| {
-            r.contradicts
-                || matches!(
-                    r.verdict,
-                    Verdict::TransferFailed | Verdict::RegistrationFailed
-                )
-        })
-    }
-}
-
-/// Buffer size per side: room for 4 slots of the largest message, at least 1 MiB.
-fn buffer_len(sizes: &[usize]) -> usize {
-    sizes
-        .iter()
-        .copied()
-        .max()
-        .unwrap_or(1 << 20)
-        .saturating_mul(4)
-        .max(1 << 20)
-}
-
-struct CellOutcome {
-    bytes: u64,
-    seconds: f64,
-    verified: bool,
-    error: Option<String>,
-}
-
-/// Runs one cell. `src`/`dst` are `(buffer, registration handle)`.
+/// Runs one cell: `msg`-byte operations of `op` from `src` to `dst` (both registered with
+/// `fab`) for a warm-up of `window / 5` and then `window`, and verifies the destination.
 #[allow(clippy::too_many_arguments)]
 fn run_cell(
-    fab: &mut dyn Fabric,
+    fab: &dyn Fabric,
     op: Op,
-    src: (&mut dyn Buffer, usize),
-    dst: (&mut dyn Buffer, usize),
+    src: &mut Registration<'_, '_>,
+    dst: &mut Registration<'_, '_>,
     msg: usize,
     window: Duration,
     seed: u64,
     fault: Option<Fault>,
 ) -> CellOutcome {
-    let (sbuf, sh) = src;
-    let (dbuf, dh) = dst;
     let fail = |e: String| CellOutcome {
         bytes: 0,
         seconds: 0.0,
         verified: false,
         error: Some(e),
     };
-    let slots = (sbuf.len().min(dbuf.len()) / msg)
+    let slots = (src.buffer().len().min(dst.buffer().len()) / msg)
         .min(fab.max_outstanding())
         .min(16);
     if slots == 0 {
         return fail(format!("message of {msg} bytes does not fit the buffers"));
     }
-    if let Err(e) = memory::fill(sbuf, seed).and_then(|_| memory::fill(dbuf, !seed)) {
+    if let Err(e) = memory::fill(src.buffer(), seed).and_then(|_| memory::fill(dst.buffer(), !seed))
+    {
         return fail(format!("could not fill buffers: {e}"));
     }
     // WRITE: the initiator's local buffer is the source; READ: the local buffer is the
     // destination and the target's buffer the source.
     let (local, remote) = match op {
-        Op::Write => (sh, dh),
-        Op::Read => (dh, sh),
+        Op::Write => (src.key(), dst.key()),
+        Op::Read => (dst.key(), src.key()),
     };
     let len = if fault == Some(Fault::Truncate) {
         (msg / 2).max(1)
@@ -214,7 +124,7 @@ fn run_cell(
         msg
     };
     let mut used = vec![false; slots];
-    let mut phase = |window: Duration, used: &mut [bool]| -> Result<(u64, f64), String> {
+    let phase = |window: Duration, used: &mut [bool]| -> Result<(u64, f64), String> {
         let t0 = Instant::now();
         let mut busy = vec![false; slots];
         let mut inflight = 0usize;
@@ -280,6 +190,7 @@ fn run_cell(
         Ok(x) => x,
         Err(e) => return fail(e),
     };
+    let dbuf = dst.buffer();
     if fault == Some(Fault::Corrupt) {
         let mut b = [0u8];
         if dbuf.read_at(msg / 2, &mut b).is_ok() {
@@ -313,31 +224,6 @@ fn run_cell(
     }
 }
 
-/// Cells of one NIC/GPU combination to run, in order.
-fn cell_plan(memory: MemoryKind) -> Vec<(Direction, Op)> {
-    match memory {
-        MemoryKind::Host => vec![
-            (Direction::HostToHost, Op::Write),
-            (Direction::HostToHost, Op::Read),
-        ],
-        MemoryKind::Cuda => vec![
-            (Direction::GpuToHost, Op::Write),
-            (Direction::GpuToHost, Op::Read),
-            (Direction::HostToGpu, Op::Write),
-            (Direction::HostToGpu, Op::Read),
-        ],
-    }
-}
-
-/// One unit of work: a fabric to open, and the GPU (CUDA ordinal + label) to test on it.
-struct Job {
-    /// For verbs: (rdma device, port, rate Gb/s, PCI address).
-    verbs: Option<pairs::RdmaNic>,
-    gpu: Option<(usize, String)>,
-    expected_label: Option<String>,
-    control: bool,
-}
-
 /// Progress reporting (indicatif on a terminal only).
 struct Progress(indicatif::ProgressBar);
 
@@ -356,12 +242,132 @@ impl Progress {
     }
 }
 
+/// The state of a run across its jobs.
+struct Runner<'a> {
+    opts: &'a ProbeOptions,
+    cuda: Option<&'a Cuda>,
+    window: Duration,
+    buffer_len: usize,
+    seed: u64,
+    baselines: Baselines,
+    results: Vec<CellResult>,
+    notes: Vec<String>,
+    progress: Progress,
+}
+
+impl Runner<'_> {
+    /// Records rows of cells that did not run.
+    fn skipped(&mut self, rows: Vec<CellResult>) {
+        self.progress.0.inc(rows.len() as u64);
+        self.results.extend(rows);
+    }
+
+    /// Runs the cells of `job` on its opened fabric: the host buffer, the other buffer (GPU
+    /// memory, or a second host buffer for the baseline), both registered, then every cell.
+    /// The registrations end before the buffers are freed (the guards borrow them).
+    fn run_job(&mut self, fab: &dyn Fabric, job: &Job, rows: &JobRows<'_>, nic: &NicRef) {
+        let mut host = match HostBuffer::new(self.buffer_len) {
+            Ok(b) => b,
+            Err(e) => {
+                self.notes.push(format!("host buffer: {e}"));
+                return;
+            }
+        };
+        self.notes.extend(host.notes());
+        let mut host_reg = match Registration::new(fab, &mut host) {
+            Ok(r) => r,
+            Err(att) => {
+                let why = format!("host buffer registration failed: {}", details(&att));
+                self.skipped(rows.skip_all(nic, Verdict::RegistrationFailed, &why, &att, false));
+                return;
+            }
+        };
+        let mut other: Box<dyn Buffer + '_> = match (&job.gpu, self.cuda) {
+            (Some((o, _)), Some(c)) => match c.alloc(*o, self.buffer_len) {
+                Ok(b) => Box::new(b),
+                Err(e) => {
+                    let why = format!("cuMemAlloc failed: {e}");
+                    self.skipped(rows.skip_all(nic, Verdict::NotRun, &why, &[], false));
+                    return;
+                }
+            },
+            _ => match HostBuffer::new(self.buffer_len) {
+                Ok(b) => Box::new(b),
+                Err(e) => {
+                    self.notes.push(format!("host buffer: {e}"));
+                    return;
+                }
+            },
+        };
+        let mut other_reg = match Registration::new(fab, other.as_mut()) {
+            Ok(r) => r,
+            Err(att) => {
+                let why = format!("no registration method worked: {}", details(&att));
+                self.skipped(rows.skip_all(nic, Verdict::RegistrationFailed, &why, &att, true));
+                return;
+            }
+        };
+        let attempts = match job.memory() {
+            MemoryKind::Cuda => other_reg.attempts().to_vec(),
+            MemoryKind::Host => Vec::new(),
+        };
+        let method = other_reg.method().to_string();
+        let reg = JobFacts {
+            line_rate: fab.line_rate_gbytes(),
+            method: &method,
+            attempts: &attempts,
+            device_memory: other_reg.buffer().is_device_memory(),
+        };
+        for cell in job.cells() {
+            for &size in &self.opts.sizes {
+                if interrupted() {
+                    let why = "interrupted (Ctrl-C)".to_string();
+                    let r = rows.row(nic, cell, size, Verdict::NotRun, why, attempts.clone());
+                    self.results.push(r);
+                    continue;
+                }
+                self.seed = self.seed.wrapping_add(1);
+                let (window, seed, fault) = (self.window, self.seed, self.opts.fault);
+                let (h, o) = (&mut host_reg, &mut other_reg);
+                let out = match cell.0 {
+                    Direction::GpuToHost | Direction::HostToHost => {
+                        run_cell(fab, cell.1, o, h, size, window, seed, fault)
+                    }
+                    Direction::HostToGpu => run_cell(fab, cell.1, h, o, size, window, seed, fault),
+                };
+                let r = rows.judged(nic, cell, size, &out, &reg, &mut self.baselines);
+                self.results.push(r);
+                self.progress.0.inc(1);
+            }
+        }
+    }
+}
+
+/// The failure details of registration attempts, joined.
+fn details(att: &[RegAttempt]) -> String {
+    att.iter()
+        .filter_map(|a| a.detail.clone())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Opens the job's fabric: its verbs device and port, or the libfabric provider.
+fn open(job: &Job, opts: &ProbeOptions) -> Result<Box<dyn Fabric>, OpenError> {
+    Ok(match &job.verbs {
+        Some(n) => Box::new(VerbsFabric::open(
+            &n.rdma,
+            n.port.min(255) as u8,
+            n.rate_gbps,
+        )?),
+        None => Box::new(OfiFabric::open(&opts.provider, job.memory())?),
+    })
+}
+
 /// Runs the probe. `Err(Unavailable)` when the fabric library, provider or devices are absent
-/// (exit 3); setup failures of individual pairs become `not_run`/`transfer_failed` cells.
+/// (exit 3); setup failures of individual pairs become `not_run`/`registration_failed` cells.
 pub fn run(topo: Option<&Topology>, opts: &ProbeOptions) -> Result<ProbeReport, Unavailable> {
     let started = Instant::now();
     let mut notes = Vec::new();
-    let mut results = Vec::new();
 
     // The fabric library first (the more fundamental absence), then CUDA (GPU memory needs it;
     // the copy probes run either way and say why not).
@@ -370,7 +376,7 @@ pub fn run(topo: Option<&Topology>, opts: &ProbeOptions) -> Result<ProbeReport, 
             verbs::list_devices()?;
         }
         FabricKind::Ofi => {
-            super::fabric::ofi::runtime_version()?;
+            ofi::runtime_version()?;
         }
     }
     let cuda_handle = match cuda::open() {
@@ -384,207 +390,50 @@ pub fn run(topo: Option<&Topology>, opts: &ProbeOptions) -> Result<ProbeReport, 
         return Err(Unavailable::device(&format!("--memory cuda: {e}")));
     }
 
-    // Jobs.
-    let mut jobs = Vec::new();
-    match opts.fabric {
-        FabricKind::Verbs => {
-            let devs = verbs::list_devices()?;
-            let Some(t) = topo else {
-                return Err(Unavailable::device(
-                    "no topology to choose GPU–NIC pairs from",
-                ));
-            };
-            let nics: Vec<_> = pairs::rdma_nics(t)
-                .into_iter()
-                .filter(|n| devs.contains(&n.rdma))
-                .collect();
-            if nics.is_empty() {
-                return Err(Unavailable::device(&format!(
-                    "libibverbs lists {} but none is an RDMA NIC in the scanned topology",
-                    devs.join(", ")
-                )));
-            }
-            // Host baseline once per NIC.
-            for n in &nics {
-                jobs.push(Job {
-                    verbs: Some(n.clone()),
-                    gpu: None,
-                    expected_label: None,
-                    control: false,
-                });
-            }
-            if opts.memory == MemoryKind::Cuda {
-                let c = cuda_handle.as_ref().map_err(|e| Unavailable::device(e))?;
-                for p in pairs::select(t, opts.pairs)
-                    .into_iter()
-                    .filter(|p| devs.contains(&p.nic.rdma))
-                {
-                    let bdf = p.gpu.to_string();
-                    match c.ordinal_of(&bdf) {
-                        Some(o) => jobs.push(Job {
-                            verbs: Some(p.nic),
-                            gpu: Some((o, bdf)),
-                            expected_label: Some(p.expected_label),
-                            control: p.control,
-                        }),
-                        None => notes.push(format!(
-                            "GPU {bdf} is not visible to CUDA; its pairs were not run"
-                        )),
-                    }
-                }
-            }
-        }
-        FabricKind::Ofi => {
-            jobs.push(Job {
-                verbs: None,
-                gpu: None,
-                expected_label: None,
-                control: false,
-            });
-            if opts.memory == MemoryKind::Cuda
-                && let Ok(c) = &cuda_handle
-            {
-                for o in 0..c.count() {
-                    let name = c.pci_bus_id(o).unwrap_or_else(|_| format!("cuda:{o}"));
-                    jobs.push(Job {
-                        verbs: None,
-                        gpu: Some((o, name)),
-                        expected_label: None,
-                        control: false,
-                    });
-                }
-            }
-        }
-    }
-
-    // Time budget: CUDA probes get a tenth; cells share the rest.
-    let cells_per_job = |j: &Job| {
-        cell_plan(if j.gpu.is_some() {
-            MemoryKind::Cuda
-        } else {
-            MemoryKind::Host
-        })
-        .len()
-            * opts.sizes.len()
-    };
-    let total_cells: usize = jobs.iter().map(cells_per_job).sum();
-    let cell_budget = opts.duration.mul_f64(0.8);
-    // Each cell runs a warm-up of window/5 plus the window, plus fill/verify overhead.
-    let window = (cell_budget / total_cells.max(1) as u32)
-        .mul_f64(0.7)
-        .clamp(Duration::from_millis(100), Duration::from_secs(3));
-    let progress = Progress::new(opts.progress, total_cells as u64);
-
-    // Counter snapshots.
-    let watch = match (topo, &opts.counters_root, opts.fabric) {
-        (Some(t), Some(_), FabricKind::Verbs) => {
-            let mut devs: Vec<_> = jobs
-                .iter()
-                .filter_map(|j| j.verbs.as_ref().map(|n| n.bdf))
-                .collect();
-            devs.extend(jobs.iter().filter_map(|j| {
-                j.gpu
-                    .as_ref()
-                    .and_then(|(_, b)| b.parse::<crate::model::Bdf>().ok())
-            }));
-            let rdma: Vec<_> = jobs
-                .iter()
-                .filter_map(|j| j.verbs.as_ref().map(|n| (n.rdma.clone(), n.port)))
-                .collect();
-            counters::files_for(t, &devs, &rdma)
-        }
-        (_, _, FabricKind::Ofi) => {
-            notes.push("libfabric loopback: no PCI device is on the path, so no AER/link/port counters were snapshotted".into());
-            Vec::new()
-        }
-        _ => {
-            notes.push(
-                "counters not snapshotted: the topology was not read from the live machine".into(),
-            );
-            Vec::new()
-        }
-    };
+    let jobs = plan::jobs(topo, opts, &cuda_handle, &mut notes)?;
+    let (window, total_cells) = plan::cell_window(&jobs, opts);
+    let watch = plan::counter_watch(topo, opts, &jobs, &mut notes);
     let before = opts
         .counters_root
         .as_ref()
         .map(|r| counters::snapshot(r, &watch));
 
-    let mut baselines: HashMap<(String, Op, usize), f64> = HashMap::new();
-    let mut seed = 0x5eed_u64;
-    let blen = buffer_len(&opts.sizes);
+    let mut runner = Runner {
+        opts,
+        cuda: cuda_handle.as_ref().ok(),
+        window,
+        buffer_len: plan::buffer_len(&opts.sizes),
+        seed: 0x5eed,
+        baselines: Baselines::default(),
+        results: Vec::new(),
+        notes,
+        progress: Progress::new(opts.progress, total_cells as u64),
+    };
     for job in &jobs {
         if interrupted() {
             break;
         }
-        let memory = if job.gpu.is_some() {
-            MemoryKind::Cuda
-        } else {
-            MemoryKind::Host
-        };
-        let plan = cell_plan(memory);
-        let gpu_label = job.gpu.as_ref().map(|(_, b)| b.clone());
-        let mk =
-            |nic: &str, dir, op, size, verdict, reason: String, reg: Vec<RegAttempt>| CellResult {
-                gpu: gpu_label.clone(),
-                nic: nic.to_string(),
-                memory,
-                direction: dir,
-                op,
-                message_bytes: size,
-                bytes: 0,
-                seconds: 0.0,
-                gbytes_per_s: 0.0,
-                verified: false,
-                verdict,
-                expected_label: job.expected_label.clone(),
-                reason,
-                contradicts: false,
-                control: job.control,
-                registration: reg,
-            };
-        let opened: Result<Box<dyn Fabric>, OpenError> = match &job.verbs {
-            Some(n) => VerbsFabric::open(&n.rdma, n.port.min(255) as u8, n.rate_gbps)
-                .map(|f| Box::new(f) as Box<dyn Fabric>),
-            None => OfiFabric::open(&opts.provider, memory).map(|f| Box::new(f) as Box<dyn Fabric>),
-        };
-        let nic_fallback = match &job.verbs {
-            Some(n) => format!("verbs:{}:{} ({})", n.rdma, n.port, n.bdf),
-            None => format!("ofi:{}", opts.provider),
-        };
+        let rows = JobRows::new(job, &opts.sizes);
+        let opened = open(job, opts);
         // Providers may have replaced our SIGINT handler while initialising.
         super::install_interrupt_handler();
-        let mut fab = match opened {
+        let fab = match opened {
             Ok(f) => f,
             Err(OpenError::Unavailable(u)) if jobs.len() == 1 || job.verbs.is_none() => {
                 return Err(u);
             }
             Err(e) => {
-                for &(dir, op) in &plan {
-                    for &size in &opts.sizes {
-                        results.push(mk(
-                            &nic_fallback,
-                            dir,
-                            op,
-                            size,
-                            Verdict::NotRun,
-                            format!("could not open the fabric: {e}"),
-                            Vec::new(),
-                        ));
-                        progress.0.inc(1);
-                    }
-                }
+                let why = format!("could not open the fabric: {e}");
+                let nic = job.planned_nic(&opts.provider);
+                runner.skipped(rows.skip_all(&nic, Verdict::NotRun, &why, &[], false));
                 continue;
             }
         };
-        let nic = match &job.verbs {
-            Some(n) => format!("{} ({})", fab.name(), n.bdf),
-            None => fab.name(),
-        };
-        progress.0.set_message(match &gpu_label {
-            Some(g) => format!("{g} ↔ {nic}"),
-            None => nic.clone(),
+        let nic = job.opened_nic(fab.nic());
+        runner.progress.0.set_message(match &job.gpu {
+            Some((_, g)) => format!("{g} ↔ {nic}"),
+            None => nic.to_string(),
         });
-        let line = fab.line_rate_gbytes();
         // Host buffers on the NIC's NUMA node, polling next to it.
         let cpus = job
             .verbs
@@ -593,265 +442,55 @@ pub fn run(topo: Option<&Topology>, opts: &ProbeOptions) -> Result<ProbeReport, 
         let _pin = cpus.map(|c| {
             let (pin, why) = CpuPin::new(&c);
             if let Some(w) = why {
-                notes.push(format!("{nic}: {w}"));
+                runner.notes.push(format!("{nic}: {w}"));
             }
             pin
         });
-
-        // Buffers: the host peer (and for host-only jobs, a second host buffer).
-        let mut host_a = match HostBuffer::new(blen) {
-            Ok(b) => b,
-            Err(e) => {
-                notes.push(format!("host buffer: {e}"));
-                continue;
-            }
-        };
-        notes.extend(host_a.notes());
-        let ha = match fab.register(&mut host_a) {
-            Ok(r) => r,
-            Err(att) => {
-                for &(dir, op) in &plan {
-                    for &size in &opts.sizes {
-                        let why = att
-                            .iter()
-                            .filter_map(|a| a.detail.clone())
-                            .collect::<Vec<_>>()
-                            .join("; ");
-                        results.push(mk(
-                            &nic,
-                            dir,
-                            op,
-                            size,
-                            Verdict::RegistrationFailed,
-                            format!("host buffer registration failed: {why}"),
-                            att.clone(),
-                        ));
-                        progress.0.inc(1);
-                    }
-                }
-                continue;
-            }
-        };
-        let cuda_dev = job.gpu.as_ref().zip(cuda_handle.as_ref().ok());
-        let mut other: Box<dyn Buffer + '_> = match cuda_dev {
-            Some(((o, _), c)) => match c.alloc(*o, blen) {
-                Ok(b) => Box::new(b),
-                Err(e) => {
-                    fab.deregister(ha.handle);
-                    for &(dir, op) in &plan {
-                        for &size in &opts.sizes {
-                            results.push(mk(
-                                &nic,
-                                dir,
-                                op,
-                                size,
-                                Verdict::NotRun,
-                                format!("cuMemAlloc failed: {e}"),
-                                Vec::new(),
-                            ));
-                            progress.0.inc(1);
-                        }
-                    }
-                    continue;
-                }
-            },
-            None => match HostBuffer::new(blen) {
-                Ok(b) => Box::new(b),
-                Err(e) => {
-                    notes.push(format!("host buffer: {e}"));
-                    fab.deregister(ha.handle);
-                    continue;
-                }
-            },
-        };
-        let reg = fab.register(other.as_mut());
-        let (oh, attempts, method) = match reg {
-            Ok(r) => (
-                r.handle,
-                if memory == MemoryKind::Cuda {
-                    r.attempts
-                } else {
-                    Vec::new()
-                },
-                r.method,
-            ),
-            Err(att) => {
-                let why = att
-                    .iter()
-                    .filter_map(|a| a.detail.clone())
-                    .collect::<Vec<_>>()
-                    .join("; ");
-                for &(dir, op) in &plan {
-                    for &size in &opts.sizes {
-                        let mut r = mk(
-                            &nic,
-                            dir,
-                            op,
-                            size,
-                            Verdict::RegistrationFailed,
-                            format!("no registration method worked: {why}"),
-                            att.clone(),
-                        );
-                        r.contradicts = verdict::contradicts(
-                            Verdict::RegistrationFailed,
-                            verdict::expectation(job.expected_label.as_deref()),
-                        );
-                        results.push(r);
-                        progress.0.inc(1);
-                    }
-                }
-                fab.deregister(ha.handle);
-                continue;
-            }
-        };
-        let device_memory = other.is_device_memory();
-        for &(dir, op) in &plan {
-            for &size in &opts.sizes {
-                if interrupted() {
-                    results.push(mk(
-                        &nic,
-                        dir,
-                        op,
-                        size,
-                        Verdict::NotRun,
-                        "interrupted (Ctrl-C)".into(),
-                        attempts.clone(),
-                    ));
-                    continue;
-                }
-                seed = seed.wrapping_add(1);
-                let (src, dst): ((&mut dyn Buffer, usize), (&mut dyn Buffer, usize)) = match dir {
-                    Direction::GpuToHost | Direction::HostToHost => {
-                        ((other.as_mut(), oh), (&mut host_a, ha.handle))
-                    }
-                    Direction::HostToGpu => ((&mut host_a, ha.handle), (other.as_mut(), oh)),
-                };
-                let out = run_cell(fab.as_mut(), op, src, dst, size, window, seed, opts.fault);
-                let gbps = if out.seconds > 0.0 {
-                    out.bytes as f64 / out.seconds / 1e9
-                } else {
-                    0.0
-                };
-                let (v, mut reason) = if let Some(e) = &out.error {
-                    (Verdict::TransferFailed, e.clone())
-                } else if memory == MemoryKind::Host {
-                    let (v, r) = verdict::judge_host(out.verified, gbps, line);
-                    if v != Verdict::TransferFailed {
-                        baselines.insert((nic_key(&job.verbs, &nic), op, size), gbps);
-                    }
-                    (v, r)
-                } else {
-                    verdict::judge_gpu(&CellFacts {
-                        verified: out.verified,
-                        gbytes_per_s: gbps,
-                        baseline_gbytes_per_s: baselines
-                            .get(&(nic_key(&job.verbs, &nic), op, size))
-                            .copied(),
-                        line_rate_gbytes_per_s: line,
-                        gdr_evidence: device_memory == Some(true)
-                            && matches!(method.as_str(), "dmabuf" | "peer" | "hmem"),
-                    })
-                };
-                if memory == MemoryKind::Cuda {
-                    reason = format!("{reason}; registered by {method}");
-                }
-                let mut r = mk(&nic, dir, op, size, v, reason, attempts.clone());
-                r.bytes = out.bytes;
-                r.seconds = out.seconds;
-                r.gbytes_per_s = gbps;
-                r.verified = out.verified;
-                r.contradicts =
-                    verdict::contradicts(v, verdict::expectation(job.expected_label.as_deref()));
-                results.push(r);
-                progress.0.inc(1);
-            }
-        }
-        fab.deregister(oh);
-        fab.deregister(ha.handle);
-        drop(fab);
+        runner.run_job(fab.as_ref(), job, &rows, &nic);
     }
-    progress.0.finish_and_clear();
+    runner.progress.0.finish_and_clear();
+    let Runner { results, notes, .. } = runner;
 
-    if let (Some(b), Some(root)) = (before, &opts.counters_root) {
-        let after = counters::snapshot(root, &watch);
-        let counter_changes = counters::diff(&b, &after);
-        return Ok(finish(
-            opts,
-            results,
-            counter_changes,
-            notes,
-            started,
-            cuda_handle,
-        ));
-    }
-    Ok(finish(
+    let counter_changes = match (before, &opts.counters_root) {
+        (Some(b), Some(root)) => counters::diff(&b, &counters::snapshot(root, &watch)),
+        _ => Vec::new(),
+    };
+    Ok(outcome::finish(
         opts,
         results,
-        Vec::new(),
+        counter_changes,
         notes,
         started,
         cuda_handle,
     ))
 }
 
-fn nic_key(verbs: &Option<pairs::RdmaNic>, nic: &str) -> String {
-    match verbs {
-        Some(n) => format!("{}:{}", n.rdma, n.port),
-        None => nic.to_string(),
-    }
-}
-
-fn finish(
-    opts: &ProbeOptions,
-    results: Vec<CellResult>,
-    counter_changes: Vec<Change>,
-    mut notes: Vec<String>,
-    started: Instant,
-    cuda_handle: Result<cuda::Cuda, String>,
-) -> ProbeReport {
-    let left = opts.duration.saturating_sub(started.elapsed());
-    let cuda_report = match cuda_handle {
-        Err(e) => CudaReport::unavailable(&e),
-        Ok(c) => {
-            drop(c);
-            if interrupted() {
-                CudaReport::unavailable("interrupted (Ctrl-C)")
-            } else {
-                cuda::probes(left.max(Duration::from_millis(500)))
-            }
-        }
-    };
-    notes.sort();
-    notes.dedup();
-    ProbeReport {
-        schema: PROBE_SCHEMA.to_string(),
-        fabric: match opts.fabric {
-            FabricKind::Verbs => "verbs".into(),
-            FabricKind::Ofi => format!("ofi:{}", opts.provider),
-        },
-        results,
-        cuda: cuda_report,
-        counter_changes,
-        notes,
-        interrupted: interrupted(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probe::fabric::Registered;
+    use crate::probe::fabric::{RawRegistration, RegTable};
+    use std::cell::RefCell;
 
     /// A fabric that copies with memcpy at post time and completes on the next poll.
     struct MemFabric {
-        regs: Vec<(u64, usize)>,
-        done: Vec<Completion>,
+        regs: RegTable<()>,
+        done: RefCell<Vec<Completion>>,
         fail: bool,
     }
 
+    impl MemFabric {
+        fn new(fail: bool) -> Self {
+            MemFabric {
+                regs: RegTable::new(),
+                done: RefCell::new(Vec::new()),
+                fail,
+            }
+        }
+    }
+
     impl Fabric for MemFabric {
-        fn name(&self) -> String {
-            "mem".into()
+        fn nic(&self) -> NicRef {
+            NicRef::ofi("mem", None)
         }
         fn line_rate_gbytes(&self) -> Option<f64> {
             None
@@ -859,55 +498,56 @@ mod tests {
         fn max_outstanding(&self) -> usize {
             4
         }
-        fn register(&mut self, buf: &mut dyn Buffer) -> Result<Registered, Vec<RegAttempt>> {
-            self.regs.push((buf.addr(), buf.len()));
-            Ok(Registered {
-                handle: self.regs.len() - 1,
+        unsafe fn register_raw(
+            &self,
+            buf: &mut dyn Buffer,
+        ) -> Result<RawRegistration, Vec<RegAttempt>> {
+            Ok(RawRegistration {
+                handle: self.regs.insert((), buf),
                 method: "host".into(),
                 attempts: vec![],
             })
         }
-        fn deregister(&mut self, _: usize) {}
-        fn post(&mut self, t: &Transfer) -> Result<Posted, String> {
-            let (l, r) = (self.regs[t.local], self.regs[t.remote]);
+        fn deregister_raw(&self, handle: usize) {
+            self.regs.remove(handle);
+        }
+        fn post(&self, t: &Transfer<'_>) -> Result<Posted, String> {
+            let (l, r) = self.regs.resolve(self, t)?;
             let (src, dst) = match t.op {
-                Op::Write => (l.0 + t.local_off as u64, r.0 + t.remote_off as u64),
-                Op::Read => (r.0 + t.remote_off as u64, l.0 + t.local_off as u64),
+                Op::Write => (l.addr + t.local_off as u64, r.addr + t.remote_off as u64),
+                Op::Read => (r.addr + t.remote_off as u64, l.addr + t.local_off as u64),
             };
-            // SAFETY: both ranges lie inside registered host buffers the test owns.
+            // SAFETY: `resolve` checked that both ranges lie inside live registrations of
+            // host buffers, which their `Registration` guards keep allocated.
             unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, t.len) };
             let status = if self.fail {
                 Err("simulated error completion".into())
             } else {
                 Ok(())
             };
-            self.done.push(Completion {
+            self.done.borrow_mut().push(Completion {
                 wr_id: t.wr_id,
                 status,
             });
             Ok(Posted::Yes)
         }
-        fn poll(&mut self, out: &mut Vec<Completion>) -> Result<(), String> {
-            out.append(&mut self.done);
+        fn poll(&self, out: &mut Vec<Completion>) -> Result<(), String> {
+            out.append(&mut self.done.borrow_mut());
             Ok(())
         }
     }
 
     fn cell(op: Op, fault: Option<Fault>, fail: bool) -> CellOutcome {
-        let mut f = MemFabric {
-            regs: vec![],
-            done: vec![],
-            fail,
-        };
+        let f = MemFabric::new(fail);
         let mut a = HostBuffer::new(1 << 20).unwrap();
         let mut b = HostBuffer::new(1 << 20).unwrap();
-        let ha = f.register(&mut a).unwrap().handle;
-        let hb = f.register(&mut b).unwrap().handle;
+        let mut ra = Registration::new(&f, &mut a).unwrap();
+        let mut rb = Registration::new(&f, &mut b).unwrap();
         run_cell(
-            &mut f,
+            &f,
             op,
-            (&mut a, ha),
-            (&mut b, hb),
+            &mut ra,
+            &mut rb,
             65536,
             Duration::from_millis(20),
             42,
@@ -942,13 +582,32 @@ mod tests {
     }
 
     #[test]
-    fn plans_cover_both_directions_and_ops() {
-        assert_eq!(cell_plan(MemoryKind::Host).len(), 2);
-        let p = cell_plan(MemoryKind::Cuda);
-        assert!(
-            p.contains(&(Direction::GpuToHost, Op::Read))
-                && p.contains(&(Direction::HostToGpu, Op::Write))
-        );
-        assert_eq!(buffer_len(&[65536, 8 << 20]), 32 << 20);
+    fn registrations_end_with_their_guard_and_stay_with_their_fabric() {
+        let (f, g) = (MemFabric::new(false), MemFabric::new(false));
+        let mut a = HostBuffer::new(4096).unwrap();
+        let mut b = HostBuffer::new(4096).unwrap();
+        {
+            let ra = Registration::new(&f, &mut a).unwrap();
+            let rb = Registration::new(&g, &mut b).unwrap();
+            assert_eq!((f.regs.live(), g.regs.live()), (1, 1));
+            let t = Transfer {
+                op: Op::Write,
+                local: ra.key(),
+                local_off: 0,
+                remote: rb.key(),
+                remote_off: 0,
+                len: 8,
+                wr_id: 0,
+            };
+            let e = f.post(&t).unwrap_err();
+            assert!(e.contains("does not hold"), "{e}");
+            let past = Transfer {
+                remote: ra.key(),
+                local_off: 4090,
+                ..t
+            };
+            assert!(f.post(&past).unwrap_err().contains("past the end"));
+        }
+        assert_eq!((f.regs.live(), g.regs.live()), (0, 0));
     }
 }

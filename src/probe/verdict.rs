@@ -4,7 +4,8 @@
 //! rate is known); `degraded` at 0.60–0.90; `bad_path` below 0.60. Registration and transfer
 //! failures, missing GDR evidence (`host_staged`) and cells not run have their own verdicts.
 
-use serde::Serialize;
+use crate::analysis::classify::Label;
+use serde::{Deserialize, Serialize};
 
 /// Fraction of the host baseline a GPU cell must reach to confirm the path.
 pub const CONFIRM_RATIO: f64 = 0.90;
@@ -13,8 +14,9 @@ pub const CONFIRM_LINE_FRACTION: f64 = 0.85;
 /// Below this fraction of the host baseline the path is bad, not merely degraded.
 pub const BAD_PATH_RATIO: f64 = 0.60;
 
-/// The verdict on one cell (pair, memory, direction, op, size).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// The verdict on one cell (pair, memory, direction, op, size). Measured verdicts rank in
+/// one order, [`Verdict::WORST_TO_BEST`]; `not_run` carries no evidence and has no rank.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// Bytes verified, at ≥ 0.90 of the host baseline and ≥ 0.85 of line rate.
@@ -35,6 +37,22 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// The verdicts that carry evidence, worst first: the one order in which the audit keeps
+    /// the worst measurement of a pair.
+    pub const WORST_TO_BEST: [Verdict; 6] = [
+        Verdict::RegistrationFailed,
+        Verdict::TransferFailed,
+        Verdict::HostStaged,
+        Verdict::BadPath,
+        Verdict::Degraded,
+        Verdict::Confirmed,
+    ];
+
+    /// Position in [`Verdict::WORST_TO_BEST`] (0 = worst); `None` for `not_run`.
+    pub fn rank(self) -> Option<usize> {
+        Self::WORST_TO_BEST.iter().position(|v| *v == self)
+    }
+
     /// Name in JSON and text.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -49,11 +67,11 @@ impl Verdict {
     }
 }
 
-/// What the classification predicts for a path, from its label (`PIX`, `PXB`, `PHB`, `NODE`,
-/// `SYS`, `P2C`, `NV#`, …; nvidia-smi/NCCL vocabulary, classification.md).
+/// What the classification predicts for a path, from its nvidia-smi label (`PIX`, `PXB`,
+/// `PHB`, `NODE`, `SYS`, `NV#`; classification.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Expectation {
-    /// PIX, PXB, P2C, NV#: GDR should run at full speed.
+    /// PIX, PXB, NV# (and X): GDR should run at full speed.
     Fast,
     /// PHB, NODE: through a host bridge; degraded or worse expected.
     Slow,
@@ -64,14 +82,12 @@ pub enum Expectation {
 }
 
 /// Maps a classification label to what it predicts.
-pub fn expectation(label: Option<&str>) -> Expectation {
-    match label.map(|l| l.trim().to_ascii_uppercase()) {
-        Some(l) if matches!(l.as_str(), "PIX" | "PXB" | "P2C" | "LOC") || l.starts_with("NV") => {
-            Expectation::Fast
-        }
-        Some(l) if matches!(l.as_str(), "PHB" | "NODE") => Expectation::Slow,
-        Some(l) if l == "SYS" => Expectation::CrossSocket,
-        _ => Expectation::Unknown,
+pub fn expectation(label: Option<Label>) -> Expectation {
+    match label {
+        Some(Label::Pix | Label::Pxb | Label::X | Label::Nv(_)) => Expectation::Fast,
+        Some(Label::Phb | Label::Node) => Expectation::Slow,
+        Some(Label::Sys) => Expectation::CrossSocket,
+        Some(Label::Unknown) | None => Expectation::Unknown,
     }
 }
 
@@ -203,12 +219,41 @@ mod tests {
 
     #[test]
     fn contradictions() {
-        assert!(contradicts(Verdict::BadPath, expectation(Some("PIX"))));
-        assert!(!contradicts(Verdict::Confirmed, expectation(Some("pxb"))));
-        assert!(contradicts(Verdict::Confirmed, expectation(Some("SYS"))));
-        assert!(!contradicts(Verdict::BadPath, expectation(Some("SYS"))));
+        assert!(contradicts(Verdict::BadPath, expectation(Some(Label::Pix))));
+        assert!(!contradicts(
+            Verdict::Confirmed,
+            expectation(Some(Label::Pxb))
+        ));
+        assert!(contradicts(
+            Verdict::Confirmed,
+            expectation(Some(Label::Sys))
+        ));
+        assert!(!contradicts(
+            Verdict::BadPath,
+            expectation(Some(Label::Sys))
+        ));
         assert!(!contradicts(Verdict::TransferFailed, expectation(None)));
-        assert!(contradicts(Verdict::HostStaged, expectation(Some("NV12"))));
+        assert!(!contradicts(
+            Verdict::TransferFailed,
+            expectation(Some(Label::Unknown))
+        ));
+        assert!(contradicts(
+            Verdict::HostStaged,
+            expectation(Some(Label::Nv(12)))
+        ));
+    }
+
+    #[test]
+    fn one_order_worst_to_best() {
+        assert_eq!(Verdict::RegistrationFailed.rank(), Some(0));
+        assert!(Verdict::BadPath.rank() < Verdict::Degraded.rank());
+        assert_eq!(Verdict::Confirmed.rank(), Some(5));
+        assert_eq!(Verdict::NotRun.rank(), None);
+        for v in Verdict::WORST_TO_BEST {
+            let json = serde_json::to_string(&v).unwrap();
+            assert_eq!(json, format!("\"{}\"", v.as_str()));
+            assert_eq!(serde_json::from_str::<Verdict>(&json).unwrap(), v);
+        }
     }
 
     #[test]

@@ -11,34 +11,25 @@ use super::layout::{Layout, label_colour, severity_colour};
 use super::svg::{self, esc};
 use crate::analysis::audit::Report;
 use crate::analysis::classify::{Label, Matrix};
-use anyhow::{Context, Result, bail};
-use serde_json::Value;
+use crate::probe::report::ProbeReport;
+use anyhow::Result;
 use std::fmt::Write;
 
-/// Probe results to show (`peerpath.probe/1`, from `peerpath probe --format json`).
+/// Probe results to show (a [`ProbeReport`], from `peerpath probe --format json`).
 #[derive(Debug, Clone)]
 pub struct ProbeDoc {
     /// Where it was read from.
     pub source: String,
-    /// The parsed document.
-    pub doc: Value,
+    /// The report.
+    pub report: ProbeReport,
 }
 
 impl ProbeDoc {
-    /// Parses and checks a probe document.
+    /// Parses and checks a probe document ([`ProbeReport::from_json`]).
     pub fn parse(source: &str, text: &str) -> Result<Self> {
-        let doc: Value =
-            serde_json::from_str(text).with_context(|| format!("{source}: not JSON"))?;
-        let schema = doc.get("schema").and_then(Value::as_str).unwrap_or("");
-        if schema != "peerpath.probe/1" {
-            bail!("{source}: schema is {schema:?}, expected \"peerpath.probe/1\"");
-        }
-        if !doc.get("results").is_some_and(Value::is_array) {
-            bail!("{source}: no results array");
-        }
         Ok(ProbeDoc {
             source: source.to_string(),
-            doc,
+            report: ProbeReport::from_json(source, text)?,
         })
     }
 }
@@ -295,32 +286,38 @@ pub fn render(i: &HtmlInputs) -> String {
     match i.probe {
         None => o.push_str("<p>No probe results given (<code>peerpath report --evidence probe.json</code> embeds the output of <code>peerpath probe --format json</code>).</p>\n"),
         Some(p) => {
-            let _ = writeln!(o, "<p>From <code>{}</code>{}</p>", esc(&p.source),
-                p.doc.get("fabric").and_then(Value::as_str).map(|f| format!(", fabric <code>{}</code>", esc(f))).unwrap_or_default());
+            let r = &p.report;
+            let fabric = if r.fabric.is_empty() { String::new() } else { format!(", fabric <code>{}</code>", esc(&r.fabric)) };
+            let _ = writeln!(o, "<p>From <code>{}</code>{fabric}</p>", esc(&p.source));
             let cols = ["gpu", "nic", "memory", "direction", "op", "message_bytes", "gbytes_per_s", "verified", "verdict", "expected_label", "reason"];
             o.push_str("<table id=\"probe\"><tr>");
             for c in cols {
                 let _ = write!(o, "<th>{c}</th>");
             }
             o.push_str("</tr>\n");
-            for r in p.doc.get("results").and_then(Value::as_array).into_iter().flatten() {
+            for c in &r.results {
+                let cells = [
+                    c.gpu.as_ref().map(|g| g.to_string()).unwrap_or_default(),
+                    c.nic.to_string(),
+                    c.memory.as_str().to_string(),
+                    c.direction.as_str().to_string(),
+                    c.op.as_str().to_string(),
+                    c.message_bytes.to_string(),
+                    format!("{:.2}", c.gbytes_per_s),
+                    c.verified.to_string(),
+                    c.verdict.as_str().to_string(),
+                    c.expected_label.map(|l| l.to_string()).unwrap_or_default(),
+                    c.reason.clone(),
+                ];
                 o.push_str("<tr>");
-                for c in cols {
-                    let v = match r.get(c) {
-                        None | Some(Value::Null) => String::new(),
-                        Some(Value::String(s)) => s.clone(),
-                        Some(Value::Number(n)) if c == "gbytes_per_s" => n.as_f64().map(|f| format!("{f:.2}")).unwrap_or_default(),
-                        Some(v) => v.to_string(),
-                    };
+                for v in cells {
                     let _ = write!(o, "<td>{}</td>", esc(&v));
                 }
                 o.push_str("</tr>\n");
             }
             o.push_str("</table>\n");
-            for n in p.doc.get("notes").and_then(Value::as_array).into_iter().flatten() {
-                if let Some(s) = n.as_str() {
-                    let _ = writeln!(o, "<p>{}</p>", esc(s));
-                }
+            for n in &r.notes {
+                let _ = writeln!(o, "<p>{}</p>", esc(n));
             }
         }
     }

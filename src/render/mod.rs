@@ -14,6 +14,7 @@ pub mod nccl_xml;
 pub mod nfd;
 pub mod place;
 pub mod png;
+pub mod probe;
 pub mod prom;
 pub mod rails;
 pub mod svg;

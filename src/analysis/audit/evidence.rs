@@ -1,5 +1,6 @@
-//! Probe evidence (`--evidence FILE`, a `peerpath.probe/1` document written by `peerpath
-//! probe`): a measured verdict for a GPU–NIC pair overrides what the audit inferred for it.
+//! Probe evidence (`--evidence FILE`, a [`ProbeReport`] as `peerpath probe --format json`
+//! writes it, schema [`crate::probe::report::PROBE_SCHEMA`]): a measured verdict for a GPU–NIC
+//! pair overrides what the audit inferred for it.
 //!
 //! - measured `confirmed`: inferred errors about that pair (ACS redirect, IOMMU translation,
 //!   path class, link) become warnings — configured restrictively or placed far, but measured
@@ -8,134 +9,93 @@
 //!   `transfer_failed` (error): a `gpu-nic-path` finding at that severity, whatever was
 //!   inferred.
 //!
+//! Results are matched to the audit's pairs by the typed references the probe writes: the
+//! GPU's PCI address, and the NIC's PCI address (or, without one, its RDMA device name).
 //! Every changed or added finding says so in its `measured` field.
 
-use super::{Ctx, Finding, Severity};
+use super::{Ctx, Finding, Pair, Severity};
 use crate::model::Bdf;
-use anyhow::{Context, Result, bail};
-use serde_json::Value;
+use crate::probe::memory::MemoryKind;
+use crate::probe::report::{NicRef, ProbeReport};
+use crate::probe::verdict::Verdict;
+use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 
-/// Version tag the probe writes.
-pub const PROBE_SCHEMA: &str = "peerpath.probe/1";
+/// One GPU–NIC pair as the probe measured it on GPU memory: the worst verdict of its cells.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measured {
+    /// GPU PCI address.
+    pub gpu: Bdf,
+    /// The NIC as the probe names it (PCI address and/or RDMA device).
+    pub nic: NicRef,
+    /// The worst verdict, in [`Verdict::WORST_TO_BEST`] order (never `not_run`).
+    pub verdict: Verdict,
+    /// Why, from the worst cell.
+    pub reason: String,
+}
 
-/// The worst measured verdict per GPU–NIC pair.
+/// The measured pairs of one probe report.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProbeEvidence {
     /// Where it was read from.
     pub source: String,
-    /// `(gpu, nic: PCI address or RDMA name)` → `(verdict, reason)`.
-    pub verdicts: BTreeMap<(Bdf, String), (String, String)>,
-    /// GPU-memory results that name no PCI GPU or NIC (`cuda:0`, `ofi:tcp:lo`), as
-    /// `gpu nic` strings: they cannot be matched to a pair.
+    /// One entry per measured (GPU, NIC), in the order first seen.
+    pub measured: Vec<Measured>,
+    /// GPU-memory results that name no PCI GPU, or a NIC with neither PCI address nor RDMA
+    /// device (`cuda:0`, `ofi:tcp:lo`), as `gpu nic`: they cannot be matched to a pair.
     pub unmapped: Vec<String>,
 }
 
-/// Verdicts from worst to best; `not_run` and unrecognised verdicts carry no evidence.
-const ORDER: [&str; 6] = [
-    "registration_failed",
-    "transfer_failed",
-    "host_staged",
-    "bad_path",
-    "degraded",
-    "confirmed",
-];
-
-fn rank(v: &str) -> Option<usize> {
-    ORDER.iter().position(|x| *x == v)
-}
-
-fn text(v: Option<&Value>) -> Option<String> {
-    match v? {
-        Value::String(s) => Some(s.clone()),
-        Value::Object(o) => ["bdf", "name", "rdma", "address"]
-            .iter()
-            .find_map(|k| o.get(*k).and_then(Value::as_str))
-            .map(str::to_string),
-        _ => None,
-    }
-}
-
-/// The NIC as the probe names it — `verbs:mlx5_0:1 (0000:17:00.0)`, `mlx5_0`, or a PCI address —
-/// reduced to a PCI address when one is given, else the RDMA device name. `None` for fabrics
-/// that are not a PCI NIC (`ofi:tcp:lo`).
-pub fn nic_key(s: &str) -> Option<String> {
-    if let (Some(a), Some(b)) = (s.find('('), s.rfind(')'))
-        && a < b
-        && let Ok(bdf) = s[a + 1..b].trim().parse::<Bdf>()
-    {
-        return Some(bdf.to_string());
-    }
-    let head = s.split_whitespace().next()?;
-    if let Some(rest) = head.strip_prefix("verbs:") {
-        return rest
-            .split(':')
-            .next()
-            .filter(|n| !n.is_empty())
-            .map(str::to_string);
-    }
-    if head.starts_with("ofi:") {
-        return None;
-    }
-    Some(
-        head.parse::<Bdf>()
-            .map(|b| b.to_string())
-            .unwrap_or_else(|_| head.to_string()),
-    )
-}
-
 impl ProbeEvidence {
-    /// Parses a probe document. Results on host memory only (the baseline) and `not_run`
-    /// results are skipped; for each pair the worst verdict is kept.
+    /// Reads a probe document ([`ProbeReport::from_json`]: wrong schema, a failed probe, or
+    /// string-valued GPU/NIC references are refused) and keeps its evidence.
     pub fn parse(source: &str, json: &str) -> Result<Self> {
-        let v: Value = serde_json::from_str(json).with_context(|| format!("{source}: not JSON"))?;
-        let schema = v.get("schema").and_then(Value::as_str).unwrap_or("");
-        if schema != PROBE_SCHEMA {
-            bail!(
-                "{source}: schema is {schema:?}, expected {PROBE_SCHEMA:?} (a `peerpath probe --format json` result)"
-            );
-        }
-        let results = v
-            .get("results")
-            .and_then(Value::as_array)
-            .with_context(|| format!("{source}: no results array"))?;
+        Ok(Self::from_report(
+            source,
+            &ProbeReport::from_json(source, json)?,
+        ))
+    }
+
+    /// The evidence in a report: results on host memory only (the baseline) and `not_run`
+    /// results are skipped; for each (GPU, NIC) the worst verdict is kept.
+    pub fn from_report(source: &str, report: &ProbeReport) -> Self {
         let mut out = ProbeEvidence {
             source: source.to_string(),
             ..Default::default()
         };
-        for (i, r) in results.iter().enumerate() {
-            let memory = r.get("memory").and_then(Value::as_str).unwrap_or("");
-            if memory == "host" {
+        for r in &report.results {
+            let (Some(gpu), Some(rank)) = (&r.gpu, r.verdict.rank()) else {
+                continue; // host-only baseline cell, or no evidence
+            };
+            if r.memory == MemoryKind::Host {
                 continue;
             }
-            let Some(verdict) = r.get("verdict").and_then(Value::as_str) else {
-                bail!("{source}: results[{i}] has no verdict");
-            };
-            let Some(gpu) = text(r.get("gpu")) else {
-                continue; // host-only baseline cell
-            };
-            let nic_raw = text(r.get("nic")).unwrap_or_default();
-            let (Ok(gpu), Some(nic)) = (gpu.parse::<Bdf>(), nic_key(&nic_raw)) else {
-                if rank(verdict).is_some() {
-                    out.unmapped.push(format!("{gpu} {nic_raw}"));
-                }
+            let Some(g) = gpu
+                .bdf
+                .filter(|_| r.nic.bdf.is_some() || r.nic.rdma.is_some())
+            else {
+                out.unmapped.push(format!("{gpu} {}", r.nic));
                 continue;
             };
-            let Some(rk) = rank(verdict) else { continue };
-            let reason = r
-                .get("reason")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
-            let e = out
-                .verdicts
-                .entry((gpu, nic))
-                .or_insert((verdict.to_string(), reason.clone()));
-            if rank(&e.0).is_none_or(|old| rk < old) {
-                *e = (verdict.to_string(), reason);
+            match out
+                .measured
+                .iter_mut()
+                .find(|m| m.gpu == g && m.nic == r.nic)
+            {
+                Some(m) if m.verdict.rank().is_some_and(|old| rank < old) => {
+                    m.verdict = r.verdict;
+                    m.reason = r.reason.clone();
+                }
+                Some(_) => {}
+                None => out.measured.push(Measured {
+                    gpu: g,
+                    nic: r.nic.clone(),
+                    verdict: r.verdict,
+                    reason: r.reason.clone(),
+                }),
             }
         }
-        Ok(out)
+        out
     }
 
     /// Reads and parses a probe result file.
@@ -143,6 +103,15 @@ impl ProbeEvidence {
         let s = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read evidence {}", path.display()))?;
         Self::parse(&path.display().to_string(), &s)
+    }
+}
+
+/// Whether the probe's NIC is the pair's NIC: by PCI address when the probe gives one, else by
+/// RDMA device name.
+fn same_nic(nic: &NicRef, p: &Pair) -> bool {
+    match nic.bdf {
+        Some(b) => b == p.nic,
+        None => nic.rdma.is_some() && nic.rdma == p.rdma,
     }
 }
 
@@ -156,16 +125,21 @@ const DOWNGRADABLE: [&str; 4] = [
 
 /// Applies the measured verdicts to the findings of an audit.
 pub fn fold(ctx: &Ctx, ev: &ProbeEvidence, findings: &mut Vec<Finding>) {
-    // Map each probe entry onto a pair of the matching (NIC named by RDMA name or address).
-    let mut measured: BTreeMap<(String, String), (String, String)> = BTreeMap::new();
-    for ((gpu, nic), v) in &ev.verdicts {
-        let hit = ctx.pairs.iter().find(|p| {
-            p.gpu == *gpu
-                && (p.rdma.as_deref() == Some(nic.as_str())
-                    || nic.parse::<Bdf>().is_ok_and(|b| b == p.nic))
-        });
-        if let Some(p) = hit {
-            measured.insert((p.gpu.to_string(), p.nic.to_string()), v.clone());
+    // Map each measured pair onto the audit's pair; the worst verdict per pair counts.
+    let mut measured: BTreeMap<(String, String), (Verdict, &str)> = BTreeMap::new();
+    for m in &ev.measured {
+        let Some(p) = ctx
+            .pairs
+            .iter()
+            .find(|p| p.gpu == m.gpu && same_nic(&m.nic, p))
+        else {
+            continue;
+        };
+        let e = measured
+            .entry((p.gpu.to_string(), p.nic.to_string()))
+            .or_insert((m.verdict, m.reason.as_str()));
+        if m.verdict.rank() < e.0.rank() {
+            *e = (m.verdict, m.reason.as_str());
         }
     }
     if !ev.unmapped.is_empty() {
@@ -194,7 +168,7 @@ pub fn fold(ctx: &Ctx, ev: &ProbeEvidence, findings: &mut Vec<Finding>) {
         let all_confirmed = f.pairs.iter().all(|p| {
             measured
                 .get(&(p.gpu.clone(), p.nic.clone()))
-                .is_some_and(|(v, _)| v == "confirmed")
+                .is_some_and(|(v, _)| *v == Verdict::Confirmed)
         });
         if all_confirmed {
             f.severity = Severity::Warning;
@@ -205,17 +179,18 @@ pub fn fold(ctx: &Ctx, ev: &ProbeEvidence, findings: &mut Vec<Finding>) {
         }
     }
     for p in &ctx.pairs {
-        let Some((verdict, reason)) = measured.get(&(p.gpu.to_string(), p.nic.to_string())) else {
+        let Some(&(verdict, reason)) = measured.get(&(p.gpu.to_string(), p.nic.to_string())) else {
             continue;
         };
-        if verdict == "confirmed" {
+        if verdict == Verdict::Confirmed {
             continue;
         }
-        let sev = if verdict == "degraded" {
+        let sev = if verdict == Verdict::Degraded {
             Severity::Warning
         } else {
             Severity::Error
         };
+        let verdict = verdict.as_str();
         let note = format!(
             "probe ({}) measured {verdict}{}; overrides the inferred {}",
             ev.source,
@@ -261,58 +236,208 @@ pub fn fold(ctx: &Ctx, ev: &ProbeEvidence, findings: &mut Vec<Finding>) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::testkit::clean;
+    use super::super::{AuditOptions, run};
     use super::*;
+    use crate::probe::cuda::CudaReport;
+    use crate::probe::fabric::Op;
+    use crate::probe::report::{CellResult, Direction, GpuRef, PROBE_SCHEMA};
 
-    #[test]
-    fn keeps_worst_and_skips_host() {
-        let j = r#"{"schema":"peerpath.probe/1","results":[
-          {"gpu":"0000:13:00.0","nic":"mlx5_0","memory":"cuda","verdict":"confirmed"},
-          {"gpu":"0000:13:00.0","nic":"mlx5_0","memory":"cuda","verdict":"degraded","reason":"read 0.7"},
-          {"gpu":"0000:13:00.0","nic":"mlx5_0","memory":"host","verdict":"bad_path"},
-          {"gpu":"0000:33:00.0","nic":"mlx5_1","memory":"cuda","verdict":"not_run"}]}"#;
-        let e = ProbeEvidence::parse("p.json", j).unwrap();
-        assert_eq!(e.verdicts.len(), 1);
-        let v = &e.verdicts[&("0000:13:00.0".parse().unwrap(), "mlx5_0".to_string())];
-        assert_eq!(v.0, "degraded");
-        assert_eq!(v.1, "read 0.7");
+    fn gpu(bdf: &str, cuda: usize) -> Option<GpuRef> {
+        Some(GpuRef {
+            bdf: Some(bdf.parse().unwrap()),
+            cuda: Some(cuda),
+        })
+    }
+
+    fn verbs(rdma: &str, bdf: Option<&str>) -> NicRef {
+        NicRef::verbs(rdma, 1, bdf.map(|b| b.parse().unwrap()))
+    }
+
+    fn cell(gpu: Option<GpuRef>, nic: NicRef, memory: MemoryKind, verdict: Verdict) -> CellResult {
+        CellResult {
+            gpu,
+            nic,
+            memory,
+            direction: Direction::GpuToHost,
+            op: Op::Write,
+            message_bytes: 65536,
+            bytes: 0,
+            seconds: 0.0,
+            gbytes_per_s: 0.0,
+            verified: true,
+            verdict,
+            expected_label: None,
+            reason: format!("{} cell", verdict.as_str()),
+            contradicts: false,
+            control: false,
+            registration: Vec::new(),
+        }
+    }
+
+    /// The JSON the probe writes for these results.
+    fn probe_json(results: Vec<CellResult>) -> String {
+        serde_json::to_string_pretty(&ProbeReport {
+            schema: PROBE_SCHEMA.into(),
+            fabric: "verbs".into(),
+            results,
+            cuda: CudaReport::unavailable("no driver"),
+            counter_changes: Vec::new(),
+            notes: Vec::new(),
+            interrupted: false,
+        })
+        .unwrap()
     }
 
     #[test]
-    fn probe_names() {
-        assert_eq!(
-            nic_key("verbs:mlx5_0:1 (0000:17:00.0)").as_deref(),
-            Some("0000:17:00.0")
-        );
-        assert_eq!(nic_key("verbs:mlx5_3:1").as_deref(), Some("mlx5_3"));
-        assert_eq!(nic_key("mlx5_3").as_deref(), Some("mlx5_3"));
-        assert_eq!(nic_key("17:00.0").as_deref(), Some("0000:17:00.0"));
-        assert_eq!(nic_key("ofi:tcp:lo"), None);
-        assert_eq!(nic_key(")mlx5_1 (").as_deref(), Some(")mlx5_1"));
-        let j = r#"{"schema":"peerpath.probe/1","results":[
-          {"gpu":null,"nic":"verbs:mlx5_0:1 (0000:14:00.0)","memory":"host","verdict":"confirmed"},
-          {"gpu":"0000:13:00.0","nic":"verbs:mlx5_0:1 (0000:14:00.0)","memory":"cuda","verdict":"bad_path"},
-          {"gpu":"cuda:0","nic":"ofi:tcp:lo","memory":"cuda","verdict":"confirmed"}]}"#;
-        let e = ProbeEvidence::parse("p.json", j).unwrap();
-        assert_eq!(e.verdicts.len(), 1);
-        assert_eq!(
-            e.verdicts[&("0000:13:00.0".parse().unwrap(), "0000:14:00.0".to_string())].0,
-            "bad_path"
-        );
-        assert_eq!(e.unmapped, vec!["cuda:0 ofi:tcp:lo".to_string()]);
+    fn keeps_worst_and_skips_host_and_not_run() {
+        let nic = verbs("mlx5_0", Some("0000:14:00.0"));
+        let g = gpu("0000:13:00.0", 0);
+        let j = probe_json(vec![
+            cell(g.clone(), nic.clone(), MemoryKind::Cuda, Verdict::Confirmed),
+            cell(g.clone(), nic.clone(), MemoryKind::Cuda, Verdict::Degraded),
+            cell(g.clone(), nic.clone(), MemoryKind::Cuda, Verdict::Confirmed),
+            cell(g.clone(), nic.clone(), MemoryKind::Host, Verdict::BadPath),
+            cell(None, nic.clone(), MemoryKind::Host, Verdict::TransferFailed),
+            cell(
+                gpu("0000:33:00.0", 1),
+                verbs("mlx5_1", None),
+                MemoryKind::Cuda,
+                Verdict::NotRun,
+            ),
+        ]);
+        let e = ProbeEvidence::parse("p.json", &j).unwrap();
+        assert_eq!(e.measured.len(), 1);
+        assert_eq!(e.measured[0].nic, nic);
+        assert_eq!(e.measured[0].verdict, Verdict::Degraded);
+        assert_eq!(e.measured[0].reason, "degraded cell");
+        assert!(e.unmapped.is_empty());
     }
 
     #[test]
-    fn rejects_other_documents() {
+    fn results_without_a_pci_pair_are_listed_not_used() {
+        let j = probe_json(vec![
+            cell(
+                Some(GpuRef {
+                    bdf: None,
+                    cuda: Some(0),
+                }),
+                verbs("mlx5_0", Some("0000:14:00.0")),
+                MemoryKind::Cuda,
+                Verdict::Confirmed,
+            ),
+            cell(
+                gpu("0000:13:00.0", 0),
+                NicRef::ofi("tcp", Some("lo")),
+                MemoryKind::Cuda,
+                Verdict::BadPath,
+            ),
+        ]);
+        let e = ProbeEvidence::parse("p.json", &j).unwrap();
+        assert!(e.measured.is_empty());
+        assert_eq!(
+            e.unmapped,
+            [
+                "cuda:0 verbs:mlx5_0:1 (0000:14:00.0)",
+                "0000:13:00.0 ofi:tcp:lo"
+            ]
+        );
+    }
+
+    #[test]
+    fn probe_json_round_trips_into_the_audit() {
+        // The clean twin: GPU 0000:13:00.0 with mlx5_0 at 0000:14:00.0, PIX; 0000:33:00.0
+        // with mlx5_1 at 0000:34:00.0.
+        let j = probe_json(vec![
+            cell(
+                None,
+                verbs("mlx5_0", Some("0000:14:00.0")),
+                MemoryKind::Host,
+                Verdict::Confirmed,
+            ),
+            cell(
+                gpu("0000:13:00.0", 0),
+                verbs("mlx5_0", Some("0000:14:00.0")),
+                MemoryKind::Cuda,
+                Verdict::Confirmed,
+            ),
+            cell(
+                gpu("0000:13:00.0", 0),
+                verbs("mlx5_0", Some("0000:14:00.0")),
+                MemoryKind::Cuda,
+                Verdict::BadPath,
+            ),
+            // Named by RDMA device only: matched by name.
+            cell(
+                gpu("0000:33:00.0", 1),
+                verbs("mlx5_1", None),
+                MemoryKind::Cuda,
+                Verdict::Degraded,
+            ),
+            cell(
+                gpu("0000:73:00.0", 3),
+                NicRef::ofi("tcp", Some("lo")),
+                MemoryKind::Cuda,
+                Verdict::Confirmed,
+            ),
+        ]);
+        let ev = ProbeEvidence::parse("probe.json", &j).unwrap();
+        let r = run(
+            &clean(),
+            &AuditOptions {
+                profile: None,
+                evidence: Some(ev),
+            },
+        );
+        let get = |gpu: &str| {
+            r.findings
+                .iter()
+                .find(|f| f.id == "gpu-nic-path" && f.subject == gpu)
+                .unwrap_or_else(|| panic!("no finding for {gpu}: {:#?}", r.findings))
+        };
+        let bad = get("0000:13:00.0");
+        assert_eq!(bad.severity, Severity::Error);
+        let m = bad.measured.as_deref().unwrap();
+        assert!(
+            m.contains("measured bad_path (bad_path cell)") && m.contains("PIX"),
+            "{m}"
+        );
+        assert_eq!(get("0000:33:00.0").severity, Severity::Warning);
+        let unmapped = get("node");
+        assert_eq!(unmapped.severity, Severity::Info);
+        assert!(unmapped.summary.contains("0000:73:00.0 ofi:tcp:lo"));
+    }
+
+    #[test]
+    fn old_and_foreign_documents_are_refused() {
+        let old = r#"{"schema":"peerpath.probe/1","results":[
+          {"gpu":"0000:13:00.0","nic":"verbs:mlx5_0:1 (0000:14:00.0)","memory":"cuda","verdict":"bad_path"}]}"#;
+        let e = format!("{:#}", ProbeEvidence::parse("old.json", old).unwrap_err());
+        assert!(
+            e.contains("peerpath.probe/1 documents") && e.contains("re-run"),
+            "{e}"
+        );
+        let stringly = old.replace("peerpath.probe/1", PROBE_SCHEMA).replace(
+            r#""verdict""#,
+            r#""direction":"gpu_to_host","op":"write","message_bytes":1,"verdict""#,
+        );
+        let e = format!(
+            "{:#}",
+            ProbeEvidence::parse("s.json", &stringly).unwrap_err()
+        );
+        assert!(e.contains("is the string"), "{e}");
         assert!(
             ProbeEvidence::parse("x", r#"{"schema":"peerpath.audit/1","results":[]}"#).is_err()
         );
         assert!(ProbeEvidence::parse("x", "not json").is_err());
-        assert!(
-            ProbeEvidence::parse(
-                "x",
-                r#"{"schema":"peerpath.probe/1","results":[{"gpu":"0000:13:00.0","nic":"a"}]}"#
-            )
-            .is_err()
-        );
+        // A result without a verdict is no probe result.
+        let no_verdict = probe_json(vec![cell(
+            gpu("0000:13:00.0", 0),
+            verbs("mlx5_0", None),
+            MemoryKind::Cuda,
+            Verdict::Confirmed,
+        )])
+        .replace(r#""verdict": "confirmed","#, "");
+        assert!(ProbeEvidence::parse("x", &no_verdict).is_err());
     }
 }

@@ -394,9 +394,11 @@ fn probe_confirmed_downgrades_and_bad_path_raises() {
     let t = topo(d, machine());
     let ev = evidence::ProbeEvidence::parse(
         "probe.json",
-        r#"{"schema":"peerpath.probe/1","results":[
-            {"gpu":"0000:33:00.0","nic":"mlx5_1","memory":"cuda","verdict":"confirmed"},
-            {"gpu":"0000:73:00.0","nic":"0000:74:00.0","memory":"cuda","verdict":"bad_path","reason":"ratio 0.41"}]}"#,
+        r#"{"schema":"peerpath.probe/2","results":[
+            {"gpu":{"bdf":"0000:33:00.0"},"nic":{"fabric":"verbs","rdma":"mlx5_1"},"memory":"cuda",
+             "direction":"gpu_to_host","op":"read","message_bytes":65536,"verdict":"confirmed"},
+            {"gpu":{"bdf":"0000:73:00.0"},"nic":{"fabric":"verbs","bdf":"0000:74:00.0"},"memory":"cuda",
+             "direction":"gpu_to_host","op":"read","message_bytes":65536,"verdict":"bad_path","reason":"ratio 0.41"}]}"#,
     )
     .unwrap();
     let r = run(

@@ -3,6 +3,56 @@
 //! Two implementations: [`verbs`] (libibverbs, InfiniBand/RoCE) and [`ofi`] (libfabric: EFA,
 //! Slingshot, Ultra Ethernet, and here its `tcp` provider). Both load their library at run time.
 
+/// Declares a struct of C entry points resolved by name from a library opened at run time
+/// (`$soname`, or in a debug build the path in `$env`), and its `open`. Fields are named as the
+/// C symbols; `optional` ones are `None` when the library predates them. A missing library or
+/// required symbol is an [`Unavailable`] naming `$package`.
+macro_rules! dyn_library {
+    ($(#[$m:meta])* struct $name:ident from $soname:ident ($env:literal, $package:literal) {
+        $( $sym:ident : $ty:ty ),* $(,)?
+    } optional {
+        $( $osym:ident : $oty:ty ),* $(,)?
+    }) => {
+        $(#[$m])*
+        #[allow(non_snake_case)]
+        struct $name {
+            /// Keeps the library loaded while the entry points below are used.
+            _lib: libloading::Library,
+            $( $sym: $ty, )*
+            $( $osym: Option<$oty>, )*
+        }
+
+        impl $name {
+            fn open() -> Result<$name, $crate::probe::Unavailable> {
+                let unavailable = |detail: &str| {
+                    $crate::probe::Unavailable::library($soname, $package, detail)
+                };
+                let path = $crate::probe::lib_name($soname, $env);
+                // SAFETY: loading the library runs its initialisers, which have no
+                // preconditions.
+                let lib = unsafe { libloading::Library::new(path) }
+                    .map_err(|e| unavailable(&e.to_string()))?;
+                Ok($name {
+                    $( $sym: {
+                        let name = concat!(stringify!($sym), "\0").as_bytes();
+                        // SAFETY: `$ty` is the symbol's C signature in the headers the `_sys`
+                        // file mirrors; the pointer is copied out of the `Symbol` but only
+                        // called while `_lib` keeps the library loaded.
+                        *unsafe { lib.get::<$ty>(name) }
+                            .map_err(|e| unavailable(&format!("missing symbol: {e}")))?
+                    }, )*
+                    $( $osym: {
+                        let name = concat!(stringify!($osym), "\0").as_bytes();
+                        // SAFETY: as above.
+                        unsafe { lib.get::<$oty>(name) }.ok().map(|s| *s)
+                    }, )*
+                    _lib: lib,
+                })
+            }
+        }
+    };
+}
+
 pub mod layout;
 pub mod ofi;
 pub mod ofi_sys;
@@ -11,10 +61,11 @@ pub mod verbs_sys;
 
 use super::Unavailable;
 use super::memory::Buffer;
-use serde::Serialize;
+use super::report::NicRef;
+use serde::{Deserialize, Serialize};
 
 /// The RDMA operation a cell measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Op {
     /// RDMA WRITE: the initiator's local buffer is read by its NIC and written into the target.
@@ -34,7 +85,7 @@ impl Op {
 }
 
 /// How a registration was attempted and how it ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RegAttempt {
     /// `dmabuf` (`ibv_reg_dmabuf_mr` / libfabric dma-buf), `peer` (plain `ibv_reg_mr` on a
     /// device pointer, claimed by a peer-memory client such as nvidia-peermem), `hmem`
@@ -43,10 +94,10 @@ pub struct RegAttempt {
     /// Whether it worked.
     pub ok: bool,
     /// errno (positive) when it failed and one was reported.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub errno: Option<i32>,
     /// What the failure means (mapped from the errno), or why the method was not tried.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
 }
 
@@ -109,16 +160,182 @@ pub fn map_reg_errno(method: &str, errno: i32) -> String {
     }
 }
 
-/// A registered buffer, by handle into the fabric's own table (so the fabric frees every
-/// registration it made, even on Ctrl-C).
+/// What a fabric reports about a registration it made: its handle in the fabric's own table
+/// (so the fabric can free every registration it made, even on Ctrl-C), the method that
+/// worked and every attempt. Only [`Registration::new`] sees it.
 #[derive(Debug, Clone)]
-pub struct Registered {
-    /// Handle for `post` and `deregister`.
+pub struct RawRegistration {
+    /// Index into the fabric's registration table.
     pub handle: usize,
     /// The method that worked.
     pub method: String,
     /// Every attempt, in order (failed dma-buf first, then the one that worked, …).
     pub attempts: Vec<RegAttempt>,
+}
+
+/// Names one live registration in a [`Transfer`]. It cannot be built or copied outside this
+/// module, so the only way to get one is to borrow it from a live [`Registration`]: a posted
+/// transfer always names memory that is still registered and still allocated.
+#[derive(Debug)]
+pub struct RegKey {
+    /// Address of the fabric that made the registration (compared, never dereferenced).
+    owner: *const (),
+    /// Index into that fabric's table.
+    handle: usize,
+}
+
+impl RegKey {
+    /// The handle in `fabric`'s table, when `fabric` made this registration (a key of another
+    /// fabric is refused rather than read as an index into the wrong table).
+    pub fn handle_for<F: Fabric>(&self, fabric: &F) -> Option<usize> {
+        std::ptr::eq(self.owner, fabric as *const F as *const ()).then_some(self.handle)
+    }
+}
+
+/// A buffer registered with a fabric, deregistered when dropped. It borrows the buffer
+/// mutably and the fabric shared for its whole life, so the borrow checker — not a calling
+/// convention — ensures the buffer is neither freed nor moved while the NIC may access it,
+/// and that the fabric (protection domain) outlives the registration:
+///
+/// ```compile_fail
+/// # use peerpath::probe::fabric::{Fabric, Registration};
+/// # use peerpath::probe::host::HostBuffer;
+/// fn register_then_free(fabric: &dyn Fabric) {
+///     let mut buf = HostBuffer::new(4096).unwrap();
+///     let reg = Registration::new(fabric, &mut buf).unwrap();
+///     drop(buf); // error[E0505]: `buf` is still borrowed by the registration
+///     drop(reg);
+/// }
+/// ```
+pub struct Registration<'f, 'b> {
+    fabric: &'f dyn Fabric,
+    buf: &'b mut dyn Buffer,
+    key: RegKey,
+    method: String,
+    attempts: Vec<RegAttempt>,
+}
+
+impl<'f, 'b> Registration<'f, 'b> {
+    /// Registers `buf` with `fabric` (dma-buf first for device memory, then plain or
+    /// peer-memory registration); on failure, every attempt with its errno and meaning.
+    pub fn new(fabric: &'f dyn Fabric, buf: &'b mut dyn Buffer) -> Result<Self, Vec<RegAttempt>> {
+        // SAFETY: the registration ends in `Drop` below, and until then `buf` stays mutably
+        // borrowed by the returned value, so its memory can be neither freed nor moved while
+        // registered.
+        let raw = unsafe { fabric.register_raw(buf) }?;
+        Ok(Registration {
+            fabric,
+            buf,
+            key: RegKey {
+                owner: fabric as *const dyn Fabric as *const (),
+                handle: raw.handle,
+            },
+            method: raw.method,
+            attempts: raw.attempts,
+        })
+    }
+    /// The key naming this registration in a [`Transfer`].
+    pub fn key(&self) -> &RegKey {
+        &self.key
+    }
+    /// The registered buffer (to fill it before and read it back after the transfers).
+    pub fn buffer(&mut self) -> &mut dyn Buffer {
+        &mut *self.buf
+    }
+    /// The method that worked (`dmabuf`, `peer`, `hmem`, `host`).
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+    /// Every attempt, in order.
+    pub fn attempts(&self) -> &[RegAttempt] {
+        &self.attempts
+    }
+}
+
+impl Drop for Registration<'_, '_> {
+    fn drop(&mut self) {
+        self.fabric.deregister_raw(self.key.handle);
+    }
+}
+
+/// A fabric's live registrations by handle, for the implementations ([`verbs`], [`ofi`]):
+/// `M` is the library's registration object.
+pub(crate) struct RegTable<M: Copy> {
+    slots: std::cell::RefCell<Vec<Option<Slot<M>>>>,
+}
+
+/// One live registration: the library object and the registered range.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Slot<M> {
+    /// The library's registration object.
+    pub mr: M,
+    /// First registered address (host virtual address or device pointer).
+    pub addr: u64,
+    /// Registered bytes.
+    pub len: usize,
+}
+
+impl<M: Copy> RegTable<M> {
+    /// An empty table.
+    pub fn new() -> Self {
+        RegTable {
+            slots: Default::default(),
+        }
+    }
+    /// Records a registration of `buf`; returns its handle.
+    pub fn insert(&self, mr: M, buf: &dyn Buffer) -> usize {
+        let mut s = self.slots.borrow_mut();
+        s.push(Some(Slot {
+            mr,
+            addr: buf.addr(),
+            len: buf.len(),
+        }));
+        s.len() - 1
+    }
+    /// Forgets a registration; returns its object to release (`None`: already released).
+    pub fn remove(&self, handle: usize) -> Option<M> {
+        self.slots
+            .borrow_mut()
+            .get_mut(handle)
+            .and_then(|s| s.take())
+            .map(|s| s.mr)
+    }
+    /// Number of live registrations.
+    #[cfg(test)]
+    pub fn live(&self) -> usize {
+        self.slots.borrow().iter().flatten().count()
+    }
+    /// Forgets every registration; returns the objects to release.
+    pub fn drain(&self) -> Vec<M> {
+        self.slots
+            .borrow_mut()
+            .drain(..)
+            .flatten()
+            .map(|s| s.mr)
+            .collect()
+    }
+    /// The local and remote registrations of a transfer posted on `owner`, when `owner` made
+    /// both and both ranges lie inside them.
+    pub fn resolve<F: Fabric>(
+        &self,
+        owner: &F,
+        t: &Transfer<'_>,
+    ) -> Result<(Slot<M>, Slot<M>), String> {
+        let slots = self.slots.borrow();
+        let get = |k: &RegKey| {
+            k.handle_for(owner)
+                .and_then(|h| slots.get(h).copied().flatten())
+        };
+        let (Some(l), Some(r)) = (get(t.local), get(t.remote)) else {
+            return Err("post on a registration this fabric does not hold".into());
+        };
+        if t.local_off.checked_add(t.len).is_none_or(|e| e > l.len)
+            || t.remote_off.checked_add(t.len).is_none_or(|e| e > r.len)
+        {
+            return Err("post past the end of a registered buffer".into());
+        }
+        Ok((l, r))
+    }
 }
 
 /// A completed operation.
@@ -141,16 +358,16 @@ pub enum Posted {
 
 /// One operation to post: `len` bytes between registration `local` at `local_off` (on the
 /// initiator) and registration `remote` at `remote_off` (on the target).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Transfer {
+#[derive(Debug, Clone, Copy)]
+pub struct Transfer<'k> {
     /// WRITE or READ.
     pub op: Op,
-    /// Handle of the initiator-side registration.
-    pub local: usize,
+    /// The initiator-side registration.
+    pub local: &'k RegKey,
     /// Offset in it.
     pub local_off: usize,
-    /// Handle of the target-side registration.
-    pub remote: usize,
+    /// The target-side registration.
+    pub remote: &'k RegKey,
     /// Offset in it.
     pub remote_off: usize,
     /// Bytes.
@@ -160,23 +377,32 @@ pub struct Transfer {
 }
 
 /// A fabric opened on one device/provider with a connected loopback pair: an initiator
-/// endpoint and a target endpoint sharing one protection domain.
+/// endpoint and a target endpoint sharing one protection domain. Every method takes `&self`
+/// so that [`Registration`]s can hold the fabric while transfers are posted.
 pub trait Fabric {
-    /// What was opened, e.g. `ofi:tcp:lo` or `verbs:mlx5_0:1`.
-    fn name(&self) -> String;
+    /// What was opened: the RDMA device and port, or the libfabric provider and domain (the
+    /// PCI address is the caller's to add, from the topology).
+    fn nic(&self) -> NicRef;
     /// Line rate of the port in GB/s (10^9 bytes/s), when the device reports one.
     fn line_rate_gbytes(&self) -> Option<f64>;
     /// Most operations that may be outstanding at once.
     fn max_outstanding(&self) -> usize;
     /// Registers a buffer for local and remote read/write access: dma-buf first for device
-    /// memory, then plain/peer-memory registration.
-    fn register(&mut self, buf: &mut dyn Buffer) -> Result<Registered, Vec<RegAttempt>>;
-    /// Releases a registration.
-    fn deregister(&mut self, handle: usize);
+    /// memory, then plain/peer-memory registration. Use [`Registration::new`].
+    ///
+    /// # Safety
+    ///
+    /// From the call until [`Fabric::deregister_raw`] with the returned handle, the NIC may
+    /// read and write the buffer's memory: the caller must keep the buffer allocated and in
+    /// place until then.
+    unsafe fn register_raw(&self, buf: &mut dyn Buffer)
+    -> Result<RawRegistration, Vec<RegAttempt>>;
+    /// Releases a registration (a no-op for a handle already released).
+    fn deregister_raw(&self, handle: usize);
     /// Posts one operation on the initiator (see [`Transfer`]).
-    fn post(&mut self, t: &Transfer) -> Result<Posted, String>;
+    fn post(&self, t: &Transfer<'_>) -> Result<Posted, String>;
     /// Polls the initiator's completions (and drives the target's progress), appending them.
-    fn poll(&mut self, out: &mut Vec<Completion>) -> Result<(), String>;
+    fn poll(&self, out: &mut Vec<Completion>) -> Result<(), String>;
 }
 
 /// Why a fabric could not be opened.

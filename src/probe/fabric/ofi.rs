@@ -3,82 +3,104 @@
 //! endpoint is the target. Both share one domain, so one registration serves either side.
 //! Everything but `fi_getinfo`/`fi_freeinfo`/`fi_dupinfo`/`fi_fabric`/`fi_strerror`/
 //! `fi_version` goes through the ops tables carried in [`super::ofi_sys`].
+//!
+//! Every pointer this module dereferences or passes is either null-checked output of
+//! libfabric held by [`OfiFabric`] until its `Drop`, an ops table of such an object (the
+//! provider's, valid while the object is open), or a value built here; the layouts are
+//! libfabric 1.17's, checked against the real headers by `tests/probe_layout.rs`.
 
+use super::layout::Zeroable;
 use super::ofi_sys::*;
-use super::{Completion, Fabric, Op, OpenError, Posted, RegAttempt, Registered, Transfer};
+use super::{
+    Completion, Fabric, Op, OpenError, Posted, RawRegistration, RegAttempt, RegTable, Transfer,
+};
 use crate::probe::Unavailable;
 use crate::probe::memory::{Buffer, MemoryKind};
-use libloading::Library;
-use std::ffi::{CStr, CString, c_void};
+use crate::probe::report::NicRef;
+use std::cell::{Cell, RefCell, UnsafeCell};
+use std::ffi::{CStr, CString, c_char, c_void};
 use std::ptr::null_mut;
 use std::time::{Duration, Instant};
 
 /// Soname opened at run time.
 pub const LIBFABRIC: &str = "libfabric.so.1";
 
-/// The exported libfabric entry points.
-struct Lib {
-    _lib: Library,
-    getinfo: fi_getinfo_fn,
-    freeinfo: fi_freeinfo_fn,
-    dupinfo: fi_dupinfo_fn,
-    fabric: fi_fabric_fn,
-    strerror: fi_strerror_fn,
-    version: fi_version_fn,
+dyn_library! {
+    /// The exported libfabric entry points.
+    struct Lib from LIBFABRIC ("PEERPATH_LIBFABRIC", "the Debian package libfabric1") {
+        fi_getinfo: fi_getinfo_fn,
+        fi_freeinfo: fi_freeinfo_fn,
+        fi_dupinfo: fi_dupinfo_fn,
+        fi_fabric: fi_fabric_fn,
+        fi_strerror: fi_strerror_fn,
+        fi_version: fi_version_fn,
+    } optional {}
 }
 
 impl Lib {
-    fn open() -> Result<Lib, Unavailable> {
-        // SAFETY: loading libfabric runs its constructors, which have no preconditions.
-        let lib = unsafe { Library::new(crate::probe::lib_name(LIBFABRIC, "PEERPATH_LIBFABRIC")) }
-            .map_err(|e| {
-                Unavailable::library(LIBFABRIC, "the Debian package libfabric1", &e.to_string())
-            })?;
-        macro_rules! sym {
-            ($n:literal, $t:ty) => {
-                // SAFETY: the symbol has this C signature in every libfabric 1.x.
-                *unsafe { lib.get::<$t>($n) }.map_err(|e| {
-                    Unavailable::library(
-                        LIBFABRIC,
-                        "the Debian package libfabric1",
-                        &format!("missing symbol: {e}"),
-                    )
-                })?
-            };
-        }
-        Ok(Lib {
-            getinfo: sym!(b"fi_getinfo\0", fi_getinfo_fn),
-            freeinfo: sym!(b"fi_freeinfo\0", fi_freeinfo_fn),
-            dupinfo: sym!(b"fi_dupinfo\0", fi_dupinfo_fn),
-            fabric: sym!(b"fi_fabric\0", fi_fabric_fn),
-            strerror: sym!(b"fi_strerror\0", fi_strerror_fn),
-            version: sym!(b"fi_version\0", fi_version_fn),
-            _lib: lib,
-        })
-    }
-
+    /// `fi_strerror` of a negative return code, with the code.
     fn err(&self, rc: isize) -> String {
         let code = (-rc) as i32;
-        // SAFETY: fi_strerror returns a static string for any code.
-        let s = unsafe { CStr::from_ptr((self.strerror)(code)) }
+        // SAFETY: fi_strerror returns a static NUL-terminated string for any code.
+        let s = unsafe { CStr::from_ptr((self.fi_strerror)(code)) }
             .to_string_lossy()
             .into_owned();
         format!("{s} (-{code})")
+    }
+
+    /// `Ok` for 0, else an `OpenError` naming the call.
+    fn check(&self, what: &str, rc: isize) -> Result<(), OpenError> {
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(OpenError::Failed(format!("{what}: {}", self.err(rc))))
+        }
+    }
+
+    /// The library's API version, capped at the one these layouts describe.
+    fn api_version(&self) -> u32 {
+        // SAFETY: fi_version has no arguments and no preconditions.
+        unsafe { (self.fi_version)() }.min(FI_API_VERSION)
     }
 }
 
 /// libfabric's runtime version as `major.minor`, or why it could not be read.
 pub fn runtime_version() -> Result<String, Unavailable> {
     let lib = Lib::open()?;
-    // SAFETY: fi_version has no arguments.
-    let v = unsafe { (lib.version)() };
+    // SAFETY: fi_version has no arguments and no preconditions.
+    let v = unsafe { (lib.fi_version)() };
     Ok(format!("{}.{}", v >> 16, v & 0xffff))
 }
 
-struct Mr {
-    mr: *mut fid_mr,
-    addr: u64,
-    len: usize,
+/// An entry of an ops table, or an error naming the call it implements.
+fn entry<F>(f: Option<F>, call: &str) -> Result<F, OpenError> {
+    f.ok_or_else(|| OpenError::Failed(format!("{call} missing")))
+}
+
+/// A C string owned by libfabric, or `None` for null.
+///
+/// # Safety
+///
+/// `p` is null or points to a NUL-terminated string that stays valid during the call.
+unsafe fn text(p: *const c_char) -> Option<String> {
+    // SAFETY: the caller's contract.
+    (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+}
+
+/// Closes a libfabric object through its ops table; ignores null.
+///
+/// # Safety
+///
+/// `f` is null or a live libfabric object, closed once, after everything opened on it.
+unsafe fn close(f: *mut fid) {
+    if f.is_null() {
+        return;
+    }
+    // SAFETY: f is a live object (caller); `ops` is its provider's table.
+    if let Some(c) = unsafe { (*(*f).ops).close } {
+        // SAFETY: the caller's contract.
+        unsafe { c(f) };
+    }
 }
 
 /// A libfabric loopback pair (see module doc).
@@ -95,34 +117,35 @@ pub struct OfiFabric {
     cq_s: *mut fid_cq,
     ep_c: *mut fid_ep,
     ep_s: *mut fid_ep,
-    mrs: Vec<Option<Mr>>,
-    next_key: u64,
+    mrs: RegTable<*mut fid_mr>,
+    next_key: Cell<u64>,
     virt_addr: bool,
-    prov_key: bool,
     hmem: bool,
-    ctx: Box<[fi_context2]>,
-    ctx_wr: Vec<u64>,
-    ctx_free: Vec<usize>,
-    name: String,
-}
-
-/// Closes a libfabric object through its ops table; ignores null.
-unsafe fn close(f: *mut fid) {
-    if !f.is_null() {
-        // SAFETY: f is a live libfabric object; close is always present.
-        unsafe {
-            if let Some(c) = (*(*f).ops).close {
-                c(f);
-            }
-        }
-    }
+    /// Per-operation provider scratch space (`FI_CONTEXT2`): the provider writes a slot from
+    /// the post until the operation's completion is read.
+    ctx: Box<[UnsafeCell<fi_context2>]>,
+    /// The `wr_id` of the operation using each context slot.
+    ctx_wr: RefCell<Vec<u64>>,
+    /// Context slots no operation is using.
+    ctx_free: RefCell<Vec<usize>>,
+    provider: String,
+    domain_name: Option<String>,
 }
 
 const CTX_SLOTS: usize = 64;
 
+/// What to ask `fi_getinfo` for (besides the caps every probe endpoint needs).
+struct InfoQuery<'a> {
+    provider: &'a str,
+    service: &'a str,
+    flags: u64,
+    hmem: bool,
+}
+
 impl OfiFabric {
     /// Opens `provider` on 127.0.0.1 and connects a loopback pair. `memory` says whether
     /// device memory will be registered (then `FI_HMEM` is asked for, and its absence noted).
+    /// Whatever was opened before a failure is closed by `Drop`.
     pub fn open(provider: &str, memory: MemoryKind) -> Result<OfiFabric, OpenError> {
         let lib = Lib::open().map_err(OpenError::Unavailable)?;
         let mut f = OfiFabric {
@@ -138,282 +161,298 @@ impl OfiFabric {
             cq_s: null_mut(),
             ep_c: null_mut(),
             ep_s: null_mut(),
-            mrs: Vec::new(),
-            next_key: 1,
+            mrs: RegTable::new(),
+            next_key: Cell::new(1),
             virt_addr: false,
-            prov_key: false,
             hmem: false,
-            // SAFETY: fi_context2 is plain pointers; all-zero is its initial state.
-            ctx: vec![unsafe { std::mem::zeroed::<fi_context2>() }; CTX_SLOTS].into_boxed_slice(),
-            ctx_wr: vec![0; CTX_SLOTS],
-            ctx_free: (0..CTX_SLOTS).rev().collect(),
-            name: format!("ofi:{provider}"),
+            ctx: (0..CTX_SLOTS)
+                .map(|_| UnsafeCell::new(fi_context2::zeroed()))
+                .collect(),
+            ctx_wr: RefCell::new(vec![0; CTX_SLOTS]),
+            ctx_free: RefCell::new((0..CTX_SLOTS).rev().collect()),
+            provider: provider.to_string(),
+            domain_name: None,
         };
-        // SAFETY: setup() only touches objects it creates; Drop closes whatever was made.
-        unsafe { f.setup(provider, memory)? };
+        f.open_fabric(memory == MemoryKind::Cuda)?;
+        f.eq_s = f.open_eq()?;
+        f.eq_c = f.open_eq()?;
+        let port = f.listen()?;
+        f.open_domain()?;
+        f.cq_c = f.open_cq()?;
+        f.cq_s = f.open_cq()?;
+        f.connect(port)?;
         Ok(f)
     }
 
-    unsafe fn getinfo(
-        &self,
-        provider: &str,
-        node: &str,
-        service: &str,
-        flags: u64,
-        hmem: bool,
-    ) -> Result<*mut fi_info, isize> {
-        // SAFETY: hints come from fi_dupinfo(NULL) (libfabric's own allocation, all attrs
-        // allocated); strings put into it are strdup'ed so fi_freeinfo may free them.
-        unsafe {
-            let hints = (self.lib.dupinfo)(std::ptr::null());
-            if hints.is_null() {
-                return Err(-(libc::ENOMEM as isize));
-            }
-            (*hints).caps = FI_RMA
-                | FI_READ
-                | FI_WRITE
-                | FI_REMOTE_READ
-                | FI_REMOTE_WRITE
-                | if hmem { FI_HMEM } else { 0 };
-            (*hints).mode = FI_CONTEXT | FI_CONTEXT2;
-            (*hints).addr_format = FI_SOCKADDR_IN;
-            (*(*hints).ep_attr).r#type = FI_EP_MSG;
-            (*(*hints).domain_attr).mr_mode = FI_MR_LOCAL
-                | FI_MR_VIRT_ADDR
-                | FI_MR_ALLOCATED
-                | FI_MR_PROV_KEY
-                | if hmem { FI_MR_HMEM } else { 0 };
-            let prov = CString::new(provider).unwrap_or_default();
-            (*(*hints).fabric_attr).prov_name = libc::strdup(prov.as_ptr());
-            let node = CString::new(node).unwrap_or_default();
-            let service = CString::new(service).unwrap_or_default();
-            let mut info = null_mut();
-            let version = (self.lib.version)().min(FI_API_VERSION);
-            let rc = (self.lib.getinfo)(
+    /// `fi_getinfo` for `provider` on 127.0.0.1 with the caps the probe needs; the error is
+    /// libfabric's negative return code.
+    fn getinfo(&self, q: &InfoQuery<'_>) -> Result<*mut fi_info, isize> {
+        // SAFETY: fi_dupinfo(NULL) allocates hints with every attribute struct allocated.
+        let hints = unsafe { (self.lib.fi_dupinfo)(std::ptr::null()) };
+        if hints.is_null() {
+            return Err(-(libc::ENOMEM as isize));
+        }
+        let prov = CString::new(q.provider).unwrap_or_default();
+        let hmem = if q.hmem { FI_HMEM } else { 0 };
+        // SAFETY: hints was just allocated by fi_dupinfo, and is ours until freed below.
+        let h = unsafe { &mut *hints };
+        h.caps = FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | hmem;
+        h.mode = FI_CONTEXT | FI_CONTEXT2;
+        h.addr_format = FI_SOCKADDR_IN;
+        // SAFETY: fi_dupinfo(NULL) allocates every attribute struct of the hints.
+        let ep = unsafe { &mut *h.ep_attr };
+        ep.r#type = FI_EP_MSG;
+        // SAFETY: as above.
+        let domain = unsafe { &mut *h.domain_attr };
+        domain.mr_mode = FI_MR_LOCAL
+            | FI_MR_VIRT_ADDR
+            | FI_MR_ALLOCATED
+            | FI_MR_PROV_KEY
+            | if q.hmem { FI_MR_HMEM } else { 0 };
+        // SAFETY: as above.
+        let fabric = unsafe { &mut *h.fabric_attr };
+        // SAFETY: prov is a NUL-terminated string; the copy is malloc'ed, so fi_freeinfo may
+        // free it with the hints.
+        fabric.prov_name = unsafe { libc::strdup(prov.as_ptr()) };
+        let node = c"127.0.0.1";
+        let service = CString::new(q.service).unwrap_or_default();
+        let mut info = null_mut();
+        let version = self.lib.api_version();
+        // SAFETY: the strings and hints are valid for the call; info is a valid out-pointer.
+        let rc = unsafe {
+            (self.lib.fi_getinfo)(
                 version,
                 node.as_ptr(),
                 service.as_ptr(),
-                flags,
+                q.flags,
                 hints,
                 &mut info,
-            );
-            (self.lib.freeinfo)(hints);
-            if rc != 0 {
-                return Err(rc as isize);
-            }
-            Ok(info)
+            )
+        };
+        // SAFETY: hints came from fi_dupinfo and is freed once.
+        unsafe { (self.lib.fi_freeinfo)(hints) };
+        if rc != 0 {
+            return Err(rc as isize);
         }
+        Ok(info)
     }
 
-    unsafe fn setup(&mut self, provider: &str, memory: MemoryKind) -> Result<(), OpenError> {
-        let fail = |what: &str, rc: isize, lib: &Lib| {
-            OpenError::Failed(format!("{what}: {}", lib.err(rc)))
+    /// The listener's `fi_info` (with `FI_HMEM` when asked for and offered) and the fabric.
+    fn open_fabric(&mut self, want_hmem: bool) -> Result<(), OpenError> {
+        let mut q = InfoQuery {
+            provider: &self.provider,
+            service: "0",
+            flags: FI_SOURCE,
+            hmem: want_hmem,
         };
-        // SAFETY: every pointer dereferenced below was returned non-null by libfabric and the
-        // ops tables are those of libfabric API 1.17 (checked by tests/probe_layout.rs).
-        unsafe {
-            let want_hmem = memory == MemoryKind::Cuda;
-            let mut hmem = want_hmem;
-            let srv = match self.getinfo(provider, "127.0.0.1", "0", FI_SOURCE, hmem) {
-                Ok(i) => i,
-                Err(rc) if want_hmem && rc == -(libc::ENODATA as isize) => {
-                    hmem = false;
-                    self.getinfo(provider, "127.0.0.1", "0", FI_SOURCE, false)
-                        .map_err(|rc| self.no_provider(provider, rc))?
-                }
-                Err(rc) => return Err(self.no_provider(provider, rc)),
-            };
-            self.hmem = hmem;
-            self.srv_info = srv;
-            let dattr = (*srv).domain_attr;
-            let mr_mode = (*dattr).mr_mode;
-            self.virt_addr = mr_mode & FI_MR_VIRT_ADDR != 0 || mr_mode == 1; // FI_MR_BASIC
-            self.prov_key = mr_mode & FI_MR_PROV_KEY != 0 || mr_mode == 1;
-            let dname = if (*dattr).name.is_null() {
-                "?".into()
-            } else {
-                CStr::from_ptr((*dattr).name).to_string_lossy().into_owned()
-            };
-            let pname = CStr::from_ptr((*(*srv).fabric_attr).prov_name)
-                .to_string_lossy()
-                .into_owned();
-            self.name = format!("ofi:{pname}:{dname}");
+        let srv = match self.getinfo(&q) {
+            Ok(i) => i,
+            Err(rc) if want_hmem && rc == -(libc::ENODATA as isize) => {
+                q.hmem = false;
+                self.getinfo(&q).map_err(|rc| self.no_provider(rc))?
+            }
+            Err(rc) => return Err(self.no_provider(rc)),
+        };
+        self.hmem = q.hmem;
+        self.srv_info = srv;
+        // SAFETY: srv is a non-null fi_info from fi_getinfo, held until Drop.
+        let info = unsafe { &*srv };
+        // SAFETY: libfabric always allocates an fi_info's domain attributes.
+        let d = unsafe { &*info.domain_attr };
+        // SAFETY: as above, its fabric attributes.
+        let f = unsafe { &*info.fabric_attr };
+        // SAFETY: names in an fi_info are NUL-terminated strings or null.
+        let (domain, provider) = unsafe { (text(d.name), text(f.prov_name)) };
+        let mr_mode = d.mr_mode;
+        self.virt_addr = mr_mode & FI_MR_VIRT_ADDR != 0 || mr_mode == 1; // FI_MR_BASIC
+        self.domain_name = Some(domain.unwrap_or_else(|| "?".into()));
+        if let Some(p) = provider {
+            self.provider = p;
+        }
+        // SAFETY: the fabric attributes belong to the live srv_info; fabric is an out-pointer.
+        let rc = unsafe { (self.lib.fi_fabric)((*srv).fabric_attr, &mut self.fabric, null_mut()) };
+        self.lib.check("fi_fabric", rc as isize)
+    }
 
-            let rc = (self.lib.fabric)((*srv).fabric_attr, &mut self.fabric, null_mut());
-            if rc != 0 {
-                return Err(fail("fi_fabric", rc as isize, &self.lib));
-            }
-            let fops = &*(*self.fabric).ops;
-            let mut eq_attr = fi_eq_attr {
-                size: 16,
-                flags: 0,
-                wait_obj: FI_WAIT_UNSPEC,
-                signaling_vector: 0,
-                wait_set: null_mut(),
-            };
-            for eq in [&mut self.eq_s, &mut self.eq_c] {
-                let rc = (fops
-                    .eq_open
-                    .ok_or_else(|| OpenError::Failed("fi_eq_open missing".into()))?)(
-                    self.fabric,
-                    &mut eq_attr,
-                    eq,
-                    null_mut(),
-                );
-                if rc != 0 {
-                    return Err(fail("fi_eq_open", rc as isize, &self.lib));
-                }
-            }
-            let rc = (fops
-                .passive_ep
-                .ok_or_else(|| OpenError::Failed("fi_passive_ep missing".into()))?)(
-                self.fabric,
-                srv,
-                &mut self.pep,
-                null_mut(),
-            );
-            if rc != 0 {
-                return Err(fail("fi_passive_ep", rc as isize, &self.lib));
-            }
-            let pep_fid = self.pep as *mut fid;
-            let rc = ((*(*pep_fid).ops)
-                .bind
-                .ok_or_else(|| OpenError::Failed("fi_pep_bind missing".into()))?)(
-                pep_fid,
-                self.eq_s as *mut fid,
-                0,
-            );
-            if rc != 0 {
-                return Err(fail("fi_pep_bind", rc as isize, &self.lib));
-            }
-            let cm = &*(*self.pep).cm;
-            let rc = (cm
-                .listen
-                .ok_or_else(|| OpenError::Failed("fi_listen missing".into()))?)(
-                self.pep
-            );
-            if rc != 0 {
-                return Err(fail("fi_listen", rc as isize, &self.lib));
-            }
-            let mut sa: sockaddr_in = std::mem::zeroed();
-            let mut salen = std::mem::size_of::<sockaddr_in>();
-            let rc = (cm
-                .getname
-                .ok_or_else(|| OpenError::Failed("fi_getname missing".into()))?)(
-                pep_fid,
-                &mut sa as *mut _ as *mut c_void,
-                &mut salen,
-            );
-            if rc != 0 {
-                return Err(fail("fi_getname", rc as isize, &self.lib));
-            }
-            if sa.sin_family as i32 != libc::AF_INET {
+    /// The fabric's ops table.
+    fn fabric_ops(&self) -> &fi_ops_fabric {
+        // SAFETY: fabric is open while self is; `ops` is its provider's table.
+        unsafe { &*(*self.fabric).ops }
+    }
+
+    /// The domain's ops table.
+    fn domain_ops(&self) -> &fi_ops_domain {
+        // SAFETY: domain is open while self is; `ops` is its provider's table.
+        unsafe { &*(*self.domain).ops }
+    }
+
+    /// An event queue on the fabric.
+    fn open_eq(&self) -> Result<*mut fid_eq, OpenError> {
+        let open = entry(self.fabric_ops().eq_open, "fi_eq_open")?;
+        let mut attr = fi_eq_attr {
+            size: 16,
+            flags: 0,
+            wait_obj: FI_WAIT_UNSPEC,
+            signaling_vector: 0,
+            wait_set: null_mut(),
+        };
+        let mut eq = null_mut();
+        // SAFETY: fabric is open; attr and eq are valid for the call.
+        let rc = unsafe { open(self.fabric, &mut attr, &mut eq, null_mut()) };
+        self.lib.check("fi_eq_open", rc as isize)?;
+        Ok(eq)
+    }
+
+    /// The passive endpoint, bound to the target's event queue and listening; returns the
+    /// port the kernel chose.
+    fn listen(&mut self) -> Result<u16, OpenError> {
+        let passive = entry(self.fabric_ops().passive_ep, "fi_passive_ep")?;
+        // SAFETY: fabric and srv_info are live; pep is an out-pointer.
+        let rc = unsafe { passive(self.fabric, self.srv_info, &mut self.pep, null_mut()) };
+        self.lib.check("fi_passive_ep", rc as isize)?;
+        let pep_fid = self.pep as *mut fid;
+        // SAFETY: pep is open; its header's `ops` is the provider's table.
+        let fid_ops = unsafe { &*(*pep_fid).ops };
+        // SAFETY: as above, for its connection-management table.
+        let cm = unsafe { &*(*self.pep).cm };
+        let bind = entry(fid_ops.bind, "fi_pep_bind")?;
+        // SAFETY: pep and eq_s are open objects of this fabric.
+        let rc = unsafe { bind(pep_fid, self.eq_s as *mut fid, 0) };
+        self.lib.check("fi_pep_bind", rc as isize)?;
+        let listen = entry(cm.listen, "fi_listen")?;
+        // SAFETY: pep is open and bound.
+        let rc = unsafe { listen(self.pep) };
+        self.lib.check("fi_listen", rc as isize)?;
+        let getname = entry(cm.getname, "fi_getname")?;
+        let mut sa = sockaddr_in::zeroed();
+        let mut salen = std::mem::size_of::<sockaddr_in>();
+        // SAFETY: sa has room for salen bytes, which the provider updates.
+        let rc = unsafe { getname(pep_fid, &mut sa as *mut _ as *mut c_void, &mut salen) };
+        self.lib.check("fi_getname", rc as isize)?;
+        if sa.sin_family as i32 != libc::AF_INET {
+            return Err(OpenError::Failed(format!(
+                "listener address family {} is not AF_INET",
+                sa.sin_family
+            )));
+        }
+        Ok(u16::from_be(sa.sin_port))
+    }
+
+    /// The domain both endpoints share.
+    fn open_domain(&mut self) -> Result<(), OpenError> {
+        let domain = entry(self.fabric_ops().domain, "fi_domain")?;
+        // SAFETY: fabric and srv_info are live; domain is an out-pointer.
+        let rc = unsafe { domain(self.fabric, self.srv_info, &mut self.domain, null_mut()) };
+        self.lib.check("fi_domain", rc as isize)
+    }
+
+    /// A completion queue on the domain, context format, polled (no wait object).
+    fn open_cq(&self) -> Result<*mut fid_cq, OpenError> {
+        let open = entry(self.domain_ops().cq_open, "fi_cq_open")?;
+        let mut attr = fi_cq_attr {
+            size: CTX_SLOTS * 2,
+            flags: 0,
+            format: FI_CQ_FORMAT_CONTEXT,
+            wait_obj: FI_WAIT_NONE,
+            signaling_vector: 0,
+            wait_cond: 0,
+            wait_set: null_mut(),
+        };
+        let mut cq = null_mut();
+        // SAFETY: domain is open; attr and cq are valid for the call.
+        let rc = unsafe { open(self.domain, &mut attr, &mut cq, null_mut()) };
+        self.lib.check("fi_cq_open", rc as isize)?;
+        Ok(cq)
+    }
+
+    /// An endpoint on the domain for `info` (`what`: initiator or target, for errors).
+    fn endpoint(&self, info: *mut fi_info, what: &str) -> Result<*mut fid_ep, OpenError> {
+        let open = entry(self.domain_ops().endpoint, "fi_endpoint")?;
+        let mut ep = null_mut();
+        // SAFETY: domain is open and info is a live fi_info; ep is an out-pointer.
+        let rc = unsafe { open(self.domain, info, &mut ep, null_mut()) };
+        self.lib
+            .check(&format!("fi_endpoint ({what})"), rc as isize)?;
+        Ok(ep)
+    }
+
+    /// Binds an open endpoint to its event and completion queues and enables it.
+    fn bind_enable(
+        &self,
+        ep: *mut fid_ep,
+        eq: *mut fid_eq,
+        cq: *mut fid_cq,
+    ) -> Result<(), OpenError> {
+        let f = ep as *mut fid;
+        // SAFETY: ep is open; its header's `ops` is the provider's table.
+        let ops = unsafe { &*(*f).ops };
+        let bind = entry(ops.bind, "fi_ep_bind")?;
+        // SAFETY: ep, eq and cq are open objects of this domain.
+        let rc = unsafe { bind(f, eq as *mut fid, 0) };
+        self.lib.check("fi_ep_bind(eq)", rc as isize)?;
+        // SAFETY: as above.
+        let rc = unsafe { bind(f, cq as *mut fid, FI_SEND | FI_RECV) };
+        self.lib.check("fi_ep_bind(cq)", rc as isize)?;
+        let control = entry(ops.control, "fi_enable")?;
+        // SAFETY: ep is open and bound; FI_ENABLE takes no argument.
+        let rc = unsafe { control(f, FI_ENABLE, null_mut()) };
+        self.lib.check("fi_enable", rc as isize)
+    }
+
+    /// The connection-management table of an open endpoint.
+    fn cm(&self, ep: *mut fid_ep) -> &fi_ops_cm {
+        // SAFETY: ep is an open endpoint of this fabric; `cm` is its provider's table.
+        unsafe { &*(*ep).cm }
+    }
+
+    /// Connects the initiator to the listener, accepts on the target, and waits until both
+    /// sides report `FI_CONNECTED`.
+    fn connect(&mut self, port: u16) -> Result<(), OpenError> {
+        let q = InfoQuery {
+            provider: &self.provider,
+            service: &port.to_string(),
+            flags: 0,
+            hmem: self.hmem,
+        };
+        self.cli_info = self.getinfo(&q).map_err(|rc| self.no_provider(rc))?;
+        self.ep_c = self.endpoint(self.cli_info, "initiator")?;
+        self.bind_enable(self.ep_c, self.eq_c, self.cq_c)?;
+        let connect = entry(self.cm(self.ep_c).connect, "fi_connect")?;
+        // SAFETY: ep_c is enabled; dest_addr belongs to the live cli_info.
+        let rc = unsafe { connect(self.ep_c, (*self.cli_info).dest_addr, std::ptr::null(), 0) };
+        self.lib.check("fi_connect", rc as isize)?;
+        // Server side: wait for the connection request, accept, then both sides connected.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let (which, ev, request) = self.eq_wait(deadline)?;
+        if which != 0 || ev != FI_CONNREQ {
+            return Err(OpenError::Failed(format!(
+                "expected FI_CONNREQ on the listener, got event {ev} on queue {which}"
+            )));
+        }
+        let ep = self.endpoint(request.info, "target");
+        // SAFETY: the request's info is owned by the caller of fi_eq_read and freed once.
+        unsafe { (self.lib.fi_freeinfo)(request.info) };
+        self.ep_s = ep?;
+        self.bind_enable(self.ep_s, self.eq_s, self.cq_s)?;
+        let accept = entry(self.cm(self.ep_s).accept, "fi_accept")?;
+        // SAFETY: ep_s is enabled; no connection data is sent.
+        let rc = unsafe { accept(self.ep_s, std::ptr::null(), 0) };
+        self.lib.check("fi_accept", rc as isize)?;
+        let mut connected = [false; 2];
+        while !(connected[0] && connected[1]) {
+            let (which, ev, _) = self.eq_wait(deadline)?;
+            if ev != FI_CONNECTED {
                 return Err(OpenError::Failed(format!(
-                    "listener address family {} is not AF_INET",
-                    sa.sin_family
+                    "expected FI_CONNECTED, got event {ev} on queue {which}"
                 )));
             }
-            let port = u16::from_be(sa.sin_port);
-
-            let rc = ((*(*self.fabric).ops)
-                .domain
-                .ok_or_else(|| OpenError::Failed("fi_domain missing".into()))?)(
-                self.fabric,
-                srv,
-                &mut self.domain,
-                null_mut(),
-            );
-            if rc != 0 {
-                return Err(fail("fi_domain", rc as isize, &self.lib));
-            }
-            let dops = &*(*self.domain).ops;
-            let tx_size = CTX_SLOTS * 2;
-            for cq in [&mut self.cq_c, &mut self.cq_s] {
-                let mut a = fi_cq_attr {
-                    size: tx_size,
-                    flags: 0,
-                    format: FI_CQ_FORMAT_CONTEXT,
-                    wait_obj: FI_WAIT_NONE,
-                    signaling_vector: 0,
-                    wait_cond: 0,
-                    wait_set: null_mut(),
-                };
-                let rc = (dops
-                    .cq_open
-                    .ok_or_else(|| OpenError::Failed("fi_cq_open missing".into()))?)(
-                    self.domain,
-                    &mut a,
-                    cq,
-                    null_mut(),
-                );
-                if rc != 0 {
-                    return Err(fail("fi_cq_open", rc as isize, &self.lib));
-                }
-            }
-            let cli = self
-                .getinfo(provider, "127.0.0.1", &port.to_string(), 0, hmem)
-                .map_err(|rc| self.no_provider(provider, rc))?;
-            self.cli_info = cli;
-            let endpoint = dops
-                .endpoint
-                .ok_or_else(|| OpenError::Failed("fi_endpoint missing".into()))?;
-            let rc = endpoint(self.domain, cli, &mut self.ep_c, null_mut());
-            if rc != 0 {
-                return Err(fail("fi_endpoint (initiator)", rc as isize, &self.lib));
-            }
-            self.bind_enable(self.ep_c, self.eq_c, self.cq_c)?;
-            let cm_c = &*(*self.ep_c).cm;
-            let rc = (cm_c
-                .connect
-                .ok_or_else(|| OpenError::Failed("fi_connect missing".into()))?)(
-                self.ep_c,
-                (*cli).dest_addr,
-                std::ptr::null(),
-                0,
-            );
-            if rc != 0 {
-                return Err(fail("fi_connect", rc as isize, &self.lib));
-            }
-            // Server side: wait for the connection request, accept, then both sides connected.
-            let deadline = Instant::now() + Duration::from_secs(10);
-            let (which, ev, entry) = self.eq_wait(deadline)?;
-            if which != 0 || ev != FI_CONNREQ {
-                return Err(OpenError::Failed(format!(
-                    "expected FI_CONNREQ on the listener, got event {ev} on queue {which}"
-                )));
-            }
-            let rc = endpoint(self.domain, entry.info, &mut self.ep_s, null_mut());
-            (self.lib.freeinfo)(entry.info);
-            if rc != 0 {
-                return Err(fail("fi_endpoint (target)", rc as isize, &self.lib));
-            }
-            self.bind_enable(self.ep_s, self.eq_s, self.cq_s)?;
-            let cm_s = &*(*self.ep_s).cm;
-            let rc = (cm_s
-                .accept
-                .ok_or_else(|| OpenError::Failed("fi_accept missing".into()))?)(
-                self.ep_s,
-                std::ptr::null(),
-                0,
-            );
-            if rc != 0 {
-                return Err(fail("fi_accept", rc as isize, &self.lib));
-            }
-            let mut connected = [false; 2];
-            while !(connected[0] && connected[1]) {
-                let (which, ev, _) = self.eq_wait(deadline)?;
-                if ev != FI_CONNECTED {
-                    return Err(OpenError::Failed(format!(
-                        "expected FI_CONNECTED, got event {ev} on queue {which}"
-                    )));
-                }
-                connected[which] = true;
-            }
+            connected[which] = true;
         }
         Ok(())
     }
 
-    fn no_provider(&self, provider: &str, rc: isize) -> OpenError {
+    fn no_provider(&self, rc: isize) -> OpenError {
+        let provider = &self.provider;
         if rc == -(libc::ENODATA as isize) {
             OpenError::Unavailable(Unavailable::device(&format!(
                 "libfabric has no provider '{provider}' offering FI_EP_MSG with FI_RMA on 127.0.0.1 (fi_getinfo: {}); \
@@ -428,81 +467,30 @@ impl OfiFabric {
         }
     }
 
-    unsafe fn bind_enable(
-        &self,
-        ep: *mut fid_ep,
-        eq: *mut fid_eq,
-        cq: *mut fid_cq,
-    ) -> Result<(), OpenError> {
-        // SAFETY: ep/eq/cq are live objects of this domain.
-        unsafe {
-            let f = ep as *mut fid;
-            let ops = &*(*f).ops;
-            let bind = ops
-                .bind
-                .ok_or_else(|| OpenError::Failed("fi_ep_bind missing".into()))?;
-            let rc = bind(f, eq as *mut fid, 0);
-            if rc != 0 {
-                return Err(OpenError::Failed(format!(
-                    "fi_ep_bind(eq): {}",
-                    self.lib.err(rc as isize)
-                )));
-            }
-            let rc = bind(f, cq as *mut fid, FI_SEND | FI_RECV);
-            if rc != 0 {
-                return Err(OpenError::Failed(format!(
-                    "fi_ep_bind(cq): {}",
-                    self.lib.err(rc as isize)
-                )));
-            }
-            let control = ops
-                .control
-                .ok_or_else(|| OpenError::Failed("fi_enable missing".into()))?;
-            let rc = control(f, FI_ENABLE, null_mut());
-            if rc != 0 {
-                return Err(OpenError::Failed(format!(
-                    "fi_enable: {}",
-                    self.lib.err(rc as isize)
-                )));
-            }
-        }
-        Ok(())
-    }
-
     /// Reads both event queues until one has an event (reading each drives its side's
     /// connection progress); returns which queue (0: listener/target, 1: initiator).
-    unsafe fn eq_wait(&self, deadline: Instant) -> Result<(usize, u32, fi_eq_cm_entry), OpenError> {
+    fn eq_wait(&self, deadline: Instant) -> Result<(usize, u32, fi_eq_cm_entry), OpenError> {
         let mut buf = [0u64; 64];
         loop {
             for (which, eq) in [self.eq_s, self.eq_c].into_iter().enumerate() {
+                // SAFETY: eq is open; `ops` is its provider's table.
+                let ops = unsafe { &*(*eq).ops };
+                let read = entry(ops.read, "fi_eq_read")?;
                 let mut ev = 0u32;
-                // SAFETY: eq is live; buf is large enough for a cm entry plus connection data.
-                let rc = unsafe {
-                    ((*(*eq).ops)
-                        .read
-                        .ok_or_else(|| OpenError::Failed("fi_eq_read missing".into()))?)(
-                        eq,
-                        &mut ev,
-                        buf.as_mut_ptr() as *mut c_void,
-                        std::mem::size_of_val(&buf),
-                        0,
-                    )
-                };
+                let len = std::mem::size_of_val(&buf);
+                // SAFETY: eq is open; buf has room for a cm entry plus connection data.
+                let rc = unsafe { read(eq, &mut ev, buf.as_mut_ptr() as *mut c_void, len, 0) };
                 if rc > 0 {
-                    // SAFETY: the provider wrote at least a cm entry header for CM events.
-                    let entry = unsafe { std::ptr::read(buf.as_ptr() as *const fi_eq_cm_entry) };
-                    return Ok((which, ev, entry));
+                    // SAFETY: for CM events the provider wrote at least a cm entry header,
+                    // and buf is 8-byte aligned.
+                    let cm = unsafe { std::ptr::read(buf.as_ptr() as *const fi_eq_cm_entry) };
+                    return Ok((which, ev, cm));
                 }
                 if rc == -FI_EAVAIL {
-                    // SAFETY: zeroed error entry is a valid out-buffer.
-                    let mut e: fi_eq_err_entry = unsafe { std::mem::zeroed() };
-                    unsafe {
-                        ((*(*eq).ops)
-                            .readerr
-                            .ok_or_else(|| OpenError::Failed("fi_eq_readerr missing".into()))?)(
-                            eq, &mut e, 0,
-                        )
-                    };
+                    let readerr = entry(ops.readerr, "fi_eq_readerr")?;
+                    let mut e = fi_eq_err_entry::zeroed();
+                    // SAFETY: eq is open; e is a valid out-buffer.
+                    unsafe { readerr(eq, &mut e, 0) };
                     return Err(OpenError::Failed(format!(
                         "connection event error: {} (provider errno {})",
                         self.lib.err(-(e.err as isize)),
@@ -525,75 +513,93 @@ impl OfiFabric {
         }
     }
 
+    /// Registers `buf` in the domain: `fi_mr_reg` for host memory, `fi_mr_regattr` with
+    /// `FI_HMEM_CUDA` on CUDA device `hmem_device`. The error is the errno and its text.
+    ///
+    /// # Safety
+    ///
+    /// As [`Fabric::register_raw`]: the buffer must stay allocated and in place until the
+    /// returned registration is deregistered.
     unsafe fn reg_with(
-        &mut self,
+        &self,
         buf: &mut dyn Buffer,
         hmem_device: Option<i32>,
     ) -> Result<usize, (Option<i32>, String)> {
         let access = FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
-        let key = self.next_key;
-        self.next_key += 1;
+        let key = self.next_key.get();
+        self.next_key.set(key + 1);
+        let missing = |call: &str| (None, format!("{call} missing"));
+        // SAFETY: domain is open while self is; `mr` is its provider's table.
+        let mops = unsafe { &*(*self.domain).mr };
+        let dom = self.domain as *mut fid;
         let mut mr: *mut fid_mr = null_mut();
-        // SAFETY: domain is live; the buffer outlives the registration (the caller
-        // deregisters before dropping it).
-        let rc = unsafe {
-            let mops = &*(*self.domain).mr;
-            match hmem_device {
-                None => (mops.reg.ok_or((None, "fi_mr_reg missing".to_string()))?)(
-                    self.domain as *mut fid,
-                    buf.addr() as *const c_void,
-                    buf.len(),
-                    access,
-                    0,
-                    key,
-                    0,
-                    &mut mr,
-                    null_mut(),
-                ),
-                Some(dev) => {
-                    let iov = iovec {
-                        iov_base: buf.addr() as *mut c_void,
-                        iov_len: buf.len(),
-                    };
-                    // Padded: newer libfabric versions append members to fi_mr_attr.
-                    #[repr(C)]
-                    struct Padded {
-                        a: fi_mr_attr,
-                        pad: [u64; 32],
-                    }
-                    let mut p: Padded = std::mem::zeroed();
-                    p.a.mr_iov = &iov;
-                    p.a.iov_count = 1;
-                    p.a.access = access;
-                    p.a.requested_key = key;
-                    p.a.iface = FI_HMEM_CUDA;
-                    p.a.device = dev as u64;
-                    (mops
-                        .regattr
-                        .ok_or((None, "fi_mr_regattr missing".to_string()))?)(
-                        self.domain as *mut fid,
-                        &p.a,
-                        0,
-                        &mut mr,
-                    )
+        let rc = match hmem_device {
+            None => {
+                let reg = mops.reg.ok_or_else(|| missing("fi_mr_reg"))?;
+                let addr = buf.addr() as *const c_void;
+                // SAFETY: domain is open; the caller keeps the buffer's len bytes alive.
+                unsafe { reg(dom, addr, buf.len(), access, 0, key, 0, &mut mr, null_mut()) }
+            }
+            Some(dev) => {
+                let regattr = mops.regattr.ok_or_else(|| missing("fi_mr_regattr"))?;
+                let iov = iovec {
+                    iov_base: buf.addr() as *mut c_void,
+                    iov_len: buf.len(),
+                };
+                // Padded: newer libfabric versions append members to fi_mr_attr.
+                #[repr(C)]
+                struct Padded {
+                    a: fi_mr_attr,
+                    pad: [u64; 32],
                 }
+                let mut p = Padded {
+                    a: fi_mr_attr::zeroed(),
+                    pad: [0; 32],
+                };
+                p.a.mr_iov = &iov;
+                p.a.iov_count = 1;
+                p.a.access = access;
+                p.a.requested_key = key;
+                p.a.iface = FI_HMEM_CUDA;
+                p.a.device = dev as u64;
+                // SAFETY: domain is open; p and iov outlive the call; the caller keeps the
+                // device memory alive.
+                unsafe { regattr(dom, &p.a, 0, &mut mr) }
             }
         };
         if rc != 0 || mr.is_null() {
             return Err((Some(-rc), self.lib.err(rc as isize)));
         }
-        self.mrs.push(Some(Mr {
-            mr,
-            addr: buf.addr(),
-            len: buf.len(),
-        }));
-        Ok(self.mrs.len() - 1)
+        Ok(self.mrs.insert(mr, buf))
+    }
+
+    /// Reads up to 16 completions of `cq` into `entries`: the count, or libfabric's negative
+    /// code (`-FI_EAGAIN`: none).
+    fn cq_read(&self, cq: *mut fid_cq, entries: &mut [fi_cq_entry; 16]) -> Result<isize, String> {
+        // SAFETY: cq is open while self is; `ops` is its provider's table.
+        let read = unsafe { (*(*cq).ops).read }.ok_or("fi_cq_read missing")?;
+        // SAFETY: cq is open; entries has room for 16 context-format entries.
+        Ok(unsafe { read(cq, entries.as_mut_ptr() as *mut c_void, 16) })
+    }
+
+    /// The context slot an operation context points to.
+    fn slot_of(&self, p: *mut c_void) -> Option<usize> {
+        let (base, a) = (self.ctx.as_ptr() as usize, p as usize);
+        let sz = std::mem::size_of::<UnsafeCell<fi_context2>>();
+        (a >= base && a < base + CTX_SLOTS * sz && (a - base).is_multiple_of(sz))
+            .then(|| (a - base) / sz)
+    }
+
+    /// Frees a context slot; returns the `wr_id` of its operation.
+    fn complete(&self, slot: usize) -> u64 {
+        self.ctx_free.borrow_mut().push(slot);
+        self.ctx_wr.borrow()[slot]
     }
 }
 
 impl Fabric for OfiFabric {
-    fn name(&self) -> String {
-        self.name.clone()
+    fn nic(&self) -> NicRef {
+        NicRef::ofi(&self.provider, self.domain_name.as_deref())
     }
     fn line_rate_gbytes(&self) -> Option<f64> {
         None
@@ -601,180 +607,130 @@ impl Fabric for OfiFabric {
     fn max_outstanding(&self) -> usize {
         CTX_SLOTS
     }
-    fn register(&mut self, buf: &mut dyn Buffer) -> Result<Registered, Vec<RegAttempt>> {
+    unsafe fn register_raw(
+        &self,
+        buf: &mut dyn Buffer,
+    ) -> Result<RawRegistration, Vec<RegAttempt>> {
         let mut attempts = Vec::new();
-        if buf.kind() == MemoryKind::Host {
-            // SAFETY: see reg_with.
-            return match unsafe { self.reg_with(buf, None) } {
-                Ok(h) => {
-                    attempts.push(RegAttempt::ok("host"));
-                    Ok(Registered {
-                        handle: h,
-                        method: "host".into(),
-                        attempts,
-                    })
-                }
-                Err((e, s)) => {
-                    attempts.push(RegAttempt::failed("host", e, &format!("fi_mr_reg: {s}")));
-                    Err(attempts)
-                }
-            };
-        }
-        attempts.push(RegAttempt::failed(
-            "dmabuf",
-            None,
-            "not tried: libfabric API 1.17 has no dma-buf registration (FI_MR_DMABUF arrived in libfabric 1.20)",
-        ));
-        if !self.hmem {
+        let (method, device, call) = if buf.kind() == MemoryKind::Host {
+            ("host", None, "fi_mr_reg")
+        } else {
             attempts.push(RegAttempt::failed(
-                "hmem",
-                Some(libc::EOPNOTSUPP),
-                &format!(
-                    "{} does not offer FI_HMEM (this libfabric build has no CUDA support)",
-                    self.name
-                ),
+                "dmabuf",
+                None,
+                "not tried: libfabric API 1.17 has no dma-buf registration (FI_MR_DMABUF arrived in libfabric 1.20)",
             ));
-            return Err(attempts);
-        }
-        // SAFETY: see reg_with.
-        let dev = buf.cuda_device().unwrap_or(0);
-        match unsafe { self.reg_with(buf, Some(dev)) } {
-            Ok(h) => {
-                attempts.push(RegAttempt::ok("hmem"));
-                Ok(Registered {
-                    handle: h,
-                    method: "hmem".into(),
+            if !self.hmem {
+                attempts.push(RegAttempt::failed(
+                    "hmem",
+                    Some(libc::EOPNOTSUPP),
+                    &format!(
+                        "{} does not offer FI_HMEM (this libfabric build has no CUDA support)",
+                        self.nic()
+                    ),
+                ));
+                return Err(attempts);
+            }
+            (
+                "hmem",
+                Some(buf.cuda_device().unwrap_or(0)),
+                "fi_mr_regattr(FI_HMEM_CUDA)",
+            )
+        };
+        // SAFETY: the caller's contract (register_raw) covers this registration.
+        match unsafe { self.reg_with(buf, device) } {
+            Ok(handle) => {
+                attempts.push(RegAttempt::ok(method));
+                Ok(RawRegistration {
+                    handle,
+                    method: method.into(),
                     attempts,
                 })
             }
             Err((e, s)) => {
-                attempts.push(RegAttempt::failed(
-                    "hmem",
-                    e,
-                    &format!("fi_mr_regattr(FI_HMEM_CUDA): {s}"),
-                ));
+                attempts.push(RegAttempt::failed(method, e, &format!("{call}: {s}")));
                 Err(attempts)
             }
         }
     }
-    fn deregister(&mut self, handle: usize) {
-        if let Some(slot) = self.mrs.get_mut(handle)
-            && let Some(m) = slot.take()
-        {
-            // SAFETY: m.mr is a live registration made by this fabric.
-            unsafe { close(m.mr as *mut fid) };
+    fn deregister_raw(&self, handle: usize) {
+        if let Some(mr) = self.mrs.remove(handle) {
+            // SAFETY: the table held mr as a live registration and gave it up just now.
+            unsafe { close(mr as *mut fid) };
         }
     }
-    fn post(&mut self, t: &Transfer) -> Result<Posted, String> {
-        let Transfer {
-            op,
-            local,
-            local_off,
-            remote,
-            remote_off,
-            len,
-            wr_id,
-        } = *t;
-        let (Some(Some(l)), Some(Some(r))) = (self.mrs.get(local), self.mrs.get(remote)) else {
-            return Err("post on an unknown registration".into());
-        };
-        if local_off + len > l.len || remote_off + len > r.len {
-            return Err("post past the end of a registered buffer".into());
+    fn post(&self, t: &Transfer<'_>) -> Result<Posted, String> {
+        let (l, r) = self.mrs.resolve(self, t)?;
+        // SAFETY: ep_c is open while self is; `rma` is its provider's table.
+        let rma = unsafe { &*(*self.ep_c).rma };
+        let f = match t.op {
+            Op::Write => rma.write,
+            Op::Read => rma.read,
         }
-        let Some(slot) = self.ctx_free.pop() else {
+        .ok_or("fi_write/fi_read missing")?;
+        let Some(slot) = self.ctx_free.borrow_mut().pop() else {
             return Ok(Posted::Busy);
         };
-        // SAFETY: the registrations are live; the context slot stays valid until its
-        // completion is read (it is only reused after that).
-        let rc = unsafe {
-            let rma = &*(*self.ep_c).rma;
-            let f = match op {
-                Op::Write => rma.write,
-                Op::Read => rma.read,
-            }
-            .ok_or("fi_write/fi_read missing")?;
-            let raddr = if self.virt_addr {
-                r.addr + remote_off as u64
-            } else {
-                remote_off as u64
-            };
-            f(
-                self.ep_c,
-                (l.addr + local_off as u64) as *mut c_void,
-                len,
-                (*l.mr).mem_desc,
-                0,
-                raddr,
-                (*r.mr).key,
-                &mut self.ctx[slot] as *mut fi_context2 as *mut c_void,
-            )
+        let raddr = if self.virt_addr {
+            r.addr + t.remote_off as u64
+        } else {
+            t.remote_off as u64
         };
+        // SAFETY: both MRs are live registrations of this fabric (`resolve`).
+        let (desc, key) = unsafe { ((*l.mr).mem_desc, (*r.mr).key) };
+        let local = (l.addr + t.local_off as u64) as *mut c_void;
+        let context = self.ctx[slot].get() as *mut c_void;
+        // SAFETY: ep_c is connected; both ranges lie inside live registrations whose guards
+        // keep the buffers allocated; the context slot was free and is not touched again
+        // until its completion is read.
+        let rc = unsafe { f(self.ep_c, local, t.len, desc, 0, raddr, key, context) };
         if rc == 0 {
-            self.ctx_wr[slot] = wr_id;
+            self.ctx_wr.borrow_mut()[slot] = t.wr_id;
             Ok(Posted::Yes)
         } else {
-            self.ctx_free.push(slot);
+            self.ctx_free.borrow_mut().push(slot);
             if rc == -FI_EAGAIN {
                 Ok(Posted::Busy)
             } else {
-                Err(format!("fi_{}: {}", op.as_str(), self.lib.err(rc)))
+                Err(format!("fi_{}: {}", t.op.as_str(), self.lib.err(rc)))
             }
         }
     }
-    fn poll(&mut self, out: &mut Vec<Completion>) -> Result<(), String> {
-        let base = self.ctx.as_ptr() as usize;
-        let slot_of = |p: *mut c_void| -> Option<usize> {
-            let a = p as usize;
-            let sz = std::mem::size_of::<fi_context2>();
-            (a >= base && a < base + CTX_SLOTS * sz && (a - base).is_multiple_of(sz))
-                .then(|| (a - base) / sz)
-        };
+    fn poll(&self, out: &mut Vec<Completion>) -> Result<(), String> {
         let mut entries = [fi_cq_entry {
             op_context: null_mut(),
         }; 16];
-        // SAFETY: the CQs are live; entries has room for 16 context-format entries.
-        unsafe {
-            // Drive the target side too (a no-op with automatic progress).
-            let _ = ((*(*self.cq_s).ops).read.ok_or("fi_cq_read missing")?)(
-                self.cq_s,
-                entries.as_mut_ptr() as *mut c_void,
-                16,
-            );
-            let rc = ((*(*self.cq_c).ops).read.ok_or("fi_cq_read missing")?)(
-                self.cq_c,
-                entries.as_mut_ptr() as *mut c_void,
-                16,
-            );
-            if rc > 0 {
-                for e in &entries[..rc as usize] {
-                    let s = slot_of(e.op_context).ok_or("completion with an unknown context")?;
-                    self.ctx_free.push(s);
-                    out.push(Completion {
-                        wr_id: self.ctx_wr[s],
-                        status: Ok(()),
-                    });
-                }
-            } else if rc == -FI_EAVAIL {
-                let mut e: fi_cq_err_entry = std::mem::zeroed();
-                ((*(*self.cq_c).ops).readerr.ok_or("fi_cq_readerr missing")?)(self.cq_c, &mut e, 0);
-                let msg = format!(
-                    "completion error: {} (provider errno {})",
-                    self.lib.err(-(e.err as isize)),
-                    e.prov_errno
-                );
-                match slot_of(e.op_context) {
-                    Some(s) => {
-                        self.ctx_free.push(s);
-                        out.push(Completion {
-                            wr_id: self.ctx_wr[s],
-                            status: Err(msg),
-                        });
-                    }
-                    None => return Err(msg),
-                }
-            } else if rc != -FI_EAGAIN {
-                return Err(format!("fi_cq_read: {}", self.lib.err(rc)));
+        // Drive the target side too (a no-op with automatic progress).
+        let _ = self.cq_read(self.cq_s, &mut entries)?;
+        let rc = self.cq_read(self.cq_c, &mut entries)?;
+        if rc > 0 {
+            for e in &entries[..rc as usize] {
+                let s = self
+                    .slot_of(e.op_context)
+                    .ok_or("completion with an unknown context")?;
+                out.push(Completion {
+                    wr_id: self.complete(s),
+                    status: Ok(()),
+                });
             }
+        } else if rc == -FI_EAVAIL {
+            // SAFETY: cq_c is open while self is; `ops` is its provider's table.
+            let readerr = unsafe { (*(*self.cq_c).ops).readerr }.ok_or("fi_cq_readerr missing")?;
+            let mut e = fi_cq_err_entry::zeroed();
+            // SAFETY: cq_c is open; e is a valid out-buffer.
+            unsafe { readerr(self.cq_c, &mut e, 0) };
+            let msg = format!(
+                "completion error: {} (provider errno {})",
+                self.lib.err(-(e.err as isize)),
+                e.prov_errno
+            );
+            let s = self.slot_of(e.op_context).ok_or(msg.clone())?;
+            out.push(Completion {
+                wr_id: self.complete(s),
+                status: Err(msg),
+            });
+        } else if rc != -FI_EAGAIN {
+            return Err(format!("fi_cq_read: {}", self.lib.err(rc)));
         }
         Ok(())
     }
@@ -782,34 +738,47 @@ impl Fabric for OfiFabric {
 
 impl Drop for OfiFabric {
     fn drop(&mut self) {
-        // SAFETY: every pointer is null or a live object created by this value; closing in
-        // dependency order (endpoints, listener, registrations, queues, domain, fabric).
-        unsafe {
-            for ep in [self.ep_c, self.ep_s] {
-                if !ep.is_null()
-                    && !(*ep).cm.is_null()
-                    && let Some(sd) = (*(*ep).cm).shutdown
-                {
-                    sd(ep, 0);
-                }
+        // Dependency order: endpoints, listener, registrations (none left while guards
+        // borrow the fabric), queues, domain, fabric, then the fi_info structs.
+        for ep in [self.ep_c, self.ep_s] {
+            if ep.is_null() {
+                continue;
             }
-            close(self.ep_c as *mut fid);
-            close(self.ep_s as *mut fid);
-            close(self.pep as *mut fid);
-            for m in self.mrs.drain(..).flatten() {
-                close(m.mr as *mut fid);
+            // SAFETY: ep is open; `cm` is its provider's table (null for none).
+            let shutdown = unsafe { (*ep).cm.as_ref() }.and_then(|cm| cm.shutdown);
+            if let Some(sd) = shutdown {
+                // SAFETY: ep is open; shutting down an unconnected endpoint only fails.
+                unsafe { sd(ep, 0) };
             }
-            close(self.cq_c as *mut fid);
-            close(self.cq_s as *mut fid);
-            close(self.eq_c as *mut fid);
-            close(self.eq_s as *mut fid);
-            close(self.domain as *mut fid);
-            close(self.fabric as *mut fid);
-            if !self.cli_info.is_null() {
-                (self.lib.freeinfo)(self.cli_info);
-            }
-            if !self.srv_info.is_null() {
-                (self.lib.freeinfo)(self.srv_info);
+        }
+        for f in [
+            self.ep_c as *mut fid,
+            self.ep_s as *mut fid,
+            self.pep as *mut fid,
+        ] {
+            // SAFETY: each is null or an object this fabric opened, closed once.
+            unsafe { close(f) };
+        }
+        for mr in self.mrs.drain() {
+            // SAFETY: the table held mr as a live registration and gave it up just now.
+            unsafe { close(mr as *mut fid) };
+        }
+        for f in [
+            self.cq_c as *mut fid,
+            self.cq_s as *mut fid,
+            self.eq_c as *mut fid,
+            self.eq_s as *mut fid,
+            self.domain as *mut fid,
+            self.fabric as *mut fid,
+        ] {
+            // SAFETY: each is null or an object this fabric opened, closed once, after the
+            // objects opened on it (above).
+            unsafe { close(f) };
+        }
+        for info in [self.cli_info, self.srv_info] {
+            if !info.is_null() {
+                // SAFETY: info came from fi_getinfo and is freed once.
+                unsafe { (self.lib.fi_freeinfo)(info) };
             }
         }
     }

@@ -4,7 +4,7 @@
 //! Checked against the real headers by `tests/probe_layout.rs`.
 #![allow(non_camel_case_types)]
 
-use super::layout::{CLayout, LayoutEntry, c_struct};
+use super::layout::{CLayout, LayoutEntry, c_constants, c_struct};
 use std::ffi::{c_char, c_int, c_void};
 
 /// `FI_VERSION(1, 17)`: the API version these layouts describe.
@@ -507,47 +507,20 @@ pub fn layout_entries() -> Vec<LayoutEntry> {
     fi_cq_err_entry::c_layout(&mut v);
     fi_context2::c_layout(&mut v);
     sockaddr_in::c_layout(&mut v);
-    for (n, x) in [
-        (
-            "FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)",
-            FI_API_VERSION as u64,
-        ),
-        ("FI_MSG", FI_MSG),
-        ("FI_RMA", FI_RMA),
-        ("FI_READ", FI_READ),
-        ("FI_WRITE", FI_WRITE),
-        ("FI_RECV", FI_RECV),
-        ("FI_SEND", FI_SEND),
-        ("FI_TRANSMIT", FI_SEND),
-        ("FI_REMOTE_READ", FI_REMOTE_READ),
-        ("FI_REMOTE_WRITE", FI_REMOTE_WRITE),
-        ("FI_HMEM", FI_HMEM),
-        ("FI_SOURCE", FI_SOURCE),
-        ("FI_CONTEXT", FI_CONTEXT),
-        ("FI_CONTEXT2", FI_CONTEXT2),
-        ("FI_MR_LOCAL", FI_MR_LOCAL as u64),
-        ("FI_MR_VIRT_ADDR", FI_MR_VIRT_ADDR as u64),
-        ("FI_MR_ALLOCATED", FI_MR_ALLOCATED as u64),
-        ("FI_MR_PROV_KEY", FI_MR_PROV_KEY as u64),
-        ("FI_MR_ENDPOINT", FI_MR_ENDPOINT as u64),
-        ("FI_MR_HMEM", FI_MR_HMEM as u64),
-        ("FI_EP_MSG", FI_EP_MSG as u64),
-        ("FI_SOCKADDR_IN", FI_SOCKADDR_IN as u64),
-        ("FI_CQ_FORMAT_CONTEXT", FI_CQ_FORMAT_CONTEXT as u64),
-        ("FI_WAIT_NONE", FI_WAIT_NONE as u64),
-        ("FI_WAIT_UNSPEC", FI_WAIT_UNSPEC as u64),
-        ("FI_CONNREQ", FI_CONNREQ as u64),
-        ("FI_CONNECTED", FI_CONNECTED as u64),
-        ("FI_SHUTDOWN", FI_SHUTDOWN as u64),
-        ("FI_ENABLE", FI_ENABLE as u64),
-        ("FI_HMEM_SYSTEM", FI_HMEM_SYSTEM as u64),
-        ("FI_HMEM_CUDA", FI_HMEM_CUDA as u64),
-        ("FI_EAGAIN", FI_EAGAIN as u64),
-        ("FI_EAVAIL", FI_EAVAIL as u64),
-        ("FI_ADDR_UNSPEC", FI_ADDR_UNSPEC),
-        ("AF_INET", libc::AF_INET as u64),
-    ] {
-        v.push(LayoutEntry::constant(n, x));
-    }
+    v.push(LayoutEntry::constant(
+        "FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)",
+        FI_API_VERSION as u64,
+    ));
+    // FI_TRANSMIT is FI_SEND's alias for binding a CQ's transmit side.
+    v.push(LayoutEntry::constant("FI_TRANSMIT", FI_SEND));
+    v.push(LayoutEntry::constant("AF_INET", libc::AF_INET as u64));
+    c_constants!(v;
+        FI_MSG, FI_RMA, FI_READ, FI_WRITE, FI_RECV, FI_SEND, FI_REMOTE_READ, FI_REMOTE_WRITE,
+        FI_HMEM, FI_SOURCE, FI_CONTEXT, FI_CONTEXT2, FI_MR_LOCAL, FI_MR_VIRT_ADDR,
+        FI_MR_ALLOCATED, FI_MR_PROV_KEY, FI_MR_ENDPOINT, FI_MR_HMEM, FI_EP_MSG, FI_SOCKADDR_IN,
+        FI_CQ_FORMAT_CONTEXT, FI_WAIT_NONE, FI_WAIT_UNSPEC, FI_CONNREQ, FI_CONNECTED,
+        FI_SHUTDOWN, FI_ENABLE, FI_HMEM_SYSTEM, FI_HMEM_CUDA, FI_EAGAIN, FI_EAVAIL,
+        FI_ADDR_UNSPEC,
+    );
     v
 }

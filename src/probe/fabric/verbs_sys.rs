@@ -4,7 +4,7 @@
 //! `tests/probe_layout.rs`.
 #![allow(non_camel_case_types)]
 
-use super::layout::{CLayout, LayoutEntry, c_struct};
+use super::layout::{CLayout, LayoutEntry, c_constants, c_struct};
 use std::ffi::{c_char, c_int, c_uint, c_void};
 
 /// `IBV_ACCESS_LOCAL_WRITE` (<infiniband/verbs.h>).
@@ -94,6 +94,9 @@ pub type ibv_reg_mr_fn =
 /// Signature of `ibv_reg_dmabuf_mr` (<infiniband/verbs.h>).
 pub type ibv_reg_dmabuf_mr_fn =
     unsafe extern "C" fn(*mut ibv_pd, u64, usize, u64, c_int, c_int) -> *mut ibv_mr;
+/// Signature of `ibv_reg_mr_iova2` (<infiniband/verbs.h>, rdma-core ≥ 29).
+pub type ibv_reg_mr_iova2_fn =
+    unsafe extern "C" fn(*mut ibv_pd, *mut c_void, usize, u64, c_uint) -> *mut ibv_mr;
 /// Signature of `ibv_dereg_mr` (<infiniband/verbs.h>).
 pub type ibv_dereg_mr_fn = unsafe extern "C" fn(*mut ibv_mr) -> c_int;
 /// Signature of `ibv_create_cq` (<infiniband/verbs.h>).
@@ -415,45 +418,14 @@ pub fn layout_entries() -> Vec<LayoutEntry> {
     ));
     ibv_wc::c_layout(&mut v);
     ibv_port_attr::c_layout(&mut v);
-    for (n, x) in [
-        ("IBV_ACCESS_LOCAL_WRITE", IBV_ACCESS_LOCAL_WRITE as u64),
-        ("IBV_ACCESS_REMOTE_WRITE", IBV_ACCESS_REMOTE_WRITE as u64),
-        ("IBV_ACCESS_REMOTE_READ", IBV_ACCESS_REMOTE_READ as u64),
-        (
-            "IBV_ACCESS_RELAXED_ORDERING",
-            IBV_ACCESS_RELAXED_ORDERING as u64,
-        ),
-        ("IBV_QPT_RC", IBV_QPT_RC as u64),
-        ("IBV_QPS_INIT", IBV_QPS_INIT as u64),
-        ("IBV_QPS_RTR", IBV_QPS_RTR as u64),
-        ("IBV_QPS_RTS", IBV_QPS_RTS as u64),
-        ("IBV_MTU_1024", IBV_MTU_1024 as u64),
-        ("IBV_QP_STATE", IBV_QP_STATE as u64),
-        ("IBV_QP_ACCESS_FLAGS", IBV_QP_ACCESS_FLAGS as u64),
-        ("IBV_QP_PKEY_INDEX", IBV_QP_PKEY_INDEX as u64),
-        ("IBV_QP_PORT", IBV_QP_PORT as u64),
-        ("IBV_QP_AV", IBV_QP_AV as u64),
-        ("IBV_QP_PATH_MTU", IBV_QP_PATH_MTU as u64),
-        ("IBV_QP_TIMEOUT", IBV_QP_TIMEOUT as u64),
-        ("IBV_QP_RETRY_CNT", IBV_QP_RETRY_CNT as u64),
-        ("IBV_QP_RNR_RETRY", IBV_QP_RNR_RETRY as u64),
-        ("IBV_QP_RQ_PSN", IBV_QP_RQ_PSN as u64),
-        ("IBV_QP_MAX_QP_RD_ATOMIC", IBV_QP_MAX_QP_RD_ATOMIC as u64),
-        ("IBV_QP_MIN_RNR_TIMER", IBV_QP_MIN_RNR_TIMER as u64),
-        ("IBV_QP_SQ_PSN", IBV_QP_SQ_PSN as u64),
-        (
-            "IBV_QP_MAX_DEST_RD_ATOMIC",
-            IBV_QP_MAX_DEST_RD_ATOMIC as u64,
-        ),
-        ("IBV_QP_DEST_QPN", IBV_QP_DEST_QPN as u64),
-        ("IBV_WR_RDMA_WRITE", IBV_WR_RDMA_WRITE as u64),
-        ("IBV_WR_RDMA_READ", IBV_WR_RDMA_READ as u64),
-        ("IBV_SEND_SIGNALED", IBV_SEND_SIGNALED as u64),
-        ("IBV_WC_SUCCESS", IBV_WC_SUCCESS as u64),
-        ("IBV_PORT_ACTIVE", IBV_PORT_ACTIVE as u64),
-        ("IBV_LINK_LAYER_ETHERNET", IBV_LINK_LAYER_ETHERNET as u64),
-    ] {
-        v.push(LayoutEntry::constant(n, x));
-    }
+    c_constants!(v;
+        IBV_ACCESS_LOCAL_WRITE, IBV_ACCESS_REMOTE_WRITE, IBV_ACCESS_REMOTE_READ,
+        IBV_ACCESS_RELAXED_ORDERING, IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS,
+        IBV_MTU_1024, IBV_QP_STATE, IBV_QP_ACCESS_FLAGS, IBV_QP_PKEY_INDEX, IBV_QP_PORT,
+        IBV_QP_AV, IBV_QP_PATH_MTU, IBV_QP_TIMEOUT, IBV_QP_RETRY_CNT, IBV_QP_RNR_RETRY,
+        IBV_QP_RQ_PSN, IBV_QP_MAX_QP_RD_ATOMIC, IBV_QP_MIN_RNR_TIMER, IBV_QP_SQ_PSN,
+        IBV_QP_MAX_DEST_RD_ATOMIC, IBV_QP_DEST_QPN, IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ,
+        IBV_SEND_SIGNALED, IBV_WC_SUCCESS, IBV_PORT_ACTIVE, IBV_LINK_LAYER_ETHERNET,
+    );
     v
 }
