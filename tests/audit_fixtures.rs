@@ -75,8 +75,10 @@ fn nic_on_the_other_socket() {
     assert_eq!(r.verdict, "fail");
     assert_eq!(errors(&r).len(), 1, "{:#?}", errors(&r));
     let f = find(&r, CheckId::GpuNicPath, &hgx_gpu(3).to_string());
+    // GPU3 gets the nearest NIC it can (mlx5_0, shared with GPU0, NODE); the remedy moves the
+    // card no GPU can use (mlx5_3, on the other socket).
     assert!(
-        f.summary.contains("SYS") && f.summary.contains("mlx5_3"),
+        f.summary.contains("NODE") && f.summary.contains("mlx5_0"),
         "{}",
         f.summary
     );
@@ -105,7 +107,7 @@ fn acs_redirect_on_one_downstream_port() {
     assert_eq!(errors(&r).len(), 1, "{:#?}", errors(&r));
     let f = find(&r, CheckId::AcsRedirect, &port.to_string());
     assert!(ev(f, &p(port, "config")).contains("0x001d"));
-    assert_eq!(f.pairs[0].gpu, hgx_gpu(2).to_string());
+    assert_eq!(f.pairs[0].gpu, hgx_gpu(2));
 }
 
 #[test]
@@ -284,12 +286,20 @@ fn cli_exit_codes_and_json() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    // Measured evidence turns the misplaced pair's error into... still an error, now measured.
+    // A measurement of the audit's own pair for GPU3 (mlx5_0, NODE) confirms it; one of
+    // GPU3 with the stray mlx5_3 is outside the pairing and is said to change nothing.
+    let cell = |nic: &str| {
+        format!(
+            "{{\"gpu\":{{\"bdf\":\"{}\"}},\"nic\":{{\"fabric\":\"verbs\",\"rdma\":\"{nic}\"}},\"memory\":\"cuda\",\"direction\":\"host_to_gpu\",\"op\":\"write\",\"message_bytes\":65536,\"verdict\":\"confirmed\"}}",
+            hgx_gpu(3)
+        )
+    };
     std::fs::write(
         &evf,
         format!(
-            "{{\"schema\":\"peerpath.probe/2\",\"results\":[{{\"gpu\":{{\"bdf\":\"{}\"}},\"nic\":{{\"fabric\":\"verbs\",\"rdma\":\"mlx5_3\"}},\"memory\":\"cuda\",\"direction\":\"host_to_gpu\",\"op\":\"write\",\"message_bytes\":65536,\"verdict\":\"confirmed\"}}]}}",
-            hgx_gpu(3)
+            "{{\"schema\":\"peerpath.probe/2\",\"results\":[{},{}]}}",
+            cell("mlx5_0"),
+            cell("mlx5_3")
         ),
     )
     .unwrap();
@@ -311,6 +321,19 @@ fn cli_exit_codes_and_json() {
         .unwrap();
     assert_eq!(f["severity"], "warning");
     assert!(f["measured"].as_str().unwrap().contains("confirmed"));
+    assert!(
+        j["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["subject"] == "node"
+                && f["summary"]
+                    .as_str()
+                    .unwrap()
+                    .contains("not the GPU–NIC pairs the audit judges")
+                && f["summary"].as_str().unwrap().contains("mlx5_3")),
+        "{j:#}"
+    );
 }
 
 #[test]
@@ -431,7 +454,7 @@ fn gdr_readiness_verdicts() {
     assert_eq!(mis.ready, Some(false));
     assert!(mis.reasons.iter().any(|r| matches!(
         r,
-        GdrReason::BeyondPxb { nic, .. } if *nic == layouts::MISPLACED_NIC
+        GdrReason::BeyondPxb { gpu, .. } if *gpu == hgx_gpu(3)
     )));
 
     let acs = audit(&layouts::with_acs_redirect(layouts::hgx_h100(), hgx_nic_port(2)).unwrap());

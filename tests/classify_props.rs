@@ -3,6 +3,7 @@
 //! nodes, and the alloc-free summary agrees with the full classification.
 
 use peerpath::analysis::classify::{Classifier, ClassifyOptions, Label};
+use peerpath::analysis::paths::Paths;
 use peerpath::analysis::testkit::TopoBuilder;
 use peerpath::model::Topology;
 use proptest::prelude::*;
@@ -114,7 +115,8 @@ proptest! {
                 }
                 let (a, b) = (&c.endpoints()[i], &c.endpoints()[j]);
                 let (da, db) = (t.device(&a.bdf).unwrap(), t.device(&b.bdf).unwrap());
-                let (aa, ab) = (t.ancestors(&a.bdf), t.ancestors(&b.bdf));
+                let paths = Paths::new(&t);
+                let (aa, ab) = (paths.ancestors(&a.bdf), paths.ancestors(&b.bdf));
                 let common = aa.iter().any(|x| ab.contains(x));
                 let l = table[i * n + j];
                 let same_adapter = a.bdf.adapter() == b.bdf.adapter();

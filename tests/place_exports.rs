@@ -5,6 +5,7 @@
 
 use peerpath::analysis::audit::{self, AuditOptions};
 use peerpath::analysis::classify::{Classifier, ClassifyOptions, Label};
+use peerpath::analysis::paths::Paths;
 use peerpath::analysis::place::{self, NodeView, PlaceOptions, Placement};
 use peerpath::analysis::rails;
 use peerpath::model::{Bdf, DeviceKind, NvLink, Topology};
@@ -566,7 +567,7 @@ fn prom_textfile_parses() {
     let r = rails::build(&t, &view, 1);
     let report = audit::run(&t, &AuditOptions::default());
     let text = prom::render(
-        &t,
+        &Paths::new(&t),
         &view,
         &r,
         &prom::PromInputs {
@@ -648,7 +649,7 @@ fn prom_textfile_parses() {
     );
     assert!(scrape.docs.contains_key("peerpath_gpu_nic_path"));
     // Without an audit the findings family and the GDR verdict are absent, not zero.
-    let no_audit = prom::render(&t, &view, &r, &prom::PromInputs::default());
+    let no_audit = prom::render(&Paths::new(&t), &view, &r, &prom::PromInputs::default());
     assert!(!no_audit.contains("peerpath_findings"));
     assert!(!no_audit.contains("peerpath_gdr_ready"));
 }
@@ -834,7 +835,7 @@ fn cli_exports_write_files() {
 #[test]
 fn dot_is_well_formed() {
     let (_d, t) = load_spec(&layouts::hgx_h100());
-    let d = dot::render(&t);
+    let d = dot::render(&Paths::new(&t));
     assert!(d.starts_with("digraph peerpath {"));
     assert_eq!(d.matches('{').count(), d.matches('}').count());
     // Every edge endpoint is a declared node.
@@ -953,7 +954,7 @@ fn prom_textfile_passes_promtool() {
         let r = rails::build(&t, &view, 1);
         let report = audit::run(&t, &AuditOptions::default());
         let text = prom::render(
-            &t,
+            &Paths::new(&t),
             &view,
             &r,
             &prom::PromInputs {

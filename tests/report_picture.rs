@@ -521,7 +521,12 @@ fn faults_are_marked_on_their_hop() {
     // Nothing else is marked on the clean pairs.
     let clean: Bdf = layouts::hgx_gpu(0);
     assert!(l.box_of(&clean).unwrap().badges.is_empty());
-    assert!(d.audit.findings.iter().any(|f| f.id == "acs-redirect"));
+    assert!(
+        d.audit
+            .findings
+            .iter()
+            .any(|f| f.id == peerpath::analysis::audit::CheckId::AcsRedirect)
+    );
 }
 
 #[test]

@@ -5,6 +5,7 @@
 //! - NCCL topology XML ground truth (GPU/NIC counts, NUMA affinity, NVLinks);
 //! - peerpath JSON round trips.
 
+use peerpath::analysis::paths::Paths;
 use peerpath::model::{Bdf, DeviceKind, Topology};
 use peerpath::sources::{self, LoadOptions};
 use std::collections::{BTreeMap, BTreeSet};
@@ -491,7 +492,7 @@ fn nccl_hgx_a100_dump() {
     let g1 = t.device(&"0000:19:00.0".parse().unwrap()).unwrap();
     assert_eq!(nic1.parent, Some("0000:15:00.0".parse().unwrap()));
     assert_eq!(
-        t.ancestors(&g1.bdf).len(),
+        Paths::new(&t).ancestors(&g1.bdf).len(),
         4,
         "GPU, 17:00.0, 15:00.0, 0c:00.0"
     );
@@ -565,7 +566,10 @@ fn json_round_trip_of_every_fixture() {
         assert_eq!(json_of(&back), json_of(&t), "{}", p.display());
         // The graph is rebuilt: ancestors and children work after loading.
         for d in &t.devices {
-            assert_eq!(back.ancestors(&d.bdf), t.ancestors(&d.bdf));
+            assert_eq!(
+                Paths::new(&back).ancestors(&d.bdf),
+                Paths::new(&t).ancestors(&d.bdf)
+            );
         }
         // Embedded under "topology" by another command.
         let wrapped = format!("{{\"schema\":\"peerpath.other/1\",\"topology\":{text}}}");

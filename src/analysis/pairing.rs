@@ -238,6 +238,29 @@ pub fn nic_name(n: &Endpoint) -> String {
         .unwrap_or_else(|| n.bdf.to_string())
 }
 
+/// Rails: one NIC per GPU, none shared (rail k of a rail-optimised node = the NIC GPU k owns),
+/// by a min-cost assignment on path label, then bandwidth. With fewer NICs than GPUs there
+/// are not enough rails: the GPUs get [`assign_nics`]'s shared pairing instead.
+pub fn assign_rails(c: &Candidates, gpus: &[usize]) -> Vec<Option<usize>> {
+    let r = gpus.len();
+    let k = c.nics.len();
+    if r == 0 || k < r {
+        return assign_nics(c, gpus);
+    }
+    let weights = pathfinding::matrix::Matrix::from_fn(r, k, |(row, nic)| {
+        let p = &c.gn[gpus[row]][nic];
+        let bw_mbps = p
+            .as_ref()
+            .and_then(|p| p.bottleneck_gbps)
+            .map(|g| (g * 1000.0).round() as i64)
+            .unwrap_or(0)
+            .clamp(0, BW_CEIL_MBPS);
+        pair_rank(p) as i64 * W_LABEL + (BW_CEIL_MBPS - bw_mbps) * W_BW
+    });
+    let (_, assignment) = pathfinding::kuhn_munkres::kuhn_munkres_min(&weights);
+    assignment.into_iter().map(Some).collect()
+}
+
 impl NodeView {
     /// The one GPU→NIC pairing of the node: [`assign_nics`] over every GPU (index into
     /// `nics` per GPU; `None` only when the node has no NIC).

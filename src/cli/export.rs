@@ -4,7 +4,9 @@ use crate::InputArgs;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use peerpath::analysis::audit::{self, AuditOptions};
+use peerpath::analysis::classify::{Classifier, ClassifyOptions};
 use peerpath::analysis::cores::CoreMap;
+use peerpath::analysis::paths::Paths;
 use peerpath::analysis::place::NodeView;
 use peerpath::analysis::rails;
 use peerpath::model::Bdf;
@@ -126,7 +128,8 @@ pub fn run(a: ExportArgs) -> Result<u8> {
             gres::render(&topo, &CoreMap::from_topology(&topo), &o)
         }
         ExportFormat::Nfd => {
-            let view = NodeView::new(&topo);
+            let cl = Classifier::new(&topo, &ClassifyOptions::default());
+            let view = NodeView::from_classifier(&cl);
             let r = rails::build(&topo, &view, 1);
             nfd::render(
                 &topo,
@@ -134,7 +137,7 @@ pub fn run(a: ExportArgs) -> Result<u8> {
                 &nfd::NfdOptions {
                     prefix: a.prefix,
                     expiry_unix: now + a.ttl,
-                    gdr: audit::run(&topo, &AuditOptions::default()).gdr_ready(),
+                    gdr: audit::run_with(&cl, &AuditOptions::default()).gdr_ready(),
                 },
             )?
         }
@@ -155,11 +158,12 @@ pub fn run(a: ExportArgs) -> Result<u8> {
             )?
         }
         ExportFormat::Prom => {
-            let view = NodeView::new(&topo);
+            let cl = Classifier::new(&topo, &ClassifyOptions::default());
+            let view = NodeView::from_classifier(&cl);
             let r = rails::build(&topo, &view, 1);
-            let report = audit::run(&topo, &AuditOptions::default());
+            let report = audit::run_with(&cl, &AuditOptions::default());
             prom::render(
-                &topo,
+                cl.paths(),
                 &view,
                 &r,
                 &prom::PromInputs {
@@ -168,7 +172,7 @@ pub fn run(a: ExportArgs) -> Result<u8> {
                 },
             )
         }
-        ExportFormat::Dot => dot::render(&topo),
+        ExportFormat::Dot => dot::render(&Paths::new(&topo)),
     };
     match &a.output {
         Some(p) => write_atomic(p, &text)?,

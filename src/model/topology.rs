@@ -301,22 +301,6 @@ impl Topology {
             .collect()
     }
 
-    /// The chain from a device up to (excluding) its host bridge: `[dev, parent, …, top]`.
-    /// Stops on a loop or a parent that is not in the topology.
-    pub fn ancestors(&self, bdf: &Bdf) -> Vec<Bdf> {
-        let mut out = Vec::new();
-        let mut cur = Some(*bdf);
-        while let Some(b) = cur {
-            if out.contains(&b) || out.len() > 64 {
-                break;
-            }
-            let Some(d) = self.device(&b) else { break };
-            out.push(b);
-            cur = d.parent;
-        }
-        out
-    }
-
     /// Switch by id.
     pub fn switch(&self, id: &str) -> Option<&Switch> {
         self.switches.iter().find(|s| s.id == id)

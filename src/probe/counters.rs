@@ -5,7 +5,8 @@
 //! paths are the scanner's (`Device::sysfs_path`, `sys/class/infiniband/<dev>/ports/<n>`),
 //! re-read from the live root.
 
-use crate::model::{Bdf, Topology};
+use crate::analysis::paths::Paths;
+use crate::model::Bdf;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,11 +30,12 @@ pub struct Change {
 }
 
 /// The files to watch for these devices (each with its ancestors) and RDMA devices.
-pub fn files_for(t: &Topology, devices: &[Bdf], rdma: &[(String, u32)]) -> Vec<String> {
+pub fn files_for(p: &Paths, devices: &[Bdf], rdma: &[(String, u32)]) -> Vec<String> {
+    let t = p.topo();
     let mut out = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     for b in devices {
-        for a in t.ancestors(b) {
+        for a in p.ancestors(b) {
             if !seen.insert(a) {
                 continue;
             }

@@ -3,7 +3,8 @@
 //! nvidia-smi label (PIX best … SYS worst), which is also the label the measurement is judged
 //! against.
 
-use crate::analysis::classify::{self, Label};
+use crate::analysis::classify::{Classifier, ClassifyOptions, Label};
+use crate::analysis::pairing::NodeView;
 use crate::model::{Bdf, DeviceKind, Topology};
 use serde::Serialize;
 
@@ -67,17 +68,24 @@ pub fn rdma_nics(t: &Topology) -> Vec<RdmaNic> {
     out
 }
 
-/// The expected path label of a pair, from the classifier
-/// ([`classify::classify_pair`]): `PIX`, `PXB`, `PHB`, `NODE`, `SYS`, `NV#`, or
-/// [`Label::Unknown`] when the topology cannot decide it.
+/// The nvidia-smi label of two devices ([`crate::analysis::classify`]): `PIX`, `PXB`, `PHB`,
+/// `NODE`, `SYS`, `NV#`, or unknown.
 pub fn local_label(t: &Topology, a: &Bdf, b: &Bdf) -> Label {
-    classify::classify_pair(t, a, b, &Default::default())
-        .map(|p| p.label)
+    Classifier::new(t, &ClassifyOptions::default())
+        .label_of(a, b)
+        .map(|(l, _)| l)
         .unwrap_or(Label::Unknown)
 }
 
-/// The pairs to probe.
+/// The GPU–NIC pairs to probe. `Best`: each GPU with the NIC the node's one pairing gives it
+/// ([`crate::analysis::pairing`], the pair the audit judges), other compute devices with
+/// their best-labelled NIC, each plus one worse control; `All`: every compute device with
+/// every RDMA port. Labels come from one classification of the topology.
 pub fn select(t: &Topology, mode: PairMode) -> Vec<Pair> {
+    let cl = Classifier::new(t, &ClassifyOptions::default());
+    let view = NodeView::from_classifier(&cl);
+    let paired = view.pairing();
+    let label = |a: &Bdf, b: &Bdf| cl.label_of(a, b).map(|(l, _)| l).unwrap_or(Label::Unknown);
     let nics = rdma_nics(t);
     let mut out = Vec::new();
     for g in t
@@ -85,11 +93,13 @@ pub fn select(t: &Topology, mode: PairMode) -> Vec<Pair> {
         .iter()
         .filter(|d| d.kind.is_compute() && !d.is_vf())
     {
-        let mut ranked: Vec<(&RdmaNic, Label)> = nics
-            .iter()
-            .map(|n| (n, local_label(t, &g.bdf, &n.bdf)))
-            .collect();
-        ranked.sort_by_key(|(n, l)| (l.rank(), n.bdf, n.rdma.clone()));
+        let mut ranked: Vec<(&RdmaNic, Label)> =
+            nics.iter().map(|n| (n, label(&g.bdf, &n.bdf))).collect();
+        ranked.sort_by(|(na, la), (nb, lb)| {
+            la.cmp(lb)
+                .then(na.bdf.cmp(&nb.bdf))
+                .then(na.rdma.cmp(&nb.rdma))
+        });
         match mode {
             PairMode::All => out.extend(ranked.iter().map(|(n, l)| Pair {
                 gpu: g.bdf,
@@ -98,7 +108,16 @@ pub fn select(t: &Topology, mode: PairMode) -> Vec<Pair> {
                 control: false,
             })),
             PairMode::Best => {
-                let Some((best, bl)) = ranked.first() else {
+                let pairing_nic = view
+                    .gpus
+                    .iter()
+                    .position(|e| e.bdf == g.bdf)
+                    .and_then(|i| paired.get(i).copied().flatten())
+                    .map(|k| view.nics[k].bdf);
+                let chosen = pairing_nic
+                    .and_then(|b| ranked.iter().find(|(n, _)| n.bdf == b))
+                    .or(ranked.first());
+                let Some((best, bl)) = chosen else {
                     continue;
                 };
                 out.push(Pair {
@@ -107,7 +126,7 @@ pub fn select(t: &Topology, mode: PairMode) -> Vec<Pair> {
                     expected_label: *bl,
                     control: false,
                 });
-                if let Some((worse, wl)) = ranked.iter().find(|(_, l)| l.rank() > bl.rank()) {
+                if let Some((worse, wl)) = ranked.iter().find(|(_, l)| l > bl) {
                     out.push(Pair {
                         gpu: g.bdf,
                         nic: (*worse).clone(),

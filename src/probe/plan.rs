@@ -205,7 +205,7 @@ pub fn counter_watch(
                 .iter()
                 .filter_map(|j| j.verbs.as_ref().map(|n| (n.rdma.clone(), n.port)))
                 .collect();
-            counters::files_for(t, &devs, &rdma)
+            counters::files_for(&crate::analysis::paths::Paths::new(t), &devs, &rdma)
         }
         (_, _, FabricKind::Ofi) => {
             notes.push("libfabric loopback: no PCI device is on the path, so no AER/link/port counters were snapshotted".into());

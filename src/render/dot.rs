@@ -5,8 +5,9 @@
 //! their switches), PCIe links (current/max speed and width from sysfs) and NVLinks. Written by
 //! hand (the format is small); every identifier and label is quoted and escaped.
 
+use crate::analysis::paths::Paths;
 use crate::model::linkfmt;
-use crate::model::{Device, DeviceKind, Topology};
+use crate::model::{Bdf, Device, DeviceKind, Topology};
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
@@ -52,7 +53,8 @@ fn node_id(t: &Topology, d: &Device) -> String {
 /// Renders the DOT text: NUMA nodes as clusters holding their host bridges; switches as boxes;
 /// GPUs/NICs/NVMe as labelled nodes; PCIe edges labelled with the link; NVLinks as bold
 /// undirected-looking edges.
-pub fn render(t: &Topology) -> String {
+pub fn render(p: &Paths) -> String {
+    let t = p.topo();
     let mut s = String::new();
     let _ = writeln!(s, "digraph peerpath {{");
     let _ = writeln!(
@@ -63,13 +65,9 @@ pub fn render(t: &Topology) -> String {
     let _ = writeln!(s, "  node [fontname=\"Helvetica\", fontsize=10];");
     let _ = writeln!(s, "  edge [fontname=\"Helvetica\", fontsize=8];");
     // Keep only devices on a path to a shown endpoint.
-    let mut keep: BTreeSet<String> = BTreeSet::new();
-    for d in t.devices.iter().filter(|d| shown(d)) {
-        for a in t.ancestors(&d.bdf) {
-            keep.insert(a.to_string());
-        }
-    }
-    let kept = |d: &Device| keep.contains(&d.bdf.to_string());
+    let keep: BTreeSet<Bdf> =
+        p.upward_closure(t.devices.iter().filter(|d| shown(d)).map(|d| &d.bdf));
+    let kept = |d: &Device| keep.contains(&d.bdf);
     // A host bridge node, drawn only when a kept device hangs below it.
     let host_bridge = |s: &mut String, indent: &str, name: &str, label: &str| {
         if t.devices.iter().any(|d| d.host_bridge == name && kept(d)) {
@@ -101,7 +99,7 @@ pub fn render(t: &Topology) -> String {
         host_bridge(&mut s, "  ", &hb.name, &format!("{} (NUMA ?)", hb.name));
     }
     for sw in &t.switches {
-        if keep.contains(&sw.upstream.to_string()) {
+        if keep.contains(&sw.upstream) {
             let up = t.device(&sw.upstream);
             let name = up.map(|d| d.display_name()).unwrap_or_default();
             let _ = writeln!(

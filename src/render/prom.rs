@@ -11,9 +11,10 @@
 //! follow dcgm-exporter where they overlap (`gpu`, `pci_bus_id`).
 
 use crate::analysis::audit::Report;
+use crate::analysis::paths::Paths;
 use crate::analysis::place::NodeView;
 use crate::analysis::rails::Rails;
-use crate::model::{Bdf, DeviceKind, Topology};
+use crate::model::{Bdf, DeviceKind};
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
@@ -66,7 +67,8 @@ fn fmt_value(v: f64) -> String {
 }
 
 /// Renders the textfile.
-pub fn render(t: &Topology, view: &NodeView, r: &Rails, i: &PromInputs) -> String {
+pub fn render(p: &Paths, view: &NodeView, r: &Rails, i: &PromInputs) -> String {
+    let t = p.topo();
     let mut o = Out { s: String::new() };
     o.metric("peerpath_info", "Where this topology came from (value 1).");
     o.sample(
@@ -114,14 +116,12 @@ pub fn render(t: &Topology, view: &NodeView, r: &Rails, i: &PromInputs) -> Strin
         }
     }
     // Every function on a GPU's or NIC's path up to its host bridge.
-    let mut hops: BTreeSet<Bdf> = BTreeSet::new();
-    for d in t
-        .devices
-        .iter()
-        .filter(|d| !d.is_vf() && matches!(d.kind, DeviceKind::Gpu | DeviceKind::Nic))
-    {
-        hops.extend(t.ancestors(&d.bdf));
-    }
+    let hops: BTreeSet<Bdf> = p.upward_closure(
+        t.devices
+            .iter()
+            .filter(|d| !d.is_vf() && matches!(d.kind, DeviceKind::Gpu | DeviceKind::Nic))
+            .map(|d| &d.bdf),
+    );
     o.metric(
         "peerpath_pcie_link_width_lanes",
         "PCIe link width of a function on a GPU/NIC path (kind=current|max).",

@@ -143,33 +143,6 @@ impl<'de> Deserialize<'de> for CheckId {
     }
 }
 
-// Transitional, for the issue-14 merge only: src/render/layout.rs and
-// src/analysis/audit/evidence.rs (owned by other slices) still compare finding ids with string
-// literals and pass one to `Finding::new`. Remove these three impls once they use `CheckId`.
-
-/// Transitional: `finding.id == "gpu-nic-path"` in code not yet converted.
-impl PartialEq<&str> for CheckId {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
-
-/// Transitional: `finding.id == *"gpu-nic-path"` in code not yet converted.
-impl PartialEq<str> for CheckId {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
-
-/// Transitional: `Finding::new("gpu-nic-path", …)` in code not yet converted. Panics on a
-/// string that names no check (a programming error, caught by the tests of that code).
-impl From<&'static str> for CheckId {
-    fn from(s: &'static str) -> Self {
-        s.parse()
-            .unwrap_or_else(|e: UnknownCheck| panic!("{e}: add it to CheckId"))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

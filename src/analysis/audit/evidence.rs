@@ -13,7 +13,7 @@
 //! GPU's PCI address, and the NIC's PCI address (or, without one, its RDMA device name).
 //! Every changed or added finding says so in its `measured` field.
 
-use super::{Ctx, Finding, Pair, Severity};
+use super::{CheckId, Ctx, Finding, Pair, Severity, Subject};
 use crate::model::Bdf;
 use crate::probe::memory::MemoryKind;
 use crate::probe::report::{NicRef, ProbeReport};
@@ -115,28 +115,30 @@ fn same_nic(nic: &NicRef, p: &Pair) -> bool {
     }
 }
 
-/// Ids whose errors a `confirmed` measurement downgrades.
-const DOWNGRADABLE: [&str; 4] = [
-    "acs-redirect",
-    "iommu-translation",
-    "gpu-nic-path",
-    "link-degraded",
+/// Checks whose errors a `confirmed` measurement downgrades.
+const DOWNGRADABLE: [CheckId; 4] = [
+    CheckId::AcsRedirect,
+    CheckId::IommuTranslation,
+    CheckId::GpuNicPath,
+    CheckId::LinkDegraded,
 ];
 
 /// Applies the measured verdicts to the findings of an audit.
 pub fn fold(ctx: &Ctx, ev: &ProbeEvidence, findings: &mut Vec<Finding>) {
     // Map each measured pair onto the audit's pair; the worst verdict per pair counts.
-    let mut measured: BTreeMap<(String, String), (Verdict, &str)> = BTreeMap::new();
+    let mut measured: BTreeMap<(Bdf, Bdf), (Verdict, &str)> = BTreeMap::new();
+    let mut outside: Vec<String> = Vec::new();
     for m in &ev.measured {
         let Some(p) = ctx
             .pairs
             .iter()
             .find(|p| p.gpu == m.gpu && same_nic(&m.nic, p))
         else {
+            outside.push(format!("{} ↔ {}: {}", m.gpu, m.nic, m.verdict.as_str()));
             continue;
         };
         let e = measured
-            .entry((p.gpu.to_string(), p.nic.to_string()))
+            .entry((p.gpu, p.nic))
             .or_insert((m.verdict, m.reason.as_str()));
         if m.verdict.rank() < e.0.rank() {
             *e = (m.verdict, m.reason.as_str());
@@ -145,9 +147,9 @@ pub fn fold(ctx: &Ctx, ev: &ProbeEvidence, findings: &mut Vec<Finding>) {
     if !ev.unmapped.is_empty() {
         findings.push(
             Finding::new(
-                "gpu-nic-path",
+                CheckId::GpuNicPath,
                 Severity::Info,
-                "node",
+                Subject::Node,
                 format!(
                     "{} probe result(s) name no PCI GPU/NIC pair and were not used: {}",
                     ev.unmapped.len(),
@@ -158,16 +160,29 @@ pub fn fold(ctx: &Ctx, ev: &ProbeEvidence, findings: &mut Vec<Finding>) {
             .with(ev.source.clone(), "unmapped results"),
         );
     }
+    if !outside.is_empty() {
+        findings.push(
+            Finding::new(
+                CheckId::GpuNicPath,
+                Severity::Info,
+                Subject::Node,
+                format!(
+                    "{} measured pair(s) are not the GPU–NIC pairs the audit judges, so they change no finding: {}",
+                    outside.len(),
+                    outside.join("; ")
+                ),
+                "probe each GPU with the NIC the audit pairs it with (`peerpath probe --pairs best`), or read the measurement as a fact about that pair only",
+            )
+            .with(ev.source.clone(), "pairs outside the audit's pairing"),
+        );
+    }
     for f in findings.iter_mut() {
-        if f.severity != Severity::Error
-            || !DOWNGRADABLE.contains(&f.id.as_str())
-            || f.pairs.is_empty()
-        {
+        if f.severity != Severity::Error || !DOWNGRADABLE.contains(&f.id) || f.pairs.is_empty() {
             continue;
         }
         let all_confirmed = f.pairs.iter().all(|p| {
             measured
-                .get(&(p.gpu.clone(), p.nic.clone()))
+                .get(&(p.gpu, p.nic))
                 .is_some_and(|(v, _)| *v == Verdict::Confirmed)
         });
         if all_confirmed {
@@ -179,7 +194,7 @@ pub fn fold(ctx: &Ctx, ev: &ProbeEvidence, findings: &mut Vec<Finding>) {
         }
     }
     for p in &ctx.pairs {
-        let Some(&(verdict, reason)) = measured.get(&(p.gpu.to_string(), p.nic.to_string())) else {
+        let Some(&(verdict, reason)) = measured.get(&(p.gpu, p.nic)) else {
             continue;
         };
         if verdict == Verdict::Confirmed {
@@ -202,10 +217,7 @@ pub fn fold(ctx: &Ctx, ev: &ProbeEvidence, findings: &mut Vec<Finding>) {
             p.label
         );
         let existing = findings.iter_mut().find(|f| {
-            f.id == "gpu-nic-path"
-                && f.pairs
-                    .iter()
-                    .any(|r| r.gpu == p.gpu.to_string() && r.nic == p.nic.to_string())
+            f.id == CheckId::GpuNicPath && f.pairs.iter().any(|r| r.gpu == p.gpu && r.nic == p.nic)
         });
         match existing {
             Some(f) => {
@@ -214,9 +226,9 @@ pub fn fold(ctx: &Ctx, ev: &ProbeEvidence, findings: &mut Vec<Finding>) {
             }
             None => {
                 let mut f = Finding::new(
-                    "gpu-nic-path",
+                    CheckId::GpuNicPath,
                     sev,
-                    p.gpu.to_string(),
+                    Subject::Device(p.gpu),
                     format!(
                         "GPU {} ↔ {}: measured {verdict} although the path is {}",
                         p.gpu,
@@ -392,7 +404,7 @@ mod tests {
         let get = |gpu: &str| {
             r.findings
                 .iter()
-                .find(|f| f.id == "gpu-nic-path" && f.subject == gpu)
+                .find(|f| f.id == CheckId::GpuNicPath && f.subject.to_string() == gpu)
                 .unwrap_or_else(|| panic!("no finding for {gpu}: {:#?}", r.findings))
         };
         let bad = get("0000:13:00.0");

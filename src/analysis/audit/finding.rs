@@ -58,9 +58,9 @@ impl Evidence {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PairRef {
     /// GPU PCI address.
-    pub gpu: String,
+    pub gpu: Bdf,
     /// NIC PCI address.
-    pub nic: String,
+    pub nic: Bdf,
     /// NIC RDMA device name (`mlx5_0`), when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rdma: Option<String>,
@@ -192,23 +192,6 @@ impl<'de> Deserialize<'de> for Subject {
 impl From<Bdf> for Subject {
     fn from(b: Bdf) -> Self {
         Subject::Device(b)
-    }
-}
-
-/// Transitional, for the issue-14 merge only: `Finding::new(…, "node", …)` and
-/// `Finding::new(…, bdf.to_string(), …)` in src/analysis/audit/evidence.rs (another slice) read
-/// the text back. Remove with that code's conversion.
-impl From<&str> for Subject {
-    fn from(s: &str) -> Self {
-        let Ok(v) = s.parse();
-        v
-    }
-}
-
-/// Transitional: see `From<&str>`.
-impl From<String> for Subject {
-    fn from(s: String) -> Self {
-        s.as_str().into()
     }
 }
 

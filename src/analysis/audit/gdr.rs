@@ -288,6 +288,7 @@ pub fn gpu_excluded(ctx: &Ctx) -> Vec<Finding> {
 mod tests {
     use super::super::testkit::*;
     use super::*;
+    use crate::analysis::classify::Classifier;
 
     #[test]
     fn versions_from_proc() {
@@ -311,10 +312,10 @@ mod tests {
     #[test]
     fn clean_twin_has_registered_peer() {
         let t = clean();
-        let f = peer_module(&Ctx::new(&t));
+        let f = peer_module(&Ctx::new(&Classifier::new(&t, &Default::default())));
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].severity, Severity::Info, "{f:?}");
-        assert!(driver_mismatch(&Ctx::new(&t)).is_empty());
+        assert!(driver_mismatch(&Ctx::new(&Classifier::new(&t, &Default::default()))).is_empty());
     }
 
     #[test]
@@ -325,7 +326,7 @@ mod tests {
         m.nvidia_driver =
             Some("NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.86.15  Release Build".into());
         let t = topo(hgx(2), m);
-        let f = peer_module(&Ctx::new(&t));
+        let f = peer_module(&Ctx::new(&Classifier::new(&t, &Default::default())));
         assert_eq!(f[0].severity, Severity::Error, "{f:?}");
         assert_eq!(f[0].subject, Subject::Node);
         assert!(
@@ -344,7 +345,10 @@ mod tests {
         m.nvidia_module_version = None;
         m.modules_visible = false;
         let t = topo(hgx(2), m);
-        assert_eq!(peer_module(&Ctx::new(&t))[0].severity, Severity::Unknown);
+        assert_eq!(
+            peer_module(&Ctx::new(&Classifier::new(&t, &Default::default())))[0].severity,
+            Severity::Unknown
+        );
     }
 
     #[test]
@@ -354,7 +358,10 @@ mod tests {
         m.nvidia_driver =
             Some("NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.86.15  Release Build".into());
         let t = topo(hgx(2), m);
-        assert_eq!(peer_module(&Ctx::new(&t))[0].severity, Severity::Warning);
+        assert_eq!(
+            peer_module(&Ctx::new(&Classifier::new(&t, &Default::default())))[0].severity,
+            Severity::Warning
+        );
     }
 
     #[test]
@@ -366,14 +373,16 @@ mod tests {
         od.attrs.push(("GPU Excluded".into(), "Yes".into()));
         g.os_devices.push(od);
         let t = topo(d, machine());
-        let f = gpu_excluded(&Ctx::new(&t));
+        let f = gpu_excluded(&Ctx::new(&Classifier::new(&t, &Default::default())));
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].severity, Severity::Error);
         assert_eq!(
             f[0].evidence[0].path,
             "/proc/driver/nvidia/gpus/0000:13:00.0/information"
         );
-        assert!(gpu_excluded(&Ctx::new(&clean())).is_empty());
+        assert!(
+            gpu_excluded(&Ctx::new(&Classifier::new(&clean(), &Default::default()))).is_empty()
+        );
     }
 
     #[test]
@@ -389,7 +398,12 @@ mod tests {
             0,
         ));
         let t = topo(d, machine());
-        assert_eq!(Ctx::new(&t).gpus.len(), 2);
+        assert_eq!(
+            Ctx::new(&Classifier::new(&t, &Default::default()))
+                .gpus
+                .len(),
+            2
+        );
     }
 
     #[test]
@@ -397,7 +411,7 @@ mod tests {
         let mut m = machine();
         m.nvidia_peermem_version = Some("565.57.01".into());
         let t = topo(hgx(2), m);
-        let f = driver_mismatch(&Ctx::new(&t));
+        let f = driver_mismatch(&Ctx::new(&Classifier::new(&t, &Default::default())));
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].severity, Severity::Error);
         assert!(f[0].summary.contains("565.57.01") && f[0].summary.contains("570.86.15"));

@@ -112,6 +112,7 @@ pub fn iommu_translation(ctx: &Ctx) -> Vec<Finding> {
 mod tests {
     use super::super::testkit::*;
     use super::*;
+    use crate::analysis::classify::Classifier;
 
     #[test]
     fn dma_group_on_nic_is_error_naming_group() {
@@ -120,13 +121,16 @@ mod tests {
             n.iommu_group_type = Some("DMA-FQ".into())
         });
         let t = topo(d, machine());
-        let f = iommu_translation(&Ctx::new(&t));
+        let f = iommu_translation(&Ctx::new(&Classifier::new(&t, &Default::default())));
         assert_eq!(f.len(), 1, "{f:?}");
         assert_eq!(f[0].severity, Severity::Error);
         assert_eq!(f[0].subject, Subject::Device(b("0000:14:00.0")));
         assert_eq!(f[0].evidence[0].path, "/sys/kernel/iommu_groups/20/type");
         assert_eq!(f[0].evidence[0].value, "DMA-FQ");
-        assert!(iommu_translation(&Ctx::new(&clean())).is_empty());
+        assert!(
+            iommu_translation(&Ctx::new(&Classifier::new(&clean(), &Default::default())))
+                .is_empty()
+        );
     }
 
     #[test]
@@ -136,7 +140,7 @@ mod tests {
             g.driver = Some("vfio-pci".into())
         });
         let t = topo(d, machine());
-        let f = iommu_translation(&Ctx::new(&t));
+        let f = iommu_translation(&Ctx::new(&Classifier::new(&t, &Default::default())));
         assert_eq!(f[0].severity, Severity::Warning);
         assert_eq!(f[0].subject, Subject::Device(b("0000:13:00.0")));
     }
@@ -146,7 +150,7 @@ mod tests {
         let mut d = hgx(2);
         edit(&mut d, "0000:13:00.0", |g| g.iommu_group_type = None);
         let t = topo(d, machine());
-        let f = iommu_translation(&Ctx::new(&t));
+        let f = iommu_translation(&Ctx::new(&Classifier::new(&t, &Default::default())));
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].severity, Severity::Unknown);
     }

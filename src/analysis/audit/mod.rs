@@ -55,8 +55,8 @@ impl Pair {
     /// The reference used in findings.
     pub fn to_ref(&self) -> PairRef {
         PairRef {
-            gpu: self.gpu.to_string(),
-            nic: self.nic.to_string(),
+            gpu: self.gpu,
+            nic: self.nic,
             rdma: self.rdma.clone(),
         }
     }
@@ -68,7 +68,7 @@ pub struct Ctx<'a> {
     /// The scanned node.
     pub topo: &'a Topology,
     /// The classification over the node's paths model.
-    pub cl: Classifier<'a>,
+    pub cl: &'a Classifier<'a>,
     /// The GPU/NIC tables the one pairing is chosen from.
     pub view: NodeView,
     /// GPUs (kind `gpu`, SR-IOV VFs excluded, Intel integrated graphics on the root bus
@@ -85,8 +85,10 @@ pub struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
-    /// Selects GPUs and NICs from the topology; pairs are left empty (see [`placement::pair`]).
-    pub fn new(topo: &'a Topology) -> Self {
+    /// Selects GPUs and NICs from the classified topology; pairs are left empty (see
+    /// [`placement::pair`]).
+    pub fn new(cl: &'a Classifier<'a>) -> Self {
+        let topo = cl.topo();
         // Intel integrated graphics (0000:00:02.0, no port above it) is no GPUDirect endpoint;
         // matching it to a NIC would only produce false PHB findings.
         let gpus: Vec<&Device> = topo
@@ -96,8 +98,7 @@ impl<'a> Ctx<'a> {
         let (nics, plain_nics): (Vec<&Device>, Vec<&Device>) = topo
             .of_kind(DeviceKind::Nic)
             .partition(|d| d.os_devices.iter().any(|o| o.kind == OsDeviceKind::Rdma));
-        let cl = Classifier::new(topo, &ClassifyOptions::default());
-        let view = NodeView::from_classifier(&cl);
+        let view = NodeView::from_classifier(cl);
         Ctx {
             topo,
             cl,
@@ -247,7 +248,13 @@ pub struct AuditOptions {
 
 /// Runs every check over a topology and returns the report.
 pub fn run(topo: &Topology, opts: &AuditOptions) -> Report {
-    let mut ctx = Ctx::new(topo);
+    run_with(&Classifier::new(topo, &ClassifyOptions::default()), opts)
+}
+
+/// [`run`] over a classification a command already built (one paths model per command).
+pub fn run_with(cl: &Classifier, opts: &AuditOptions) -> Report {
+    let topo = cl.topo();
+    let mut ctx = Ctx::new(cl);
     let mut findings = Vec::new();
     ctx.pairs = placement::pair(&ctx, &mut findings);
     let peer_memory = gdr::peer_memory(&ctx);

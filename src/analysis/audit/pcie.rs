@@ -115,7 +115,7 @@ pub fn acs_redirect(ctx: &Ctx) -> Vec<Finding> {
                 format!(
                     "{}↔{}",
                     p.gpu,
-                    p.rdma.clone().unwrap_or_else(|| p.nic.clone())
+                    p.rdma.clone().unwrap_or_else(|| p.nic.to_string())
                 )
             })
             .collect();

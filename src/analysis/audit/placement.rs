@@ -260,6 +260,14 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
                 },
             )
             .with_all(path_evidence(topo, &g.bdf, &n.bdf))
+            .with_all(
+                stray
+                    .filter(|_| !ctx.virtualized)
+                    .map(|k| path_evidence(topo, &ctx.nics[k].bdf, &ctx.nics[k].bdf))
+                    .unwrap_or_default()
+                    .into_iter()
+                    .take(1),
+            )
             .with_pairs([p.to_ref()]),
         );
     }

@@ -72,6 +72,7 @@ pub fn numa_unknown(ctx: &Ctx) -> Vec<Finding> {
 mod tests {
     use super::super::testkit::*;
     use super::*;
+    use crate::analysis::classify::Classifier;
 
     #[test]
     fn vm_is_flagged_with_evidence() {
@@ -79,10 +80,10 @@ mod tests {
         m.hypervisor
             .push(("proc/cpuinfo".into(), "flags: hypervisor".into()));
         let t = topo(hgx(2), m);
-        let f = virtualized(&Ctx::new(&t));
+        let f = virtualized(&Ctx::new(&Classifier::new(&t, &Default::default())));
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].evidence[0].path, "/proc/cpuinfo");
-        assert!(virtualized(&Ctx::new(&clean())).is_empty());
+        assert!(virtualized(&Ctx::new(&Classifier::new(&clean(), &Default::default()))).is_empty());
     }
 
     #[test]
@@ -90,9 +91,11 @@ mod tests {
         let mut d = hgx(2);
         edit(&mut d, "0000:14:00.0", |n| n.numa_node = None);
         let t = topo(d, machine());
-        let f = numa_unknown(&Ctx::new(&t));
+        let f = numa_unknown(&Ctx::new(&Classifier::new(&t, &Default::default())));
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].subject, Subject::Device(b("0000:14:00.0")));
-        assert!(numa_unknown(&Ctx::new(&clean())).is_empty());
+        assert!(
+            numa_unknown(&Ctx::new(&Classifier::new(&clean(), &Default::default()))).is_empty()
+        );
     }
 }

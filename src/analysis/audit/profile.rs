@@ -7,6 +7,7 @@
 use super::placement::{location, target};
 use super::{CheckId, Ctx, Evidence, Finding, Severity, Subject, pci_path};
 use crate::analysis::classify::Label;
+use crate::analysis::pairing::assign_rails;
 use crate::model::{Bdf, Device};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
@@ -316,6 +317,21 @@ pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
     }
     // Compute NICs by rail.
     let max_label = max_label(&p.nics.max_path).unwrap_or(Label::Pxb);
+    // Each GPU's rail NIC (one per GPU, none shared while there are enough RDMA NICs).
+    let rail_pairs: Vec<(Bdf, Bdf)> = {
+        let v = &ctx.view;
+        let rows: Vec<usize> = ctx
+            .gpus
+            .iter()
+            .filter_map(|g| v.gpus.iter().position(|e| e.bdf == g.bdf))
+            .collect();
+        assign_rails(&v.cand, &rows)
+            .into_iter()
+            .zip(&rows)
+            .filter_map(|(k, &g)| Some((v.gpus[g].bdf, v.nics.get(k?)?.bdf)))
+            .filter(|(_, n)| ctx.nics.iter().any(|x| x.bdf == *n))
+            .collect()
+    };
     let mut compute: Vec<Bdf> = Vec::new();
     for (k, g) in ctx.gpus.iter().enumerate() {
         let nic: Option<&Device> = if let Some(bus) = p.nics.buses.as_ref().and_then(|v| v.get(k)) {
@@ -350,10 +366,10 @@ pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
             }
             hit
         } else if p.nics.one_per_gpu {
-            let pair = ctx.pairs.iter().find(|x| x.gpu == g.bdf);
+            let pair = rail_pairs.iter().find(|x| x.0 == g.bdf);
             match pair {
-                Some(x) if ctx.pairs.iter().filter(|y| y.nic == x.nic).count() == 1 => {
-                    topo.device(&x.nic)
+                Some(x) if rail_pairs.iter().filter(|y| y.1 == x.1).count() == 1 => {
+                    topo.device(&x.1)
                 }
                 Some(x) => {
                     out.push(pdiff(
@@ -363,7 +379,7 @@ pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
                             "missing: {} ({}) has no compute NIC of its own (shares {} with another GPU); profile {} wants one per GPU",
                             role(k),
                             g.bdf,
-                            ctx.name(&x.nic),
+                            ctx.name(&x.1),
                             p.name
                         ),
                         format!("add an RDMA NIC {}", target(ctx, g)),

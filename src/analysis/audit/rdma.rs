@@ -176,10 +176,13 @@ pub fn nic_port_down(ctx: &Ctx) -> Vec<Finding> {
 mod tests {
     use super::super::testkit::*;
     use super::*;
+    use crate::analysis::classify::Classifier;
 
     #[test]
     fn clean_ports_have_no_findings() {
-        assert!(nic_port_down(&Ctx::new(&clean())).is_empty());
+        assert!(
+            nic_port_down(&Ctx::new(&Classifier::new(&clean(), &Default::default()))).is_empty()
+        );
     }
 
     #[test]
@@ -194,7 +197,7 @@ mod tests {
             n.os_devices[0].ports[0].rate_text = Some("200 Gb/sec (2X NDR)".into());
         });
         let t = topo(d, machine());
-        let f = nic_port_down(&Ctx::new(&t));
+        let f = nic_port_down(&Ctx::new(&Classifier::new(&t, &Default::default())));
         assert_eq!(f.len(), 2, "{f:?}");
         let down = f
             .iter()
@@ -223,7 +226,7 @@ mod tests {
             l.current_gts = Some(16.0);
         });
         let t = topo(d, machine());
-        let f = nic_port_down(&Ctx::new(&t));
+        let f = nic_port_down(&Ctx::new(&Classifier::new(&t, &Default::default())));
         assert_eq!(f.len(), 1, "{f:?}");
         assert!(f[0].summary.contains("cannot carry"), "{}", f[0].summary);
     }

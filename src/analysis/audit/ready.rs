@@ -94,11 +94,10 @@ pub struct GdrReadiness {
 /// Whether a finding concerns a rail pair of the report or the whole node.
 fn on_rail(f: &Finding, pairs: &[Pair]) -> bool {
     if !f.pairs.is_empty() {
-        return f.pairs.iter().any(|r| {
-            pairs
-                .iter()
-                .any(|p| p.gpu.to_string() == r.gpu && p.nic.to_string() == r.nic)
-        });
+        return f
+            .pairs
+            .iter()
+            .any(|r| pairs.iter().any(|p| p.gpu == r.gpu && p.nic == r.nic));
     }
     match &f.subject {
         Subject::Node => true,

@@ -77,12 +77,14 @@ fn misplaced_nic_names_adapter_location_and_target() {
     assert_eq!(r.verdict, "fail");
     let f = find(&r, CheckId::GpuNicPath, "0000:13:00.0");
     assert_eq!(f.severity, Severity::Error);
+    // The one pairing gives the GPU the nearest NIC it can get (shared, NODE); the card to
+    // move is the one no GPU can use.
     assert!(
-        f.summary.contains("mlx5_0") && f.summary.contains("SYS"),
+        f.summary.contains("mlx5_1") && f.summary.contains("NODE"),
         "{}",
         f.summary
     );
-    // Where it is now: slot, root port, NUMA node.
+    // Where the stray card is now: slot, root port, NUMA node.
     for s in ["mlx5_0", "slot 7", "root port 0000:c0:01.0", "NUMA node 1"] {
         assert!(f.remedy.contains(s), "remedy lacks {s:?}: {}", f.remedy);
     }
@@ -100,7 +102,8 @@ fn misplaced_nic_names_adapter_location_and_target() {
             .iter()
             .any(|e| e.path == "/sys/bus/pci/devices/0000:c1:00.0")
     );
-    // The NIC itself: not usable at PIX/PXB by any GPU, but paired → warning.
+    // The NIC itself: not usable at PIX/PXB by any GPU and unpaired while a GPU lacks one →
+    // warning.
     let n = find(&r, CheckId::GpuNicPath, "mlx5_0");
     assert_eq!(n.severity, Severity::Warning);
     // Only that GPU fails.
@@ -122,7 +125,7 @@ fn acs_redirect_on_one_downstream_port() {
     );
     assert!(f.evidence[0].value.contains("0x001d") && f.evidence[0].value.contains("ReqRedir"));
     assert_eq!(f.pairs.len(), 1);
-    assert_eq!(f.pairs[0].gpu, "0000:33:00.0");
+    assert_eq!(f.pairs[0].gpu, b("0000:33:00.0"));
     assert_eq!(f.pairs[0].rdma.as_deref(), Some("mlx5_1"));
     assert!(f.remedy.contains("pci=disable_acs_redir=0000:32:01.0"));
     assert_eq!(errors(&r).len(), 1);

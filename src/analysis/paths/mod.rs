@@ -359,6 +359,21 @@ impl<'t> Paths<'t> {
         }
     }
 
+    /// Every device on the way from these devices up to their host bridges (the devices
+    /// themselves included), by address.
+    pub fn upward_closure<'a>(
+        &self,
+        devices: impl IntoIterator<Item = &'a Bdf>,
+    ) -> std::collections::BTreeSet<Bdf> {
+        let mut out = std::collections::BTreeSet::new();
+        for b in devices {
+            if let Some(i) = self.index(b) {
+                out.extend(self.chain(i).iter().map(|&d| self.device(d).bdf));
+            }
+        }
+        out
+    }
+
     /// The topmost device above `i` (directly under its host bridge); `i` itself at the top.
     pub fn top(&self, i: DevIx) -> DevIx {
         *self.chain(i).last().unwrap_or(&i)
