@@ -37,7 +37,8 @@ fn writes_svg_png_and_html_by_extension() {
                 let s = String::from_utf8(bytes).unwrap();
                 assert!(s.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
                 assert!(s.contains("data-ep=\"GPU3\""));
-                assert!(s.contains("data-label=\"SYS\""), "GPU3's rail pair is SYS");
+                // GPU3 shares the nearest NIC it can get (NODE): the one pairing.
+                assert!(s.contains("data-label=\"NODE\""), "GPU3's rail pair is NODE");
             }
             "png" => assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n"),
             _ => {
