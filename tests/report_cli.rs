@@ -38,7 +38,10 @@ fn writes_svg_png_and_html_by_extension() {
                 assert!(s.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
                 assert!(s.contains("data-ep=\"GPU3\""));
                 // GPU3 shares the nearest NIC it can get (NODE): the one pairing.
-                assert!(s.contains("data-label=\"NODE\""), "GPU3's rail pair is NODE");
+                assert!(
+                    s.contains("data-label=\"NODE\""),
+                    "GPU3's rail pair is NODE"
+                );
             }
             "png" => assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n"),
             _ => {
