@@ -110,6 +110,16 @@ impl Builder<'_> {
                     .push(format!("{}: {n} serial line(s)", path.display()));
                 return text.into_bytes();
             }
+        } else if name == "vpd" {
+            let mut b = bytes;
+            let n = redact_vpd(&mut b);
+            if n > 0 {
+                self.redacted.push(format!(
+                    "{}: {n} VPD serial/UUID value(s) (UUIDs replaced by a digest, so functions of one board still pair)",
+                    path.display()
+                ));
+            }
+            return b;
         } else if name == "config" {
             let mut b = bytes;
             if redact_dsn(&mut b) {
@@ -170,6 +180,34 @@ pub fn redact_dsn(b: &mut [u8]) -> bool {
         ptr = (hdr >> 20) as usize & 0xffc;
     }
     found
+}
+
+/// Redacts a VPD image in place: the serial number (`SN`) becomes `X`s; the board UUIDs
+/// (`V3`, `VU`) become a digest of themselves of the same length, so every function of one
+/// board still carries the same value and Data Direct pairing works from the snapshot. Returns
+/// how many values changed.
+pub fn redact_vpd(b: &mut [u8]) -> usize {
+    let Some((_, kws)) = crate::parse::vpd::spans(b) else {
+        return 0;
+    };
+    let mut n = 0;
+    for (k, r) in kws {
+        match k.as_str() {
+            "SN" => b[r].fill(b'X'),
+            "V3" | "VU" => {
+                use std::hash::Hasher;
+                let mut h = fnv::FnvHasher::default();
+                h.write(&b[r.clone()]);
+                let hex = format!("{:016x}", h.finish());
+                for (i, x) in b[r].iter_mut().enumerate() {
+                    *x = hex.as_bytes()[i % hex.len()];
+                }
+            }
+            _ => continue,
+        }
+        n += 1;
+    }
+    n
 }
 
 impl Capture {
@@ -253,6 +291,22 @@ mod tests {
         assert!(!r.contains("GPU-1234"));
         assert!(r.contains("Bus Location: \t 0000:17:00.0\n"));
         assert!(r.contains("GPU UUID:"));
+    }
+
+    #[test]
+    fn vpd_serial_redacted_uuid_digested() {
+        let img = crate::parse::vpd::build("CX8", &[("SN", "MT2423X0001"), ("V3", "aabbccdd")]);
+        let mut a = img.clone();
+        assert_eq!(redact_vpd(&mut a), 2);
+        let v = crate::parse::vpd::parse(&a).unwrap();
+        assert_eq!(v.keyword("SN"), Some("XXXXXXXXXXX"));
+        let d = v.keyword("V3").unwrap();
+        assert_ne!(d, "aabbccdd");
+        assert_eq!(d.len(), 8);
+        // Same UUID, same digest: functions of one board still pair.
+        let mut b = img;
+        redact_vpd(&mut b);
+        assert_eq!(a, b);
     }
 
     #[test]

@@ -30,6 +30,9 @@ pub const DEVICE_ATTRS: &[&str] = &[
     "driver",
     "iommu_group",
     "physfn",
+    // ConnectX functions only (the scanner reads no other device's VPD); the serial number is
+    // redacted and the board UUID digested in the archive.
+    "vpd",
 ];
 
 /// Every other path (relative to the root) peerpath may copy into a capture, as component

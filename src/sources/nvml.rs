@@ -52,6 +52,50 @@ pub struct NvmlGpu {
     /// `nvmlDeviceGetP2PStatus` towards each other GPU: (other's NVML index, read, write,
     /// nvlink) statuses as NVML names them (`Ok`, `ChipsetNotSupported`, …).
     pub p2p: Vec<(u32, String, String, String)>,
+    /// NVLink-C2C field values (Grace systems), when NVML answered them.
+    pub c2c: Option<NvmlC2c>,
+}
+
+/// A GPU's C2C field values (`nvmlDeviceGetFieldValues`): `NVML_FI_DEV_C2C_LINK_COUNT`, and
+/// `NVML_FI_DEV_C2C_LINK_GET_STATUS` / `…_GET_MAX_BW` of link 0 (the field call peerpath makes
+/// carries no scope id, so the other links' status is not read).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NvmlC2c {
+    /// C2C links the GPU has.
+    pub count: u32,
+    /// Link 0's status (1 = up).
+    pub link0_status: Option<u32>,
+    /// Link 0's maximum bandwidth in MB/s.
+    pub link0_max_mbytes: Option<u32>,
+}
+
+/// Reads the C2C field values of a GPU; `None` when NVML does not support them (no C2C) or the
+/// count is 0.
+fn query_c2c(d: &nvml_wrapper::Device) -> Option<NvmlC2c> {
+    use nvml_wrapper::enums::device::SampleValue as V;
+    use nvml_wrapper::structs::device::FieldId;
+    use nvml_wrapper::sys_exports::field_id as f;
+    let vals = d
+        .field_values_for(&[
+            FieldId(f::NVML_FI_DEV_C2C_LINK_COUNT),
+            FieldId(f::NVML_FI_DEV_C2C_LINK_GET_STATUS),
+            FieldId(f::NVML_FI_DEV_C2C_LINK_GET_MAX_BW),
+        ])
+        .ok()?;
+    let num = |i: usize| -> Option<u32> {
+        match vals.get(i)?.as_ref().ok()?.value.as_ref().ok()? {
+            V::U32(x) => Some(*x),
+            V::U64(x) => u32::try_from(*x).ok(),
+            V::I64(x) => u32::try_from(*x).ok(),
+            V::F64(_) => None,
+        }
+    };
+    let count = num(0).filter(|&c| c > 0)?;
+    Some(NvmlC2c {
+        count,
+        link0_status: num(1),
+        link0_max_mbytes: num(2),
+    })
 }
 
 /// Outcome of [`enrich`].
@@ -181,6 +225,7 @@ fn query() -> Result<Vec<NvmlGpu>, String> {
             bdf,
             links,
             p2p: Vec::new(),
+            c2c: query_c2c(&d),
         });
         handles.push(d);
     }
@@ -203,6 +248,27 @@ fn query() -> Result<Vec<NvmlGpu>, String> {
         }
     }
     Ok(out)
+}
+
+/// The C2C link NVML's field values describe: the link count is known; whether every link is
+/// up is known only for a single-link GPU (link 0's status).
+pub fn c2c_link(c: &NvmlC2c) -> crate::model::C2cLink {
+    let up = c.link0_status == Some(1);
+    crate::model::C2cLink {
+        links_up: (c.count == 1).then_some(u32::from(up)),
+        links_total: Some(c.count),
+        link_mbytes_per_s: c.link0_max_mbytes.filter(|_| up),
+        source: format!(
+            "NVML field values: C2C_LINK_COUNT = {}, link 0 status = {}, link 0 max bandwidth = {} MB/s (status of links 1.. not read)",
+            c.count,
+            c.link0_status
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "unknown".into()),
+            c.link0_max_mbytes
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "unknown".into()),
+        ),
+    }
 }
 
 /// Folds NVML observations into the topology; returns the warnings it had to make.
@@ -268,6 +334,9 @@ pub fn apply(topo: &mut Topology, gpus: &[NvmlGpu]) -> Vec<Warning> {
                         format!("p2p {peer}"),
                         format!("read={r} write={w} nvlink={n}"),
                     ));
+                }
+                if let Some(c) = &g.c2c {
+                    d.c2c = Some(c2c_link(c));
                 }
                 // Evidence for the folded NVLinks: each link as NVML reported it.
                 for l in &g.links {
@@ -396,6 +465,7 @@ mod tests {
                 })
                 .collect(),
             p2p: vec![],
+            c2c: None,
         }
     }
 

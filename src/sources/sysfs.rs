@@ -370,6 +370,9 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
             .iter()
             .filter(|e| e.name.starts_with("virtfn"))
             .count() as u32;
+        if has("vpd") && wants_vpd(&d) {
+            d.vpd = read_vpd(fs, &log, &dir.join("vpd"));
+        }
         by_path.insert(dir.clone(), devices.len());
         devices.push(d);
     }
@@ -403,11 +406,59 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
     let numa_nodes = numa(fs, &log);
     let machine = machine_info(fs, &log);
 
+    // 5. Grace GPUs (C2C) and Data Direct DMA functions paired with their NIC functions.
+    super::c2c::infer(&mut devices);
+    for w in super::datadirect::pair_by_vpd(&mut devices) {
+        log.warnings.borrow_mut().push(w);
+    }
+
     let mut raw = RawTopology::new(source, machine);
     raw.numa_nodes = numa_nodes;
     raw.devices = devices;
     raw.warnings = log.warnings.into_inner();
     Ok(raw)
+}
+
+/// VPD is read only where it pairs functions, as rdma_topo does: ConnectX NIC functions and
+/// Data Direct DMA functions (reading the VPD of arbitrary devices can stall on broken parts).
+fn wants_vpd(d: &Device) -> bool {
+    use crate::model::parts::{Part, part_of};
+    d.physfn.is_none() && matches!(part_of(d), Some(Part::CxNic | Part::DataDirectDma))
+}
+
+/// The VPD keywords that pair ConnectX functions (`V3`, `VU`), from `vpd`. The file is
+/// readable by root only: permission denied is the normal unprivileged answer and is said once
+/// per DMA function by the pairing, not here. Serial numbers are not kept.
+fn read_vpd(fs: &dyn FsRoot, log: &Log, path: &Path) -> Vec<(String, String)> {
+    let bytes = match fs.read_limited(path, 32 * 1024) {
+        Ok(b) => b,
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::PermissionDenied | io::ErrorKind::NotFound
+            ) =>
+        {
+            return Vec::new();
+        }
+        Err(e) => {
+            log.warn(path, format!("could not read ({e}); VPD unknown"));
+            return Vec::new();
+        }
+    };
+    if bytes.is_empty() {
+        return Vec::new();
+    }
+    match crate::parse::vpd::parse(&bytes) {
+        Ok(v) => v
+            .read_only
+            .into_iter()
+            .filter(|(k, _)| super::datadirect::UUID_KEYWORDS.contains(&k.as_str()))
+            .collect(),
+        Err(r) => {
+            log.warn(path, format!("{r}; VPD unknown"));
+            Vec::new()
+        }
+    }
 }
 
 fn attach_class(
