@@ -62,7 +62,7 @@ pub fn pair_by_vpd(devices: &mut [Device]) -> Vec<Warning> {
             if is_nic && d.vpd_keyword(k) == Some(v.as_str()) {
                 d.data_direct = Some(DataDirect {
                     dma,
-                    evidence: format!("vpd {k} = {v} (same board UUID as {dma})"),
+                    evidence: format!("VPD {k} = {v}, the board UUID {dma} carries too"),
                 });
                 n += 1;
             }

@@ -669,6 +669,12 @@ fn machine_info(fs: &dyn FsRoot, log: &Log) -> MachineInfo {
                     cpu = v.parse().ok();
                 }
                 "vendor_id" if m.cpu_vendor.is_none() => m.cpu_vendor = Some(v.to_string()),
+                // aarch64 kernels name the implementer instead (0x41: Arm Ltd; Grace is a
+                // Neoverse V2, part 0xd4f).
+                "CPU implementer" if m.cpu_vendor.is_none() => {
+                    m.cpu_vendor = Some(format!("CPU implementer {v} (arm64)"))
+                }
+                "CPU part" if m.cpu_model.is_none() => m.cpu_model = Some(format!("CPU part {v}")),
                 "model name" | "cpu" if m.cpu_model.is_none() => m.cpu_model = Some(v.to_string()),
                 "cpu family" if m.cpu_family.is_none() => m.cpu_family = v.parse().ok(),
                 "model" if m.cpu_model_number.is_none() => m.cpu_model_number = v.parse().ok(),

@@ -14,9 +14,11 @@ impl Classifier<'_> {
     /// How a device is named in these words: `NIC0 (0000:01:00.0, mlx5_0)`.
     fn named(&self, i: DevIx) -> String {
         let d = self.paths.device(i);
-        match d.rdma_names().next() {
-            Some(r) => format!("{} ({r})", self.display(&d.bdf)),
-            None => self.display(&d.bdf),
+        let rdma = d.rdma_names().next();
+        match (self.endpoint_index(&d.bdf), rdma) {
+            (Some(k), Some(r)) => format!("{} ({}, {r})", self.endpoints[k].name, d.bdf),
+            (None, Some(r)) => format!("{} ({r})", d.bdf),
+            _ => self.display(&d.bdf),
         }
     }
 
