@@ -52,8 +52,6 @@ pub struct NvmlGpu {
     /// `nvmlDeviceGetP2PStatus` towards each other GPU: (other's NVML index, read, write,
     /// nvlink) statuses as NVML names them (`Ok`, `ChipsetNotSupported`, …).
     pub p2p: Vec<(u32, String, String, String)>,
-    /// NVLink-C2C field values (Grace systems), when NVML answered them.
-    pub c2c: Option<NvmlC2c>,
 }
 
 /// A GPU's C2C field values (`nvmlDeviceGetFieldValues`): `NVML_FI_DEV_C2C_LINK_COUNT`, and
@@ -150,8 +148,9 @@ pub fn enrich(topo: &mut Topology) -> NvmlStatus {
     let res =
         std::panic::catch_unwind(query).unwrap_or_else(|_| Err("NVML query panicked".to_string()));
     match res {
-        Ok(gpus) => {
+        Ok((gpus, c2c)) => {
             let warnings = apply(topo, &gpus);
+            apply_c2c(topo, &c2c);
             topo.warnings.extend(warnings);
             topo.nvlink_visible = true;
             NvmlStatus {
@@ -175,13 +174,17 @@ pub fn enrich(topo: &mut Topology) -> NvmlStatus {
 }
 
 /// Asks NVML about every GPU.
-fn query() -> Result<Vec<NvmlGpu>, String> {
+/// C2C field values per GPU (by bus ID), from [`query`].
+type C2cFacts = Vec<(Bdf, NvmlC2c)>;
+
+fn query() -> Result<(Vec<NvmlGpu>, C2cFacts), String> {
     use nvml_wrapper::Nvml;
     use nvml_wrapper::enum_wrappers::device::P2pCapabilitiesIndex as P;
     let nvml = Nvml::init().map_err(|e| explain(&e))?;
     let n = nvml.device_count().map_err(|e| explain(&e))?;
     let mut handles = Vec::new();
     let mut out = Vec::new();
+    let mut c2c = Vec::new();
     for i in 0..n {
         let d = nvml.device_by_index(i).map_err(|e| explain(&e))?;
         let bdf = d
@@ -225,8 +228,10 @@ fn query() -> Result<Vec<NvmlGpu>, String> {
             bdf,
             links,
             p2p: Vec::new(),
-            c2c: query_c2c(&d),
         });
+        if let (Some(b), Some(c)) = (bdf, query_c2c(&d)) {
+            c2c.push((b, c));
+        }
         handles.push(d);
     }
     let name = |r: Result<nvml_wrapper::enum_wrappers::device::P2pStatus, _>| match r {
@@ -247,7 +252,7 @@ fn query() -> Result<Vec<NvmlGpu>, String> {
             out[i].p2p.push(p);
         }
     }
-    Ok(out)
+    Ok((out, c2c))
 }
 
 /// The C2C link NVML's field values describe: the link count is known; whether every link is
@@ -268,6 +273,15 @@ pub fn c2c_link(c: &NvmlC2c) -> crate::model::C2cLink {
                 .map(|s| s.to_string())
                 .unwrap_or_else(|| "unknown".into()),
         ),
+    }
+}
+
+/// Sets each GPU's C2C link from NVML's field values (over any link the scan inferred).
+pub fn apply_c2c(topo: &mut Topology, c2c: &[(Bdf, NvmlC2c)]) {
+    for (b, c) in c2c {
+        if let Some(d) = topo.devices.iter_mut().find(|d| d.bdf == *b) {
+            d.c2c = Some(c2c_link(c));
+        }
     }
 }
 
@@ -334,9 +348,6 @@ pub fn apply(topo: &mut Topology, gpus: &[NvmlGpu]) -> Vec<Warning> {
                         format!("p2p {peer}"),
                         format!("read={r} write={w} nvlink={n}"),
                     ));
-                }
-                if let Some(c) = &g.c2c {
-                    d.c2c = Some(c2c_link(c));
                 }
                 // Evidence for the folded NVLinks: each link as NVML reported it.
                 for l in &g.links {
@@ -465,7 +476,6 @@ mod tests {
                 })
                 .collect(),
             p2p: vec![],
-            c2c: None,
         }
     }
 
@@ -597,6 +607,29 @@ mod tests {
         let w = apply(&mut t, &[g0, g9, nobdf]);
         assert_eq!(w.len(), 3, "{w:?}");
         assert!(t.nvlinks.is_empty());
+    }
+
+    #[test]
+    fn c2c_field_values_fold_into_the_gpu() {
+        let mut t = topo(&[("0008:06:00.0", 0x030200, 0x10de)]);
+        let g = b("0008:06:00.0");
+        let one = NvmlC2c {
+            count: 1,
+            link0_status: Some(1),
+            link0_max_mbytes: Some(45000),
+        };
+        apply_c2c(&mut t, &[(g, one)]);
+        let c = t.device(&g).unwrap().c2c.clone().unwrap();
+        assert_eq!((c.links_up, c.links_total), (Some(1), Some(1)));
+        assert_eq!(c.gbytes_per_s(), Some(45.0));
+        // Several links: only link 0's status was read, so "all up" is not claimed.
+        let many = c2c_link(&NvmlC2c {
+            count: 10,
+            link0_status: Some(1),
+            link0_max_mbytes: Some(45000),
+        });
+        assert_eq!((many.links_up, many.links_total), (None, Some(10)));
+        assert!(many.source.contains("links 1.. not read"));
     }
 
     #[test]

@@ -480,7 +480,8 @@ pub struct Module {
 /// Options of the writer.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WriteOptions {
-    /// Write every `config` as the 64 bytes an unprivileged reader sees.
+    /// Write every `config` as the 64 bytes an unprivileged reader sees, and no `vpd` (root
+    /// only).
     pub unprivileged: bool,
 }
 

@@ -549,7 +549,8 @@ pub fn build_entries(spec: &Spec, opts: &WriteOptions) -> Result<Vec<(PathBuf, E
             t.link(nd.join("device"), dir);
             t.link(PathBuf::from("sys/class/nvme").join(&n.name), &nd);
         }
-        if let Some(v) = &f.vpd {
+        // `vpd` is readable by root only: the unprivileged view has none.
+        if let (Some(v), false) = (&f.vpd, opts.unprivileged) {
             let kw: Vec<(&str, &str)> = v
                 .keywords
                 .iter()

@@ -232,3 +232,134 @@ impl Classifier<'_> {
         d
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::analysis::classify::{Classifier, ClassifyOptions, NcclPath, NcclVersion};
+    use crate::analysis::testkit::TopoBuilder;
+    use crate::model::{Bdf, C2cLink, Topology};
+
+    /// A GB200-like tray: two Grace NUMA nodes; on each a GPU and a NIC on root ports of their
+    /// own; the GPUs reach their Grace over C2C (unless `c2c` is false).
+    fn grace(c2c: bool) -> Topology {
+        let mut b = TopoBuilder::new(&["0-71", "72-143"]);
+        for (n, dom) in [(0u32, "0000"), (1, "0010")] {
+            b.bridge(&format!("{dom}:00:00.0"), None, Some(n));
+            b.gpu(
+                &format!("{dom}:01:00.0"),
+                Some(&format!("{dom}:00:00.0")),
+                Some(n),
+            );
+            let nd = format!("{:04x}", u32::from_str_radix(dom, 16).unwrap() + 2);
+            b.bridge(&format!("{nd}:00:00.0"), None, Some(n));
+            b.nic(
+                &format!("{nd}:01:00.0"),
+                Some(&format!("{nd}:00:00.0")),
+                Some(n),
+                &[&format!("mlx5_{n}")],
+            );
+        }
+        let mut t = b.build();
+        if c2c {
+            for d in t.devices.iter_mut().filter(|d| d.class >> 16 == 0x03) {
+                d.c2c = Some(C2cLink {
+                    links_up: Some(10),
+                    links_total: None,
+                    link_mbytes_per_s: Some(45000),
+                    source: "test".into(),
+                });
+            }
+        }
+        t
+    }
+
+    fn b(s: &str) -> Bdf {
+        s.parse().unwrap()
+    }
+
+    fn path(t: &Topology, v: &str, g: &str, n: &str) -> (NcclPath, bool, Vec<String>) {
+        let opts = ClassifyOptions {
+            nccl_version: v.parse::<NcclVersion>().unwrap(),
+        };
+        let c = Classifier::new(t, &opts);
+        let p = c.pair(&b(g), &b(n)).unwrap();
+        let s = c.summary_of(&b(g), &b(n)).unwrap();
+        assert_eq!(s.nccl_path, p.nccl.path, "summary and words agree");
+        (p.nccl.path, p.nccl.gdr, p.nccl.rules)
+    }
+
+    #[test]
+    fn c2c_and_phb_merge_into_p2c_from_2_27() {
+        let t = grace(true);
+        let (p, gdr, rules) = path(&t, "2.30", "0000:01:00.0", "0002:01:00.0");
+        assert_eq!(p, NcclPath::P2c);
+        assert!(gdr, "{rules:#?}");
+        assert!(rules.iter().any(|r| r.contains("C2C + PHB merge into P2C")));
+        assert!(rules.iter().any(|r| r.contains("GDR mode default")));
+        // The other Grace's NIC stays SYS.
+        assert_eq!(
+            path(&t, "2.30", "0000:01:00.0", "0012:01:00.0").0,
+            NcclPath::Sys
+        );
+        // 2.27 numbers P2C 7; 2.26 has no P2C: PHB and no GDR (NVIDIA/nccl#1579).
+        let (p, _, _) = path(&t, "2.27", "0000:01:00.0", "0002:01:00.0");
+        assert_eq!(p, NcclPath::P2c);
+        assert_eq!(p.code("2.27".parse().unwrap()), Some(7));
+        let (p, gdr, rules) = path(&t, "2.26", "0000:01:00.0", "0002:01:00.0");
+        assert_eq!((p, gdr), (NcclPath::Phb, false));
+        assert!(rules.iter().any(|r| r.contains("no P2C path type")));
+        // Without C2C the same layout is plain PHB.
+        let (p, gdr, _) = path(&grace(false), "2.30", "0000:01:00.0", "0002:01:00.0");
+        assert_eq!((p, gdr), (NcclPath::Phb, false));
+    }
+
+    #[test]
+    fn data_direct_nic_is_placed_at_its_dma_function() {
+        // GPU and DMA function share a ConnectX switch; the NIC's RDMA function hangs on a
+        // root port of its own.
+        let mut b = TopoBuilder::new(&["0-71"]);
+        b.bridge("0008:00:00.0", None, Some(0));
+        b.switch(
+            "0008:00:00.0",
+            "0008:01:00.0",
+            &["0008:02:00.0", "0008:02:01.0"],
+            Some(0),
+        );
+        b.dev(
+            "0008:03:00.0",
+            Some("0008:02:00.0"),
+            0x080100,
+            (0x15b3, 0x2100),
+            Some(0),
+        );
+        b.switch("0008:02:01.0", "0008:04:00.0", &["0008:05:00.0"], Some(0));
+        b.gpu("0008:06:00.0", Some("0008:05:00.0"), Some(0));
+        b.bridge("0000:00:00.0", None, Some(0));
+        b.nic("0000:01:00.0", Some("0000:00:00.0"), Some(0), &["mlx5_0"]);
+        let mut t = b.build();
+        let i = t.device_index(&b_("0000:01:00.0")).unwrap();
+        t.devices[i].data_direct = Some(crate::model::DataDirect {
+            dma: b_("0008:03:00.0"),
+            evidence: "test".into(),
+        });
+        let (p, gdr, rules) = path(&t, "2.30", "0008:06:00.0", "0000:01:00.0");
+        assert_eq!((p, gdr), (NcclPath::Pxb, true), "{rules:#?}");
+        assert!(rules.iter().any(|r| r.contains("mlx5_0_dma")));
+        // Before 2.27 NCCL knows no Data Direct: the RDMA function's own path (PHB).
+        assert_eq!(
+            path(&t, "2.26", "0008:06:00.0", "0000:01:00.0").0,
+            NcclPath::Phb
+        );
+        let c = Classifier::new(&t, &ClassifyOptions::default());
+        let pc = c.pair(&b_("0008:06:00.0"), &b_("0000:01:00.0")).unwrap();
+        assert_eq!(pc.label.to_string(), "PXB");
+        let kinds: Vec<&str> = pc.hops.iter().map(|h| h.kind.as_str()).collect();
+        assert!(kinds.contains(&"data-direct-dma"), "{kinds:?}");
+        assert_eq!(pc.hops.last().unwrap().node, "0000:01:00.0");
+        assert!(pc.reason.contains("Data Direct DMA function 0008:03:00.0"));
+    }
+
+    fn b_(s: &str) -> Bdf {
+        b(s)
+    }
+}
