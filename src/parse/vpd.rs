@@ -47,18 +47,18 @@ fn text(b: &[u8]) -> String {
     t.escape_ascii().to_string()
 }
 
+/// The identifier string's byte range and each read-only keyword's value range ([`spans`]).
+pub type Spans = (
+    Option<std::ops::Range<usize>>,
+    Vec<(String, std::ops::Range<usize>)>,
+);
+
 /// Where each read-only keyword's value lies in a VPD image: `(keyword, value byte range)`, in
 /// order (the checksum `RV` included), and the identifier string's range. Stops at an end tag
 /// or at the first resource whose length runs past the data (the kernel exposes the whole VPD
 /// window, often padded). `None` when the data holds neither an identifier string nor a
 /// read-only resource. What [`parse`] reads and what a capture redacts.
-#[allow(clippy::type_complexity)]
-pub fn spans(
-    bytes: &[u8],
-) -> Option<(
-    Option<std::ops::Range<usize>>,
-    Vec<(String, std::ops::Range<usize>)>,
-)> {
+pub fn spans(bytes: &[u8]) -> Option<Spans> {
     let mut name = None;
     let mut kws = Vec::new();
     let mut seen = false;

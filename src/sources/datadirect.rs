@@ -32,7 +32,9 @@ fn uuid_of(d: &Device) -> Option<(&'static str, &str)> {
 /// could not be paired, naming why (VPD unreadable, no matching NIC function).
 pub fn pair_by_vpd(devices: &mut [Device]) -> Vec<Warning> {
     let mut warnings = Vec::new();
-    let dmas: Vec<(Bdf, Option<(&'static str, String)>, String)> = devices
+    // (address, board UUID keyword and value, sysfs path) of each DMA function.
+    type Dma = (Bdf, Option<(&'static str, String)>, String);
+    let dmas: Vec<Dma> = devices
         .iter()
         .filter(|d| parts::is_data_direct_dma(d))
         .map(|d| {
