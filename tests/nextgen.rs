@@ -88,7 +88,11 @@ fn gb300_pairs_each_nic_with_its_dma_function_and_names_it_hop_by_hop() {
         let nic = t.device(&gb300_nic(i)).unwrap();
         let dd = nic.data_direct.as_ref().expect("paired by VPD");
         assert_eq!(dd.dma, gb300_dma(i));
-        assert!(dd.evidence.starts_with("VPD V3 = "), "{}", dd.evidence);
+        assert!(
+            dd.evidence.starts_with("VPD V3 (board UUID)"),
+            "{}",
+            dd.evidence
+        );
         // The C2C link is inferred from sysfs (Grace root port + GPU memory NUMA node).
         let g = t.device(&gb300_gpu(i)).unwrap();
         assert!(g.c2c.as_ref().unwrap().source.contains("Grace root port"));
@@ -470,5 +474,52 @@ fn hwloc_sees_the_gb300_gpu_memory_nodes_and_numa_locality() {
         )
         .unwrap();
         assert_eq!(got.trim(), want, "{b}");
+    }
+}
+
+#[test]
+fn a_capture_keeps_the_pairing_but_not_the_serials_or_board_uuids() {
+    use peerpath::capture::{self, CaptureOptions};
+    use peerpath::sources::fsroot::DirRoot;
+    let spec = layouts::gb300_tray();
+    let d = write_dir(&spec);
+    let c = capture::capture(
+        &DirRoot::new(d.path()),
+        peerpath::model::SourceInfo {
+            kind: "sysfs".into(),
+            path: "t".into(),
+            limitations: vec![],
+        },
+        &CaptureOptions::default(),
+    )
+    .unwrap();
+    assert!(c.manifest.left_out.is_empty(), "{:?}", c.manifest.left_out);
+    // Raw archive bytes: no serial number, no board UUID of any function.
+    let gz = c.to_tar_gz().unwrap();
+    let mut raw = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut raw).unwrap();
+    let hay = String::from_utf8_lossy(&raw);
+    for f in spec.functions.iter().filter_map(|f| f.vpd.as_ref()) {
+        for (k, v) in &f.keywords {
+            if k == "SN" || k == "V3" {
+                assert!(!hay.contains(v.as_str()), "{k} {v} in the capture");
+            }
+        }
+    }
+    // Read back: every DMA function still pairs with its NIC.
+    let dir = tempfile::tempdir().unwrap();
+    let tar = dir.path().join("snap.tar.gz");
+    std::fs::write(&tar, &gz).unwrap();
+    let t = sources::load(Some(&tar), &LoadOptions::default()).unwrap();
+    for i in 0..4 {
+        assert_eq!(
+            t.device(&gb300_nic(i))
+                .unwrap()
+                .data_direct
+                .as_ref()
+                .unwrap()
+                .dma,
+            gb300_dma(i)
+        );
     }
 }

@@ -251,10 +251,11 @@ pub struct Device {
     pub sysfs_path: String,
     /// False when the device was found in `sys/devices` but has no `sys/bus/pci/devices` entry.
     pub listed: bool,
-    /// Read-only VPD keywords used to pair ConnectX functions (`V3`, `VU`: the board's UUID),
-    /// from `vpd` (readable by root only); the serial number (`SN`) is not kept.
+    /// The read-only VPD keywords carrying the board's UUID (`V3`, `VU`) found in `vpd`
+    /// (readable by root only) of a ConnectX function. Only their names are kept: the values
+    /// pair functions during the scan and are not stored (nor is the serial number).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub vpd: Vec<(String, String)>,
+    pub vpd: Vec<String>,
     /// For a NIC function: the Data Direct DMA function its RDMA traffic really uses (a
     /// ConnectX-8 `15b3:2100` function, found by VPD UUID, rdma_topo JSON or an NCCL XML `_dma`
     /// NIC).
@@ -369,13 +370,6 @@ impl Device {
     /// Whether this function is an SR-IOV virtual function.
     pub fn is_vf(&self) -> bool {
         self.physfn.is_some()
-    }
-    /// A read-only VPD keyword (`V3`) read from `vpd`.
-    pub fn vpd_keyword(&self, k: &str) -> Option<&str> {
-        self.vpd
-            .iter()
-            .find(|(n, _)| n == k)
-            .map(|(_, v)| v.as_str())
     }
     /// PCIe port type from config space, when it could be read.
     pub fn port_type(&self) -> Option<crate::parse::config::PortType> {

@@ -16,22 +16,34 @@ use crate::model::parts::{self, Part};
 use crate::model::topology::{Topology, Warning};
 use crate::model::{Bdf, DeviceKind};
 use crate::parse::rdma_topo::{Complex, ComplexKind};
+use std::collections::HashMap;
 
 /// VPD keywords that carry the board UUID, in the order tried: `V3` (rdma_topo), `VU` (the
 /// kernel's `mlx5_data_direct` driver).
 pub const UUID_KEYWORDS: [&str; 2] = ["V3", "VU"];
 
-fn uuid_of(d: &Device) -> Option<(&'static str, &str)> {
-    UUID_KEYWORDS
+/// Board-UUID keywords read from each function's VPD, by address: `[(keyword, value)]`.
+pub type VpdUuids = HashMap<Bdf, Vec<(String, String)>>;
+
+fn keyword<'a>(uuids: &'a VpdUuids, b: &Bdf, k: &str) -> Option<&'a str> {
+    uuids
+        .get(b)?
         .iter()
-        .find_map(|k| d.vpd_keyword(k).filter(|v| !v.is_empty()).map(|v| (*k, v)))
+        .find(|(n, v)| n == k && !v.is_empty())
+        .map(|(_, v)| v.as_str())
 }
 
 /// Pairs every Data Direct DMA function with the NIC functions that share its VPD board UUID
-/// (`V3`, else `VU`); a VF inherits its PF's pairing. Returns warnings for DMA functions that
-/// could not be paired, naming why (VPD unreadable, no matching NIC function).
-pub fn pair_by_vpd(devices: &mut [Device]) -> Vec<Warning> {
+/// (`V3`, else `VU`; values in `uuids`, read by the scan and not kept in the model); a VF
+/// inherits its PF's pairing. Returns warnings for DMA functions that could not be paired,
+/// naming why (VPD unreadable, no matching NIC function).
+pub fn pair_by_vpd(devices: &mut [Device], uuids: &VpdUuids) -> Vec<Warning> {
     let mut warnings = Vec::new();
+    let uuid_of = |d: &Device| {
+        UUID_KEYWORDS
+            .iter()
+            .find_map(|k| keyword(uuids, &d.bdf, k).map(|v| (*k, v)))
+    };
     // (address, board UUID keyword and value, sysfs path) of each DMA function.
     type Dma = (Bdf, Option<(&'static str, String)>, String);
     let dmas: Vec<Dma> = devices
@@ -61,10 +73,10 @@ pub fn pair_by_vpd(devices: &mut [Device]) -> Vec<Warning> {
                 continue;
             }
             let is_nic = d.kind == DeviceKind::Nic || parts::part_of(d) == Some(Part::CxNic);
-            if is_nic && d.vpd_keyword(k) == Some(v.as_str()) {
+            if is_nic && keyword(uuids, &d.bdf, k) == Some(v.as_str()) {
                 d.data_direct = Some(DataDirect {
                     dma,
-                    evidence: format!("VPD {k} = {v}, the board UUID {dma} carries too"),
+                    evidence: format!("VPD {k} (board UUID) equal to DMA function {dma}'s"),
                 });
                 n += 1;
             }
@@ -73,7 +85,7 @@ pub fn pair_by_vpd(devices: &mut [Device]) -> Vec<Warning> {
             warnings.push(Warning {
                 path: format!("{path}/vpd"),
                 message: format!(
-                    "Data Direct DMA function {dma}: no NIC function carries its board UUID ({k} = {v}); not paired (the NIC's RDMA function may be missing or its VPD unreadable)"
+                    "Data Direct DMA function {dma}: no NIC function carries its board UUID (VPD {k}); not paired (the NIC's RDMA function may be missing or its VPD unreadable)"
                 ),
             });
         }
@@ -163,34 +175,41 @@ pub fn apply_rdma_topo(topo: &mut Topology, path: &str, complexes: Vec<Complex>)
 mod tests {
     use super::*;
 
-    fn dev(bdf: &str, vendor: u16, device: u16, class: u32, v3: Option<&str>) -> Device {
+    fn dev(bdf: &str, ids: (u16, u16, u32), v3: Option<&str>, uuids: &mut VpdUuids) -> Device {
         let mut d = Device::new(
             bdf.parse().unwrap(),
             "pci0000:00".into(),
             format!("d/{bdf}"),
         );
-        d.vendor_id = Some(vendor);
-        d.device_id = Some(device);
-        d.class = class;
-        d.kind = crate::model::device::kind_from_class(class, Some(vendor));
+        d.vendor_id = Some(ids.0);
+        d.device_id = Some(ids.1);
+        d.class = ids.2;
+        d.kind = crate::model::device::kind_from_class(ids.2, Some(ids.0));
         if let Some(v) = v3 {
-            d.vpd.push(("V3".into(), v.into()));
+            d.vpd.push("V3".into());
+            uuids.insert(d.bdf, vec![("V3".into(), v.into())]);
         }
         d
     }
 
     #[test]
     fn pairs_by_board_uuid_and_vfs_follow() {
+        let (nic, dmaf, vf) = (
+            (0x15b3, 0x1023, 0x020700),
+            (0x15b3, 0x2100, 0x080100),
+            (0x15b3, 0x101e, 0x020700),
+        );
+        let mut u = VpdUuids::new();
         let mut v = vec![
-            dev("0000:01:00.0", 0x15b3, 0x1023, 0x020700, Some("aa")),
-            dev("0000:01:00.1", 0x15b3, 0x1023, 0x020700, Some("aa")),
-            dev("0000:02:00.0", 0x15b3, 0x1023, 0x020700, Some("bb")),
-            dev("0008:03:00.0", 0x15b3, 0x2100, 0x080100, Some("aa")),
-            dev("0009:03:00.0", 0x15b3, 0x2100, 0x080100, None),
-            dev("0000:01:00.2", 0x15b3, 0x101e, 0x020700, None),
+            dev("0000:01:00.0", nic, Some("aa"), &mut u),
+            dev("0000:01:00.1", nic, Some("aa"), &mut u),
+            dev("0000:02:00.0", nic, Some("bb"), &mut u),
+            dev("0008:03:00.0", dmaf, Some("aa"), &mut u),
+            dev("0009:03:00.0", dmaf, None, &mut u),
+            dev("0000:01:00.2", vf, None, &mut u),
         ];
         v[5].physfn = Some("0000:01:00.0".parse().unwrap());
-        let w = pair_by_vpd(&mut v);
+        let w = pair_by_vpd(&mut v, &u);
         let dma: Bdf = "0008:03:00.0".parse().unwrap();
         assert_eq!(v[0].data_direct.as_ref().unwrap().dma, dma);
         assert_eq!(v[1].data_direct.as_ref().unwrap().dma, dma);
@@ -202,6 +221,8 @@ mod tests {
                 .evidence
                 .starts_with("its PF")
         );
+        // The UUID itself is not in the evidence.
+        assert!(!v[0].data_direct.as_ref().unwrap().evidence.contains("aa"));
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].message.contains("readable by root only"));
     }

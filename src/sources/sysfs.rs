@@ -231,6 +231,7 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
     let mut devices: Vec<Device> = Vec::new();
     let mut by_path: HashMap<PathBuf, usize> = HashMap::new();
     let mut groups: BTreeMap<u32, Option<String>> = BTreeMap::new();
+    let mut vpd_uuids = super::datadirect::VpdUuids::new();
     for (bdf, (dir, listed)) in &located {
         let (hb, chain) = &chains[bdf];
         let mut d = Device::new(*bdf, hb.clone(), dir.display().to_string());
@@ -371,7 +372,11 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
             .filter(|e| e.name.starts_with("virtfn"))
             .count() as u32;
         if has("vpd") && wants_vpd(&d) {
-            d.vpd = read_vpd(fs, &log, &dir.join("vpd"));
+            let kws = read_vpd(fs, &log, &dir.join("vpd"));
+            d.vpd = kws.iter().map(|(k, _)| k.clone()).collect();
+            if !kws.is_empty() {
+                vpd_uuids.insert(d.bdf, kws);
+            }
         }
         by_path.insert(dir.clone(), devices.len());
         devices.push(d);
@@ -408,7 +413,7 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
 
     // 5. Grace GPUs (C2C) and Data Direct DMA functions paired with their NIC functions.
     super::c2c::infer(&mut devices);
-    for w in super::datadirect::pair_by_vpd(&mut devices) {
+    for w in super::datadirect::pair_by_vpd(&mut devices, &vpd_uuids) {
         log.warnings.borrow_mut().push(w);
     }
 

@@ -72,6 +72,11 @@ pub fn acs_platform(ctx: &Ctx) -> (Vec<Finding>, BTreeSet<Bdf>) {
     let Some(pl) = &ctx.platform else {
         return (out, covered);
     };
+    // Inputs without config space (NCCL and hwloc XML) cannot say; the generic rule reports
+    // the ACS it could not read.
+    if !matches!(ctx.topo.source.kind.as_str(), "sysfs" | "snapshot" | "json") {
+        return (out, covered);
+    }
     let p = ctx.paths();
     if pl.kind == ComplexKind::Inline && pl.virt.is_none() {
         out.push(Finding::new(
@@ -401,7 +406,6 @@ pub fn data_direct(ctx: &Ctx) -> Vec<Finding> {
     };
     let p = ctx.paths();
     let sysfs = matches!(ctx.topo.source.kind.as_str(), "sysfs" | "snapshot");
-    let mut good = Vec::new();
     for c in &pl.complexes {
         let Some(dma) = c.dma else { continue };
         let d = p.device(dma);
@@ -439,18 +443,28 @@ pub fn data_direct(ctx: &Ctx) -> Vec<Finding> {
             })
             .collect();
         let self_nic = d.data_direct.is_some();
+        let mut unpaired_unknown = false;
         if users.is_empty() && !self_nic {
-            if d.vpd.is_empty() && sysfs {
+            if d.vpd.is_empty() {
                 out.push(
                     Finding::new(
                         CheckId::DataDirect,
                         Severity::Unknown,
                         Subject::Device(d.bdf),
-                        format!("Data Direct DMA function {}: its RDMA function is unknown (VPD readable by root only)", d.bdf),
-                        "audit as root, or pass rdma_topo's JSON with --rdma-topo",
+                        format!(
+                            "Data Direct DMA function {}: its RDMA function is unknown ({})",
+                            d.bdf,
+                            if sysfs {
+                                "VPD readable by root only"
+                            } else {
+                                "this input holds no VPD"
+                            }
+                        ),
+                        "audit the live node as root, or pass rdma_topo's JSON with --rdma-topo",
                     )
                     .with(pci_path(&d.bdf, "vpd"), "(not readable)"),
                 );
+                unpaired_unknown = true;
             } else {
                 bad.push(
                     "no RDMA function carries its board UUID: the DMA function is not paired"
@@ -478,20 +492,10 @@ pub fn data_direct(ctx: &Ctx) -> Vec<Finding> {
                 )),
             }
         }
+        if bad.is_empty() && unpaired_unknown {
+            continue;
+        }
         if bad.is_empty() {
-            good.push(format!(
-                "{} → GPU {}{}",
-                d.bdf,
-                c.gpus
-                    .first()
-                    .map(|&g| p.device(g).bdf.to_string())
-                    .unwrap_or_else(|| "?".into()),
-                if users.is_empty() {
-                    String::new()
-                } else {
-                    format!(" for {}", users.join(", "))
-                }
-            ));
             out.push(
                 Finding::new(
                     CheckId::DataDirect,
