@@ -177,6 +177,7 @@ fn load(p: &Path) -> Topology {
 
 #[test]
 fn attributes_match_the_classification() {
+    let name_re = regex::Regex::new(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$").unwrap();
     for name in ["hgx-h100", "dgx-a100", "misplaced-nic", "vm-flat"] {
         let t = load(&synth(name));
         let cl = Classifier::new(&t, &ClassifyOptions::default());
@@ -188,7 +189,6 @@ fn attributes_match_the_classification() {
         };
         let (gpus, nics) = (by_type("gpu"), by_type("nic"));
         assert!(!gpus.is_empty() && !nics.is_empty(), "{name}");
-        let name_re = regex::Regex::new(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$").unwrap();
         for d in &devs {
             let b = bdf(d);
             let dev = t.device(&b).unwrap();
