@@ -124,7 +124,7 @@ impl<'a> NcclReader<'a> {
     /// the name token already read after `!--`.
     fn skip_comment(&mut self, start: &[u8], next: u8) -> R<()> {
         let mut end = *b"...";
-        let mut shift = |end: &mut [u8; 3], c: u8| {
+        let shift = |end: &mut [u8; 3], c: u8| {
             end[0] = end[1];
             end[1] = end[2];
             end[2] = c;
