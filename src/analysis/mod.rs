@@ -3,13 +3,15 @@
 //! plans ranks over those labels; `rails` draws the scale-up boundary; `cores` numbers CPU cores.
 //! `audit` checks the node for every known cause of a silent GPUDirect RDMA fallback; `diff`
 //! and `fleet` compare nodes by role; `pairing` decides which devices pair up for the picture's
-//! rail lines and gres.conf's `Links=`. Analyses return data; renderers write their text.
+//! rail lines and gres.conf's `Links=`; `launch` picks the local rank and checks the CPUs before
+//! `peerpath launch` binds. Analyses return data; renderers write their text.
 
 pub mod audit;
 pub mod classify;
 pub mod cores;
 pub mod diff;
 pub mod fleet;
+pub mod launch;
 pub mod nccl;
 pub mod nvlink;
 pub mod pairing;
