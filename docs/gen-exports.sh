@@ -11,11 +11,23 @@ trap 'rm -rf "$TMP"' EXIT
 FX=$TMP/hgx-h100.tar.gz
 MIS=$TMP/misplaced-nic.tar.gz
 VM=$TMP/vm-flat.tar.gz
+mkdir -p "$TMP/bin" && ln -s "$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")" "$TMP/bin/peerpath"
 "$BIN" fixture hgx-h100 -o "$FX" 2>/dev/null
 "$BIN" fixture misplaced-nic -o "$MIS" 2>/dev/null
 "$BIN" fixture vm-flat -o "$VM" 2>/dev/null
+export PATH="$PWD/target/ci-venv/bin:$PATH"   # kubernetes-validate, as .ci/run installs it
 # Fixture paths in the output are shown as the command line a reader would type.
-show() { sed -e "s#$FX#hgx-h100.tar.gz#g" -e "s#$MIS#misplaced-nic.tar.gz#g" -e "s#$VM#vm-flat.tar.gz#g"; }
+show() { sed -e "s#$FX#hgx-h100.tar.gz#g" -e "s#$MIS#misplaced-nic.tar.gz#g" -e "s#$VM#vm-flat.tar.gz#g" -e "s#$TMP/##g"; }
+# A consumer's verdict: the command as typed, its output and exit status.
+consumer() { # fence language, shell command (run in $TMP)
+  local lang=$1; shift
+  echo '```console'
+  echo "\$ $*"
+  echo '```'
+  echo "\`\`\`$lang"
+  (cd "$TMP" && { PATH="$TMP/bin:$PATH" bash -c "$*" 2>&1 && rc=0 || rc=$?; echo "(exit $rc)"; }) | show
+  echo '```'
+}
 run() { # title, fence language, command args...
   local lang=$1; shift
   echo '```console'
@@ -57,12 +69,19 @@ cat <<'MD'
 
 ### `--format env`
 
-One block per local rank, `source`-able by a shell (values quoted). `NCCL_IB_HCA` uses the `=`
-exact-match prefix so `mlx5_1` cannot match `mlx5_10`; `PEERPATH_BIND` is the binding prefix to
-put before the program.
+`export KEY=value` lines (values quoted for a POSIX shell); `--rank N` prints only that local
+rank's, so `eval` reaches the program the shell starts. `NCCL_IB_HCA` uses the `=` exact-match
+prefix so `mlx5_1` cannot match `mlx5_10`; `PEERPATH_BIND` is a numactl prefix for those who
+have numactl (`peerpath launch` binds without it). Without `--rank`, one block per rank.
 
 MD
-run sh place -i "$FX" --ranks 2 --format env
+run sh place -i "$FX" --ranks 8 --format env --rank 3
+cat <<'MD'
+
+Loaded in its consumer, a shell and the program it starts:
+
+MD
+consumer text "eval \"\$(peerpath place -i hgx-h100.tar.gz --ranks 8 --format env --rank 3)\"; sh -c 'echo \$CUDA_VISIBLE_DEVICES \$NCCL_IB_HCA \$UCX_NET_DEVICES'"
 cat <<'MD'
 
 ### `--format json` (`peerpath.placement/1`)
@@ -80,12 +99,45 @@ cat <<'MD'
 
 ### `--format slurm`
 
-One line: a `bash -c` wrapper that picks the rank's environment by `$SLURM_LOCALID`, binds with
-`numactl` (falling back to `taskset` when numactl is missing) and execs the rest of the command
-line: `srun --ntasks-per-node=8 $(cat wrapper) python train.py`, or paste it in the batch script.
+A POSIX `sh` script for `srun`: it picks the rank's variables by `$SLURM_LOCALID`, binds with
+`numactl` (CPUs and memory), or with `taskset` when numactl is missing (CPUs only, said on
+stderr), or not at all when neither exists (said on stderr), and execs the command after it.
+Save it, make it executable, and put it before the program: `srun --ntasks-per-node=8
+./peerpath-place.sh python train.py` (arguments keep their quoting: the command is `"$@"`).
 
 MD
 run sh place -i "$FX" --ranks 2 --format slurm
+cat <<'MD'
+
+## `peerpath launch`
+
+Runs a command as one local rank: takes the rank from the launcher (`SLURM_LOCALID`,
+`LOCAL_RANK` for torchrun, `OMPI_COMM_WORLD_LOCAL_RANK`, `MPI_LOCALRANKID`, in that order, or
+`--rank`) and the number of local ranks from the same launcher (`SLURM_STEP_TASKS_PER_NODE`,
+`LOCAL_WORLD_SIZE`, `OMPI_COMM_WORLD_LOCAL_SIZE`, `MPI_LOCALNRANKS`; else `--ranks`, else one
+per GPU), computes the same placement as `place`, sets the rank's variables, binds its CPUs
+(`sched_setaffinity`) and memory (`set_mempolicy` `MPOL_BIND` to its NUMA node; a failure
+there is said on stderr and the run goes on) itself — no numactl — and execs the command.
+
+```sh
+srun --ntasks-per-node=8 peerpath launch -- python train.py
+torchrun --nproc-per-node=8 --no-python peerpath launch -- python train.py
+mpirun -np 8 peerpath launch -- ./app
+```
+
+`--dry-run` prints the rank's `KEY=VALUE` lines, the binding and the command, and runs nothing:
+
+MD
+echo '```console'; echo '$ SLURM_LOCALID=5 peerpath launch -i hgx-h100.tar.gz --ranks 8 --dry-run -- python train.py'; echo '```'
+echo '```sh'; SLURM_LOCALID=5 "$BIN" launch -i "$FX" --ranks 8 --dry-run -- python train.py | show; echo '```'
+cat <<'MD'
+
+Binding CPUs planned on a snapshot is refused unless the snapshot's NUMA nodes, CPU lists and
+cores are this machine's (`--no-bind` sets the variables only):
+
+MD
+echo '```console'; echo '$ SLURM_LOCALID=5 peerpath launch -i hgx-h100.tar.gz -- python train.py'; echo '```'
+echo '```text'; SLURM_LOCALID=5 "$BIN" launch -i "$FX" -- python train.py 2>&1 | show | sed -E 's/this machine.s \(node0: [^)]*\)/this machine'"'"'s (…)/'; echo '```'
 cat <<'MD'
 
 ## `peerpath rails`
@@ -117,12 +169,34 @@ MD
 run ini export -i "$FX" --format gres
 cat <<'MD'
 
+Loaded in its consumer: `tests/consumer_slurm.rs` starts Debian's Slurm 22.05 (slurmctld and
+slurmd) on one machine with slurmd's hwloc reading the fixture (`HWLOC_FSROOT`), this
+gres.conf, and `/dev/nvidia0-7` faked in a private mount namespace (`tests/slurm/run.sh`).
+`sinfo` shows the GPUs with their socket affinity, `slurmd -G` the `Cores=` it read, a one-GPU
+job gets `CUDA_VISIBLE_DEVICES`, and with socket 0's CPUs taken by another job a GPU-bound job
+gets a socket-1 GPU:
+
+MD
+if [ "$(id -u)" = 0 ] && command -v slurmd >/dev/null && command -v unshare >/dev/null; then
+  "$BIN" fixture hgx-h100 -o "$TMP/fxdir" 2>/dev/null
+  "$BIN" export -i "$TMP/fxdir" --format gres -o "$TMP/gres.conf" 2>/dev/null
+  echo '```text'
+  unshare -m -p -f --mount-proc --propagation private bash tests/slurm/run.sh "$TMP/slurm" "$TMP/fxdir" "$TMP/gres.conf" 46817 46818 2>&1 \
+    | sed -e 's/ ID=[0-9]* / /' -e '/^done$/d'
+  echo '```'
+else
+  echo '(not regenerated here: needs root, slurmd and unshare)'
+fi
+cat <<'MD'
+
 ## `peerpath export --format nfd`
 
 A Node Feature Discovery local feature file for
 `/etc/kubernetes/node-feature-discovery/features.d/`. Every label is checked against NFD's
-rules before it is written (name and value ≤ 63 characters of `[A-Za-z0-9._-]`, alphanumeric at
-both ends; prefix a DNS subdomain outside `kubernetes.io`); `--ttl` sets the expiry directive.
+rules before it is written, as nfd-master's `validate.Label` checks them (name and value ≤ 63
+characters of `[A-Za-z0-9._-]`, alphanumeric at both ends; the prefix a DNS subdomain, not
+`kubernetes.io` or one of its subdomains except `feature.node.kubernetes.io` and
+`profile.node.kubernetes.io` and their subdomains); `--ttl` sets the expiry directive.
 `gdr-ready` is the audit's GPUDirect RDMA verdict (docs/audit.md, "GPUDirect RDMA
 readiness"): `true` only when every GPU's NIC is within PXB and nothing breaks GPUDirect RDMA,
 `unknown` when the mechanism is not established (dma-buf only, peermem loaded but not
@@ -132,16 +206,104 @@ MD
 run ini export -i "$FX" --format nfd
 cat <<'MD'
 
-## `peerpath export --format dra`
-
-Kubernetes DRA standard attributes per GPU and NIC, shaped as a ResourceSlice holds them.
-`numaNode` is left out for devices whose NUMA node is unknown. `pcieRoots` shows how coarse
-`pcieRoot` is here (one switch per root on this Sapphire Rapids layout: `matchAttribute` on
-`pcieRoot` means PIX).
+Loaded in its consumer: nfd-worker is a Go daemon with no offline mode, so
+`tests/consumer_nfd_prom.rs` parses the file the way its local source does (`parseFeatureFile`,
+`parseDirectives`: the expiry directive, expired lines dropped) and validates every label with
+nfd-master's rules (`validate.Label`, the Kubernetes `IsQualifiedName`/`IsValidLabelValue`),
+for every layout and for `--prefix feature.node.kubernetes.io`; a prefix NFD denies is refused
+before anything is written:
 
 MD
-echo '```console'; echo '$ peerpath export -i hgx-h100.tar.gz --format dra | head -40'; echo '```'
-echo '```json'; "$BIN" export -i "$FX" --format dra | head -40 | show; echo '```'
+consumer text "peerpath export -i hgx-h100.tar.gz --format nfd --prefix node.kubernetes.io"
+cat <<'MD'
+
+## `peerpath export --format dra`
+
+Kubernetes Dynamic Resource Allocation: `resource.k8s.io/v1` `ResourceSlice` objects (YAML;
+`--json` for JSON), one pool named after the node, at most 128 devices per slice. `--node-name`
+is the Kubernetes node name (default: the host name when reading the live machine; a snapshot
+does not record it), `--driver` the `spec.driver` domain (default `peerpath.io`). Each GPU and
+RDMA NIC carries the standard attributes `resource.kubernetes.io/pcieRoot` (the host bridge,
+`pciDDDD:BB`), `resource.kubernetes.io/pciBusID` and `resource.kubernetes.io/numaNode` (left
+out when the kernel reports -1), and the driver's own: `type` (`gpu`/`nic`), `pcieSwitch` (the
+topmost PCIe switch between the device and its root port), `rail` (a GPU's rail is the NIC it
+is matched to, as `rails` and `place` match them; that NIC has the same value), `railPath` (the
+GPU–NIC label of that pair), `rdmaDevice` and `netdev`.
+
+MD
+echo '```console'; echo '$ peerpath export -i hgx-h100.tar.gz --format dra --node-name gpu-node-01 | head -48'; echo '```'
+echo '```yaml'; "$BIN" export -i "$FX" --format dra --node-name gpu-node-01 | head -48 | show; echo '```'
+cat <<'MD'
+
+Loaded in its consumer: the Kubernetes API schemas, unknown fields rejected
+(`kubernetes-validate --strict`, PyPI; `resource.k8s.io/v1` exists from Kubernetes 1.34):
+
+MD
+"$BIN" export -i "$FX" --format dra --node-name gpu-node-01 -o "$TMP/slice.yaml" 2>/dev/null
+if command -v kubernetes-validate >/dev/null; then
+  consumer text "kubernetes-validate --strict -k 1.34.0 slice.yaml"
+else
+  echo '(not regenerated here: kubernetes-validate not installed)'
+fi
+cat <<'MD'
+
+### A GPU and its NIC in one claim
+
+A ResourceClaim asks for a GPU and a NIC and constrains them with `matchAttribute`. The GPU and
+the NIC usually come from two drivers (a GPU DRA driver and a NIC one), and only the standard
+attributes are shared across drivers, so the portable constraint is `pcieRoot`:
+
+```yaml
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata:
+  name: gpu-with-local-nic
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly: {deviceClassName: gpu.nvidia.com, count: 1}
+      - name: nic
+        exactly: {deviceClassName: rdma-nic.example.com, count: 1}
+      constraints:
+      - requests: [gpu, nic]
+        matchAttribute: resource.kubernetes.io/pcieRoot
+```
+
+Equal `pcieRoot` means the two share a host bridge: the pair is PIX, PXB or PHB, never
+NODE/SYS. Whether that is the GPU's own NIC depends on the platform:
+
+- On this Sapphire Rapids layout each root port is its own host bridge with one switch under
+  it, so equal `pcieRoot` is PIX: the claim gets a GPU and its rail NIC.
+- Where one host bridge holds several switches (AMD EPYC; the DGX A100 layout below), or two
+  switches sit under one root port, equal `pcieRoot` admits PXB pairs (below: GPU0 can be
+  given NIC1, one switch level up) and, where a host bridge has several root ports, PHB pairs,
+  which get no GPUDirect RDMA under NCCL's default `NCCL_NET_GDR_LEVEL` (PXB). When both devices come from slices that carry them, `pcieSwitch` (equal ⇔ within PXB)
+  or `rail` (exactly the matched pair) are the tighter constraints: `matchAttribute:
+  peerpath.io/rail`.
+- ConnectX-8 and later with Data Direct: the NIC's DMA goes through a separate PCIe function
+  under the GPU's switch, while the NIC's own PF can sit under a different root; the root to
+  match is the Data Direct function's, not the PF's (NVIDIA Network Operator, DRA SR-IOV
+  driver docs), and a driver that publishes the PF's root makes `pcieRoot` equality miss the
+  right pair.
+
+MD
+echo '```console'; echo '$ peerpath export -i dgx-a100.tar.gz --format dra --node-name n1 --json   # the devices under pci0000:00, attributes shown one line each'; echo '```'
+echo '```text'
+"$BIN" fixture dgx-a100 -o "$TMP/dgx-a100.tar.gz" 2>/dev/null
+"$BIN" export -i "$TMP/dgx-a100.tar.gz" --format dra --node-name n1 --json | python3 -c '
+import json, sys
+def v(a, k):
+    x = a.get(k)
+    return "-" if x is None else str(list(x.values())[0])
+for d in json.load(sys.stdin)["spec"]["devices"]:
+    a = d["attributes"]
+    if v(a, "resource.kubernetes.io/pcieRoot") != "pci0000:00":
+        continue
+    print("%-18s pcieRoot=%s pcieSwitch=%s rail=%s railPath=%s" % (d["name"], v(a, "resource.kubernetes.io/pcieRoot"), v(a, "pcieSwitch"), v(a, "rail"), v(a, "railPath")))
+'
+echo '```'
 cat <<'MD'
 
 ## `peerpath export --format nccl-xml`
@@ -153,9 +315,29 @@ when NVLink state is known. `--skeleton` writes only `cpu`/`pci` (NCCL then find
 and NICs itself). Loading it back with `peerpath scan -i topo.xml` gives the same labels
 (tested).
 
+NCCL reads the file with its own small parser (`src/graph/xml.cc`), not an XML library, so the
+file keeps to what that parser and XML both accept: no `<?xml …?>` declaration (NCCL stops at
+its `?`: "XML Parse : expected >, got '?'"), no `--` in comments, one space between
+attributes, double-quoted values with no character that needs an XML entity (NCCL does not
+decode them), and within the limits of every NCCL from 2.18 to 2.30: at most 255 elements
+(`NCCL_TOPO_XML_MAX_NODES` 256), 32 children per element (`MAX_SUBS` in 2.18–2.20), 16
+attributes, values of 253 characters. A topology beyond them is refused with the limit named.
+
 MD
 echo '```console'; echo '$ peerpath export -i hgx-h100.tar.gz --format nccl-xml | head -24'; echo '```'
 echo '```xml'; "$BIN" export -i "$FX" --format nccl-xml | head -24 | show; echo '```'
+cat <<'MD'
+
+Loaded in its consumers: `xmllint` for XML, and `tests/consumer_nccl_xml.rs`, a reader that
+follows NCCL's grammar rule by rule (`xmlGetNode`, `xmlGetToken`, `xmlGetValue`,
+`xmlSkipComment`, `xmlLoadSub` and its handler tables, then what `ncclTopoAddCpu`/`AddPci`/
+`AddNic`/`AddNvLinks` require), run over every synthesized layout, skeletons, the VM pairing,
+NVLinks and held-out published nodes, and checked against NCCL's own dumps. Real NCCL loading
+the file with `NCCL_TOPO_FILE` needs a GPU machine (not proven here).
+
+MD
+"$BIN" export -i "$FX" --format nccl-xml -o "$TMP/topo.xml" 2>/dev/null
+consumer text "xmllint --noout topo.xml"
 cat <<'MD'
 
 ### The VM case
@@ -184,6 +366,13 @@ echo
 echo 'Link width and speed, current and max, for every function on a GPU or NIC path:'
 echo
 echo '```text'; "$BIN" export -i "$FX" --format prom | grep -A6 'HELP peerpath_pcie_link_width' | show; echo '```'
+cat <<'MD'
+
+Loaded in its consumer, Prometheus's own linter (silent and exit 0 when it accepts the file):
+
+MD
+"$BIN" export -i "$FX" --format prom -o "$TMP/peerpath.prom" 2>/dev/null
+consumer text "promtool check metrics < peerpath.prom"
 cat <<'MD'
 
 ## `peerpath export --format dot`

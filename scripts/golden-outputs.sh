@@ -40,7 +40,8 @@ for in in "${INPUTS[@]}"; do
   run "$b.place.slurm" place -i "$in" --ranks 2 --format slurm
   run "$b.rails" rails -i "$in"
   run "$b.rails.json" rails -i "$in" --format json --nodes 4
-  for f in gres nfd dra nccl-xml prom dot; do run "$b.export.$f" export -i "$in" --format $f; done
+  for f in gres nfd nccl-xml prom dot; do run "$b.export.$f" export -i "$in" --format $f; done
+  run "$b.export.dra" export -i "$in" --format dra --node-name node-01
   run "$b.report.svg" report -i "$in" -o /dev/stdout --format svg
   run "$b.report.html" report -i "$in" -o /dev/stdout --format html
 done

@@ -45,6 +45,12 @@ enum ScanFormat {
     Json,
 }
 
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum ExplainFormat {
+    Text,
+    Json,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Scan the node into one PCIe topology and print it as a tree (or JSON).
@@ -60,6 +66,9 @@ enum Command {
     },
     /// Plan GPUs, a NIC and CPU cores for N local ranks, with the reason for each choice.
     Place(cli::place::PlaceArgs),
+    /// Run a command as one local rank: set its GPU/NIC variables, bind its CPUs and memory,
+    /// exec it (`srun peerpath launch -- python train.py`).
+    Launch(cli::launch::LaunchArgs),
     /// Write a scheduler or monitoring file: gres, nfd, dra, nccl-xml, prom, dot.
     Export(cli::export::ExportArgs),
     /// Show the NVLink domains and every fabric port leaving them, with the plant they cost.
@@ -86,7 +95,10 @@ enum Command {
         /// NCCL version whose rules the NCCL view follows (e.g. 2.19; default: the newest modelled).
         #[arg(long, value_name = "X.Y", value_parser = cli::classify::parse_nccl_version)]
         nccl_version: Option<peerpath::analysis::nccl::NcclVersion>,
-        /// Print the pair as JSON instead of text.
+        /// Output format (`--json` is `--format json`).
+        #[arg(long, value_enum, default_value = "text")]
+        format: ExplainFormat,
+        /// Same as --format json.
         #[arg(long)]
         json: bool,
     },
@@ -155,6 +167,7 @@ fn run(cli: Cli) -> Result<u8> {
             Ok(0)
         }
         Command::Place(a) => cli::place::run(a),
+        Command::Launch(a) => cli::launch::run(a),
         Command::Export(a) => cli::export::run(a),
         Command::Rails(a) => cli::rails::run(a),
         Command::Matrix {
@@ -174,9 +187,11 @@ fn run(cli: Cli) -> Result<u8> {
             b,
             input,
             nccl_version,
+            format,
             json,
         } => {
             let topo = load(&input)?;
+            let json = json || format == ExplainFormat::Json;
             print!(
                 "{}",
                 cli::classify::run_explain(&topo, &a, &b, nccl_version, json)?

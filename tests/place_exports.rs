@@ -1,7 +1,8 @@
 //! Placement, rails and every export, on the synthesized layouts, each export read back by a
 //! consumer: the NCCL XML by peerpath's own NCCL-XML source, the .prom file by a Prometheus
 //! text-format parser, NFD labels against NFD's documented label rules, gres.conf field by
-//! field, DRA JSON by serde_json, the Slurm wrapper by bash.
+//! field, the Slurm wrapper by bash. The consumer tests (`tests/consumer_*.rs`) load them into
+//! the real consumers.
 
 use peerpath::analysis::audit::{self, AuditOptions};
 use peerpath::analysis::classify::{Classifier, ClassifyOptions, Label};
@@ -10,7 +11,7 @@ use peerpath::analysis::place::{self, NodeView, PlaceOptions, Placement};
 use peerpath::analysis::rails;
 use peerpath::model::{Bdf, DeviceKind, NvLink, Topology};
 use peerpath::parse::cpulist;
-use peerpath::render::{dot, dra, gres, nccl_xml, nfd, prom};
+use peerpath::render::{dot, gres, nccl_xml, nfd, prom};
 use peerpath::sources::{self, LoadOptions};
 use peerpath::synth::{self, WriteOptions, layouts};
 use std::collections::{BTreeMap, BTreeSet};
@@ -380,52 +381,6 @@ fn nfd_labels_follow_the_rules() {
     );
 }
 
-#[test]
-fn dra_json_parses_back() {
-    let (_d, t) = load_spec(&layouts::hgx_h100());
-    let text = dra::render(&t).unwrap();
-    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(v["schema"], "peerpath.dra/1");
-    let devs = v["devices"].as_array().unwrap();
-    let root_re = regex::Regex::new(r"^pci[0-9a-f]{4,8}:[0-9a-f]{2}$").unwrap();
-    let name_re = regex::Regex::new(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$").unwrap();
-    let mut root_of = BTreeMap::new();
-    for d in devs {
-        let a = &d["attributes"];
-        let bus: Bdf = a[dra::ATTR_PCI_BUS_ID]["string"]
-            .as_str()
-            .unwrap()
-            .parse()
-            .unwrap();
-        let root = a[dra::ATTR_PCIE_ROOT]["string"].as_str().unwrap();
-        assert!(root_re.is_match(root), "{root}");
-        assert!(name_re.is_match(d["name"].as_str().unwrap()));
-        let dev = t.device(&bus).unwrap();
-        // pcieRoot is the first component of the device's sysfs path.
-        let first = dev
-            .sysfs_path
-            .trim_start_matches("sys/devices/")
-            .split('/')
-            .next()
-            .unwrap();
-        assert_eq!(root, first);
-        assert_eq!(
-            a[dra::ATTR_NUMA_NODE]["int"].as_u64(),
-            dev.numa_node.map(u64::from)
-        );
-        root_of.insert(bus, root.to_string());
-    }
-    assert_eq!(devs.iter().filter(|d| d["kind"] == "gpu").count(), 8);
-    for i in 0..8 {
-        assert_eq!(
-            root_of[&layouts::hgx_gpu(i)],
-            root_of[&layouts::hgx_nic(i)],
-            "GPU{i} and its NIC share a root"
-        );
-    }
-    assert!(!v["pcieRoots"].as_array().unwrap().is_empty());
-}
-
 /// Exports NCCL XML, loads it with peerpath's NCCL-XML source, and compares labels pair by pair.
 fn nccl_round_trip(t: &Topology, opts: &nccl_xml::NcclXmlOptions) -> Topology {
     let xml = nccl_xml::render(t, opts).unwrap();
@@ -670,106 +625,13 @@ fn write_fixture(layout: &str, dir: &Path) -> std::path::PathBuf {
 }
 
 #[test]
-fn slurm_wrapper_runs_under_bash() {
-    let dir = tempfile::tempdir().unwrap();
-    let fx = write_fixture("hgx-h100", dir.path());
-    let out = Command::new(bin())
-        .args(["place", "--ranks", "8", "--format", "slurm", "-i"])
-        .arg(&fx)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let line = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(line.lines().count(), 1, "one wrapper line");
-    // A stand-in numactl that reports its arguments and runs the command.
-    let stub = dir.path().join("bin");
-    std::fs::create_dir(&stub).unwrap();
-    let numactl = stub.join("numactl");
-    std::fs::write(
-        &numactl,
-        "#!/bin/sh\necho \"numactl $1 $2\"\nshift 2\nexec \"$@\"\n",
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&numactl, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let path = format!(
-        "{}:{}",
-        stub.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let run = Command::new("bash")
-        .arg("-c")
-        .arg(format!("{} env", line.trim()))
-        .env("SLURM_LOCALID", "5")
-        .env("PATH", &path)
-        .output()
-        .unwrap();
-    let o = String::from_utf8_lossy(&run.stdout);
-    assert!(
-        run.status.success(),
-        "{o}{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    assert!(
-        o.contains("numactl --physcpubind=70-83,182-195 --membind=1"),
-        "{o}"
-    );
-    assert!(o.lines().any(|l| l == "CUDA_VISIBLE_DEVICES=5"), "{o}");
-    assert!(o.lines().any(|l| l == "NCCL_IB_HCA==mlx5_5:1"), "{o}");
-    assert!(o.lines().any(|l| l == "UCX_NET_DEVICES=mlx5_5:1"), "{o}");
-    // An unplanned local rank fails loudly.
-    let bad = Command::new("bash")
-        .arg("-c")
-        .arg(format!("{} env", line.trim()))
-        .env("SLURM_LOCALID", "9")
-        .output()
-        .unwrap();
-    assert!(!bad.status.success());
-}
-
-#[test]
-fn env_blocks_source_in_a_shell() {
-    let dir = tempfile::tempdir().unwrap();
-    let fx = write_fixture("hgx-h100", dir.path());
-    let out = Command::new(bin())
-        .args(["place", "--gpus", "2", "--format", "env", "-i"])
-        .arg(&fx)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let text = String::from_utf8(out.stdout).unwrap();
-    let f = dir.path().join("env");
-    std::fs::write(&f, &text).unwrap();
-    // Source the block of local rank 1 and print what it set.
-    let script = format!(
-        "set -e; eval \"$(awk '/^# local_rank=1 /{{on=1;next}} /^$/{{on=0}} on' {})\"; echo \"$CUDA_VISIBLE_DEVICES|$NCCL_IB_HCA|$UCX_NET_DEVICES|$PEERPATH_BIND\"",
-        f.display()
-    );
-    let run = Command::new("bash").arg("-c").arg(script).output().unwrap();
-    let o = String::from_utf8_lossy(&run.stdout);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    assert_eq!(
-        o.trim(),
-        "1|=mlx5_1:1|mlx5_1:1|numactl --physcpubind=28-55,140-167 --membind=0"
-    );
-}
-
-#[test]
 fn cli_exports_write_files() {
     let dir = tempfile::tempdir().unwrap();
     let fx = write_fixture("hgx-h100", dir.path());
     for fmt in ["gres", "nfd", "dra", "nccl-xml", "prom", "dot"] {
         let o = dir.path().join(format!("out.{fmt}"));
         let st = Command::new(bin())
-            .args(["export", "--format", fmt, "-o"])
+            .args(["export", "--format", fmt, "--node-name", "n1", "-o"])
             .arg(&o)
             .arg("-i")
             .arg(&fx)

@@ -4,14 +4,16 @@
 //! `audit` checks the node for every known cause of a silent GPUDirect RDMA fallback; `diff`
 //! and `fleet` compare nodes by role; `pairing` decides which devices pair up for the picture's
 //! rail lines and gres.conf's `Links=`; `nvcx` finds NVIDIA's ConnectX–GPU complexes (Data
-//! Direct, inline, NUMA) and the ACS each of their ports needs. Analyses return data; renderers
-//! write their text.
+//! Direct, inline, NUMA) and the ACS each of their ports needs; `launch` picks the local rank
+//! and checks the CPUs before `peerpath launch` binds. Analyses return data; renderers write
+//! their text.
 
 pub mod audit;
 pub mod classify;
 pub mod cores;
 pub mod diff;
 pub mod fleet;
+pub mod launch;
 pub mod nccl;
 pub mod nvcx;
 pub mod nvlink;

@@ -28,8 +28,13 @@ pub struct CaptureArgs {
     #[arg(long)]
     keep_serials: bool,
     /// Capture this sysfs root (a directory holding sys/, or a snapshot tarball) instead of the
-    /// live machine.
-    #[arg(long, value_name = "DIR|TARBALL")]
+    /// live machine (`--root` is the same flag).
+    #[arg(
+        short,
+        long = "input",
+        visible_alias = "root",
+        value_name = "DIR|TARBALL"
+    )]
     root: Option<PathBuf>,
 }
 

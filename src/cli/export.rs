@@ -21,7 +21,7 @@ pub enum ExportFormat {
     Gres,
     /// Node Feature Discovery features.d file.
     Nfd,
-    /// Kubernetes DRA device attributes (JSON).
+    /// Kubernetes DRA `resource.k8s.io/v1` ResourceSlice (YAML; --json for JSON).
     Dra,
     /// NCCL_TOPO_FILE XML.
     NcclXml,
@@ -52,9 +52,16 @@ pub struct ExportArgs {
     /// instead of standard output.
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
-    /// gres: NodeName= to put on each line.
+    /// gres: NodeName= to put on each line. dra: spec.nodeName and the pool name (default: this
+    /// machine's host name when reading the live machine; required for a snapshot or file).
     #[arg(long, value_name = "NAME")]
     node_name: Option<String>,
+    /// dra: spec.driver, a DNS subdomain you own.
+    #[arg(long, value_name = "DOMAIN", default_value = dra::DEFAULT_DRIVER)]
+    driver: String,
+    /// dra: write JSON instead of YAML.
+    #[arg(long)]
+    json: bool,
     /// gres: Type= for the GPUs (e.g. h100).
     #[arg(long, value_name = "TYPE")]
     gpu_type: Option<String>,
@@ -108,8 +115,18 @@ pub fn write_atomic(path: &std::path::Path, text: &str) -> Result<()> {
     Ok(())
 }
 
+/// The live machine's Kubernetes node name: the kernel host name, lower-cased as kubelet does.
+fn live_node_name() -> Result<String> {
+    let h = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .context("cannot read /proc/sys/kernel/hostname for the node name; pass --node-name")?;
+    Ok(h.trim().to_ascii_lowercase())
+}
+
 /// Runs `export`.
 pub fn run(a: ExportArgs) -> Result<u8> {
+    if a.json && a.format != ExportFormat::Dra {
+        anyhow::bail!("--json applies to --format dra only");
+    }
     let topo = crate::load(&a.input)?;
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -141,7 +158,29 @@ pub fn run(a: ExportArgs) -> Result<u8> {
                 },
             )?
         }
-        ExportFormat::Dra => dra::render(&topo)?,
+        ExportFormat::Dra => {
+            let cl = Classifier::new(&topo, &ClassifyOptions::default());
+            let view = NodeView::from_classifier(&cl);
+            let r = rails::build(&topo, &view, 1);
+            let node_name = match a.node_name {
+                Some(n) => n,
+                None if a.input.input.is_none() => live_node_name()?,
+                None => anyhow::bail!(
+                    "--node-name NAME is needed: {} does not record the Kubernetes node name",
+                    topo.source.path
+                ),
+            };
+            dra::render(
+                cl.paths(),
+                &view,
+                &r,
+                &dra::DraOptions {
+                    driver: a.driver,
+                    node_name,
+                    json: a.json,
+                },
+            )?
+        }
         ExportFormat::NcclXml => {
             let pairs = a
                 .pairs

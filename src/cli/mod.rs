@@ -5,6 +5,7 @@ pub mod capture;
 pub mod classify;
 pub mod export;
 pub mod fixture;
+pub mod launch;
 pub mod place;
 pub mod probe;
 pub mod rails;

@@ -11,11 +11,12 @@ use peerpath::render;
 pub enum PlaceFormat {
     /// Ranks with one-line reasons.
     Text,
-    /// Per-rank `KEY=value` blocks (CUDA_VISIBLE_DEVICES, NCCL_IB_HCA, UCX_NET_DEVICES, …).
+    /// `export KEY=value` lines (CUDA_VISIBLE_DEVICES, NCCL_IB_HCA, UCX_NET_DEVICES, …) per
+    /// rank; with --rank N only that rank's, for `eval "$(peerpath place … --rank N)"`.
     Env,
     /// `peerpath.placement/1` JSON.
     Json,
-    /// A `bash -c` wrapper for `srun` that picks the rank by $SLURM_LOCALID.
+    /// A POSIX sh script for `srun` that picks the rank by $SLURM_LOCALID, binds and execs.
     Slurm,
 }
 
@@ -36,6 +37,9 @@ pub struct PlaceArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     format: PlaceFormat,
+    /// Only this local rank (text, env, json).
+    #[arg(long, value_name = "N")]
+    rank: Option<usize>,
 }
 
 /// Runs `place`.
@@ -52,10 +56,28 @@ pub fn run(a: PlaceArgs) -> Result<u8> {
             cores_per_rank: a.cores_per_rank,
         },
     )?;
+    if let Some(r) = a.rank {
+        if r >= p.ranks.len() {
+            bail!(
+                "--rank {r}: the plan has local ranks 0-{} (--ranks {n})",
+                p.ranks.len() - 1
+            );
+        }
+        if a.format == PlaceFormat::Slurm {
+            bail!(
+                "--rank does not apply to --format slurm (the script picks the rank by $SLURM_LOCALID)"
+            );
+        }
+    }
+    let one = |p: &place::Placement| {
+        let mut q = p.clone();
+        q.ranks.retain(|x| a.rank.is_none_or(|r| x.rank == r));
+        q
+    };
     let out = match a.format {
-        PlaceFormat::Text => render::place::text(&p),
-        PlaceFormat::Env => render::place::env(&p),
-        PlaceFormat::Json => render::place::json(&p)?,
+        PlaceFormat::Text => render::place::text(&one(&p)),
+        PlaceFormat::Env => render::place::env(&p, a.rank),
+        PlaceFormat::Json => render::place::json(&one(&p))?,
         PlaceFormat::Slurm => render::place::slurm(&p),
     };
     print!("{out}");

@@ -18,13 +18,36 @@
 //! `ffff:ff:NN.0` (vendor 0x0000), as Azure's published topology files do, so NCCL sees them
 //! as PIX. The pairing is an operator's statement about the host, not something the guest
 //! can observe; the file says so in a comment.
+//!
+//! NCCL reads the file with its own small parser (`src/graph/xml.cc`, `xmlGetNode`/`xmlLoadSub`),
+//! not a general XML library, so the file keeps to what that parser and XML 1.0 both accept: no
+//! XML declaration (NCCL stops at its `?`), no `--` inside comments, one space between
+//! attributes, double-quoted values without `"'<>&` (NCCL does not decode entities), and the
+//! limits of every NCCL from 2.18 to 2.30 ([`MAX_ELEMENTS`], [`MAX_CHILDREN`],
+//! [`MAX_ATTRIBUTES`], [`MAX_VALUE_LEN`]). A topology beyond them is refused with the limit named,
+//! never written for NCCL to fail on. `tests/consumer_nccl_xml.rs` reads every export with a
+//! reader that follows NCCL's grammar rule by rule, and with `xmllint`.
 
 use crate::model::{Bdf, Device, DeviceKind, Topology};
 use crate::parse::cpulist;
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use quick_xml::Writer;
-use quick_xml::events::{BytesDecl, BytesStart, BytesText, Event};
+use quick_xml::events::{BytesStart, BytesText, Event};
 use std::collections::{BTreeMap, BTreeSet};
+
+/// Most elements NCCL's topology reader takes from a file: `NCCL_TOPO_XML_MAX_NODES` is 256
+/// (`src/graph/topo.h`, 2.21 and later) and `xmlLoadSub` refuses to read anything more, even a
+/// closing tag or the end of the file, once that many are stored, so 255 can be read.
+pub const MAX_ELEMENTS: usize = 255;
+/// Most children of one element: `MAX_SUBS` in `src/graph/xml.h` is 32 in NCCL 2.18–2.20 (and
+/// not checked there: a 33rd child overwrites memory), 128 in 2.21–2.28, 640 from 2.29.
+pub const MAX_CHILDREN: usize = 32;
+/// Attributes NCCL keeps per element (`MAX_ATTR_COUNT` in `xml.h`; more are dropped silently).
+/// NCCL adds `host_hash` to every `cpu` it reads, so a `cpu` may carry one fewer.
+pub const MAX_ATTRIBUTES: usize = 16;
+/// Longest attribute value and element name: `MAX_STR_LEN` is 255 and `xmlGetValue` /
+/// `xmlGetToken` store the closing quote or delimiter too, failing at index 254.
+pub const MAX_VALUE_LEN: usize = 253;
 
 /// Options of the NCCL XML export.
 #[derive(Debug, Clone, Default)]
@@ -113,6 +136,124 @@ struct Ctx<'a> {
     children: BTreeMap<String, Vec<(String, Node)>>,
     gpu_index: BTreeMap<Bdf, usize>,
     net_index: BTreeMap<String, usize>,
+}
+
+/// The XML being written, kept to what NCCL's reader takes (see the module doc): every element
+/// counted against [`MAX_ELEMENTS`] and its parent's [`MAX_CHILDREN`], every attribute value
+/// checked, comments made safe.
+struct Out {
+    w: Writer<Vec<u8>>,
+    elements: usize,
+    /// Open elements: name and children so far.
+    open: Vec<(String, usize)>,
+}
+
+/// Whether a value can be written as is: NCCL does not decode entities, so a value needing one
+/// (`"'<>&`) would reach NCCL escaped; control characters and non-ASCII are refused too.
+fn value_ok(v: &[u8]) -> bool {
+    v.len() <= MAX_VALUE_LEN
+        && v.iter()
+            .all(|c| (0x20..0x7f).contains(c) && !b"\"'<>&".contains(c))
+}
+
+/// Comment text XML and NCCL both accept: no `--` (XML 1.0 forbids it, and NCCL's
+/// `xmlSkipComment` ends at the first `-->`), no trailing `-`, printable characters only.
+pub fn comment_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        let c = if c.is_control() { '?' } else { c };
+        if c == '-' && out.ends_with('-') {
+            out.push(' ');
+        }
+        out.push(c);
+    }
+    if out.ends_with('-') {
+        out.push(' ');
+    }
+    out
+}
+
+impl Out {
+    fn new() -> Out {
+        Out {
+            w: Writer::new_with_indent(Vec::new(), b' ', 2),
+            elements: 0,
+            open: Vec::new(),
+        }
+    }
+
+    fn comment(&mut self, text: &str) -> Result<()> {
+        let body = format!(" {} ", comment_text(text));
+        self.w
+            .write_event(Event::Comment(BytesText::from_escaped(body.as_str())))?;
+        Ok(())
+    }
+
+    /// Counts and checks an element before it is written.
+    fn check(&mut self, e: &BytesStart) -> Result<()> {
+        let name = e.name().as_ref().to_string();
+        self.elements += 1;
+        if self.elements > MAX_ELEMENTS {
+            bail!(
+                "the topology needs more than {MAX_ELEMENTS} XML elements, more than NCCL's topology reader takes (NCCL_TOPO_XML_MAX_NODES = 256): export with the skeleton option"
+            );
+        }
+        if let Some((parent, n)) = self.open.last_mut() {
+            *n += 1;
+            if *n > MAX_CHILDREN {
+                bail!(
+                    "<{parent}> would get more than {MAX_CHILDREN} children, more than NCCL 2.18–2.20 take (MAX_SUBS)"
+                );
+            }
+        }
+        let mut count = 0;
+        for a in e.attributes() {
+            let a = a?;
+            count += 1;
+            if !value_ok(a.value.as_bytes()) {
+                bail!(
+                    "<{name} {}=\"{}\">: NCCL's reader needs values of at most {MAX_VALUE_LEN} printable ASCII characters without quotes, <, > or &",
+                    a.key.as_ref(),
+                    a.value
+                );
+            }
+        }
+        let max = if name == "cpu" {
+            MAX_ATTRIBUTES - 1
+        } else {
+            MAX_ATTRIBUTES
+        };
+        if count > max {
+            bail!("<{name}> has {count} attributes; NCCL keeps {max}");
+        }
+        Ok(())
+    }
+
+    fn start(&mut self, e: BytesStart) -> Result<()> {
+        self.check(&e)?;
+        self.open.push((e.name().as_ref().to_string(), 0));
+        self.w.write_event(Event::Start(e))?;
+        Ok(())
+    }
+
+    fn empty(&mut self, e: BytesStart) -> Result<()> {
+        self.check(&e)?;
+        self.w.write_event(Event::Empty(e))?;
+        Ok(())
+    }
+
+    fn end(&mut self) -> Result<()> {
+        let (name, _) = self.open.pop().context("closing an element never opened")?;
+        self.w
+            .write_event(Event::End(BytesStart::new(name.as_str()).to_end()))?;
+        Ok(())
+    }
+
+    fn finish(self) -> Result<String> {
+        let mut s = String::from_utf8(self.w.into_inner())?;
+        s.push('\n');
+        Ok(s)
+    }
 }
 
 fn key_of(n: &Node, t: &Topology) -> String {
@@ -226,28 +367,22 @@ pub fn render(t: &Topology, o: &NcclXmlOptions) -> Result<String> {
         net_index,
     };
 
-    let mut w = Writer::new_with_indent(Vec::new(), b' ', 2);
-    w.write_event(Event::Decl(BytesDecl::new("1.0", None, None)))?;
-    let comment = format!(
-        " NCCL_TOPO_FILE written by peerpath from {} ({}); link attributes are min(device, parent port) max values, as NCCL reads them. ",
+    let mut w = Out::new();
+    w.comment(&format!(
+        "NCCL_TOPO_FILE written by peerpath from {} ({}); link attributes are min(device, parent port) max values, as NCCL reads them.",
         t.source.path, t.source.kind
-    );
-    // A comment may not hold "--"; the path is the only text here we do not control.
-    let comment = comment.replace("--", "- -");
-    w.write_event(Event::Comment(BytesText::from_escaped(comment.as_str())))?;
+    ))?;
     if !o.skeleton && !cx.net_index.is_empty() {
-        w.write_event(Event::Comment(BytesText::from_escaped(
-            " net dev numbers assume NCCL's IB plugin enumerates devices in RDMA-name order; use --skeleton to let NCCL number them itself. ",
-        )))?;
+        w.comment(
+            "net dev numbers assume NCCL's IB plugin enumerates devices in RDMA-name order; export with the skeleton option to let NCCL number them itself.",
+        )?;
     }
     if !o.pairs.is_empty() {
-        w.write_event(Event::Comment(BytesText::from_escaped(
-            " Synthetic switches ffff:ff:NN.0 hold GPU-NIC pairs DECLARED by the operator (they share a PCIe switch on the host); the guest cannot observe this. ",
-        )))?;
+        w.comment(
+            "Synthetic switches ffff:ff:NN.0 hold GPU-NIC pairs DECLARED by the operator (they share a PCIe switch on the host); the guest cannot observe this.",
+        )?;
     }
-    w.write_event(Event::Start(
-        BytesStart::new("system").with_attributes([("version", "1")]),
-    ))?;
+    w.start(BytesStart::new("system").with_attributes([("version", "1")]))?;
     let max_cpu = t
         .numa_nodes
         .iter()
@@ -288,14 +423,12 @@ pub fn render(t: &Topology, o: &NcclXmlOptions) -> Result<String> {
         if let Some(m) = t.machine.cpu_model_number {
             e.push_attribute(("modelid", m.to_string().as_str()));
         }
-        w.write_event(Event::Start(e))?;
+        w.start(e)?;
         write_children(&cx, &mut w, &format!("cpu:{id}"))?;
-        w.write_event(Event::End(BytesStart::new("cpu").to_end()))?;
+        w.end()?;
     }
-    w.write_event(Event::End(BytesStart::new("system").to_end()))?;
-    let mut s = String::from_utf8(w.into_inner())?;
-    s.push('\n');
-    Ok(s)
+    w.end()?;
+    w.finish()
 }
 
 /// Natural order key (`mlx5_2` < `mlx5_10`).
@@ -346,7 +479,7 @@ fn pci_start<'a>(
     e
 }
 
-fn write_children(cx: &Ctx, w: &mut Writer<Vec<u8>>, key: &str) -> Result<()> {
+fn write_children(cx: &Ctx, w: &mut Out, key: &str) -> Result<()> {
     let Some(kids) = cx.children.get(key) else {
         return Ok(());
     };
@@ -356,14 +489,9 @@ fn write_children(cx: &Ctx, w: &mut Writer<Vec<u8>>, key: &str) -> Result<()> {
                 let s = &cx.t.switches[*si];
                 let up = cx.t.device(&s.upstream);
                 let link = up.map(|d| nccl_link(cx.t, d)).unwrap_or((None, None));
-                w.write_event(Event::Start(pci_start(
-                    &s.upstream.to_string(),
-                    0x060400,
-                    up,
-                    link,
-                )))?;
+                w.start(pci_start(&s.upstream.to_string(), 0x060400, up, link))?;
                 write_children(cx, w, &format!("sw:{}", s.id))?;
-                w.write_event(Event::End(BytesStart::new("pci").to_end()))?;
+                w.end()?;
             }
             Node::Synthetic(i) => {
                 let (g, nic) = cx.o.pairs[*i];
@@ -375,16 +503,11 @@ fn write_children(cx: &Ctx, w: &mut Writer<Vec<u8>>, key: &str) -> Result<()> {
                     .fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x))));
                 let width = members.iter().filter_map(|d| nccl_link(cx.t, d).1).max();
                 let busid = format!("ffff:ff:{:02x}.0", i + 1);
-                w.write_event(Event::Start(pci_start(
-                    &busid,
-                    0x060400,
-                    None,
-                    (speed, width),
-                )))?;
+                w.start(pci_start(&busid, 0x060400, None, (speed, width)))?;
                 for b in [g, nic] {
                     write_endpoint(cx, w, &b)?;
                 }
-                w.write_event(Event::End(BytesStart::new("pci").to_end()))?;
+                w.end()?;
             }
             Node::Endpoint(b) => write_endpoint(cx, w, b)?,
         }
@@ -392,18 +515,18 @@ fn write_children(cx: &Ctx, w: &mut Writer<Vec<u8>>, key: &str) -> Result<()> {
     Ok(())
 }
 
-fn write_endpoint(cx: &Ctx, w: &mut Writer<Vec<u8>>, b: &Bdf) -> Result<()> {
+fn write_endpoint(cx: &Ctx, w: &mut Out, b: &Bdf) -> Result<()> {
     let Some(d) = cx.t.device(b) else {
         return Ok(());
     };
     let e = pci_start(&b.to_string(), d.class, Some(d), nccl_link(cx.t, d));
     if cx.o.skeleton {
-        w.write_event(Event::Empty(e))?;
+        w.empty(e)?;
         return Ok(());
     }
     match d.kind {
         DeviceKind::Gpu if cx.t.nvlink_visible => {
-            w.write_event(Event::Start(e))?;
+            w.start(e)?;
             let mut g = BytesStart::new("gpu");
             if let Some(i) = cx.gpu_index.get(b) {
                 g.push_attribute(("dev", i.to_string().as_str()));
@@ -443,19 +566,19 @@ fn write_endpoint(cx: &Ctx, w: &mut Writer<Vec<u8>>, b: &Bdf) -> Result<()> {
                 ]));
             }
             if links.is_empty() {
-                w.write_event(Event::Empty(g))?;
+                w.empty(g)?;
             } else {
-                w.write_event(Event::Start(g))?;
+                w.start(g)?;
                 for l in links {
-                    w.write_event(Event::Empty(l))?;
+                    w.empty(l)?;
                 }
-                w.write_event(Event::End(BytesStart::new("gpu").to_end()))?;
+                w.end()?;
             }
-            w.write_event(Event::End(BytesStart::new("pci").to_end()))?;
+            w.end()?;
         }
         DeviceKind::Nic if d.rdma_names().next().is_some() => {
-            w.write_event(Event::Start(e))?;
-            w.write_event(Event::Start(BytesStart::new("nic")))?;
+            w.start(e)?;
+            w.start(BytesStart::new("nic"))?;
             for od in d
                 .os_devices
                 .iter()
@@ -476,12 +599,12 @@ fn write_endpoint(cx: &Ctx, w: &mut Writer<Vec<u8>>, b: &Bdf) -> Result<()> {
                         ));
                     }
                 }
-                w.write_event(Event::Empty(net))?;
+                w.empty(net)?;
             }
-            w.write_event(Event::End(BytesStart::new("nic").to_end()))?;
-            w.write_event(Event::End(BytesStart::new("pci").to_end()))?;
+            w.end()?;
+            w.end()?;
         }
-        _ => w.write_event(Event::Empty(e))?,
+        _ => w.empty(e)?,
     }
     Ok(())
 }

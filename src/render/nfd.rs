@@ -7,8 +7,10 @@
 //! `<prefix>/<name>=<value>` per line, `#` comments, a `# +expiry-time=<RFC3339>` directive
 //! applying to the lines after it; label names ≤ 63 characters and values ≤ 63 characters of
 //! `[A-Za-z0-9._-]`, starting and ending alphanumeric (values may be empty); the prefix a DNS
-//! subdomain ≤ 253 characters outside `kubernetes.io`. Every label is checked before it is
-//! written ([`check_label`]).
+//! subdomain ≤ 253 characters outside `kubernetes.io`, except NFD's own `feature.node.
+//! kubernetes.io` and `profile.node.kubernetes.io` namespaces. Every label is checked before it
+//! is written ([`check_label`], NFD's `validate.Label`); `tests/consumer_nfd.rs` parses the file
+//! with NFD's local-source rules.
 
 use crate::analysis::audit::GdrReadiness;
 use crate::analysis::rails::Rails;
@@ -40,23 +42,51 @@ fn name_ok(s: &str, max: usize) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
 }
 
-/// Checks a label against the Kubernetes label rules NFD applies; `Err` says which rule fails.
-pub fn check_label(prefix: &str, name: &str, value: &str) -> Result<()> {
-    if prefix.len() > 253
-        || prefix.split('.').any(|p| {
-            p.is_empty()
-                || p.len() > 63
-                || !p
-                    .bytes()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
-                || p.starts_with('-')
-                || p.ends_with('-')
+/// Namespaces under `kubernetes.io` that NFD allows (`FeatureLabelNs`, `ProfileLabelNs` in
+/// NFD's `api/nfd/v1alpha1/annotations_labels.go`), with their sub-namespaces.
+pub const NFD_ALLOWED_K8S_NS: [&str; 2] =
+    ["feature.node.kubernetes.io", "profile.node.kubernetes.io"];
+
+/// A DNS-1123 subdomain as Kubernetes checks it (`IsDNS1123Subdomain`): at most 253 characters,
+/// dot-separated labels of `[a-z0-9-]` that start and end alphanumeric.
+pub fn dns_subdomain_ok(s: &str) -> bool {
+    s.len() <= 253
+        && s.split('.').all(|p| {
+            let b = p.as_bytes();
+            !b.is_empty()
+                && b[0].is_ascii_alphanumeric()
+                && b[b.len() - 1].is_ascii_alphanumeric()
+                && b.iter()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
         })
-    {
-        bail!("label prefix {prefix:?} is not a DNS subdomain");
+}
+
+/// Whether NFD accepts labels in namespace `ns`: `kubernetes.io` and its subdomains are denied
+/// except `feature.node.kubernetes.io`, `profile.node.kubernetes.io` and their subdomains
+/// (NFD `pkg/apis/nfd/validate/validate.go`, `Label`).
+pub fn nfd_namespace_ok(ns: &str) -> bool {
+    let k8s = ns == "kubernetes.io" || ns.ends_with(".kubernetes.io");
+    !k8s || NFD_ALLOWED_K8S_NS
+        .iter()
+        .any(|a| ns == *a || ns.ends_with(&format!(".{a}")))
+}
+
+/// Checks a label the way NFD validates it before it reaches the node (`validate.Label`: the key
+/// a Kubernetes qualified name with a DNS-subdomain prefix, the namespace allowed, the value a
+/// valid label value); `Err` says which rule fails.
+pub fn check_label(prefix: &str, name: &str, value: &str) -> Result<()> {
+    if prefix.is_empty() {
+        bail!("label {name:?} has no prefix: NFD refuses unprefixed keys");
     }
-    if prefix == "kubernetes.io" || prefix.ends_with(".kubernetes.io") {
-        bail!("label prefix {prefix:?} is reserved (NFD denies kubernetes.io and its subdomains)");
+    if !dns_subdomain_ok(prefix) {
+        bail!(
+            "label prefix {prefix:?} is not a DNS subdomain (≤ 253 characters, dot-separated [a-z0-9-] labels starting and ending alphanumeric)"
+        );
+    }
+    if !nfd_namespace_ok(prefix) {
+        bail!(
+            "label prefix {prefix:?} is reserved: NFD denies kubernetes.io and its subdomains except feature.node.kubernetes.io and profile.node.kubernetes.io (and their subdomains)"
+        );
     }
     if !name_ok(name, 63) {
         bail!(
@@ -194,6 +224,14 @@ mod tests {
         assert!(check_label("peerpath.io", "ok", "0000:18:00.0").is_err());
         assert!(check_label("peerpath.io", &"a".repeat(64), "1").is_err());
         assert!(check_label("node.kubernetes.io", "a", "1").is_err());
+        assert!(check_label("kubernetes.io", "a", "1").is_err());
+        assert!(check_label("feature.node.kubernetes.io", "a", "1").is_ok());
+        assert!(check_label("gpu.feature.node.kubernetes.io", "a", "1").is_ok());
+        assert!(check_label("profile.node.kubernetes.io", "a", "1").is_ok());
+        assert!(check_label("xfeature.node.kubernetes.io", "a", "1").is_err());
         assert!(check_label("Peerpath.io", "a", "1").is_err());
+        assert!(check_label("", "a", "1").is_err());
+        // No per-label length limit in IsDNS1123Subdomain, only the total.
+        assert!(check_label(&format!("{}.io", "a".repeat(70)), "a", "1").is_ok());
     }
 }

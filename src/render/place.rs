@@ -1,5 +1,5 @@
-//! Placement plan renderers: text (with the reasons), launcher environment, JSON, and a Slurm
-//! `srun` wrapper. Data: a [`Placement`] from [`crate::analysis::place`].
+//! Placement plan renderers: text (with the reasons), launcher environment (`export` lines),
+//! JSON, a Slurm `srun` script, and the plan `peerpath launch --dry-run` prints. Data: a [`Placement`] from [`crate::analysis::place`].
 
 use crate::analysis::place::{Placement, RankPlan};
 use std::fmt::Write;
@@ -69,19 +69,34 @@ fn bind_line(r: &RankPlan) -> String {
         .join(" ")
 }
 
-/// Launcher environment: per local rank, a block of `KEY=value` lines a shell can `source`
-/// (values quoted), with the binding as `PEERPATH_BIND`.
-pub fn env(p: &Placement) -> String {
+/// Launcher environment: `export KEY=value` lines (values quoted for a POSIX shell), so that
+/// `eval "$(peerpath place … --format env --rank N)"` reaches the program the shell starts.
+/// With `rank` only that local rank's block; without, one block per rank (evaluating all of
+/// them leaves the last rank's values: pick one with `--rank`). `PEERPATH_BIND` is the numactl
+/// prefix; `peerpath launch` binds without numactl.
+pub fn env(p: &Placement, rank: Option<usize>) -> String {
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "# peerpath placement, {} local rank(s); source the block of your local rank",
-        p.ranks.len()
-    );
-    for r in &p.ranks {
+    match rank {
+        Some(n) => {
+            let _ = writeln!(
+                s,
+                "# peerpath placement: local rank {n} of {}",
+                p.ranks.len()
+            );
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "# peerpath placement, {} local rank(s): one block per rank; evaluate one with --rank N",
+                p.ranks.len()
+            );
+        }
+    }
+    for r in p.ranks.iter().filter(|r| rank.is_none_or(|n| r.rank == n)) {
         let _ = writeln!(
             s,
-            "\n# local_rank={} gpu={} nic={} path={} numa={}",
+            "{}# local_rank={} gpu={} nic={} path={} numa={}",
+            if rank.is_some() { "" } else { "\n" },
             r.rank,
             r.gpu,
             nic(r),
@@ -89,12 +104,55 @@ pub fn env(p: &Placement) -> String {
             numa(r)
         );
         for (k, v) in &r.env {
-            let _ = writeln!(s, "{k}={}", shell_quote(v));
+            let _ = writeln!(s, "export {k}={}", shell_quote(v));
         }
         if !r.bind.is_empty() {
-            let _ = writeln!(s, "PEERPATH_BIND={}", shell_quote(&bind_line(r)));
+            let _ = writeln!(s, "export PEERPATH_BIND={}", shell_quote(&bind_line(r)));
         }
     }
+    s
+}
+
+/// What `peerpath launch --dry-run` prints for one rank: a comment naming the rank and where
+/// it came from, the `KEY=value` lines it sets, the binding it would apply and the command.
+pub fn launch_plan(
+    p: &Placement,
+    r: &RankPlan,
+    source: &str,
+    bind: Option<&str>,
+    cmd: &[String],
+) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "# peerpath launch: local rank {} of {} (from {source}): GPU {} (cuda {}) -> NIC {} [{}] -> NUMA {}",
+        r.rank,
+        p.ranks.len(),
+        r.gpu,
+        r.cuda_index,
+        nic(r),
+        path(r),
+        numa(r)
+    );
+    for (k, v) in &r.env {
+        let _ = writeln!(s, "{k}={}", shell_quote(v));
+    }
+    match bind {
+        Some(b) => {
+            let _ = writeln!(s, "# bind: {b}");
+        }
+        None => {
+            let _ = writeln!(s, "# bind: none");
+        }
+    }
+    let _ = writeln!(
+        s,
+        "# exec: {}",
+        cmd.iter()
+            .map(|w| shell_quote(w))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
     s
 }
 
@@ -103,31 +161,52 @@ pub fn json(p: &Placement) -> anyhow::Result<String> {
     Ok(serde_json::to_string_pretty(p)? + "\n")
 }
 
-/// A `bash -c` wrapper for `srun`: picks the rank's environment by `$SLURM_LOCALID`, binds with
-/// `numactl` (or `taskset` when numactl is missing; memory binding is then lost) and execs the
-/// command given after it: `srun … <this line> ./train.py …`.
+/// A POSIX `sh` script for `srun`: save it, make it executable and run `srun … ./script
+/// python train.py`. It picks the rank's environment by `$SLURM_LOCALID`, binds with `numactl`
+/// (CPUs and memory), or `taskset` when numactl is missing (CPUs only, said on stderr), or not
+/// at all when neither exists (said on stderr), and execs the command after it.
 pub fn slurm(p: &Placement) -> String {
-    let mut script = String::from("case \"${SLURM_LOCALID:?not run under srun}\" in ");
-    for r in &p.ranks {
-        let _ = write!(script, "{}) export", r.rank);
-        for (k, v) in &r.env {
-            let _ = write!(script, " {k}={}", shell_quote(v));
-        }
-        script.push_str("; ");
-        if r.bind.is_empty() {
-            script.push_str("exec \"$@\";; ");
-        } else {
-            let taskset = format!("taskset -c {}", shell_quote(&r.cpus));
-            let _ = write!(
-                script,
-                "if command -v {0} >/dev/null 2>&1; then exec {1} \"$@\"; else exec {taskset} \"$@\"; fi;; ",
-                shell_quote(&r.bind[0]),
-                bind_line(r)
-            );
-        }
-    }
-    script.push_str(
-        "*) echo \"peerpath: no placement for local rank $SLURM_LOCALID\" >&2; exit 1;; esac",
+    let mut s = String::from("#!/bin/sh\n");
+    let _ = writeln!(
+        s,
+        "# peerpath placement for {} local rank(s) under srun. Save as peerpath-place.sh, chmod +x, run:",
+        p.ranks.len()
     );
-    format!("bash -c {} peerpath-place\n", shell_quote(&script))
+    let _ = writeln!(
+        s,
+        "#   srun --ntasks-per-node={} ./peerpath-place.sh python train.py",
+        p.ranks.len()
+    );
+    s.push_str(
+        "# (where peerpath is installed on the nodes: srun peerpath launch -- python train.py)\n",
+    );
+    s.push_str("case \"${SLURM_LOCALID:?not run under srun}\" in\n");
+    for r in &p.ranks {
+        let _ = write!(s, "{}) export", r.rank);
+        for (k, v) in &r.env {
+            let _ = write!(s, " {k}={}", shell_quote(v));
+        }
+        let _ = writeln!(
+            s,
+            "; CPUS={}; MEM={};;",
+            shell_quote(&r.cpus),
+            r.numa_node.map(|n| n.to_string()).unwrap_or_default()
+        );
+    }
+    s.push_str(
+        "*) echo \"peerpath: no placement for local rank $SLURM_LOCALID\" >&2; exit 1;;\nesac\n",
+    );
+    s.push_str(concat!(
+        "if [ -z \"$CPUS\" ]; then\n",
+        "  echo \"peerpath: no CPUs planned for local rank $SLURM_LOCALID: not bound\" >&2; exec \"$@\"\n",
+        "elif command -v numactl >/dev/null 2>&1 && [ -n \"$MEM\" ]; then\n",
+        "  exec numactl --physcpubind=\"$CPUS\" --membind=\"$MEM\" \"$@\"\n",
+        "elif command -v taskset >/dev/null 2>&1; then\n",
+        "  echo \"peerpath: numactl missing or NUMA node unknown: CPUs bound with taskset, memory not bound\" >&2\n",
+        "  exec taskset -c \"$CPUS\" \"$@\"\n",
+        "else\n",
+        "  echo \"peerpath: neither numactl nor taskset found: not bound\" >&2; exec \"$@\"\n",
+        "fi\n",
+    ));
+    s
 }
