@@ -174,7 +174,7 @@ mod tests {
         d.parent = parent.map(|p| p.parse().unwrap());
         d.class = class;
         d.vendor_id = Some(0x10de);
-        d.kind = crate::model::device::kind_from_class(class, d.vendor_id);
+        d.kind = crate::model::device::kind_from_class(class, d.vendor_id, d.device_id);
         d
     }
 

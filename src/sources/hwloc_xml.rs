@@ -360,7 +360,7 @@ pub fn discover(doc: &Doc, source: SourceInfo) -> Result<RawTopology> {
         d.kind = if e.attr("type") == Some("Bridge") {
             DeviceKind::Bridge
         } else {
-            kind_from_class(d.class, d.vendor_id)
+            kind_from_class(d.class, d.vendor_id, d.device_id)
         };
         match e.attr("pci_link_speed").map(parse_link_speed) {
             Some(Ok(Some((gts, w)))) => {

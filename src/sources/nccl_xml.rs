@@ -171,7 +171,7 @@ impl Ctx<'_> {
         d.kind = if has_pci_children {
             DeviceKind::SwitchUpstream
         } else if gpu_el.is_some() {
-            let k = kind_from_class(d.class, d.vendor_id);
+            let k = kind_from_class(d.class, d.vendor_id, d.device_id);
             if k.is_compute() { k } else { DeviceKind::Gpu }
         } else if nic_el.is_some() {
             DeviceKind::Nic
@@ -182,7 +182,7 @@ impl Ctx<'_> {
         } else if d.class >> 16 == 0x02 {
             DeviceKind::Nic
         } else {
-            kind_from_class(d.class, d.vendor_id)
+            kind_from_class(d.class, d.vendor_id, d.device_id)
         };
         if let Some(g) = gpu_el {
             self.any_gpu_element = true;
