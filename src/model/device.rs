@@ -194,6 +194,11 @@ pub struct OsDevice {
     /// Netdev speed in Mb/s (`speed`), netdevs only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speed_mbps: Option<u64>,
+    /// The fastest link mode the netdev supports, in Mb/s: the port's SKU speed (`ethtool
+    /// <if>` "Supported link modes", read with `ETHTOOL_GLINKSETTINGS` on the live machine
+    /// only; `None` in snapshots and XML, or when the driver reports no speed modes, as IPoIB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_modes_max_mbps: Option<u64>,
     /// Free-form facts (`fw_ver`, `model`, the NVIDIA `information` lines).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attrs: Vec<(String, String)>,
@@ -208,6 +213,7 @@ impl OsDevice {
             ports: Vec::new(),
             operstate: None,
             speed_mbps: None,
+            link_modes_max_mbps: None,
             attrs: Vec::new(),
         }
     }

@@ -14,5 +14,6 @@ pub use bdf::Bdf;
 pub use device::{Device, DeviceKind, LinkInfo, OsDevice, OsDeviceKind, RdmaPort};
 pub use fact::Fact;
 pub use topology::{
-    HostBridge, MachineInfo, NumaNode, NvLink, SourceInfo, Switch, Topology, Warning,
+    HostBridge, HostInfo, HostScope, MachineInfo, NumaNode, NvLink, SourceInfo, Switch, Topology,
+    Warning,
 };

@@ -7,6 +7,7 @@
 //! are folded in after assembly, as hwloc's NVML plugin annotates its topology.
 
 pub mod assemble;
+pub mod ethtool;
 pub mod fsroot;
 pub mod hwloc_xml;
 pub mod json;
@@ -90,10 +91,38 @@ pub struct LoadOptions {
     /// Skip device names entirely (no pci.ids read): for callers that never show names, such as
     /// `fleet`, which loads thousands of nodes.
     pub skip_names: bool,
+    /// `--host NAME|INDEX`: which host of an input holding several (an NCCL XML fused across
+    /// hosts) to read; `None`: the first. An input of one host accepts `0` and its own name.
+    pub host: Option<String>,
 }
 
-/// Loads a topology from `--input` (`None`: the live machine at `/`).
+/// Loads a topology from `--input` (`None`: the live machine at `/`), for the host
+/// [`LoadOptions::host`] names.
 pub fn load(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
+    let topo = load_any(input, opts)?;
+    if let Some(want) = opts.host.as_deref()
+        && topo.source.kind != "nccl-xml"
+    {
+        // Only NCCL XML selects among hosts; any other input describes one host (a JSON
+        // document keeps the host it was written for): `--host` must name that one.
+        let names: Vec<String> = match &topo.host_scope {
+            Some(s) => s.hosts.iter().map(|h| h.name.clone()).collect(),
+            None => vec!["this machine".to_string()],
+        };
+        let i = nccl_xml::select_host(&names, want)?;
+        let own = topo.host_scope.as_ref().map(|s| s.selected).unwrap_or(0);
+        if i != own {
+            bail!(
+                "--host {want}: this input ({}) describes only host {own} ({})",
+                topo.source.path,
+                names[own]
+            );
+        }
+    }
+    Ok(topo)
+}
+
+fn load_any(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
     let scan_opts = sysfs::ScanOptions {
         pci_ids: if opts.skip_names {
             None
@@ -109,6 +138,8 @@ pub fn load(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
             limitations: vec![],
         };
         let mut topo = sysfs::scan(&fs, src, &scan_opts)?;
+        // Supported link modes (the port's SKU speed) are only on the live machine.
+        ethtool::enrich(&mut topo);
         // NVLink state is only on the live machine, through NVML; never panics without it.
         let status = nvml::enrich(&mut topo);
         if let Some(w) = status.warning() {
@@ -160,8 +191,13 @@ pub fn load(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
             match root.as_str() {
                 "topology" => hwloc_xml::read(&doc, src, scan_opts.pci_ids.as_deref())
                     .with_context(|| format!("{shown}: hwloc XML")),
-                "system" => nccl_xml::read(&doc, src, scan_opts.pci_ids.as_deref())
-                    .with_context(|| format!("{shown}: NCCL topology XML")),
+                "system" => nccl_xml::read_host(
+                    &doc,
+                    src,
+                    scan_opts.pci_ids.as_deref(),
+                    opts.host.as_deref(),
+                )
+                .with_context(|| format!("{shown}: NCCL topology XML")),
                 other => bail!(
                     "{shown}: XML root element <{other}> is neither hwloc's <topology> nor NCCL's <system>"
                 ),

@@ -1,13 +1,21 @@
-//! `gpu-nic-path`: pairs GPUs with RDMA NICs by the node's one matching
-//! ([`crate::analysis::pairing::assign_nics`]: path label, then bandwidth share), and reports misplaced adapters: a GPU whose best
-//! available NIC is worse than PXB, and a NIC no GPU can use at PIX/PXB. The remedy names the
-//! adapter, where it is now (slot, root port, host bridge, NUMA node) and where it belongs (the
-//! switch that holds the GPU, with a free downstream port where one exists).
+//! `gpu-nic-path` and `nic-sharing`: pairs GPUs with RDMA NICs by the node's one matching
+//! ([`crate::analysis::pairing::assign_nics`]: rails only, path label, then bandwidth share).
+//!
+//! A GPU is judged by the best rail NIC it can reach (path finding when that is worse than
+//! PXB); how many GPUs share a NIC is a bandwidth question, reported apart (`nic-sharing`, with
+//! each NIC's port speed). A NIC slower than half the node's fastest is a management or
+//! storage adapter ([`crate::analysis::pairing::rail_mask`]) and never counts as a GPU's NIC.
+//! The remedy names the adapter, where it is now (slot, root port, host bridge, NUMA node) and
+//! where it belongs (the PCIe switch that holds the GPU, with a free downstream port where one
+//! exists), never a port of an endpoint's internal bridge ([`is_internal_switch`]).
+//!
+//! Facts: the classification (labels, bottlenecks), the switches of the topology, and each
+//! NIC's port rate (`/sys/class/infiniband/<dev>/ports/<p>/rate`, NCCL XML `speed`).
 
 use super::{CheckId, Ctx, Evidence, Finding, Pair, PathLabel, Severity, Subject, pci_path};
 use crate::analysis::classify::Label;
-use crate::analysis::pairing::assign_nics;
-use crate::model::{Bdf, Device, Topology};
+use crate::analysis::pairing::{RAIL_FRACTION, assign_nics, nic_speed_gbps, rail_mask};
+use crate::model::{Bdf, Device, DeviceKind, Switch, Topology};
 
 /// The path between a GPU and a NIC as the matching sees it: the classifier's label and
 /// bottleneck (no words; [`Ctx::reason`] words the pairs a finding names).
@@ -80,13 +88,56 @@ pub fn location(ctx: &Ctx, d: &Device) -> String {
     parts.join(", ")
 }
 
-/// Where a NIC belongs to be PIX/PXB with a GPU: the GPU's switch, naming a free downstream
-/// port (one with nothing below it) of that switch or of a switch above it.
+/// PCIe switch vendors (Broadcom/PLX, LSI, Microchip/PMC-Sierra, ASMedia, Pericom, IDT): a
+/// switch of theirs is board or card switching, never one endpoint's own bridge.
+pub const SWITCH_VENDORS: [u16; 7] = [0x10b5, 0x1000, 0x11f8, 0x1b21, 0x12d8, 0x111d, 0x1d0f];
+
+/// Whether a switch is an endpoint's internal bridge rather than a place for another card: its
+/// upstream port is made by the vendor of a GPU, accelerator or NIC below it (an AMD Instinct's
+/// or Hygon DCU's own PCIe switch, a ConnectX-8's switch), and that vendor is not a PCIe switch
+/// maker ([`SWITCH_VENDORS`]). Its "free" downstream ports are on the card, not slots.
+pub fn is_internal_switch(topo: &Topology, sw: &Switch) -> bool {
+    let Some(v) = topo.device(&sw.upstream).and_then(|d| d.vendor_id) else {
+        return false;
+    };
+    if SWITCH_VENDORS.contains(&v) {
+        return false;
+    }
+    let mut stack: Vec<Bdf> = sw.downstream.clone();
+    while let Some(b) = stack.pop() {
+        for c in topo.children(&b) {
+            let endpoint = c.kind.is_compute() || c.kind == DeviceKind::Nic;
+            if endpoint && c.vendor_id == Some(v) {
+                return true;
+            }
+            stack.push(c.bdf);
+        }
+    }
+    false
+}
+
+/// Where a NIC belongs to be PIX/PXB with a GPU: the nearest PCIe switch above the GPU that is
+/// not an endpoint's internal bridge, naming a free downstream port (one with nothing below
+/// it) of that switch or of a switch above it (internal bridges' ports are never proposed).
 pub fn target(ctx: &Ctx, gpu: &Device) -> String {
     let topo = ctx.topo;
-    let Some(sw) = gpu.switch.as_deref().and_then(|id| topo.switch(id)) else {
+    let mut cur = gpu.switch.as_deref().and_then(|id| topo.switch(id));
+    let mut internal = Vec::new();
+    while let Some(s) = cur.filter(|s| is_internal_switch(topo, s)) {
+        internal.push(s.id.clone());
+        cur = s.parent_switch.as_deref().and_then(|id| topo.switch(id));
+    }
+    let own = if internal.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " (above its own internal bridge {}, whose ports are no slots)",
+            internal.join(", ")
+        )
+    };
+    let Some(sw) = cur else {
         return format!(
-            "GPU {} sits directly on a root port (no PCIe switch above it), so no slot makes the pair PIX/PXB; the closest is a root port of host bridge {} (PHB) or, failing that, of NUMA node {} (NODE)",
+            "GPU {}{own} sits on a root port with no PCIe switch above it, so no slot makes the pair PIX/PXB; the closest is a root port of host bridge {} (PHB) or, failing that, of NUMA node {} (NODE)",
             gpu.bdf,
             gpu.host_bridge,
             topo.numa_of(gpu)
@@ -95,22 +146,24 @@ pub fn target(ctx: &Ctx, gpu: &Device) -> String {
         );
     };
     let mut free = Vec::new();
-    let mut cur = Some(sw);
-    while let Some(s) = cur {
-        for p in &s.downstream {
-            if topo.children(p).is_empty() {
-                let slot = topo.device(p).and_then(|d| d.slot.clone());
-                free.push(match slot {
-                    Some(sl) => format!("{p} (slot {sl}, switch {})", s.id),
-                    None => format!("{p} (switch {})", s.id),
-                });
+    let mut up = Some(sw);
+    while let Some(s) = up {
+        if !is_internal_switch(topo, s) {
+            for p in &s.downstream {
+                if topo.children(p).is_empty() {
+                    let slot = topo.device(p).and_then(|d| d.slot.clone());
+                    free.push(match slot {
+                        Some(sl) => format!("{p} (slot {sl}, switch {})", s.id),
+                        None => format!("{p} (switch {})", s.id),
+                    });
+                }
             }
         }
-        cur = s.parent_switch.as_deref().and_then(|id| topo.switch(id));
+        up = s.parent_switch.as_deref().and_then(|id| topo.switch(id));
     }
     let root = ctx.paths().ancestors(&gpu.bdf).last().copied();
     let mut s = format!(
-        "behind PCIe switch {} (upstream port {}{}) with GPU {}",
+        "behind PCIe switch {} (upstream port {}{}) with GPU {}{own}",
         sw.id,
         sw.upstream,
         root.map(|r| format!(", root port {r}")).unwrap_or_default(),
@@ -126,7 +179,14 @@ pub fn target(ctx: &Ctx, gpu: &Device) -> String {
     s
 }
 
-/// Builds the GPU → NIC matching and adds the `gpu-nic-path` findings.
+fn gbps(s: Option<f64>) -> String {
+    match s {
+        Some(g) => format!("{g} Gb/s"),
+        None => "speed unknown".to_string(),
+    }
+}
+
+/// Builds the GPU → NIC matching and adds the `gpu-nic-path` and `nic-sharing` findings.
 pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
     let topo = ctx.topo;
     if ctx.gpus.is_empty() || ctx.nics.is_empty() {
@@ -154,6 +214,11 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
         .iter()
         .map(|g| ctx.nics.iter().map(|n| ctx.judge(&g.bdf, &n.bdf)).collect())
         .collect();
+    // Port speeds and the rail rule over the audit's RDMA NICs (the same rule the matching
+    // applies to its candidates).
+    let speeds: Vec<Option<f64>> = ctx.nics.iter().map(|n| nic_speed_gbps(n)).collect();
+    let rail = rail_mask(&speeds);
+    let fastest = speeds.iter().flatten().fold(0.0f64, |m, &s| m.max(s));
     // The one GPU→NIC matching (analysis::pairing) over the audit's GPUs and RDMA NICs.
     let view = &ctx.view;
     let gpu_rows: Vec<usize> = ctx
@@ -167,13 +232,31 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
         .iter()
         .map(|e| ctx.nics.iter().position(|n| n.bdf == e.bdf))
         .collect();
+    // Best rail NIC by label, then bottleneck (the matching's own order).
+    let best_rail = |gi: usize| -> usize {
+        (0..ctx.nics.len())
+            .filter(|&k| rail[k])
+            .min_by(|&x, &y| {
+                let (a, b) = (&judged[gi][x], &judged[gi][y]);
+                a.label.cmp(&b.label).then(
+                    b.bottleneck_gbytes
+                        .unwrap_or(0.0)
+                        .total_cmp(&a.bottleneck_gbytes.unwrap_or(0.0)),
+                )
+            })
+            .unwrap_or(0)
+    };
     let assignment: Vec<usize> = if gpu_rows.len() == ctx.gpus.len() {
         assign_nics(&view.cand, &gpu_rows)
             .into_iter()
-            .map(|k| k.and_then(|k| nic_of_view[k]).unwrap_or(0))
+            .enumerate()
+            .map(|(gi, k)| {
+                k.and_then(|k| nic_of_view[k])
+                    .unwrap_or_else(|| best_rail(gi))
+            })
             .collect()
     } else {
-        vec![0; ctx.gpus.len()]
+        (0..ctx.gpus.len()).map(best_rail).collect()
     };
     let mut pairs = Vec::new();
     for (gi, &ni) in assignment.iter().enumerate() {
@@ -193,29 +276,42 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
     } else {
         Severity::Error
     };
-    for (gi, p) in pairs.iter().enumerate() {
-        if p.local {
+    // Path: each GPU by the best rail NIC it can reach.
+    for (gi, g) in ctx.gpus.iter().enumerate() {
+        let bi = best_rail(gi);
+        let best = &judged[gi][bi];
+        if best.local() {
             continue;
         }
-        let (g, ni) = (ctx.gpus[gi], assignment[gi]);
-        let n = ctx.nics[ni];
-        let j = &judged[gi][ni];
+        // The matched NIC has the best label (label first); name it when it is the best.
+        let ni = if judged[gi][assignment[gi]].label == best.label {
+            assignment[gi]
+        } else {
+            bi
+        };
+        let (n, j) = (ctx.nics[ni], &judged[gi][ni]);
         let sev = if j.label == Label::Unknown {
             Severity::Unknown
         } else {
             far_sev
         };
-        let best_any = judged[gi].iter().map(|x| x.label).min();
-        let shared = if best_any < Some(j.label) {
-            " (a closer NIC exists but serves another GPU)"
-        } else {
-            ""
-        };
+        let slow_closer: Vec<String> = (0..ctx.nics.len())
+            .filter(|&k| !rail[k] && judged[gi][k].label < j.label)
+            .map(|k| {
+                format!(
+                    "{} ({}, {}) is closer but no rail",
+                    ctx.name(&ctx.nics[k].bdf),
+                    judged[gi][k].word(),
+                    gbps(speeds[k])
+                )
+            })
+            .collect();
         let nic_name = ctx.name(&n.bdf);
-        // The adapter to move: one that no GPU can use at PIX/PXB and no GPU is paired with
-        // (the misplaced card), else the paired NIC unless a GPU it is local to needs it.
-        let stray = (0..ctx.nics.len())
-            .find(|&k| !assignment.contains(&k) && !judged.iter().any(|row| row[k].local()));
+        // The adapter to move: a rail NIC that no GPU can use at PIX/PXB and no GPU is paired
+        // with (the misplaced card), else the best NIC unless a GPU it is local to needs it.
+        let stray = (0..ctx.nics.len()).find(|&k| {
+            rail[k] && !assignment.contains(&k) && !judged.iter().any(|row| row[k].local())
+        });
         let serves_local = pairs
             .iter()
             .any(|q| q.nic == n.bdf && q.local && q.gpu != g.bdf);
@@ -239,16 +335,22 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
                 target(ctx, g)
             ),
         };
+        let reason = ctx.reason(&g.bdf, &n.bdf);
         findings.push(
             Finding::new(
                 CheckId::GpuNicPath,
                 sev,
                 Subject::Device(g.bdf),
                 format!(
-                    "GPU {}: best available NIC {nic_name} is {} ({}){shared}; NCCL will not use GPUDirect RDMA beyond PXB",
+                    "GPU {}: best NIC it can reach, {nic_name} ({}), is {} ({reason}){}; NCCL will not use GPUDirect RDMA beyond PXB",
                     g.bdf,
+                    gbps(speeds[ni]),
                     j.word(),
-                    p.reason
+                    if slow_closer.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; {}", slow_closer.join("; "))
+                    }
                 ),
                 if ctx.virtualized {
                     format!(
@@ -268,15 +370,35 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
                     .into_iter()
                     .take(1),
             )
-            .with_pairs([p.to_ref()]),
+            .with_pairs(pairs.get(gi).map(|p| p.to_ref())),
         );
     }
+    // NICs no GPU reaches at PIX/PXB.
     for (ni, n) in ctx.nics.iter().enumerate() {
+        if !rail[ni] {
+            findings.push(
+                Finding::new(
+                    CheckId::GpuNicPath,
+                    Severity::Info,
+                    ctx.named(&n.bdf),
+                    format!(
+                        "NIC {} ({}) is no rail: below {:.0} % of the node's fastest RDMA NIC ({}), so a management or storage adapter; no GPU is paired with it",
+                        ctx.name(&n.bdf),
+                        gbps(speeds[ni]),
+                        RAIL_FRACTION * 100.0,
+                        gbps(Some(fastest))
+                    ),
+                    "none; if it should carry GPU traffic, it needs the rails' speed",
+                )
+                .with_all(port_rate_evidence(n)),
+            );
+            continue;
+        }
         if judged.iter().any(|row| row[ni].local()) {
             continue;
         }
         let used = assignment.contains(&ni);
-        let needy = pairs.iter().position(|p| !p.local);
+        let needy = (0..ctx.gpus.len()).find(|&gi| !judged[gi][best_rail(gi)].local());
         // Unpaired while some GPU has no NIC within PXB: most likely that GPU's NIC in the
         // wrong slot.
         let (sev, tail) = match (used, needy) {
@@ -321,7 +443,78 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
             .with_all(path_evidence(topo, &n.bdf, &n.bdf).into_iter().take(1)),
         );
     }
+    findings.extend(sharing(ctx, &pairs, &assignment, &speeds));
     pairs
+}
+
+/// `nic-sharing`: one info finding per rail NIC the matching gives to more than one GPU, with
+/// the NIC's port speed and each GPU's share when all send at once. Sharing is bandwidth, not
+/// path: a GPU sharing a PIX/PXB NIC still uses GPUDirect RDMA.
+fn sharing(
+    ctx: &Ctx,
+    pairs: &[Pair],
+    assignment: &[usize],
+    speeds: &[Option<f64>],
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for (ni, n) in ctx.nics.iter().enumerate() {
+        let users: Vec<usize> = (0..assignment.len())
+            .filter(|&gi| assignment[gi] == ni)
+            .collect();
+        if users.len() < 2 {
+            continue;
+        }
+        let share = speeds[ni].map(|s| s / users.len() as f64);
+        let names: Vec<String> = users
+            .iter()
+            .map(|&gi| format!("{} ({})", ctx.gpus[gi].bdf, pairs[gi].label))
+            .collect();
+        out.push(
+            Finding::new(
+                CheckId::NicSharing,
+                Severity::Info,
+                ctx.named(&n.bdf),
+                format!(
+                    "NIC {} ({}) is shared by {} GPUs: {}{}",
+                    ctx.name(&n.bdf),
+                    gbps(speeds[ni]),
+                    users.len(),
+                    names.join(", "),
+                    match share {
+                        Some(s) => format!("; {s:.0} Gb/s each when all send at once"),
+                        None => String::new(),
+                    }
+                ),
+                if ctx.nics.len() < ctx.gpus.len() {
+                    "none: the node has fewer rail NICs than GPUs; for full per-GPU bandwidth add NICs behind the GPUs' switches".to_string()
+                } else {
+                    "none if intended; otherwise move a NIC next to the GPUs that share this one".to_string()
+                },
+            )
+            .with_all(port_rate_evidence(n))
+            .with_pairs(users.iter().map(|&gi| pairs[gi].to_ref())),
+        );
+    }
+    out
+}
+
+/// The port rates a NIC's speed was read from.
+fn port_rate_evidence(n: &Device) -> Vec<Evidence> {
+    n.os_devices
+        .iter()
+        .filter(|o| o.kind == crate::model::OsDeviceKind::Rdma)
+        .flat_map(|o| {
+            o.ports.iter().map(move |p| {
+                Evidence::new(
+                    format!("/sys/class/infiniband/{}/ports/{}/rate", o.name, p.port),
+                    p.rate_text
+                        .clone()
+                        .or(p.rate_gbps.map(|r| format!("{r} Gb/sec")))
+                        .unwrap_or_else(|| "(not read)".into()),
+                )
+            })
+        })
+        .collect()
 }
 
 /// The canonical sysfs paths of both endpoints (their `realpath`s show the tree).
