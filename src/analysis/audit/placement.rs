@@ -530,3 +530,246 @@ fn path_evidence(topo: &Topology, a: &Bdf, b: &Bdf) -> Vec<Evidence> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::audit::{AuditOptions, run};
+    use crate::analysis::pairing::NodeView;
+    use crate::analysis::testkit::TopoBuilder;
+    use crate::model::{OsDeviceKind, RdmaPort};
+
+    fn rate(t: &mut Topology, nic: &str, gbps: f64) {
+        let b: Bdf = nic.parse().unwrap();
+        let i = t.device_index(&b).unwrap();
+        for o in t.devices[i]
+            .os_devices
+            .iter_mut()
+            .filter(|o| o.kind == OsDeviceKind::Rdma)
+        {
+            o.ports = vec![RdmaPort {
+                port: 1,
+                state: Some((4, "ACTIVE".into())),
+                phys_state: Some((5, "LinkUp".into())),
+                rate_gbps: Some(gbps),
+                rate_text: Some(format!("{gbps} Gb/sec (4X)")),
+                link_layer: Some("Ethernet".into()),
+            }];
+        }
+    }
+
+    /// Two NUMA nodes. Node 0: a Broadcom switch (upstream 0000:11:00.0) with four AMD GPUs,
+    /// each behind its own internal AMD switch (a free internal downstream port on the first),
+    /// a 200 Gb/s NIC and one free Broadcom downstream port. Node 1: a 10 Gb/s NIC on its own
+    /// root port, optionally a second tree of four GPUs and a 200 Gb/s NIC (`second`).
+    fn node(second: bool) -> Topology {
+        let mut b = TopoBuilder::new(&["0-7", "8-15"]);
+        b.bridge("0000:10:01.0", None, Some(0));
+        b.switch(
+            "0000:10:01.0",
+            "0000:11:00.0",
+            &[
+                "0000:12:00.0",
+                "0000:12:01.0",
+                "0000:12:02.0",
+                "0000:12:03.0",
+                "0000:12:04.0",
+                "0000:12:05.0",
+            ],
+            Some(0),
+        );
+        for (k, dsp) in ["0000:12:00.0", "0000:12:01.0", "0000:12:02.0", "0000:12:03.0"]
+            .iter()
+            .enumerate()
+        {
+            let bus = 0x20 + 0x10 * k as u8;
+            let usp = format!("0000:{bus:02x}:00.0");
+            let ds = format!("0000:{:02x}:00.0", bus + 1);
+            let ds_free = format!("0000:{:02x}:01.0", bus + 1);
+            let gpu = format!("0000:{:02x}:00.0", bus + 2);
+            let mut dsps = vec![ds.as_str()];
+            if k == 0 {
+                dsps.push(ds_free.as_str());
+            }
+            b.switch(dsp, &usp, &dsps, Some(0));
+            b.ids(&usp, (0x1002, 0x14a0));
+            b.ids(&ds, (0x1002, 0x14a1));
+            if k == 0 {
+                b.ids(&ds_free, (0x1002, 0x14a1));
+            }
+            b.dev(&gpu, Some(&ds), 0x120000, (0x1002, 0x74a1), Some(0));
+        }
+        b.nic("0000:18:00.0", Some("0000:12:04.0"), Some(0), &["mlx5_0"]);
+        b.bridge("0000:80:01.0", None, Some(1));
+        b.nic("0000:81:00.0", Some("0000:80:01.0"), Some(1), &["mlx5_2"]);
+        if second {
+            b.bridge("0000:90:01.0", None, Some(1));
+            b.switch(
+                "0000:90:01.0",
+                "0000:91:00.0",
+                &["0000:92:00.0", "0000:92:01.0"],
+                Some(1),
+            );
+            b.gpu("0000:93:00.0", Some("0000:92:00.0"), Some(1));
+            b.nic("0000:94:00.0", Some("0000:92:01.0"), Some(1), &["mlx5_1"]);
+        }
+        let mut t = b.build();
+        rate(&mut t, "0000:18:00.0", 200.0);
+        rate(&mut t, "0000:81:00.0", 10.0);
+        if second {
+            rate(&mut t, "0000:94:00.0", 200.0);
+        }
+        t
+    }
+
+    #[test]
+    fn amd_instinct_internal_switches_are_recognised() {
+        let t = node(false);
+        let internal: Vec<&str> = t
+            .switches
+            .iter()
+            .filter(|s| is_internal_switch(&t, s))
+            .map(|s| s.id.as_str())
+            .collect();
+        assert_eq!(internal.len(), 4, "{:?}", t.switches);
+        let bcm = t.switch_of_port(&"0000:11:00.0".parse().unwrap()).unwrap();
+        assert!(!is_internal_switch(&t, bcm), "a Broadcom switch is board switching");
+        assert_eq!(
+            t.of_kind(DeviceKind::Gpu).count(),
+            4,
+            "AMD Instinct with class 0x1200 is a GPU"
+        );
+    }
+
+    /// ROCm/rccl#1185's shape: four GPUs share a 200 Gb/s NIC under their switch (PXB), a
+    /// 10 Gb/s NIC sits on the other socket. No path error, one sharing finding with the speed,
+    /// the 10 Gb/s NIC is no rail and no GPU is paired with it.
+    #[test]
+    fn sharing_a_close_nic_is_bandwidth_not_a_path_fault() {
+        let r = run(&node(false), &AuditOptions::default());
+        let path_errors: Vec<_> = r
+            .findings
+            .iter()
+            .filter(|f| f.id == CheckId::GpuNicPath && f.severity >= Severity::Warning)
+            .collect();
+        assert!(
+            r.findings
+                .iter()
+                .all(|f| f.id != CheckId::GpuNicPath || f.severity == Severity::Info),
+            "{path_errors:#?}"
+        );
+        assert_eq!(r.pairs.len(), 4);
+        assert!(r.pairs.iter().all(|p| p.rdma.as_deref() == Some("mlx5_0")));
+        assert!(r.pairs.iter().all(|p| p.local), "{:#?}", r.pairs);
+        let share: Vec<_> = r
+            .findings
+            .iter()
+            .filter(|f| f.id == CheckId::NicSharing)
+            .collect();
+        assert_eq!(share.len(), 1, "{:#?}", r.findings);
+        assert!(share[0].summary.contains("200 Gb/s"), "{}", share[0].summary);
+        assert!(share[0].summary.contains("shared by 4 GPUs"));
+        assert!(share[0].summary.contains("50 Gb/s each"));
+        assert_eq!(share[0].pairs.len(), 4);
+        let slow = r
+            .findings
+            .iter()
+            .find(|f| f.summary.contains("is no rail"))
+            .expect("the 10 Gb/s NIC is named as no rail");
+        assert_eq!(slow.severity, Severity::Info);
+        assert!(slow.summary.contains("mlx5_2"));
+        assert!(slow.summary.contains("10 Gb/s"));
+        assert!(slow.summary.contains("200 Gb/s"));
+        assert!(r.findings.iter().all(|f| !f.remedy.contains("0000:21:01.0")));
+    }
+
+    /// With an NVIDIA GPU beyond PXB from every rail, the remedy names the Broadcom switch's free
+    /// port, never the free port of an AMD GPU's internal switch, and never proposes moving the
+    /// slow NIC.
+    #[test]
+    fn remedy_never_proposes_an_internal_bridge_port() {
+        let mut t = node(true);
+        // Take the second tree's NIC away: GPU 0000:93:00.0 now reaches only mlx5_0 (SYS).
+        t.devices.retain(|d| d.bdf != "0000:94:00.0".parse().unwrap());
+        t.rebuild();
+        let r = run(&t, &AuditOptions::default());
+        let f = r
+            .findings
+            .iter()
+            .find(|f| f.id == CheckId::GpuNicPath && f.subject.to_string() == "0000:93:00.0")
+            .unwrap_or_else(|| panic!("{:#?}", r.findings));
+        assert_eq!(f.severity, Severity::Error);
+        assert!(f.summary.contains("best NIC it can reach"), "{}", f.summary);
+        assert!(!f.remedy.contains("mlx5_2"), "{}", f.remedy);
+        // An internal bridge's port is never proposed, for any GPU.
+        let far = r.findings.iter().filter(|f| f.id == CheckId::GpuNicPath);
+        for f in far {
+            assert!(!f.remedy.contains("0000:21:01.0"), "{}", f.remedy);
+        }
+        // The AMD GPUs' target: the Broadcom switch and its free port, above the internal one.
+        let amd: Device = t.device(&"0000:22:00.0".parse().unwrap()).unwrap().clone();
+        let cl = crate::analysis::classify::Classifier::new(&t, &Default::default());
+        let ctx = Ctx::new(&cl);
+        let s = target(&ctx, &amd);
+        assert!(s.contains("upstream port 0000:11:00.0"), "{s}");
+        assert!(s.contains("above its own internal bridge"), "{s}");
+        assert!(s.contains("0000:12:05.0"), "{s}");
+        assert!(!s.contains("0000:21:01.0"), "{s}");
+    }
+
+    /// A 10 Gb/s NIC as close as the 200 Gb/s one (same switch): bandwidth sharing alone would
+    /// hand it half the GPUs; as no rail it gets none.
+    #[test]
+    fn a_slow_nic_at_the_same_label_takes_no_gpu() {
+        let mut t = node(false);
+        let slow: Bdf = "0000:81:00.0".parse().unwrap();
+        let i = t.device_index(&slow).unwrap();
+        t.devices[i].parent = Some("0000:12:05.0".parse().unwrap());
+        t.devices[i].host_bridge = t.devices[0].host_bridge.clone();
+        t.devices[i].numa_node = Some(0);
+        let (devices, hbs, switches) = crate::sources::tree::infer_structure(
+            std::mem::take(&mut t.devices),
+            &t.numa_nodes,
+            &mut Vec::new(),
+        );
+        let mut t = Topology::new(
+            t.source.clone(),
+            t.machine.clone(),
+            t.numa_nodes.clone(),
+            hbs,
+            devices,
+            switches,
+            vec![],
+        );
+        t.rebuild();
+        let r = run(&t, &AuditOptions::default());
+        assert!(
+            r.pairs.iter().all(|p| p.rdma.as_deref() == Some("mlx5_0")),
+            "{:#?}",
+            r.pairs
+        );
+        let mut no_rail = NodeView::from_classifier(&crate::analysis::classify::Classifier::new(
+            &t,
+            &Default::default(),
+        ));
+        assert!(no_rail.cand.nics.iter().any(|n| !n.rail));
+        // Without the rail rule the matching would spread the GPUs over both NICs.
+        no_rail.cand.nics.iter_mut().for_each(|n| n.rail = true);
+        let spread = assign_nics(&no_rail.cand, &[0, 1, 2, 3]);
+        let distinct: std::collections::BTreeSet<_> = spread.iter().flatten().collect();
+        assert_eq!(distinct.len(), 2, "{spread:?}");
+    }
+
+    #[test]
+    fn rail_rule() {
+        assert_eq!(
+            rail_mask(&[Some(200.0), Some(200.0), Some(10.0)]),
+            [true, true, false]
+        );
+        assert_eq!(
+            rail_mask(&[Some(400.0), Some(200.0), Some(100.0), None]),
+            [true, true, false, true]
+        );
+        assert_eq!(rail_mask(&[None, None]), [true, true]);
+    }
+}
