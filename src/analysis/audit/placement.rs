@@ -179,6 +179,15 @@ pub fn target(ctx: &Ctx, gpu: &Device) -> String {
     s
 }
 
+/// Whether the CPU is an IBM POWER (`/proc/cpuinfo` `cpu`/`model name`, hwloc `CPUModel`
+/// `POWER9, altivec supported`), whose NVIDIA GPUs can attach to the CPU over NVLink.
+pub fn power_cpu(m: &crate::model::MachineInfo) -> bool {
+    m.cpu_model
+        .as_deref()
+        .is_some_and(|s| s.starts_with("POWER"))
+        || m.cpu_vendor.as_deref() == Some("IBM")
+}
+
 fn gbps(s: Option<f64>) -> String {
     match s {
         Some(g) => format!("{g} Gb/s"),
@@ -290,7 +299,10 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
             bi
         };
         let (n, j) = (ctx.nics[ni], &judged[gi][ni]);
-        let sev = if j.label == Label::Unknown {
+        // On POWER8/9 an NVIDIA GPU can reach the CPU over NVLink, a link no input here can
+        // represent: the PCIe label may not be the route NCCL takes.
+        let cpu_nvlink = power_cpu(&topo.machine) && g.vendor_id == Some(0x10de);
+        let sev = if j.label == Label::Unknown || cpu_nvlink {
             Severity::Unknown
         } else {
             far_sev
@@ -342,7 +354,7 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
                 sev,
                 Subject::Device(g.bdf),
                 format!(
-                    "GPU {}: best NIC it can reach, {nic_name} ({}), is {} ({reason}){}; NCCL will not use GPUDirect RDMA beyond PXB",
+                    "GPU {}: best NIC it can reach, {nic_name} ({}), is {} ({reason}){}; {}",
                     g.bdf,
                     gbps(speeds[ni]),
                     j.word(),
@@ -350,6 +362,11 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
                         String::new()
                     } else {
                         format!("; {}", slow_closer.join("; "))
+                    },
+                    if cpu_nvlink {
+                        "on this POWER CPU the GPU may reach the CPU over NVLink, which this input cannot show, so whether NCCL uses GPUDirect RDMA is unknown from the PCIe path alone"
+                    } else {
+                        "NCCL will not use GPUDirect RDMA beyond PXB"
                     }
                 ),
                 if ctx.virtualized {
@@ -578,9 +595,14 @@ mod tests {
             ],
             Some(0),
         );
-        for (k, dsp) in ["0000:12:00.0", "0000:12:01.0", "0000:12:02.0", "0000:12:03.0"]
-            .iter()
-            .enumerate()
+        for (k, dsp) in [
+            "0000:12:00.0",
+            "0000:12:01.0",
+            "0000:12:02.0",
+            "0000:12:03.0",
+        ]
+        .iter()
+        .enumerate()
         {
             let bus = 0x20 + 0x10 * k as u8;
             let usp = format!("0000:{bus:02x}:00.0");
@@ -633,7 +655,10 @@ mod tests {
             .collect();
         assert_eq!(internal.len(), 4, "{:?}", t.switches);
         let bcm = t.switch_of_port(&"0000:11:00.0".parse().unwrap()).unwrap();
-        assert!(!is_internal_switch(&t, bcm), "a Broadcom switch is board switching");
+        assert!(
+            !is_internal_switch(&t, bcm),
+            "a Broadcom switch is board switching"
+        );
         assert_eq!(
             t.of_kind(DeviceKind::Gpu).count(),
             4,
@@ -667,7 +692,11 @@ mod tests {
             .filter(|f| f.id == CheckId::NicSharing)
             .collect();
         assert_eq!(share.len(), 1, "{:#?}", r.findings);
-        assert!(share[0].summary.contains("200 Gb/s"), "{}", share[0].summary);
+        assert!(
+            share[0].summary.contains("200 Gb/s"),
+            "{}",
+            share[0].summary
+        );
         assert!(share[0].summary.contains("shared by 4 GPUs"));
         assert!(share[0].summary.contains("50 Gb/s each"));
         assert_eq!(share[0].pairs.len(), 4);
@@ -680,7 +709,11 @@ mod tests {
         assert!(slow.summary.contains("mlx5_2"));
         assert!(slow.summary.contains("10 Gb/s"));
         assert!(slow.summary.contains("200 Gb/s"));
-        assert!(r.findings.iter().all(|f| !f.remedy.contains("0000:21:01.0")));
+        assert!(
+            r.findings
+                .iter()
+                .all(|f| !f.remedy.contains("0000:21:01.0"))
+        );
     }
 
     /// With an NVIDIA GPU beyond PXB from every rail, the remedy names the Broadcom switch's free
@@ -690,7 +723,8 @@ mod tests {
     fn remedy_never_proposes_an_internal_bridge_port() {
         let mut t = node(true);
         // Take the second tree's NIC away: GPU 0000:93:00.0 now reaches only mlx5_0 (SYS).
-        t.devices.retain(|d| d.bdf != "0000:94:00.0".parse().unwrap());
+        t.devices
+            .retain(|d| d.bdf != "0000:94:00.0".parse().unwrap());
         t.rebuild();
         let r = run(&t, &AuditOptions::default());
         let f = r

@@ -40,10 +40,10 @@ pub struct Edge {
     /// The hop from a switch downstream port to its upstream port, or from a root port into
     /// its root complex: inside a chip, not a link.
     pub internal: bool,
-    /// In a virtual machine (hypervisor evidence), a link of a bridge or port, or one read from
-    /// the port above a device: the hypervisor emulates it (QEMU's root ports report 2.5 GT/s
-    /// x1), so its figures are not the physical path and `gbytes_per_s` is `None`. An endpoint's
-    /// own link (a passed-through GPU or NIC reports its physical link) is kept.
+    /// In a virtual machine (hypervisor evidence): the hypervisor emulates the guest's bridges
+    /// and the link fields it shows (QEMU's root ports report 2.5 GT/s x1; a passed-through
+    /// device's link status may be emulated too), so the figures are not the physical path and
+    /// `gbytes_per_s` is `None`; `link` keeps what the guest reads.
     pub emulated: bool,
 }
 
@@ -628,7 +628,7 @@ impl<'t> Paths<'t> {
         let Some(l) = own.or(parent_link.filter(|l| l.any())) else {
             return none;
         };
-        if !t.machine.hypervisor.is_empty() && (c.kind.is_bridge() || own.is_none()) {
+        if !t.machine.hypervisor.is_empty() {
             return Edge {
                 link: Some(l),
                 emulated: true,
