@@ -397,7 +397,7 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
                 Finding::new(
                     CheckId::GpuNicPath,
                     Severity::Info,
-                    ctx.named(&n.bdf),
+                    nic_subject(n),
                     format!(
                         "NIC {} ({}) is no rail: below {:.0} % of the node's fastest RDMA NIC ({}), so a management or storage adapter; no GPU is paired with it",
                         ctx.name(&n.bdf),
@@ -447,10 +447,7 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
             Finding::new(
                 CheckId::GpuNicPath,
                 sev,
-                n.rdma_names()
-                    .next()
-                    .map(|r| Subject::RdmaDevice(r.to_string()))
-                    .unwrap_or(Subject::Device(n.bdf)),
+                nic_subject(n),
                 format!(
                     "NIC {} is not at PIX/PXB from any GPU{tail}",
                     ctx.name(&n.bdf)
@@ -490,7 +487,7 @@ fn sharing(
             Finding::new(
                 CheckId::NicSharing,
                 Severity::Info,
-                ctx.named(&n.bdf),
+                nic_subject(n),
                 format!(
                     "NIC {} ({}) is shared by {} GPUs: {}{}",
                     ctx.name(&n.bdf),
@@ -513,6 +510,14 @@ fn sharing(
         );
     }
     out
+}
+
+/// How NIC-level path and sharing findings name a NIC: its first RDMA device (`mlx5_0`).
+fn nic_subject(n: &Device) -> Subject {
+    n.rdma_names()
+        .next()
+        .map(|r| Subject::RdmaDevice(r.to_string()))
+        .unwrap_or(Subject::Device(n.bdf))
 }
 
 /// The port rates a NIC's speed was read from.
