@@ -330,7 +330,7 @@ fn sharing_a_close_nic_is_no_path_error_and_the_slow_nic_no_rail() {
     assert_eq!(share.len(), 2, "{share:#?}");
     for f in &share {
         assert!(
-            f.summary.contains("(200 Gb/s) is shared by 4 GPUs"),
+            f.summary.contains("at 200 Gb/s is shared by 4 GPUs"),
             "{}",
             f.summary
         );

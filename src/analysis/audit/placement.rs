@@ -311,7 +311,7 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
             .filter(|&k| !rail[k] && judged[gi][k].label < j.label)
             .map(|k| {
                 format!(
-                    "{} ({}, {}) is closer but no rail",
+                    "{} is closer ({}) but at {} no rail",
                     ctx.name(&ctx.nics[k].bdf),
                     judged[gi][k].word(),
                     gbps(speeds[k])
@@ -354,7 +354,7 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
                 sev,
                 Subject::Device(g.bdf),
                 format!(
-                    "GPU {}: best NIC it can reach, {nic_name} ({}), is {} ({reason}){}; {}",
+                    "GPU {}: best NIC it can reach, {nic_name} at {}, is {} ({reason}){}; {}",
                     g.bdf,
                     gbps(speeds[ni]),
                     j.word(),
@@ -399,7 +399,7 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
                     Severity::Info,
                     nic_subject(n),
                     format!(
-                        "NIC {} ({}) is no rail: below {:.0} % of the node's fastest RDMA NIC ({}), so a management or storage adapter; no GPU is paired with it",
+                        "NIC {} at {} is no rail: below {:.0} % of the node's fastest RDMA NIC ({}), so a management or storage adapter; no GPU is paired with it",
                         ctx.name(&n.bdf),
                         gbps(speeds[ni]),
                         RAIL_FRACTION * 100.0,
@@ -489,7 +489,7 @@ fn sharing(
                 Severity::Info,
                 nic_subject(n),
                 format!(
-                    "NIC {} ({}) is shared by {} GPUs: {}{}",
+                    "NIC {} at {} is shared by {} GPUs: {}{}",
                     ctx.name(&n.bdf),
                     gbps(speeds[ni]),
                     users.len(),
