@@ -311,6 +311,11 @@ fn sharing_a_close_nic_is_no_path_error_and_the_slow_nic_no_rail() {
     let p = write_tmp(&dir, "rccl-1185.xml", &rccl_1185_shape());
     let t = load_host(&p, None).unwrap();
     assert_eq!(t.of_kind(DeviceKind::Gpu).count(), 8, "Hygon DCUs are GPUs");
+    assert!(
+        t.warnings.is_empty(),
+        "RCCL's version 2 is read as is: {:#?}",
+        t.warnings
+    );
     let r = audit::run(&t, &AuditOptions::default());
     let bad: Vec<_> = r
         .findings

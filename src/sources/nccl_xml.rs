@@ -402,11 +402,12 @@ pub fn discover_host(doc: &Doc, source: SourceInfo, host: Option<&str>) -> Resul
         any_gpu_element: false,
     };
     match root.attr("version") {
-        Some("1") => {}
+        // RCCL's dumps (ROCm/rccl#1185) write version 2 with the same elements.
+        Some("1") | Some("2") => {}
         v => ctx.warnings.push(Warning {
             path: format!("line {} <system>", root.line),
             message: format!(
-                "{}; NCCL writes version 1; read with the version 1 rules",
+                "{}; NCCL writes version 1 and RCCL version 2; read with the version 1 rules",
                 match v {
                     Some(v) => format!("system version {v:?}"),
                     None => "no system version".to_string(),
