@@ -312,7 +312,7 @@ fn sharing_a_close_nic_is_no_path_error_and_the_slow_nic_no_rail() {
     let t = load_host(&p, None).unwrap();
     assert_eq!(t.of_kind(DeviceKind::Gpu).count(), 8, "Hygon DCUs are GPUs");
     assert!(
-        t.warnings.is_empty(),
+        t.warnings.iter().all(|w| !w.message.contains("version")),
         "RCCL's version 2 is read as is: {:#?}",
         t.warnings
     );
