@@ -38,6 +38,10 @@ struct InputArgs {
     /// names the hosts and the one shown.
     #[arg(long, value_name = "NAME|INDEX")]
     host: Option<String>,
+    /// JSON printed by NVIDIA's `rdma_topo topology -j`: pairs ConnectX-8 Data Direct DMA
+    /// functions with their NICs and GPUs where the scan cannot (VPD needs root).
+    #[arg(long, value_name = "FILE")]
+    rdma_topo: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -129,6 +133,7 @@ fn load(i: &InputArgs) -> Result<peerpath::model::Topology> {
         &LoadOptions {
             pci_ids: i.pci_ids.clone(),
             host: i.host.clone(),
+            rdma_topo: i.rdma_topo.clone(),
             ..Default::default()
         },
     )?;

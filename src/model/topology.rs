@@ -212,6 +212,16 @@ pub struct Warning {
     pub message: String,
 }
 
+/// The output of `rdma_topo topology -j` (linux-rdma/rdma-core `kernel-boot/rdma_topo`) read as
+/// evidence: which NIC functions, DMA functions and GPUs rdma_topo grouped into complexes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RdmaTopoEvidence {
+    /// The file it was read from.
+    pub path: String,
+    /// Its complexes, in file order.
+    pub complexes: Vec<crate::parse::rdma_topo::Complex>,
+}
+
 /// A node of the topology graph.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GraphNode {
@@ -254,6 +264,9 @@ pub struct Topology {
     /// (`None`: one machine, unnamed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_scope: Option<HostScope>,
+    /// NVIDIA rdma_topo's complexes, when its JSON was given (`--rdma-topo`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rdma_topo: Option<RdmaTopoEvidence>,
     #[serde(skip)]
     index: HashMap<Bdf, usize>,
     #[serde(skip)]
@@ -287,6 +300,7 @@ impl Topology {
             nvlink_visible: false,
             warnings,
             host_scope: None,
+            rdma_topo: None,
             index: HashMap::new(),
             graph: DiGraph::new(),
             device_nodes: Vec::new(),

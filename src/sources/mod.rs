@@ -7,6 +7,8 @@
 //! are folded in after assembly, as hwloc's NVML plugin annotates its topology.
 
 pub mod assemble;
+pub mod c2c;
+pub mod datadirect;
 pub mod ethtool;
 pub mod fsroot;
 pub mod hwloc_xml;
@@ -94,12 +96,15 @@ pub struct LoadOptions {
     /// `--host NAME|INDEX`: which host of an input holding several (an NCCL XML fused across
     /// hosts) to read; `None`: the first. An input of one host accepts `0` and its own name.
     pub host: Option<String>,
+    /// `--rdma-topo FILE`: the JSON of NVIDIA's `rdma_topo topology -j`, folded in as evidence
+    /// ([`datadirect::apply_rdma_topo`]).
+    pub rdma_topo: Option<PathBuf>,
 }
 
-/// Loads a topology from `--input` (`None`: the live machine at `/`), for the host
-/// [`LoadOptions::host`] names.
+/// Loads a topology from `--input` (`None`: the live machine at `/`) for the host
+/// [`LoadOptions::host`] names, then folds in rdma_topo's JSON when `--rdma-topo` names one.
 pub fn load(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
-    let topo = load_any(input, opts)?;
+    let mut topo = load_input(input, opts)?;
     if let Some(want) = opts.host.as_deref()
         && topo.source.kind != "nccl-xml"
     {
@@ -119,10 +124,17 @@ pub fn load(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
             );
         }
     }
+    if let Some(p) = &opts.rdma_topo {
+        let shown = p.display().to_string();
+        let bytes = std::fs::read(p).with_context(|| format!("cannot read {shown}"))?;
+        let complexes =
+            crate::parse::rdma_topo::parse(&bytes).map_err(|r| anyhow::anyhow!("{shown}: {r}"))?;
+        datadirect::apply_rdma_topo(&mut topo, &shown, complexes);
+    }
     Ok(topo)
 }
 
-fn load_any(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
+fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
     let scan_opts = sysfs::ScanOptions {
         pci_ids: if opts.skip_names {
             None

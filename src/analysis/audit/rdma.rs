@@ -162,7 +162,13 @@ pub fn nic_port_down(ctx: &Ctx) -> Vec<Finding> {
                     }
                     _ => {}
                 }
-                // PCIe capacity of the NIC's link (capability shared by both ends) vs port rate.
+                // PCIe capacity of the NIC's link (capability shared by both ends) vs port rate;
+                // a Data Direct NIC moves its data over its DMA function's link.
+                let n = n
+                    .data_direct
+                    .as_ref()
+                    .and_then(|dd| ctx.topo.device(&dd.dma))
+                    .unwrap_or(n);
                 let parent = n
                     .parent
                     .and_then(|p| ctx.topo.device(&p))
