@@ -33,6 +33,11 @@ struct InputArgs {
     /// PCI ID database for device names (default: $PCI_IDS, then the system's pci.ids).
     #[arg(long, value_name = "FILE")]
     pci_ids: Option<PathBuf>,
+    /// Which host of an input holding several (NCCL XML fused across hosts, one per
+    /// host_hash): its index in input order or its host_hash. Default: the first; every output
+    /// names the hosts and the one shown.
+    #[arg(long, value_name = "NAME|INDEX")]
+    host: Option<String>,
     /// JSON printed by NVIDIA's `rdma_topo topology -j`: pairs ConnectX-8 Data Direct DMA
     /// functions with their NICs and GPUs where the scan cannot (VPD needs root).
     #[arg(long, value_name = "FILE")]
@@ -135,14 +140,20 @@ enum Command {
 }
 
 fn load(i: &InputArgs) -> Result<peerpath::model::Topology> {
-    sources::load(
+    let topo = sources::load(
         i.input.as_deref(),
         &LoadOptions {
             pci_ids: i.pci_ids.clone(),
+            host: i.host.clone(),
             rdma_topo: i.rdma_topo.clone(),
             ..Default::default()
         },
-    )
+    )?;
+    // A multi-host input is never narrowed silently, whatever the output format.
+    if let Some(s) = topo.host_scope.as_ref().filter(|s| s.hosts.len() > 1) {
+        eprintln!("peerpath: note: {}", s.line());
+    }
+    Ok(topo)
 }
 
 fn run(cli: Cli) -> Result<u8> {

@@ -157,10 +157,11 @@ fn misplaced_nic_is_a_move_of_nic3_only() {
     let g3 = d.labels.iter().find(|l| l.pair == "GPU3 NIC3").unwrap();
     assert_eq!((g3.a.as_str(), g3.b.as_str()), ("PIX", "SYS"));
     assert!(d.findings_vanished.is_empty());
+    // GPU3 now shares GPU0's NIC (nic-sharing, info): a consequence of the move too.
     assert!(
-        d.findings_appeared
-            .iter()
-            .all(|f| f.subject == "GPU3" || f.subject == "mlx5_3"),
+        d.findings_appeared.iter().all(|f| f.subject == "GPU3"
+            || f.subject == "mlx5_3"
+            || (f.id == "nic-sharing" && f.subject == "mlx5_0")),
         "{:?}",
         d.findings_appeared
     );

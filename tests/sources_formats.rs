@@ -646,8 +646,8 @@ fn truncated_and_corrupted_xml_never_panics() {
     }
 }
 
-/// NVML OS devices without an NVLinkBandwidth matrix: NVML was asked and saw no NVLink.
-/// CUDA-only (no nvml OS device): unknown.
+/// NVML OS devices without an NVLinkBandwidth matrix prove nothing (LLNL Lassen's NVLink
+/// V100s are written so): NVLink unknown, and a limitation says why. CUDA-only: unknown.
 #[test]
 fn hwloc_nvlink_visibility_follows_the_nvml_plugin() {
     let tmp = tempfile::tempdir().unwrap();
@@ -658,7 +658,14 @@ fn hwloc_nvlink_visibility_follows_the_nvml_plugin() {
     let without = format!("{}{}", &text[..start], &text[end..]);
     std::fs::write(&p, &without).unwrap();
     let t = load(&p);
-    assert!(t.nvlink_visible && t.nvlinks.is_empty());
+    assert!(!t.nvlink_visible && t.nvlinks.is_empty());
+    assert!(
+        t.source
+            .limitations
+            .iter()
+            .any(|l| l == peerpath::sources::hwloc_xml::NVLINK_NOT_RECORDED)
+    );
+    assert!(load(&fixtures().join("hwloc/v2/power8gpudistances.xml")).nvlink_visible);
     let no_nvml = without
         .replace("name=\"nvml", "name=\"xnvml")
         .replace("\"NVML\"", "\"XNVML\"");

@@ -177,6 +177,8 @@ impl NodeView {
         let findings = report
             .findings
             .iter()
+            // What an input format cannot show describes the file, not the node.
+            .filter(|f| f.id != audit::CheckId::InputLimits)
             .map(|f| RoleFinding {
                 id: f.id.to_string(),
                 severity: f.severity.as_str().to_string(),

@@ -2,13 +2,15 @@
 //!
 //! Data: the GPU and NIC endpoints and their pair labels and bottlenecks from
 //! [`crate::analysis::classify`] over the [`crate::analysis::paths`] model (summaries only: no
-//! words are produced here). [`NodeView`] holds the tables; [`assign_nics`] is the matching
-//! every command that pairs GPUs with NICs uses (place for its ranks, rails and the audit for
-//! every GPU): a min-cost assignment (Kuhn–Munkres) where each GPU's cost is,
-//! lexicographically, its path label to the NIC, then the bandwidth it would get (the path
-//! bottleneck divided by the GPUs sharing that NIC), then how many already share it. A NIC is
-//! therefore shared only when every unshared NIC has a worse label; with fewer NICs than GPUs,
-//! sharing is spread evenly.
+//! words are produced here), and each NIC's port speed (RDMA port `rate`, NCCL XML `speed`,
+//! netdev `speed`). [`NodeView`] holds the tables; [`assign_nics`] is the matching every
+//! command that pairs GPUs with NICs uses (place for its ranks, rails and the audit for every
+//! GPU): a min-cost assignment (Kuhn–Munkres) where each GPU's cost is, lexicographically, its
+//! path label to the NIC, then the bandwidth it would get (the path bottleneck divided by the
+//! GPUs sharing that NIC), then how many already share it. A NIC is therefore shared only when
+//! every unshared NIC has a worse label; with fewer NICs than GPUs, sharing is spread evenly.
+//! Only rails are offered: a NIC slower than half the node's fastest ([`rail_mask`]) is a
+//! management or storage adapter and never carries a GPU's traffic.
 
 use super::audit;
 use super::classify::{Classifier, ClassifyOptions, Endpoint, Label, Matrix, PairSummary};
@@ -34,6 +36,55 @@ pub struct NicCand {
     pub name: String,
     /// NUMA node, when known.
     pub numa_node: Option<u32>,
+    /// Its fastest port that is not known to be down, in Gb/s ([`nic_speed_gbps`]).
+    pub speed_gbps: Option<f64>,
+    /// Whether it is a rail: GPUs are paired only with rails ([`rail_mask`]).
+    pub rail: bool,
+}
+
+/// A NIC slower than this fraction of the node's fastest RDMA NIC is no rail: a management,
+/// storage or in-band adapter (a 10 Gb/s port next to 200 Gb/s rails, 100 Gb/s next to 400).
+pub const RAIL_FRACTION: f64 = 0.5;
+
+/// Whether a port is known to be down (`state` not ACTIVE/ARMED or `phys_state` not LinkUp).
+fn port_down(p: &crate::model::RdmaPort) -> bool {
+    p.state.as_ref().is_some_and(|(n, _)| *n != 4 && *n != 5)
+        || p.phys_state.as_ref().is_some_and(|(n, _)| *n != 5)
+}
+
+/// A NIC's fastest port in Gb/s among ports not known to be down: the RDMA ports' `rate`
+/// (`/sys/class/infiniband/<dev>/ports/<p>/rate`, NCCL XML `net speed`), else its netdevs'
+/// `speed` (`/sys/class/net/<if>/speed`, Mb/s). `None` when no rate was read.
+pub fn nic_speed_gbps(d: &crate::model::Device) -> Option<f64> {
+    use crate::model::OsDeviceKind;
+    let rdma = d
+        .os_devices
+        .iter()
+        .filter(|o| o.kind == OsDeviceKind::Rdma)
+        .flat_map(|o| o.ports.iter())
+        .filter(|p| !port_down(p))
+        .filter_map(|p| p.rate_gbps)
+        .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.max(r))));
+    rdma.or_else(|| {
+        d.os_devices
+            .iter()
+            .filter(|o| o.kind == OsDeviceKind::Net && o.operstate.as_deref() != Some("down"))
+            .filter_map(|o| o.speed_mbps)
+            .filter(|&s| s > 0)
+            .map(|s| s as f64 / 1000.0)
+            .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.max(r))))
+    })
+}
+
+/// The rail rule, over NIC speeds: a NIC is a rail unless its speed is known and below
+/// [`RAIL_FRACTION`] of the fastest known speed. A NIC of unknown speed is a rail (its speed
+/// is not evidence against it).
+pub fn rail_mask(speeds: &[Option<f64>]) -> Vec<bool> {
+    let fastest = speeds.iter().flatten().fold(0.0f64, |m, &s| m.max(s));
+    speeds
+        .iter()
+        .map(|s| s.is_none_or(|s| fastest <= 0.0 || s >= fastest * RAIL_FRACTION))
+        .collect()
 }
 
 /// One GPU–GPU or GPU–NIC relation as the chooser sees it.
@@ -117,18 +168,22 @@ const W_BW: i64 = 1_000;
 const BW_CEIL_MBPS: i64 = 999_999;
 
 /// Assigns a NIC to each chosen GPU (by index into `c.nics`), by the rules in the module doc.
-/// Returns, per rank, the NIC index (`None` when there is no NIC at all) and how many ranks
-/// share it.
+/// Only rails are offered ([`NicCand::rail`]; every NIC when none is). Returns, per rank, the
+/// NIC index (`None` when there is no NIC at all).
 pub fn assign_nics(c: &Candidates, gpus: &[usize]) -> Vec<Option<usize>> {
     let r = gpus.len();
-    let k = c.nics.len();
+    let mut offered: Vec<usize> = (0..c.nics.len()).filter(|&k| c.nics[k].rail).collect();
+    if offered.is_empty() {
+        offered = (0..c.nics.len()).collect();
+    }
+    let k = offered.len();
     if r == 0 || k == 0 {
         return vec![None; r];
     }
     // Columns: NIC k, slot s (s-th rank on that NIC).
     let cols = k * r;
     let weights = pathfinding::matrix::Matrix::from_fn(r, cols, |(row, col)| {
-        let nic = col / r;
+        let nic = offered[col / r];
         let slot = col % r;
         let p = &c.gn[gpus[row]][nic];
         let rank = pair_rank(p) as i64;
@@ -141,7 +196,10 @@ pub fn assign_nics(c: &Candidates, gpus: &[usize]) -> Vec<Option<usize>> {
         rank * W_LABEL + (BW_CEIL_MBPS - bw_mbps) * W_BW + slot as i64
     });
     let (_, assignment) = pathfinding::kuhn_munkres::kuhn_munkres_min(&weights);
-    assignment.into_iter().map(|col| Some(col / r)).collect()
+    assignment
+        .into_iter()
+        .map(|col| Some(offered[col / r]))
+        .collect()
 }
 
 /// The node's GPUs and rank-eligible NICs with the chooser's tables, built from the
@@ -208,13 +266,22 @@ impl NodeView {
                     numa_node: g.numa_node,
                 })
                 .collect(),
-            nics: nics
-                .iter()
-                .map(|n| NicCand {
-                    name: nic_name(n),
-                    numa_node: n.numa_node,
-                })
-                .collect(),
+            nics: {
+                let speeds: Vec<Option<f64>> = nics
+                    .iter()
+                    .map(|n| t.device(&n.bdf).and_then(nic_speed_gbps))
+                    .collect();
+                let rails = rail_mask(&speeds);
+                nics.iter()
+                    .zip(speeds.iter().zip(rails))
+                    .map(|(n, (&speed_gbps, rail))| NicCand {
+                        name: nic_name(n),
+                        numa_node: n.numa_node,
+                        speed_gbps,
+                        rail,
+                    })
+                    .collect()
+            },
             gg,
             gn,
             nvlink_visible: t.nvlink_visible,
@@ -239,16 +306,21 @@ pub fn nic_name(n: &Endpoint) -> String {
 }
 
 /// Rails: one NIC per GPU, none shared (rail k of a rail-optimised node = the NIC GPU k owns),
-/// by a min-cost assignment on path label, then bandwidth. With fewer NICs than GPUs there
-/// are not enough rails: the GPUs get [`assign_nics`]'s shared pairing instead.
+/// by a min-cost assignment on path label, then bandwidth, over rail NICs only
+/// ([`NicCand::rail`]). With fewer rails than GPUs the GPUs get [`assign_nics`]'s shared
+/// pairing instead.
 pub fn assign_rails(c: &Candidates, gpus: &[usize]) -> Vec<Option<usize>> {
     let r = gpus.len();
-    let k = c.nics.len();
+    let mut offered: Vec<usize> = (0..c.nics.len()).filter(|&k| c.nics[k].rail).collect();
+    if offered.is_empty() {
+        offered = (0..c.nics.len()).collect();
+    }
+    let k = offered.len();
     if r == 0 || k < r {
         return assign_nics(c, gpus);
     }
-    let weights = pathfinding::matrix::Matrix::from_fn(r, k, |(row, nic)| {
-        let p = &c.gn[gpus[row]][nic];
+    let weights = pathfinding::matrix::Matrix::from_fn(r, k, |(row, col)| {
+        let p = &c.gn[gpus[row]][offered[col]];
         let bw_mbps = p
             .as_ref()
             .and_then(|p| p.bottleneck_gbps)
@@ -258,7 +330,10 @@ pub fn assign_rails(c: &Candidates, gpus: &[usize]) -> Vec<Option<usize>> {
         pair_rank(p) as i64 * W_LABEL + (BW_CEIL_MBPS - bw_mbps) * W_BW
     });
     let (_, assignment) = pathfinding::kuhn_munkres::kuhn_munkres_min(&weights);
-    assignment.into_iter().map(Some).collect()
+    assignment
+        .into_iter()
+        .map(|col| Some(offered[col]))
+        .collect()
 }
 
 impl NodeView {

@@ -618,6 +618,8 @@ mod tests {
             .map(|i| NicCand {
                 name: format!("mlx5_{i}"),
                 numa_node: Some(i / 2),
+                speed_gbps: None,
+                rail: true,
             })
             .collect();
         let mut gg = vec![vec![None; 4]; 4];

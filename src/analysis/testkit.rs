@@ -74,7 +74,7 @@ impl TopoBuilder {
         d.class = class;
         d.vendor_id = Some(ids.0);
         d.device_id = Some(ids.1);
-        d.kind = kind_from_class(class, Some(ids.0));
+        d.kind = kind_from_class(class, Some(ids.0), Some(ids.1));
         d.numa_node = numa;
         d.link = Some(LinkInfo {
             current_gts: Some(16.0),

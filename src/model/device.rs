@@ -61,16 +61,49 @@ impl DeviceKind {
     }
 }
 
-/// PCI vendors whose display-class functions are GPUs.
-pub const GPU_VENDORS: [u16; 3] = [0x10de, 0x1002, 0x8086];
+/// PCI vendors whose display-class (0x03xx) functions are GPUs: NVIDIA, AMD, Intel and Hygon
+/// (DCU compute GPUs, e.g. `1d94:55b7`, class 0x0380). Display functions of other vendors
+/// (ASPEED and Matrox BMC VGA) are [`DeviceKind::Other`].
+pub const GPU_VENDORS: [u16; 4] = [0x10de, 0x1002, 0x8086, 0x1d94];
 
-/// Kind from class code and vendor alone (bridges are refined later from the tree and config).
-pub fn kind_from_class(class: u32, vendor: Option<u16>) -> DeviceKind {
+/// Vendors whose processing accelerators (class 0x12xx) are GPUs: AMD (Instinct MI300 series
+/// report 0x1200) and Hygon (DCU).
+pub const GPU_VENDORS_PROCESSING: [u16; 2] = [0x1002, 0x1d94];
+
+/// Vendors whose processing accelerators (class 0x12xx) are compute accelerators with device
+/// memory a NIC can reach: Habana/Intel Gaudi (`1da3`), Huawei Ascend (`19e5`), Baidu Kunlun
+/// (`1d22`).
+pub const ACCELERATOR_VENDORS: [u16; 3] = [0x1da3, 0x19e5, 0x1d22];
+
+/// Whether a function is a compute co-processor (class 0x0b40) a NIC can write into: NEC
+/// SX-Aurora Vector Engines (`1bcf:001c`) and Intel Xeon Phi (`8086:2250`–`225e`, reachable by
+/// InfiniBand through MPSS CCL-Direct). Other co-processors — Intel QuickAssist (`4940`, `4942`,
+/// `4944`, `37c8`) and Dynamic Load Balancer (`2710`, `2714`) on the CPU die — offload crypto,
+/// compression and queueing and are no endpoint of a GPUDirect path.
+pub fn is_compute_coprocessor(vendor: Option<u16>, device: Option<u16>) -> bool {
+    match (vendor, device) {
+        (Some(0x1bcf), Some(0x001c)) => true,
+        (Some(0x8086), Some(d)) => (0x2250..=0x225e).contains(&d),
+        _ => false,
+    }
+}
+
+/// Kind from class code, vendor and device ID alone (bridges are refined later from the tree
+/// and config). The accelerator rule (docs/sources.md, "What counts as a GPU or accelerator"):
+/// display class from a [`GPU_VENDORS`] vendor, or processing accelerator from a
+/// [`GPU_VENDORS_PROCESSING`] vendor, is a GPU; a processing accelerator from an
+/// [`ACCELERATOR_VENDORS`] vendor, or a co-processor that [`is_compute_coprocessor`], is an
+/// accelerator; every other 0x12xx / 0x0b40 function (QAT, DLB, NPUs of client CPUs, FPGAs) is
+/// [`DeviceKind::Other`].
+pub fn kind_from_class(class: u32, vendor: Option<u16>, device: Option<u16>) -> DeviceKind {
     let base = class >> 16;
     let sub = (class >> 8) & 0xff;
+    let from = |list: &[u16]| vendor.is_some_and(|v| list.contains(&v));
     match (base, sub) {
-        (0x03, _) if vendor.is_some_and(|v| GPU_VENDORS.contains(&v)) => DeviceKind::Gpu,
-        (0x12, _) | (0x0b, 0x40) => DeviceKind::Accelerator,
+        (0x03, _) if from(&GPU_VENDORS) => DeviceKind::Gpu,
+        (0x12, _) if from(&GPU_VENDORS_PROCESSING) => DeviceKind::Gpu,
+        (0x12, _) if from(&ACCELERATOR_VENDORS) => DeviceKind::Accelerator,
+        (0x0b, 0x40) if is_compute_coprocessor(vendor, device) => DeviceKind::Accelerator,
         (0x02, _) | (0x0c, 0x06) => DeviceKind::Nic,
         (0x01, 0x08) => DeviceKind::Nvme,
         (0x06, 0x04) | (0x06, 0x09) => DeviceKind::Bridge,
@@ -161,6 +194,11 @@ pub struct OsDevice {
     /// Netdev speed in Mb/s (`speed`), netdevs only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speed_mbps: Option<u64>,
+    /// The fastest link mode the netdev supports, in Mb/s: the port's SKU speed (`ethtool
+    /// <if>` "Supported link modes", read with `ETHTOOL_GLINKSETTINGS` on the live machine
+    /// only; `None` in snapshots and XML, or when the driver reports no speed modes, as IPoIB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_modes_max_mbps: Option<u64>,
     /// Free-form facts (`fw_ver`, `model`, the NVIDIA `information` lines).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attrs: Vec<(String, String)>,
@@ -175,6 +213,7 @@ impl OsDevice {
             ports: Vec::new(),
             operstate: None,
             speed_mbps: None,
+            link_modes_max_mbps: None,
             attrs: Vec::new(),
         }
     }
@@ -383,19 +422,48 @@ mod tests {
 
     #[test]
     fn kinds() {
-        assert_eq!(kind_from_class(0x030200, Some(0x10de)), DeviceKind::Gpu);
-        assert_eq!(kind_from_class(0x030000, Some(0x1a03)), DeviceKind::Other);
-        assert_eq!(kind_from_class(0x020700, Some(0x15b3)), DeviceKind::Nic);
-        assert_eq!(kind_from_class(0x0c0600, Some(0x1077)), DeviceKind::Nic);
+        let k = |c, v, d| kind_from_class(c, Some(v), Some(d));
+        assert_eq!(k(0x030200, 0x10de, 0x2330), DeviceKind::Gpu);
         assert_eq!(
-            kind_from_class(0x0b4000, Some(0x1bcf)),
-            DeviceKind::Accelerator
+            k(0x030000, 0x1a03, 0x2000),
+            DeviceKind::Other,
+            "ASPEED BMC VGA"
+        );
+        assert_eq!(k(0x020700, 0x15b3, 0x1021), DeviceKind::Nic);
+        assert_eq!(k(0x0c0600, 0x1077, 0x7322), DeviceKind::Nic);
+        assert_eq!(
+            k(0x0b4000, 0x1bcf, 0x001c),
+            DeviceKind::Accelerator,
+            "NEC VE"
         );
         assert_eq!(
-            kind_from_class(0x120000, Some(0x1da3)),
-            DeviceKind::Accelerator
+            k(0x0b4000, 0x8086, 0x225c),
+            DeviceKind::Accelerator,
+            "Xeon Phi"
         );
-        assert_eq!(kind_from_class(0x010802, Some(0x8086)), DeviceKind::Nvme);
-        assert_eq!(kind_from_class(0x060400, Some(0x10b5)), DeviceKind::Bridge);
+        assert_eq!(
+            k(0x120000, 0x1da3, 0x1020),
+            DeviceKind::Accelerator,
+            "Gaudi2"
+        );
+        assert_eq!(k(0x010802, 0x8086, 0x0a54), DeviceKind::Nvme);
+        assert_eq!(k(0x060400, 0x10b5, 0x8796), DeviceKind::Bridge);
+        // AMD Instinct: MI250 (display class) and MI300X (processing accelerator).
+        assert_eq!(k(0x038000, 0x1002, 0x740c), DeviceKind::Gpu);
+        assert_eq!(k(0x120000, 0x1002, 0x74a1), DeviceKind::Gpu);
+        // Hygon DCU (ROCm/rccl#1185).
+        assert_eq!(k(0x038000, 0x1d94, 0x55b7), DeviceKind::Gpu);
+        // On-die offload engines of Sapphire Rapids: QAT and DLB are no accelerators.
+        assert_eq!(k(0x0b4000, 0x8086, 0x4940), DeviceKind::Other, "QAT");
+        assert_eq!(k(0x0b4000, 0x8086, 0x2710), DeviceKind::Other, "DLB");
+        assert_eq!(k(0x0b4000, 0x8086, 0x37c8), DeviceKind::Other, "C62x QAT");
+        // Client NPU (Meteor Lake) and an unknown vendor's processing accelerator.
+        assert_eq!(k(0x120000, 0x8086, 0x7d1d), DeviceKind::Other);
+        assert_eq!(k(0x120000, 0x17cb, 0xa100), DeviceKind::Other);
+        assert_eq!(
+            kind_from_class(0x0b4000, Some(0x8086), None),
+            DeviceKind::Other,
+            "device unknown: not claimed"
+        );
     }
 }

@@ -17,5 +17,6 @@ pub use device::{
 };
 pub use fact::Fact;
 pub use topology::{
-    HostBridge, MachineInfo, NumaNode, NvLink, SourceInfo, Switch, Topology, Warning,
+    HostBridge, HostInfo, HostScope, MachineInfo, NumaNode, NvLink, SourceInfo, Switch, Topology,
+    Warning,
 };

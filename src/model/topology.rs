@@ -23,6 +23,76 @@ pub struct SourceInfo {
     pub limitations: Vec<String>,
 }
 
+/// One host of an input that describes several (an NCCL topology XML fused across hosts by
+/// NCCL's multi-node NVLink support carries a `host_hash` attribute on every `cpu` element).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostInfo {
+    /// How the input names it: the `host_hash` value as written (`0xffa2647d9c5a65e8`).
+    pub name: String,
+    /// GPUs the input lists for it (`gpu` elements).
+    pub gpus: usize,
+    /// NIC ports the input lists for it (`net` elements).
+    pub nics: usize,
+}
+
+/// Which host of a multi-host input a topology describes (from the input's host names, and
+/// `--host` or the default: the first host in input order).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostScope {
+    /// Every host the input holds, in input order.
+    pub hosts: Vec<HostInfo>,
+    /// Index in `hosts` of the host this topology describes.
+    pub selected: usize,
+    /// Whether `--host` chose it (false: the default, the first host).
+    #[serde(default)]
+    pub chosen: bool,
+}
+
+impl HostScope {
+    /// The selected host.
+    pub fn host(&self) -> &HostInfo {
+        &self.hosts[self.selected.min(self.hosts.len().saturating_sub(1))]
+    }
+
+    /// One line naming every host and the one shown, for every command's output:
+    /// `input holds 2 hosts; shown: host 0 (host_hash 0xffa2…, 4 GPUs, 4 NIC ports), the first,
+    /// by default; not shown: host 1 (host_hash 0xb93b…, 4 GPUs, 4 NIC ports), select with
+    /// --host 1`. One host: `host 0xffa2… (4 GPUs, 4 NIC ports)`.
+    pub fn line(&self) -> String {
+        let h = self.host();
+        let desc = |h: &HostInfo| format!("{} GPUs, {} NIC ports", h.gpus, h.nics);
+        if self.hosts.len() == 1 {
+            return format!("host {} ({})", h.name, desc(h));
+        }
+        let others: Vec<String> = self
+            .hosts
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != self.selected)
+            .map(|(i, o)| {
+                format!(
+                    "host {i} (host_hash {}, {}), select with --host {i}",
+                    o.name,
+                    desc(o)
+                )
+            })
+            .collect();
+        format!(
+            "input holds {} hosts; shown: host {} (host_hash {}, {}){}; not shown: {}",
+            self.hosts.len(),
+            self.selected,
+            h.name,
+            desc(h),
+            if self.chosen {
+                ", chosen with --host"
+            } else {
+                ", the first, by default"
+            },
+            others.join("; ")
+        )
+    }
+}
+
 /// Node-wide facts read once by the scan (each from the file named in its doc).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct MachineInfo {
@@ -190,6 +260,10 @@ pub struct Topology {
     pub nvlink_visible: bool,
     /// Warnings from the source.
     pub warnings: Vec<Warning>,
+    /// The host this topology describes when the input holds several, or names its one host
+    /// (`None`: one machine, unnamed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_scope: Option<HostScope>,
     /// NVIDIA rdma_topo's complexes, when its JSON was given (`--rdma-topo`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rdma_topo: Option<RdmaTopoEvidence>,
@@ -225,6 +299,7 @@ impl Topology {
             nvlinks: Vec::new(),
             nvlink_visible: false,
             warnings,
+            host_scope: None,
             rdma_topo: None,
             index: HashMap::new(),
             graph: DiGraph::new(),

@@ -3,7 +3,6 @@
 //! `pci_link_speed` and `osdev_type`. Strings in, typed values out.
 
 use super::{Reason, Refusal, cpulist};
-use crate::model::bandwidth::pcie_link_gbytes;
 use crate::model::pcie::GENERATIONS;
 
 /// Parses an hwloc bitmap (`0x00ffffff`, `0xffffffff,,0x0000000f` with empty words = 0, 32-bit
@@ -79,20 +78,39 @@ fn pci_type_fields(s: &str) -> Option<PciType> {
 /// but not on shipping devices, so x32 at Gen3 is never preferred to x16 at Gen4).
 pub const WIDTHS: [u32; 5] = [16, 8, 4, 2, 1];
 
+/// The per-lane data rates (Gb/s) hwloc may have written for a generation: the generation's own
+/// line coding, and 128b/130b where some hwloc versions applied it to other generations. hwloc
+/// 2.x parses sysfs `current_link_speed` with `"2.5 "` → 8b/10b, `"5 "` → 8b/10b and anything
+/// else × 128/130; kernels since 4.19 write `5.0 GT/s PCIe`, which misses the `"5 "` test, so Gen2
+/// reads 5 × 128/130 (x1: 0.615385 GB/s). hwloc before the FLIT table (1.11–2.9, and every
+/// version reading sysfs strings) counts Gen6 and Gen7 at 128/130 too.
+pub fn hwloc_lane_gbits(g: &crate::model::pcie::Generation) -> Vec<f64> {
+    use crate::model::pcie::Encoding;
+    let mut v = vec![g.encoding.data_gbits(g.gts)];
+    // "2.5 GT/s" always matches hwloc's "2.5 " test: Gen1 is only ever 8b/10b.
+    if g.encoding != Encoding::B128b130b && g.generation != 1 {
+        v.push(Encoding::B128b130b.data_gbits(g.gts));
+    }
+    v
+}
+
 /// Turns hwloc's `pci_link_speed` (GB/s, `lane rate × width / 8` after line coding) back into
 /// a speed and width. Several links give the same bandwidth (Gen3 x16 = Gen4 x8 = Gen5 x4);
 /// the assumption is the widest standard width, i.e. the lowest generation, so the bandwidth is
-/// preserved exactly. `None` for 0 or less (unknown) or a value no standard link gives within
-/// 0.5 % (hand-edited or old-hwloc files).
+/// preserved. Every line coding hwloc 1.11–2.12 applied is accepted ([`hwloc_lane_gbits`]):
+/// 0.615385 GB/s is Gen2 x1 read from a `5.0 GT/s PCIe` string. `None` for 0 or less (unknown)
+/// or a value no standard link gives within 0.5 % (hand-edited files).
 pub fn link_from_gbytes(gb: f64) -> Option<(f64, u32)> {
     if !gb.is_finite() || gb <= 0.0 {
         return None;
     }
     for w in WIDTHS {
         for g in &GENERATIONS {
-            let bw = pcie_link_gbytes(Some(g.gts), Some(w))?;
-            if ((bw - gb) / gb).abs() < 0.005 {
-                return Some((g.gts, w));
+            for lane in hwloc_lane_gbits(g) {
+                let bw = lane * w as f64 / 8.0;
+                if ((bw - gb) / gb).abs() < 0.005 {
+                    return Some((g.gts, w));
+                }
             }
         }
     }
@@ -187,6 +205,7 @@ pub fn parse_osdev_type(raw: &str, bitmask: bool) -> Result<OsType, Refusal> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::bandwidth::pcie_link_gbytes;
 
     #[test]
     fn bitmaps() {
@@ -237,6 +256,15 @@ mod tests {
         assert_eq!(link_from_gbytes(7.876923), Some((8.0, 8)));
         assert_eq!(link_from_gbytes(0.25), Some((2.5, 1)));
         assert_eq!(link_from_gbytes(0.0), None);
+        // hwloc 2.x on kernels writing "5.0 GT/s PCIe": Gen2 at 128/130.
+        assert_eq!(link_from_gbytes(0.615385), Some((5.0, 1)));
+        assert_eq!(link_from_gbytes(9.846154), Some((5.0, 16)));
+        // Gen2 the way hwloc reads config space or "5 GT/s": 8b/10b (x1 = Gen1 x2: widest).
+        assert_eq!(link_from_gbytes(0.5), Some((2.5, 2)));
+        assert_eq!(link_from_gbytes(8.0), Some((5.0, 16)));
+        // Gen6 x16 at 128/130 (hwloc without the FLIT table) and with FLIT.
+        assert_eq!(link_from_gbytes(126.030769), Some((64.0, 16)));
+        assert_eq!(link_from_gbytes(121.0), Some((64.0, 16)));
         // 0.3 GB/s: no standard link.
         assert_eq!(link_from_gbytes(0.3), None);
         // Round trip of every standard link keeps the bandwidth.

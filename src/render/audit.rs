@@ -23,6 +23,9 @@ pub fn verdict_line(r: &Report) -> String {
 pub fn render(r: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", verdict_line(r));
+    if let Some(h) = &r.host {
+        let _ = writeln!(out, "host: {h}");
+    }
     if let Some(p) = &r.profile {
         let _ = writeln!(out, "profile: {p}");
     }

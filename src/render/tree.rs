@@ -77,6 +77,9 @@ pub fn render(t: &Topology, opts: TreeOptions) -> String {
             m.hypervisor[0].1
         );
     }
+    if let Some(h) = &t.host_scope {
+        let _ = writeln!(out, "  Host: {}", h.line());
+    }
     for l in &t.source.limitations {
         let _ = writeln!(out, "  Note: {l}");
     }
@@ -216,7 +219,11 @@ fn summary(t: &Topology, out: &mut String) {
     if rdma == 0 {
         let _ = writeln!(
             out,
-            "No RDMA-capable NIC found (no /sys/class/infiniband device)."
+            "No RDMA-capable NIC found ({}).",
+            match t.source.kind.as_str() {
+                "sysfs" | "snapshot" => "no /sys/class/infiniband device",
+                _ => "this input lists no RDMA device",
+            }
         );
     }
     if !t.warnings.is_empty() {

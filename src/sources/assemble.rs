@@ -107,6 +107,8 @@ pub struct RawTopology {
     pub nvlink_visible: bool,
     /// What discovery had to assume or skip.
     pub warnings: Vec<Warning>,
+    /// The host described, when the input holds several or names its one host.
+    pub host_scope: Option<crate::model::HostScope>,
 }
 
 impl RawTopology {
@@ -121,6 +123,7 @@ impl RawTopology {
             nvlinks: NvLinkTally::default(),
             nvlink_visible: false,
             warnings: Vec::new(),
+            host_scope: None,
         }
     }
 }
@@ -138,6 +141,7 @@ pub fn assemble(raw: RawTopology, pci_ids: Option<&Path>) -> Topology {
         nvlinks,
         nvlink_visible,
         mut warnings,
+        host_scope,
     } = raw;
     let (devices, hbs, switches) = match structure {
         Structure::Infer => tree::infer_structure(devices, &numa_nodes, &mut warnings),
@@ -154,6 +158,7 @@ pub fn assemble(raw: RawTopology, pci_ids: Option<&Path>) -> Topology {
     );
     topo.nvlinks = nvlinks.into_links();
     topo.nvlink_visible = nvlink_visible;
+    topo.host_scope = host_scope;
     if let Some(p) = pci_ids {
         crate::pci_ids::name_devices(p, &mut topo);
     }
@@ -174,7 +179,7 @@ mod tests {
         d.parent = parent.map(|p| p.parse().unwrap());
         d.class = class;
         d.vendor_id = Some(0x10de);
-        d.kind = crate::model::device::kind_from_class(class, d.vendor_id);
+        d.kind = crate::model::device::kind_from_class(class, d.vendor_id, d.device_id);
         d
     }
 

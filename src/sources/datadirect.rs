@@ -184,7 +184,7 @@ mod tests {
         d.vendor_id = Some(ids.0);
         d.device_id = Some(ids.1);
         d.class = ids.2;
-        d.kind = crate::model::device::kind_from_class(ids.2, Some(ids.0));
+        d.kind = crate::model::device::kind_from_class(ids.2, Some(ids.0), Some(ids.1));
         if let Some(v) = v3 {
             d.vpd.push("V3".into());
             uuids.insert(d.bdf, vec![("V3".into(), v.into())]);

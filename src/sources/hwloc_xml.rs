@@ -40,6 +40,9 @@ pub const LIMITATIONS: &[&str] = &[
     "OS devices peerpath does not model (DRM card/renderD, OpenCL, DMA channels, DAX, co-processors other than CUDA/NVML) are dropped",
 ];
 
+/// The limitation added when a file has NVML OS devices but no `NVLinkBandwidth` matrix.
+pub const NVLINK_NOT_RECORDED: &str = "this file has NVML GPU devices but no NVLinkBandwidth matrix: hwloc did not record NVLinks here (an older hwloc, or an export without distances), so GPU-GPU NVLinks are unknown, not absent";
+
 /// Format version of the document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum XmlVersion {
@@ -360,7 +363,7 @@ pub fn discover(doc: &Doc, source: SourceInfo) -> Result<RawTopology> {
         d.kind = if e.attr("type") == Some("Bridge") {
             DeviceKind::Bridge
         } else {
-            kind_from_class(d.class, d.vendor_id)
+            kind_from_class(d.class, d.vendor_id, d.device_id)
         };
         match e.attr("pci_link_speed").map(parse_link_speed) {
             Some(Ok(Some((gts, w)))) => {
@@ -472,6 +475,14 @@ pub fn discover(doc: &Doc, source: SourceInfo) -> Result<RawTopology> {
     }
 
     let (nvlinks, nvlink_visible) = nvlinks(&ctx);
+    let nvml_devices = ctx.doc.elements.iter().enumerate().any(|(i, e)| {
+        ctx.is_object(i, "OSDev")
+            && (e.attr("subtype") == Some("NVML")
+                || e.attr("name").is_some_and(|n| n.starts_with("nvml")))
+    });
+    if nvml_devices && !nvlink_visible {
+        source.limitations.push(NVLINK_NOT_RECORDED.to_string());
+    }
     let mut raw = RawTopology::new(source, machine);
     raw.numa_nodes = numa_nodes;
     raw.devices = ctx.devices;
@@ -602,14 +613,10 @@ fn nvlinks(ctx: &Ctx<'_>) -> (NvLinkTally, bool) {
         .filter(|m| m.name == "NVLinkBandwidth")
         .collect();
     if mats.is_empty() {
-        // hwloc's NVML plugin writes the matrix only when it found active NVLinks: NVML OS
-        // devices without a matrix mean NVML was asked and saw none.
-        let nvml_ran = ctx.doc.elements.iter().enumerate().any(|(i, e)| {
-            ctx.is_object(i, "OSDev")
-                && (e.attr("subtype") == Some("NVML")
-                    || e.attr("name").is_some_and(|n| n.starts_with("nvml")))
-        });
-        return (NvLinkTally::default(), nvml_ran);
+        // NVML OS devices without a matrix do not prove "no NVLink": hwloc versions and
+        // exports that leave distances out (LLNL Lassen's V100 SXM2 file, hwloc 2.2) carry
+        // NVML devices and no matrix. NVLink state is unknown.
+        return (NvLinkTally::default(), false);
     }
     // gp_index / (type, os_index) → element.
     let mut by_gp: HashMap<u64, usize> = HashMap::new();

@@ -9,6 +9,7 @@
 pub mod assemble;
 pub mod c2c;
 pub mod datadirect;
+pub mod ethtool;
 pub mod fsroot;
 pub mod hwloc_xml;
 pub mod json;
@@ -92,15 +93,37 @@ pub struct LoadOptions {
     /// Skip device names entirely (no pci.ids read): for callers that never show names, such as
     /// `fleet`, which loads thousands of nodes.
     pub skip_names: bool,
+    /// `--host NAME|INDEX`: which host of an input holding several (an NCCL XML fused across
+    /// hosts) to read; `None`: the first. An input of one host accepts `0` and its own name.
+    pub host: Option<String>,
     /// `--rdma-topo FILE`: the JSON of NVIDIA's `rdma_topo topology -j`, folded in as evidence
     /// ([`datadirect::apply_rdma_topo`]).
     pub rdma_topo: Option<PathBuf>,
 }
 
-/// Loads a topology from `--input` (`None`: the live machine at `/`), then folds in rdma_topo's
-/// JSON when `--rdma-topo` names one.
+/// Loads a topology from `--input` (`None`: the live machine at `/`) for the host
+/// [`LoadOptions::host`] names, then folds in rdma_topo's JSON when `--rdma-topo` names one.
 pub fn load(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
     let mut topo = load_input(input, opts)?;
+    if let Some(want) = opts.host.as_deref()
+        && topo.source.kind != "nccl-xml"
+    {
+        // Only NCCL XML selects among hosts; any other input describes one host (a JSON
+        // document keeps the host it was written for): `--host` must name that one.
+        let names: Vec<String> = match &topo.host_scope {
+            Some(s) => s.hosts.iter().map(|h| h.name.clone()).collect(),
+            None => vec!["this machine".to_string()],
+        };
+        let i = nccl_xml::select_host(&names, want)?;
+        let own = topo.host_scope.as_ref().map(|s| s.selected).unwrap_or(0);
+        if i != own {
+            bail!(
+                "--host {want}: this input ({}) describes only host {own} ({})",
+                topo.source.path,
+                names[own]
+            );
+        }
+    }
     if let Some(p) = &opts.rdma_topo {
         let shown = p.display().to_string();
         let bytes = std::fs::read(p).with_context(|| format!("cannot read {shown}"))?;
@@ -127,6 +150,8 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
             limitations: vec![],
         };
         let mut topo = sysfs::scan(&fs, src, &scan_opts)?;
+        // Supported link modes (the port's SKU speed) are only on the live machine.
+        ethtool::enrich(&mut topo);
         // NVLink state is only on the live machine, through NVML; never panics without it.
         let status = nvml::enrich(&mut topo);
         if let Some(w) = status.warning() {
@@ -178,8 +203,13 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
             match root.as_str() {
                 "topology" => hwloc_xml::read(&doc, src, scan_opts.pci_ids.as_deref())
                     .with_context(|| format!("{shown}: hwloc XML")),
-                "system" => nccl_xml::read(&doc, src, scan_opts.pci_ids.as_deref())
-                    .with_context(|| format!("{shown}: NCCL topology XML")),
+                "system" => nccl_xml::read_host(
+                    &doc,
+                    src,
+                    scan_opts.pci_ids.as_deref(),
+                    opts.host.as_deref(),
+                )
+                .with_context(|| format!("{shown}: NCCL topology XML")),
                 other => bail!(
                     "{shown}: XML root element <{other}> is neither hwloc's <topology> nor NCCL's <system>"
                 ),

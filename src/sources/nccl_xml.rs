@@ -18,7 +18,9 @@ use crate::model::device::{
     kind_from_class,
 };
 use crate::model::fact::Fact;
-use crate::model::topology::{HostBridge, MachineInfo, NumaNode, SourceInfo, Topology, Warning};
+use crate::model::topology::{
+    HostBridge, HostInfo, HostScope, MachineInfo, NumaNode, SourceInfo, Topology, Warning,
+};
 use crate::parse::{Refusal, attr, cpulist};
 use anyhow::{Result, bail};
 use std::collections::{BTreeMap, HashMap};
@@ -242,7 +244,7 @@ impl Ctx<'_> {
         d.kind = if has_pci_children {
             DeviceKind::SwitchUpstream
         } else if gpu_el.is_some() {
-            let k = kind_from_class(d.class, d.vendor_id);
+            let k = kind_from_class(d.class, d.vendor_id, d.device_id);
             if k.is_compute() { k } else { DeviceKind::Gpu }
         } else if nic_el.is_some() {
             DeviceKind::Nic
@@ -253,7 +255,7 @@ impl Ctx<'_> {
         } else if d.class >> 16 == 0x02 {
             DeviceKind::Nic
         } else {
-            kind_from_class(d.class, d.vendor_id)
+            kind_from_class(d.class, d.vendor_id, d.device_id)
         };
         if let Some(g) = gpu_el {
             self.any_gpu_element = true;
@@ -307,19 +309,37 @@ impl Ctx<'_> {
                     .and_then(|s| s.trim().parse::<f64>().ok())
                     .filter(|s| *s > 0.0);
                 let mut od = if is_rdma_name(&name) {
-                    let mut od = OsDevice::new(OsDeviceKind::Rdma, name);
                     let port = ne
                         .attr("port")
                         .and_then(|p| p.trim().parse().ok())
                         .unwrap_or(1);
-                    od.ports.push(RdmaPort {
+                    let rp = RdmaPort {
                         port,
                         state: None,
                         phys_state: None,
                         rate_gbps: speed.map(|s| s / 1000.0),
                         rate_text: None,
                         link_layer: None,
-                    });
+                    };
+                    // Two ports of one RDMA device (`mlx4_0` ports 1 and 2) are one device
+                    // with two ports; distinct names (`mlx5_0`, `mlx5_1`) stay two devices.
+                    if let Some(prev) = d
+                        .os_devices
+                        .iter_mut()
+                        .find(|o| o.kind == OsDeviceKind::Rdma && o.name == name)
+                    {
+                        if prev.ports.iter().any(|p| p.port == port) {
+                            self.warn(
+                                net,
+                                format!("{name} port {port} listed twice; second entry not kept"),
+                            );
+                        } else {
+                            prev.ports.push(rp);
+                        }
+                        continue;
+                    }
+                    let mut od = OsDevice::new(OsDeviceKind::Rdma, name);
+                    od.ports.push(rp);
                     od
                 } else {
                     let mut od = OsDevice::new(OsDeviceKind::Net, name);
@@ -344,15 +364,88 @@ impl Ctx<'_> {
 }
 
 /// Reads an NCCL topology XML document (already parsed) into a topology: [`discover`], then
-/// [`assemble`] with the PCI ID database at `pci_ids`.
+/// [`assemble`] with the PCI ID database at `pci_ids`. A document fused across hosts yields
+/// its first host; [`read_host`] chooses another.
 pub fn read(doc: &Doc, source: SourceInfo, pci_ids: Option<&std::path::Path>) -> Result<Topology> {
-    Ok(assemble(discover(doc, source)?, pci_ids))
+    read_host(doc, source, pci_ids, None)
+}
+
+/// [`read`] for one host of a document fused across hosts (`--host`: an index in document
+/// order or a `host_hash` value; `None`: the first host). The topology's
+/// [`Topology::host_scope`] names every host and the one read.
+pub fn read_host(
+    doc: &Doc,
+    source: SourceInfo,
+    pci_ids: Option<&std::path::Path>,
+    host: Option<&str>,
+) -> Result<Topology> {
+    Ok(assemble(discover_host(doc, source, host)?, pci_ids))
+}
+
+/// The hosts of a document: `cpu` element indices grouped by their `host_hash` attribute, in
+/// document order (one group named `None` when no `cpu` carries one).
+pub fn hosts(doc: &Doc) -> Vec<(Option<String>, Vec<usize>)> {
+    let mut out: Vec<(Option<String>, Vec<usize>)> = Vec::new();
+    for c in doc.children_named(0, "cpu") {
+        let h = doc.elements[c]
+            .attr("host_hash")
+            .map(|v| v.trim().to_string());
+        match out.iter_mut().find(|(n, _)| *n == h) {
+            Some((_, v)) => v.push(c),
+            None => out.push((h, vec![c])),
+        }
+    }
+    out
+}
+
+/// Elements named `name` in the subtree of element `i` (itself included).
+fn count_named(doc: &Doc, i: usize, name: &str) -> usize {
+    let e = &doc.elements[i];
+    usize::from(e.name == name)
+        + e.children
+            .iter()
+            .map(|&c| count_named(doc, c, name))
+            .sum::<usize>()
+}
+
+/// Which host `want` names among `names` (an index in input order, or a name, compared
+/// case-insensitively with or without `0x`); an error listing the hosts otherwise.
+pub fn select_host(names: &[String], want: &str) -> Result<usize> {
+    let w = want.trim();
+    if let Ok(i) = w.parse::<usize>()
+        && i < names.len()
+    {
+        return Ok(i);
+    }
+    let norm = |s: &str| {
+        s.trim()
+            .trim_start_matches("0x")
+            .trim_start_matches("0X")
+            .to_ascii_lowercase()
+    };
+    if let Some(i) = names.iter().position(|n| norm(n) == norm(w)) {
+        return Ok(i);
+    }
+    bail!(
+        "--host {w}: no such host; this input holds {}",
+        names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| format!("host {i} ({n})"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
 }
 
 /// Reads an NCCL topology XML document (already parsed) into raw facts: devices with their
 /// NCCL parents, one host bridge per `cpu` element, NVLinks. Fails when the root is not
-/// `<system>` or it has no `<cpu>`.
+/// `<system>` or it has no `<cpu>`. A document fused across hosts yields its first host.
 pub fn discover(doc: &Doc, source: SourceInfo) -> Result<RawTopology> {
+    discover_host(doc, source, None)
+}
+
+/// [`discover`] for one host (see [`read_host`]).
+pub fn discover_host(doc: &Doc, source: SourceInfo, host: Option<&str>) -> Result<RawTopology> {
     let Some(root) = doc.root() else {
         bail!("empty document")
     };
@@ -376,11 +469,12 @@ pub fn discover(doc: &Doc, source: SourceInfo) -> Result<RawTopology> {
         data_direct: false,
     };
     match root.attr("version") {
-        Some("1") => {}
+        // RCCL's dumps (ROCm/rccl#1185) write version 2 with the same elements.
+        Some("1") | Some("2") => {}
         v => ctx.warnings.push(Warning {
             path: format!("line {} <system>", root.line),
             message: format!(
-                "{}; NCCL writes version 1; read with the version 1 rules",
+                "{}; NCCL writes version 1 and RCCL version 2; read with the version 1 rules",
                 match v {
                     Some(v) => format!("system version {v:?}"),
                     None => "no system version".to_string(),
@@ -395,10 +489,33 @@ pub fn discover(doc: &Doc, source: SourceInfo) -> Result<RawTopology> {
         iommu_units: Fact::Unknown("NCCL XML does not record IOMMU units".into()),
         ..MachineInfo::default()
     };
-    let cpu_els: Vec<usize> = doc.children_named(0, "cpu").collect();
-    if cpu_els.is_empty() {
+    let mut groups = hosts(doc);
+    if groups.is_empty() {
         bail!("<system> has no <cpu> element");
     }
+    let named = groups.iter().any(|(n, _)| n.is_some());
+    let names: Vec<String> = groups
+        .iter()
+        .map(|(n, _)| n.clone().unwrap_or_else(|| "(no host_hash)".to_string()))
+        .collect();
+    let selected = match host {
+        Some(w) => select_host(&names, w)?,
+        None => 0,
+    };
+    let host_scope = named.then(|| HostScope {
+        hosts: groups
+            .iter()
+            .zip(&names)
+            .map(|((_, cpus), name)| HostInfo {
+                name: name.clone(),
+                gpus: cpus.iter().map(|&c| count_named(doc, c, "gpu")).sum(),
+                nics: cpus.iter().map(|&c| count_named(doc, c, "net")).sum(),
+            })
+            .collect(),
+        selected,
+        chosen: host.is_some(),
+    });
+    let cpu_els: Vec<usize> = groups.swap_remove(selected).1;
     for &c in &cpu_els {
         let ce = &doc.elements[c];
         // NCCL writes -1 when the CPU has no NUMA node.
@@ -526,6 +643,7 @@ pub fn discover(doc: &Doc, source: SourceInfo) -> Result<RawTopology> {
     raw.nvlinks = tally;
     raw.nvlink_visible = ctx.any_gpu_element;
     raw.warnings = ctx.warnings;
+    raw.host_scope = host_scope;
     Ok(raw)
 }
 

@@ -440,7 +440,7 @@ mod tests {
                 let mut d = Device::new(b(a), "pci0000:00".into(), String::new());
                 d.class = *class;
                 d.vendor_id = Some(*vendor);
-                d.kind = crate::model::device::kind_from_class(*class, Some(*vendor));
+                d.kind = crate::model::device::kind_from_class(*class, Some(*vendor), d.device_id);
                 d
             })
             .collect();

@@ -333,7 +333,7 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
                 "absent or unreadable; device kind unknown (other)",
             ),
         }
-        d.kind = kind_from_class(d.class, d.vendor_id);
+        d.kind = kind_from_class(d.class, d.vendor_id, d.device_id);
         if let Some(b) = get("resource") {
             let (bars, bad) = resource::parse(&b);
             d.bars = bars;

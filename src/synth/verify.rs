@@ -15,13 +15,13 @@ pub struct VerifyOptions {
 }
 
 /// The kind the scanner should give a spec function.
-pub fn expected_kind(role: Role, class: u32, vendor: u16) -> DeviceKind {
+pub fn expected_kind(role: Role, class: u32, vendor: u16, device: u16) -> DeviceKind {
     match role {
         Role::RootPort => DeviceKind::RootPort,
         Role::SwitchUpstream => DeviceKind::SwitchUpstream,
         Role::SwitchDownstream => DeviceKind::SwitchDownstream,
         Role::PcieToPci => DeviceKind::Bridge,
-        Role::Endpoint | Role::RcIntegrated => kind_from_class(class, Some(vendor)),
+        Role::Endpoint | Role::RcIntegrated => kind_from_class(class, Some(vendor), Some(device)),
     }
 }
 
@@ -47,7 +47,7 @@ pub fn differences(spec: &Spec, topo: &Topology, opts: VerifyOptions) -> Vec<Str
         if d.parent != f.parent {
             diff(format!("{b}: parent {:?}, spec {:?}", d.parent, f.parent));
         }
-        let kind = expected_kind(f.role, f.class, f.vendor);
+        let kind = expected_kind(f.role, f.class, f.vendor, f.device);
         if d.kind != kind {
             diff(format!("{b}: kind {:?}, spec {kind:?}", d.kind));
         }

@@ -76,6 +76,11 @@ checks! {
     NumaUnknown = "numa-unknown", "NUMA";
     /// `gpu-nic-path`: the GPU → NIC matching and misplaced adapters.
     GpuNicPath = "gpu-nic-path", "GPU";
+    /// `nic-sharing`: GPUs sharing a rail NIC, with each NIC's port speed (bandwidth, not
+    /// path).
+    NicSharing = "nic-sharing", "SHARE";
+    /// `input-limits`: what the input could not show (its format's limits, the host shown).
+    InputLimits = "input-limits", "INPUT";
     /// `profile-diff`: differences from an expected-layout profile (`--profile`).
     ProfileDiff = "profile-diff", "PROFI";
 }

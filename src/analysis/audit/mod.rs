@@ -219,6 +219,10 @@ pub struct Report {
     pub counts: Counts,
     /// Where the topology came from (`--input`).
     pub source: String,
+    /// The host audited when the input names hosts ([`crate::model::HostScope::line`]: every
+    /// host and the one shown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     /// The expected-layout profile applied, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
@@ -281,6 +285,7 @@ pub fn run_with(cl: &Classifier, opts: &AuditOptions) -> Report {
     findings.extend(nextgen::c2c_link(&ctx));
     findings.extend(platform::virtualized(&ctx));
     findings.extend(platform::numa_unknown(&ctx));
+    findings.extend(platform::input_limits(&ctx));
     if let Some(p) = &opts.profile {
         findings.extend(profile::diff(&ctx, p));
     }
@@ -320,6 +325,7 @@ pub fn finish(
         verdict: if counts.error > 0 { "fail" } else { "pass" }.to_string(),
         counts,
         source: topo.source.path.clone(),
+        host: topo.host_scope.as_ref().map(|h| h.line()),
         profile,
         pairs,
         findings,

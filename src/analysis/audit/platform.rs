@@ -1,6 +1,8 @@
 //! Node-level facts: `virtualized` (hypervisor evidence: the sysfs topology may be synthetic,
-//! the probe decides) and `numa-unknown` (a GPU or RDMA NIC without a NUMA node on a
-//! multi-node machine: NODE and SYS cannot be told apart).
+//! the probe decides), `numa-unknown` (a GPU or RDMA NIC without a NUMA node on a
+//! multi-node machine: NODE and SYS cannot be told apart) and `input-limits` (what the input
+//! format could not show, from `SourceInfo::limitations`, and which host of a multi-host
+//! input was audited).
 //!
 //! Facts: `MachineInfo.hypervisor` (the cpuinfo `hypervisor` flag, `/sys/hypervisor/type`,
 //! DMI vendor/product), `Device.numa_node` (`numa_node`, -1 = unknown) and the NUMA node list
@@ -63,6 +65,45 @@ pub fn numa_unknown(ctx: &Ctx) -> Vec<Finding> {
                 "enable the ACPI SRAT/_PXM proximity information in the BIOS (often 'NUMA' or 'Sub-NUMA clustering' settings); pin jobs by the device's local_cpulist meanwhile",
             )
             .with(pci_path(&d.bdf, "numa_node"), "-1 (or absent)"),
+        );
+    }
+    out
+}
+
+/// `input-limits`: one info finding per limitation of the input's format
+/// ([`crate::model::SourceInfo::limitations`]: an NCCL XML has no host bridges, so PHB and
+/// NODE cannot be told apart; no config space, drivers or modules…), and one naming the hosts
+/// when the input holds several (the others were not audited).
+pub fn input_limits(ctx: &Ctx) -> Vec<Finding> {
+    let src = &ctx.topo.source;
+    let mut out: Vec<Finding> = src
+        .limitations
+        .iter()
+        .map(|l| {
+            Finding::new(
+                CheckId::InputLimits,
+                Severity::Info,
+                Subject::Node,
+                format!("this input ({}) cannot show: {l}", src.kind),
+                "audit the live machine, or a snapshot taken with `peerpath capture`, for the facts this format does not hold",
+            )
+            .with(src.path.clone(), src.kind.clone())
+        })
+        .collect();
+    if let Some(h) = ctx.topo.host_scope.as_ref().filter(|h| h.hosts.len() > 1) {
+        let others: Vec<String> = (0..h.hosts.len())
+            .filter(|&i| i != h.selected)
+            .map(|i| format!("--host {i}"))
+            .collect();
+        out.push(
+            Finding::new(
+                CheckId::InputLimits,
+                Severity::Info,
+                Subject::Node,
+                format!("{}: only the host shown was audited", h.line()),
+                format!("audit the other host(s) too: {}", others.join(", ")),
+            )
+            .with(src.path.clone(), format!("host_hash {}", h.host().name)),
         );
     }
     out

@@ -1,9 +1,12 @@
-//! `nic-port-down`: RDMA ports that are not ACTIVE / LinkUp, run below the adapter's rate, or
-//! whose PCIe link cannot carry the port rate.
+//! `nic-port-down`: RDMA ports that are not ACTIVE / LinkUp, run below what the port supports,
+//! or whose PCIe link cannot carry the port rate.
 //!
 //! Facts: `/sys/class/infiniband/<dev>/ports/<p>/{state,phys_state,rate}` (read by the
-//! scanner into [`crate::model::RdmaPort`]), the NIC's PCI device id and its link
-//! (reference §2.6).
+//! scanner into [`crate::model::RdmaPort`]), the netdev's supported link modes
+//! ([`crate::model::OsDevice::link_modes_max_mbps`], live only), the NIC's PCI device id and
+//! its link (reference §2.6). A port below its adapter family's top rate is a fault only when
+//! the port itself supports more: a 25 Gb/s ConnectX-6 Lx SKU at 25 Gb/s is not degraded;
+//! where the supported modes are unknown (snapshots, XML, InfiniBand) the finding is info.
 
 use super::{CheckId, Ctx, Finding, Severity, Subject, pci_path};
 use crate::model::bandwidth::pcie_link_gbytes;
@@ -115,20 +118,49 @@ pub fn nic_port_down(ctx: &Ctx) -> Vec<Finding> {
                     .rate_text
                     .clone()
                     .unwrap_or_else(|| format!("{rate} Gb/sec"));
-                if let Some((max, fam)) = family
-                    && rate + 0.5 < max
-                {
-                    out.push(
+                // The port's own ceiling: the netdev's fastest supported link mode (live only).
+                let netdev_max = n
+                    .os_devices
+                    .iter()
+                    .filter(|o| o.kind == crate::model::OsDeviceKind::Net)
+                    .filter_map(|o| o.link_modes_max_mbps.map(|m| (o.name.as_str(), m)))
+                    .max_by_key(|(_, m)| *m);
+                match (netdev_max, family) {
+                    (Some((ifname, sup)), _) if rate + 0.5 < sup as f64 / 1000.0 => {
+                        let sup_g = sup as f64 / 1000.0;
+                        out.push(
                             Finding::new(
                                 CheckId::NicPortDown,
                                 Severity::Warning,
                                 subject.clone(),
-                                format!("RDMA port {subject} runs at {rate} Gb/s; {fam} adapters reach {max} Gb/s"),
-                                "check the cable, transceiver and switch port speed; ignore if this adapter is a lower-speed SKU or a split cable by design",
+                                format!("RDMA port {subject} runs at {rate} Gb/s; the port supports {sup_g} Gb/s ({ifname}'s link modes)"),
+                                "check the cable, transceiver and switch port speed (`ethtool` shows the supported and advertised modes); ignore for a split cable by design",
+                            )
+                            .with(format!("{pb}/rate"), rate_raw.clone())
+                            .with(format!("ethtool {ifname} (supported link modes)"), format!("up to {sup} Mb/s")),
+                        );
+                    }
+                    (Some(_), _) => {}
+                    (None, Some((max, fam))) if rate + 0.5 < max => {
+                        let why = if ctx.topo.source.kind == "sysfs" && ctx.topo.source.path == "/"
+                        {
+                            "the driver reports no speed modes (InfiniBand ports and IPoIB have none)"
+                        } else {
+                            "supported link modes are read on the live machine only"
+                        };
+                        out.push(
+                            Finding::new(
+                                CheckId::NicPortDown,
+                                Severity::Info,
+                                subject.clone(),
+                                format!("RDMA port {subject} runs at {rate} Gb/s; {fam} adapters reach {max} Gb/s, but what this port supports is unknown ({why}): a lower-speed SKU or a split cable is no fault"),
+                                "compare with the adapter's SKU (`ethtool <netdev>` supported link modes, or the part number in `lspci -vv`); if it should run faster, check the cable, transceiver and switch port",
                             )
                             .with(format!("{pb}/rate"), rate_raw.clone())
                             .with(pci_path(&n.bdf, "device"), format!("0x{:04x}", n.device_id.unwrap_or(0))),
                         );
+                    }
+                    _ => {}
                 }
                 // PCIe capacity of the NIC's link (capability shared by both ends) vs port rate;
                 // a Data Direct NIC moves its data over its DMA function's link.
@@ -219,8 +251,41 @@ mod tests {
             .iter()
             .find(|x| x.subject.to_string() == "mlx5_1/1")
             .unwrap();
-        assert_eq!(slow.severity, Severity::Warning);
+        // Below the family's top rate, but what the port supports is unknown: info.
+        assert_eq!(slow.severity, Severity::Info);
         assert!(slow.summary.contains("ConnectX-7"));
+        assert!(slow.summary.contains("lower-speed SKU"), "{}", slow.summary);
+    }
+
+    /// The port's own supported link modes decide: a 200 Gb/s port that supports 400 is
+    /// degraded (warning), one whose fastest mode is 200 is a lower-speed SKU (no finding).
+    #[test]
+    fn supported_link_modes_decide_the_sku() {
+        let run = |sup: u64| {
+            let mut d = hgx(2);
+            edit(&mut d, "0000:34:00.0", |n| {
+                n.os_devices[0].ports[0].rate_gbps = Some(200.0);
+                n.os_devices[0].ports[0].rate_text = Some("200 Gb/sec (2X NDR)".into());
+                let mut nd = crate::model::OsDevice::new(crate::model::OsDeviceKind::Net, "eth1");
+                nd.link_modes_max_mbps = Some(sup);
+                n.os_devices.push(nd);
+            });
+            let t = topo(d, machine());
+            nic_port_down(&Ctx::new(&Classifier::new(&t, &Default::default())))
+        };
+        let f = run(400_000);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].severity, Severity::Warning);
+        assert!(
+            f[0].summary.contains("the port supports 400 Gb/s"),
+            "{}",
+            f[0].summary
+        );
+        assert_eq!(f[0].evidence[1].path, "ethtool eth1 (supported link modes)");
+        assert!(
+            run(200_000).is_empty(),
+            "a 200 Gb/s SKU at 200 Gb/s is no fault"
+        );
     }
 
     #[test]

@@ -82,7 +82,7 @@ pub fn device(
     d.class = class;
     d.vendor_id = Some(vendor);
     d.device_id = Some(0x1234);
-    d.kind = crate::model::device::kind_from_class(class, Some(vendor));
+    d.kind = crate::model::device::kind_from_class(class, Some(vendor), d.device_id);
     let bridge = class >> 8 == 0x0604;
     let acs = matches!(pt, PortType::RootPort | PortType::SwitchDownstream).then_some(0x0001u16);
     d.config = Some(config(pt, class, if bridge { 1 } else { 0 }, acs));

@@ -200,6 +200,15 @@ impl Classifier<'_> {
                 (!e.internal).then(|| "link speed/width unknown".into()),
             );
         };
+        if e.emulated {
+            return (
+                Some(l),
+                Some(
+                    "emulated by the hypervisor: not the physical link, left out of the bottleneck"
+                        .into(),
+                ),
+            );
+        }
         let mut note = e
             .capability_used
             .then(|| "current link state unknown; capability used".to_string());
@@ -489,8 +498,11 @@ impl Classifier<'_> {
     pub fn notes(&self) -> Vec<String> {
         let t = self.topo();
         let mut notes = Vec::new();
+        if let Some(h) = &t.host_scope {
+            notes.push(h.line());
+        }
         if !t.nvlink_visible && self.gpu_count > 0 {
-            notes.push("NVLink not visible (no NVML): labels are PCIe-only".to_string());
+            notes.push(nvlink_note(&t.source.kind).to_string());
         }
         let unknown: Vec<&str> = self
             .endpoints
@@ -527,9 +539,32 @@ impl Classifier<'_> {
         }
         notes.extend(self.nextgen_notes());
         if !t.machine.hypervisor.is_empty() {
-            notes.push("running in a virtual machine: the guest PCIe tree may be flattened or emulated; labels describe the guest's view".to_string());
+            notes.push("running in a virtual machine: the guest PCIe tree may be flattened or emulated; labels describe the guest's view, and emulated bridges' link figures are not the physical path (left out of bottlenecks)".to_string());
         }
         notes.push(format!("NCCL view for NCCL {}", self.opts.nccl_version));
+        notes.extend(input_limit_notes(&t.source));
         notes
     }
+}
+
+/// Why NVLink labels are missing, by source: live and snapshot inputs lack NVML; an XML input
+/// recorded no NVLink state.
+pub fn nvlink_note(source_kind: &str) -> &'static str {
+    match source_kind {
+        "sysfs" | "snapshot" => "NVLink not visible (no NVML): labels are PCIe-only",
+        "hwloc-xml" => {
+            "NVLink not visible (this hwloc XML records no NVLinks): labels are PCIe-only; GPU pairs shown PIX/PXB/… may be NVLink-connected"
+        }
+        _ => "NVLink not visible (this input records no NVLink state): labels are PCIe-only",
+    }
+}
+
+/// What the input could not show, one note per [`crate::model::SourceInfo::limitations`] entry, prefixed
+/// `input limit (<kind>):` so every command that prints notes says it where the answer is.
+pub fn input_limit_notes(source: &crate::model::SourceInfo) -> Vec<String> {
+    source
+        .limitations
+        .iter()
+        .map(|l| format!("input limit ({}): {l}", source.kind))
+        .collect()
 }

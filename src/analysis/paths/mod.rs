@@ -40,6 +40,11 @@ pub struct Edge {
     /// The hop from a switch downstream port to its upstream port, or from a root port into
     /// its root complex: inside a chip, not a link.
     pub internal: bool,
+    /// In a virtual machine (hypervisor evidence): the hypervisor emulates the guest's bridges
+    /// and the link fields it shows (QEMU's root ports report 2.5 GT/s x1; a passed-through
+    /// device's link status may be emulated too), so the figures are not the physical path and
+    /// `gbytes_per_s` is `None`; `link` keeps what the guest reads.
+    pub emulated: bool,
 }
 
 /// A port on a path whose ACS control redirects peer-to-peer requests upstream (ReqRedir,
@@ -651,6 +656,7 @@ impl<'t> Paths<'t> {
             gbytes_per_s: None,
             capability_used: false,
             internal,
+            emulated: false,
         };
         if internal {
             return none;
@@ -660,13 +666,17 @@ impl<'t> Paths<'t> {
             .and_then(|p| t.device(&p))
             .filter(|p| matches!(p.kind, DeviceKind::SwitchDownstream | DeviceKind::RootPort))
             .and_then(|p| p.link);
-        let Some(l) = c
-            .link
-            .filter(|l| l.any())
-            .or(parent_link.filter(|l| l.any()))
-        else {
+        let own = c.link.filter(|l| l.any());
+        let Some(l) = own.or(parent_link.filter(|l| l.any())) else {
             return none;
         };
+        if !t.machine.hypervisor.is_empty() {
+            return Edge {
+                link: Some(l),
+                emulated: true,
+                ..none
+            };
+        }
         let cur = bandwidth::nccl_pcie_link_gbytes(l.current_gts, l.current_width);
         let max = bandwidth::nccl_pcie_link_gbytes(l.max_gts, l.max_width);
         let (gb, cap) = match (cur, max) {
@@ -679,6 +689,7 @@ impl<'t> Paths<'t> {
             gbytes_per_s: gb,
             capability_used: cap,
             internal,
+            emulated: false,
         }
     }
 }

@@ -35,8 +35,8 @@ pub(super) fn lines(inp: &super::Inputs, pairs_source: &str) -> Vec<(String, boo
             m.hypervisor[0].1
         ));
     }
-    let mut notes: Vec<String> = t.source.limitations.clone();
-    notes.extend(inp.matrix.notes.iter().cloned());
+    // The matrix notes name the host and carry the source's limitations (input limit …).
+    let notes: Vec<String> = inp.matrix.notes.clone();
     std::iter::once((title, true, FONT + 2.0))
         .chain(std::iter::once((sub, false, FONT)))
         .chain(notes.iter().map(|n| (format!("Note: {n}"), false, FONT)))
