@@ -13,6 +13,7 @@ pub mod config;
 pub mod cpulist;
 pub mod hwloc;
 pub mod ib;
+pub mod nldev;
 pub mod resource;
 
 use std::fmt;

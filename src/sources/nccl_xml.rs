@@ -243,6 +243,8 @@ impl Ctx<'_> {
                     .filter(|s| *s > 0.0);
                 let mut od = if is_rdma_name(&name) {
                     let mut od = OsDevice::new(OsDeviceKind::Rdma, name);
+                    // NCCL's device number: its libibverbs list order, the registration order.
+                    od.index = ne.attr("dev").and_then(|v| v.trim().parse().ok());
                     let port = ne
                         .attr("port")
                         .and_then(|p| p.trim().parse().ok())

@@ -10,6 +10,7 @@ use crate::model::bdf::{Bdf, parse_host_bridge};
 use crate::model::device::{Device, LinkInfo, OsDevice, OsDeviceKind, RdmaPort, kind_from_class};
 use crate::model::fact::Fact;
 use crate::model::topology::{MachineInfo, NumaNode, SourceInfo, Topology, Warning};
+use crate::parse::config::PortType;
 use crate::parse::{Refusal, aer, attr, config, cpulist, ib, resource};
 use std::collections::{BTreeMap, HashMap};
 use std::io;
@@ -283,14 +284,28 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
                 cpulist::parse_mask,
             ),
         };
-        let speed = |n: &str| log.value(&dir.join(n), get(n), attr::link_speed_gts);
-        let width = |n: &str| log.value(&dir.join(n), get(n), attr::link_width).flatten();
+        // Widths: `Some(None)` is a read 0. A negotiated width of 0 is a link that is down
+        // (known: width 0, and the kernel writes `Unknown` for its speed); a capable width of 0
+        // means LNKCAP is not implemented: no link of its own (root-complex integrated
+        // endpoints; virtual functions are dropped below by `physfn`).
+        let width = |n: &str| log.value(&dir.join(n), get(n), attr::link_width);
+        let cur_w = width("current_link_width");
+        let max_w = width("max_link_width");
+        let link_down = cur_w == Some(None);
+        let speed = |n: &str| {
+            let b = get(n);
+            if link_down && b.as_deref().map(|b| b.trim_ascii()) == Some(b"Unknown".as_slice()) {
+                return None;
+            }
+            log.value(&dir.join(n), b, attr::link_speed_gts)
+        };
         let link = LinkInfo {
             current_gts: speed("current_link_speed"),
-            current_width: width("current_link_width"),
+            current_width: if link_down { Some(0) } else { cur_w.flatten() },
             max_gts: speed("max_link_speed"),
-            max_width: width("max_link_width"),
+            max_width: max_w.flatten(),
         };
+        let no_own_link = max_w == Some(None);
         if has("config") {
             match fs.read_limited(&dir.join("config"), 4096) {
                 Ok(b) => match config::parse(&b) {
@@ -310,7 +325,15 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
             link.max_gts = link.max_gts.or(p.link_cap_gts);
             link.max_width = link.max_width.or(p.link_cap_width);
         }
-        d.link = if link.any() { Some(link) } else { None };
+        let integrated = matches!(
+            d.port_type(),
+            Some(PortType::RcIntegratedEndpoint | PortType::RcEventCollector)
+        );
+        d.link = if link.any() && !no_own_link && !integrated {
+            Some(link)
+        } else {
+            None
+        };
         let class = class.or(d.config.as_ref().map(|c| c.class));
         if d.vendor_id.is_none() {
             // Config IDs only when they are real (a VF reads 0xffff there).
@@ -365,6 +388,11 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
             d.physfn = log.value(&dir.join("physfn"), link_value("physfn"), |b| {
                 attr::pci_address(attr::text(b)?)
             });
+        }
+        if d.physfn.is_some() {
+            // A virtual function has no link of its own: its traffic uses its physical
+            // function's (the kernel reads reserved registers for it).
+            d.link = None;
         }
         d.vf_count = listing
             .iter()
