@@ -367,7 +367,7 @@ impl<'t> Classifier<'t> {
         LabelMatrix {
             endpoints: self.endpoints.clone(),
             labels: self.label_table(),
-            notes: self.notes(),
+            notes: self.matrix_notes(),
         }
     }
 
@@ -449,7 +449,7 @@ impl<'t> Classifier<'t> {
         Matrix {
             endpoints: self.endpoints.clone(),
             pairs,
-            notes: self.notes(),
+            notes: self.matrix_notes(),
         }
     }
 

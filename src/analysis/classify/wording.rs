@@ -470,6 +470,27 @@ impl Classifier<'_> {
         }
     }
 
+    /// [`Classifier::notes`] and how the NICs are numbered, for outputs that print NIC numbers
+    /// (the matrix).
+    pub fn matrix_notes(&self) -> Vec<String> {
+        let t = self.topo();
+        let mut notes = self.notes();
+        let at = notes.len().saturating_sub(1);
+        let mut extra = Vec::new();
+        match super::nic_order(t) {
+            NicOrder::KernelIndex => {}
+            NicOrder::Rebuilt => extra.push(
+                "NIC numbers rebuilt from PCI addresses (physical functions, then bonds, then VFs): this input lacks the kernel's RDMA registration order (docs/matrix.md)".to_string(),
+            ),
+            NicOrder::NoRdma if self.endpoints.iter().any(|e| e.kind == DeviceKind::Nic) => extra.push(
+                "no RDMA device in this input: NIC columns are network functions in PCI address order (nvidia-smi lists RDMA devices only)".to_string(),
+            ),
+            NicOrder::NoRdma => {}
+        }
+        notes.splice(at..at, extra);
+        notes
+    }
+
     /// Facts that limit every label of this topology.
     pub fn notes(&self) -> Vec<String> {
         let t = self.topo();
@@ -489,16 +510,6 @@ impl Classifier<'_> {
                 "NUMA node unknown for {}: NODE/SYS between their host bridges cannot be decided",
                 unknown.join(", ")
             ));
-        }
-        match super::nic_order(t) {
-            NicOrder::KernelIndex => {}
-            NicOrder::Rebuilt => notes.push(
-                "NIC numbers rebuilt from PCI addresses (physical functions, then bonds, then VFs): this input lacks the kernel's RDMA registration order (docs/matrix.md)".to_string(),
-            ),
-            NicOrder::NoRdma if self.endpoints.iter().any(|e| e.kind == DeviceKind::Nic) => notes.push(
-                "no RDMA device in this input: NIC columns are network functions in PCI address order (nvidia-smi lists RDMA devices only)".to_string(),
-            ),
-            NicOrder::NoRdma => {}
         }
         let vf_gpus = t
             .devices

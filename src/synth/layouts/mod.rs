@@ -39,6 +39,18 @@ pub const LAYOUTS: &[(&str, &str)] = &[
         "synthetic tree of about 1024 PCI functions (root ports, switches, GPUs, NICs)",
     ),
     ("many-vfs-64", "one ConnectX-7 PF with 64 SR-IOV VFs"),
+    (
+        "h200-bond",
+        "8x H200 + 8 ConnectX-7 (mlx5_0, mlx5_3..9) and a bonded dual-port storage NIC (mlx5_bond_0)",
+    ),
+    (
+        "hgx-h100-13nic",
+        "hgx-h100 with mlx5_ib0..7 and a dual-port Ethernet NIC (mlx5_eth0..1) with 3 RDMA VFs (mlx5_eth2..4)",
+    ),
+    (
+        "hgx-h100-field",
+        "hgx-h100 as fielded: Gen4 NVMe in Gen5 slots, Gen2 BMC bridge on a Gen3 port, an empty slot, idle GPUs",
+    ),
 ];
 
 /// The spec of a named layout (`hgx-h100`, …, `scaling-N`, `many-vfs-N`), or `None`.
@@ -49,6 +61,9 @@ pub fn by_name(name: &str) -> Option<Spec> {
         "vm-flat" => Some(vm_flat()),
         "virtio-vm" => Some(virtio_vm()),
         "misplaced-nic" => Some(misplaced_nic()),
+        "h200-bond" => Some(h200_bond()),
+        "hgx-h100-13nic" => Some(hgx_h100_13nic()),
+        "hgx-h100-field" => Some(hgx_h100_field()),
         _ => {
             if let Some(n) = name
                 .strip_prefix("scaling-")
@@ -427,11 +442,13 @@ fn host_bridge_on(bus: u8, numa_node: Option<u32>) -> Vec<HostBridgeSpec> {
 mod dgx;
 mod faults;
 mod hgx;
+mod nvsmi;
 mod scaling;
 mod vm;
 
 pub use dgx::*;
 pub use faults::*;
 pub use hgx::*;
+pub use nvsmi::*;
 pub use scaling::*;
 pub use vm::*;
