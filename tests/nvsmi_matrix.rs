@@ -108,7 +108,10 @@ fn parse_tabs(text: &str) -> Parsed {
 
 /// A published matrix (whitespace-aligned or tab-separated): `(row, column) → label` over the
 /// GPU and NIC columns, and the NIC legend.
-fn published(file: &str) -> (HashMap<(String, String), String>, Vec<(String, String)>) {
+/// `(row, column) → label`.
+type Cells = HashMap<(String, String), String>;
+
+fn published(file: &str) -> (Cells, Vec<(String, String)>) {
     let text =
         std::fs::read_to_string(common::repo().join("fixtures/topo-ground-truth").join(file))
             .unwrap();
@@ -145,7 +148,7 @@ fn published(file: &str) -> (HashMap<(String, String), String>, Vec<(String, Str
 }
 
 /// Every published GPU and NIC cell against ours; returns the mismatches.
-fn mismatches(ours: &Parsed, want: &HashMap<(String, String), String>) -> Vec<String> {
+fn mismatches(ours: &Parsed, want: &Cells) -> Vec<String> {
     let col: HashMap<&str, usize> = ours
         .header
         .iter()

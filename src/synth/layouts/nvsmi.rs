@@ -24,7 +24,7 @@ pub fn h200_storage_nic(function: u8) -> Bdf {
 pub fn h200_bond() -> Spec {
     let mut s = hgx_h100();
     s.name = "h200-bond".into();
-    for i in 0..8 {
+    for (i, &bus) in HGX_PAIR_BUSES.iter().enumerate() {
         if let Some(g) = s.function_mut(hgx_gpu(i)) {
             g.device = 0x2335;
             g.subsystem_device = 0x18be;
@@ -33,7 +33,7 @@ pub fn h200_bond() -> Spec {
         let name = if i == 0 { 0 } else { i + 2 };
         if let Some(n) = s.function_mut(hgx_nic(i)) {
             n.rdma[0].name = format!("mlx5_{name}");
-            n.netdevs[0].name = format!("ibp{}s0", HGX_PAIR_BUSES[i] + 4);
+            n.netdevs[0].name = format!("ibp{}s0", bus + 4);
         }
     }
     let rp = b(0, H200_STORAGE_BUS, 1, 0);
