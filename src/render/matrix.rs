@@ -168,16 +168,21 @@ pub fn render_table_with(m: &LabelMatrix, opts: TableOptions) -> String {
     }
     for &k in &accs {
         let a = &m.endpoints[k];
-        let cells: Vec<String> = rows
+        let cells: Vec<String> = accs
             .iter()
+            .chain(&rows)
+            .filter(|&&j| j != k)
             .map(|&j| format!("{} {}", m.endpoints[j].name, m.label(k, j)))
             .collect();
+        let na = || "N/A".to_string();
         notes.push(format!(
-            "{} ({}, accelerator; not a column of nvidia-smi's matrix): {}",
+            "{} ({}, accelerator, CPUs {}, NUMA {}; not a column of nvidia-smi's matrix): {}",
             a.name,
             a.bdf,
+            a.cpus.clone().unwrap_or_else(na),
+            a.numa_node.map(|n| n.to_string()).unwrap_or_else(na),
             if cells.is_empty() {
-                "no GPU or NIC to pair with".to_string()
+                "nothing to pair with".to_string()
             } else {
                 cells.join(", ")
             }
