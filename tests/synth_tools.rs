@@ -223,6 +223,8 @@ fn lspci_and_lstopo_read_every_layout() {
         layouts::h200_bond(),
         layouts::hgx_h100_13nic(),
         layouts::hgx_h100_field(),
+        layouts::hgx_b300(),
+        layouts::gb300_tray(),
     ] {
         let dir = write(&spec, WriteOptions::default());
         check_lspci_shape(&spec, dir.path());

@@ -7,7 +7,7 @@
 
 use super::{
     Aer, Bar, Function, HostBridgeSpec, Link, Machine, Module, Netdev, NodeFacts, NumaSpec,
-    NvidiaDriver, Nvme, Rdma, RdmaPort, Role, Slot, Spec, SpecError,
+    NvidiaDriver, Nvme, Rdma, RdmaPort, Role, Slot, Spec, SpecError, VpdSpec,
 };
 use crate::model::bdf::Bdf;
 use crate::parse::config::acs;
@@ -51,6 +51,14 @@ pub const LAYOUTS: &[(&str, &str)] = &[
         "hgx-h100-field",
         "hgx-h100 as fielded: Gen4 NVMe in Gen5 slots, Gen2 BMC bridge on a Gen3 port, an empty slot, idle GPUs",
     ),
+    (
+        "hgx-b300",
+        "2x Emerald Rapids, 8x B300 each behind a ConnectX-8 switch next to its CX-8 (XDR), two Broadcom levels (OCI's B300 file)",
+    ),
+    (
+        "gb300-tray",
+        "GB300 compute tray: 2x Grace (arm64), 4x GB300 with C2C, 4x ConnectX-8 with Data Direct DMA functions next to the GPUs (OCI's GB300 file, rdma_topo's DMA complex)",
+    ),
 ];
 
 /// The spec of a named layout (`hgx-h100`, …, `scaling-N`, `many-vfs-N`), or `None`.
@@ -64,6 +72,8 @@ pub fn by_name(name: &str) -> Option<Spec> {
         "h200-bond" => Some(h200_bond()),
         "hgx-h100-13nic" => Some(hgx_h100_13nic()),
         "hgx-h100-field" => Some(hgx_h100_field()),
+        "hgx-b300" => Some(hgx_b300()),
+        "gb300-tray" => Some(gb300_tray()),
         _ => {
             if let Some(n) = name
                 .strip_prefix("scaling-")
@@ -439,15 +449,19 @@ fn host_bridge_on(bus: u8, numa_node: Option<u32>) -> Vec<HostBridgeSpec> {
     }]
 }
 
+mod b300;
 mod dgx;
 mod faults;
+mod gb300;
 mod hgx;
 mod nvsmi;
 mod scaling;
 mod vm;
 
+pub use b300::*;
 pub use dgx::*;
 pub use faults::*;
+pub use gb300::*;
 pub use hgx::*;
 pub use nvsmi::*;
 pub use scaling::*;
