@@ -88,6 +88,9 @@ enum Command {
         /// NCCL version whose rules the NCCL view follows (e.g. 2.19; default: the newest modelled).
         #[arg(long, value_name = "X.Y", value_parser = cli::classify::parse_nccl_version)]
         nccl_version: Option<peerpath::analysis::nccl::NcclVersion>,
+        /// Table: leave SR-IOV virtual functions out (NIC numbers stay nvidia-smi's).
+        #[arg(long)]
+        fold_vfs: bool,
     },
     /// Explain one pair hop by hop: links, label and why, bottleneck, NCCL's decision.
     Explain {
@@ -185,11 +188,12 @@ fn run(cli: Cli) -> Result<u8> {
             input,
             format,
             nccl_version,
+            fold_vfs,
         } => {
             let topo = load(&input)?;
             print!(
                 "{}",
-                cli::classify::run_matrix(&topo, format, nccl_version)?
+                cli::classify::run_matrix(&topo, format, nccl_version, fold_vfs)?
             );
             Ok(0)
         }

@@ -145,7 +145,10 @@ fn synth_faults_acs_redirect_and_narrow_link() {
     assert_eq!(p.bottleneck_gbytes_per_s, Some(24.0));
     let b = &p.hops[p.bottleneck_hop.unwrap()];
     assert!(
-        b.note.as_deref().unwrap().contains("below capability"),
+        b.note
+            .as_deref()
+            .unwrap()
+            .contains("below what both ends support"),
         "{b:?}"
     );
     // The untouched pair 1 has neither.

@@ -21,15 +21,32 @@ fn run(args: &[&str]) -> (i32, String, String) {
 fn matrix_table_has_rows_legend_and_nic_legend() {
     let (rc, out, err) = run(&["matrix", "-i", VE]);
     assert_eq!(rc, 0, "{err}");
+    // nvidia-smi's layout: a tab-led header, one tab-separated row per NIC; accelerators are
+    // no columns of nvidia-smi's matrix, so they are lines below the legends.
     let header = out.lines().next().unwrap();
-    let cols: Vec<&str> = header.split_whitespace().collect();
-    assert_eq!(&cols[..3], &["ACC0", "ACC1", "ACC2"]);
-    assert!(header.contains("CPU Affinity") && header.contains("NUMA Affinity"));
-    let acc0: Vec<&str> = out.lines().nth(1).unwrap().split_whitespace().collect();
-    assert_eq!(&acc0[..6], &["ACC0", "X", "PIX", "PIX", "PIX", "NODE"]);
-    assert_eq!(acc0[acc0.len() - 2..], ["0-7,16-23", "0"]);
-    assert!(out.contains(peerpath::render::matrix::NVIDIA_SMI_LEGEND));
-    assert!(out.contains("NIC Legend:\n\n  NIC0: 0000:1a:00.0"));
+    assert!(header.starts_with('\t'), "{header:?}");
+    let cols: Vec<&str> = header.split('\t').collect();
+    assert_eq!(&cols[1..3], &["NIC0", "NIC1"]);
+    assert_eq!(
+        &cols[cols.len() - 3..],
+        ["CPU Affinity", "NUMA Affinity", "GPU NUMA ID"]
+    );
+    assert!(!out.lines().any(|l| l.starts_with("ACC0\t")));
+    let acc0 = out.lines().find(|l| l.starts_with("ACC0 (")).unwrap();
+    assert!(
+        acc0.contains("CPUs 0-7,16-23, NUMA 0")
+            && acc0.contains("ACC1 PIX, ACC2 PIX, ACC3 PIX, ACC4 NODE")
+            && acc0.contains("NIC0 PIX"),
+        "{acc0}"
+    );
+    let legend_at = out
+        .find(peerpath::render::matrix::NVIDIA_SMI_LEGEND)
+        .unwrap();
+    assert!(
+        out.find(acc0).unwrap() > legend_at,
+        "accelerators below the legends"
+    );
+    assert!(out.contains("NIC Legend:\n\n  NIC0: "));
     assert!(out.contains("  NIC2: enp96s0f0"));
     // Deterministic.
     assert_eq!(run(&["matrix", "-i", VE]).1, out);

@@ -441,7 +441,14 @@ fn faults_show_up_in_the_scan() {
     );
     let l = t.device(&gpu0).unwrap().link.unwrap();
     assert_eq!((l.current_width, l.max_width), (Some(8), Some(16)));
-    assert!(l.width_degraded());
+    let paths = peerpath::analysis::paths::Paths::new(&t);
+    assert_eq!(
+        paths.edge(paths.index(&gpu0).unwrap()).health,
+        peerpath::analysis::paths::LinkHealth::Degraded {
+            width: Some((8, 16)),
+            speed: None
+        }
+    );
     assert_eq!(
         t.device(&dsp).unwrap().link.unwrap().current_width,
         Some(8),

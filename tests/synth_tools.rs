@@ -220,6 +220,9 @@ fn lspci_and_lstopo_read_every_layout() {
         layouts::virtio_vm(),
         layouts::misplaced_nic(),
         layouts::many_vfs(12),
+        layouts::h200_bond(),
+        layouts::hgx_h100_13nic(),
+        layouts::hgx_h100_field(),
         layouts::hgx_b300(),
         layouts::gb300_tray(),
     ] {

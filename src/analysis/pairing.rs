@@ -208,7 +208,8 @@ pub fn assign_nics(c: &Candidates, gpus: &[usize]) -> Vec<Option<usize>> {
 pub struct NodeView {
     /// GPU endpoints in CUDA (PCI bus) order.
     pub gpus: Vec<Endpoint>,
-    /// NIC endpoints (RDMA-capable ones when any NIC has RDMA).
+    /// NIC endpoints (one per RDMA device when any NIC has one, in nvidia-smi's numbering;
+    /// virtual functions whose physical function is listed are left out).
     pub nics: Vec<Endpoint>,
     /// The chooser's tables over them.
     pub cand: Candidates,
@@ -232,30 +233,31 @@ impl NodeView {
     /// The tables over an existing classification (summaries: labels and bottlenecks).
     pub fn from_classifier(cl: &Classifier) -> NodeView {
         let t = cl.topo();
-        let eps = cl.endpoints().to_vec();
-        let ix = |e: &Endpoint| cl.endpoint_index(&e.bdf).unwrap_or(usize::MAX);
-        let gpus: Vec<Endpoint> = eps
-            .iter()
-            .filter(|e| e.kind == DeviceKind::Gpu)
-            .cloned()
+        let eps = cl.endpoints();
+        let gpu_ix: Vec<usize> = (0..eps.len())
+            .filter(|&k| eps[k].kind == DeviceKind::Gpu)
             .collect();
-        let nics: Vec<Endpoint> = eps
-            .iter()
-            .filter(|e| e.kind == DeviceKind::Nic)
-            .cloned()
+        // Virtual functions share their physical function's port: ranks are given physical
+        // NICs (a VF stays a candidate where its PF is not an endpoint, as in a VM guest).
+        let pf_nic = |b: &Bdf| eps.iter().any(|e| e.kind == DeviceKind::Nic && e.bdf == *b);
+        let nic_ix: Vec<usize> = (0..eps.len())
+            .filter(|&k| eps[k].kind == DeviceKind::Nic)
+            .filter(|&k| !eps[k].physfn.as_ref().is_some_and(pf_nic))
             .collect();
+        let gpus: Vec<Endpoint> = gpu_ix.iter().map(|&k| eps[k].clone()).collect();
+        let nics: Vec<Endpoint> = nic_ix.iter().map(|&k| eps[k].clone()).collect();
         let mut gg = vec![vec![None; gpus.len()]; gpus.len()];
         let mut gn = vec![vec![None; nics.len()]; gpus.len()];
-        for (i, a) in gpus.iter().enumerate() {
-            for (j, b) in gpus.iter().enumerate() {
+        for (i, &a) in gpu_ix.iter().enumerate() {
+            for (j, &b) in gpu_ix.iter().enumerate() {
                 if i < j {
-                    let p = cl.summary(ix(a), ix(b)).map(|p| cand_of(&p));
+                    let p = cl.summary(a, b).map(|p| cand_of(&p));
                     gg[i][j] = p.clone();
                     gg[j][i] = p;
                 }
             }
-            for (k, n) in nics.iter().enumerate() {
-                gn[i][k] = cl.summary(ix(a), ix(n)).map(|p| cand_of(&p));
+            for (k, &n) in nic_ix.iter().enumerate() {
+                gn[i][k] = cl.summary(a, n).map(|p| cand_of(&p));
             }
         }
         let cand = Candidates {
@@ -430,8 +432,9 @@ mod tests {
     use crate::analysis::classify::{ClassifyOptions, classify_all};
     use crate::analysis::testkit::TopoBuilder;
 
-    /// One host bridge: a switch holding GPU0 and `mlx5_1` (NIC1), GPU1 on a root port of its
-    /// own, `mlx5_0` (NIC0) on another: GPU1 is PHB from both NICs.
+    /// One host bridge: a switch holding GPU0 and `mlx5_1` (NIC0: the lower PCI address, so
+    /// registered first), GPU1 on a root port of its own, `mlx5_0` (NIC1) on another: GPU1 is
+    /// PHB from both NICs.
     fn node() -> Topology {
         let mut b = TopoBuilder::new(&["0-7"]);
         b.bridge("0000:10:01.0", None, Some(0));
@@ -462,16 +465,17 @@ mod tests {
             m.pair(&a.bdf, &b.bdf).unwrap().label
         };
         assert_eq!(label("GPU1", "NIC0"), label("GPU1", "NIC1"));
-        assert_eq!(names("GPU0").as_deref(), Some("NIC1"), "the better class");
+        assert_eq!(names("GPU0").as_deref(), Some("NIC0"), "the better class");
         assert_eq!(
             names("GPU1").as_deref(),
             Some("NIC0"),
             "a tie: matrix order"
         );
+        assert_eq!(m.endpoint("NIC1").unwrap().rdma, ["mlx5_0"]);
         let r = rail_pairs(&m, &[]);
         assert_eq!(r.source, RailPairSource::Nearest);
         let pairs: Vec<_> = r.pairs.iter().map(|p| (&*p.compute, &*p.nic)).collect();
-        assert_eq!(pairs, [("GPU0", "NIC1"), ("GPU1", "NIC0")]);
+        assert_eq!(pairs, [("GPU0", "NIC0"), ("GPU1", "NIC0")]);
     }
 
     #[test]

@@ -259,6 +259,20 @@ impl Capture {
         Ok(())
     }
 
+    /// Stores the RDMA registration order read from the live kernel as
+    /// [`crate::sources::rdma_order::RDMA_NAME`] and says so in the manifest.
+    pub fn set_rdma_order(&mut self, o: &crate::sources::rdma_order::RdmaOrder) -> io::Result<()> {
+        use crate::sources::rdma_order::RDMA_NAME;
+        let text = serde_json::to_string_pretty(o).map_err(io::Error::other)?;
+        self.entries
+            .insert(PathBuf::from(RDMA_NAME), Node::File(text.into_bytes()));
+        self.manifest.rdma_order = format!("included as {RDMA_NAME}: {}", o.message);
+        let m = serde_json::to_string_pretty(&self.manifest).map_err(io::Error::other)?;
+        self.entries
+            .insert(PathBuf::from(MANIFEST_NAME), Node::File(m.into_bytes()));
+        Ok(())
+    }
+
     /// The tarball as bytes.
     pub fn to_tar_gz(&self) -> io::Result<Vec<u8>> {
         let mut v = Vec::new();

@@ -74,6 +74,9 @@ pub struct Manifest {
     pub files: usize,
     /// Whether NVML facts are included, and why not when they are not.
     pub nvml: String,
+    /// Whether the RDMA registration order is included (`peerpath-rdma.json`), and why not.
+    #[serde(default)]
+    pub rdma_order: String,
 }
 
 /// A finished capture: the entries to archive and the scan they came from.
@@ -150,6 +153,8 @@ pub fn capture(fs: &dyn FsRoot, source: SourceInfo, opts: &CaptureOptions) -> io
         left_out: left_out.into_iter().collect(),
         files,
         nvml,
+        rdma_order: "not included: the RDMA registration order is read only from the live kernel"
+            .into(),
     };
     let mut entries = b.out;
     let text = serde_json::to_string_pretty(&manifest).map_err(io::Error::other)?;

@@ -79,6 +79,8 @@ pub fn run_capture(a: &CaptureArgs) -> Result<u8> {
         } else {
             c.set_nvml_note("not included: no NVIDIA PCI device, so NVML was not loaded")?;
         }
+        // nvidia-smi's NIC numbering: the registration order, from the live kernel only.
+        c.set_rdma_order(&peerpath::sources::rdma_order::read_live())?;
     }
     let tmp = a.output.with_extension("partial");
     {

@@ -25,13 +25,16 @@ pub fn run_matrix(
     t: &Topology,
     format: MatrixFormat,
     nccl_version: Option<NcclVersion>,
+    fold_vfs: bool,
 ) -> Result<String> {
     let opts = ClassifyOptions {
         nccl_version: nccl_version.unwrap_or_default(),
     };
     let c = Classifier::new(t, &opts);
     Ok(match format {
-        MatrixFormat::Table => matrix::render_table(&c.label_matrix()),
+        MatrixFormat::Table => {
+            matrix::render_table_with(&c.label_matrix(), matrix::TableOptions { fold_vfs })
+        }
         MatrixFormat::Json => serde_json::to_string_pretty(&matrix::doc(&c.matrix()))? + "\n",
     })
 }

@@ -114,7 +114,10 @@ pub fn kind_from_class(class: u32, vendor: Option<u16>, device: Option<u16>) -> 
 /// The PCIe link of a device to the port above it, as the device's own sysfs attributes
 /// (`current_link_speed`, `current_link_width`, `max_link_speed`, `max_link_width`) or, failing
 /// those, its config space (LNKSTA/LNKCAP) report it. For a root or downstream port the
-/// attributes describe the link below it.
+/// attributes describe the link below it. A link that is down reads `current_width: 0` (known,
+/// not unknown); a function with no link of its own (a root-complex integrated endpoint, an
+/// SR-IOV virtual function) has no `LinkInfo` at all. Whether a link is degraded is judged
+/// from both of its ends by [`crate::analysis::paths::link`], never from one `LinkInfo`.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct LinkInfo {
     /// Negotiated speed, GT/s.
@@ -134,14 +137,6 @@ impl LinkInfo {
             || self.current_width.is_some()
             || self.max_gts.is_some()
             || self.max_width.is_some()
-    }
-    /// Width below capability (current < max), when both are known.
-    pub fn width_degraded(&self) -> bool {
-        matches!((self.current_width, self.max_width), (Some(c), Some(m)) if c < m)
-    }
-    /// Speed below capability, when both are known.
-    pub fn speed_degraded(&self) -> bool {
-        matches!((self.current_gts, self.max_gts), (Some(c), Some(m)) if c + 0.01 < m)
     }
 }
 
@@ -202,6 +197,15 @@ pub struct OsDevice {
     /// Free-form facts (`fw_ver`, `model`, the NVIDIA `information` lines).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attrs: Vec<(String, String)>,
+    /// RDMA devices: the order the kernel registered them in, which is the order
+    /// `nvidia-smi topo -m` and libibverbs (so NCCL) list them. Live: the kernel's device
+    /// index (`RDMA_NLDEV_ATTR_DEV_INDEX` over netlink, what `rdma dev` prints before the name;
+    /// allocated cyclically, so a later registration has a larger index); snapshots carry it
+    /// in `peerpath-rdma.json`; NCCL XML: the `<net dev>` number (NCCL's device number, in
+    /// libibverbs order). `None` where the source does not carry it (sysfs files alone, hwloc
+    /// XML): docs/matrix.md gives the fallback order then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<u32>,
 }
 
 impl OsDevice {
@@ -215,6 +219,7 @@ impl OsDevice {
             speed_mbps: None,
             link_modes_max_mbps: None,
             attrs: Vec::new(),
+            index: None,
         }
     }
 }

@@ -13,6 +13,7 @@ pub mod config;
 pub mod cpulist;
 pub mod hwloc;
 pub mod ib;
+pub mod nldev;
 pub mod rdma_topo;
 pub mod resource;
 pub mod vpd;

@@ -5,8 +5,7 @@
 //! their switches), PCIe links (current/max speed and width from sysfs) and NVLinks. Written by
 //! hand (the format is small); every identifier and label is quoted and escaped.
 
-use crate::analysis::paths::Paths;
-use crate::model::linkfmt;
+use crate::analysis::paths::{LinkHealth, Paths};
 use crate::model::{Bdf, Device, DeviceKind, Topology};
 use std::collections::BTreeSet;
 use std::fmt::Write;
@@ -143,12 +142,18 @@ pub fn render(p: &Paths) -> String {
         if up == me {
             continue; // inside one switch
         }
-        // The link into `d` is described by `d`'s own link attributes (upstream side).
-        let label = d.link.map(|l| linkfmt::link(&l)).unwrap_or_default();
-        let degraded = d
-            .link
-            .is_some_and(|l| l.width_degraded() || l.speed_degraded());
-        edges.insert((up, me, label, degraded));
+        // The link into `d` is described by `d`'s own link attributes (upstream side) and
+        // judged once, on the device below it, by the paths model's rule; a port's edge shows
+        // its link plainly (the device under it carries the verdict).
+        let health = match p.index(&d.bdf) {
+            Some(_) if matches!(d.kind, DeviceKind::RootPort | DeviceKind::SwitchDownstream) => {
+                LinkHealth::NoLink
+            }
+            Some(i) => p.edge(i).health,
+            None => LinkHealth::NoLink,
+        };
+        let label = d.link.map(|l| health.text(&l)).unwrap_or_default();
+        edges.insert((up, me, label, health.is_fault()));
     }
     for (a, b, label, degraded) in edges {
         let color = if degraded {

@@ -193,8 +193,11 @@ pub fn render(i: &HtmlInputs) -> String {
             esc(&a.name)
         );
         for b in &shown {
-            if a.bdf == b.bdf {
+            if a.name == b.name {
                 o.push_str(&label_cell(Label::X));
+            } else if a.bdf == b.bdf {
+                // Two RDMA devices of one function: ports of one adapter.
+                o.push_str(&label_cell(Label::Pix));
             } else if let Some(p) = m.pair(&a.bdf, &b.bdf) {
                 let cell = label_cell(p.label);
                 let _ = write!(

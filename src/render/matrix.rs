@@ -5,13 +5,14 @@
 use crate::analysis::classify::{Endpoint, Label, LabelMatrix, Matrix, PairClass};
 use crate::model::linkfmt;
 use crate::model::{DeviceKind, LinkInfo};
-use comfy_table::{CellAlignment, Table, presets};
+use comfy_table::{Table, presets};
 use serde::Serialize;
 
 /// Version tag of the matrix JSON document.
 pub const MATRIX_SCHEMA: &str = "peerpath.matrix/1";
 
-/// The legend exactly as current `nvidia-smi topo -m` prints it (classification.md §1.2).
+/// The legend exactly as current `nvidia-smi topo -m` prints it (classification.md §1.2),
+/// from `Legend:` to its last line.
 pub const NVIDIA_SMI_LEGEND: &str = "Legend:
 
   X    = Self
@@ -46,21 +47,42 @@ pub fn doc(m: &Matrix) -> MatrixDoc<'_> {
     }
 }
 
-fn in_table(e: &Endpoint) -> bool {
-    matches!(
-        e.kind,
-        DeviceKind::Gpu | DeviceKind::Accelerator | DeviceKind::Nic
-    )
+/// Options of the text table.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TableOptions {
+    /// Leave SR-IOV virtual functions out of the rows and columns (their NIC numbers stay
+    /// nvidia-smi's: the remaining columns keep their names, and a note lists the folded ones).
+    pub fold_vfs: bool,
 }
 
-/// The nvidia-smi-style text: a row and a column per GPU, accelerator and NIC, then `CPU
-/// Affinity` and `NUMA Affinity` (compute rows only), the legend, the NIC legend and the notes.
+/// The nvidia-smi-style text with default options ([`render_table_with`]).
 pub fn render_table(m: &LabelMatrix) -> String {
+    render_table_with(m, TableOptions::default())
+}
+
+/// The text of `nvidia-smi topo -m` as current drivers print it to a file or pipe, so scripts
+/// written for nvidia-smi parse it unchanged: a header row of tab-separated column names
+/// starting with an empty cell (`\tGPU0\t…\tNIC0\t…\tCPU Affinity\tNUMA Affinity\tGPU NUMA
+/// ID`); one row per GPU starting at column 0 (`GPU0\t X \tNV18\t…`) with its CPU list, NUMA
+/// node and GPU-memory NUMA node (`N/A` where nvidia-smi prints it); one row per NIC with the
+/// affinity cells empty; a blank line, the `Legend:` block verbatim, the `NIC Legend:` block
+/// (`  NIC0: mlx5_0`). Everything peerpath adds (NVLink not visible, NIC numbering rebuilt,
+/// `?` cells, accelerators, folded VFs, the NCCL view) goes in notes after a blank line below
+/// the legends, never into a cell. Accelerators are not columns (nvidia-smi has none): their
+/// labels are listed in the notes.
+pub fn render_table_with(m: &LabelMatrix, opts: TableOptions) -> String {
+    let in_table = |e: &Endpoint| {
+        matches!(e.kind, DeviceKind::Gpu | DeviceKind::Nic)
+            && !(opts.fold_vfs && e.physfn.is_some())
+    };
     let rows: Vec<usize> = (0..m.endpoints.len())
         .filter(|&i| in_table(&m.endpoints[i]))
         .collect();
     let eps: Vec<&Endpoint> = rows.iter().map(|&i| &m.endpoints[i]).collect();
-    if eps.is_empty() {
+    let accs: Vec<usize> = (0..m.endpoints.len())
+        .filter(|&i| m.endpoints[i].kind == DeviceKind::Accelerator)
+        .collect();
+    if eps.is_empty() && accs.is_empty() {
         let mut out =
             String::from("No GPU, accelerator or NIC in this topology: no matrix to print.\n");
         for n in &m.notes {
@@ -69,78 +91,107 @@ pub fn render_table(m: &LabelMatrix) -> String {
         }
         return out;
     }
-    let mut t = Table::new();
-    t.load_style(presets::NOTHING);
-    t.force_no_tty();
-    let mut header: Vec<String> = vec![String::new()];
-    header.extend(eps.iter().map(|e| e.name.clone()));
-    header.push("CPU Affinity".into());
-    header.push("NUMA Affinity".into());
-    t.set_header(header);
-    let mut any_unknown = false;
-    for &i in &rows {
-        let a = &m.endpoints[i];
-        let mut row = vec![a.name.clone()];
-        for &j in &rows {
-            let cell = if i == j { Label::X } else { m.label(i, j) };
-            any_unknown |= cell == Label::Unknown;
-            row.push(cell.to_string());
-        }
-        if a.kind.is_compute() {
-            row.push(a.cpus.clone().unwrap_or_else(|| "N/A".into()));
-            row.push(
-                a.numa_node
-                    .map(|n| n.to_string())
-                    .unwrap_or_else(|| "N/A".into()),
-            );
-        } else {
-            row.push(String::new());
-            row.push(String::new());
-        }
-        t.add_row(row);
-    }
-    for (i, c) in t.column_iter_mut().enumerate() {
-        if i > 0 && i <= eps.len() {
-            c.set_cell_alignment(CellAlignment::Center);
-        }
-    }
     let mut out = String::new();
-    for line in t.lines() {
-        out.push_str(line.trim_end());
+    let mut any_unknown = false;
+    if !eps.is_empty() {
+        for e in &eps {
+            out.push('\t');
+            out.push_str(&e.name);
+        }
+        out.push_str("\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n");
+        for &i in &rows {
+            let a = &m.endpoints[i];
+            out.push_str(&a.name);
+            for &j in &rows {
+                out.push('\t');
+                if i == j {
+                    out.push_str(" X ");
+                } else {
+                    let cell = m.label(i, j);
+                    any_unknown |= cell == Label::Unknown;
+                    out.push_str(&cell.to_string());
+                }
+            }
+            if a.kind == DeviceKind::Gpu {
+                let na = || "N/A".to_string();
+                out.push('\t');
+                out.push_str(&a.cpus.clone().unwrap_or_else(na));
+                out.push('\t');
+                out.push_str(&a.numa_node.map(|n| n.to_string()).unwrap_or_else(na));
+                out.push_str("\t\t");
+                out.push_str(&a.gpu_numa_id.map(|n| n.to_string()).unwrap_or_else(na));
+            } else {
+                out.push_str("\t\t\t\t");
+            }
+            out.push('\n');
+        }
         out.push('\n');
+        out.push_str(NVIDIA_SMI_LEGEND);
+        let nics: Vec<&&Endpoint> = eps.iter().filter(|e| e.kind == DeviceKind::Nic).collect();
+        if !nics.is_empty() {
+            out.push_str("\nNIC Legend:\n\n");
+            for e in nics {
+                let name = match (e.rdma.first(), e.net.first()) {
+                    (Some(r), _) => r.clone(),
+                    (None, Some(n)) => n.clone(),
+                    (None, None) => e.bdf.to_string(),
+                };
+                out.push_str(&format!("  {}: {name}\n", e.name));
+            }
+        }
     }
-    out.push('\n');
-    out.push_str(NVIDIA_SMI_LEGEND);
+    let mut notes: Vec<String> = Vec::new();
     if any_unknown {
-        out.push_str(
-            "  ?    = Not decidable from the input (NUMA node unknown); see `peerpath explain`\n",
+        notes.push(
+            "? = not decidable from the input (NUMA node unknown); see `peerpath explain`".into(),
         );
     }
-    let nics: Vec<&&Endpoint> = eps.iter().filter(|e| e.kind == DeviceKind::Nic).collect();
-    if !nics.is_empty() {
-        out.push_str("\nNIC Legend:\n\n");
-        for e in nics {
-            let name = match (e.rdma.first(), e.net.first()) {
-                (Some(r), _) => r.clone(),
-                (None, Some(n)) => format!("{n} ({}, no RDMA device)", e.bdf),
-                (None, None) => format!("{} (no RDMA device or netdev)", e.bdf),
-            };
-            out.push_str(&format!("  {}: {name}\n", e.name));
+    if opts.fold_vfs {
+        let folded: Vec<String> = m
+            .endpoints
+            .iter()
+            .filter(|e| e.kind == DeviceKind::Nic && e.physfn.is_some())
+            .map(|e| {
+                format!(
+                    "{} ({})",
+                    e.name,
+                    e.rdma.first().cloned().unwrap_or_default()
+                )
+            })
+            .collect();
+        if !folded.is_empty() {
+            notes.push(format!(
+                "SR-IOV virtual functions folded (--fold-vfs): {}",
+                folded.join(", ")
+            ));
         }
     }
-    let accs: Vec<&&Endpoint> = eps
-        .iter()
-        .filter(|e| e.kind == DeviceKind::Accelerator)
-        .collect();
-    if !accs.is_empty() {
-        out.push_str("\nAccelerator Legend:\n\n");
-        for e in accs {
-            out.push_str(&format!("  {}: {}\n", e.name, e.bdf));
-        }
+    for &k in &accs {
+        let a = &m.endpoints[k];
+        let cells: Vec<String> = accs
+            .iter()
+            .chain(&rows)
+            .filter(|&&j| j != k)
+            .map(|&j| format!("{} {}", m.endpoints[j].name, m.label(k, j)))
+            .collect();
+        let na = || "N/A".to_string();
+        notes.push(format!(
+            "{} ({}, accelerator, CPUs {}, NUMA {}; not a column of nvidia-smi's matrix): {}",
+            a.name,
+            a.bdf,
+            a.cpus.clone().unwrap_or_else(na),
+            a.numa_node.map(|n| n.to_string()).unwrap_or_else(na),
+            if cells.is_empty() {
+                "nothing to pair with".to_string()
+            } else {
+                cells.join(", ")
+            }
+        ));
     }
-    if !m.notes.is_empty() {
+    notes.extend(m.notes.iter().cloned());
+    if !notes.is_empty() {
         out.push('\n');
-        for n in &m.notes {
+        for n in &notes {
             out.push_str(n);
             out.push('\n');
         }

@@ -1,7 +1,13 @@
 //! The lstopo-style tree of `peerpath scan`: NUMA nodes, host bridges, switches as one node with
 //! their ports, endpoints with names, OS devices and the link on every hop.
+//!
+//! Links: each physical link is judged once, by the paths model's one rule
+//! ([`crate::analysis::paths::link`]), and its mark (`DOWN: x8 of x16`) is printed on the
+//! device below it (an endpoint, or a switch's upstream port); the root or downstream port
+//! above it shows the same link plainly. A port with nothing under it shows its own link,
+//! `link down` when its width reads 0 (an empty slot).
 
-use crate::model::linkfmt;
+use crate::analysis::paths::{LinkHealth, Paths};
 use crate::model::{Device, DeviceKind, Topology};
 use std::fmt::Write;
 
@@ -27,7 +33,26 @@ fn label(k: DeviceKind) -> &'static str {
     }
 }
 
-fn describe(d: &Device) -> String {
+/// ` [link (mark)]` of a device's upstream link, by the paths model's verdict on its edge; a
+/// port with a device under it shows its link without a mark (the device below carries it).
+fn link_part(p: &Paths, d: &Device) -> String {
+    let Some(l) = d.link.as_ref() else {
+        return String::new();
+    };
+    let Some(i) = p.index(&d.bdf) else {
+        return String::new();
+    };
+    let health = match p.empty_port_link(i) {
+        Some(h) => h,
+        None if matches!(d.kind, DeviceKind::SwitchDownstream | DeviceKind::RootPort) => {
+            LinkHealth::NoLink
+        }
+        None => p.edge(i).health,
+    };
+    format!(" [{}]", health.text(l))
+}
+
+fn describe(p: &Paths, d: &Device) -> String {
     let mut s = format!("{} {} \"{}\"", label(d.kind), d.bdf, d.display_name());
     let os: Vec<&str> = d
         .os_devices
@@ -38,8 +63,9 @@ fn describe(d: &Device) -> String {
     if !os.is_empty() {
         s.push_str(&format!(" {}", os.join(" ")));
     }
-    if let Some(l) = &d.link {
-        s.push_str(&format!(" [{}]", linkfmt::link(l)));
+    s.push_str(&link_part(p, d));
+    if p.index(&d.bdf).and_then(|i| p.empty_port_link(i)).is_some() {
+        s.push_str(" (empty)");
     }
     if let Some(slot) = &d.slot {
         s.push_str(&format!(" slot {slot}"));
@@ -53,8 +79,14 @@ fn describe(d: &Device) -> String {
     s
 }
 
-/// Renders the tree.
+/// Renders the tree of a topology (builds its paths model: the links' verdicts come from it).
 pub fn render(t: &Topology, opts: TreeOptions) -> String {
+    render_with(&Paths::new(t), opts)
+}
+
+/// Renders the tree over an existing paths model.
+pub fn render_with(p: &Paths, opts: TreeOptions) -> String {
+    let t = p.topo();
     let mut out = String::new();
     let m = &t.machine;
     let _ = write!(out, "Machine ({} {})", t.source.kind, t.source.path);
@@ -98,7 +130,7 @@ pub fn render(t: &Topology, opts: TreeOptions) -> String {
         );
         for hb in hbs {
             placed.insert(hb.name.clone());
-            host_bridge(t, &hb.name, 2, opts, &mut out);
+            host_bridge(p, &hb.name, 2, opts, &mut out);
         }
     }
     let rest: Vec<_> = t
@@ -109,14 +141,15 @@ pub fn render(t: &Topology, opts: TreeOptions) -> String {
     if !rest.is_empty() {
         let _ = writeln!(out, "  NUMA node unknown");
         for hb in rest {
-            host_bridge(t, &hb.name, 2, opts, &mut out);
+            host_bridge(p, &hb.name, 2, opts, &mut out);
         }
     }
     summary(t, &mut out);
     out
 }
 
-fn host_bridge(t: &Topology, name: &str, depth: usize, opts: TreeOptions, out: &mut String) {
+fn host_bridge(p: &Paths, name: &str, depth: usize, opts: TreeOptions, out: &mut String) {
+    let t = p.topo();
     let pad = "  ".repeat(depth);
     let _ = writeln!(out, "{pad}HostBridge {name}");
     let roots = t.roots_of(name);
@@ -126,7 +159,7 @@ fn host_bridge(t: &Topology, name: &str, depth: usize, opts: TreeOptions, out: &
             folded += 1;
             continue;
         }
-        device(t, d, depth + 1, opts, out);
+        device(p, d, depth + 1, opts, out);
     }
     if folded > 0 {
         let _ = writeln!(
@@ -137,7 +170,8 @@ fn host_bridge(t: &Topology, name: &str, depth: usize, opts: TreeOptions, out: &
     }
 }
 
-fn device(t: &Topology, d: &Device, depth: usize, opts: TreeOptions, out: &mut String) {
+fn device(p: &Paths, d: &Device, depth: usize, opts: TreeOptions, out: &mut String) {
+    let t = p.topo();
     if d.is_vf() && !opts.all {
         return;
     }
@@ -151,37 +185,30 @@ fn device(t: &Topology, d: &Device, depth: usize, opts: TreeOptions, out: &mut S
             sw.map(|s| s.id.as_str()).unwrap_or("?"),
             d.display_name(),
             d.bdf,
-            d.link
-                .as_ref()
-                .map(|l| format!(" [{}]", linkfmt::link(l)))
-                .unwrap_or_default(),
+            link_part(p, d),
             if ports == 1 { "" } else { "s" }
         );
         for c in t.children(&d.bdf) {
             if c.kind == DeviceKind::SwitchDownstream {
                 let kids = t.children(&c.bdf);
-                let link = c
-                    .link
-                    .as_ref()
-                    .map(|l| format!(" [{}]", linkfmt::link(l)))
-                    .unwrap_or_default();
+                let link = link_part(p, c);
                 if kids.is_empty() {
                     let _ = writeln!(out, "{pad}  Port {}{link} (empty)", c.bdf);
                 } else {
                     let _ = writeln!(out, "{pad}  Port {}{link}", c.bdf);
                     for k in kids {
-                        device(t, k, depth + 2, opts, out);
+                        device(p, k, depth + 2, opts, out);
                     }
                 }
             } else {
-                device(t, c, depth + 1, opts, out);
+                device(p, c, depth + 1, opts, out);
             }
         }
         return;
     }
-    let _ = writeln!(out, "{pad}{}", describe(d));
+    let _ = writeln!(out, "{pad}{}", describe(p, d));
     for c in t.children(&d.bdf) {
-        device(t, c, depth + 1, opts, out);
+        device(p, c, depth + 1, opts, out);
     }
 }
 

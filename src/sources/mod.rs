@@ -16,6 +16,7 @@ pub mod json;
 pub mod nccl_xml;
 pub mod nvml;
 pub mod nvml_store;
+pub mod rdma_order;
 pub mod sysfs;
 pub mod tree;
 pub mod xmltree;
@@ -152,6 +153,8 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
         let mut topo = sysfs::scan(&fs, src, &scan_opts)?;
         // Supported link modes (the port's SKU speed) are only on the live machine.
         ethtool::enrich(&mut topo);
+        // The RDMA registration order (nvidia-smi's NIC numbering) is only live, over netlink.
+        rdma_order::apply(&mut topo, &rdma_order::read_live());
         // NVLink state is only on the live machine, through NVML; never panics without it.
         let status = nvml::enrich(&mut topo);
         if let Some(w) = status.warning() {
@@ -174,6 +177,7 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
                 limitations: vec![],
             };
             let mut topo = sysfs::scan(&fs, src, &scan_opts)?;
+            rdma_order::apply_stored(&fs, &mut topo)?;
             nvml_store::apply_stored_nvml(&fs, &mut topo)?;
             Ok(topo)
         }
@@ -187,6 +191,7 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
                 limitations: vec![],
             };
             let mut topo = sysfs::scan(&fs, src, &scan_opts)?;
+            rdma_order::apply_stored(&fs, &mut topo)?;
             nvml_store::apply_stored_nvml(&fs, &mut topo)?;
             Ok(topo)
         }

@@ -339,6 +339,8 @@ impl Ctx<'_> {
                         continue;
                     }
                     let mut od = OsDevice::new(OsDeviceKind::Rdma, name);
+                    // NCCL's device number: its libibverbs list order, the registration order.
+                    od.index = ne.attr("dev").and_then(|v| v.trim().parse().ok());
                     od.ports.push(rp);
                     od
                 } else {

@@ -10,6 +10,7 @@ use crate::model::bdf::{Bdf, parse_host_bridge};
 use crate::model::device::{Device, LinkInfo, OsDevice, OsDeviceKind, RdmaPort, kind_from_class};
 use crate::model::fact::Fact;
 use crate::model::topology::{MachineInfo, NumaNode, SourceInfo, Topology, Warning};
+use crate::parse::config::PortType;
 use crate::parse::{Refusal, aer, attr, config, cpulist, ib, resource};
 use std::collections::{BTreeMap, HashMap};
 use std::io;
@@ -284,13 +285,31 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
                 cpulist::parse_mask,
             ),
         };
-        let speed = |n: &str| log.value(&dir.join(n), get(n), attr::link_speed_gts);
-        let width = |n: &str| log.value(&dir.join(n), get(n), attr::link_width).flatten();
+        // Widths: `Some(None)` is a read 0. A negotiated width of 0 is a link that is down
+        // (known: width 0, and the kernel writes `Unknown` for its speed); a capable width of 0
+        // means LNKCAP is not implemented: no link of its own (root-complex integrated
+        // endpoints; virtual functions are dropped below by `physfn`).
+        let width = |n: &str| log.value(&dir.join(n), get(n), attr::link_width);
+        let cur_w = width("current_link_width");
+        let max_w = width("max_link_width");
+        // Down only on a port or device whose capability is a real lane count: a 0 beside a
+        // refused or absent `max_link_width` says nothing.
+        let link_down = cur_w == Some(None) && matches!(max_w, Some(Some(_)));
+        let no_own_link = max_w == Some(None);
+        let speed = |n: &str| {
+            let b = get(n);
+            if (link_down || no_own_link)
+                && b.as_deref().map(|b| b.trim_ascii()) == Some(b"Unknown".as_slice())
+            {
+                return None;
+            }
+            log.value(&dir.join(n), b, attr::link_speed_gts)
+        };
         let link = LinkInfo {
             current_gts: speed("current_link_speed"),
-            current_width: width("current_link_width"),
+            current_width: if link_down { Some(0) } else { cur_w.flatten() },
             max_gts: speed("max_link_speed"),
-            max_width: width("max_link_width"),
+            max_width: max_w.flatten(),
         };
         if has("config") {
             match fs.read_limited(&dir.join("config"), 4096) {
@@ -311,7 +330,15 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
             link.max_gts = link.max_gts.or(p.link_cap_gts);
             link.max_width = link.max_width.or(p.link_cap_width);
         }
-        d.link = if link.any() { Some(link) } else { None };
+        let integrated = matches!(
+            d.port_type(),
+            Some(PortType::RcIntegratedEndpoint | PortType::RcEventCollector)
+        );
+        d.link = if link.any() && !no_own_link && !integrated {
+            Some(link)
+        } else {
+            None
+        };
         let class = class.or(d.config.as_ref().map(|c| c.class));
         if d.vendor_id.is_none() {
             // Config IDs only when they are real (a VF reads 0xffff there).
@@ -366,6 +393,11 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
             d.physfn = log.value(&dir.join("physfn"), link_value("physfn"), |b| {
                 attr::pci_address(attr::text(b)?)
             });
+        }
+        if d.physfn.is_some() {
+            // A virtual function has no link of its own: its traffic uses its physical
+            // function's (the kernel reads reserved registers for it).
+            d.link = None;
         }
         d.vf_count = listing
             .iter()
@@ -773,4 +805,76 @@ fn machine_info(fs: &dyn FsRoot, log: &Log) -> MachineInfo {
         }
     }
     m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sources::fsroot::{MemNode, MemRoot};
+
+    fn dev(m: &mut MemRoot, bdf: &str, class: &str, link: [&str; 4]) {
+        let dir = format!("sys/devices/pci0000:00/{bdf}");
+        m.insert(
+            format!("sys/bus/pci/devices/{bdf}").into(),
+            MemNode::Symlink(format!("../../../devices/pci0000:00/{bdf}").into()),
+        );
+        m.insert(
+            format!("{dir}/class").into(),
+            MemNode::File(format!("{class}\n").into_bytes()),
+        );
+        for (f, v) in [
+            "current_link_speed",
+            "current_link_width",
+            "max_link_speed",
+            "max_link_width",
+        ]
+        .iter()
+        .zip(link)
+        {
+            m.insert(
+                format!("{dir}/{f}").into(),
+                MemNode::File(format!("{v}\n").into_bytes()),
+            );
+        }
+    }
+
+    /// What the kernel writes for a root-complex integrated endpoint (no link registers) and
+    /// for an empty slot's root port (link down): no link, and width 0 known; no warning.
+    #[test]
+    fn link_down_and_no_link_of_its_own() {
+        let mut m = MemRoot::new("t");
+        dev(
+            &mut m,
+            "0000:00:00.0",
+            "0x088000",
+            ["Unknown", "0", "Unknown", "0"],
+        );
+        dev(
+            &mut m,
+            "0000:00:01.0",
+            "0x060400",
+            ["Unknown", "0", "32.0 GT/s PCIe", "16"],
+        );
+        let src = SourceInfo {
+            kind: "snapshot".into(),
+            path: "t".into(),
+            limitations: vec![],
+        };
+        let raw = discover(&m, src).unwrap();
+        assert!(raw.warnings.is_empty(), "{:?}", raw.warnings);
+        let link = |b: &str| {
+            let b: Bdf = b.parse().unwrap();
+            raw.devices.iter().find(|d| d.bdf == b).unwrap().link
+        };
+        assert_eq!(link("0000:00:00.0"), None);
+        assert_eq!(
+            link("0000:00:01.0"),
+            Some(LinkInfo {
+                current_gts: None,
+                current_width: Some(0),
+                max_gts: Some(32.0),
+                max_width: Some(16),
+            })
+        );
+    }
 }

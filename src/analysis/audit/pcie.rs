@@ -7,6 +7,7 @@
 //! gives `unknown`, never a pass.
 
 use super::{CheckId, Ctx, Evidence, Finding, PairRef, Severity, Subject, pci_path};
+use crate::analysis::paths::LinkHealth;
 use crate::model::{Bdf, Device, DeviceKind};
 use crate::parse::aer::AerCounters;
 use std::collections::{BTreeMap, BTreeSet};
@@ -176,24 +177,19 @@ fn hops(ctx: &Ctx) -> Vec<(Bdf, Bdf)> {
     set.into_iter().collect()
 }
 
-fn min_known<T: PartialOrd + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(if y < x { y } else { x }),
-        (x, None) => x,
-        (None, y) => y,
-    }
-}
-
 fn fmt_gts(v: f64) -> String {
     format!("{v:.1} GT/s PCIe")
 }
 
-/// `link-degraded`: on every hop above a GPU or RDMA NIC, the negotiated width below the
-/// capability both ends share (error), or the negotiated speed below it (error), except on the
-/// hop of a GPU, which drops its link speed when idle by design (one info finding; the probe
-/// measures under load). In a VM these are warnings (emulated ports report arbitrary links).
+/// `link-degraded`: on every hop above a GPU or RDMA NIC, the paths model's verdict on the link
+/// ([`crate::analysis::paths::link`]: degraded only below what both ends support): a width or
+/// speed below that capability (error), a link that is down (error); a GPU's speed below it is
+/// its idle power saving by design (one info finding; the probe measures under load). A hop
+/// whose state or either end's capability is unknown is listed as unknown. In a VM these are
+/// warnings (emulated ports report arbitrary links).
 pub fn link_degraded(ctx: &Ctx) -> Vec<Finding> {
     let topo = ctx.topo;
+    let paths = ctx.paths();
     let mut out = Vec::new();
     let mut idle_gpus = Vec::new();
     let mut unknown = Vec::new();
@@ -203,40 +199,49 @@ pub fn link_degraded(ctx: &Ctx) -> Vec<Finding> {
         Severity::Error
     };
     for (c, p) in hops(ctx) {
-        let (Some(child), Some(parent)) = (topo.device(&c), topo.device(&p)) else {
+        let (Some(child), Some(parent), Some(ci)) =
+            (topo.device(&c), topo.device(&p), paths.index(&c))
+        else {
             continue;
         };
         let cl = child.link.unwrap_or_default();
         let pl = parent.link.unwrap_or_default();
-        let cur_w = cl.current_width.or(pl.current_width);
-        let cap_w = min_known(cl.max_width, pl.max_width);
-        let cur_s = cl.current_gts.or(pl.current_gts);
-        let cap_s = min_known(cl.max_gts, pl.max_gts);
-        if cur_w.is_none() || cap_w.is_none() {
-            unknown.push((
-                c,
-                "current_link_width/max_link_width not exposed and config space not readable \
-                 (kernel < 4.13 or not captured)"
-                    .to_string(),
-            ));
-            continue;
-        }
-        let mut ev = vec![
-            Evidence::new(pci_path(&c, "current_link_width"), opt(cl.current_width)),
-            Evidence::new(pci_path(&c, "max_link_width"), opt(cl.max_width)),
-            Evidence::new(pci_path(&p, "max_link_width"), opt(pl.max_width)),
-        ];
-        let speed_ev = [
-            Evidence::new(pci_path(&c, "current_link_speed"), optf(cl.current_gts)),
-            Evidence::new(pci_path(&c, "max_link_speed"), optf(cl.max_gts)),
-            Evidence::new(pci_path(&p, "max_link_speed"), optf(pl.max_gts)),
-        ];
+        let width_ev = || {
+            vec![
+                Evidence::new(pci_path(&c, "current_link_width"), opt(cl.current_width)),
+                Evidence::new(pci_path(&c, "max_link_width"), opt(cl.max_width)),
+                Evidence::new(pci_path(&p, "max_link_width"), opt(pl.max_width)),
+            ]
+        };
+        let speed_ev = || {
+            vec![
+                Evidence::new(pci_path(&c, "current_link_speed"), optf(cl.current_gts)),
+                Evidence::new(pci_path(&c, "max_link_speed"), optf(cl.max_gts)),
+                Evidence::new(pci_path(&p, "max_link_speed"), optf(pl.max_gts)),
+            ]
+        };
         let name = ctx.name(&c);
-        if let (Some(w), Some(m)) = (cur_w, cap_w)
-            && w < m
-        {
-            ev.extend(speed_ev.iter().cloned());
-            out.push(
+        match paths.edge(ci).health {
+            LinkHealth::Down => out.push(
+                Finding::new(
+                    CheckId::LinkDegraded,
+                    sev,
+                    Subject::Device(c),
+                    format!("link {p} → {name} is down (negotiated width 0)"),
+                    format!("reseat {name} (or the card/riser under port {p}) and check the slot's power and bifurcation setting in the BIOS"),
+                )
+                .with_all(width_ev())
+                .with_pairs(ctx.pairs_of(&c).map(|x| x.to_ref())),
+            ),
+            LinkHealth::Degraded {
+                width: Some((w, m)),
+                speed,
+            } => {
+                let mut ev = width_ev();
+                if speed.is_some() {
+                    ev.extend(speed_ev());
+                }
+                out.push(
                     Finding::new(
                         CheckId::LinkDegraded,
                         sev,
@@ -246,27 +251,30 @@ pub fn link_degraded(ctx: &Ctx) -> Vec<Finding> {
                     )
                     .with_all(ev)
                     .with_pairs(ctx.pairs_of(&c).map(|x| x.to_ref())),
-                );
-            continue;
-        }
-        if let (Some(s), Some(m)) = (cur_s, cap_s)
-            && s + 0.01 < m
-        {
-            if child.kind == DeviceKind::Gpu {
-                idle_gpus.push((c, s, m));
-                continue;
+                )
             }
-            out.push(
-                    Finding::new(
-                        CheckId::LinkDegraded,
-                        sev,
-                        Subject::Device(c),
-                        format!("link {p} → {name} runs at {s} GT/s, both ends capable of {m} GT/s"),
-                        format!("check the BIOS PCIe speed setting for port {p}, reseat {name}, and check AER counters on both ends for signal-integrity errors"),
-                    )
-                    .with_all(speed_ev.iter().cloned())
-                    .with_pairs(ctx.pairs_of(&c).map(|x| x.to_ref())),
-                );
+            LinkHealth::Degraded {
+                width: None,
+                speed: Some((s, m)),
+            } => out.push(
+                Finding::new(
+                    CheckId::LinkDegraded,
+                    sev,
+                    Subject::Device(c),
+                    format!("link {p} → {name} runs at {s} GT/s, both ends capable of {m} GT/s"),
+                    format!("check the BIOS PCIe speed setting for port {p}, reseat {name}, and check AER counters on both ends for signal-integrity errors"),
+                )
+                .with_all(speed_ev())
+                .with_pairs(ctx.pairs_of(&c).map(|x| x.to_ref())),
+            ),
+            LinkHealth::IdleSpeed { speed: (s, m) } => idle_gpus.push((c, s, m)),
+            LinkHealth::NoLink if child.is_vf() => {}
+            LinkHealth::Unknown | LinkHealth::NoLink => unknown.push((
+                c,
+                "negotiated link state or one end's capability (current_link_*/max_link_* of the device and of the port above) not exposed and config space not readable (kernel < 4.13 or not captured)"
+                    .to_string(),
+            )),
+            LinkHealth::Full | LinkHealth::Degraded { .. } => {}
         }
     }
     if !idle_gpus.is_empty() {

@@ -19,7 +19,9 @@ mod platform_words;
 mod wording;
 
 pub use super::nccl::{NcclPath, NcclVersion};
-pub use endpoints::{Endpoint, endpoints as endpoints_of, natural_cmp, pair_wanted};
+pub use endpoints::{
+    Endpoint, NicOrder, endpoints as endpoints_of, natural_cmp, nic_order, pair_wanted,
+};
 pub use label::Label;
 
 use super::nccl::CpuClass;
@@ -116,9 +118,10 @@ pub struct Matrix {
     /// Endpoints in matrix order: GPUs, accelerators, NICs, NVMe.
     pub endpoints: Vec<Endpoint>,
     /// Pairs `(i, j)`, `i < j` in endpoint order: every pair among GPUs, accelerators and NICs,
-    /// and each GPU–NVMe pair.
+    /// and each GPU–NVMe pair (not between two endpoints of one PCI function: they share a
+    /// path and their cell is PIX).
     pub pairs: Vec<PairClass>,
-    /// Facts that limit the whole matrix (NVLink not visible, NUMA unknown, VFs left out).
+    /// Facts that limit the whole matrix (NVLink not visible, NUMA unknown, NIC numbering).
     pub notes: Vec<String>,
 }
 
@@ -253,7 +256,13 @@ impl<'t> Classifier<'t> {
             .collect();
         // Every endpoint's device exists (endpoints() reads them from the topology).
         debug_assert_eq!(ep_dev.len(), endpoints.len());
-        let ep_of = ep_dev.iter().enumerate().map(|(k, &d)| (d, k)).collect();
+        // The first endpoint of a device (two RDMA devices of one function are two endpoints).
+        let ep_of = ep_dev
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(k, &d)| (d, k))
+            .collect();
         let mut c = Classifier {
             opts: *opts,
             cpu: t.machine.cpu_vendor.as_deref().map(CpuClass::from_vendor),
@@ -312,7 +321,7 @@ impl<'t> Classifier<'t> {
         &self.endpoints
     }
 
-    /// Index (into [`Classifier::endpoints`]) of the endpoint at an address.
+    /// Index (into [`Classifier::endpoints`]) of the (first) endpoint at an address.
     pub fn endpoint_index(&self, bdf: &Bdf) -> Option<usize> {
         self.ep_of.get(&self.paths.index(bdf)?).copied()
     }
@@ -338,7 +347,19 @@ impl<'t> Classifier<'t> {
     /// The label of endpoints `i` and `j` (indices into [`Classifier::endpoints`]), with the
     /// rule that chose it. Allocates nothing.
     pub fn label(&self, i: usize, j: usize) -> Option<(Label, Why)> {
-        Some(self.label_ix(*self.ep_dev.get(i)?, *self.ep_dev.get(j)?))
+        let (a, b) = (*self.ep_dev.get(i)?, *self.ep_dev.get(j)?);
+        Some(self.label_ep(i, j, a, b))
+    }
+
+    /// Two endpoints' label: [`Classifier::label_ix`] of their devices, except that two RDMA
+    /// devices of one PCI function (NCCL's merged ports, a device's scalable functions) are two
+    /// endpoints of one device: PIX, as nvidia-smi labels two ports of one adapter.
+    fn label_ep(&self, i: usize, j: usize, a: DevIx, b: DevIx) -> (Label, Why) {
+        if i != j && a == b {
+            (Label::Pix, Why::SameAdapter)
+        } else {
+            self.label_ix(a, b)
+        }
     }
 
     /// The label of two devices by address (endpoints or not).
@@ -351,9 +372,9 @@ impl<'t> Classifier<'t> {
     pub fn label_table(&self) -> Vec<Label> {
         let n = self.ep_dev.len();
         let mut out = Vec::with_capacity(n * n);
-        for &a in &self.ep_dev {
-            for &b in &self.ep_dev {
-                out.push(self.label_ix(a, b).0);
+        for (i, &a) in self.ep_dev.iter().enumerate() {
+            for (j, &b) in self.ep_dev.iter().enumerate() {
+                out.push(self.label_ep(i, j, a, b).0);
             }
         }
         out
@@ -364,7 +385,7 @@ impl<'t> Classifier<'t> {
         LabelMatrix {
             endpoints: self.endpoints.clone(),
             labels: self.label_table(),
-            notes: self.notes(),
+            notes: self.matrix_notes(),
         }
     }
 
@@ -406,6 +427,7 @@ impl<'t> Classifier<'t> {
         for i in 0..n {
             for j in i + 1..n {
                 if pair_wanted(self.endpoints[i].kind, self.endpoints[j].kind)
+                    && self.ep_dev[i] != self.ep_dev[j]
                     && let Some(s) = self.summary(i, j)
                 {
                     out.push((i, j, s));
@@ -430,7 +452,10 @@ impl<'t> Classifier<'t> {
         let mut pairs = Vec::new();
         for i in 0..n {
             for j in i + 1..n {
-                if pair_wanted(self.endpoints[i].kind, self.endpoints[j].kind) {
+                // Two endpoints of one device (RDMA devices of one function) have no path.
+                if pair_wanted(self.endpoints[i].kind, self.endpoints[j].kind)
+                    && self.ep_dev[i] != self.ep_dev[j]
+                {
                     pairs.push(self.classify_ix(
                         self.ep_dev[i],
                         self.ep_dev[j],
@@ -442,7 +467,7 @@ impl<'t> Classifier<'t> {
         Matrix {
             endpoints: self.endpoints.clone(),
             pairs,
-            notes: self.notes(),
+            notes: self.matrix_notes(),
         }
     }
 

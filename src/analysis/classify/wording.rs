@@ -3,10 +3,10 @@
 //! [`crate::analysis::paths::hops::walk`]) with its bottleneck, and the matrix-wide notes.
 
 use super::nccl_rules::BaseWhy;
-use super::{Classifier, Hop, Label, NcclView, PairClass, Why};
+use super::{Classifier, Hop, Label, NcclView, NicOrder, PairClass, Why};
 use crate::analysis::nccl;
 use crate::analysis::paths::hops::{self, Step};
-use crate::analysis::paths::{AcsRedirect, DevIx};
+use crate::analysis::paths::{AcsRedirect, DevIx, LinkHealth};
 use crate::model::linkfmt;
 use crate::model::{Bdf, Device, DeviceKind, LinkInfo};
 
@@ -140,7 +140,7 @@ impl Classifier<'_> {
         let acs = self.paths.acs_on_path(a, b);
         let reason = self.reason_with_acs(label, why, &ba, &bb, &acs);
         let mut nccl = self.nccl_view(a, b, local_gpus_b);
-        let mut hops = self.hops(a, b, why);
+        let (mut hops, faults) = self.hops(a, b, why);
         if !acs.is_empty() {
             nccl.rules.push(
                 "NCCL does not read ACS: it still predicts this path, but P2P/GDR traffic is redirected through the root complex (and can fail under an IOMMU)".into(),
@@ -164,10 +164,8 @@ impl Classifier<'_> {
             }
         }
         if let Some((i, _)) = bottleneck {
+            let degraded = faults.get(i).copied().unwrap_or(false);
             let h = &mut hops[i];
-            let degraded = h
-                .link
-                .is_some_and(|l| l.width_degraded() || l.speed_degraded());
             let mark = if degraded {
                 "bottleneck, because the link trained below its capability (reseat/retrain to raise it)"
             } else {
@@ -212,8 +210,21 @@ impl Classifier<'_> {
         let mut note = e
             .capability_used
             .then(|| "current link state unknown; capability used".to_string());
-        if l.width_degraded() || l.speed_degraded() {
-            note = Some(format!("running below capability: {}", linkfmt::link(&l)));
+        match e.health {
+            LinkHealth::Degraded { .. } => {
+                note = Some(format!(
+                    "running below what both ends support: {}",
+                    e.health.text(&l)
+                ))
+            }
+            LinkHealth::Down => note = Some(format!("link is down: {}", linkfmt::link(&l))),
+            LinkHealth::IdleSpeed { .. } => {
+                note = Some(format!(
+                    "{}: a GPU lowers its link speed when idle",
+                    e.health.text(&l)
+                ))
+            }
+            _ => {}
         }
         (Some(l), note)
     }
@@ -253,13 +264,23 @@ impl Classifier<'_> {
 
     /// The worded hop list of a pair: [`hops::walk`] with each step's bandwidth from
     /// [`hops::step_gbytes`], the same fold [`hops::bottleneck`] makes.
-    fn hops(&self, a: DevIx, b: DevIx, why: Why) -> Vec<Hop> {
+    /// Beside the hops, whether the link entering each one is a fault by the paths model's
+    /// link rule ([`LinkHealth::is_fault`]).
+    fn hops(&self, a: DevIx, b: DevIx, why: Why) -> (Vec<Hop>, Vec<bool>) {
         let p = &self.paths;
         let rates = self.rates(a, b);
         let per = rates.nvlink_per_link;
         let mut out = Vec::with_capacity(p.chain(a).len() + p.chain(b).len() + 3);
+        let mut faults = Vec::with_capacity(out.capacity());
         hops::walk(p, a, b, why.shape(), |s| {
             let gb = hops::step_gbytes(p, s, &rates);
+            faults.push(match s {
+                Step::Device {
+                    link_from: Some(c), ..
+                }
+                | Step::HostBridge { link_from: c, .. } => p.edge(c).health.is_fault(),
+                _ => false,
+            });
             let mut hop = match s {
                 Step::Device { dev, link_from } => self.dev_hop(p.device(dev), dev, link_from),
                 Step::HostBridge { hb, link_from } => {
@@ -323,7 +344,7 @@ impl Classifier<'_> {
             hop.gbytes_per_s = gb;
             out.push(hop);
         });
-        out
+        (out, faults)
     }
 
     /// The words for a [`BaseWhy`].
@@ -494,6 +515,27 @@ impl Classifier<'_> {
         }
     }
 
+    /// [`Classifier::notes`] and how the NICs are numbered, for outputs that print NIC numbers
+    /// (the matrix).
+    pub fn matrix_notes(&self) -> Vec<String> {
+        let t = self.topo();
+        let mut notes = self.notes();
+        let at = notes.len().saturating_sub(1);
+        let mut extra = Vec::new();
+        match super::nic_order(t) {
+            NicOrder::KernelIndex => {}
+            NicOrder::Rebuilt => extra.push(
+                "NIC numbers rebuilt from PCI addresses (physical functions, then bonds, then VFs): this input lacks the kernel's RDMA registration order (docs/matrix.md)".to_string(),
+            ),
+            NicOrder::NoRdma if self.endpoints.iter().any(|e| e.kind == DeviceKind::Nic) => extra.push(
+                "no RDMA device in this input: NIC columns are network functions in PCI address order (nvidia-smi lists RDMA devices only)".to_string(),
+            ),
+            NicOrder::NoRdma => {}
+        }
+        notes.splice(at..at, extra);
+        notes
+    }
+
     /// Facts that limit every label of this topology.
     pub fn notes(&self) -> Vec<String> {
         let t = self.topo();
@@ -517,14 +559,14 @@ impl Classifier<'_> {
                 unknown.join(", ")
             ));
         }
-        let vfs = t
+        let vf_gpus = t
             .devices
             .iter()
-            .filter(|d| d.is_vf() && matches!(d.kind, DeviceKind::Nic | DeviceKind::Gpu))
+            .filter(|d| d.is_vf() && d.kind == DeviceKind::Gpu)
             .count();
-        if vfs > 0 {
+        if vf_gpus > 0 {
             notes.push(format!(
-                "{vfs} SR-IOV virtual function(s) left out (their physical functions are listed)"
+                "{vf_gpus} GPU SR-IOV virtual function(s) left out (their physical functions are listed)"
             ));
         }
         let fused: Vec<&str> = self.paths.bcm_fused().collect();

@@ -11,8 +11,10 @@
 //! the labels are [`crate::analysis::classify`]'s rules over this model.
 
 pub mod hops;
+pub mod link;
 
 pub use hops::{Step, bottleneck};
+pub use link::LinkHealth;
 
 use crate::model::{Bdf, Device, DeviceKind, LinkInfo, Topology, bandwidth};
 use std::collections::HashMap;
@@ -45,6 +47,10 @@ pub struct Edge {
     /// device's link status may be emulated too), so the figures are not the physical path and
     /// `gbytes_per_s` is `None`; `link` keeps what the guest reads.
     pub emulated: bool,
+    /// The link judged by the one rule ([`link::judge`]): the device's own attributes against
+    /// those of the port above it. [`LinkHealth::NoLink`] inside a chip and for a virtual
+    /// function (whose traffic uses its physical function's link, so `link` is the port's).
+    pub health: LinkHealth,
 }
 
 /// A port on a path whose ACS control redirects peer-to-peer requests upstream (ReqRedir,
@@ -487,6 +493,20 @@ impl<'t> Paths<'t> {
         &self.edges[i as usize]
     }
 
+    /// The link below a root or switch downstream port with no device under it, judged by
+    /// [`link::judge_empty_port`] (an empty slot reads width 0: [`LinkHealth::Down`]); `None`
+    /// when `i` is not a port or has a device under it (that device's [`Paths::edge`] judges
+    /// the link then).
+    pub fn empty_port_link(&self, i: DevIx) -> Option<LinkHealth> {
+        let d = self.device(i);
+        if !matches!(d.kind, DeviceKind::SwitchDownstream | DeviceKind::RootPort)
+            || !self.topo.children(&d.bdf).is_empty()
+        {
+            return None;
+        }
+        Some(link::judge_empty_port(d.link.as_ref()))
+    }
+
     /// ACS controls that redirect peer-to-peer traffic on port `i`, when they do.
     pub fn acs_redirect(&self, i: DevIx) -> Option<&str> {
         self.acs.get(&i).map(String::as_str)
@@ -651,12 +671,13 @@ impl<'t> Paths<'t> {
         let t = self.topo;
         let c = self.device(i);
         let internal = matches!(c.kind, DeviceKind::SwitchDownstream | DeviceKind::RootPort);
-        let none = Edge {
+        let mut none = Edge {
             link: None,
             gbytes_per_s: None,
             capability_used: false,
             internal,
             emulated: false,
+            health: LinkHealth::NoLink,
         };
         if internal {
             return none;
@@ -666,8 +687,17 @@ impl<'t> Paths<'t> {
             .and_then(|p| t.device(&p))
             .filter(|p| matches!(p.kind, DeviceKind::SwitchDownstream | DeviceKind::RootPort))
             .and_then(|p| p.link);
-        let own = c.link.filter(|l| l.any());
-        let Some(l) = own.or(parent_link.filter(|l| l.any())) else {
+        let health = if c.is_vf() {
+            LinkHealth::NoLink
+        } else {
+            link::judge(c.kind, c.link.as_ref(), parent_link.as_ref())
+        };
+        none.health = health;
+        let Some(l) = c
+            .link
+            .filter(|l| l.any())
+            .or(parent_link.filter(|l| l.any()))
+        else {
             return none;
         };
         if !t.machine.hypervisor.is_empty() {
@@ -680,6 +710,8 @@ impl<'t> Paths<'t> {
         let cur = bandwidth::nccl_pcie_link_gbytes(l.current_gts, l.current_width);
         let max = bandwidth::nccl_pcie_link_gbytes(l.max_gts, l.max_width);
         let (gb, cap) = match (cur, max) {
+            // A link that is down carries nothing; its capability is no estimate of it.
+            _ if health == LinkHealth::Down => (None, false),
             (Some(c), _) => (Some(c), false),
             (None, Some(m)) => (Some(m), true),
             _ => (None, false),
@@ -690,6 +722,7 @@ impl<'t> Paths<'t> {
             capability_used: cap,
             internal,
             emulated: false,
+            health,
         }
     }
 }

@@ -11,6 +11,7 @@
 
 use super::{BoxKind, LaidBox, plural};
 use crate::analysis::classify::{Label, Matrix};
+use crate::analysis::paths::{LinkHealth, Paths};
 use crate::model::{Bdf, Device, DeviceKind, OsDeviceKind, Topology, linkfmt};
 use crate::parse::cpulist;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -74,29 +75,50 @@ fn empty_ports(n: usize) -> String {
     format!("+{}", plural(n, "empty port", "empty ports"))
 }
 
-/// Short link text: `Gen5 x16`; below capability `Gen5 x8 of x16`, `Gen3 of Gen5 x16`.
-fn link_text(d: &Device) -> Option<String> {
+/// Short link text: `Gen5 x16`; below what both ends support (the paths model's verdict on
+/// the device's upstream link) `Gen5 x8 of x16`, `Gen3 of Gen5 x16`; `Gen1 idle x16` for a
+/// GPU's idle speed; `link down` for an empty slot. A port with a device under it shows its
+/// link plainly: the device below carries the verdict.
+fn link_text(p: &Paths, d: &Device) -> Option<String> {
     let l = d.link.as_ref()?;
     if !l.any() {
         return None;
     }
+    let i = p.index(&d.bdf)?;
+    let health = match p.empty_port_link(i) {
+        Some(h) => h,
+        None if matches!(d.kind, DeviceKind::RootPort | DeviceKind::SwitchDownstream) => {
+            LinkHealth::NoLink
+        }
+        None => p.edge(i).health,
+    };
+    if l.current_width == Some(0) {
+        return Some("link down".into());
+    }
     let gen_of = |g: Option<f64>| g.map(linkfmt::gen_name).unwrap_or_else(|| "Gen?".into());
-    let speed = if l.speed_degraded() {
-        format!("{} of {}", gen_of(l.current_gts), gen_of(l.max_gts))
-    } else {
-        gen_of(l.current_gts.or(l.max_gts))
-    };
     let w = |x: Option<u32>| x.map(|w| format!("x{w}")).unwrap_or_else(|| "x?".into());
-    let width = if l.width_degraded() {
-        format!("{} of {}", w(l.current_width), w(l.max_width))
-    } else {
-        w(l.current_width.or(l.max_width))
-    };
-    Some(format!("{speed} {width}"))
+    let cur_s = gen_of(l.current_gts.or(l.max_gts));
+    let cur_w = w(l.current_width.or(l.max_width));
+    Some(match health {
+        LinkHealth::Degraded { width, speed } => {
+            let s = match speed {
+                Some((c, m)) => format!("{} of {}", gen_of(Some(c)), gen_of(Some(m))),
+                None => cur_s,
+            };
+            let wd = match width {
+                Some((c, m)) => format!("x{c} of x{m}"),
+                None => cur_w,
+            };
+            format!("{s} {wd}")
+        }
+        LinkHealth::IdleSpeed { .. } => format!("{cur_s} idle {cur_w}"),
+        _ => format!("{cur_s} {cur_w}"),
+    })
 }
 
 struct Builder<'a> {
     topo: &'a Topology,
+    paths: Paths<'a>,
     names: HashMap<Bdf, String>,
 }
 
@@ -150,7 +172,7 @@ impl Builder<'_> {
             lines.push((os.join(" "), false));
         }
         let mut last = Vec::new();
-        if let Some(l) = link_text(d) {
+        if let Some(l) = link_text(&self.paths, d) {
             last.push(l);
         }
         if let Some(s) = &d.slot {
@@ -233,7 +255,7 @@ impl Builder<'_> {
             _ => (BoxKind::Bridge, "Bridge"),
         };
         let mut head = format!("{word} {}", d.bdf);
-        if let Some(l) = link_text(d) {
+        if let Some(l) = link_text(&self.paths, d) {
             head.push_str(&format!(" {l}"));
         }
         if let Some(s) = &d.slot {
@@ -271,7 +293,7 @@ impl Builder<'_> {
             notes.push(empty_ports(empty));
         }
         let mut head = format!("Switch {swid} {}", d.bdf);
-        if let Some(l) = link_text(d) {
+        if let Some(l) = link_text(&self.paths, d) {
             head.push_str(&format!(" {l}"));
         }
         let mut lines = vec![(head, true), (d.display_name(), false)];
@@ -328,12 +350,22 @@ pub(super) fn depth(n: &Node) -> usize {
 /// The NUMA columns: NUMA nodes with drawn host bridges, then "NUMA unknown" (host bridges with
 /// no NUMA node, and devices whose host bridge is not listed by a partial source).
 pub(super) fn columns(t: &Topology, m: &Matrix) -> Vec<Node> {
-    let names: HashMap<Bdf, String> = m
-        .endpoints
-        .iter()
-        .map(|e| (e.bdf, e.name.clone()))
-        .collect();
-    let b = Builder { topo: t, names };
+    // Two RDMA devices of one function are two NICs in one box: `NIC1/NIC2`.
+    let mut names: HashMap<Bdf, String> = HashMap::new();
+    for e in &m.endpoints {
+        names
+            .entry(e.bdf)
+            .and_modify(|n| {
+                n.push('/');
+                n.push_str(&e.name)
+            })
+            .or_insert_with(|| e.name.clone());
+    }
+    let b = Builder {
+        topo: t,
+        paths: Paths::new(t),
+        names,
+    };
     let mut groups: BTreeMap<Option<u32>, Vec<Node>> = BTreeMap::new();
     let mut empty_hbs: BTreeMap<Option<u32>, usize> = BTreeMap::new();
     for hb in &t.host_bridges {

@@ -40,6 +40,18 @@ pub const LAYOUTS: &[(&str, &str)] = &[
     ),
     ("many-vfs-64", "one ConnectX-7 PF with 64 SR-IOV VFs"),
     (
+        "h200-bond",
+        "8x H200 + 8 ConnectX-7 (mlx5_0, mlx5_3..9) and a bonded dual-port storage NIC (mlx5_bond_0)",
+    ),
+    (
+        "hgx-h100-13nic",
+        "hgx-h100 with mlx5_ib0..7 and a dual-port Ethernet NIC (mlx5_eth0..1) with 3 RDMA VFs (mlx5_eth2..4)",
+    ),
+    (
+        "hgx-h100-field",
+        "hgx-h100 as fielded: Gen4 NVMe in Gen5 slots, Gen2 BMC bridge on a Gen3 port, an empty slot, idle GPUs",
+    ),
+    (
         "hgx-b300",
         "2x Emerald Rapids, 8x B300 each behind a ConnectX-8 switch next to its CX-8 (XDR), two Broadcom levels (OCI's B300 file)",
     ),
@@ -57,6 +69,9 @@ pub fn by_name(name: &str) -> Option<Spec> {
         "vm-flat" => Some(vm_flat()),
         "virtio-vm" => Some(virtio_vm()),
         "misplaced-nic" => Some(misplaced_nic()),
+        "h200-bond" => Some(h200_bond()),
+        "hgx-h100-13nic" => Some(hgx_h100_13nic()),
+        "hgx-h100-field" => Some(hgx_h100_field()),
         "hgx-b300" => Some(hgx_b300()),
         "gb300-tray" => Some(gb300_tray()),
         _ => {
@@ -439,6 +454,7 @@ mod dgx;
 mod faults;
 mod gb300;
 mod hgx;
+mod nvsmi;
 mod scaling;
 mod vm;
 
@@ -447,5 +463,6 @@ pub use dgx::*;
 pub use faults::*;
 pub use gb300::*;
 pub use hgx::*;
+pub use nvsmi::*;
 pub use scaling::*;
 pub use vm::*;
