@@ -186,7 +186,7 @@ fn rails_on_hgx_multiply_by_nodes() {
     assert_eq!(r.ports.len(), 8);
     assert!(r.ports.iter().all(|p| p.speed == "400G" && p.path == "PIX"));
     for (i, p) in r.ports.iter().enumerate() {
-        assert_eq!(p.rail, i);
+        assert_eq!(p.rail, Some(i));
         assert_eq!(p.gpus, vec![format!("GPU{i}")]);
     }
     assert_eq!(r.plant_per_node.switch_ports, 8);
