@@ -122,6 +122,9 @@ pub struct DiffArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
+    /// List the pair labels and findings folded under each change.
+    #[arg(long, short = 'v')]
+    verbose: bool,
     /// PCI ID database for device names.
     #[arg(long, value_name = "FILE")]
     pci_ids: Option<PathBuf>,
@@ -147,7 +150,7 @@ pub fn run_diff(a: &DiffArgs) -> Result<u8> {
     d.a = a.a.clone();
     d.b = a.b.clone();
     match a.format {
-        Format::Text => print!("{}", peerpath::render::diff::render_text(&d)),
+        Format::Text => print!("{}", peerpath::render::diff::render_text(&d, a.verbose)),
         Format::Json => println!("{}", serde_json::to_string_pretty(&d)?),
     }
     Ok(if d.equal { 0 } else { 1 })
@@ -163,10 +166,14 @@ pub struct FleetArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
+    /// List the pair labels and findings folded under each change of an outlier group.
+    #[arg(long, short = 'v')]
+    verbose: bool,
     /// A group holding more than this share of the nodes is a majority (the largest always is).
     #[arg(long, default_value_t = 0.1, value_name = "SHARE")]
     majority_share: f64,
-    /// Print throughput (inputs per second) and peak memory (VmHWM) to stderr when done.
+    /// Print throughput (inputs per second), CPU time per input and peak memory (VmHWM) to
+    /// stderr when done.
     #[arg(long)]
     stats: bool,
     /// Inputs read in parallel (default: the number of CPUs). Memory stays bounded: at most
@@ -175,10 +182,10 @@ pub struct FleetArgs {
     jobs: Option<usize>,
 }
 
-/// Loads one input and reduces it to its role-level view (run on a worker thread).
-fn view_of(p: &Path, opts: &LoadOptions) -> std::result::Result<diff::NodeView, String> {
+/// Loads one input and fingerprints it (run on a worker thread).
+fn read_node(p: &Path, opts: &LoadOptions) -> std::result::Result<(u64, Topology), String> {
     sources::load(Some(p), opts)
-        .map(|t| diff::NodeView::of(&t))
+        .map(|t| (fleet::fingerprint(&t), t))
         .map_err(|e| format!("{e:#}"))
 }
 
@@ -189,6 +196,16 @@ fn peak_rss() -> Option<String> {
     s.lines()
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .map(|v| v.trim().to_string())
+}
+
+/// User + system CPU seconds of this process so far (`/proc/self/stat` fields 14 and 15, in
+/// clock ticks of 100 Hz, the `USER_HZ` Linux reports there).
+fn cpu_seconds() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let rest = &s[s.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    Some(ticks as f64 / 100.0)
 }
 
 /// Expands the inputs: directories into their entries (sorted), files as given.
@@ -216,8 +233,23 @@ fn expand(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
+/// A progress bar on stderr when it is a terminal, hidden otherwise.
+fn progress(len: usize) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let pb = indicatif::ProgressBar::new(len as u64);
+    if let Ok(s) = indicatif::ProgressStyle::with_template(
+        "{bar:30} {pos}/{len} nodes  {per_sec}  eta {eta}  {msg}",
+    ) {
+        pb.set_style(s);
+    }
+    pb
+}
+
 /// Runs `peerpath fleet`; exit 0 when every node is in a majority group, 1 when there are
-/// outliers or unreadable inputs.
+/// outliers or unreadable inputs, 130 when interrupted (after printing the partial report).
 pub fn run_fleet(a: &FleetArgs) -> Result<u8> {
     if !(0.0..1.0).contains(&a.majority_share) {
         bail!("--majority-share must be in [0, 1)");
@@ -227,6 +259,10 @@ pub fn run_fleet(a: &FleetArgs) -> Result<u8> {
         bail!("no inputs found");
     }
     let started = std::time::Instant::now();
+    let cpu0 = cpu_seconds();
+    // Ctrl-C sets a flag (the probe's handler); the loop stops after the batch in flight and
+    // the nodes read so far are reported.
+    peerpath::probe::install_interrupt_handler();
     let mut f = fleet::Fleet::new();
     // Device names are not part of a fingerprint: skip reading pci.ids once per node.
     let no_names = LoadOptions {
@@ -237,11 +273,17 @@ pub fn run_fleet(a: &FleetArgs) -> Result<u8> {
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
+    let pb = progress(files.len());
+    let mut interrupted = false;
     // Batches of 4 inputs per worker: each worker takes every jobs-th input of the batch, the
-    // views are added in input order, then dropped (only new groups keep one).
+    // nodes are added in input order, and their topologies dropped unless one starts a group.
     for batch in files.chunks(jobs * 4) {
-        let mut results: Vec<Option<std::result::Result<diff::NodeView, String>>> =
-            (0..batch.len()).map(|_| None).collect();
+        if peerpath::probe::interrupted() {
+            interrupted = true;
+            break;
+        }
+        type Read = std::result::Result<(u64, Topology), String>;
+        let mut results: Vec<Option<Read>> = (0..batch.len()).map(|_| None).collect();
         std::thread::scope(|sc| {
             let handles: Vec<_> = (0..jobs.min(batch.len()))
                 .map(|w| {
@@ -249,7 +291,7 @@ pub fn run_fleet(a: &FleetArgs) -> Result<u8> {
                     sc.spawn(move || {
                         (w..batch.len())
                             .step_by(jobs)
-                            .map(|i| (i, view_of(&batch[i], no_names)))
+                            .map(|i| (i, read_node(&batch[i], no_names)))
                             .collect::<Vec<_>>()
                     })
                 })
@@ -265,24 +307,37 @@ pub fn run_fleet(a: &FleetArgs) -> Result<u8> {
         });
         for (p, r) in batch.iter().zip(results) {
             match r {
-                Some(Ok(v)) => f.add_view(&fleet::node_name(p), v),
+                Some(Ok((fp, t))) => f.add_fingerprinted(&fleet::node_name(p), fp, t),
                 Some(Err(e)) => f.add_error(&p.display().to_string(), e),
                 None => f.add_error(&p.display().to_string(), "worker thread failed".into()),
             }
         }
+        pb.inc(batch.len() as u64);
+        pb.set_message(format!("{} group(s)", f.group_count()));
     }
+    pb.finish_and_clear();
     let groups = f.group_count();
-    let s = f.finish(a.majority_share);
+    let read = f.node_count();
     if a.stats {
         let secs = started.elapsed().as_secs_f64();
+        let cpu = match (cpu0, cpu_seconds()) {
+            (Some(x), Some(y)) => format!(
+                ", {:.2} ms CPU per input",
+                (y - x) * 1000.0 / (read.max(1)) as f64
+            ),
+            _ => String::new(),
+        };
         eprintln!(
-            "peerpath: fleet: {} input(s) in {secs:.2} s ({:.1}/s), {groups} group(s), peak RSS {}",
-            files.len(),
-            files.len() as f64 / secs.max(1e-9),
+            "peerpath: fleet: {read} input(s) in {secs:.2} s ({:.1}/s){cpu}, {groups} group(s), peak RSS {}",
+            read as f64 / secs.max(1e-9),
             peak_rss().unwrap_or_else(|| "unknown (no /proc/self/status)".into())
         );
     }
+    let s = f.finish(a.majority_share, files.len(), interrupted);
     if s.nodes == 0 {
+        if interrupted {
+            bail!("interrupted before any input was read");
+        }
         bail!(
             "none of the {} input(s) could be read (first: {})",
             s.unreadable.len(),
@@ -293,10 +348,12 @@ pub fn run_fleet(a: &FleetArgs) -> Result<u8> {
         );
     }
     match a.format {
-        Format::Text => print!("{}", peerpath::render::fleet::render_text(&s)),
+        Format::Text => print!("{}", peerpath::render::fleet::render_text(&s, a.verbose)),
         Format::Json => println!("{}", serde_json::to_string_pretty(&s)?),
     }
-    Ok(if s.outliers.is_empty() && s.unreadable.is_empty() {
+    Ok(if interrupted {
+        130
+    } else if s.outliers.is_empty() && s.unreadable.is_empty() {
         0
     } else {
         1

@@ -1,288 +1,292 @@
-//! `peerpath diff A B`: what differs between two nodes (or one node at two times), matched by
-//! role and never by PCI address, since identical nodes number their buses differently.
+//! `peerpath diff A B`: what physically differs between two nodes (or one node at two times),
+//! one change per physical difference, each naming its devices by PCI address on both sides.
 //!
-//! Roles ([`NodeView`]): endpoints take the names [`classify::endpoints`] gives them (`GPU0` in
-//! PCI bus order as nvidia-smi numbers them, `NIC3` for the fourth NIC in RDMA-name order, i.e.
-//! its rail); a bridge or port is named by its kind, depth and the GPUs below it (else the NICs
-//! and other endpoints below it), e.g. `switch-downstream@2[GPU3]`; any other function by kind,
-//! IDs and ordinal (`other:8086:0998#0`). From those roles the view keeps each device's IDs,
-//! link, NUMA node and place (NUMA node plus the kinds of the ports above it), the
-//! `nvidia-smi topo -m` label of every endpoint pair, the audit findings (id, severity, subject
-//! role) and a few node facts (driver versions, peer-memory module, IOMMU, CPU).
+//! Three steps:
+//! - [`layout`]: each node reduced to a [`NodeLayout`] (devices with structural features,
+//!   endpoint pair labels, audit findings, node facts) from one classifier and one audit;
+//! - [`matching`]: which device of B is which device of A, by a minimum-cost assignment over
+//!   structural features (the kernel's `mlx5_N` names and bus numbers are never trusted alone);
+//! - [`changes`]: the physical changes between matched devices (a card moved, replaced, added
+//!   or removed; a link retrained; ACS, AER or the IOMMU group type changed; the kernel renamed
+//!   devices; a node fact changed), with what follows from each folded under it: pair labels
+//!   that changed because of it, each GPU's best-NIC label, the audit findings on its devices.
+//!   What no physical change explains is listed on its own.
 
-use super::audit::{self, AuditOptions};
-use super::classify::{Classifier, ClassifyOptions};
-use crate::model::{Bdf, Device, Topology};
+pub mod changes;
+pub mod layout;
+pub mod matching;
+
+pub use changes::diff;
+pub use layout::NodeLayout;
+
+use crate::model::{Bdf, Topology};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Version tag of the diff JSON document.
-pub const DIFF_SCHEMA: &str = "peerpath.diff/1";
+pub const DIFF_SCHEMA: &str = "peerpath.diff/2";
 
-/// One device at role level.
+/// A device on one side, as the change names it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RoleDevice {
-    /// Device kind (`gpu`, `nic`, `switch-downstream`, …).
+pub struct DevRef {
+    /// Kind (`gpu`, `nic`, `root-port`, `switch-downstream`, …).
     pub kind: String,
-    /// `vvvv:dddd`, or `?` when the source did not hold the IDs.
+    /// PCI address on that side.
+    pub bdf: Bdf,
+    /// `vvvv:dddd`, or `?`.
     pub ids: String,
-    /// Negotiated link (`16GT/s x16`), `?` when unknown, `-` when the device has none.
-    pub link: String,
-    /// Capable link, same form.
-    pub max_link: String,
-    /// NUMA node (`0`), `?` when unknown.
-    pub numa: String,
-    /// The kinds of the ports above it, top first (`root-port/switch-upstream/switch-downstream`),
-    /// `-` for a function on a root bus.
-    pub place: String,
+    /// Matrix name (`GPU3`, `NIC3`) for an endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// First RDMA device name (`mlx5_3`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rdma: Option<String>,
+    /// Serial the source kept (GPU UUID).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
+    /// Switch of a switch port (`sw3`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub switch: Option<String>,
 }
 
-/// One audit finding at role level.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct RoleFinding {
-    /// Check id (`link-degraded`).
-    pub id: String,
-    /// Severity (`error`, `warning`, `unknown`, `info`).
-    pub severity: String,
-    /// Subject as a role (`NIC4`, `switch-downstream@2[GPU2]`, `node`, or an RDMA name).
-    pub subject: String,
-}
-
-/// A node reduced to its role-level layout: what [`diff`] compares and what the fleet view
-/// fingerprints. Built from a [`Topology`] by [`NodeView::of`].
+/// The same device on both sides.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NodeView {
-    /// Where the topology came from.
-    pub source: String,
-    /// Devices by role name.
-    pub devices: BTreeMap<String, RoleDevice>,
-    /// Pair labels: `"GPU0 NIC3"` → `PIX`, every classified endpoint pair once.
-    pub labels: BTreeMap<String, String>,
-    /// Audit findings.
-    pub findings: BTreeSet<RoleFinding>,
-    /// Node facts by name (`nvidia_driver`, `nvidia_peermem`, `iommu_units`, …).
-    pub facts: BTreeMap<String, String>,
+pub struct Both {
+    /// In A.
+    pub a: DevRef,
+    /// In B.
+    pub b: DevRef,
 }
 
-fn link_text(gts: Option<f64>, width: Option<u32>) -> String {
-    match (gts, width) {
-        (None, None) => "?".into(),
-        (g, w) => format!(
-            "{}GT/s x{}",
-            g.map(|g| format!("{g}")).unwrap_or_else(|| "?".into()),
-            w.map(|w| w.to_string()).unwrap_or_else(|| "?".into())
-        ),
-    }
-}
-
-fn ids(d: &Device) -> String {
-    match (d.vendor_id, d.device_id) {
-        (Some(v), Some(i)) => format!("{v:04x}:{i:04x}"),
-        (Some(v), None) => format!("{v:04x}:?"),
-        _ => "?".into(),
-    }
-}
-
-impl NodeView {
-    /// Builds the role-level view of a topology (classifies every pair and runs the audit).
-    pub fn of(t: &Topology) -> NodeView {
-        let cl = Classifier::new(t, &ClassifyOptions::default());
-        let paths = cl.paths();
-        let eps = cl.endpoints();
-        let ep_name: HashMap<Bdf, &str> = eps.iter().map(|e| (e.bdf, e.name.as_str())).collect();
-        // Endpoints below each device (itself included for endpoints).
-        let mut below: HashMap<Bdf, Vec<&str>> = HashMap::new();
-        for e in eps {
-            for a in paths.ancestors(&e.bdf) {
-                below.entry(a).or_default().push(e.name.as_str());
-            }
-        }
-        let mut ordinal: HashMap<String, usize> = HashMap::new();
-        let mut role: HashMap<Bdf, String> = HashMap::new();
-        for d in &t.devices {
-            let name = if let Some(n) = ep_name.get(&d.bdf) {
-                (*n).to_string()
-            } else {
-                let under = below.get(&d.bdf).cloned().unwrap_or_default();
-                let gpus: Vec<&str> = under
-                    .iter()
-                    .copied()
-                    .filter(|n| n.starts_with("GPU"))
-                    .collect();
-                let shown = if gpus.is_empty() { under } else { gpus };
-                if d.kind.is_bridge() && !shown.is_empty() {
-                    let depth = paths.ancestors(&d.bdf).len().saturating_sub(1);
-                    let mut shown = shown;
-                    shown.sort_by_key(|a| natural(a));
-                    format!("{}@{depth}[{}]", d.kind.as_str(), shown.join(","))
-                } else {
-                    let vf = if d.is_vf() { "vf-" } else { "" };
-                    let key = format!("{vf}{}:{}", d.kind.as_str(), ids(d));
-                    let n = ordinal.entry(key.clone()).or_insert(0);
-                    let s = format!("{key}#{n}");
-                    *n += 1;
-                    s
-                }
-            };
-            role.insert(d.bdf, name);
-        }
-        let mut devices = BTreeMap::new();
-        for d in &t.devices {
-            let chain = paths.ancestors(&d.bdf);
-            let numa = match t.numa_of(d) {
-                Some(n) => n.to_string(),
-                None => "?".into(),
-            };
-            let above: Vec<&str> = chain
-                .iter()
-                .skip(1)
-                .rev()
-                .filter_map(|a| t.device(a).map(|ad| ad.kind.as_str()))
-                .collect();
-            let place = if above.is_empty() {
-                "-".to_string()
-            } else {
-                above.join("/")
-            };
-            let (link, max_link) = match &d.link {
-                Some(l) => (
-                    link_text(l.current_gts, l.current_width),
-                    link_text(l.max_gts, l.max_width),
-                ),
-                None => ("-".into(), "-".into()),
-            };
-            devices.insert(
-                role[&d.bdf].clone(),
-                RoleDevice {
-                    kind: d.kind.as_str().to_string(),
-                    ids: ids(d),
-                    link,
-                    max_link,
-                    numa,
-                    place,
-                },
-            );
-        }
-        let mut labels = BTreeMap::new();
-        for (i, j, p) in cl.summary_all() {
-            let (a, b) = (&eps[i].name, &eps[j].name);
-            let (a, b) = if natural(a) <= natural(b) {
-                (a, b)
-            } else {
-                (b, a)
-            };
-            labels.insert(format!("{a} {b}"), p.label.to_string());
-        }
-        let report = audit::run(t, &AuditOptions::default());
-        let findings = report
-            .findings
-            .iter()
-            .map(|f| RoleFinding {
-                id: f.id.to_string(),
-                severity: f.severity.as_str().to_string(),
-                subject: match &f.subject {
-                    audit::Subject::Device(b) => role.get(b).cloned(),
-                    _ => None,
-                }
-                .unwrap_or_else(|| f.subject.to_string()),
-            })
-            .collect();
-        let mi = &t.machine;
-        let opt = |o: &Option<String>| o.clone().unwrap_or_else(|| "(absent)".into());
-        let mut facts = BTreeMap::new();
-        facts.insert("cpu_model".into(), opt(&mi.cpu_model));
-        facts.insert(
-            "sockets".into(),
-            mi.sockets.map(|s| s.to_string()).unwrap_or("?".into()),
-        );
-        facts.insert("numa_nodes".into(), t.numa_nodes.len().to_string());
-        facts.insert("nvidia_driver".into(), opt(&mi.nvidia_driver));
-        facts.insert("nvidia_peermem".into(), opt(&mi.nvidia_peermem_version));
-        facts.insert("nv_peer_mem".into(), mi.nv_peer_mem_loaded.to_string());
-        facts.insert("ib_core".into(), mi.ib_core_loaded.to_string());
-        facts.insert(
-            "memory_peers".into(),
-            mi.memory_peers
-                .iter()
-                .map(|(n, v)| format!("{n}={}", v.as_deref().unwrap_or("?")))
-                .collect::<Vec<_>>()
-                .join(","),
-        );
-        facts.insert(
-            "iommu_units".into(),
-            match &mi.iommu_units {
-                crate::model::Fact::Known(v) => v.len().to_string(),
-                crate::model::Fact::Unknown(_) => "?".into(),
-            },
-        );
-        facts.insert("hypervisor".into(), (!mi.hypervisor.is_empty()).to_string());
-        NodeView {
-            source: t.source.path.clone(),
-            devices,
-            labels,
-            findings,
-            facts,
-        }
-    }
-}
-
-/// Sort key that puts `GPU2` before `GPU10`.
-fn natural(s: &str) -> (String, u64, String) {
-    let head: String = s.chars().take_while(|c| !c.is_ascii_digit()).collect();
-    let rest = &s[head.len()..];
-    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
-    let tail = rest[digits.len()..].to_string();
-    (head, digits.parse().unwrap_or(0), tail)
-}
-
-/// A device that sits elsewhere in B than in A.
+/// Where a card sits.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Moved {
-    /// Role.
-    pub role: String,
-    /// Place in A.
-    pub from: String,
-    /// Place in B.
-    pub to: String,
+pub struct Place {
+    /// The port or bridge above it (`None`: on a root bus).
+    pub port: Option<DevRef>,
+    /// Slot name of that port.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<String>,
+    /// NUMA node.
+    pub numa: Option<u32>,
+    /// Host bridge (`pci0000:d7`).
+    pub host_bridge: String,
+    /// The GPUs nearest to it on that side (`GPU3`).
+    pub with: Vec<String>,
+    /// The port exists only on this side (a new root port, or one removed with the card).
+    pub port_only_here: bool,
 }
 
-/// One field of one device that differs.
+/// A PCIe link state: `32GT/s x16`, `down` (width 0), or `?` parts when unknown.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Changed {
-    /// Role.
-    pub role: String,
-    /// `link`, `max_link`, `ids`, `kind` or `numa` (a NUMA node that became or stopped being
-    /// unknown; a change between two known nodes is a move).
-    pub field: String,
-    /// Value in A.
-    pub a: String,
-    /// Value in B.
-    pub b: String,
+pub struct LinkState {
+    /// Negotiated.
+    pub current: String,
+    /// Capable.
+    pub max: String,
 }
 
-/// A pair whose label differs.
+/// AER totals (`aer_dev_correctable`, `aer_dev_nonfatal`, `aer_dev_fatal`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AerTotals {
+    /// Correctable.
+    pub correctable: Option<u64>,
+    /// Non-fatal.
+    pub nonfatal: Option<u64>,
+    /// Fatal.
+    pub fatal: Option<u64>,
+}
+
+/// A name the kernel gave to the same device differently.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rename {
+    /// The device on both sides.
+    pub device: Both,
+    /// RDMA and netdev names in A (`mlx5_4`, `ib4`).
+    pub a: Vec<String>,
+    /// In B.
+    pub b: Vec<String>,
+}
+
+/// A card that sits under another port (or on another NUMA node) in B.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Move {
+    /// The card's (first) function.
+    pub device: Both,
+    /// Its other functions that moved with it.
+    pub functions: usize,
+    /// Where it was.
+    pub from: Place,
+    /// Where it is.
+    pub to: Place,
+    /// Its link, when that changed with the move.
+    pub link: Option<(LinkState, LinkState)>,
+    /// The port it left: its link in B (`down` when empty).
+    pub left: Option<LinkState>,
+}
+
+/// What physically changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum What {
+    /// A card sits under another port (or on another NUMA node).
+    Moved(Box<Move>),
+    /// A device (and the devices below it) only in B.
+    Added {
+        /// The topmost device added.
+        device: DevRef,
+        /// Where.
+        place: Place,
+        /// Devices added below it.
+        below: Vec<DevRef>,
+    },
+    /// A device (and the devices below it) only in A.
+    Removed {
+        /// The topmost device removed.
+        device: DevRef,
+        /// Where it was.
+        place: Place,
+        /// Devices removed below it.
+        below: Vec<DevRef>,
+    },
+    /// Another card in the same place (IDs differ).
+    Replaced {
+        /// The function on both sides.
+        device: Both,
+    },
+    /// A link trained differently; `port` is the other end when it reports the same link.
+    Link {
+        /// The device below the link.
+        device: Both,
+        /// The port above it.
+        port: Option<Box<Both>>,
+        /// In A.
+        a: LinkState,
+        /// In B.
+        b: LinkState,
+    },
+    /// ACS peer-to-peer redirection on a port changed.
+    Acs {
+        /// The port.
+        port: Both,
+        /// Redirecting controls in A (`None`: not redirecting).
+        a: Option<String>,
+        /// In B.
+        b: Option<String>,
+        /// Endpoints below the port (B names).
+        below: Vec<String>,
+    },
+    /// AER counters changed.
+    Aer {
+        /// The device.
+        device: Both,
+        /// In A.
+        a: AerTotals,
+        /// In B.
+        b: AerTotals,
+    },
+    /// The IOMMU group's default-domain type changed (devices changing the same way are one
+    /// change: a VM has no IOMMU groups at all).
+    Iommu {
+        /// The devices.
+        devices: Vec<Both>,
+        /// In A.
+        a: Option<String>,
+        /// In B.
+        b: Option<String>,
+    },
+    /// The NUMA node of devices that did not move (known on one side only).
+    Numa {
+        /// The devices.
+        devices: Vec<Both>,
+        /// In A.
+        a: Option<u32>,
+        /// In B.
+        b: Option<u32>,
+    },
+    /// The kernel named the same devices differently (probe order).
+    Renamed {
+        /// Each renamed device.
+        renames: Vec<Rename>,
+    },
+    /// A node fact differs.
+    Fact {
+        /// Its name.
+        fact: String,
+        /// In A.
+        a: String,
+        /// In B.
+        b: String,
+    },
+    /// Pair labels no listed change explains, all changing the same way.
+    Labels {
+        /// In A.
+        a: String,
+        /// In B.
+        b: String,
+    },
+    /// An audit finding no listed change explains.
+    Finding {
+        /// Whether it appeared in B (else it vanished from A).
+        appeared: bool,
+    },
+}
+
+/// A pair whose label changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LabelChange {
-    /// The pair (`GPU3 NIC3`).
-    pub pair: String,
+    /// The pair in A's names (`GPU3 NIC3`), `-` when not in A.
+    pub pair_a: String,
+    /// The pair in B's names.
+    pub pair_b: String,
     /// Label in A (`-` when the pair is not in A).
     pub a: String,
     /// Label in B.
     pub b: String,
 }
 
-/// A node fact that differs.
+/// A GPU whose best NIC label changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FactChange {
-    /// Fact name.
-    pub fact: String,
-    /// Value in A.
-    pub a: String,
-    /// Value in B.
-    pub b: String,
+pub struct BestNic {
+    /// The GPU in B's names (`GPU3`).
+    pub gpu: String,
+    /// Best label in A and the NIC with it (`PIX`, `mlx5_3`).
+    pub a: (String, String),
+    /// In B.
+    pub b: (String, String),
 }
 
-/// The differences between two nodes (`peerpath.diff/1`).
+/// An audit finding, its subject named on its side.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FindingRef {
+    /// Check id.
+    pub id: String,
+    /// Severity.
+    pub severity: String,
+    /// Subject on its side (`GPU3 (0000:18:00.0)`, `mlx5_7`, `node`).
+    pub subject: String,
+    /// The finding's line.
+    pub summary: String,
+}
+
+/// One physical change and what follows from it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Change {
+    /// The change.
+    pub what: What,
+    /// GPUs whose best NIC label changed because of it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub best_nic: Vec<BestNic>,
+    /// Pair labels that changed because of it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<LabelChange>,
+    /// Findings in B and not in A on its devices.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings_appeared: Vec<FindingRef>,
+    /// Findings in A and not in B on its devices.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings_vanished: Vec<FindingRef>,
+}
+
+/// The differences between two nodes (`peerpath.diff/2`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Diff {
     /// Always [`DIFF_SCHEMA`].
@@ -291,132 +295,33 @@ pub struct Diff {
     pub a: String,
     /// Source of B.
     pub b: String,
-    /// Whether nothing below differs.
+    /// Whether nothing differs.
     pub equal: bool,
-    /// Roles present in B only.
-    pub added: Vec<String>,
-    /// Roles present in A only.
-    pub removed: Vec<String>,
-    /// Same role, other place.
-    pub moved: Vec<Moved>,
-    /// Link speed/width, ID or kind changes.
-    pub changed: Vec<Changed>,
-    /// Pair labels that differ.
-    pub labels: Vec<LabelChange>,
-    /// Findings in B and not in A.
-    pub findings_appeared: Vec<RoleFinding>,
-    /// Findings in A and not in B.
-    pub findings_vanished: Vec<RoleFinding>,
-    /// Node facts that differ.
-    pub facts: Vec<FactChange>,
+    /// One entry per physical change, then what no change explains.
+    pub changes: Vec<Change>,
 }
 
 impl Diff {
-    /// Number of differences listed.
+    /// Number of changes (one line each in the text output).
     pub fn len(&self) -> usize {
-        self.added.len()
-            + self.removed.len()
-            + self.moved.len()
-            + self.changed.len()
-            + self.labels.len()
-            + self.findings_appeared.len()
-            + self.findings_vanished.len()
-            + self.facts.len()
+        self.changes.len()
     }
     /// Whether nothing differs.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.changes.is_empty()
+    }
+    /// Label changes and finding changes folded under the changes.
+    pub fn folded(&self) -> (usize, usize) {
+        self.changes.iter().fold((0, 0), |(l, f), c| {
+            (
+                l + c.labels.len(),
+                f + c.findings_appeared.len() + c.findings_vanished.len(),
+            )
+        })
     }
 }
 
-/// Compares two views role by role.
-pub fn diff(a: &NodeView, b: &NodeView) -> Diff {
-    let mut d = Diff {
-        schema: DIFF_SCHEMA.into(),
-        a: a.source.clone(),
-        b: b.source.clone(),
-        equal: true,
-        added: vec![],
-        removed: vec![],
-        moved: vec![],
-        changed: vec![],
-        labels: vec![],
-        findings_appeared: vec![],
-        findings_vanished: vec![],
-        facts: vec![],
-    };
-    for (r, da) in &a.devices {
-        match b.devices.get(r) {
-            None => d.removed.push(r.clone()),
-            Some(db) => {
-                let numa_known = da.numa != "?" && db.numa != "?";
-                if da.place != db.place || (numa_known && da.numa != db.numa) {
-                    d.moved.push(Moved {
-                        role: r.clone(),
-                        from: format!("numa{} {}", da.numa, da.place),
-                        to: format!("numa{} {}", db.numa, db.place),
-                    });
-                } else if da.numa != db.numa {
-                    d.changed.push(Changed {
-                        role: r.clone(),
-                        field: "numa".into(),
-                        a: da.numa.clone(),
-                        b: db.numa.clone(),
-                    });
-                }
-                for (field, x, y) in [
-                    ("kind", &da.kind, &db.kind),
-                    ("ids", &da.ids, &db.ids),
-                    ("link", &da.link, &db.link),
-                    ("max_link", &da.max_link, &db.max_link),
-                ] {
-                    if x != y {
-                        d.changed.push(Changed {
-                            role: r.clone(),
-                            field: field.into(),
-                            a: x.clone(),
-                            b: y.clone(),
-                        });
-                    }
-                }
-            }
-        }
-    }
-    d.added = b
-        .devices
-        .keys()
-        .filter(|r| !a.devices.contains_key(*r))
-        .cloned()
-        .collect();
-    let pairs: BTreeSet<&String> = a.labels.keys().chain(b.labels.keys()).collect();
-    for p in pairs {
-        let (x, y) = (a.labels.get(p), b.labels.get(p));
-        if x != y {
-            d.labels.push(LabelChange {
-                pair: p.clone(),
-                a: x.cloned().unwrap_or_else(|| "-".into()),
-                b: y.cloned().unwrap_or_else(|| "-".into()),
-            });
-        }
-    }
-    d.findings_appeared = b.findings.difference(&a.findings).cloned().collect();
-    d.findings_vanished = a.findings.difference(&b.findings).cloned().collect();
-    let facts: BTreeSet<&String> = a.facts.keys().chain(b.facts.keys()).collect();
-    for f in facts {
-        let (x, y) = (a.facts.get(f), b.facts.get(f));
-        if x != y {
-            d.facts.push(FactChange {
-                fact: f.clone(),
-                a: x.cloned().unwrap_or_else(|| "-".into()),
-                b: y.cloned().unwrap_or_else(|| "-".into()),
-            });
-        }
-    }
-    d.equal = d.is_empty();
-    d
-}
-
-/// Compares two topologies (builds both views, then [`diff`]).
+/// Compares two topologies (builds both layouts, then [`diff`]).
 pub fn diff_topologies(a: &Topology, b: &Topology) -> Diff {
-    diff(&NodeView::of(a), &NodeView::of(b))
+    diff(&NodeLayout::of(a), &NodeLayout::of(b))
 }
