@@ -732,3 +732,93 @@ fn diff_cli_exit_codes_and_json() {
     let o = run(&a, &dir.path().join("missing.tar.gz"));
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn capture_records_the_fingerprint_fleet_computes_from_its_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let specs = [
+        layouts::hgx_h100(),
+        layouts::dgx_a100(),
+        layouts::misplaced_nic(),
+        layouts::vm_flat(),
+        renamed(&renumber(&layouts::hgx_h100(), 1, 3)),
+    ];
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, spec) in specs.iter().enumerate() {
+        let c = capture::capture(&mem_root(spec), src("n"), &CaptureOptions::default()).unwrap();
+        let p = dir.path().join(format!("n{i}.tar.gz"));
+        std::fs::write(&p, c.to_tar_gz().unwrap()).unwrap();
+        let t = sources::load(Some(&p), &LoadOptions::default()).unwrap();
+        let rec = c.manifest.fingerprint.clone().unwrap();
+        assert_eq!(rec.scheme, capture::fingerprint_scheme());
+        assert_eq!(
+            rec.value,
+            format!("{:016x}", fleet::fingerprint(&t)),
+            "{}",
+            spec.name
+        );
+        seen.insert(rec.value);
+    }
+    // The renumbered, renamed HGX shares the clean one's fingerprint; the others differ.
+    assert_eq!(seen.len(), 4);
+}
+
+#[test]
+fn fleet_checks_a_recorded_fingerprint_against_the_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, spec: &Spec, claim: Option<&str>| {
+        let mut c =
+            capture::capture(&mem_root(spec), src(name), &CaptureOptions::default()).unwrap();
+        if let Some(v) = claim {
+            c.manifest.fingerprint.as_mut().unwrap().value = v.to_string();
+            let text = serde_json::to_string_pretty(&c.manifest).unwrap();
+            c.entries.insert(
+                PathBuf::from(capture::MANIFEST_NAME),
+                capture::Node::File(text.into_bytes()),
+            );
+        }
+        std::fs::write(
+            dir.path().join(format!("{name}.tar.gz")),
+            c.to_tar_gz().unwrap(),
+        )
+        .unwrap();
+    };
+    let faulty = layouts::apply_fault(
+        layouts::hgx_h100(),
+        &format!("link-width={},8", layouts::hgx_gpu(1)),
+    )
+    .unwrap();
+    // Two faulty captures whose manifests claim a fingerprint their files do not have.
+    write("a-bad0", &faulty, Some("0123456789abcdef"));
+    write("a-bad1", &faulty, Some("0123456789abcdef"));
+    for i in 0..6 {
+        write(&format!("clean{i}"), &layouts::hgx_h100(), None);
+    }
+    let run = |rescan: bool| {
+        let mut c = common::peerpath();
+        // 2 of 8 nodes: an outlier group only below a 25 % majority share.
+        c.args(["fleet", "--format", "json", "--majority-share", "0.3"]);
+        if rescan {
+            c.arg("--rescan");
+        }
+        let o = c.arg(dir.path()).output().unwrap();
+        assert_eq!(o.status.code(), Some(1));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let v = run(false);
+    let outliers: Vec<&str> = v["outliers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(outliers, ["a-bad0", "a-bad1"]);
+    assert_eq!(v["notes"].as_array().map(|n| n.len()), Some(1), "{v:#}");
+    // Five clean captures joined their group on the recorded fingerprint (the first was
+    // scanned); both faulty ones were scanned.
+    assert_eq!(v["from_manifest"], 5);
+    let r = run(true);
+    assert_eq!(r["from_manifest"], 0);
+    assert_eq!(r["outliers"], v["outliers"]);
+    assert_eq!(r["groups"], v["groups"]);
+}

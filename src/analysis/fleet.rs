@@ -26,6 +26,11 @@ use std::hash::Hasher;
 /// Version tag of the fleet JSON document.
 pub const FLEET_SCHEMA: &str = "peerpath.fleet/2";
 
+/// Tag of the fingerprint's definition (what [`fingerprint`] hashes); changes whenever the
+/// hashed features change, so a fingerprint recorded by `capture` under another tag is
+/// recomputed rather than compared.
+pub const FINGERPRINT_SCHEME: &str = "peerpath.fingerprint/2";
+
 fn h_str(h: &mut fnv::FnvHasher, s: &str) {
     h.write(s.as_bytes());
     h.write_u8(0xff);
@@ -301,7 +306,7 @@ pub fn fingerprint(t: &Topology) -> u64 {
     bridges.sort_unstable();
     orphans.sort_unstable();
     let mut h = fnv::FnvHasher::default();
-    h_str(&mut h, "peerpath.fingerprint/2");
+    h_str(&mut h, FINGERPRINT_SCHEME);
     for b in bridges.iter().chain(&orphans) {
         h.write_u64(*b);
     }
@@ -371,6 +376,8 @@ pub struct Fleet {
     groups: Vec<Acc>,
     nodes: Vec<NodeEntry>,
     unreadable: Vec<Unreadable>,
+    notes: Vec<String>,
+    from_manifest: usize,
 }
 
 /// The fleet result (`peerpath.fleet/2`).
@@ -393,6 +400,12 @@ pub struct Summary {
     pub members: Vec<NodeEntry>,
     /// Inputs that could not be read.
     pub unreadable: Vec<Unreadable>,
+    /// Nodes whose fingerprint came from their capture's manifest (the files of each group's
+    /// first node were scanned and matched it); the others were scanned.
+    pub from_manifest: usize,
+    /// Notes on the run (a recorded fingerprint that did not match its files).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl Fleet {
@@ -432,6 +445,28 @@ impl Fleet {
             fingerprint: format!("{fp:016x}"),
             group: g,
         });
+    }
+
+    /// Adds a node whose fingerprint is known to belong to an existing group (a fingerprint a
+    /// capture recorded, checked on that group's first capture); `false`, and nothing added,
+    /// when no group has it yet.
+    pub fn add_known(&mut self, name: &str, fp: u64) -> bool {
+        let Some(&g) = self.by_fp.get(&fp) else {
+            return false;
+        };
+        self.groups[g].count += 1;
+        self.nodes.push(NodeEntry {
+            name: name.to_string(),
+            fingerprint: format!("{fp:016x}"),
+            group: g,
+        });
+        self.from_manifest += 1;
+        true
+    }
+
+    /// Records a note for the report (a recorded fingerprint that did not match its files).
+    pub fn add_note(&mut self, note: String) {
+        self.notes.push(note);
     }
 
     /// Records an input that could not be read.
@@ -533,6 +568,8 @@ impl Fleet {
             outliers,
             members: self.nodes,
             unreadable: self.unreadable,
+            from_manifest: self.from_manifest,
+            notes: self.notes,
         }
     }
 }

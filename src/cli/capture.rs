@@ -180,13 +180,63 @@ pub struct FleetArgs {
     /// four inputs per worker are in flight.
     #[arg(long, short = 'j', value_name = "N")]
     jobs: Option<usize>,
+    /// Scan every input, ignoring the fingerprints `capture` recorded in its manifests.
+    #[arg(long)]
+    rescan: bool,
 }
 
-/// Loads one input and fingerprints it (run on a worker thread).
-fn read_node(p: &Path, opts: &LoadOptions) -> std::result::Result<(u64, Topology), String> {
+/// Loads one input and fingerprints it.
+fn scan_node(p: &Path, opts: &LoadOptions) -> std::result::Result<(u64, Topology), String> {
     sources::load(Some(p), opts)
         .map(|t| (fleet::fingerprint(&t), t))
         .map_err(|e| format!("{e:#}"))
+}
+
+/// What a worker thread made of one input.
+enum Read {
+    /// The fingerprint its capture manifest recorded (this build's scheme); not scanned.
+    Recorded(u64),
+    /// Scanned: fingerprint and topology.
+    Scanned(u64, Box<Topology>),
+    /// Unreadable, and why.
+    Failed(String),
+}
+
+/// The fingerprint a `peerpath capture` tarball recorded in its manifest, the archive's first
+/// entry, when this build's scheme computed it; `None` for anything else (another scheme or
+/// version, no manifest, not a gzip tar, a manifest over 1 MiB). Only the head of the file is
+/// decompressed.
+fn recorded_fingerprint(p: &Path) -> Option<u64> {
+    use std::io::{BufRead, Read as _};
+    let mut r = std::io::BufReader::new(std::fs::File::open(p).ok()?);
+    if !r.fill_buf().ok()?.starts_with(&[0x1f, 0x8b]) {
+        return None;
+    }
+    let mut archive = tar::Archive::new(flate2::bufread::GzDecoder::new(r));
+    let mut first = archive.entries().ok()?.next()?.ok()?;
+    if first.path().ok()?.as_os_str() != capture::MANIFEST_NAME || first.size() > 1 << 20 {
+        return None;
+    }
+    let mut text = String::new();
+    first.read_to_string(&mut text).ok()?;
+    let m: capture::Manifest = serde_json::from_str(&text).ok()?;
+    let fp = m.fingerprint?;
+    if fp.scheme != capture::fingerprint_scheme() {
+        return None;
+    }
+    u64::from_str_radix(&fp.value, 16).ok()
+}
+
+/// Reads one input on a worker thread: the recorded fingerprint when allowed and present,
+/// else a scan.
+fn read_node(p: &Path, opts: &LoadOptions, recorded: bool) -> Read {
+    if recorded && let Some(fp) = recorded_fingerprint(p) {
+        return Read::Recorded(fp);
+    }
+    match scan_node(p, opts) {
+        Ok((fp, t)) => Read::Scanned(fp, Box::new(t)),
+        Err(e) => Read::Failed(e),
+    }
 }
 
 /// Peak resident memory of this process (`VmHWM` in `/proc/self/status`), as the kernel
@@ -275,6 +325,8 @@ pub fn run_fleet(a: &FleetArgs) -> Result<u8> {
         .max(1);
     let pb = progress(files.len());
     let mut interrupted = false;
+    // Recorded fingerprints checked against their files: fingerprint → whether they matched.
+    let mut checked: std::collections::HashMap<u64, bool> = std::collections::HashMap::new();
     // Batches of 4 inputs per worker: each worker takes every jobs-th input of the batch, the
     // nodes are added in input order, and their topologies dropped unless one starts a group.
     for batch in files.chunks(jobs * 4) {
@@ -282,8 +334,8 @@ pub fn run_fleet(a: &FleetArgs) -> Result<u8> {
             interrupted = true;
             break;
         }
-        type Read = std::result::Result<(u64, Topology), String>;
         let mut results: Vec<Option<Read>> = (0..batch.len()).map(|_| None).collect();
+        let recorded = !a.rescan;
         std::thread::scope(|sc| {
             let handles: Vec<_> = (0..jobs.min(batch.len()))
                 .map(|w| {
@@ -291,7 +343,7 @@ pub fn run_fleet(a: &FleetArgs) -> Result<u8> {
                     sc.spawn(move || {
                         (w..batch.len())
                             .step_by(jobs)
-                            .map(|i| (i, read_node(&batch[i], no_names)))
+                            .map(|i| (i, read_node(&batch[i], no_names, recorded)))
                             .collect::<Vec<_>>()
                     })
                 })
@@ -306,10 +358,35 @@ pub fn run_fleet(a: &FleetArgs) -> Result<u8> {
             }
         });
         for (p, r) in batch.iter().zip(results) {
+            let name = fleet::node_name(p);
+            let shown = p.display().to_string();
+            let r = match r {
+                // A recorded fingerprint joins its group once that group's first capture was
+                // scanned and matched it; a fingerprint that did not match is never trusted.
+                Some(Read::Recorded(fp)) => match checked.get(&fp) {
+                    Some(true) if f.add_known(&name, fp) => continue,
+                    Some(false) => Some(read_node(p, &no_names, false)),
+                    _ => {
+                        let r = read_node(p, &no_names, false);
+                        if let Read::Scanned(got, _) = &r {
+                            checked.insert(fp, *got == fp);
+                            if *got != fp {
+                                f.add_note(format!(
+                                    "{shown}: the fingerprint its manifest records ({fp:016x}) is not that of its files ({got:016x}); captures recording {fp:016x} are scanned"
+                                ));
+                            }
+                        }
+                        Some(r)
+                    }
+                },
+                r => r,
+            };
             match r {
-                Some(Ok((fp, t))) => f.add_fingerprinted(&fleet::node_name(p), fp, t),
-                Some(Err(e)) => f.add_error(&p.display().to_string(), e),
-                None => f.add_error(&p.display().to_string(), "worker thread failed".into()),
+                Some(Read::Scanned(fp, t)) => f.add_fingerprinted(&name, fp, *t),
+                Some(Read::Failed(e)) => f.add_error(&shown, e),
+                Some(Read::Recorded(_)) | None => {
+                    f.add_error(&shown, "worker thread failed".into())
+                }
             }
         }
         pb.inc(batch.len() as u64);

@@ -30,6 +30,17 @@ pub fn render_text(s: &Summary, verbose: bool) -> String {
             format!(", {} unreadable input(s)", s.unreadable.len())
         }
     );
+    if s.from_manifest > 0 {
+        let _ = writeln!(
+            o,
+            "  fingerprints: {} recorded by `capture` (each group's first capture scanned and matched), {} scanned",
+            s.from_manifest,
+            s.nodes - s.from_manifest
+        );
+    }
+    for n in &s.notes {
+        let _ = writeln!(o, "  note: {n}");
+    }
     for g in &s.groups {
         let _ = writeln!(
             o,
