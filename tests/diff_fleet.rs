@@ -822,3 +822,26 @@ fn fleet_checks_a_recorded_fingerprint_against_the_files() {
     assert_eq!(r["outliers"], v["outliers"]);
     assert_eq!(r["groups"], v["groups"]);
 }
+
+#[test]
+fn the_prom_textfile_carries_the_fleet_fingerprint() {
+    let prom = common::peerpath()
+        .args(["export", "--format", "prom", "-i"])
+        .arg(five_faults())
+        .output()
+        .unwrap();
+    let prom = String::from_utf8(prom.stdout).unwrap();
+    let fl = common::peerpath()
+        .args(["fleet", "--format", "json"])
+        .arg(five_faults())
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&fl.stdout).unwrap();
+    let fp = v["members"][0]["fingerprint"].as_str().unwrap();
+    assert!(
+        prom.lines().any(
+            |l| l.starts_with("peerpath_info{") && l.contains(&format!("fingerprint=\"{fp}\""))
+        ),
+        "{prom}"
+    );
+}

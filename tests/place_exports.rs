@@ -573,6 +573,7 @@ fn prom_textfile_parses() {
         &prom::PromInputs {
             now_unix: 1_767_225_600,
             audit: Some(&report),
+            fingerprint: None,
         },
     );
     assert!(text.ends_with('\n'));
@@ -960,6 +961,7 @@ fn prom_textfile_passes_promtool() {
             &prom::PromInputs {
                 now_unix: 1_767_225_600,
                 audit: Some(&report),
+                fingerprint: None,
             },
         );
         let mut child = Command::new("promtool")
