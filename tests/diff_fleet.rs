@@ -845,3 +845,48 @@ fn the_prom_textfile_carries_the_fleet_fingerprint() {
         "{prom}"
     );
 }
+
+/// The PromQL docs/fleet.md gives for grouping nodes by the prom export's fingerprint label
+/// selects exactly the node outside the most common layout (`promtool test rules`).
+#[test]
+fn the_documented_promql_finds_the_outlier() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = std::fs::read_to_string(common::repo().join("docs/fleet.md")).unwrap();
+    let query =
+        "peerpath_info unless on (fingerprint) topk(1, count by (fingerprint) (peerpath_info))";
+    assert!(
+        doc.contains(query),
+        "docs/fleet.md no longer shows the query tested here"
+    );
+    std::fs::write(
+        dir.path().join("rules.yml"),
+        format!(
+            "groups:\n- name: peerpath\n  rules:\n  - alert: PeerpathLayoutOutlier\n    expr: {query}\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("test.yml"),
+        r#"rule_files: [rules.yml]
+evaluation_interval: 1m
+tests:
+- interval: 1m
+  input_series:
+  - {series: 'peerpath_info{instance="a",fingerprint="edb61cd85f364d1e"}', values: '1x5'}
+  - {series: 'peerpath_info{instance="b",fingerprint="edb61cd85f364d1e"}', values: '1x5'}
+  - {series: 'peerpath_info{instance="c",fingerprint="947f234f8b8fb011"}', values: '1x5'}
+  alert_rule_test:
+  - eval_time: 2m
+    alertname: PeerpathLayoutOutlier
+    exp_alerts:
+    - exp_labels: {instance: c, fingerprint: 947f234f8b8fb011}
+"#,
+    )
+    .unwrap();
+    let test = dir.path().join("test.yml");
+    let Some(out) = common::tool("promtool", &["test", "rules", test.to_str().unwrap()], &[])
+    else {
+        return;
+    };
+    assert!(out.contains("SUCCESS"), "{out}");
+}

@@ -193,9 +193,9 @@ fn what(w: &What) -> String {
                 let state = if lf.current == "down" {
                     "link down".to_string()
                 } else {
-                    format!("link {}", link(lf))
+                    format!("link now {}", link(lf))
                 };
-                let _ = write!(s, "; {} left empty ({state})", dev(p));
+                let _ = write!(s, "; {} left empty, {state}", dev(p));
             }
             s
         }
