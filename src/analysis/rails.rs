@@ -235,7 +235,13 @@ pub fn build(t: &Topology, view: &NodeView, nodes: usize) -> Rails {
             .min()
     };
     let mut missing = Vec::new();
-    for (g, _) in rail_nic.iter().enumerate().filter(|(_, k)| k.is_none()) {
+    // With no NIC at all the count above says it; no GPU is listed one by one.
+    let none_at_all = c.nics.is_empty();
+    for (g, _) in rail_nic
+        .iter()
+        .enumerate()
+        .filter(|(_, k)| k.is_none() && !none_at_all)
+    {
         let rail = one_per_gpu.then_some(g);
         missing.push(MissingRail {
             rail,
