@@ -33,6 +33,10 @@ struct InputArgs {
     /// PCI ID database for device names (default: $PCI_IDS, then the system's pci.ids).
     #[arg(long, value_name = "FILE")]
     pci_ids: Option<PathBuf>,
+    /// JSON printed by NVIDIA's `rdma_topo topology -j`: pairs ConnectX-8 Data Direct DMA
+    /// functions with their NICs and GPUs where the scan cannot (VPD needs root).
+    #[arg(long, value_name = "FILE")]
+    rdma_topo: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -123,6 +127,7 @@ fn load(i: &InputArgs) -> Result<peerpath::model::Topology> {
         i.input.as_deref(),
         &LoadOptions {
             pci_ids: i.pci_ids.clone(),
+            rdma_topo: i.rdma_topo.clone(),
             ..Default::default()
         },
     )

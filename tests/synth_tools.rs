@@ -220,6 +220,8 @@ fn lspci_and_lstopo_read_every_layout() {
         layouts::virtio_vm(),
         layouts::misplaced_nic(),
         layouts::many_vfs(12),
+        layouts::hgx_b300(),
+        layouts::gb300_tray(),
     ] {
         let dir = write(&spec, WriteOptions::default());
         check_lspci_shape(&spec, dir.path());

@@ -3,7 +3,9 @@
 //! plans ranks over those labels; `rails` draws the scale-up boundary; `cores` numbers CPU cores.
 //! `audit` checks the node for every known cause of a silent GPUDirect RDMA fallback; `diff`
 //! and `fleet` compare nodes by role; `pairing` decides which devices pair up for the picture's
-//! rail lines and gres.conf's `Links=`. Analyses return data; renderers write their text.
+//! rail lines and gres.conf's `Links=`; `nvcx` finds NVIDIA's ConnectX–GPU complexes (Data
+//! Direct, inline, NUMA) and the ACS each of their ports needs. Analyses return data; renderers
+//! write their text.
 
 pub mod audit;
 pub mod classify;
@@ -11,6 +13,7 @@ pub mod cores;
 pub mod diff;
 pub mod fleet;
 pub mod nccl;
+pub mod nvcx;
 pub mod nvlink;
 pub mod pairing;
 pub mod paths;

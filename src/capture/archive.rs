@@ -16,6 +16,8 @@ pub(super) struct Builder<'a> {
     pub(super) out: BTreeMap<PathBuf, Node>,
     pub(super) redacted: Vec<String>,
     pub(super) keep_serials: bool,
+    /// VPD board UUIDs met so far, numbered in the order met (see [`redact_vpd`]).
+    pub(super) boards: BTreeMap<Vec<u8>, usize>,
 }
 
 impl Builder<'_> {
@@ -110,6 +112,16 @@ impl Builder<'_> {
                     .push(format!("{}: {n} serial line(s)", path.display()));
                 return text.into_bytes();
             }
+        } else if name == "vpd" {
+            let mut b = bytes;
+            let n = redact_vpd(&mut b, &mut self.boards);
+            if n > 0 {
+                self.redacted.push(format!(
+                    "{}: {n} VPD serial/UUID value(s) (each board UUID replaced by the board's number in this capture, so functions of one board still pair)",
+                    path.display()
+                ));
+            }
+            return b;
         } else if name == "config" {
             let mut b = bytes;
             if redact_dsn(&mut b) {
@@ -170,6 +182,35 @@ pub fn redact_dsn(b: &mut [u8]) -> bool {
         ptr = (hdr >> 20) as usize & 0xffc;
     }
     found
+}
+
+/// Redacts a VPD image in place: the serial number (`SN`) becomes `X`s; each board UUID (`V3`,
+/// `VU`) becomes the board's number in this capture (`boards`, in the order met), right-aligned
+/// and zero-padded to the value's length, so the functions of one board still carry one value
+/// and Data Direct pairing works from the snapshot, while nothing identifies the board across
+/// captures. Lengths are kept (the VPD's structure stays valid). Returns how many values
+/// changed.
+pub fn redact_vpd(b: &mut [u8], boards: &mut BTreeMap<Vec<u8>, usize>) -> usize {
+    let Some((_, kws)) = crate::parse::vpd::spans(b) else {
+        return 0;
+    };
+    let mut n = 0;
+    for (k, r) in kws {
+        match k.as_str() {
+            "SN" => b[r].fill(b'X'),
+            "V3" | "VU" => {
+                let next = boards.len();
+                let id = *boards.entry(b[r.clone()].to_vec()).or_insert(next);
+                let text = format!("{:0>w$}", format!("board{id}"), w = r.len());
+                // Longer than the value only for absurdly short values: keep its tail.
+                let tail = &text.as_bytes()[text.len() - r.len()..];
+                b[r].copy_from_slice(tail);
+            }
+            _ => continue,
+        }
+        n += 1;
+    }
+    n
 }
 
 impl Capture {
@@ -253,6 +294,27 @@ mod tests {
         assert!(!r.contains("GPU-1234"));
         assert!(r.contains("Bus Location: \t 0000:17:00.0\n"));
         assert!(r.contains("GPU UUID:"));
+    }
+
+    #[test]
+    fn vpd_serial_redacted_uuid_digested() {
+        let img = crate::parse::vpd::build("CX8", &[("SN", "MT2423X0001"), ("V3", "aabbccddee")]);
+        let other = crate::parse::vpd::build("CX8", &[("SN", "MT2423X0002"), ("V3", "1122334455")]);
+        let mut boards = BTreeMap::new();
+        let mut a = img.clone();
+        assert_eq!(redact_vpd(&mut a, &mut boards), 2);
+        let v = crate::parse::vpd::parse(&a).unwrap();
+        assert_eq!(v.keyword("SN"), Some("XXXXXXXXXXX"));
+        assert_eq!(v.keyword("V3"), Some("0000board0"));
+        // Same UUID, same board number: functions of one board still pair; another board gets
+        // the next number.
+        let mut b = img;
+        redact_vpd(&mut b, &mut boards);
+        assert_eq!(a, b);
+        let mut c = other;
+        redact_vpd(&mut c, &mut boards);
+        let v = crate::parse::vpd::parse(&c).unwrap();
+        assert_eq!(v.keyword("V3"), Some("0000board1"));
     }
 
     #[test]

@@ -155,6 +155,7 @@ pub fn capture(fs: &dyn FsRoot, source: SourceInfo, opts: &CaptureOptions) -> io
         out: BTreeMap::new(),
         redacted: Vec::new(),
         keep_serials: opts.keep_serials,
+        boards: BTreeMap::new(),
     };
     let mut left_out = BTreeSet::new();
     for (p, a) in &log.touched {
@@ -165,11 +166,12 @@ pub fn capture(fs: &dyn FsRoot, source: SourceInfo, opts: &CaptureOptions) -> io
             left_out.insert(p.display().to_string());
         }
     }
-    // Listing-only facts (the `virtfn*` links the scanner counts): whitelisted names only.
+    // Listing-only facts (the `virtfn*` links the scanner counts): whitelisted links only (a
+    // whitelisted file such as `vpd` is copied only where the scanner read it).
     for (dir, entries) in &log.listed {
         for e in entries {
             let p = dir.join(&e.name);
-            if !log.touched.contains_key(&p) && whitelisted(&p) {
+            if e.kind == EntryKind::Symlink && !log.touched.contains_key(&p) && whitelisted(&p) {
                 b.add(&p, Access::Link)?;
             }
         }

@@ -30,6 +30,10 @@ pub const DEVICE_ATTRS: &[&str] = &[
     "driver",
     "iommu_group",
     "physfn",
+    // Copied only where the scanner read it (ConnectX NIC and Data Direct DMA functions, to
+    // pair them); in the archive the serial number is masked and each board UUID replaced by the
+    // board's number in the capture.
+    "vpd",
 ];
 
 /// Every other path (relative to the root) peerpath may copy into a capture, as component
@@ -143,7 +147,7 @@ mod tests {
             "sys/bus/pci/devices/0000:01:00.0/class"
         )));
         assert!(!whitelisted(Path::new(
-            "sys/bus/pci/devices/0000:01:00.0/vpd"
+            "sys/bus/pci/devices/0000:01:00.0/rom"
         )));
         assert!(whitelisted(Path::new(
             "sys/devices/pci0000:00/0000:00:01.0/virtfn12"

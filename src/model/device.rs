@@ -251,6 +251,55 @@ pub struct Device {
     pub sysfs_path: String,
     /// False when the device was found in `sys/devices` but has no `sys/bus/pci/devices` entry.
     pub listed: bool,
+    /// The read-only VPD keywords carrying the board's UUID (`V3`, `VU`) found in `vpd`
+    /// (readable by root only) of a ConnectX function. Only their names are kept: the values
+    /// pair functions during the scan and are not stored (nor is the serial number).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub vpd: Vec<String>,
+    /// For a NIC function: the Data Direct DMA function its RDMA traffic really uses (a
+    /// ConnectX-8 `15b3:2100` function, found by VPD UUID, rdma_topo JSON or an NCCL XML `_dma`
+    /// NIC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_direct: Option<DataDirect>,
+    /// For a GPU: its NVLink-C2C link to its CPU (NVML field values, NCCL XML `<c2c>`, or
+    /// inferred on a Grace host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub c2c: Option<C2cLink>,
+}
+
+/// A NIC function's Data Direct DMA function (ConnectX-8 "Data Direct": the NIC reaches GPU
+/// memory through a separate DMA function that sits in the PCIe switch next to the GPU, while
+/// its RDMA function hangs elsewhere, e.g. under a Grace root port).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DataDirect {
+    /// The DMA function.
+    pub dma: Bdf,
+    /// How the pairing was made, with the raw value (`vpd V3 = <uuid>`, `rdma_topo JSON
+    /// rdma_dma_bdf`, `nccl-xml net rdma_vf_rail1_dma`).
+    pub evidence: String,
+}
+
+/// A GPU's NVLink-C2C link to its CPU (Grace), as a source reported it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct C2cLink {
+    /// Links reported up (NCCL's `<c2c count>`, which counts the links NVML reports with
+    /// status 1; NVML `NVML_FI_DEV_C2C_LINK_GET_STATUS`); `None` when not read.
+    pub links_up: Option<u32>,
+    /// Links the GPU has (`NVML_FI_DEV_C2C_LINK_COUNT`); `None` from NCCL XML, which writes
+    /// only the up ones.
+    pub links_total: Option<u32>,
+    /// Bandwidth per link in MB/s (`NVML_FI_DEV_C2C_LINK_GET_MAX_BW`, NCCL's `<c2c bw>`).
+    pub link_mbytes_per_s: Option<u32>,
+    /// Where the facts come from and the raw values (`nccl-xml <c2c bw="44712" count="5">`).
+    pub source: String,
+}
+
+impl C2cLink {
+    /// NCCL's bandwidth of the link in GB/s (`bw × count / 1000`, `ncclTopoAddC2c`), when both
+    /// are known.
+    pub fn gbytes_per_s(&self) -> Option<f64> {
+        Some(f64::from(self.link_mbytes_per_s?) * f64::from(self.links_up?) / 1000.0)
+    }
 }
 
 impl Device {
@@ -287,6 +336,9 @@ impl Device {
             slot: None,
             sysfs_path,
             listed: true,
+            vpd: Vec::new(),
+            data_direct: None,
+            c2c: None,
         }
     }
 

@@ -142,6 +142,16 @@ pub struct Warning {
     pub message: String,
 }
 
+/// The output of `rdma_topo topology -j` (linux-rdma/rdma-core `kernel-boot/rdma_topo`) read as
+/// evidence: which NIC functions, DMA functions and GPUs rdma_topo grouped into complexes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RdmaTopoEvidence {
+    /// The file it was read from.
+    pub path: String,
+    /// Its complexes, in file order.
+    pub complexes: Vec<crate::parse::rdma_topo::Complex>,
+}
+
 /// A node of the topology graph.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GraphNode {
@@ -180,6 +190,9 @@ pub struct Topology {
     pub nvlink_visible: bool,
     /// Warnings from the source.
     pub warnings: Vec<Warning>,
+    /// NVIDIA rdma_topo's complexes, when its JSON was given (`--rdma-topo`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rdma_topo: Option<RdmaTopoEvidence>,
     #[serde(skip)]
     index: HashMap<Bdf, usize>,
     #[serde(skip)]
@@ -212,6 +225,7 @@ impl Topology {
             nvlinks: Vec::new(),
             nvlink_visible: false,
             warnings,
+            rdma_topo: None,
             index: HashMap::new(),
             graph: DiGraph::new(),
             device_nodes: Vec::new(),

@@ -13,7 +13,9 @@ pub mod config;
 pub mod cpulist;
 pub mod hwloc;
 pub mod ib;
+pub mod rdma_topo;
 pub mod resource;
+pub mod vpd;
 
 use std::fmt;
 
@@ -66,6 +68,10 @@ pub enum Reason {
     NotBusRange,
     /// A link bandwidth that no standard PCIe speed and width give.
     NoStandardLink,
+    /// Not PCI Vital Product Data (resource tags with lengths inside the data).
+    NotVpd,
+    /// Not the JSON `rdma_topo topology -j` prints (a list of complexes).
+    NotRdmaTopo,
 }
 
 impl Reason {
@@ -96,6 +102,8 @@ impl Reason {
             Reason::NotPciType => "is not CCCC [VVVV:DDDD] [SSSS:ssss] RR [PP]",
             Reason::NotBusRange => "is not DDDD:[BB-SS]",
             Reason::NoStandardLink => "matches no standard PCIe speed and width",
+            Reason::NotRdmaTopo => "is not rdma_topo topology JSON (a list of complexes)",
+            Reason::NotVpd => "are not PCI VPD (no identifier or read-only resource)",
         }
     }
 }

@@ -7,6 +7,8 @@
 //! are folded in after assembly, as hwloc's NVML plugin annotates its topology.
 
 pub mod assemble;
+pub mod c2c;
+pub mod datadirect;
 pub mod fsroot;
 pub mod hwloc_xml;
 pub mod json;
@@ -90,10 +92,26 @@ pub struct LoadOptions {
     /// Skip device names entirely (no pci.ids read): for callers that never show names, such as
     /// `fleet`, which loads thousands of nodes.
     pub skip_names: bool,
+    /// `--rdma-topo FILE`: the JSON of NVIDIA's `rdma_topo topology -j`, folded in as evidence
+    /// ([`datadirect::apply_rdma_topo`]).
+    pub rdma_topo: Option<PathBuf>,
 }
 
-/// Loads a topology from `--input` (`None`: the live machine at `/`).
+/// Loads a topology from `--input` (`None`: the live machine at `/`), then folds in rdma_topo's
+/// JSON when `--rdma-topo` names one.
 pub fn load(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
+    let mut topo = load_input(input, opts)?;
+    if let Some(p) = &opts.rdma_topo {
+        let shown = p.display().to_string();
+        let bytes = std::fs::read(p).with_context(|| format!("cannot read {shown}"))?;
+        let complexes =
+            crate::parse::rdma_topo::parse(&bytes).map_err(|r| anyhow::anyhow!("{shown}: {r}"))?;
+        datadirect::apply_rdma_topo(&mut topo, &shown, complexes);
+    }
+    Ok(topo)
+}
+
+fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
     let scan_opts = sysfs::ScanOptions {
         pci_ids: if opts.skip_names {
             None

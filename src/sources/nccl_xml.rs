@@ -14,7 +14,8 @@ use super::assemble::{NvLinkTally, RawTopology, Structure, assemble};
 use super::xmltree::Doc;
 use crate::model::bdf::Bdf;
 use crate::model::device::{
-    Device, DeviceKind, LinkInfo, OsDevice, OsDeviceKind, RdmaPort, kind_from_class,
+    C2cLink, DataDirect, Device, DeviceKind, LinkInfo, OsDevice, OsDeviceKind, RdmaPort,
+    kind_from_class,
 };
 use crate::model::fact::Fact;
 use crate::model::topology::{HostBridge, MachineInfo, NumaNode, SourceInfo, Topology, Warning};
@@ -31,6 +32,9 @@ pub const LIMITATIONS: &[&str] = &[
     "no PCIe config space, drivers, IOMMU groups, ACS/ATS, kernel command line, loaded modules or hypervisor evidence",
     "NVLinks are known only for gpu elements (an NCCL dump); GPU-to-CPU NVLinks (POWER) cannot be represented",
 ];
+
+/// Added to [`SourceInfo::limitations`] when the file holds a Data Direct NIC.
+pub const DATA_DIRECT_LIMITATION: &str = "a Data Direct NIC is recorded as its DMA function (class 0x080100, nets named <dev>_dma): the RDMA function NCCL pairs it with, and that function's own path, are not in the file";
 
 /// Name of the host bridge synthesized for a `cpu` element.
 pub fn host_bridge_for(numaid: Option<u32>) -> String {
@@ -83,6 +87,8 @@ struct Ctx<'a> {
     /// NVLink version per GPU (from `sm`).
     gpu_version: HashMap<Bdf, Option<u32>>,
     any_gpu_element: bool,
+    /// A Data Direct NIC was read.
+    data_direct: bool,
 }
 
 impl Ctx<'_> {
@@ -117,6 +123,71 @@ impl Ctx<'_> {
                 None
             }
         }
+    }
+
+    /// A `<c2c bw count>` element (NCCL's NVML C2C fields: per-link bandwidth in MB/s and the
+    /// number of links up); `None`, with a warning, when a value is missing or not a number.
+    fn c2c(&mut self, c: usize) -> Option<C2cLink> {
+        let e = &self.doc.elements[c];
+        let raw = format!(
+            "nccl-xml <c2c bw=\"{}\" count=\"{}\">",
+            e.attr("bw").unwrap_or(""),
+            e.attr("count").unwrap_or("")
+        );
+        let bw = attr_value(e.attr("bw"), attr::uint);
+        let count = attr_value(e.attr("count"), attr::uint);
+        match (bw, count) {
+            (Ok(Some(bw)), Ok(Some(count))) => Some(C2cLink {
+                links_up: Some(count),
+                links_total: None,
+                link_mbytes_per_s: Some(bw),
+                source: raw,
+            }),
+            (Err(r), _) | (_, Err(r)) => {
+                self.warn(c, format!("c2c {r}; C2C link not kept"));
+                None
+            }
+            _ => {
+                self.warn(c, "c2c without bw or count; C2C link not kept");
+                None
+            }
+        }
+    }
+
+    /// A NIC on a ConnectX-8 Data Direct DMA function (class `0x080100`, NCCL's "CX8 data
+    /// direct"), or one whose nets are named `<dev>_dma` (NCCL_IB_DATA_DIRECT): the function is
+    /// its own data path, and each net keeps the RDMA device it stands for (`rdma_device`).
+    fn data_direct_nic(&mut self, d: &mut Device) {
+        let mut dma_names = Vec::new();
+        for od in d.os_devices.iter_mut() {
+            if let Some(base) = od.name.strip_suffix("_dma").filter(|b| !b.is_empty()) {
+                od.attrs.push(("rdma_device".into(), base.to_string()));
+                dma_names.push(od.name.clone());
+            }
+        }
+        let by_class = crate::model::parts::is_data_direct_dma(d);
+        if !by_class && dma_names.is_empty() {
+            return;
+        }
+        d.data_direct = Some(DataDirect {
+            dma: d.bdf,
+            evidence: match (by_class, dma_names.is_empty()) {
+                (true, false) => format!(
+                    "nccl-xml: pci class 0x{:06x} (CX8 data direct) carries net {}",
+                    d.class,
+                    dma_names.join(", ")
+                ),
+                (true, true) => format!(
+                    "nccl-xml: pci class 0x{:06x} (CX8 data direct) carries the NIC",
+                    d.class
+                ),
+                _ => format!(
+                    "nccl-xml: net {} (NCCL's name for a Data Direct device)",
+                    dma_names.join(", ")
+                ),
+            },
+        });
+        self.data_direct = true;
     }
 
     /// Reads one `pci` element and its subtree.
@@ -193,13 +264,7 @@ impl Ctx<'_> {
                 od.attrs.push((k.clone(), v.clone()));
             }
             for c in doc.children_named(g, "c2c") {
-                let ce = &doc.elements[c];
-                od.attrs
-                    .push(("c2c_bw".into(), ce.attr("bw").unwrap_or("").to_string()));
-                od.attrs.push((
-                    "c2c_count".into(),
-                    ce.attr("count").unwrap_or("").to_string(),
-                ));
+                d.c2c = self.c2c(c).or(d.c2c.take());
             }
             d.os_devices.push(od);
             let version = ge
@@ -268,6 +333,7 @@ impl Ctx<'_> {
                 }
                 d.os_devices.push(od);
             }
+            self.data_direct_nic(&mut d);
         }
         self.seen.insert(bdf, self.devices.len());
         self.devices.push(d);
@@ -307,6 +373,7 @@ pub fn discover(doc: &Doc, source: SourceInfo) -> Result<RawTopology> {
         nvlinks: Vec::new(),
         gpu_version: HashMap::new(),
         any_gpu_element: false,
+        data_direct: false,
     };
     match root.attr("version") {
         Some("1") => {}
@@ -445,6 +512,9 @@ pub fn discover(doc: &Doc, source: SourceInfo) -> Result<RawTopology> {
                 "{cpu_links} GPU-to-CPU NVLink element(s) (POWER) cannot be represented; not kept"
             ),
         });
+    }
+    if ctx.data_direct {
+        source.limitations.push(DATA_DIRECT_LIMITATION.to_string());
     }
     let mut raw = RawTopology::new(source, machine);
     raw.numa_nodes = numa.into_values().collect();

@@ -54,6 +54,48 @@ pub struct NvmlGpu {
     pub p2p: Vec<(u32, String, String, String)>,
 }
 
+/// A GPU's C2C field values (`nvmlDeviceGetFieldValues`): `NVML_FI_DEV_C2C_LINK_COUNT`, and
+/// `NVML_FI_DEV_C2C_LINK_GET_STATUS` / `…_GET_MAX_BW` of link 0 (the field call peerpath makes
+/// carries no scope id, so the other links' status is not read).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NvmlC2c {
+    /// C2C links the GPU has.
+    pub count: u32,
+    /// Link 0's status (1 = up).
+    pub link0_status: Option<u32>,
+    /// Link 0's maximum bandwidth in MB/s.
+    pub link0_max_mbytes: Option<u32>,
+}
+
+/// Reads the C2C field values of a GPU; `None` when NVML does not support them (no C2C) or the
+/// count is 0.
+fn query_c2c(d: &nvml_wrapper::Device) -> Option<NvmlC2c> {
+    use nvml_wrapper::enums::device::SampleValue as V;
+    use nvml_wrapper::structs::device::FieldId;
+    use nvml_wrapper::sys_exports::field_id as f;
+    let vals = d
+        .field_values_for(&[
+            FieldId(f::NVML_FI_DEV_C2C_LINK_COUNT),
+            FieldId(f::NVML_FI_DEV_C2C_LINK_GET_STATUS),
+            FieldId(f::NVML_FI_DEV_C2C_LINK_GET_MAX_BW),
+        ])
+        .ok()?;
+    let num = |i: usize| -> Option<u32> {
+        match vals.get(i)?.as_ref().ok()?.value.as_ref().ok()? {
+            V::U32(x) => Some(*x),
+            V::U64(x) => u32::try_from(*x).ok(),
+            V::I64(x) => u32::try_from(*x).ok(),
+            V::F64(_) => None,
+        }
+    };
+    let count = num(0).filter(|&c| c > 0)?;
+    Some(NvmlC2c {
+        count,
+        link0_status: num(1),
+        link0_max_mbytes: num(2),
+    })
+}
+
 /// Outcome of [`enrich`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NvmlStatus {
@@ -106,8 +148,9 @@ pub fn enrich(topo: &mut Topology) -> NvmlStatus {
     let res =
         std::panic::catch_unwind(query).unwrap_or_else(|_| Err("NVML query panicked".to_string()));
     match res {
-        Ok(gpus) => {
+        Ok((gpus, c2c)) => {
             let warnings = apply(topo, &gpus);
+            apply_c2c(topo, &c2c);
             topo.warnings.extend(warnings);
             topo.nvlink_visible = true;
             NvmlStatus {
@@ -131,13 +174,17 @@ pub fn enrich(topo: &mut Topology) -> NvmlStatus {
 }
 
 /// Asks NVML about every GPU.
-fn query() -> Result<Vec<NvmlGpu>, String> {
+/// C2C field values per GPU (by bus ID), from [`query`].
+type C2cFacts = Vec<(Bdf, NvmlC2c)>;
+
+fn query() -> Result<(Vec<NvmlGpu>, C2cFacts), String> {
     use nvml_wrapper::Nvml;
     use nvml_wrapper::enum_wrappers::device::P2pCapabilitiesIndex as P;
     let nvml = Nvml::init().map_err(|e| explain(&e))?;
     let n = nvml.device_count().map_err(|e| explain(&e))?;
     let mut handles = Vec::new();
     let mut out = Vec::new();
+    let mut c2c = Vec::new();
     for i in 0..n {
         let d = nvml.device_by_index(i).map_err(|e| explain(&e))?;
         let bdf = d
@@ -182,6 +229,9 @@ fn query() -> Result<Vec<NvmlGpu>, String> {
             links,
             p2p: Vec::new(),
         });
+        if let (Some(b), Some(c)) = (bdf, query_c2c(&d)) {
+            c2c.push((b, c));
+        }
         handles.push(d);
     }
     let name = |r: Result<nvml_wrapper::enum_wrappers::device::P2pStatus, _>| match r {
@@ -202,7 +252,37 @@ fn query() -> Result<Vec<NvmlGpu>, String> {
             out[i].p2p.push(p);
         }
     }
-    Ok(out)
+    Ok((out, c2c))
+}
+
+/// The C2C link NVML's field values describe: the link count is known; whether every link is
+/// up is known only for a single-link GPU (link 0's status).
+pub fn c2c_link(c: &NvmlC2c) -> crate::model::C2cLink {
+    let up = c.link0_status == Some(1);
+    crate::model::C2cLink {
+        links_up: (c.count == 1).then_some(u32::from(up)),
+        links_total: Some(c.count),
+        link_mbytes_per_s: c.link0_max_mbytes.filter(|_| up),
+        source: format!(
+            "NVML field values: C2C_LINK_COUNT = {}, link 0 status = {}, link 0 max bandwidth = {} MB/s (status of links 1.. not read)",
+            c.count,
+            c.link0_status
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "unknown".into()),
+            c.link0_max_mbytes
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "unknown".into()),
+        ),
+    }
+}
+
+/// Sets each GPU's C2C link from NVML's field values (over any link the scan inferred).
+pub fn apply_c2c(topo: &mut Topology, c2c: &[(Bdf, NvmlC2c)]) {
+    for (b, c) in c2c {
+        if let Some(d) = topo.devices.iter_mut().find(|d| d.bdf == *b) {
+            d.c2c = Some(c2c_link(c));
+        }
+    }
 }
 
 /// Folds NVML observations into the topology; returns the warnings it had to make.
@@ -527,6 +607,29 @@ mod tests {
         let w = apply(&mut t, &[g0, g9, nobdf]);
         assert_eq!(w.len(), 3, "{w:?}");
         assert!(t.nvlinks.is_empty());
+    }
+
+    #[test]
+    fn c2c_field_values_fold_into_the_gpu() {
+        let mut t = topo(&[("0008:06:00.0", 0x030200, 0x10de)]);
+        let g = b("0008:06:00.0");
+        let one = NvmlC2c {
+            count: 1,
+            link0_status: Some(1),
+            link0_max_mbytes: Some(45000),
+        };
+        apply_c2c(&mut t, &[(g, one)]);
+        let c = t.device(&g).unwrap().c2c.clone().unwrap();
+        assert_eq!((c.links_up, c.links_total), (Some(1), Some(1)));
+        assert_eq!(c.gbytes_per_s(), Some(45.0));
+        // Several links: only link 0's status was read, so "all up" is not claimed.
+        let many = c2c_link(&NvmlC2c {
+            count: 10,
+            link0_status: Some(1),
+            link0_max_mbytes: Some(45000),
+        });
+        assert_eq!((many.links_up, many.links_total), (None, Some(10)));
+        assert!(many.source.contains("links 1.. not read"));
     }
 
     #[test]

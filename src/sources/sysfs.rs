@@ -231,6 +231,7 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
     let mut devices: Vec<Device> = Vec::new();
     let mut by_path: HashMap<PathBuf, usize> = HashMap::new();
     let mut groups: BTreeMap<u32, Option<String>> = BTreeMap::new();
+    let mut vpd_uuids = super::datadirect::VpdUuids::new();
     for (bdf, (dir, listed)) in &located {
         let (hb, chain) = &chains[bdf];
         let mut d = Device::new(*bdf, hb.clone(), dir.display().to_string());
@@ -370,6 +371,13 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
             .iter()
             .filter(|e| e.name.starts_with("virtfn"))
             .count() as u32;
+        if has("vpd") && wants_vpd(&d) {
+            let kws = read_vpd(fs, &log, &dir.join("vpd"));
+            d.vpd = kws.iter().map(|(k, _)| k.clone()).collect();
+            if !kws.is_empty() {
+                vpd_uuids.insert(d.bdf, kws);
+            }
+        }
         by_path.insert(dir.clone(), devices.len());
         devices.push(d);
     }
@@ -403,11 +411,59 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
     let numa_nodes = numa(fs, &log);
     let machine = machine_info(fs, &log);
 
+    // 5. Grace GPUs (C2C) and Data Direct DMA functions paired with their NIC functions.
+    super::c2c::infer(&mut devices);
+    for w in super::datadirect::pair_by_vpd(&mut devices, &vpd_uuids) {
+        log.warnings.borrow_mut().push(w);
+    }
+
     let mut raw = RawTopology::new(source, machine);
     raw.numa_nodes = numa_nodes;
     raw.devices = devices;
     raw.warnings = log.warnings.into_inner();
     Ok(raw)
+}
+
+/// VPD is read only where it pairs functions, as rdma_topo does: ConnectX NIC functions and
+/// Data Direct DMA functions (reading the VPD of arbitrary devices can stall on broken parts).
+fn wants_vpd(d: &Device) -> bool {
+    use crate::model::parts::{Part, part_of};
+    d.physfn.is_none() && matches!(part_of(d), Some(Part::CxNic | Part::DataDirectDma))
+}
+
+/// The VPD keywords that pair ConnectX functions (`V3`, `VU`), from `vpd`. The file is
+/// readable by root only: permission denied is the normal unprivileged answer and is said once
+/// per DMA function by the pairing, not here. Serial numbers are not kept.
+fn read_vpd(fs: &dyn FsRoot, log: &Log, path: &Path) -> Vec<(String, String)> {
+    let bytes = match fs.read_limited(path, 32 * 1024) {
+        Ok(b) => b,
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::PermissionDenied | io::ErrorKind::NotFound
+            ) =>
+        {
+            return Vec::new();
+        }
+        Err(e) => {
+            log.warn(path, format!("could not read ({e}); VPD unknown"));
+            return Vec::new();
+        }
+    };
+    if bytes.is_empty() {
+        return Vec::new();
+    }
+    match crate::parse::vpd::parse(&bytes) {
+        Ok(v) => v
+            .read_only
+            .into_iter()
+            .filter(|(k, _)| super::datadirect::UUID_KEYWORDS.contains(&k.as_str()))
+            .collect(),
+        Err(r) => {
+            log.warn(path, format!("{r}; VPD unknown"));
+            Vec::new()
+        }
+    }
 }
 
 fn attach_class(
@@ -618,6 +674,12 @@ fn machine_info(fs: &dyn FsRoot, log: &Log) -> MachineInfo {
                     cpu = v.parse().ok();
                 }
                 "vendor_id" if m.cpu_vendor.is_none() => m.cpu_vendor = Some(v.to_string()),
+                // aarch64 kernels name the implementer instead (0x41: Arm Ltd; Grace is a
+                // Neoverse V2, part 0xd4f).
+                "CPU implementer" if m.cpu_vendor.is_none() => {
+                    m.cpu_vendor = Some(format!("CPU implementer {v} (arm64)"))
+                }
+                "CPU part" if m.cpu_model.is_none() => m.cpu_model = Some(format!("CPU part {v}")),
                 "model name" | "cpu" if m.cpu_model.is_none() => m.cpu_model = Some(v.to_string()),
                 "cpu family" if m.cpu_family.is_none() => m.cpu_family = v.parse().ok(),
                 "model" if m.cpu_model_number.is_none() => m.cpu_model_number = v.parse().ok(),

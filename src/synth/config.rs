@@ -6,6 +6,8 @@ use super::{Function, Link, Role};
 
 /// Offset of the PCI Express capability in every synthesized config space.
 pub const PCIE_CAP_OFFSET: usize = 0x40;
+/// Offset of the VPD capability of functions with VPD (after the PCIe capability's 0x3c bytes).
+pub const VPD_CAP_OFFSET: usize = 0x80;
 /// ACS Capability register value written on ports with ACS: SV|TB|RR|CR|UF|DT (0x5f).
 pub const ACS_CAPABILITY: u16 = 0x5f;
 
@@ -138,6 +140,13 @@ pub fn build(f: &Function, ctx: &ConfigContext) -> Vec<u8> {
     }
     w8(&mut b, 0x34, PCIE_CAP_OFFSET as u8);
     pcie_cap(&mut b, f);
+    if f.vpd.is_some() {
+        // The VPD capability (ID 0x03) chained after the PCIe capability: lspci then reads the
+        // `vpd` file and shows it under "Vital Product Data".
+        w8(&mut b, PCIE_CAP_OFFSET + 1, VPD_CAP_OFFSET as u8);
+        w8(&mut b, VPD_CAP_OFFSET, 0x03);
+        w8(&mut b, VPD_CAP_OFFSET + 1, 0x00);
+    }
     extended_caps(&mut b, f, ctx);
     b
 }
@@ -215,6 +224,9 @@ fn extended_caps(b: &mut [u8], f: &Function, ctx: &ConfigContext) {
     if f.acs_control.is_some() {
         caps.push((crate::parse::config::ECAP_ACS, 1, 0x08));
     }
+    if f.ats {
+        caps.push((crate::parse::config::ECAP_ATS, 1, 0x08));
+    }
     if f.total_vfs > 0 {
         caps.push((crate::parse::config::ECAP_SRIOV, 1, 0x40));
     }
@@ -240,6 +252,10 @@ fn extended_caps(b: &mut [u8], f: &Function, ctx: &ConfigContext) {
             crate::parse::config::ECAP_ACS => {
                 w16(b, o + 4, ACS_CAPABILITY);
                 w16(b, o + 6, f.acs_control.unwrap_or(0));
+            }
+            crate::parse::config::ECAP_ATS => {
+                w16(b, o + 4, 0x0020); // ATS capability: page aligned request
+                w16(b, o + 6, 0x8000); // ATS control: enabled
             }
             crate::parse::config::ECAP_SRIOV => {
                 w32(b, o + 0x04, 0x0000_0002); // ARI capable hierarchy preserved

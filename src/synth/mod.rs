@@ -65,6 +65,18 @@ pub struct Machine {
     pub dmi_product: Option<String>,
     /// Memory per NUMA node in KiB (`nodeN/meminfo`, `proc/meminfo`).
     pub memory_kib_per_node: u64,
+    /// An Arm CPU (`CPU implementer`, `CPU part` in `proc/cpuinfo`, as aarch64 kernels write
+    /// it) instead of the x86 fields.
+    pub arm: Option<ArmCpu>,
+}
+
+/// What an aarch64 `proc/cpuinfo` says of a CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArmCpu {
+    /// `CPU implementer` (0x41 = Arm Ltd).
+    pub implementer: u8,
+    /// `CPU part` (0xd4f = Neoverse V2, the Grace core).
+    pub part: u16,
 }
 
 impl Default for Machine {
@@ -81,6 +93,7 @@ impl Default for Machine {
             dmi_vendor: None,
             dmi_product: None,
             memory_kib_per_node: 16 * 1024 * 1024,
+            arm: None,
         }
     }
 }
@@ -361,6 +374,23 @@ pub struct Function {
     /// Secondary bus of a bridge with no children (bridges with children take the lowest bus
     /// of their children).
     pub secondary_bus: Option<u8>,
+    /// Vital Product Data written as `vpd` (ConnectX functions carry the board UUID in `V3`).
+    pub vpd: Option<VpdSpec>,
+    /// Address Translation Services extended capability (enabled), as on a NIC set up for VMs.
+    pub ats: bool,
+    /// NUMA node the GPU's memory is onlined as (`proc/driver/nvidia/gpus/<bdf>/numa_status`,
+    /// Grace systems).
+    pub gpu_memory_numa: Option<u32>,
+}
+
+/// A VPD image: identifier string and read-only keywords (`parse::vpd::build`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct VpdSpec {
+    /// Identifier string (product name).
+    pub name: String,
+    /// Read-only keywords (`PN`, `SN`, `V3`), in order.
+    pub keywords: Vec<(String, String)>,
 }
 
 impl Default for Function {
@@ -402,6 +432,9 @@ impl Default for Function {
             slot: None,
             nvidia_model: None,
             secondary_bus: None,
+            vpd: None,
+            ats: false,
+            gpu_memory_numa: None,
         }
     }
 }
@@ -447,7 +480,8 @@ pub struct Module {
 /// Options of the writer.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WriteOptions {
-    /// Write every `config` as the 64 bytes an unprivileged reader sees.
+    /// Write every `config` as the 64 bytes an unprivileged reader sees, and no `vpd` (root
+    /// only).
     pub unprivileged: bool,
 }
 

@@ -549,6 +549,22 @@ pub fn build_entries(spec: &Spec, opts: &WriteOptions) -> Result<Vec<(PathBuf, E
             t.link(nd.join("device"), dir);
             t.link(PathBuf::from("sys/class/nvme").join(&n.name), &nd);
         }
+        // `vpd` is readable by root only: the unprivileged view has none.
+        if let (Some(v), false) = (&f.vpd, opts.unprivileged) {
+            let kw: Vec<(&str, &str)> = v
+                .keywords
+                .iter()
+                .map(|(k, x)| (k.as_str(), x.as_str()))
+                .collect();
+            t.file(a("vpd"), crate::parse::vpd::build(&v.name, &kw));
+        }
+        if let (Some(n), true) = (f.gpu_memory_numa, f.nvidia_model.is_some()) {
+            let gd = PathBuf::from("proc/driver/nvidia/gpus").join(f.bdf.to_string());
+            t.file(
+                gd.join("numa_status"),
+                format!("Node: {n}\nStatus: online\n"),
+            );
+        }
         if let Some(model) = &f.nvidia_model {
             let gd = PathBuf::from("proc/driver/nvidia/gpus").join(f.bdf.to_string());
             let minor = spec
@@ -684,6 +700,14 @@ fn node_files(t: &mut Tree, spec: &Spec, numa_cpus: &HashMap<u32, Vec<u32>>) {
         if c != 0 {
             t.file(td.join("online"), "1\n");
         }
+        if let Some(arm) = m.arm {
+            let _ = write!(
+                cpuinfo,
+                "processor\t: {c}\nBogoMIPS\t: 2000.00\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm jscvt fcma lrcpc dcpop sha3 sm3 sm4 asimddp sha512 sve asimdfhm dit uscat ilrcpc flagm ssbs sb paca pacg dcpodp sve2 sveaes svepmull svebitperm svesha3 svesm4 flagm2 frint svei8mm svebf16 i8mm bf16 dgh bti\nCPU implementer\t: 0x{:02x}\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0x{:03x}\nCPU revision\t: 0\n\n",
+                arm.implementer, arm.part
+            );
+            continue;
+        }
         let _ = write!(
             cpuinfo,
             "processor\t: {c}\nvendor_id\t: {}\ncpu family\t: {}\nmodel\t\t: {}\nmodel name\t: {}\nstepping\t: 1\nphysical id\t: {socket}\nsiblings\t: {}\ncore id\t\t: {core}\ncpu cores\t: {cores}\napicid\t\t: {c}\nflags\t\t: {flags}\n\n",
@@ -783,14 +807,15 @@ fn node_files(t: &mut Tree, spec: &Spec, numa_cpus: &HashMap<u32, Vec<u32>>) {
         t.file(d.join("num_alloc_mrs"), "0\n");
     }
     if let Some(nv) = &spec.node.nvidia {
+        let arch = if m.arm.is_some() { "aarch64" } else { "x86_64" };
         let line = if nv.open {
             format!(
-                "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {}  Release Build  (synth@peerpath)  Thu Jan  1 00:00:00 UTC 2026\n",
+                "NVRM version: NVIDIA UNIX Open Kernel Module for {arch}  {}  Release Build  (synth@peerpath)  Thu Jan  1 00:00:00 UTC 2026\n",
                 nv.version
             )
         } else {
             format!(
-                "NVRM version: NVIDIA UNIX x86_64 Kernel Module  {}  Thu Jan  1 00:00:00 UTC 2026\n",
+                "NVRM version: NVIDIA UNIX {arch} Kernel Module  {}  Thu Jan  1 00:00:00 UTC 2026\n",
                 nv.version
             )
         };

@@ -51,6 +51,9 @@ checks! {
     AcsRedirect = "acs-redirect", "ACS";
     /// `iommu-translation`: the IOMMU translates DMA of a GPU or RDMA NIC.
     IommuTranslation = "iommu-translation", "IOMMU";
+    /// `iommu-group`: GPUs, NICs and Data Direct DMA functions in the IOMMU groups their
+    /// platform needs (rdma_topo's check).
+    IommuGroup = "iommu-group", "GROUP";
     /// `link-degraded`: a PCIe hop trained below what both ends can do.
     LinkDegraded = "link-degraded", "LINK";
     /// `aer-errors`: non-zero AER counters.
@@ -62,6 +65,11 @@ checks! {
     MpsMrrs = "mps-mrrs", "MPS";
     /// `nic-port-down`: an RDMA port down, slow, or behind a PCIe link slower than the port.
     NicPortDown = "nic-port-down", "PORT";
+    /// `data-direct`: a ConnectX-8 Data Direct DMA function bound, paired with its RDMA
+    /// function and next to one GPU.
+    DataDirect = "data-direct", "DDIR";
+    /// `c2c-link`: a Grace GPU's NVLink-C2C link present with every link up.
+    C2cLink = "c2c-link", "C2C";
     /// `virtualized`: a hypervisor is present.
     Virtualized = "virtualized", "VIRTU";
     /// `numa-unknown`: a GPU or RDMA NIC without a NUMA node on a multi-node machine.

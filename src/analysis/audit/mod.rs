@@ -10,6 +10,7 @@ pub mod evidence;
 pub mod finding;
 pub mod gdr;
 pub mod iommu;
+pub mod nextgen;
 pub mod pcie;
 pub mod placement;
 pub mod platform;
@@ -82,6 +83,8 @@ pub struct Ctx<'a> {
     pub pairs: Vec<Pair>,
     /// Hypervisor evidence was found: sysfs topology may be synthetic.
     pub virtualized: bool,
+    /// The NVIDIA ConnectX–GPU platform rdma_topo would see (Data Direct, inline, NUMA).
+    pub platform: Option<crate::analysis::nvcx::Platform>,
 }
 
 impl<'a> Ctx<'a> {
@@ -108,6 +111,7 @@ impl<'a> Ctx<'a> {
             plain_nics,
             pairs: Vec::new(),
             virtualized: !topo.machine.hypervisor.is_empty(),
+            platform: crate::analysis::nvcx::detect(cl.paths()),
         }
     }
 
@@ -116,10 +120,14 @@ impl<'a> Ctx<'a> {
         self.cl.paths()
     }
 
-    /// The devices between two endpoints on their PCIe path (from the paths model).
+    /// The devices between two endpoints on the PCIe path their traffic takes (from the paths
+    /// model; a NIC with a Data Direct DMA function is measured from that function).
     pub fn path_devices(&self, a: &Bdf, b: &Bdf) -> PathDevices {
         let p = self.paths();
-        let (Some(ia), Some(ib)) = (p.index(a), p.index(b)) else {
+        let (Some(ia), Some(ib)) = (
+            p.index(a).map(|i| p.data_path(i)),
+            p.index(b).map(|i| p.data_path(i)),
+        ) else {
             return PathDevices {
                 a_up: Vec::new(),
                 b_up: Vec::new(),
@@ -268,6 +276,9 @@ pub fn run_with(cl: &Classifier, opts: &AuditOptions) -> Report {
     findings.extend(pcie::bar1_small(&ctx));
     findings.extend(pcie::mps_mrrs(&ctx));
     findings.extend(rdma::nic_port_down(&ctx));
+    findings.extend(nextgen::iommu_group(&ctx));
+    findings.extend(nextgen::data_direct(&ctx));
+    findings.extend(nextgen::c2c_link(&ctx));
     findings.extend(platform::virtualized(&ctx));
     findings.extend(platform::numa_unknown(&ctx));
     if let Some(p) = &opts.profile {

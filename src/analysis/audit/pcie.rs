@@ -71,15 +71,23 @@ fn unknown_finding(
 
 const ROOT_REMEDY: &str = "run `peerpath audit` as root (or in a privileged container) so the full 4096-byte config space is readable";
 
-/// `acs-redirect`: ACS P2P Request Redirect, Completion Redirect or Egress Control enabled on a
-/// root port or switch downstream port between a GPU and its NIC. Error on bare metal (P2P
-/// TLPs go up to the root complex: hangs, `IBV_WC_LOC_PROT_ERR`, low bandwidth); a warning in a
-/// VM, where guest bridges are synthetic and the probe decides.
+/// `acs-redirect`: on a platform rdma_topo knows (ConnectX-8 Data Direct, inline ConnectX
+/// switch, Grace NUMA; [`super::nextgen::acs_platform`]) every port it configures must match its
+/// mask, a required redirect included. On every other root port or switch downstream port
+/// between a GPU and its NIC, ACS P2P Request Redirect, Completion Redirect or Egress Control is
+/// an error on bare metal (P2P TLPs go up to the root complex: hangs, `IBV_WC_LOC_PROT_ERR`, low
+/// bandwidth) and a warning in a VM, where guest bridges are synthetic and the probe decides.
 pub fn acs_redirect(ctx: &Ctx) -> Vec<Finding> {
     let topo = ctx.topo;
+    // On a recognised platform (Data Direct, inline CX switch, Grace NUMA) rdma_topo's per-port
+    // masks decide; the rule below judges every other port on a GPU–NIC path.
+    let (mut out, covered) = super::nextgen::acs_platform(ctx);
     let mut ports: BTreeMap<Bdf, Vec<PairRef>> = BTreeMap::new();
     for p in &ctx.pairs {
         for b in ctx.path_devices(&p.gpu, &p.nic).bridges() {
+            if covered.contains(b) {
+                continue;
+            }
             if topo.device(b).is_some_and(|d| {
                 matches!(d.kind, DeviceKind::RootPort | DeviceKind::SwitchDownstream)
             }) {
@@ -87,7 +95,6 @@ pub fn acs_redirect(ctx: &Ctx) -> Vec<Finding> {
             }
         }
     }
-    let mut out = Vec::new();
     let mut unknown = Vec::new();
     for (port, pairs) in ports {
         let Some(d) = topo.device(&port) else {
@@ -448,7 +455,12 @@ pub fn mps_mrrs(ctx: &Ctx) -> Vec<Finding> {
         devs.extend(pd.a_up.iter().copied());
         devs.extend(pd.lca);
         devs.extend(pd.b_up.iter().rev().copied());
-        devs.push(p.nic);
+        // A Data Direct NIC's payloads come from its DMA function.
+        devs.push(
+            topo.device(&p.nic)
+                .and_then(|d| d.data_direct.as_ref())
+                .map_or(p.nic, |dd| dd.dma),
+        );
         let mut vals = Vec::new();
         let mut complete = true;
         for b in &devs {

@@ -1,7 +1,8 @@
 //! Expected-layout profiles: what a node of a known design should look like (GPU count and
 //! NUMA placement, one compute NIC per GPU at PIX/PXB on the same NUMA node, links at full
-//! width), built in for DGX H100/H200, DGX A100 and a generic rail-optimised node
-//! (shared/reference/ecosystem.md §4), or read from a TOML file. [`diff`] reports missing,
+//! width), built in for DGX H100/H200, DGX A100, HGX B300, GB300 and GB200 trays and a generic
+//! rail-optimised node (shared/reference/ecosystem.md §4, OCI's published B300/GB300 files,
+//! rdma_topo's complexes; docs/nextgen.md), or read from a TOML file. [`diff`] reports missing,
 //! extra and moved devices by role as `profile-diff` findings.
 
 use super::placement::{location, target};
@@ -24,6 +25,9 @@ pub struct GpuRule {
     pub pcie_gen: Option<u32>,
     /// Minimum PCIe width of each GPU's link capability.
     pub pcie_width: Option<u32>,
+    /// NVLink-C2C links up per GPU (Grace systems; NCCL's `<c2c count>`, NVML's up links).
+    #[serde(default)]
+    pub c2c_links: Option<u32>,
 }
 
 /// Expected compute NICs (rail k = GPU k in address order).
@@ -89,7 +93,15 @@ pub struct Profile {
 }
 
 /// Names of the built-in profiles.
-pub const BUILTIN: [&str; 4] = ["dgx-h100", "dgx-h200", "dgx-a100", "rail-optimised"];
+pub const BUILTIN: [&str; 7] = [
+    "dgx-h100",
+    "dgx-h200",
+    "dgx-a100",
+    "hgx-b300",
+    "gb300",
+    "gb200",
+    "rail-optimised",
+];
 
 /// The label a profile's `nics.max_path` names: `PIX`, `PXB`, `PHB`, `NODE` or `SYS`, in any
 /// case (not `SOC`, `X`, `NV<n>` or `?`).
@@ -112,7 +124,7 @@ impl Profile {
             "dgx-h100" | "dgx-h200" => Profile {
                 name: n.clone(),
                 description: "NVIDIA DGX H100/H200: 8 GPUs (NUMA 0,0,0,0,1,1,1,1, Gen5 x16), 8 single-port ConnectX-7 compute NICs one per GPU at PIX/PXB (buses 18 40 4f 5e 9a c0 ce dc), 2 dual-port storage/in-band ConnectX-7".into(),
-                gpus: GpuRule { count: Some(8), numa: Some(vec![0, 0, 0, 0, 1, 1, 1, 1]), pcie_gen: Some(5), pcie_width: Some(16) },
+                gpus: GpuRule { count: Some(8), numa: Some(vec![0, 0, 0, 0, 1, 1, 1, 1]), pcie_gen: Some(5), pcie_width: Some(16), c2c_links: None },
                 nics: NicRule {
                     buses: Some(["0x18", "0x40", "0x4f", "0x5e", "0x9a", "0xc0", "0xce", "0xdc"].map(String::from).to_vec()),
                     aux_max: Some(4),
@@ -124,8 +136,36 @@ impl Profile {
             "dgx-a100" => Profile {
                 name: n.clone(),
                 description: "NVIDIA DGX A100: 8 GPUs (Gen4 x16), 8 ConnectX-6 compute NICs one per GPU at PIX/PXB on the GPU's NUMA node, 2 dual-port storage ConnectX-6".into(),
-                gpus: GpuRule { count: Some(8), numa: None, pcie_gen: Some(4), pcie_width: Some(16) },
+                gpus: GpuRule { count: Some(8), numa: None, pcie_gen: Some(4), pcie_width: Some(16), c2c_links: None },
                 nics: NicRule { aux_max: Some(4), ..NicRule::default() },
+            },
+            // OCI's published B300 topology (shared/reference/realworld): 8 B300 on NUMA
+            // 0,0,0,0,1,1,1,1 at Gen6 x16, each one ConnectX switch level below the CX-8 it
+            // shares a switch with (PXB). Buses are OCI's and not pinned.
+            "hgx-b300" => Profile {
+                name: n.clone(),
+                description: "HGX B300: 8 GPUs (NUMA 0,0,0,0,1,1,1,1, Gen6 x16), each behind the ConnectX-8's internal switch with its own CX-8 at PXB on the same NUMA node (ACS per rdma_topo's inline rules is checked by acs-redirect)".into(),
+                gpus: GpuRule { count: Some(8), numa: Some(vec![0, 0, 0, 0, 1, 1, 1, 1]), pcie_gen: Some(6), pcie_width: Some(16), c2c_links: None },
+                nics: NicRule::default(),
+            },
+            // One GB300 compute tray as OCI's published file shows it: 4 GB300 (2 per Grace,
+            // Gen6 x16, 5 C2C links up), each NIC's Data Direct DMA function in the GPU's
+            // ConnectX switch (PXB).
+            "gb300" => Profile {
+                name: n.clone(),
+                description: "GB300 compute tray: 4 GPUs (NUMA 0,0,1,1, Gen6 x16, 5 NVLink-C2C links up each), one ConnectX-8 per GPU whose Data Direct DMA function is at PXB from it on the same NUMA node (ACS and IOMMU groups per rdma_topo's Data Direct rules are checked by acs-redirect and iommu-group)".into(),
+                gpus: GpuRule { count: Some(4), numa: Some(vec![0, 0, 1, 1]), pcie_gen: Some(6), pcie_width: Some(16), c2c_links: Some(5) },
+                nics: NicRule::default(),
+            },
+            // GB200 compute tray (rdma_topo's NUMA-based complex): 4 GPUs on Grace root ports,
+            // 2 per Grace; each NIC on another Grace root port of the same NUMA node: nvidia-smi
+            // NODE, NCCL P2C. C2C link count and PCIe generation are not pinned (no published
+            // figure).
+            "gb200" => Profile {
+                name: n.clone(),
+                description: "GB200 compute tray: 4 GPUs (NUMA 0,0,1,1) reaching Grace over C2C, one compute NIC per GPU on the same NUMA node at NODE or better (NCCL: P2C)".into(),
+                gpus: GpuRule { count: Some(4), numa: Some(vec![0, 0, 1, 1]), pcie_gen: None, pcie_width: None, c2c_links: None },
+                nics: NicRule { max_path: "NODE".into(), ..NicRule::default() },
             },
             "rail-optimised" | "rail-optimized" => Profile {
                 name: "rail-optimised".into(),
@@ -201,6 +241,11 @@ fn pdiff(sev: Severity, subject: Subject, summary: String, remedy: String) -> Fi
 fn narrow_hops(ctx: &Ctx, g: &Bdf, n: &Bdf) -> Vec<(Bdf, u32, u32)> {
     let topo = ctx.topo;
     let pd = ctx.path_devices(g, n);
+    // A Data Direct NIC's last hop is its DMA function's.
+    let n = &topo
+        .device(n)
+        .and_then(|d| d.data_direct.as_ref())
+        .map_or(*n, |dd| dd.dma);
     let mut out = Vec::new();
     for b in std::iter::once(g)
         .chain(pd.bridges())
@@ -294,6 +339,32 @@ pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
                     format!("{m:.1} GT/s PCIe"),
                 ),
             );
+        }
+        if let Some(want) = p.gpus.c2c_links {
+            let up = g.c2c.as_ref().and_then(|c| c.links_up);
+            if up.is_some_and(|u| u < want) || g.c2c.is_none() {
+                out.push(
+                    pdiff(
+                        Severity::Error,
+                        Subject::Device(g.bdf),
+                        format!(
+                            "{} ({}) has {} NVLink-C2C link(s) up; profile {} expects {want}",
+                            role(k),
+                            g.bdf,
+                            up.map(|u| u.to_string()).unwrap_or_else(|| "no".into()),
+                            p.name
+                        ),
+                        "read `nvidia-smi c2c -s` on the node; a C2C link down needs the tray serviced".into(),
+                    )
+                    .with(
+                        format!("GPU {} C2C", g.bdf),
+                        g.c2c
+                            .as_ref()
+                            .map(|c| c.source.clone())
+                            .unwrap_or_else(|| "(no C2C link reported)".into()),
+                    ),
+                );
+            }
         }
         if let (Some(want), Some(m)) = (p.gpus.pcie_width, l.max_width)
             && m < want

@@ -130,7 +130,13 @@ pub fn nic_port_down(ctx: &Ctx) -> Vec<Finding> {
                             .with(pci_path(&n.bdf, "device"), format!("0x{:04x}", n.device_id.unwrap_or(0))),
                         );
                 }
-                // PCIe capacity of the NIC's link (capability shared by both ends) vs port rate.
+                // PCIe capacity of the NIC's link (capability shared by both ends) vs port rate;
+                // a Data Direct NIC moves its data over its DMA function's link.
+                let n = n
+                    .data_direct
+                    .as_ref()
+                    .and_then(|dd| ctx.topo.device(&dd.dma))
+                    .unwrap_or(n);
                 let parent = n
                     .parent
                     .and_then(|p| ctx.topo.device(&p))

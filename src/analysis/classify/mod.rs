@@ -15,6 +15,7 @@ pub mod endpoints;
 pub mod label;
 mod nccl_rules;
 mod nvsmi;
+mod platform_words;
 mod wording;
 
 pub use super::nccl::{NcclPath, NcclVersion};
@@ -168,6 +169,13 @@ pub enum Why {
     },
     /// Two functions of one adapter.
     SameAdapter,
+    /// Two NIC functions whose traffic goes through one Data Direct DMA function (device
+    /// index): ports of one ConnectX-8 (NVIDIA/nccl#2097 shows `mlx5_0_dma` and `mlx5_1_dma`
+    /// on one DMA function).
+    SharedDma {
+        /// Device index of the DMA function.
+        dma: u32,
+    },
     /// Common ancestor below the host bridge (device index of the lowest common ancestor) and
     /// the number of distinct bridge units (switches, plain bridges, root ports) on the path.
     CommonBridge {
@@ -225,6 +233,8 @@ pub struct Classifier<'t> {
     ep_of: HashMap<DevIx, usize>,
     /// Per endpoint index: for NICs, the GPUs NCCL would pick as local to it (best path type).
     local_gpus: Vec<Vec<usize>>,
+    /// Per endpoint index: for GPUs, the best base path rank to any NIC (its local NICs).
+    best_nic: Vec<Option<u32>>,
 }
 
 impl<'t> Classifier<'t> {
@@ -261,8 +271,16 @@ impl<'t> Classifier<'t> {
             ep_dev,
             ep_of,
             local_gpus: Vec::new(),
+            best_nic: Vec::new(),
             paths,
         };
+        c.best_nic = (0..c.ep_dev.len())
+            .map(|k| {
+                (c.kind(c.ep_dev[k]) == DeviceKind::Gpu)
+                    .then(|| c.best_nic_rank(c.ep_dev[k]))
+                    .flatten()
+            })
+            .collect();
         c.local_gpus = (0..c.ep_dev.len())
             .map(|k| {
                 if c.kind(c.ep_dev[k]) != DeviceKind::Nic {

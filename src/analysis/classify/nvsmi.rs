@@ -3,7 +3,8 @@
 //! bridge → count the distinct bridge units on the path (a switch — upstream plus downstream
 //! ports — counts once, so do a plain bridge and a root port): one → `PIX`, more → `PXB`; same
 //! host bridge → `PHB`; same NUMA node → `NODE`; different NUMA nodes → `SYS`; NUMA node unknown
-//! on a machine with several → unknown.
+//! on a machine with several → unknown. A NIC function with a ConnectX-8 Data Direct DMA
+//! function is judged on the DMA function's path (the one its GPU traffic takes).
 
 use super::{Classifier, Label, Why};
 use crate::analysis::paths::DevIx;
@@ -14,7 +15,7 @@ impl Why {
     pub fn shape(self) -> Shape {
         match self {
             Why::NvLink { count, fabric } => Shape::NvLink { count, fabric },
-            Why::SameAdapter => Shape::SameAdapter,
+            Why::SameAdapter | Why::SharedDma { .. } => Shape::SameAdapter,
             Why::DifferentNuma(x, y) => Shape::Pcie(Crossing::Smp(x, y)),
             Why::NumaUnknown(..) => Shape::Pcie(Crossing::Unknown),
             _ => Shape::Pcie(Crossing::Direct),
@@ -23,7 +24,9 @@ impl Why {
 }
 
 impl Classifier<'_> {
-    /// The label of two devices and the rule that chose it. Allocates nothing.
+    /// The label of two devices and the rule that chose it, judged on the path their traffic
+    /// really takes: a NIC function with a Data Direct DMA function is measured to that DMA
+    /// function ([`crate::analysis::paths::Paths::data_path`]). Allocates nothing.
     pub(super) fn label_ix(&self, a: DevIx, b: DevIx) -> (Label, Why) {
         let p = &self.paths;
         if a == b {
@@ -32,6 +35,17 @@ impl Classifier<'_> {
         if let Some((count, fabric)) = p.nvlink(a, b) {
             return (Label::Nv(count), Why::NvLink { count, fabric });
         }
+        let (a, b) = (p.data_path(a), p.data_path(b));
+        if a == b {
+            return (Label::Pix, Why::SharedDma { dma: a });
+        }
+        self.label_pcie(a, b)
+    }
+
+    /// The PCIe label rules of two distinct devices, on their own PCIe paths (no NVLink, no
+    /// Data Direct mapping): what the rules give for a NIC's RDMA function itself.
+    pub(super) fn label_pcie(&self, a: DevIx, b: DevIx) -> (Label, Why) {
+        let p = &self.paths;
         let (da, db) = (p.device(a).bdf, p.device(b).bdf);
         if da.domain == db.domain && da.bus == db.bus && da.device == db.device {
             return (Label::Pix, Why::SameAdapter);

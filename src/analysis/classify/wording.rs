@@ -14,8 +14,14 @@ impl Classifier<'_> {
     /// The reason for a label, in words, with its evidence.
     pub fn reason(&self, why: Why, a: &Bdf, b: &Bdf) -> String {
         let t = self.topo();
-        let da = t.device(a);
-        let db = t.device(b);
+        // The rules judged the data paths (a NIC's Data Direct DMA function): name theirs.
+        let dp = |x: &Bdf| {
+            self.paths
+                .index(x)
+                .map(|i| self.paths.device(self.paths.data_path(i)))
+        };
+        let da = dp(a).or(t.device(a));
+        let db = dp(b).or(t.device(b));
         let hb = |d: Option<&Device>| {
             d.map(|d| d.host_bridge.clone())
                 .unwrap_or_else(|| "?".into())
@@ -32,7 +38,14 @@ impl Classifier<'_> {
                 count,
                 fabric: false,
             } => format!("{count} NVLinks directly between the two GPUs (NV#)"),
-            Why::SameAdapter => format!("two functions of one adapter ({}): PIX", a.adapter()),
+            Why::SameAdapter => format!(
+                "two functions of one adapter ({}): PIX",
+                da.map(|d| d.bdf).unwrap_or(*a).adapter()
+            ),
+            Why::SharedDma { dma } => format!(
+                "both NIC functions move their data through one Data Direct DMA function {} (ports of one ConnectX-8): PIX",
+                t.devices[dma as usize].bdf
+            ),
             Why::CommonBridge { lca, units } => {
                 let l = &t.devices[lca as usize];
                 let at = match self.paths.switch_name(lca) {
@@ -91,6 +104,7 @@ impl Classifier<'_> {
         acs: &[AcsRedirect],
     ) -> String {
         let mut reason = self.reason(why, a, b);
+        reason.push_str(&self.data_direct_reason(a, b));
         if !acs.is_empty() {
             let ports: Vec<String> = acs
                 .iter()
@@ -207,9 +221,21 @@ impl Classifier<'_> {
                 None => sw,
             });
         }
+        let dma = crate::model::parts::is_data_direct_dma(d);
+        if dma {
+            let m = self.dma_hop_note(dev);
+            note = Some(match note {
+                Some(n) => format!("{m}; {n}"),
+                None => m,
+            });
+        }
         Hop {
             node: d.bdf.to_string(),
-            kind: d.kind.as_str().to_string(),
+            kind: if dma {
+                "data-direct-dma".to_string()
+            } else {
+                d.kind.as_str().to_string()
+            },
             link,
             gbytes_per_s: None,
             note,
@@ -283,6 +309,7 @@ impl Classifier<'_> {
                     h.note = Some("another function of the same adapter".into());
                     h
                 }
+                Step::Paired { dev, with } => self.paired_hop(dev, with),
             };
             hop.gbytes_per_s = gb;
             out.push(hop);
@@ -305,6 +332,10 @@ impl Classifier<'_> {
             BaseWhy::Nvb(p) => format!(
                 "no direct NVLink, but NVLink through {} (NVB; disabled by NCCL_NVB_DISABLE=1)",
                 self.display(&self.paths.device(p).bdf)
+            ),
+            BaseWhy::SharedDma(d) => format!(
+                "both are Data Direct devices on one DMA function {} (ports of one ConnectX-8): PIX",
+                self.paths.device(d).bdf
             ),
             BaseWhy::SameAdapter => {
                 if self.kind(a) == DeviceKind::Nic && self.kind(b) == DeviceKind::Nic {
@@ -380,11 +411,15 @@ impl Classifier<'_> {
             }
             (Gpu, Nic) | (Nic, Gpu) => {
                 let (_, lr) = nccl::gdr_level(v);
+                let (g, n) = if self.kind(a) == Gpu { (a, b) } else { (b, a) };
+                rules.extend(self.nextgen_rules(g, n, &d));
                 rules.push(format!(
-                    "GDR {} (NIC writes into the GPU): distance {path} {} level ({lr}; NCCL_NET_GDR_LEVEL overrides)",
+                    "GDR {} (NIC writes into the GPU): distance {} {} level ({lr}; NCCL_NET_GDR_LEVEL overrides)",
                     if d.gdr { "on" } else { "off" },
+                    d.path,
                     if d.gdr { "within" } else { "beyond" }
                 ));
+                rules.extend(self.c2c_gdr_rules(g, &d));
                 if !d.gdr {
                     rules.push(
                         "without GDR NCCL stages receives through host memory on the GPU's CPU"
@@ -395,8 +430,9 @@ impl Classifier<'_> {
                 rules.push("GDR reads (sends) are allowed by default on SM ≥ 80; pre-Ampere GPUs need an NVLink peer (NCCL_NET_GDR_READ)".into());
                 if let Some((k, pn)) = d.pxn {
                     rules.push(format!(
-                        "send direction GPU→NIC is PXN via {} (NVLink to this GPU, {pn} to the NIC; assumes the relay may use GDR reads, i.e. SM ≥ 80); GDR for sends judged on that distance; receives stay {path} (NCCL_PXN_DISABLE=1 turns this off)",
-                        self.endpoints[k].name
+                        "send direction GPU→NIC is PXN via {} (NVLink to this GPU, {pn} to the NIC; assumes the relay may use GDR reads, i.e. SM ≥ 80); GDR for sends judged on that distance; receives stay {} (NCCL_PXN_DISABLE=1 turns this off)",
+                        self.endpoints[k].name,
+                        d.path
                     ));
                 }
             }
@@ -489,6 +525,7 @@ impl Classifier<'_> {
         if t.switches.iter().any(|s| s.evidence == "tree") {
             notes.push("some switches were recognised from the tree shape (config space not readable), as NCCL does".to_string());
         }
+        notes.extend(self.nextgen_notes());
         if !t.machine.hypervisor.is_empty() {
             notes.push("running in a virtual machine: the guest PCIe tree may be flattened or emulated; labels describe the guest's view".to_string());
         }

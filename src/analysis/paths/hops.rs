@@ -76,6 +76,14 @@ pub enum Step {
         /// The other function.
         dev: DevIx,
     },
+    /// A hop that is a Data Direct pairing, not a PCIe link: from a NIC function to the DMA
+    /// function that carries its traffic, or from that DMA function to the NIC function.
+    Paired {
+        /// The device reached.
+        dev: DevIx,
+        /// The device it is paired with (the previous hop).
+        with: DevIx,
+    },
 }
 
 /// The bandwidth figures a walk needs beyond the per-link table: NCCL's per-link NVLink figure
@@ -88,12 +96,32 @@ pub struct Rates {
     pub inter_cpu: Option<f64>,
 }
 
-/// Visits every hop of the path from `a` to `b` in order.
+/// Visits every hop of the path from `a` to `b` in order. A NIC function with a Data Direct
+/// DMA function is left and reached through that DMA function ([`Paths::data_path`]): its
+/// traffic takes the DMA function's PCIe path, and the pairing is a hop of its own.
 pub fn walk(p: &Paths, a: DevIx, b: DevIx, shape: Shape, mut f: impl FnMut(Step)) {
     f(Step::Device {
         dev: a,
         link_from: None,
     });
+    let (da, db) = (p.data_path(a), p.data_path(b));
+    if matches!(shape, Shape::NvLink { .. }) || (da == a && db == b) {
+        walk_between(p, a, b, shape, &mut f);
+        return;
+    }
+    if da != a {
+        f(Step::Paired { dev: da, with: a });
+    }
+    if da != db {
+        walk_between(p, da, db, shape, &mut f);
+    }
+    if db != b {
+        f(Step::Paired { dev: b, with: db });
+    }
+}
+
+/// [`walk`] after its first hop: from `a` (already visited) to `b`.
+fn walk_between(p: &Paths, a: DevIx, b: DevIx, shape: Shape, f: &mut impl FnMut(Step)) {
     match shape {
         Shape::NvLink { count, fabric } => {
             if fabric {

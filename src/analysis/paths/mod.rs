@@ -102,6 +102,9 @@ pub struct Paths<'t> {
     nv_version: HashMap<DevIx, u32>,
     /// NUMA nodes with CPUs.
     cpu_nodes: usize,
+    /// The device whose PCIe path a device's traffic really takes: a NIC function's Data
+    /// Direct DMA function, else the device itself.
+    data_path: Vec<DevIx>,
 }
 
 fn norm(a: DevIx, b: DevIx) -> (DevIx, DevIx) {
@@ -322,11 +325,50 @@ impl<'t> Paths<'t> {
             nv_fabric,
             nv_version,
             cpu_nodes: t.numa_nodes.iter().filter(|n| !n.cpus.is_empty()).count(),
+            data_path: Vec::new(),
         };
         p.numa = (0..n as DevIx).map(|i| p.compute_numa(i)).collect();
         p.nccl_numa = (0..n as DevIx).map(|i| p.compute_nccl_numa(i)).collect();
         p.edges = (0..n as DevIx).map(|i| p.compute_edge(i)).collect();
+        p.data_path = (0..n as DevIx)
+            .map(|i| {
+                p.device(i)
+                    .data_direct
+                    .as_ref()
+                    .and_then(|dd| p.index(&dd.dma))
+                    .unwrap_or(i)
+            })
+            .collect();
         p
+    }
+
+    /// The device whose PCIe path device `i`'s traffic really takes: for a NIC function with a
+    /// ConnectX-8 Data Direct DMA function, that DMA function (NCCL's `<dev>_dma` NIC: GPU
+    /// memory is read and written through it); for every other device, itself.
+    pub fn data_path(&self, i: DevIx) -> DevIx {
+        self.data_path.get(i as usize).copied().unwrap_or(i)
+    }
+
+    /// Whether device `i` reaches GPU memory through a Data Direct DMA function: a NIC function
+    /// paired with one, or (NCCL XML) a DMA function that carries the NIC itself.
+    pub fn is_data_direct(&self, i: DevIx) -> bool {
+        self.device(i).data_direct.is_some()
+    }
+
+    /// The NIC functions whose data path is the DMA function `dma`, ascending.
+    pub fn dma_users(&self, dma: DevIx) -> impl Iterator<Item = DevIx> + '_ {
+        (0..self.data_path.len() as DevIx).filter(move |&i| i != dma && self.data_path(i) == dma)
+    }
+
+    /// A GPU's NVLink-C2C link to its CPU, as the source gave it (NVML, NCCL XML `<c2c>`, or
+    /// inferred on a Grace host).
+    pub fn c2c(&self, i: DevIx) -> Option<&'t crate::model::C2cLink> {
+        self.device(i).c2c.as_ref()
+    }
+
+    /// Whether any GPU of the topology reaches its CPU over C2C.
+    pub fn any_c2c(&self) -> bool {
+        self.topo.devices.iter().any(|d| d.c2c.is_some())
     }
 
     /// The topology this model is over.

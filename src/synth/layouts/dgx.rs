@@ -154,6 +154,7 @@ pub fn dgx_a100() -> Spec {
             dmi_vendor: Some("NVIDIA".into()),
             dmi_product: Some("DGXA100 920-23687-2530-000".into()),
             memory_kib_per_node: 128 * 1024 * 1024,
+            arm: None,
         },
         numa_nodes,
         host_bridges,

@@ -20,6 +20,21 @@ pub fn with_acs_redirect(mut spec: Spec, bdf: Bdf) -> Result<Spec, SpecError> {
     Ok(spec)
 }
 
+/// Sets the ACS control register of a root port or switch downstream port to `control` (the
+/// port must have an ACS capability): plants a setting other than the platform's.
+pub fn with_acs_control(mut spec: Spec, bdf: Bdf, control: u16) -> Result<Spec, SpecError> {
+    let f = find(&mut spec, bdf)?;
+    if !matches!(f.role, Role::RootPort | Role::SwitchDownstream) || f.acs_control.is_none() {
+        return Err(SpecError::Invalid(
+            bdf,
+            "ACS control applies to root ports and switch downstream ports with an ACS capability"
+                .into(),
+        ));
+    }
+    f.acs_control = Some(control);
+    Ok(spec)
+}
+
 /// Trains the link of `bdf` down to `width` lanes (its capability stays). Both ends of the link
 /// change: the port above an endpoint/upstream port, or the device below a root/downstream port.
 pub fn with_link_width(mut spec: Spec, bdf: Bdf, width: u32) -> Result<Spec, SpecError> {
@@ -263,8 +278,8 @@ pub fn as_vm(mut spec: Spec) -> Spec {
 }
 
 /// Applies a fault given as text (the CLI's `--fault`):
-/// `acs-redirect=BDF`, `link-width=BDF,W`, `aer=BDF,COR,NONFATAL,FATAL`, `iommu-type=BDF,TYPE`,
-/// `move=BDF,NUMA`, `no-peermem`, `vm`.
+/// `acs-redirect=BDF`, `acs=BDF,HEX`, `link-width=BDF,W`, `aer=BDF,COR,NONFATAL,FATAL`,
+/// `iommu-type=BDF,TYPE`, `move=BDF,NUMA`, `no-peermem`, `vm`.
 pub fn apply_fault(spec: Spec, fault: &str) -> Result<Spec, SpecError> {
     let (kind, arg) = fault.split_once('=').unwrap_or((fault, ""));
     let args: Vec<&str> = arg.split(',').map(str::trim).collect();
@@ -282,6 +297,18 @@ pub fn apply_fault(spec: Spec, fault: &str) -> Result<Spec, SpecError> {
     };
     match kind {
         "acs-redirect" => with_acs_redirect(spec, bdf(0)?),
+        "acs" => {
+            let v = args
+                .get(1)
+                .and_then(|s| {
+                    let t = s.trim_start_matches("0x").trim_start_matches("0X");
+                    u16::from_str_radix(t, 16).ok()
+                })
+                .ok_or_else(|| {
+                    SpecError::Other("fault acs: argument 2 must be a hex control value".into())
+                })?;
+            with_acs_control(spec, bdf(0)?, v)
+        }
         "link-width" => with_link_width(spec, bdf(0)?, num(1)? as u32),
         "aer" => with_aer(spec, bdf(0)?, num(1)?, num(2)?, num(3)?),
         "iommu-type" => {
@@ -295,7 +322,7 @@ pub fn apply_fault(spec: Spec, fault: &str) -> Result<Spec, SpecError> {
         "no-peermem" => Ok(without_peer_module(spec)),
         "vm" => Ok(as_vm(spec)),
         _ => Err(SpecError::Other(format!(
-            "unknown fault '{kind}' (known: acs-redirect=BDF, link-width=BDF,W, aer=BDF,C,N,F, iommu-type=BDF,TYPE, move=BDF,NUMA, no-peermem, vm)"
+            "unknown fault '{kind}' (known: acs-redirect=BDF, acs=BDF,HEX, link-width=BDF,W, aer=BDF,C,N,F, iommu-type=BDF,TYPE, move=BDF,NUMA, no-peermem, vm)"
         ))),
     }
 }

@@ -174,6 +174,7 @@ pub fn hgx_h100() -> Spec {
             dmi_vendor: Some("Supermicro".into()),
             dmi_product: Some("SYS-821GE-TNHR".into()),
             memory_kib_per_node: 1056 * 1024 * 1024,
+            arm: None,
         },
         numa_nodes: two_sockets(
             cpulist_of(&[(0, 55), (112, 167)]),

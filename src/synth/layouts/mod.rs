@@ -7,7 +7,7 @@
 
 use super::{
     Aer, Bar, Function, HostBridgeSpec, Link, Machine, Module, Netdev, NodeFacts, NumaSpec,
-    NvidiaDriver, Nvme, Rdma, RdmaPort, Role, Slot, Spec, SpecError,
+    NvidiaDriver, Nvme, Rdma, RdmaPort, Role, Slot, Spec, SpecError, VpdSpec,
 };
 use crate::model::bdf::Bdf;
 use crate::parse::config::acs;
@@ -39,6 +39,14 @@ pub const LAYOUTS: &[(&str, &str)] = &[
         "synthetic tree of about 1024 PCI functions (root ports, switches, GPUs, NICs)",
     ),
     ("many-vfs-64", "one ConnectX-7 PF with 64 SR-IOV VFs"),
+    (
+        "hgx-b300",
+        "2x Emerald Rapids, 8x B300 each behind a ConnectX-8 switch next to its CX-8 (XDR), two Broadcom levels (OCI's B300 file)",
+    ),
+    (
+        "gb300-tray",
+        "GB300 compute tray: 2x Grace (arm64), 4x GB300 with C2C, 4x ConnectX-8 with Data Direct DMA functions next to the GPUs (OCI's GB300 file, rdma_topo's DMA complex)",
+    ),
 ];
 
 /// The spec of a named layout (`hgx-h100`, …, `scaling-N`, `many-vfs-N`), or `None`.
@@ -49,6 +57,8 @@ pub fn by_name(name: &str) -> Option<Spec> {
         "vm-flat" => Some(vm_flat()),
         "virtio-vm" => Some(virtio_vm()),
         "misplaced-nic" => Some(misplaced_nic()),
+        "hgx-b300" => Some(hgx_b300()),
+        "gb300-tray" => Some(gb300_tray()),
         _ => {
             if let Some(n) = name
                 .strip_prefix("scaling-")
@@ -424,14 +434,18 @@ fn host_bridge_on(bus: u8, numa_node: Option<u32>) -> Vec<HostBridgeSpec> {
     }]
 }
 
+mod b300;
 mod dgx;
 mod faults;
+mod gb300;
 mod hgx;
 mod scaling;
 mod vm;
 
+pub use b300::*;
 pub use dgx::*;
 pub use faults::*;
+pub use gb300::*;
 pub use hgx::*;
 pub use scaling::*;
 pub use vm::*;
