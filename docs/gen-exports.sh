@@ -142,10 +142,14 @@ cat <<'MD'
 
 ## `peerpath rails`
 
-The scale-up boundary (NVLink domains) and every fabric port that leaves it: rail i is the NIC
-GPU i uses; speed from the RDMA port `rate`; per port one leaf-switch port, one transceiver at
-each end and one fibre run, multiplied by `--nodes` and grouped by rail (= destination leaf).
-Exit code 1 when the node is not one-NIC-per-GPU within PXB.
+The scale-up boundary (NVLink domains) and every fabric port that leaves it. Rails come from
+the paths model through the one rails matching (one NIC per GPU by path label, then bandwidth):
+rail i is GPU i's NIC when it is within PXB of GPU i; a GPU with no NIC within PXB has no port
+on its rail, and a NIC within PXB of no GPU is a port on no rail (its leaf cannot be told from
+the topology): no rail number is invented. With fewer NICs than GPUs, rails are numbered by the
+first GPU each NIC serves. Speed from the RDMA port `rate`; per port one leaf-switch port, one
+transceiver at each end and one fibre run, multiplied by `--nodes` and grouped by rail
+(= destination leaf). Exit code 1 when the node is not one-NIC-per-GPU within PXB.
 
 MD
 run text rails -i "$FX" --nodes 32

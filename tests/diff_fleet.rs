@@ -1,17 +1,22 @@
-//! `peerpath diff` on every synthesized fault against its clean twin (the diff names exactly the
-//! planted change), and `peerpath fleet` over 200 captured nodes with renumbered buses and three
-//! faulty variants (exactly those three are the outliers).
+//! `peerpath diff` names each physical change once, by PCI address on both sides (every
+//! synthesized fault against its clean twin, the five-fault HGX node of
+//! `fixtures/diff/`, kernel renames, a VM); `peerpath rails` invents no rail on the faulty node;
+//! `peerpath fleet` groups 200 captured nodes with renumbered buses and renamed RDMA devices,
+//! explains exactly the three faulty ones, and reports what it read when interrupted.
 
 mod common;
 
-use peerpath::analysis::diff::{self, Diff, NodeView};
+use peerpath::analysis::diff::{self, Diff, What};
 use peerpath::analysis::fleet::{self, Fleet};
+use peerpath::analysis::pairing::NodeView;
+use peerpath::analysis::rails;
 use peerpath::capture::{self, CaptureOptions};
 use peerpath::model::{Bdf, SourceInfo, Topology};
 use peerpath::sources::fsroot::{MemNode, MemRoot};
 use peerpath::sources::sysfs::{self, ScanOptions};
+use peerpath::sources::{self, LoadOptions};
 use peerpath::synth::{Entry, Spec, WriteOptions, build_entries, layouts};
-use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 
 /// The spec's tree in memory, as a sysfs root.
 fn mem_root(spec: &Spec) -> MemRoot {
@@ -43,143 +48,48 @@ fn diff_of(a: &Spec, b: &Spec) -> Diff {
     diff::diff_topologies(&scan(a), &scan(b))
 }
 
-/// Every role a diff mentions, by section.
-fn touched(d: &Diff) -> BTreeSet<String> {
-    let mut s = BTreeSet::new();
-    s.extend(d.added.iter().map(|r| format!("added {r}")));
-    s.extend(d.removed.iter().map(|r| format!("removed {r}")));
-    s.extend(d.moved.iter().map(|m| format!("moved {}", m.role)));
-    s.extend(
-        d.changed
-            .iter()
-            .map(|c| format!("{} {}: {} -> {}", c.field, c.role, c.a, c.b)),
-    );
-    s.extend(
-        d.findings_appeared
-            .iter()
-            .map(|f| format!("+{} {} {}", f.id, f.severity, f.subject)),
-    );
-    s.extend(
-        d.findings_vanished
-            .iter()
-            .map(|f| format!("-{} {} {}", f.id, f.severity, f.subject)),
-    );
-    s.extend(d.facts.iter().map(|f| format!("fact {}", f.fact)));
-    s
+fn bdf(s: &str) -> Bdf {
+    s.parse().unwrap()
 }
 
-fn set(v: &[&str]) -> BTreeSet<String> {
-    v.iter().map(|s| s.to_string()).collect()
-}
-
-#[test]
-fn clean_twin_is_equal_to_itself_and_to_a_renumbered_copy() {
-    let d = diff_of(&layouts::hgx_h100(), &layouts::hgx_h100());
-    assert!(d.equal, "{d:#?}");
-    let d = diff_of(
-        &layouts::hgx_h100(),
-        &renumber(&layouts::hgx_h100(), 3, 0x11),
-    );
-    assert!(d.equal, "renumbered buses must not differ by role: {d:#?}");
-}
-
-#[test]
-fn each_fault_names_exactly_its_change() {
-    let clean = layouts::hgx_h100();
-    let f = |s: &str| layouts::apply_fault(clean.clone(), s).unwrap();
-    let nic_port2 = layouts::hgx_nic_port(2);
-    let cases: Vec<(Spec, BTreeSet<String>)> = vec![
-        (
-            f(&format!("acs-redirect={nic_port2}")),
-            set(&["+acs-redirect error switch-downstream@2[NIC2]"]),
-        ),
-        (
-            f(&format!("link-width={},8", layouts::hgx_nic(3))),
-            set(&[
-                "link NIC3: 32GT/s x16 -> 32GT/s x8",
-                // The port above trains to the same width: one link, seen from both ends.
-                "link switch-downstream@2[NIC3]: 32GT/s x16 -> 32GT/s x8",
-                "+link-degraded error NIC3",
-            ]),
-        ),
-        (
-            f(&format!("aer={},5,0,0", layouts::hgx_nic(0))),
-            set(&["+aer-errors warning NIC0"]),
-        ),
-        (
-            f(&format!("iommu-type={},DMA", layouts::hgx_gpu(2))),
-            set(&["+iommu-translation error GPU2"]),
-        ),
-        (
-            f("no-peermem"),
-            set(&["fact nvidia_peermem", "fact memory_peers"]),
-        ),
-    ];
-    for (spec, want) in cases {
-        let d = diff_of(&clean, &spec);
-        assert!(!d.equal);
-        assert!(d.labels.is_empty(), "{:?}", d.labels);
-        assert_eq!(touched(&d), want, "{d:#?}");
-    }
-    // The proprietary-module DGX: the peer-module finding turns from info into an error.
-    let dgx = layouts::dgx_a100();
-    let d = diff_of(&dgx, &layouts::without_peer_module(dgx.clone()));
-    assert_eq!(
-        touched(&d),
-        set(&[
-            "+gdr-peer-module error node",
-            "-gdr-peer-module info node",
-            "fact nvidia_peermem",
-            "fact memory_peers",
-        ])
-    );
-}
-
-#[test]
-fn misplaced_nic_is_a_move_of_nic3_only() {
-    let d = diff_of(&layouts::hgx_h100(), &layouts::misplaced_nic());
-    // NICs are numbered as nvidia-smi numbers them (registration order; rebuilt from PCI
-    // addresses in a synthesized tree, docs/matrix.md): the moved card (`mlx5_3`, now on bus
-    // e1) is the last, NIC7, and NIC3…NIC6 are the next pairs' NICs, as on a rebooted node.
-    let moved = d
-        .moved
+/// Each change as `kind A-address` (the device's, or the first device's), in order.
+fn kinds(d: &Diff) -> Vec<String> {
+    d.changes
         .iter()
-        .find(|m| m.to == "numa1 root-port")
-        .unwrap_or_else(|| panic!("{d:#?}"));
-    assert_eq!(moved.role, "NIC7");
-    assert!(
-        moved
-            .from
-            .starts_with("numa1 root-port/switch-upstream/switch-downstream")
-    );
-    assert_eq!(d.added, ["root-port@0[NIC7]"]);
-    assert_eq!(d.removed, ["switch-downstream@2[NIC7]"]);
-    assert!(d.changed.is_empty(), "{:?}", d.changed);
-    assert!(
-        d.labels.iter().all(|l| l.pair.contains("NIC")),
-        "{:?}",
-        d.labels
-    );
-    let g3 = d.labels.iter().find(|l| l.pair == "GPU3 NIC3").unwrap();
-    assert_eq!((g3.a.as_str(), g3.b.as_str()), ("PIX", "SYS"));
-    assert!(d.findings_vanished.is_empty());
-    // GPU3 now shares GPU0's NIC (nic-sharing, info): a consequence of the move too.
-    assert!(
-        d.findings_appeared.iter().all(|f| f.subject == "GPU3"
-            || f.subject == "mlx5_3"
-            || (f.id == "nic-sharing" && f.subject == "mlx5_0")),
-        "{:?}",
-        d.findings_appeared
-    );
+        .map(|c| match &c.what {
+            What::Moved(m) => format!("moved {}", m.device.a.bdf),
+            What::Added { device, .. } => format!("added {}", device.bdf),
+            What::Removed { device, .. } => format!("removed {}", device.bdf),
+            What::Replaced { device } => format!("replaced {}", device.a.bdf),
+            What::Link { device, .. } => format!("link {}", device.a.bdf),
+            What::Acs { port, .. } => format!("acs {}", port.a.bdf),
+            What::Aer { device, .. } => format!("aer {}", device.a.bdf),
+            What::Iommu { devices, .. } => format!("iommu {}", devices[0].a.bdf),
+            What::Numa { devices, .. } => format!("numa {}", devices[0].a.bdf),
+            What::Renamed { renames } => format!("renamed {}", renames.len()),
+            What::Fact { fact, .. } => format!("fact {fact}"),
+            What::Labels { a, b } => format!("labels {a}->{b}"),
+            What::Finding { appeared } => format!("finding {appeared}"),
+        })
+        .collect()
 }
 
-#[test]
-fn a_vm_shows_unknown_numa_not_moves() {
-    let d = diff_of(&layouts::hgx_h100(), &layouts::as_vm(layouts::hgx_h100()));
-    assert!(d.moved.is_empty() && d.added.is_empty() && d.removed.is_empty());
-    assert!(d.changed.iter().all(|c| c.field == "numa" && c.b == "?"));
-    assert!(d.findings_appeared.iter().any(|f| f.id == "virtualized"));
-    assert!(d.facts.iter().any(|f| f.fact == "hypervisor"));
+/// The findings folded under each change, as `+id severity`.
+fn folded_findings(d: &Diff) -> Vec<Vec<String>> {
+    d.changes
+        .iter()
+        .map(|c| {
+            c.findings_appeared
+                .iter()
+                .map(|f| format!("+{} {}", f.id, f.severity))
+                .chain(
+                    c.findings_vanished
+                        .iter()
+                        .map(|f| format!("-{} {}", f.id, f.severity)),
+                )
+                .collect()
+        })
+        .collect()
 }
 
 /// Moves every function to PCI domain `domain` and shifts every bus by `shift` (order kept, as
@@ -212,8 +122,404 @@ fn renumber(spec: &Spec, domain: u32, shift: u8) -> Spec {
     s
 }
 
+/// The same node after a kernel that probed the ConnectX cards in reverse order: `mlx5_i` and
+/// `ibi` become `mlx5_{7-i}` and `ib{7-i}`; nothing physical changes.
+fn renamed(spec: &Spec) -> Spec {
+    let mut s = spec.clone();
+    for f in &mut s.functions {
+        for r in &mut f.rdma {
+            if let Some(n) = r
+                .name
+                .strip_prefix("mlx5_")
+                .and_then(|n| n.parse::<u32>().ok())
+            {
+                r.name = format!("mlx5_{}", 7 - n);
+            }
+        }
+        for d in &mut f.netdevs {
+            if let Some(n) = d
+                .name
+                .strip_prefix("ib")
+                .and_then(|n| n.parse::<u32>().ok())
+            {
+                d.name = format!("ib{}", 7 - n);
+            }
+        }
+    }
+    s
+}
+
 #[test]
-fn fleet_of_200_finds_exactly_the_3_outliers() {
+fn clean_twin_is_equal_to_itself_to_a_renumbered_copy_and_keeps_its_fingerprint() {
+    let clean = scan(&layouts::hgx_h100());
+    let d = diff::diff_topologies(&clean, &clean);
+    assert!(d.equal, "{d:#?}");
+    let moved = scan(&renumber(&layouts::hgx_h100(), 3, 0x11));
+    let d = diff::diff_topologies(&clean, &moved);
+    assert!(d.equal, "renumbered buses must not differ: {d:#?}");
+    assert_eq!(fleet::fingerprint(&clean), fleet::fingerprint(&moved));
+}
+
+#[test]
+fn kernel_renames_alone_are_one_rename_change_and_keep_the_fingerprint() {
+    let clean = layouts::hgx_h100();
+    let other = renamed(&clean);
+    let d = diff_of(&clean, &other);
+    assert_eq!(kinds(&d), ["renamed 8"], "{d:#?}");
+    let What::Renamed { renames } = &d.changes[0].what else {
+        unreachable!()
+    };
+    // The card at GPU0's switch is still the card at GPU0's switch, whatever its name.
+    let r0 = renames
+        .iter()
+        .find(|r| r.device.a.bdf == layouts::hgx_nic(0))
+        .unwrap();
+    assert_eq!(r0.device.b.bdf, layouts::hgx_nic(0));
+    assert_eq!((r0.a[0].as_str(), r0.b[0].as_str()), ("mlx5_0", "mlx5_7"));
+    assert!(d.changes[0].labels.is_empty() && d.changes[0].best_nic.is_empty());
+    assert_eq!(
+        fleet::fingerprint(&scan(&clean)),
+        fleet::fingerprint(&scan(&other))
+    );
+}
+
+#[test]
+fn each_fault_is_one_change_carrying_its_finding() {
+    let clean = layouts::hgx_h100();
+    let f = |s: &str| layouts::apply_fault(clean.clone(), s).unwrap();
+    let nic_port2 = layouts::hgx_nic_port(2);
+    // (faulty spec, its changes, the findings folded under each change)
+    type Case = (Spec, Vec<String>, Vec<Vec<&'static str>>);
+    let cases: Vec<Case> = vec![
+        (
+            f(&format!("acs-redirect={nic_port2}")),
+            vec![format!("acs {nic_port2}")],
+            vec![vec!["+acs-redirect error"]],
+        ),
+        (
+            f(&format!("link-width={},8", layouts::hgx_nic(3))),
+            vec![format!("link {}", layouts::hgx_nic(3))],
+            vec![vec!["+link-degraded error"]],
+        ),
+        (
+            f(&format!("aer={},5,0,0", layouts::hgx_nic(0))),
+            vec![format!("aer {}", layouts::hgx_nic(0))],
+            vec![vec!["+aer-errors warning"]],
+        ),
+        (
+            f(&format!("iommu-type={},DMA", layouts::hgx_gpu(2))),
+            vec![format!("iommu {}", layouts::hgx_gpu(2))],
+            vec![vec!["+iommu-translation error"]],
+        ),
+        (
+            f("no-peermem"),
+            vec!["fact memory_peers".into(), "fact nvidia_peermem".into()],
+            vec![vec![], vec![]],
+        ),
+    ];
+    let clean_fp = fleet::fingerprint(&scan(&clean));
+    for (spec, want, findings) in cases {
+        let d = diff_of(&clean, &spec);
+        assert_eq!(kinds(&d), want, "{d:#?}");
+        assert_eq!(folded_findings(&d), findings, "{d:#?}");
+        assert!(d.changes.iter().all(|c| c.labels.is_empty()), "{d:#?}");
+        assert_ne!(fleet::fingerprint(&scan(&spec)), clean_fp, "{want:?}");
+    }
+    // The x8 link names both ends: the NIC and the switch port above it.
+    let d = diff_of(&clean, &f(&format!("link-width={},8", layouts::hgx_nic(3))));
+    let What::Link { port, a, b, .. } = &d.changes[0].what else {
+        unreachable!()
+    };
+    assert_eq!(port.as_ref().unwrap().b.bdf, layouts::hgx_nic_port(3));
+    assert_eq!(
+        (a.current.as_str(), b.current.as_str()),
+        ("32GT/s x16", "32GT/s x8")
+    );
+    // The proprietary-module DGX: the peer-module finding turns from info into an error, under
+    // the fact that changed.
+    let dgx = layouts::dgx_a100();
+    let d = diff_of(&dgx, &layouts::without_peer_module(dgx.clone()));
+    assert_eq!(kinds(&d), ["fact memory_peers", "fact nvidia_peermem"]);
+    assert_eq!(
+        folded_findings(&d)[0],
+        ["+gdr-peer-module error", "-gdr-peer-module info"]
+    );
+}
+
+fn five_faults() -> PathBuf {
+    common::repo().join("fixtures/diff/hgx-h100-five-faults.tar.gz")
+}
+
+fn clean_fixture() -> PathBuf {
+    common::repo().join("fixtures/synth/hgx-h100.tar.gz")
+}
+
+const FIVE_FAULTS: [&str; 5] = [
+    "move=0000:4c:00.0,1",
+    "acs-redirect=0000:28:01.0",
+    "link-width=0000:bc:00.0,8",
+    "aer=0000:ac:00.0,7,0,0",
+    "iommu-type=0000:3a:00.0,DMA",
+];
+
+#[test]
+fn five_fault_fixture_is_what_the_builder_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("five.tar.gz");
+    let mut c = common::peerpath();
+    c.args(["fixture", "hgx-h100", "-o"]).arg(&out);
+    for f in FIVE_FAULTS {
+        c.args(["--fault", f]);
+    }
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        std::fs::read(&out).unwrap() == std::fs::read(five_faults()).unwrap(),
+        "fixtures/diff/hgx-h100-five-faults.tar.gz is stale: regenerate it (fixtures/diff/README.md)"
+    );
+}
+
+#[test]
+fn five_fault_tree_reads_the_same_in_lspci_and_lstopo() {
+    let (_d, root) = common::extract(&five_faults());
+    let sysfs = format!("sysfs.path={}", root.join("sys/bus/pci").display());
+    if let Some(out) = common::tool(
+        "lspci",
+        &["-A", "linux-sysfs", "-O", &sysfs, "-PP", "-D"],
+        &[],
+    ) {
+        assert!(
+            out.contains("0000:d7:01.0/d8:00.0 Infiniband controller"),
+            "{out}"
+        );
+        assert!(!out.contains("4a:01.0/4c:00.0"), "{out}");
+        assert!(
+            out.contains("0000:48:01.0/49:00.0/4a:01.0 PCI bridge"),
+            "{out}"
+        );
+    }
+    if let Some(out) = common::tool(
+        "lstopo-no-graphics",
+        &[
+            "--if",
+            "fsroot",
+            "-i",
+            &root.display().to_string(),
+            "--of",
+            "console",
+            "-v",
+        ],
+        &[],
+    ) {
+        let at = out.find("d8:00.0").expect("lstopo lists the moved card");
+        assert!(out[at..].contains("mlx5_7"), "{out}");
+    }
+}
+
+#[test]
+fn five_fault_node_is_at_most_twelve_lines_naming_each_change_by_address() {
+    let run = |fmt: &str| {
+        common::peerpath()
+            .args(["diff", "--format", fmt])
+            .arg(clean_fixture())
+            .arg(five_faults())
+            .output()
+            .unwrap()
+    };
+    let o = run("text");
+    assert_eq!(o.status.code(), Some(1));
+    let text = String::from_utf8(o.stdout).unwrap();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with(['~', '+', '-']))
+        .collect();
+    assert!(lines.len() <= 12, "{text}");
+    // Every line after the two source lines is a change line or the count.
+    assert_eq!(text.lines().count(), lines.len() + 3, "{text}");
+    let moved: Vec<&&str> = lines.iter().filter(|l| l.contains(" moved ")).collect();
+    assert_eq!(moved.len(), 1, "{text}");
+    assert!(
+        moved[0].contains("NIC mlx5_3 (0000:4c:00.0) moved from switch sw3 port 0000:4a:01.0")
+            && moved[0].contains("to root port 0000:d7:01.0")
+            && moved[0].contains("now mlx5_7 at 0000:d8:00.0")
+            && moved[0].contains("GPU3's best NIC PIX → NODE"),
+        "{}",
+        moved[0]
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("link of GPU6 (0000:bc:00.0)")
+                && l.contains("switch sw6 port 0000:bb:00.0")
+                && l.contains("→ 32GT/s x8")),
+        "{text}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("ACS on switch sw1 port 0000:28:01.0"))
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("AER counters of NIC mlx5_5 (0000:ac:00.0) [now mlx5_4]"))
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("IOMMU group type identity → DMA of GPU2 (0000:3a:00.0)"))
+    );
+
+    let o = run("json");
+    let d: Diff = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(d.schema, diff::DIFF_SCHEMA);
+    // No untouched NIC is called moved, added or removed.
+    let ks = kinds(&d);
+    assert_eq!(
+        ks,
+        [
+            "moved 0000:4c:00.0",
+            "link 0000:bc:00.0",
+            "acs 0000:28:01.0",
+            "aer 0000:ac:00.0",
+            "iommu 0000:3a:00.0",
+            "renamed 5",
+            "fact iommu_units",
+        ],
+        "{d:#?}"
+    );
+    let c = &d.changes[0];
+    let What::Moved(m) = &c.what else {
+        unreachable!()
+    };
+    let (device, from, to) = (&m.device, &m.from, &m.to);
+    assert_eq!(
+        (device.a.bdf, device.b.bdf),
+        (bdf("0000:4c:00.0"), bdf("0000:d8:00.0"))
+    );
+    assert_eq!((from.numa, to.numa), (Some(0), Some(1)));
+    assert_eq!(from.with, ["GPU3"]);
+    assert!(to.port_only_here && to.with.is_empty());
+    assert_eq!(c.best_nic.len(), 1);
+    assert_eq!(c.best_nic[0].gpu, "GPU3");
+    // Every label that changed involves the moved card, and sits under its move.
+    assert_eq!(c.labels.len(), 15, "{:#?}", c.labels);
+    assert!(
+        c.labels
+            .iter()
+            .all(|l| l.pair_a.contains("NIC3") && l.pair_b.contains("NIC7"))
+    );
+    assert!(d.changes[1..].iter().all(|c| c.labels.is_empty()));
+    // Every new finding sits under the change that caused it.
+    let f = folded_findings(&d);
+    assert_eq!(f[0], ["+gpu-nic-path error", "+gpu-nic-path warning"]);
+    assert_eq!(f[1], ["+link-degraded error"]);
+    assert_eq!(f[2], ["+acs-redirect error"]);
+    assert_eq!(f[3], ["+aer-errors warning"]);
+    assert_eq!(f[4], ["+iommu-translation error"]);
+}
+
+#[test]
+fn rails_on_the_five_fault_node_invent_no_rail() {
+    let t = sources::load(Some(&five_faults()), &LoadOptions::default()).unwrap();
+    let view = NodeView::new(&t);
+    let r = rails::build(&t, &view, 4);
+    assert!(!r.rail_optimised);
+    for p in &r.ports {
+        match p.rail {
+            Some(k) => {
+                assert!(k < 8, "invented rail {k}");
+                assert_eq!(p.gpus, [format!("GPU{k}")]);
+                assert_eq!(p.path, "PIX");
+            }
+            None => assert_eq!(p.nic_bdf, "0000:d8:00.0"),
+        }
+    }
+    assert!(!r.ports.iter().any(|p| p.rail == Some(3)));
+    assert_eq!(r.missing.len(), 1);
+    assert_eq!(
+        (r.missing[0].rail, r.missing[0].gpu.as_str()),
+        (Some(3), "GPU3")
+    );
+    assert_eq!(r.by_rail.len(), 8);
+    assert_eq!(r.by_rail[3].ports, 0);
+    assert!(
+        r.by_rail
+            .iter()
+            .filter(|g| g.rail != 3)
+            .all(|g| g.ports == 4)
+    );
+    assert_eq!(r.off_rail_ports, 1);
+    let o = common::peerpath()
+        .args(["rails", "--format", "json", "-i"])
+        .arg(five_faults())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["schema"], rails::RAILS_SCHEMA);
+    let text = String::from_utf8(
+        common::peerpath()
+            .args(["rails", "-i"])
+            .arg(five_faults())
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert!(
+        !text.contains("rail 8") && !text.contains("\n  8 "),
+        "{text}"
+    );
+}
+
+#[test]
+fn misplaced_nic_is_one_move_of_nic3() {
+    let d = diff_of(&layouts::hgx_h100(), &layouts::misplaced_nic());
+    assert_eq!(
+        kinds(&d),
+        [
+            format!("moved {}", layouts::hgx_nic(3)),
+            "fact iommu_units".into()
+        ],
+        "{d:#?}"
+    );
+    let What::Moved(m) = &d.changes[0].what else {
+        unreachable!()
+    };
+    let (device, from, to) = (&m.device, &m.from, &m.to);
+    assert_eq!(device.b.bdf, layouts::MISPLACED_NIC);
+    // This layout removes the switch port with the card: gone in B, and the root port new.
+    assert!(from.port_only_here && to.port_only_here);
+    assert!(
+        d.changes[0]
+            .labels
+            .iter()
+            .all(|l| l.pair_a.contains("NIC3"))
+    );
+}
+
+#[test]
+fn a_vm_shows_unknown_numa_not_moves() {
+    let d = diff_of(&layouts::hgx_h100(), &layouts::as_vm(layouts::hgx_h100()));
+    let ks = kinds(&d);
+    assert!(!ks.iter().any(|k| k.starts_with("moved")), "{ks:?}");
+    assert!(
+        d.changes
+            .iter()
+            .any(|c| matches!(&c.what, What::Numa { b: None, devices, .. } if devices.len() > 20))
+    );
+    let fact = d
+        .changes
+        .iter()
+        .find(|c| matches!(&c.what, What::Fact { fact, .. } if fact == "hypervisor"))
+        .unwrap();
+    assert!(fact.findings_appeared.iter().any(|f| f.id == "virtualized"));
+    assert!(d.len() <= 6, "{ks:?}");
+}
+
+#[test]
+fn fleet_of_200_explains_exactly_the_3_faulty_nodes() {
     let dir = tempfile::tempdir().unwrap();
     let clean = layouts::hgx_h100();
     let faulty: Vec<(usize, Spec)> = vec![
@@ -242,7 +548,13 @@ fn fleet_of_200_finds_exactly_the_3_outliers() {
             .find(|(k, _)| *k == i)
             .map(|(_, s)| s.clone())
             .unwrap_or_else(|| clean.clone());
-        // Every node numbered differently: domains 0..4, bus shifts 0..15.
+        // Every node numbered differently (domains 0..4, bus shifts 0..15), and every 7th
+        // clean node's RDMA devices probed in another order.
+        let base = if i % 7 == 3 && !faulty.iter().any(|(k, _)| *k == i) {
+            renamed(&base)
+        } else {
+            base
+        };
         let spec = renumber(&base, (i % 5) as u32, (i % 16) as u8);
         let name = format!("node{i:03}");
         let c = capture::capture(&mem_root(&spec), src(&name), &CaptureOptions::default()).unwrap();
@@ -251,29 +563,35 @@ fn fleet_of_200_finds_exactly_the_3_outliers() {
             c.to_tar_gz().unwrap(),
         )
         .unwrap();
-        // Library path: the view of the captured scan.
-        fl.add_view(&name, NodeView::of(&c.topology));
+        fl.add(&name, c.topology);
     }
     assert_eq!(fl.group_count(), 4);
-    let s = fl.finish(0.1);
+    let s = fl.finish(0.1, 200, false);
     let names: Vec<&str> = s.outliers.iter().map(|o| o.name.as_str()).collect();
     assert_eq!(names, ["node017", "node088", "node150"]);
     assert_eq!(s.groups[0].count, 197);
-    let o17 = &s.outliers[0].diff;
-    assert!(
-        o17.changed
+    let diff_of_node = |n: &str| {
+        s.groups
             .iter()
-            .any(|c| c.role == "NIC4" && c.field == "link" && c.b.ends_with("x8")),
-        "{o17:#?}"
-    );
-    assert_eq!(s.outliers[1].diff.moved[0].role, "NIC3");
-    assert!(
-        s.outliers[2]
-            .diff
-            .findings_appeared
-            .iter()
-            .any(|f| f.id == "acs-redirect" && f.subject == "switch-downstream@2[GPU6]")
-    );
+            .find(|g| g.representative == n)
+            .and_then(|g| g.diff.clone())
+            .unwrap()
+    };
+    // node017: domain 2, buses +1.
+    let d = diff_of_node("node017");
+    assert_eq!(d.len(), 1, "{d:#?}");
+    let What::Link { device, b, .. } = &d.changes[0].what else {
+        panic!("{d:#?}")
+    };
+    let mut want = layouts::hgx_nic(4);
+    want.domain = 2;
+    want.bus += 1;
+    assert_eq!((device.b.bdf, b.current.as_str()), (want, "32GT/s x8"));
+    let d = diff_of_node("node088");
+    assert!(matches!(d.changes[0].what, What::Moved(_)), "{d:#?}");
+    let d = diff_of_node("node150");
+    assert_eq!(kinds(&d).len(), 1, "{d:#?}");
+    assert!(matches!(d.changes[0].what, What::Acs { .. }));
 
     // The CLI over the directory of snapshot tarballs agrees, and exits 1 for outliers.
     let out = common::peerpath()
@@ -289,7 +607,10 @@ fn fleet_of_200_finds_exactly_the_3_outliers() {
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["schema"], fleet::FLEET_SCHEMA);
-    assert_eq!(v["nodes"], 200);
+    assert_eq!(
+        (v["nodes"].as_u64(), v["interrupted"].as_bool()),
+        (Some(200), Some(false))
+    );
     let cli: Vec<&str> = v["outliers"]
         .as_array()
         .unwrap()
@@ -297,6 +618,71 @@ fn fleet_of_200_finds_exactly_the_3_outliers() {
         .map(|o| o["name"].as_str().unwrap())
         .collect();
     assert_eq!(cli, ["node017", "node088", "node150"]);
+    let explained = v["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| {
+            g["diff"]["changes"]
+                .as_array()
+                .is_some_and(|c| !c.is_empty())
+        })
+        .count();
+    assert_eq!(explained, 3);
+}
+
+#[test]
+fn fleet_reports_what_it_read_when_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = dir.path().join("one.tar.gz");
+    peerpath::synth::write_tarball(&layouts::hgx_h100(), &one, &WriteOptions::default()).unwrap();
+    let set = dir.path().join("set");
+    std::fs::create_dir(&set).unwrap();
+    for i in 0..3000 {
+        std::fs::hard_link(&one, set.join(format!("n{i:04}.tar.gz"))).unwrap();
+    }
+    let child = common::peerpath()
+        .args(["fleet", "-j", "1"])
+        .arg(&set)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let o = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(130),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let first = text.lines().next().unwrap_or("");
+    assert!(
+        first.starts_with("interrupted: partial report over the "),
+        "{text}"
+    );
+    assert!(
+        first.ends_with(" of 3000 input(s) read before Ctrl-C"),
+        "{text}"
+    );
+    let read: usize = first
+        .trim_start_matches("interrupted: partial report over the ")
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(read > 0 && read < 3000, "{text}");
+    assert!(
+        text.contains(&format!("{read} node(s), 1 group(s)")),
+        "{text}"
+    );
 }
 
 #[test]
@@ -310,7 +696,7 @@ fn diff_cli_exit_codes_and_json() {
     let a = w("a.tar.gz", &layouts::hgx_h100());
     let b = w("b.tar.gz", &renumber(&layouts::hgx_h100(), 1, 2));
     let c = w("c.tar.gz", &layouts::misplaced_nic());
-    let run = |x: &std::path::Path, y: &std::path::Path| {
+    let run = |x: &Path, y: &Path| {
         common::peerpath()
             .args(["diff", "--format", "json"])
             .arg(x)
@@ -329,7 +715,11 @@ fn diff_cli_exit_codes_and_json() {
     assert_eq!(o.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["schema"], diff::DIFF_SCHEMA);
-    assert_eq!(v["moved"][0]["role"], "NIC3");
+    assert_eq!(v["changes"][0]["what"]["kind"], "moved");
+    assert_eq!(
+        v["changes"][0]["what"]["device"]["a"]["bdf"],
+        "0000:4c:00.0"
+    );
     // The scan JSON of a node is an input too: same node, no difference.
     let json = dir.path().join("a.json");
     let o = common::peerpath()
@@ -341,4 +731,162 @@ fn diff_cli_exit_codes_and_json() {
     assert_eq!(run(&a, &json).status.code(), Some(0));
     let o = run(&a, &dir.path().join("missing.tar.gz"));
     assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn capture_records_the_fingerprint_fleet_computes_from_its_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let specs = [
+        layouts::hgx_h100(),
+        layouts::dgx_a100(),
+        layouts::misplaced_nic(),
+        layouts::vm_flat(),
+        renamed(&renumber(&layouts::hgx_h100(), 1, 3)),
+    ];
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, spec) in specs.iter().enumerate() {
+        let c = capture::capture(&mem_root(spec), src("n"), &CaptureOptions::default()).unwrap();
+        let p = dir.path().join(format!("n{i}.tar.gz"));
+        std::fs::write(&p, c.to_tar_gz().unwrap()).unwrap();
+        let t = sources::load(Some(&p), &LoadOptions::default()).unwrap();
+        let rec = c.manifest.fingerprint.clone().unwrap();
+        assert_eq!(rec.scheme, capture::fingerprint_scheme());
+        assert_eq!(
+            rec.value,
+            format!("{:016x}", fleet::fingerprint(&t)),
+            "{}",
+            spec.name
+        );
+        seen.insert(rec.value);
+    }
+    // The renumbered, renamed HGX shares the clean one's fingerprint; the others differ.
+    assert_eq!(seen.len(), 4);
+}
+
+#[test]
+fn fleet_checks_a_recorded_fingerprint_against_the_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, spec: &Spec, claim: Option<&str>| {
+        let mut c =
+            capture::capture(&mem_root(spec), src(name), &CaptureOptions::default()).unwrap();
+        if let Some(v) = claim {
+            c.manifest.fingerprint.as_mut().unwrap().value = v.to_string();
+            let text = serde_json::to_string_pretty(&c.manifest).unwrap();
+            c.entries.insert(
+                PathBuf::from(capture::MANIFEST_NAME),
+                capture::Node::File(text.into_bytes()),
+            );
+        }
+        std::fs::write(
+            dir.path().join(format!("{name}.tar.gz")),
+            c.to_tar_gz().unwrap(),
+        )
+        .unwrap();
+    };
+    let faulty = layouts::apply_fault(
+        layouts::hgx_h100(),
+        &format!("link-width={},8", layouts::hgx_gpu(1)),
+    )
+    .unwrap();
+    // Two faulty captures whose manifests claim a fingerprint their files do not have.
+    write("a-bad0", &faulty, Some("0123456789abcdef"));
+    write("a-bad1", &faulty, Some("0123456789abcdef"));
+    for i in 0..6 {
+        write(&format!("clean{i}"), &layouts::hgx_h100(), None);
+    }
+    let run = |rescan: bool| {
+        let mut c = common::peerpath();
+        // 2 of 8 nodes: an outlier group only below a 25 % majority share.
+        c.args(["fleet", "--format", "json", "--majority-share", "0.3"]);
+        if rescan {
+            c.arg("--rescan");
+        }
+        let o = c.arg(dir.path()).output().unwrap();
+        assert_eq!(o.status.code(), Some(1));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let v = run(false);
+    let outliers: Vec<&str> = v["outliers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(outliers, ["a-bad0", "a-bad1"]);
+    assert_eq!(v["notes"].as_array().map(|n| n.len()), Some(1), "{v:#}");
+    // Five clean captures joined their group on the recorded fingerprint (the first was
+    // scanned); both faulty ones were scanned.
+    assert_eq!(v["from_manifest"], 5);
+    let r = run(true);
+    assert_eq!(r["from_manifest"], 0);
+    assert_eq!(r["outliers"], v["outliers"]);
+    assert_eq!(r["groups"], v["groups"]);
+}
+
+#[test]
+fn the_prom_textfile_carries_the_fleet_fingerprint() {
+    let prom = common::peerpath()
+        .args(["export", "--format", "prom", "-i"])
+        .arg(five_faults())
+        .output()
+        .unwrap();
+    let prom = String::from_utf8(prom.stdout).unwrap();
+    let fl = common::peerpath()
+        .args(["fleet", "--format", "json"])
+        .arg(five_faults())
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&fl.stdout).unwrap();
+    let fp = v["members"][0]["fingerprint"].as_str().unwrap();
+    assert!(
+        prom.lines().any(
+            |l| l.starts_with("peerpath_info{") && l.contains(&format!("fingerprint=\"{fp}\""))
+        ),
+        "{prom}"
+    );
+}
+
+/// The PromQL docs/fleet.md gives for grouping nodes by the prom export's fingerprint label
+/// selects exactly the node outside the most common layout (`promtool test rules`).
+#[test]
+fn the_documented_promql_finds_the_outlier() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = std::fs::read_to_string(common::repo().join("docs/fleet.md")).unwrap();
+    let query =
+        "peerpath_info unless on (fingerprint) topk(1, count by (fingerprint) (peerpath_info))";
+    assert!(
+        doc.contains(query),
+        "docs/fleet.md no longer shows the query tested here"
+    );
+    std::fs::write(
+        dir.path().join("rules.yml"),
+        format!(
+            "groups:\n- name: peerpath\n  rules:\n  - alert: PeerpathLayoutOutlier\n    expr: {query}\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("test.yml"),
+        r#"rule_files: [rules.yml]
+evaluation_interval: 1m
+tests:
+- interval: 1m
+  input_series:
+  - {series: 'peerpath_info{instance="a",fingerprint="edb61cd85f364d1e"}', values: '1x5'}
+  - {series: 'peerpath_info{instance="b",fingerprint="edb61cd85f364d1e"}', values: '1x5'}
+  - {series: 'peerpath_info{instance="c",fingerprint="947f234f8b8fb011"}', values: '1x5'}
+  alert_rule_test:
+  - eval_time: 2m
+    alertname: PeerpathLayoutOutlier
+    exp_alerts:
+    - exp_labels: {instance: c, fingerprint: 947f234f8b8fb011}
+"#,
+    )
+    .unwrap();
+    let test = dir.path().join("test.yml");
+    let Some(out) = common::tool("promtool", &["test", "rules", test.to_str().unwrap()], &[])
+    else {
+        return;
+    };
+    assert!(out.contains("SUCCESS"), "{out}");
 }

@@ -189,7 +189,7 @@ fn rails_on_hgx_multiply_by_nodes() {
     assert_eq!(r.ports.len(), 8);
     assert!(r.ports.iter().all(|p| p.speed == "400G" && p.path == "PIX"));
     for (i, p) in r.ports.iter().enumerate() {
-        assert_eq!(p.rail, i);
+        assert_eq!(p.rail, Some(i));
         assert_eq!(p.gpus, vec![format!("GPU{i}")]);
     }
     assert_eq!(r.plant_per_node.switch_ports, 8);
@@ -530,6 +530,7 @@ fn prom_textfile_parses() {
         &prom::PromInputs {
             now_unix: 1_767_225_600,
             audit: Some(&report),
+            fingerprint: None,
         },
     );
     assert!(text.ends_with('\n'));
@@ -824,6 +825,7 @@ fn prom_textfile_passes_promtool() {
             &prom::PromInputs {
                 now_unix: 1_767_225_600,
                 audit: Some(&report),
+                fingerprint: None,
             },
         );
         let mut child = Command::new("promtool")

@@ -1,21 +1,22 @@
 //! Rails and ports: the scale-up boundary drawn explicitly.
 //!
-//! Data: NVLink domains from the GPU–GPU labels (NVML NVLinks via the classification); the
-//! GPU→NIC assignment of [`place`](super::place) over all GPUs (rail i = the NIC GPU i gets, in
-//! a rail-optimised node its PIX/PXB partner); port speeds from each NIC's RDMA port `rate`
-//! (`/sys/class/infiniband/<dev>/ports/<n>/rate`). Convention (shared/reference/ecosystem.md §4):
+//! Data: NVLink domains from the GPU–GPU labels (NVML NVLinks via the classification); rails
+//! from the paths model's GPU–NIC labels through the one rails matching
+//! ([`assign_rails`](super::pairing::assign_rails); a GPU is on a rail only when its NIC is
+//! within PXB, see [`build`]); each GPU's NIC from the one pairing; port speeds from each NIC's
+//! RDMA port `rate` (`/sys/class/infiniband/<dev>/ports/<n>/rate`). Convention (shared/reference/ecosystem.md §4):
 //! rail N = NIC N of every server, cabled to leaf N.
 //!
 //! Plant per fabric port: one leaf-switch port, one transceiver at the node end and one at the
 //! switch end, one fibre run. `nodes` multiplies it for a rack or pod, grouped by rail (one
 //! rail = one destination leaf).
 
-use super::pairing::{NodeView, nic_name, nvlink_domains};
+use super::pairing::{NodeView, assign_rails, nic_name, nvlink_domains};
 use crate::model::{OsDeviceKind, Topology};
 use serde::Serialize;
 
 /// Version tag of the rails JSON document.
-pub const RAILS_SCHEMA: &str = "peerpath.rails/1";
+pub const RAILS_SCHEMA: &str = "peerpath.rails/2";
 
 /// GPUs that share an NVLink domain.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -29,8 +30,9 @@ pub struct Domain {
 /// One fabric port leaving the scale-up domain.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RailPort {
-    /// Rail index (the index of the GPU it serves; an unused NIC takes its own position).
-    pub rail: usize,
+    /// Rail number (see [`build`]); `None` for a cabled NIC within PXB of no GPU, whose leaf
+    /// the topology cannot tell.
+    pub rail: Option<usize>,
     /// GPUs whose traffic it carries (`GPU0`); empty for an unused (misplaced) NIC.
     pub gpus: Vec<String>,
     /// PCI address of the first GPU it serves.
@@ -60,6 +62,17 @@ pub struct GpuNic {
     pub nic: String,
     /// Path label between them.
     pub path: String,
+}
+
+/// A GPU without a rail: no NIC within PXB of its own.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MissingRail {
+    /// The rail it would have (`Some(k)` for GPU k when every GPU can have its own NIC).
+    pub rail: Option<usize>,
+    /// GPU name (`GPU3`).
+    pub gpu: String,
+    /// GPU PCI address.
+    pub gpu_bdf: String,
 }
 
 /// Cabling plant for a number of ports.
@@ -111,8 +124,10 @@ pub struct Rails {
     pub nvlink_visible: bool,
     /// NVLink domains (scale-up boundaries).
     pub domains: Vec<Domain>,
-    /// Fabric ports per node, by rail.
+    /// Fabric ports per node, by rail (ports on no rail last).
     pub ports: Vec<RailPort>,
+    /// GPUs without a rail.
+    pub missing: Vec<MissingRail>,
     /// Each GPU's NIC (the placement of all GPUs).
     pub gpu_nic: Vec<GpuNic>,
     /// One NIC per GPU, each within PXB, none shared.
@@ -123,8 +138,11 @@ pub struct Rails {
     pub other_nics: Vec<String>,
     /// Plant for one node.
     pub plant_per_node: Plant,
-    /// Ports grouped by rail across `nodes` nodes.
+    /// Ports grouped by rail across `nodes` nodes: every rail number, a rail with no port on
+    /// this node included (0 ports).
     pub by_rail: Vec<RailGroup>,
+    /// Fabric ports per node on no rail (leaf unknown).
+    pub off_rail_ports: usize,
     /// Plant for all `nodes` nodes.
     pub plant_total: Plant,
 }
@@ -138,9 +156,22 @@ pub fn speed_class(rate: Option<f64>) -> String {
 }
 
 /// Builds the rails report from a node view, for `nodes` nodes.
+///
+/// Rails come from the paths model through the one rails matching
+/// ([`assign_rails`](super::pairing::assign_rails): one NIC per GPU by path label, then
+/// bandwidth; shared NICs when there are fewer NICs than GPUs). A GPU is on a rail only when
+/// its NIC is within PXB of it; otherwise it has no rail and the report says so. Rail numbers
+/// are never invented: with at least as many NICs as GPUs, rail k is GPU k's (so a GPU without
+/// a NIC within PXB leaves its rail without a port on this node); with fewer, rails are numbered
+/// by the first GPU each NIC serves. A cabled NIC within PXB of no GPU is a fabric port on no
+/// rail (its leaf cannot be told from the topology).
 pub fn build(t: &Topology, view: &NodeView, nodes: usize) -> Rails {
     let c = &view.cand;
-    let assign = view.pairing();
+    let all: Vec<usize> = (0..c.gpus.len()).collect();
+    let pairing = view.pairing();
+    let matched = assign_rails(c, &all);
+    let label = |g: usize, k: usize| c.gn[g][k].as_ref().map(|p| p.label);
+    let within = |g: usize, k: usize| label(g, k).is_some_and(|l| l.within_pxb());
     let domains: Vec<Domain> = nvlink_domains(c)
         .into_iter()
         .map(|d| Domain {
@@ -149,11 +180,11 @@ pub fn build(t: &Topology, view: &NodeView, nodes: usize) -> Rails {
         })
         .collect();
     let mut problems = Vec::new();
-    let mut ports = Vec::new();
     if c.gpus.is_empty() {
         problems.push("no GPU: nothing to put on rails".to_string());
     }
-    if c.nics.len() < c.gpus.len() && !c.gpus.is_empty() {
+    let one_per_gpu = c.nics.len() >= c.gpus.len();
+    if !one_per_gpu && !c.gpus.is_empty() {
         problems.push(format!(
             "{} NIC{} for {} GPUs: not one NIC per GPU",
             c.nics.len(),
@@ -162,66 +193,99 @@ pub fn build(t: &Topology, view: &NodeView, nodes: usize) -> Rails {
         ));
     }
     let mut gpu_nic = Vec::new();
-    for (g, k) in assign.iter().enumerate() {
+    for (g, k) in pairing.iter().enumerate() {
         let Some(k) = *k else { continue };
-        let p = c.gn[g][k].as_ref();
         gpu_nic.push(GpuNic {
             gpu: c.gpus[g].name.clone(),
             nic: c.nics[k].name.clone(),
-            path: p.map(|p| p.label.to_string()).unwrap_or_else(|| "?".into()),
+            path: label(g, k).map_or_else(|| "?".into(), |l| l.to_string()),
         });
-        if p.is_none_or(|p| !p.label.within_pxb()) {
-            problems.push(format!(
-                "{} has no NIC within PXB: the nearest it can have, {}, is {}",
-                c.gpus[g].name,
-                c.nics[k].name,
-                p.map(|p| p.label.to_string()).unwrap_or_else(|| "?".into())
-            ));
-        }
     }
-    // Rail NICs: every NIC some GPU uses; when there are no more NICs than GPUs, every NIC
-    // (an unused one is still cabled: a misplaced compute NIC). Extra NICs nobody uses on a
-    // node with more NICs than GPUs are storage / in-band.
-    let served: Vec<Vec<usize>> = (0..c.nics.len())
-        .map(|k| {
-            (0..assign.len())
-                .filter(|&g| assign[g] == Some(k))
-                .collect()
-        })
+    // Each GPU's rail NIC: its matched NIC when within PXB.
+    let rail_nic: Vec<Option<usize>> = matched
+        .iter()
+        .enumerate()
+        .map(|(g, k)| k.filter(|&k| within(g, k)))
         .collect();
-    let all_rails = c.nics.len() <= c.gpus.len();
-    let mut taken: Vec<usize> = Vec::new();
-    let mut rail_nics: Vec<(usize, usize)> = Vec::new(); // (rail, nic)
-    for (k, sv) in served.iter().enumerate() {
-        if let Some(&g) = sv.first() {
-            rail_nics.push((g, k));
-            taken.push(g);
+    let served: Vec<Vec<usize>> = (0..c.nics.len())
+        .map(|k| (0..all.len()).filter(|&g| rail_nic[g] == Some(k)).collect())
+        .collect();
+    // Rail numbers: GPU k's rail is k when every GPU can have its own NIC, else the rail NICs
+    // in order of the first GPU they serve.
+    let mut rail_of_nic: Vec<Option<usize>> = vec![None; c.nics.len()];
+    let mut rails_total = 0;
+    if one_per_gpu {
+        for (k, sv) in served.iter().enumerate() {
+            rail_of_nic[k] = sv.first().copied();
+        }
+        rails_total = c.gpus.len();
+    } else {
+        let mut order: Vec<usize> = (0..c.nics.len())
+            .filter(|&k| !served[k].is_empty())
+            .collect();
+        order.sort_by_key(|&k| served[k][0]);
+        for (r, &k) in order.iter().enumerate() {
+            rail_of_nic[k] = Some(r);
+            rails_total = r + 1;
         }
     }
+    let nearest_nic = |g: usize| {
+        (0..c.nics.len())
+            .filter_map(|k| label(g, k).map(|l| (l, k)))
+            .min()
+    };
+    let mut missing = Vec::new();
+    // With no NIC at all the count above says it; no GPU is listed one by one.
+    let none_at_all = c.nics.is_empty();
+    for (g, _) in rail_nic
+        .iter()
+        .enumerate()
+        .filter(|(_, k)| k.is_none() && !none_at_all)
+    {
+        let rail = one_per_gpu.then_some(g);
+        missing.push(MissingRail {
+            rail,
+            gpu: c.gpus[g].name.clone(),
+            gpu_bdf: view.gpus[g].bdf.to_string(),
+        });
+        let on = rail.map_or(String::new(), |r| {
+            format!("; rail {r} has no port on this node")
+        });
+        problems.push(match nearest_nic(g) {
+            Some((l, k)) if l.within_pxb() => format!(
+                "{} has no NIC within PXB of its own: its nearest, {}, is {l} but carries another GPU's rail{on}",
+                c.gpus[g].name, c.nics[k].name
+            ),
+            Some((l, k)) => format!(
+                "{} has no NIC within PXB: the nearest it can have, {}, is {l}{on}",
+                c.gpus[g].name, c.nics[k].name
+            ),
+            None => format!("{} has no NIC within PXB: no NIC path is known{on}", c.gpus[g].name),
+        });
+    }
+    // NICs on no rail: with no more NICs than GPUs every NIC is a cabled compute NIC (a
+    // misplaced one when it serves no GPU); extra NICs beyond the GPUs are storage / in-band.
+    let all_cabled = c.nics.len() <= c.gpus.len();
     let mut other_nics = Vec::new();
+    let mut off_rail: Vec<usize> = Vec::new();
     for (k, sv) in served.iter().enumerate() {
         if !sv.is_empty() {
             continue;
         }
-        if !all_rails {
+        if !all_cabled {
             other_nics.push(c.nics[k].name.clone());
             continue;
         }
-        let mut r = k;
-        while taken.contains(&r) {
-            r += 1;
-        }
-        taken.push(r);
-        rail_nics.push((r, k));
+        off_rail.push(k);
         let nearest = (0..c.gpus.len())
-            .filter_map(|g| c.gn[g][k].as_ref().map(|p| (p.label, g)))
+            .filter_map(|g| label(g, k).map(|l| (l, g)))
             .min();
         problems.push(match nearest {
             Some((lab, g)) => format!(
-                "{} serves no GPU: every GPU has a nearer NIC (its nearest GPU, {}, is {lab} away) — misplaced?",
-                c.nics[k].name, c.gpus[g].name
+                "{} serves no GPU within PXB ({}): on no rail, its leaf cannot be told (its nearest GPU, {}, is {lab} away) — misplaced?",
+                c.nics[k].name, view.nics[k].bdf, c.gpus[g].name
             ),
-            None => format!("{} serves no GPU", c.nics[k].name),
+            None => format!("{} serves no GPU ({}): on no rail", c.nics[k].name, view.nics[k].bdf),
         });
     }
     for (k, sv) in served.iter().enumerate() {
@@ -235,14 +299,18 @@ pub fn build(t: &Topology, view: &NodeView, nodes: usize) -> Rails {
             ));
         }
     }
-    rail_nics.sort_unstable();
-    for (rail, k) in rail_nics {
+    let mut fabric: Vec<(Option<usize>, usize)> = (0..c.nics.len())
+        .filter(|&k| rail_of_nic[k].is_some() || off_rail.contains(&k))
+        .map(|k| (rail_of_nic[k], k))
+        .collect();
+    fabric.sort_by_key(|&(r, k)| (r.is_none(), r, k));
+    let mut ports = Vec::new();
+    for (rail, k) in fabric {
         let nic = &view.nics[k];
         let g = served[k].first().copied();
-        let label = g
-            .and_then(|g| c.gn[g][k].as_ref())
-            .map(|p| p.label.to_string())
-            .unwrap_or_else(|| "-".into());
+        let path = g
+            .and_then(|g| label(g, k))
+            .map_or_else(|| "-".into(), |l| l.to_string());
         let dev = t.device(&nic.bdf);
         let rdma = dev.and_then(|d| {
             d.os_devices
@@ -257,7 +325,7 @@ pub fn build(t: &Topology, view: &NodeView, nodes: usize) -> Rails {
             nic: nic_name(nic),
             nic_bdf: nic.bdf.to_string(),
             port,
-            path: label.clone(),
+            path: path.clone(),
             rate_gbps: rate,
             speed: speed_class(rate),
             link_layer: ll,
@@ -273,15 +341,24 @@ pub fn build(t: &Topology, view: &NodeView, nodes: usize) -> Rails {
     let rail_optimised = problems.is_empty();
     let plant_per_node = Plant::for_ports(ports.len());
     let nodes = nodes.max(1);
-    let by_rail: Vec<RailGroup> = ports
-        .iter()
-        .map(|p| RailGroup {
-            rail: p.rail,
-            speed: p.speed.clone(),
-            ports: nodes,
-            plant: Plant::for_ports(nodes),
+    let by_rail: Vec<RailGroup> = (0..rails_total)
+        .map(|r| {
+            let on: Vec<&RailPort> = ports.iter().filter(|p| p.rail == Some(r)).collect();
+            let mut speeds: Vec<&str> = on.iter().map(|p| p.speed.as_str()).collect();
+            speeds.dedup();
+            RailGroup {
+                rail: r,
+                speed: if speeds.is_empty() {
+                    "-".into()
+                } else {
+                    speeds.join("+")
+                },
+                ports: on.len() * nodes,
+                plant: Plant::for_ports(on.len() * nodes),
+            }
         })
         .collect();
+    let off_rail_ports = ports.iter().filter(|p| p.rail.is_none()).count();
     let plant_total = Plant::for_ports(ports.len() * nodes);
     Rails {
         schema: RAILS_SCHEMA.to_string(),
@@ -289,12 +366,14 @@ pub fn build(t: &Topology, view: &NodeView, nodes: usize) -> Rails {
         nvlink_visible: t.nvlink_visible,
         domains,
         ports,
+        missing,
         gpu_nic,
         rail_optimised,
         problems,
         other_nics,
         plant_per_node,
         by_rail,
+        off_rail_ports,
         plant_total,
     }
 }

@@ -77,6 +77,53 @@ pub struct Manifest {
     /// Whether the RDMA registration order is included (`peerpath-rdma.json`), and why not.
     #[serde(default)]
     pub rdma_order: String,
+    /// The topology fingerprint of the archived files as `peerpath fleet` computes it, so
+    /// that `fleet` can group captures without scanning them again (it checks the first
+    /// capture of every group against its files). `None` in captures written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<RecordedFingerprint>,
+}
+
+/// A fingerprint recorded in a manifest: the scheme it was computed with and its value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordedFingerprint {
+    /// [`crate::analysis::fleet::FINGERPRINT_SCHEME`] and the peerpath version that computed
+    /// it (`peerpath.fingerprint/2 0.1.0`); a reader of another scheme or version recomputes.
+    pub scheme: String,
+    /// 16 hex digits.
+    pub value: String,
+}
+
+/// The fingerprint scheme this build computes (scheme tag and peerpath version).
+pub fn fingerprint_scheme() -> String {
+    format!(
+        "{} {}",
+        crate::analysis::fleet::FINGERPRINT_SCHEME,
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// The fingerprint of the archive entries as `fleet` would read them back: the entries as a
+/// sysfs root, scanned, with the stored NVML facts applied.
+fn fingerprint_of(
+    entries: &BTreeMap<PathBuf, Node>,
+    source: &SourceInfo,
+) -> io::Result<RecordedFingerprint> {
+    let mut m = crate::sources::fsroot::MemRoot::new(source.path.clone());
+    for (p, n) in entries {
+        let node = match n {
+            Node::Dir => crate::sources::fsroot::MemNode::Dir,
+            Node::Link(t) => crate::sources::fsroot::MemNode::Symlink(t.clone()),
+            Node::File(b) => crate::sources::fsroot::MemNode::File(b.clone()),
+        };
+        m.insert(p.clone(), node);
+    }
+    let mut t = sysfs::scan(&m, source.clone(), &sysfs::ScanOptions::default())?;
+    apply_stored_nvml(&m, &mut t).map_err(io::Error::other)?;
+    Ok(RecordedFingerprint {
+        scheme: fingerprint_scheme(),
+        value: format!("{:016x}", crate::analysis::fleet::fingerprint(&t)),
+    })
 }
 
 /// A finished capture: the entries to archive and the scan they came from.
@@ -144,6 +191,8 @@ pub fn capture(fs: &dyn FsRoot, source: SourceInfo, opts: &CaptureOptions) -> io
             .insert(PathBuf::from(NVML_NAME), Node::File(j.clone().into_bytes()));
         nvml = format!("included as {NVML_NAME}");
     }
+    let mut entries = b.out;
+    let fingerprint = Some(fingerprint_of(&entries, &source)?);
     let manifest = Manifest {
         schema: CAPTURE_SCHEMA.into(),
         peerpath_version: env!("CARGO_PKG_VERSION").into(),
@@ -155,8 +204,8 @@ pub fn capture(fs: &dyn FsRoot, source: SourceInfo, opts: &CaptureOptions) -> io
         nvml,
         rdma_order: "not included: the RDMA registration order is read only from the live kernel"
             .into(),
+        fingerprint,
     };
-    let mut entries = b.out;
     let text = serde_json::to_string_pretty(&manifest).map_err(io::Error::other)?;
     entries.insert(PathBuf::from(MANIFEST_NAME), Node::File(text.into_bytes()));
     Ok(Capture {

@@ -129,6 +129,9 @@ pub struct DiffArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
+    /// List the pair labels and findings folded under each change.
+    #[arg(long, short = 'v')]
+    verbose: bool,
     /// PCI ID database for device names.
     #[arg(long, value_name = "FILE")]
     pci_ids: Option<PathBuf>,
@@ -154,7 +157,7 @@ pub fn run_diff(a: &DiffArgs) -> Result<u8> {
     d.a = a.a.clone();
     d.b = a.b.clone();
     match a.format {
-        Format::Text => print!("{}", peerpath::render::diff::render_text(&d)),
+        Format::Text => print!("{}", peerpath::render::diff::render_text(&d, a.verbose)),
         Format::Json => println!("{}", serde_json::to_string_pretty(&d)?),
     }
     Ok(if d.equal { 0 } else { 1 })
@@ -170,23 +173,77 @@ pub struct FleetArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
+    /// List the pair labels and findings folded under each change of an outlier group.
+    #[arg(long, short = 'v')]
+    verbose: bool,
     /// A group holding more than this share of the nodes is a majority (the largest always is).
     #[arg(long, default_value_t = 0.1, value_name = "SHARE")]
     majority_share: f64,
-    /// Print throughput (inputs per second) and peak memory (VmHWM) to stderr when done.
+    /// Print throughput (inputs per second), CPU time per input and peak memory (VmHWM) to
+    /// stderr when done.
     #[arg(long)]
     stats: bool,
     /// Inputs read in parallel (default: the number of CPUs). Memory stays bounded: at most
     /// four inputs per worker are in flight.
     #[arg(long, short = 'j', value_name = "N")]
     jobs: Option<usize>,
+    /// Scan every input, ignoring the fingerprints `capture` recorded in its manifests.
+    #[arg(long)]
+    rescan: bool,
 }
 
-/// Loads one input and reduces it to its role-level view (run on a worker thread).
-fn view_of(p: &Path, opts: &LoadOptions) -> std::result::Result<diff::NodeView, String> {
+/// Loads one input and fingerprints it.
+fn scan_node(p: &Path, opts: &LoadOptions) -> std::result::Result<(u64, Topology), String> {
     sources::load(Some(p), opts)
-        .map(|t| diff::NodeView::of(&t))
+        .map(|t| (fleet::fingerprint(&t), t))
         .map_err(|e| format!("{e:#}"))
+}
+
+/// What a worker thread made of one input.
+enum Read {
+    /// The fingerprint its capture manifest recorded (this build's scheme); not scanned.
+    Recorded(u64),
+    /// Scanned: fingerprint and topology.
+    Scanned(u64, Box<Topology>),
+    /// Unreadable, and why.
+    Failed(String),
+}
+
+/// The fingerprint a `peerpath capture` tarball recorded in its manifest, the archive's first
+/// entry, when this build's scheme computed it; `None` for anything else (another scheme or
+/// version, no manifest, not a gzip tar, a manifest over 1 MiB). Only the head of the file is
+/// decompressed.
+fn recorded_fingerprint(p: &Path) -> Option<u64> {
+    use std::io::{BufRead, Read as _};
+    let mut r = std::io::BufReader::new(std::fs::File::open(p).ok()?);
+    if !r.fill_buf().ok()?.starts_with(&[0x1f, 0x8b]) {
+        return None;
+    }
+    let mut archive = tar::Archive::new(flate2::bufread::GzDecoder::new(r));
+    let mut first = archive.entries().ok()?.next()?.ok()?;
+    if first.path().ok()?.as_os_str() != capture::MANIFEST_NAME || first.size() > 1 << 20 {
+        return None;
+    }
+    let mut text = String::new();
+    first.read_to_string(&mut text).ok()?;
+    let m: capture::Manifest = serde_json::from_str(&text).ok()?;
+    let fp = m.fingerprint?;
+    if fp.scheme != capture::fingerprint_scheme() {
+        return None;
+    }
+    u64::from_str_radix(&fp.value, 16).ok()
+}
+
+/// Reads one input on a worker thread: the recorded fingerprint when allowed and present,
+/// else a scan.
+fn read_node(p: &Path, opts: &LoadOptions, recorded: bool) -> Read {
+    if recorded && let Some(fp) = recorded_fingerprint(p) {
+        return Read::Recorded(fp);
+    }
+    match scan_node(p, opts) {
+        Ok((fp, t)) => Read::Scanned(fp, Box::new(t)),
+        Err(e) => Read::Failed(e),
+    }
 }
 
 /// Peak resident memory of this process (`VmHWM` in `/proc/self/status`), as the kernel
@@ -196,6 +253,16 @@ fn peak_rss() -> Option<String> {
     s.lines()
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .map(|v| v.trim().to_string())
+}
+
+/// User + system CPU seconds of this process so far (`/proc/self/stat` fields 14 and 15, in
+/// clock ticks of 100 Hz, the `USER_HZ` Linux reports there).
+fn cpu_seconds() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let rest = &s[s.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    Some(ticks as f64 / 100.0)
 }
 
 /// Expands the inputs: directories into their entries (sorted), files as given.
@@ -223,8 +290,23 @@ fn expand(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
+/// A progress bar on stderr when it is a terminal, hidden otherwise.
+fn progress(len: usize) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let pb = indicatif::ProgressBar::new(len as u64);
+    if let Ok(s) = indicatif::ProgressStyle::with_template(
+        "{bar:30} {pos}/{len} nodes  {per_sec}  eta {eta}  {msg}",
+    ) {
+        pb.set_style(s);
+    }
+    pb
+}
+
 /// Runs `peerpath fleet`; exit 0 when every node is in a majority group, 1 when there are
-/// outliers or unreadable inputs.
+/// outliers or unreadable inputs, 130 when interrupted (after printing the partial report).
 pub fn run_fleet(a: &FleetArgs) -> Result<u8> {
     if !(0.0..1.0).contains(&a.majority_share) {
         bail!("--majority-share must be in [0, 1)");
@@ -234,6 +316,10 @@ pub fn run_fleet(a: &FleetArgs) -> Result<u8> {
         bail!("no inputs found");
     }
     let started = std::time::Instant::now();
+    let cpu0 = cpu_seconds();
+    // Ctrl-C sets a flag (the probe's handler); the loop stops after the batch in flight and
+    // the nodes read so far are reported.
+    peerpath::probe::install_interrupt_handler();
     let mut f = fleet::Fleet::new();
     // Device names are not part of a fingerprint: skip reading pci.ids once per node.
     let no_names = LoadOptions {
@@ -244,11 +330,19 @@ pub fn run_fleet(a: &FleetArgs) -> Result<u8> {
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
+    let pb = progress(files.len());
+    let mut interrupted = false;
+    // Recorded fingerprints checked against their files: fingerprint → whether they matched.
+    let mut checked: std::collections::HashMap<u64, bool> = std::collections::HashMap::new();
     // Batches of 4 inputs per worker: each worker takes every jobs-th input of the batch, the
-    // views are added in input order, then dropped (only new groups keep one).
+    // nodes are added in input order, and their topologies dropped unless one starts a group.
     for batch in files.chunks(jobs * 4) {
-        let mut results: Vec<Option<std::result::Result<diff::NodeView, String>>> =
-            (0..batch.len()).map(|_| None).collect();
+        if peerpath::probe::interrupted() {
+            interrupted = true;
+            break;
+        }
+        let mut results: Vec<Option<Read>> = (0..batch.len()).map(|_| None).collect();
+        let recorded = !a.rescan;
         std::thread::scope(|sc| {
             let handles: Vec<_> = (0..jobs.min(batch.len()))
                 .map(|w| {
@@ -256,7 +350,7 @@ pub fn run_fleet(a: &FleetArgs) -> Result<u8> {
                     sc.spawn(move || {
                         (w..batch.len())
                             .step_by(jobs)
-                            .map(|i| (i, view_of(&batch[i], no_names)))
+                            .map(|i| (i, read_node(&batch[i], no_names, recorded)))
                             .collect::<Vec<_>>()
                     })
                 })
@@ -271,25 +365,63 @@ pub fn run_fleet(a: &FleetArgs) -> Result<u8> {
             }
         });
         for (p, r) in batch.iter().zip(results) {
+            let name = fleet::node_name(p);
+            let shown = p.display().to_string();
+            let r = match r {
+                // A recorded fingerprint joins its group once that group's first capture was
+                // scanned and matched it; a fingerprint that did not match is never trusted.
+                Some(Read::Recorded(fp)) => match checked.get(&fp) {
+                    Some(true) if f.add_known(&name, fp) => continue,
+                    Some(false) => Some(read_node(p, &no_names, false)),
+                    _ => {
+                        let r = read_node(p, &no_names, false);
+                        if let Read::Scanned(got, _) = &r {
+                            checked.insert(fp, *got == fp);
+                            if *got != fp {
+                                f.add_note(format!(
+                                    "{shown}: the fingerprint its manifest records ({fp:016x}) is not that of its files ({got:016x}); captures recording {fp:016x} are scanned"
+                                ));
+                            }
+                        }
+                        Some(r)
+                    }
+                },
+                r => r,
+            };
             match r {
-                Some(Ok(v)) => f.add_view(&fleet::node_name(p), v),
-                Some(Err(e)) => f.add_error(&p.display().to_string(), e),
-                None => f.add_error(&p.display().to_string(), "worker thread failed".into()),
+                Some(Read::Scanned(fp, t)) => f.add_fingerprinted(&name, fp, *t),
+                Some(Read::Failed(e)) => f.add_error(&shown, e),
+                Some(Read::Recorded(_)) | None => {
+                    f.add_error(&shown, "worker thread failed".into())
+                }
             }
         }
+        pb.inc(batch.len() as u64);
+        pb.set_message(format!("{} group(s)", f.group_count()));
     }
+    pb.finish_and_clear();
     let groups = f.group_count();
-    let s = f.finish(a.majority_share);
+    let read = f.node_count();
     if a.stats {
         let secs = started.elapsed().as_secs_f64();
+        let cpu = match (cpu0, cpu_seconds()) {
+            (Some(x), Some(y)) => format!(
+                ", {:.2} ms CPU per input",
+                (y - x) * 1000.0 / (read.max(1)) as f64
+            ),
+            _ => String::new(),
+        };
         eprintln!(
-            "peerpath: fleet: {} input(s) in {secs:.2} s ({:.1}/s), {groups} group(s), peak RSS {}",
-            files.len(),
-            files.len() as f64 / secs.max(1e-9),
+            "peerpath: fleet: {read} input(s) in {secs:.2} s ({:.1}/s){cpu}, {groups} group(s), peak RSS {}",
+            read as f64 / secs.max(1e-9),
             peak_rss().unwrap_or_else(|| "unknown (no /proc/self/status)".into())
         );
     }
+    let s = f.finish(a.majority_share, files.len(), interrupted);
     if s.nodes == 0 {
+        if interrupted {
+            bail!("interrupted before any input was read");
+        }
         bail!(
             "none of the {} input(s) could be read (first: {})",
             s.unreadable.len(),
@@ -300,10 +432,12 @@ pub fn run_fleet(a: &FleetArgs) -> Result<u8> {
         );
     }
     match a.format {
-        Format::Text => print!("{}", peerpath::render::fleet::render_text(&s)),
+        Format::Text => print!("{}", peerpath::render::fleet::render_text(&s, a.verbose)),
         Format::Json => println!("{}", serde_json::to_string_pretty(&s)?),
     }
-    Ok(if s.outliers.is_empty() && s.unreadable.is_empty() {
+    Ok(if interrupted {
+        130
+    } else if s.outliers.is_empty() && s.unreadable.is_empty() {
         0
     } else {
         1

@@ -208,6 +208,7 @@ pub fn run(a: ExportArgs) -> Result<u8> {
                 &prom::PromInputs {
                     now_unix: now,
                     audit: Some(&report),
+                    fingerprint: Some(peerpath::analysis::fleet::fingerprint(&topo)),
                 },
             )
         }

@@ -19,7 +19,9 @@ pub struct FixtureArgs {
     #[arg(long)]
     unprivileged: bool,
     /// Fault to inject (repeatable): acs-redirect=BDF, acs=BDF,HEX (exact ACS control),
-    /// link-width=BDF,W, aer=BDF,C,N,F, iommu-type=BDF,TYPE, no-peermem, vm.
+    /// link-width=BDF,W, aer=BDF,C,N,F, iommu-type=BDF,TYPE, move=BDF,NUMA (the card to a new
+    /// root port on that NUMA node; RDMA devices renamed in address order, as the kernel names
+    /// them), no-peermem, vm.
     #[arg(long, value_name = "FAULT")]
     fault: Vec<String>,
     /// List the layouts and exit.

@@ -27,6 +27,11 @@ pub struct PromInputs<'a> {
     /// `peerpath_gdr_ready` come from it. `None`: no audit ran, and both are left out rather
     /// than written as zeros.
     pub audit: Option<&'a Report>,
+    /// The topology fingerprint (`peerpath fleet`'s,
+    /// [`crate::analysis::fleet::fingerprint`]): the `fingerprint` label of `peerpath_info`,
+    /// so Prometheus can group nodes by layout (`count by (fingerprint) (peerpath_info)`).
+    /// `None` leaves the label out.
+    pub fingerprint: Option<u64>,
 }
 
 /// Escapes a label value (`\`, `"`, newline).
@@ -70,15 +75,18 @@ fn fmt_value(v: f64) -> String {
 pub fn render(p: &Paths, view: &NodeView, r: &Rails, i: &PromInputs) -> String {
     let t = p.topo();
     let mut o = Out { s: String::new() };
-    o.metric("peerpath_info", "Where this topology came from (value 1).");
-    o.sample(
+    o.metric(
         "peerpath_info",
-        &[
-            ("source", t.source.kind.clone()),
-            ("version", env!("CARGO_PKG_VERSION").to_string()),
-        ],
-        1.0,
+        "Where this topology came from and its layout fingerprint (value 1).",
     );
+    let mut info = vec![
+        ("source", t.source.kind.clone()),
+        ("version", env!("CARGO_PKG_VERSION").to_string()),
+    ];
+    if let Some(f) = i.fingerprint {
+        info.push(("fingerprint", format!("{f:016x}")));
+    }
+    o.sample("peerpath_info", &info, 1.0);
     o.metric(
         "peerpath_gpu_nic_path",
         "Path label between a GPU and a NIC (one series per pair, value 1; rail=\"true\" marks the NIC assigned to the GPU).",

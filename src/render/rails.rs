@@ -29,24 +29,47 @@ pub fn render_text(r: &Rails) -> String {
         "  {:<5} {:<6} {:<14} {:<12} {:<14} {:<5} {:<5} {:<8} link",
         "rail", "gpu", "gpu bdf", "nic", "nic bdf", "port", "path", "speed"
     );
-    for p in &r.ports {
-        let _ = writeln!(
-            s,
-            "  {:<5} {:<6} {:<14} {:<12} {:<14} {:<5} {:<5} {:<8} {}",
-            p.rail,
-            if p.gpus.is_empty() {
-                "-".to_string()
-            } else {
-                p.gpus.join(",")
-            },
-            p.gpu_bdf.as_deref().unwrap_or("-"),
-            p.nic,
-            p.nic_bdf,
-            p.port.map(|x| x.to_string()).unwrap_or_else(|| "?".into()),
-            p.path,
-            p.speed,
-            p.link_layer.as_deref().unwrap_or("?")
-        );
+    // Rows in rail order: ports, GPUs without a rail in their rail's place, ports on no rail
+    // last.
+    let mut rows: Vec<(Option<usize>, String)> = r
+        .ports
+        .iter()
+        .map(|p| {
+            (
+                p.rail,
+                format!(
+                    "  {:<5} {:<6} {:<14} {:<12} {:<14} {:<5} {:<5} {:<8} {}",
+                    p.rail.map_or("none".to_string(), |r| r.to_string()),
+                    if p.gpus.is_empty() {
+                        "-".to_string()
+                    } else {
+                        p.gpus.join(",")
+                    },
+                    p.gpu_bdf.as_deref().unwrap_or("-"),
+                    p.nic,
+                    p.nic_bdf,
+                    p.port.map(|x| x.to_string()).unwrap_or_else(|| "?".into()),
+                    p.path,
+                    p.speed,
+                    p.link_layer.as_deref().unwrap_or("?")
+                ),
+            )
+        })
+        .collect();
+    rows.extend(r.missing.iter().map(|m| {
+        (
+            m.rail,
+            format!(
+                "  {:<5} {:<6} {:<14} no NIC within PXB: no port on this rail",
+                m.rail.map_or("-".to_string(), |r| r.to_string()),
+                m.gpu,
+                m.gpu_bdf
+            ),
+        )
+    }));
+    rows.sort_by_key(|(rail, _)| (rail.is_none(), *rail));
+    for (_, row) in rows {
+        let _ = writeln!(s, "{row}");
     }
     if !r.other_nics.is_empty() {
         let _ = writeln!(s, "  not on a rail: {}", r.other_nics.join(", "));
@@ -72,10 +95,25 @@ pub fn render_text(r: &Rails) -> String {
     if r.nodes > 1 {
         let _ = writeln!(s, "For {} nodes, by rail (one leaf per rail):", r.nodes);
         for g in &r.by_rail {
+            if g.ports == 0 {
+                let _ = writeln!(
+                    s,
+                    "  rail {:<3} leaf {:<3} no port from these nodes (its GPU has no NIC within PXB)",
+                    g.rail, g.rail
+                );
+            } else {
+                let _ = writeln!(
+                    s,
+                    "  rail {:<3} leaf {:<3} {} x {}",
+                    g.rail, g.rail, g.ports, g.speed
+                );
+            }
+        }
+        if r.off_rail_ports > 0 {
             let _ = writeln!(
                 s,
-                "  rail {:<3} leaf {:<3} {} x {}",
-                g.rail, g.rail, g.ports, g.speed
+                "  no rail   leaf ?   {} port(s) within PXB of no GPU: the topology cannot tell their leaf",
+                r.off_rail_ports * r.nodes
             );
         }
         let _ = writeln!(s, "Total: {}", pl(&r.plant_total));

@@ -110,6 +110,143 @@ pub fn with_iommu_type(mut spec: Spec, bdf: Bdf, ty: &str) -> Result<Spec, SpecE
     Ok(spec)
 }
 
+/// Moves the card holding `bdf` (every function on its bus and device number, and their VFs)
+/// out of its slot into a new root port on a new host bridge of NUMA node `numa`, as when a NIC
+/// is re-seated in a slot of the other socket. The port it left stays, with its link down
+/// (`current_link_width` 0). The new host bridge takes the bus 9 above the highest bus in use
+/// (`d7` on [`hgx_h100`]), its root port is `BB:01.0` with the next free slot number, and the
+/// card's functions land on `BB+1:00.f`. Like the kernel, which names `mlx5_N` and `ibN` in
+/// probe (PCI address) order, every RDMA device and InfiniBand netdev of that naming is renamed
+/// in address order afterwards, so other cards may change name too. A DMAR unit is added for
+/// the new host bridge, as the layouts have one per host bridge.
+pub fn with_moved_card(mut spec: Spec, bdf: Bdf, numa: u32) -> Result<Spec, SpecError> {
+    let f = find(&mut spec, bdf)?.clone();
+    let Some(old_port) = f.parent else {
+        return Err(SpecError::Invalid(
+            bdf,
+            "function is on a root bus: no slot to leave".into(),
+        ));
+    };
+    if f.role.is_bridge() || f.physfn.is_some() {
+        return Err(SpecError::Invalid(
+            bdf,
+            "only a card's physical function can be moved".into(),
+        ));
+    }
+    if !spec.numa_nodes.iter().any(|n| n.id == numa) {
+        return Err(SpecError::Other(format!("fault move: no NUMA node {numa}")));
+    }
+    let card: Vec<Bdf> = spec
+        .functions
+        .iter()
+        .filter(|g| {
+            g.parent == Some(old_port) && g.bdf.bus == bdf.bus && g.bdf.device == bdf.device
+        })
+        .map(|g| g.bdf)
+        .collect();
+    let max_bus = spec
+        .functions
+        .iter()
+        .map(|g| g.bdf.bus)
+        .chain(spec.host_bridges.iter().map(|h| h.bus))
+        .max()
+        .unwrap_or(0);
+    let Some(bus) = max_bus.checked_add(9).filter(|b| *b < 0xff) else {
+        return Err(SpecError::Other(
+            "fault move: no free bus for a new host bridge".into(),
+        ));
+    };
+    let link = f.link.map(|l| Link::full(l.max_speed, l.max_width));
+    let old = spec
+        .function_mut(old_port)
+        .ok_or(SpecError::NoSuchFunction(old_port))?;
+    if let Some(l) = old.link.as_mut() {
+        l.width = 0;
+        l.speed = 2.5;
+    }
+    // The empty port keeps its bus range: the secondary bus the card was on.
+    old.secondary_bus = Some(bdf.bus);
+    let slot_number = spec
+        .functions
+        .iter()
+        .filter_map(|g| g.slot.as_ref().map(|s| s.number))
+        .max()
+        .map_or(1, |n| n + 1);
+    let rp = Bdf {
+        domain: bdf.domain,
+        bus,
+        device: 1,
+        function: 0,
+    };
+    let mut root = port(
+        rp,
+        None,
+        Role::RootPort,
+        0x8086,
+        0x352a,
+        link.unwrap_or(Link::full(32.0, 16)),
+    );
+    root.slot = Some(Slot {
+        name: slot_number.to_string(),
+        number: slot_number,
+    });
+    root.mps_supported = 512;
+    spec.functions.push(root);
+    spec.host_bridges.push(HostBridgeSpec {
+        domain: bdf.domain,
+        bus,
+        numa_node: Some(numa),
+    });
+    spec.host_bridges.sort_by_key(|h| (h.domain, h.bus));
+    let new_bus = bus + 1;
+    let moved = |b: Bdf| Bdf {
+        domain: b.domain,
+        bus: new_bus,
+        device: 0,
+        function: b.function,
+    };
+    for g in spec.functions.iter_mut() {
+        if card.contains(&g.bdf) {
+            g.bdf = moved(g.bdf);
+            g.parent = Some(rp);
+            if let Some(l) = g.link.as_mut() {
+                *l = Link::full(l.max_speed, l.max_width);
+            }
+        } else if let Some(pf) = g.physfn.filter(|p| card.contains(p)) {
+            g.physfn = Some(moved(pf));
+            g.parent = Some(rp);
+            g.bdf.bus = new_bus;
+        }
+    }
+    spec.node
+        .iommu_units
+        .push(format!("dmar{}", spec.node.iommu_units.len()));
+    number_iommu_groups(&mut spec);
+    rename_in_probe_order(&mut spec);
+    Ok(spec)
+}
+
+/// Renames `mlx5_N` RDMA devices and `ibN` netdevs in PCI address order, as the kernel's probe
+/// order names them (functions are in address order after `number_iommu_groups`).
+fn rename_in_probe_order(spec: &mut Spec) {
+    let numbered = |name: &str, prefix: &str| {
+        name.strip_prefix(prefix)
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit()))
+    };
+    spec.functions.sort_by_key(|f| f.bdf);
+    let (mut r, mut n) = (0, 0);
+    for f in spec.functions.iter_mut() {
+        for d in f.rdma.iter_mut().filter(|d| numbered(&d.name, "mlx5_")) {
+            d.name = format!("mlx5_{r}");
+            r += 1;
+        }
+        for d in f.netdevs.iter_mut().filter(|d| numbered(&d.name, "ib")) {
+            d.name = format!("ib{n}");
+            n += 1;
+        }
+    }
+}
+
 /// Removes the GPUDirect RDMA peer module: no `nvidia_peermem`/`nv_peer_mem` module and no
 /// `memory_peers` client.
 pub fn without_peer_module(mut spec: Spec) -> Spec {
@@ -142,7 +279,7 @@ pub fn as_vm(mut spec: Spec) -> Spec {
 
 /// Applies a fault given as text (the CLI's `--fault`):
 /// `acs-redirect=BDF`, `acs=BDF,HEX`, `link-width=BDF,W`, `aer=BDF,COR,NONFATAL,FATAL`,
-/// `iommu-type=BDF,TYPE`, `no-peermem`, `vm`.
+/// `iommu-type=BDF,TYPE`, `move=BDF,NUMA`, `no-peermem`, `vm`.
 pub fn apply_fault(spec: Spec, fault: &str) -> Result<Spec, SpecError> {
     let (kind, arg) = fault.split_once('=').unwrap_or((fault, ""));
     let args: Vec<&str> = arg.split(',').map(str::trim).collect();
@@ -181,10 +318,11 @@ pub fn apply_fault(spec: Spec, fault: &str) -> Result<Spec, SpecError> {
                 .ok_or_else(|| SpecError::Other("fault iommu-type: missing TYPE".into()))?;
             with_iommu_type(spec, bdf(0)?, ty)
         }
+        "move" => with_moved_card(spec, bdf(0)?, num(1)? as u32),
         "no-peermem" => Ok(without_peer_module(spec)),
         "vm" => Ok(as_vm(spec)),
         _ => Err(SpecError::Other(format!(
-            "unknown fault '{kind}' (known: acs-redirect=BDF, acs=BDF,HEX, link-width=BDF,W, aer=BDF,C,N,F, iommu-type=BDF,TYPE, no-peermem, vm)"
+            "unknown fault '{kind}' (known: acs-redirect=BDF, acs=BDF,HEX, link-width=BDF,W, aer=BDF,C,N,F, iommu-type=BDF,TYPE, move=BDF,NUMA, no-peermem, vm)"
         ))),
     }
 }
