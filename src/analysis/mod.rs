@@ -9,6 +9,7 @@ pub mod audit;
 pub mod classify;
 pub mod cores;
 pub mod diff;
+pub mod evidence;
 pub mod fleet;
 pub mod nccl;
 pub mod nvlink;

@@ -13,7 +13,13 @@ pub mod config;
 pub mod cpulist;
 pub mod hwloc;
 pub mod ib;
+pub mod joblog;
+pub mod nccl_env;
+pub mod nccl_log;
+pub mod nccl_tests;
+pub mod perftest;
 pub mod resource;
+pub mod text;
 
 use std::fmt;
 
