@@ -153,7 +153,7 @@ pub fn judge_run(
 pub fn bytes(b: u64) -> String {
     const U: [(&str, u64); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
     for (u, n) in U {
-        if b >= n && b % n == 0 {
+        if b >= n && b.is_multiple_of(n) {
             return format!("{} {u}", b / n);
         }
     }

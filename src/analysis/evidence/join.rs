@@ -185,7 +185,8 @@ impl<'a> Topo<'a> {
             (Some(CauseKind::GdrLevelEnv), _, _) => "unset NCCL_NET_GDR_LEVEL (or set it to the path class the topology gives)".into(),
             (Some(CauseKind::Distance), _, Some(true)) => "the topology says this pair is local: check NCCL_NET_GDR_LEVEL and whether NCCL sees the same PCIe tree (VM, NCCL_TOPO_FILE)".into(),
             (Some(CauseKind::Distance), _, _) => "pin the rank to a GPU near its NIC (peerpath place) or raise NCCL_NET_GDR_LEVEL knowingly".into(),
-            (_, P::Missing | P::LoadedNotRegistered | P::NoDriver, _) => "load nvidia-peermem or use dma-buf (open kernel module, NCCL ≥ 2.13)".into(),
+            (Some(CauseKind::NoModule | CauseKind::NicDisabled | CauseKind::NotShown), P::DmaBufOnly, _) => "this node offers only dma-buf (open kernel module): NCCL uses it from 2.13 with a dma-buf capable NIC driver — upgrade NCCL, or load nvidia-peermem".into(),
+            (_, P::Missing | P::LoadedNotRegistered | P::NoDriver, _) | (Some(CauseKind::NoModule), _, _) => "load nvidia-peermem or use dma-buf (open kernel module, NCCL ≥ 2.13)".into(),
             (_, P::Unknown, _) => "check that nvidia-peermem is loaded (the snapshot does not show /sys/module) or use dma-buf".into(),
             _ => "read NCCL_DEBUG_SUBSYS=INIT,NET output for the per-NIC GDR check".into(),
         })

@@ -190,8 +190,7 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
         } else {
             banners
                 .iter()
-                .filter(|b| b.0 <= p.first_line())
-                .next_back()
+                .rfind(|b| b.0 <= p.first_line())
                 .or(banners.first())
                 .map(|b| b.1)
         };
@@ -205,12 +204,7 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
                 );
             }
         }
-        if let Some(cmd) = log
-            .commands
-            .iter()
-            .filter(|c| c.line < p.first_line())
-            .next_back()
-        {
+        if let Some(cmd) = log.commands.iter().rfind(|c| c.line < p.first_line()) {
             for (k, val) in &cmd.env {
                 p.env
                     .entry(k.clone())
