@@ -13,7 +13,7 @@ use crate::parse::nccl_log::topo::NodeId;
 use crate::parse::nccl_log::{
     Comm, Entry, GpuGdr, GpuGdrForm, NetChannel, NicGdr, NicList, Record, VirtualNic,
 };
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// NCCL's busId integer (`busIdToInt64`: the hex digits of `DDDD:BB:DD.F`) as a PCI address.
 pub fn bdf_of_bus_id(v: u64) -> Option<Bdf> {
@@ -116,6 +116,75 @@ struct Subject {
     cuda_dev: Option<i64>,
     nvml_dev: Option<u32>,
     lines: BTreeSet<usize>,
+}
+
+/// The subjects of one input, indexed by (host, rank) and (host, busId): lookups stay cheap on
+/// logs of thousands of ranks.
+#[derive(Default)]
+struct Subjects {
+    v: Vec<Subject>,
+    by_rank: HashMap<(String, u32), Vec<usize>>,
+    by_bus: HashMap<(String, u64), usize>,
+}
+
+impl Subjects {
+    /// The subject of `rank` on `host` (same pid, or a pid not known on one side), created
+    /// when new.
+    fn rank(&mut self, host: &str, pid: Option<u32>, rank: u32) -> usize {
+        let key = (host.to_string(), rank);
+        if let Some(c) = self.by_rank.get(&key) {
+            for &i in c {
+                let s = &self.v[i];
+                if pid.is_none() || s.pid.is_none() || pid == s.pid {
+                    return i;
+                }
+            }
+        }
+        self.v.push(Subject {
+            host: host.to_string(),
+            pid,
+            rank: Some(rank),
+            ..Default::default()
+        });
+        let i = self.v.len() - 1;
+        self.by_rank.entry(key).or_default().push(i);
+        i
+    }
+
+    /// The subject of the GPU with `bus` on `host` (first one with it), created when new; a GPU
+    /// of unknown bus is always a new subject.
+    fn bus(&mut self, host: &str, bus: Option<u64>) -> usize {
+        if let Some(b) = bus
+            && let Some(&i) = self.by_bus.get(&(host.to_string(), b))
+        {
+            return i;
+        }
+        self.v.push(Subject {
+            host: host.to_string(),
+            bus_id: bus,
+            ..Default::default()
+        });
+        let i = self.v.len() - 1;
+        if let Some(b) = bus {
+            self.by_bus.insert((host.to_string(), b), i);
+        }
+        i
+    }
+
+    /// Sets a subject's busId and indexes it (a busId already taken keeps its first subject).
+    fn set_bus(&mut self, i: usize, b: u64) {
+        self.v[i].bus_id = Some(b);
+        self.by_bus.entry((self.v[i].host.clone(), b)).or_insert(i);
+    }
+
+    /// Indexes the busIds set so far.
+    fn index_buses(&mut self) {
+        for (i, s) in self.v.iter().enumerate() {
+            if let Some(b) = s.bus_id {
+                self.by_bus.entry((s.host.clone(), b)).or_insert(i);
+            }
+        }
+    }
 }
 
 /// The per-input results of [`judge`].
@@ -234,34 +303,7 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
         p.version = v;
     }
 
-    let mut subjects: Vec<Subject> = Vec::new();
-    let find = |subjects: &mut Vec<Subject>,
-                host: &str,
-                pid: Option<u32>,
-                rank: Option<u32>,
-                bus_id: Option<u64>|
-     -> usize {
-        let pos = subjects.iter().position(|s| {
-            s.host == host
-                && match (rank, s.rank) {
-                    (Some(r), Some(sr)) => {
-                        r == sr && (pid.is_none() || s.pid.is_none() || pid == s.pid)
-                    }
-                    (None, _) => bus_id.is_some() && s.bus_id == bus_id,
-                    (Some(_), None) => false,
-                }
-        });
-        pos.unwrap_or_else(|| {
-            subjects.push(Subject {
-                host: host.to_string(),
-                pid,
-                rank,
-                bus_id,
-                ..Default::default()
-            });
-            subjects.len() - 1
-        })
-    };
+    let mut subj = Subjects::default();
     // Comm lines: rank, busId, devices; the shape line by comm pointer.
     let mut comm_rank: BTreeMap<(usize, String), usize> = BTreeMap::new();
     for (pi, p) in procs.iter().enumerate() {
@@ -274,8 +316,8 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
                 continue;
             };
             let bus_id = c.bus_id.as_deref().and_then(hex);
-            let i = find(&mut subjects, &p.host, Some(p.pid), Some(*rank), None);
-            let s = &mut subjects[i];
+            let i = subj.rank(&p.host, Some(p.pid), *rank);
+            let s = &mut subj.v[i];
             s.proc_idx = Some(pi);
             s.pid = Some(p.pid);
             s.nranks = c.nranks.or(s.nranks);
@@ -303,8 +345,8 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
             let bus_form = bracket_is_bus_id(bracket).filter(|_| {
                 p.version.hi <= (18, 1) || p.version.source == version::VersionSource::Unknown
             });
-            let i = find(&mut subjects, &p.host, Some(p.pid), Some(rank), None);
-            let s = &mut subjects[i];
+            let i = subj.rank(&p.host, Some(p.pid), rank);
+            let s = &mut subj.v[i];
             s.proc_idx = Some(pi);
             s.pid = Some(p.pid);
             match bus_form {
@@ -326,8 +368,8 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
     // nccl-tests devices.
     for run in &job.tests.runs {
         for d in &run.devices {
-            let i = find(&mut subjects, &d.host, d.pid, Some(d.rank), None);
-            let s = &mut subjects[i];
+            let i = subj.rank(&d.host, d.pid, d.rank);
+            let s = &mut subj.v[i];
             s.pid = s.pid.or(d.pid);
             s.cuda_dev = s.cuda_dev.or(Some(i64::from(d.device)));
             if let Some(b) = d.bus.strip_prefix("0x") {
@@ -342,6 +384,7 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
             s.lines.insert(run.line);
         }
     }
+    subj.index_buses();
     // Per-GPU GDR lines: about a GPU (busId) or a rank (2.24–2.25), from any process of a host.
     let mut gpu_lines: Vec<(usize, &GpuGdr, &Entry, usize)> = Vec::new();
     for (pi, p) in procs.iter().enumerate() {
@@ -351,30 +394,28 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
             };
             let gpu_is_rank = matches!(g.form, GpuGdrForm::Mode)
                 || (g.form == GpuGdrForm::Classic && bracket_is_bus_id(&g.gpu) == Some(false));
-            let i = if g.form == GpuGdrForm::Ids {
-                let i = find(&mut subjects, &p.host, Some(p.pid), g.rank, None);
-                subjects[i].bus_id = subjects[i].bus_id.or(hex(&g.gpu));
-                i
-            } else if gpu_is_rank {
-                find(
-                    &mut subjects,
-                    &p.host,
-                    Some(p.pid),
-                    g.gpu.parse().ok(),
-                    None,
-                )
-            } else {
-                let bus = hex(&g.gpu);
-                match subjects
-                    .iter()
-                    .position(|s| s.host == p.host && s.bus_id.is_some() && s.bus_id == bus)
-                {
-                    Some(i) => i,
-                    None => find(&mut subjects, &p.host, None, None, bus),
+            let i = match (g.form, gpu_is_rank) {
+                (GpuGdrForm::Ids, _) => {
+                    let bus = hex(&g.gpu);
+                    let i = match g.rank {
+                        Some(k) => subj.rank(&p.host, Some(p.pid), k),
+                        None => subj.bus(&p.host, bus),
+                    };
+                    if let Some(b) = bus
+                        && subj.v[i].bus_id.is_none()
+                    {
+                        subj.set_bus(i, b);
+                    }
+                    i
                 }
+                (_, true) => match g.gpu.parse() {
+                    Ok(k) => subj.rank(&p.host, Some(p.pid), k),
+                    Err(_) => subj.bus(&p.host, None),
+                },
+                _ => subj.bus(&p.host, hex(&g.gpu)),
             };
-            if subjects[i].lines.len() < 6 {
-                subjects[i].lines.insert(e.line);
+            if subj.v[i].lines.len() < 6 {
+                subj.v[i].lines.insert(e.line);
             }
             gpu_lines.push((i, g, e, pi));
         }
@@ -382,14 +423,18 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
     // NCCL's path print rerouting a GPU–NIC pair that shares a switch.
     let rerouted = rerouted_pairs(&procs);
     for r in &rerouted {
-        let i = match subjects
-            .iter()
-            .position(|s| s.host == r.host && s.bus_id == Some(r.gpu))
-        {
-            Some(i) => i,
-            None => find(&mut subjects, &r.host, None, None, Some(r.gpu)),
-        };
-        subjects[i].lines.insert(r.line);
+        let i = subj.bus(&r.host, Some(r.gpu));
+        subj.v[i].lines.insert(r.line);
+    }
+    let subjects = subj.v;
+    // Each subject's connections and GDR lines, grouped once.
+    let mut conns_of: Vec<Vec<usize>> = vec![Vec::new(); subjects.len()];
+    for (k, c) in conns.iter().enumerate() {
+        conns_of[c.0].push(k);
+    }
+    let mut gpu_of: Vec<Vec<usize>> = vec![Vec::new(); subjects.len()];
+    for (k, g) in gpu_lines.iter().enumerate() {
+        gpu_of[g.0].push(k);
     }
 
     let mut ranks = Vec::new();
@@ -400,9 +445,9 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
                 .position(|p| p.host == s.host && Some(p.pid) == s.pid)
         });
         let my_conns: Vec<&(usize, &NetChannel, &Entry)> =
-            conns.iter().filter(|c| c.0 == si).collect();
+            conns_of[si].iter().map(|&k| &conns[k]).collect();
         let my_gpu: Vec<&(usize, &GpuGdr, &Entry, usize)> =
-            gpu_lines.iter().filter(|g| g.0 == si).collect();
+            gpu_of[si].iter().map(|&k| &gpu_lines[k]).collect();
         let my_reroute: Vec<&Rerouted> = rerouted
             .iter()
             .filter(|r| r.host == s.host && Some(r.gpu) == s.bus_id)

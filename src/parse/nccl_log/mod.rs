@@ -135,6 +135,9 @@ fn host_char(c: char) -> bool {
     !(c.is_whitespace() || matches!(c, '.' | '/' | '%' | ':' | ']' | '[' | '(' | ')'))
 }
 
+/// How far before `NCCL INFO` a header is looked for, in bytes.
+const WINDOW: usize = 1024;
+
 /// Finds every NCCL header in a line.
 fn find_headers(line: &str) -> Vec<Found> {
     let mut out = Vec::new();
@@ -173,7 +176,13 @@ fn find_headers(line: &str) -> Vec<Found> {
 /// Reads `host:pid:tid [dev] [source ]` backwards from the `NCCL` word at `at`; returns where the
 /// host starts and the header.
 fn header_before(line: &str, at: usize, level: Level) -> Option<(usize, Header)> {
-    let before = line[..at].trim_end();
+    // A header is short (host name ≤ 255, pid, tid, `[dev]`, a WARN's `file:line (func)`): look
+    // back a bounded window, so a line of many `NCCL` words stays linear.
+    let mut from = at.saturating_sub(WINDOW);
+    while !line.is_char_boundary(from) {
+        from += 1;
+    }
+    let (base, before) = (from, line[from..at].trim_end());
     // The bracket: the last `[int]` before the word, with only `file:line (func)` (WARN) or
     // `time func:line` (TRACE) between.
     let open = before.rfind('[')?;
@@ -204,7 +213,7 @@ fn header_before(line: &str, at: usize, level: Level) -> Option<(usize, Header)>
         return None;
     }
     Some((
-        host_start,
+        base + host_start,
         Header {
             host,
             pid,
