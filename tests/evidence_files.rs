@@ -610,3 +610,47 @@ fn non_utf8_and_probe_documents_are_handled() {
         Input::from_bytes("p.json", br#"{"schema":"peerpath.probe/1","results":[]}"#).unwrap_err();
     assert!(format!("{e:#}").contains("re-run"), "{e:#}");
 }
+
+#[test]
+fn a_probe_document_is_read_as_probe_evidence() {
+    use peerpath::probe::cuda::CudaReport;
+    use peerpath::probe::fabric::Op;
+    use peerpath::probe::memory::MemoryKind;
+    use peerpath::probe::report::{CellResult, Direction, GpuRef, NicRef, PROBE_SCHEMA, ProbeReport};
+    use peerpath::probe::verdict::Verdict;
+    let cell = CellResult {
+        gpu: Some(GpuRef {
+            bdf: Some("0000:3a:00.0".parse().unwrap()),
+            cuda: Some(2),
+        }),
+        nic: NicRef::verbs("mlx5_2", 1, Some("0000:3b:00.0".parse().unwrap())),
+        memory: MemoryKind::Cuda,
+        direction: Direction::GpuToHost,
+        op: Op::Write,
+        message_bytes: 65536,
+        bytes: 0,
+        seconds: 0.0,
+        gbytes_per_s: 0.0,
+        verified: true,
+        verdict: Verdict::BadPath,
+        expected_label: None,
+        reason: "1.1 GB/s of 48".into(),
+        contradicts: true,
+        control: false,
+        registration: Vec::new(),
+    };
+    let doc = serde_json::to_string(&ProbeReport {
+        schema: PROBE_SCHEMA.into(),
+        fabric: "verbs".into(),
+        results: vec![cell],
+        cuda: CudaReport::unavailable("no driver"),
+        counter_changes: Vec::new(),
+        notes: Vec::new(),
+        interrupted: false,
+    })
+    .unwrap();
+    let r = report_of("probe.json", doc.as_bytes(), None);
+    assert_eq!(r.inputs[0].kinds, ["peerpath-probe"]);
+    assert_eq!(r.probe.len(), 1);
+    assert!(r.probe[0].starts_with("0000:3a:00.0 ↔ verbs:mlx5_2:1 (0000:3b:00.0): bad_path"), "{:?}", r.probe);
+}
