@@ -137,6 +137,10 @@ enum Command {
     /// Group many snapshots or JSON reports by topology fingerprint and show the outliers.
     /// Exit 0: no outlier; 1: outliers or unreadable inputs; 2: nothing could be read.
     Fleet(cli::capture::FleetArgs),
+    /// Read what a job printed (NCCL INFO logs, nccl-tests, perftest, probe JSON) into per-rank
+    /// GDR and bandwidth verdicts, joined to a topology with -i (docs/evidence.md).
+    /// Exit 0: nothing wrong shown; 1: GDR off, low bandwidth or errors; 2: unreadable input.
+    Evidence(cli::evidence::EvidenceArgs),
     /// Live transfer probe: loopback RDMA WRITE/READ from GPU and host memory on each chosen
     /// GPU–NIC pair, verified and judged against the classification (docs/probe.md).
     Probe(cli::probe::ProbeArgs),
@@ -213,12 +217,15 @@ fn run(cli: Cli) -> Result<u8> {
             );
             Ok(0)
         }
-        Command::Audit { input, args } => cli::audit::run(&load(&input)?, &args),
+        Command::Audit { input, args } => {
+            cli::audit::run(&load(&input)?, &args, input.input.is_none())
+        }
         Command::Report { input, args } => cli::report::run(&load(&input)?, &args),
         Command::Fixture(a) => cli::fixture::run(a),
         Command::Probe(args) => {
             cli::probe::run(args, |input| sources::load(input, &LoadOptions::default()))
         }
+        Command::Evidence(a) => cli::evidence::run(a),
         Command::Capture(a) => cli::capture::run_capture(&a),
         Command::Diff(a) => cli::capture::run_diff(&a),
         Command::Fleet(a) => cli::capture::run_fleet(&a),

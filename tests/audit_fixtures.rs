@@ -343,6 +343,7 @@ fn builtin_profiles_on_matching_layouts() {
     let opts = AuditOptions {
         profile: audit::profile::Profile::builtin("dgx-a100"),
         evidence: None,
+        ..Default::default()
     };
     let r = audit::run(&t, &opts);
     let d: Vec<&Finding> = r
@@ -356,6 +357,7 @@ fn builtin_profiles_on_matching_layouts() {
     let opts = AuditOptions {
         profile: audit::profile::Profile::builtin("rail-optimised"),
         evidence: None,
+        ..Default::default()
     };
     let r = audit::run(&t, &opts);
     assert!(
@@ -383,6 +385,7 @@ fn toml_profile_pins_rails_by_bus() {
     let opts = AuditOptions {
         profile: Some(profile),
         evidence: None,
+        ..Default::default()
     };
     let clean = audit::run(&load(&layouts::hgx_h100(), false), &opts);
     let d: Vec<&Finding> = clean

@@ -12,6 +12,7 @@ pub mod audit;
 pub mod classify;
 pub mod cores;
 pub mod diff;
+pub mod evidence;
 pub mod fleet;
 pub mod launch;
 pub mod nccl;

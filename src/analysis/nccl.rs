@@ -147,6 +147,19 @@ impl NcclPath {
     pub fn code(self, v: NcclVersion) -> Option<u32> {
         use NcclPath::*;
         let m = v.minor;
+        if m <= 7 {
+            // 2.6–2.7 (`topo.h` of v2.6.4, v2.7.8): no NVB yet, so every later type is one lower.
+            return match self {
+                Loc => Some(0),
+                Nvl => Some(1),
+                Pix => Some(2),
+                Pxb => Some(3),
+                Phb => Some(4),
+                Sys => Some(5),
+                Net => Some(6),
+                Nvb | C2c | Pxn | P2c | Dis => None,
+            };
+        }
         match self {
             Loc => Some(0),
             Nvl => Some(1),
@@ -191,6 +204,34 @@ impl NcclPath {
                 _ => Some(11),
             },
         }
+    }
+
+    /// Every path type, in the 2.28+ order (for decoding a code back into a name).
+    pub const ALL: [NcclPath; 12] = [
+        NcclPath::Loc,
+        NcclPath::Nvl,
+        NcclPath::Nvb,
+        NcclPath::C2c,
+        NcclPath::Pix,
+        NcclPath::Pxb,
+        NcclPath::Pxn,
+        NcclPath::P2c,
+        NcclPath::Phb,
+        NcclPath::Sys,
+        NcclPath::Net,
+        NcclPath::Dis,
+    ];
+
+    /// The path type a numeric code means in version `v` (the inverse of [`NcclPath::code`]),
+    /// e.g. `distance 5` of a 2.7 log is SYS, of a 2.19 log PXN.
+    pub fn from_code(code: u32, v: NcclVersion) -> Option<NcclPath> {
+        Self::ALL.into_iter().find(|p| p.code(v) == Some(code))
+    }
+
+    /// Reads a path type name as NCCL's `NCCL_*_LEVEL` variables accept it (`PHB`, `sys`).
+    pub fn from_name(s: &str) -> Option<NcclPath> {
+        let u = s.trim().to_ascii_uppercase();
+        Self::ALL.into_iter().find(|p| p.as_str() == u)
     }
 
     /// Rank used for "worse than" comparisons in version `v`: the numeric code where the type
@@ -398,6 +439,33 @@ mod tests {
         assert!(!NcclPath::Phb.le(NcclPath::P2c, v("2.30")));
         assert!(NcclPath::Pxb.le(NcclPath::Pxb, v("2.19")));
         assert!(!NcclPath::Sys.le(NcclPath::Pxb, v("2.19")));
+    }
+
+    #[test]
+    fn codes_of_2_6_and_2_7_have_no_nvb() {
+        // v2.6.4 / v2.7.8 topo.h: LOC 0 NVL 1 PIX 2 PXB 3 PHB 4 SYS 5 NET 6.
+        let old = NcclVersion { major: 2, minor: 6 };
+        assert_eq!(NcclPath::Phb.code(v("2.7")), Some(4));
+        assert_eq!(NcclPath::Sys.code(old), Some(5));
+        assert_eq!(NcclPath::Nvb.code(v("2.7")), None);
+        assert_eq!(NcclPath::from_code(5, v("2.7")), Some(NcclPath::Sys));
+        assert_eq!(NcclPath::from_code(5, v("2.8")), Some(NcclPath::Phb));
+        assert_eq!(NcclPath::from_code(5, v("2.19")), Some(NcclPath::Pxn));
+        assert_eq!(NcclPath::from_code(6, v("2.28")), Some(NcclPath::P2c));
+        assert_eq!(NcclPath::from_name("phb"), Some(NcclPath::Phb));
+        for m in 6..=30 {
+            let ver = NcclVersion { major: 2, minor: m };
+            for p in NcclPath::ALL {
+                // 2.12–2.17 define PATH_DIS equal to PATH_SYS: the code reads as SYS.
+                if let Some(c) = p.code(ver) {
+                    let back = NcclPath::from_code(c, ver).unwrap();
+                    assert!(
+                        back == p || (p == NcclPath::Dis && back == NcclPath::Sys),
+                        "2.{m} {p}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

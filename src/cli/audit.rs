@@ -1,10 +1,13 @@
-//! `peerpath audit`: loads the topology, the optional profile and probe evidence, runs every
-//! check and prints text or JSON. Exit 0: no error finding; 1: an error finding; 2: the audit
-//! could not run (returned as an `Err` to `main`).
+//! `peerpath audit`: loads the topology, the optional profile, probe evidence, the job's own
+//! output (`--evidence LOG`) and environment (`--job`), runs every check and prints text or
+//! JSON. Exit 0: no error finding; 1: an error finding; 2: the audit could not run (returned as
+//! an `Err` to `main`).
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
-use peerpath::analysis::audit::{self, AuditOptions, evidence::ProbeEvidence, profile};
+use peerpath::analysis::audit::{self, AuditOptions, evidence::ProbeEvidence, job, profile};
+use peerpath::analysis::classify::{Classifier, ClassifyOptions};
+use peerpath::analysis::evidence::{self as jobev, Input, Loaded, NicSpec, join::Topo};
 use std::path::PathBuf;
 
 /// Output format of `audit`.
@@ -26,25 +29,93 @@ pub struct AuditArgs {
     /// TOML file.
     #[arg(long, value_name = "NAME|FILE")]
     pub profile: Option<String>,
-    /// Probe result (`peerpath probe --format json`); measured verdicts override inferred ones.
+    /// Evidence, repeatable: a probe result (`peerpath probe --format json`; measured verdicts
+    /// override inferred ones) or the job's own output (NCCL log, nccl-tests, perftest; its
+    /// verdicts become evidence-gdr and evidence-bandwidth findings). Kind read from content.
     #[arg(long, value_name = "FILE")]
-    pub evidence: Option<PathBuf>,
+    pub evidence: Vec<PathBuf>,
+    /// NICs the evidence's bandwidth is judged against, N×SPEED in Gb/s (default: the topology's).
+    #[arg(long, value_name = "NxGBPS", value_parser = |s: &str| s.parse::<NicSpec>())]
+    pub nic_gbps: Option<NicSpec>,
+    /// Also check this job's environment (NCCL_*/CUDA_* variables of this process) and, without
+    /// -i, what it can see live (RDMA devices, libibverbs, memlock, /dev/shm, cpuset).
+    #[arg(long)]
+    pub job: bool,
 }
 
-/// Runs the audit on a loaded topology; returns the exit code.
-pub fn run(topo: &peerpath::model::Topology, a: &AuditArgs) -> Result<u8> {
+/// Runs the audit on a loaded topology; returns the exit code. `live` says that the topology
+/// is the machine the command runs on (no `-i`).
+pub fn run(topo: &peerpath::model::Topology, a: &AuditArgs, live: bool) -> Result<u8> {
     let profile = match &a.profile {
         Some(p) => Some(profile::Profile::resolve(p)?),
         None => None,
     };
-    let evidence = match &a.evidence {
-        Some(p) => Some(ProbeEvidence::load(p)?),
-        None => None,
-    };
-    let report = audit::run(topo, &AuditOptions { profile, evidence });
+    let mut probe: Option<ProbeEvidence> = None;
+    let mut logs = Vec::new();
+    for p in &a.evidence {
+        match Input::load(p)? {
+            Input {
+                loaded: Loaded::Probe(e),
+                ..
+            } => match &mut probe {
+                Some(all) => {
+                    all.source = format!("{}, {}", all.source, e.source);
+                    all.measured.extend(e.measured);
+                    all.unmapped.extend(e.unmapped);
+                }
+                None => probe = Some(e),
+            },
+            i => logs.push(i),
+        }
+    }
+    let job_evidence = (!logs.is_empty()).then(|| {
+        let cl = Classifier::new(topo, &ClassifyOptions::default());
+        let t = Topo::new(&cl);
+        jobev::analyze(&logs, Some(&t), &jobev::Options { nic: a.nic_gbps })
+    });
+    let job = a.job.then(|| job_env(live));
+    let report = audit::run(
+        topo,
+        &AuditOptions {
+            profile,
+            evidence: probe,
+            job_evidence,
+            job,
+        },
+    );
     match a.format {
         AuditFormat::Text => print!("{}", peerpath::render::audit::render(&report)),
         AuditFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
     }
     Ok(if report.failed() { 1 } else { 0 })
+}
+
+/// This process's NCCL/CUDA variables, `NCCL_TOPO_FILE` read, and the live facts when `live`.
+fn job_env(live: bool) -> job::JobEnv {
+    let vars: Vec<(String, String)> = std::env::vars()
+        .filter(|(k, _)| k.starts_with("NCCL_") || k.starts_with("CUDA_"))
+        .collect();
+    let topo_file = vars
+        .iter()
+        .find(|(k, _)| k == "NCCL_TOPO_FILE")
+        .map(|(_, v)| {
+            let p = std::path::Path::new(v);
+            if !p.exists() {
+                return Err("the file does not exist".to_string());
+            }
+            peerpath::sources::load(Some(p), &Default::default())
+                .map_err(|e| format!("not readable as a topology: {e:#}"))
+                .and_then(|t| {
+                    if t.source.kind.contains("nccl") {
+                        Ok(t)
+                    } else {
+                        Err(format!("a {} file, not NCCL topology XML", t.source.kind))
+                    }
+                })
+        });
+    job::JobEnv {
+        vars,
+        live: live.then(peerpath::probe::live::read),
+        topo_file,
+    }
 }

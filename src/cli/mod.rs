@@ -3,6 +3,7 @@
 pub mod audit;
 pub mod capture;
 pub mod classify;
+pub mod evidence;
 pub mod export;
 pub mod fixture;
 pub mod launch;

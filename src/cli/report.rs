@@ -90,7 +90,14 @@ pub fn run(topo: &Topology, a: &ReportArgs) -> Result<u8> {
         None => (None, None),
     };
     let matrix = classify_all(topo, &ClassifyOptions::default());
-    let report = audit::run(topo, &AuditOptions { profile, evidence });
+    let report = audit::run(
+        topo,
+        &AuditOptions {
+            profile,
+            evidence,
+            ..Default::default()
+        },
+    );
     let lay = layout::build(&layout::Inputs {
         topo,
         matrix: &matrix,

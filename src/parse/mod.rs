@@ -13,9 +13,15 @@ pub mod config;
 pub mod cpulist;
 pub mod hwloc;
 pub mod ib;
+pub mod joblog;
+pub mod nccl_env;
+pub mod nccl_log;
+pub mod nccl_tests;
 pub mod nldev;
+pub mod perftest;
 pub mod rdma_topo;
 pub mod resource;
+pub mod text;
 pub mod vpd;
 
 use std::fmt;

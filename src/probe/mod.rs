@@ -20,6 +20,7 @@ pub mod counters;
 pub mod cuda;
 pub mod fabric;
 pub mod host;
+pub mod live;
 pub mod memory;
 pub mod outcome;
 pub mod pairs;

@@ -5,6 +5,7 @@ pub mod audit;
 pub mod diff;
 pub mod dot;
 pub mod dra;
+pub mod evidence;
 pub mod fleet;
 pub mod gres;
 pub mod html;

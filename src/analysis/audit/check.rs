@@ -83,6 +83,34 @@ checks! {
     InputLimits = "input-limits", "INPUT";
     /// `profile-diff`: differences from an expected-layout profile (`--profile`).
     ProfileDiff = "profile-diff", "PROFI";
+    /// `evidence-gdr`: the job's own NCCL log shows a GPU without GDR, or GDR not shown
+    /// (`--evidence LOG`).
+    EvidenceGdr = "evidence-gdr", "LOG";
+    /// `evidence-bandwidth`: an nccl-tests run below what the NICs carry, or perftest GPU under
+    /// host (`--evidence LOG`).
+    EvidenceBandwidth = "evidence-bandwidth", "BW";
+    /// `job-ib-hca`: `NCCL_IB_HCA` in NCCL's grammar against the node's HCAs (`--job`).
+    JobIbHca = "job-ib-hca", "HCA";
+    /// `job-socket-ifname`: `NCCL_SOCKET_IFNAME` against the interfaces (`--job`).
+    JobSocketIfname = "job-socket-ifname", "IFACE";
+    /// `job-cuda-visible`: `CUDA_VISIBLE_DEVICES` and `CUDA_DEVICE_ORDER` (`--job`).
+    JobCudaVisible = "job-cuda-visible", "CVD";
+    /// `job-nccl-levels`: `NCCL_NET_GDR_LEVEL`, `NCCL_P2P_LEVEL` (`--job`).
+    JobNcclLevels = "job-nccl-levels", "LEVEL";
+    /// `job-net`: `NCCL_IB_DISABLE`, `NCCL_NET` (`--job`).
+    JobNet = "job-net", "NET";
+    /// `job-topo-file`: `NCCL_TOPO_FILE` exists, reads as NCCL XML, has this node's GPUs (`--job`).
+    JobTopoFile = "job-topo-file", "TOPO";
+    /// `job-rdma-devices`: uverbs devices, libibverbs, ACTIVE ports, RoCE GIDs, live (`--job`).
+    JobRdmaDevices = "job-rdma-devices", "RDMA";
+    /// `job-memlock`: `RLIMIT_MEMLOCK`, live (`--job`).
+    JobMemlock = "job-memlock", "MLOCK";
+    /// `job-shm`: `/dev/shm` size, live (`--job`).
+    JobShm = "job-shm", "SHM";
+    /// `job-cpuset`: the cgroup cpuset against the cores `place` gives each GPU, live (`--job`).
+    JobCpuset = "job-cpuset", "CPUS";
+    /// `job-peer-memory`: peer memory or dma-buf as the job sees it, live (`--job`).
+    JobPeerMemory = "job-peer-memory", "JPEER";
 }
 
 /// The documentation page the anchors point into.

@@ -14,6 +14,7 @@
 //! Every changed or added finding says so in its `measured` field.
 
 use super::{CheckId, Ctx, Finding, Pair, Severity, Subject};
+use crate::analysis::evidence::EvidenceReport;
 use crate::model::Bdf;
 use crate::probe::memory::MemoryKind;
 use crate::probe::report::{NicRef, ProbeReport};
@@ -246,6 +247,127 @@ pub fn fold(ctx: &Ctx, ev: &ProbeEvidence, findings: &mut Vec<Finding>) {
     }
 }
 
+/// Folds the verdicts read from the job's own output (`audit --evidence LOG`, an
+/// [`EvidenceReport`] joined to this audit's topology) into findings: `evidence-gdr` for each GPU
+/// the log shows without GDR (error), with GDR (info) or not at all (unknown), and for
+/// completion errors; `evidence-bandwidth` for nccl-tests runs and perftest comparisons.
+pub fn fold_job(ctx: &Ctx, ev: &EvidenceReport, findings: &mut Vec<Finding>) {
+    use crate::analysis::evidence::{BwVerdict, Gdr};
+    let pair_of = |gpu: &Bdf| ctx.pairs.iter().find(|p| p.gpu == *gpu).map(Pair::to_ref);
+    for j in &ev.joined {
+        let Ok(gpu) = j.gpu.parse::<Bdf>() else {
+            continue;
+        };
+        let (sev, what) = match j.gdr {
+            Gdr::Off => (Severity::Error, "without GDR"),
+            Gdr::Used => (Severity::Info, "with GDR"),
+            Gdr::Unknown => (Severity::Unknown, "with GDR not shown"),
+        };
+        let rank = ev
+            .ranks
+            .iter()
+            .find(|r| r.topology.as_ref().is_some_and(|t| t.gpu == j.gpu) && r.gdr == j.gdr);
+        let cause = rank
+            .and_then(|r| r.cause.as_ref())
+            .map(|c| format!(": {}", c.text))
+            .unwrap_or_default();
+        let mut f = Finding::new(
+            CheckId::EvidenceGdr,
+            sev,
+            Subject::Device(gpu),
+            format!(
+                "the job's log shows GPU {gpu} {what} on {} ({}){cause}",
+                j.hosts.join(", "),
+                j.ranks.join(" ")
+            ),
+            if sev == Severity::Error {
+                j.sentence
+                    .rsplit_once(" → ")
+                    .map_or("see the evidence report", |x| x.1)
+                    .to_string()
+            } else {
+                "none".to_string()
+            },
+        );
+        if let Some(r) = rank {
+            let lines: Vec<String> = r.lines.iter().map(|l| l.to_string()).collect();
+            f = f.with(
+                r.source.clone(),
+                format!("lines {}: {}", lines.join(", "), r.basis),
+            );
+        }
+        if let Some(p) = pair_of(&gpu) {
+            f = f.with_pairs([p]);
+        }
+        f.measured = Some(j.sentence.clone());
+        findings.push(f);
+    }
+    let unjoined = ev.ranks.iter().filter(|r| r.topology.is_none()).count();
+    if unjoined > 0 {
+        findings.push(Finding::new(
+            CheckId::EvidenceGdr,
+            Severity::Info,
+            Subject::Node,
+            format!("{unjoined} rank(s)/GPU(s) of the job's log could not be placed on a GPU of this topology (no busId, bus or NVML index shown, or another machine)"),
+            "none",
+        ));
+    }
+    for e in &ev.errors {
+        findings.push(
+            Finding::new(
+                CheckId::EvidenceGdr,
+                Severity::Warning,
+                Subject::Node,
+                format!(
+                    "NCCL warned {} ×{} on {}{}: {}",
+                    e.status_name,
+                    e.count,
+                    e.hosts.join(", "),
+                    e.vendor_err
+                        .map(|v| format!(", vendor err {v}"))
+                        .unwrap_or_default(),
+                    e.meaning
+                ),
+                "read the first error of the job; check ACS and the IOMMU on the GPU–NIC paths",
+            )
+            .with(e.source.clone(), format!("line {}", e.line)),
+        );
+    }
+    for b in &ev.bandwidth {
+        let sev = match b.verdict {
+            BwVerdict::Broken => Severity::Error,
+            BwVerdict::Low => Severity::Warning,
+            BwVerdict::Ok => Severity::Info,
+            BwVerdict::Unknown => Severity::Unknown,
+        };
+        let mut f = Finding::new(
+            CheckId::EvidenceBandwidth,
+            sev,
+            Subject::Node,
+            format!("{} (line {}): {}", b.test, b.line, b.summary),
+            if matches!(sev, Severity::Error | Severity::Warning) {
+                "fix what the GDR and path findings name, then re-run the test"
+            } else {
+                "none"
+            },
+        )
+        .with(b.source.clone(), format!("line {}", b.line));
+        if !b.explanation.is_empty() {
+            f.measured = Some(b.explanation.join("; "));
+        }
+        findings.push(f);
+    }
+    for c in ev.comparisons.iter().filter(|c| c.flagged) {
+        findings.push(Finding::new(
+            CheckId::EvidenceBandwidth,
+            Severity::Warning,
+            Subject::RdmaDevice(c.device.clone()),
+            c.summary.clone(),
+            "check the GPU's PCIe path to the NIC (ACS, relaxed ordering, link width)",
+        ));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::testkit::clean;
@@ -399,6 +521,7 @@ mod tests {
             &AuditOptions {
                 profile: None,
                 evidence: Some(ev),
+                ..Default::default()
             },
         );
         let get = |gpu: &str| {

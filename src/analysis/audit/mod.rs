@@ -10,6 +10,7 @@ pub mod evidence;
 pub mod finding;
 pub mod gdr;
 pub mod iommu;
+pub mod job;
 pub mod nextgen;
 pub mod pcie;
 pub mod placement;
@@ -256,6 +257,10 @@ pub struct AuditOptions {
     pub profile: Option<profile::Profile>,
     /// Probe results to fold in (`--evidence`).
     pub evidence: Option<evidence::ProbeEvidence>,
+    /// Verdicts read from the job's own output (`--evidence LOG`), folded in as findings.
+    pub job_evidence: Option<crate::analysis::evidence::EvidenceReport>,
+    /// The job's environment (`--job`).
+    pub job: Option<job::JobEnv>,
 }
 
 /// Runs every check over a topology and returns the report.
@@ -291,6 +296,12 @@ pub fn run_with(cl: &Classifier, opts: &AuditOptions) -> Report {
     }
     if let Some(ev) = &opts.evidence {
         evidence::fold(&ctx, ev, &mut findings);
+    }
+    if let Some(ev) = &opts.job_evidence {
+        evidence::fold_job(&ctx, ev, &mut findings);
+    }
+    if let Some(j) = &opts.job {
+        findings.extend(job::check(&ctx, j));
     }
     finish(
         topo,

@@ -409,6 +409,7 @@ fn probe_confirmed_downgrades_and_bad_path_raises() {
         &AuditOptions {
             profile: None,
             evidence: Some(ev),
+            ..Default::default()
         },
     );
     let acs = find(&r, CheckId::AcsRedirect, "0000:32:01.0");
@@ -433,6 +434,7 @@ fn profile_diff_reports_missing_extra_moved() {
         &AuditOptions {
             profile: Some(p),
             evidence: None,
+            ..Default::default()
         },
     );
     let moved: Vec<_> = r
@@ -452,6 +454,7 @@ fn profile_diff_reports_missing_extra_moved() {
         &AuditOptions {
             profile: profile::Profile::builtin("rail-optimised"),
             evidence: None,
+            ..Default::default()
         },
     );
     assert!(
@@ -465,6 +468,7 @@ fn profile_diff_reports_missing_extra_moved() {
         &AuditOptions {
             profile: profile::Profile::builtin("dgx-h100"),
             evidence: None,
+            ..Default::default()
         },
     );
     assert!(
@@ -488,6 +492,7 @@ fn profile_diff_reports_missing_extra_moved() {
         &AuditOptions {
             profile: Some(p),
             evidence: None,
+            ..Default::default()
         },
     );
     let pd: Vec<_> = r

@@ -1,0 +1,774 @@
+//! `audit --job`: the job's own environment against the topology — the NCCL/CUDA variables it
+//! sets (`NCCL_IB_HCA` and `NCCL_SOCKET_IFNAME` in NCCL's grammar, [`crate::parse::nccl_env`];
+//! `CUDA_VISIBLE_DEVICES`, `CUDA_DEVICE_ORDER`, `NCCL_NET_GDR_LEVEL`, `NCCL_P2P_LEVEL`,
+//! `NCCL_IB_DISABLE`, `NCCL_NET`, `NCCL_TOPO_FILE`) and, run live inside the job or container,
+//! what it can see ([`LiveFacts`], read by `probe::live`): RDMA devices, libibverbs, ports and
+//! RoCE GIDs, `RLIMIT_MEMLOCK`, `/dev/shm`, the cgroup cpuset, peer memory. The audit reads no
+//! file itself: the variables and live facts are handed in. Every finding's id starts `job-`.
+
+use super::{CheckId, Ctx, Finding, Severity, Subject};
+use crate::analysis::evidence::version::{self as nver, ANY};
+use crate::analysis::nccl::NcclPath;
+use crate::model::{DeviceKind, Fact, OsDeviceKind, Topology};
+use crate::parse::nccl_env;
+
+/// What a live job can see, read on the machine it runs on (never from a snapshot).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LiveFacts {
+    /// `/dev/infiniband/uverbs*` entries.
+    pub uverbs: Fact<Vec<String>>,
+    /// libibverbs loaded with `dlopen`: the name that loaded, or the loader's error.
+    pub ibverbs: Fact<Result<String, String>>,
+    /// `RLIMIT_MEMLOCK` soft limit in bytes; `None` = unlimited.
+    pub memlock: Fact<Option<u64>>,
+    /// Size of `/dev/shm` in bytes (`statvfs`).
+    pub shm_bytes: Fact<u64>,
+    /// CPUs the process may run on (`/proc/self/status` `Cpus_allowed_list`: the cgroup
+    /// cpuset and affinity together).
+    pub cpus_allowed: Fact<Vec<u32>>,
+    /// Network interfaces (`/sys/class/net`), for `NCCL_SOCKET_IFNAME`.
+    pub netdevs: Fact<Vec<String>>,
+    /// Per RDMA port on Ethernet: (device, port, non-zero GIDs, RoCE v2 GIDs).
+    pub roce_gids: Fact<Vec<(String, u32, usize, usize)>>,
+}
+
+/// The job's environment: its variables and, when live, what it sees.
+#[derive(Debug, Clone, Default)]
+pub struct JobEnv {
+    /// `NCCL_*`/`CUDA_*` variables (name, value).
+    pub vars: Vec<(String, String)>,
+    /// Live facts; `None` with a snapshot (`-i`), when nothing live is read.
+    pub live: Option<LiveFacts>,
+    /// `NCCL_TOPO_FILE`'s content read by the command (the audit reads no file): `Err` says
+    /// why it could not be read.
+    pub topo_file: Option<Result<Topology, String>>,
+}
+
+impl JobEnv {
+    fn var(&self, k: &str) -> Option<&str> {
+        self.vars
+            .iter()
+            .rev()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+fn env_ev(k: &str, v: &str) -> (String, String) {
+    (format!("env {k}"), v.to_string())
+}
+
+/// Every RDMA device/port of the node: (name, port).
+fn hcas(ctx: &Ctx) -> Vec<(String, Option<u32>)> {
+    let mut out = Vec::new();
+    for d in ctx.topo.of_kind(DeviceKind::Nic).filter(|d| !d.is_vf()) {
+        for o in d.os_devices.iter().filter(|o| o.kind == OsDeviceKind::Rdma) {
+            if o.ports.is_empty() {
+                out.push((o.name.clone(), None));
+            }
+            for p in &o.ports {
+                out.push((o.name.clone(), Some(p.port)));
+            }
+        }
+    }
+    out.sort_by(|a, b| {
+        crate::analysis::classify::endpoints::natural_cmp(&a.0, &b.0).then(a.1.cmp(&b.1))
+    });
+    out
+}
+
+/// Runs every job check.
+pub fn check(ctx: &Ctx, env: &JobEnv) -> Vec<Finding> {
+    let mut f = Vec::new();
+    f.extend(ib_hca(ctx, env));
+    f.extend(socket_ifname(ctx, env));
+    f.extend(cuda_visible(ctx, env));
+    f.extend(levels(ctx, env));
+    f.extend(net(env));
+    f.extend(topo_file(ctx, env));
+    f.extend(live_checks(ctx, env));
+    f
+}
+
+/// `job-ib-hca`.
+fn ib_hca(ctx: &Ctx, env: &JobEnv) -> Vec<Finding> {
+    let id = CheckId::JobIbHca;
+    let Some(v) = env.var("NCCL_IB_HCA") else {
+        return Vec::new();
+    };
+    let l = nccl_env::parse(v);
+    let devs = hcas(ctx);
+    if devs.is_empty() {
+        return vec![
+            Finding::new(
+                id,
+                Severity::Unknown,
+                Subject::Node,
+                format!("NCCL_IB_HCA={v}: the topology has no RDMA device to check it against"),
+                "audit the machine the job runs on (RDMA devices under /sys/class/infiniband)",
+            )
+            .with("env NCCL_IB_HCA", v),
+        ];
+    }
+    let mut out = Vec::new();
+    let selected: Vec<String> = {
+        let mut s: Vec<String> = devs
+            .iter()
+            .filter(|(n, p)| l.selects(n, *p))
+            .map(|(n, p)| match p {
+                Some(p) if devs.iter().filter(|d| d.0 == *n).count() > 1 => format!("{n}:{p}"),
+                _ => n.clone(),
+            })
+            .collect();
+        s.dedup();
+        s
+    };
+    let mode = match (l.exclude, l.exact) {
+        (false, false) => "names are prefixes",
+        (false, true) => "`=`: exact names",
+        (true, false) => "`^`: exclude, names are prefixes",
+        (true, true) => "`^=`: exclude exact names",
+    };
+    if selected.is_empty() {
+        out.push(
+            Finding::new(id, Severity::Error, Subject::Node, format!("NCCL_IB_HCA={v} selects no HCA of the {} on this node ({mode}): NCCL finds no IB device and falls back to NET/Socket", devs.len()), format!("name HCAs that exist ({}), or unset NCCL_IB_HCA", devs.iter().map(|d| d.0.as_str()).collect::<Vec<_>>().join(", ")))
+                .with("env NCCL_IB_HCA", v),
+        );
+    } else {
+        out.push(
+            Finding::new(
+                id,
+                Severity::Info,
+                Subject::Node,
+                format!(
+                    "NCCL_IB_HCA={v} selects {} HCA(s) ({mode}): {}",
+                    selected.len(),
+                    selected.join(", ")
+                ),
+                "none",
+            )
+            .with("env NCCL_IB_HCA", v),
+        );
+    }
+    for e in l.unmatched(&devs) {
+        let port = e.port.map(|p| format!(" port {p}")).unwrap_or_default();
+        let (sev, why) = if l.exclude {
+            (Severity::Warning, "excludes nothing")
+        } else {
+            (Severity::Error, "selects nothing")
+        };
+        out.push(
+            Finding::new(
+                id,
+                sev,
+                Subject::Node,
+                format!(
+                    "NCCL_IB_HCA={v}: entry `{}`{port} matches no HCA on this node and {why}",
+                    e.name
+                ),
+                "correct the name (HCAs here: see `peerpath matrix`), or drop the entry",
+            )
+            .with("env NCCL_IB_HCA", v),
+        );
+    }
+    let names: Vec<String> = {
+        let mut n: Vec<String> = devs.iter().map(|d| d.0.clone()).collect();
+        n.dedup();
+        n
+    };
+    if !l.exclude {
+        for (entry, more) in l.prefix_surprises(&names) {
+            out.push(
+                Finding::new(
+                    id,
+                    Severity::Warning,
+                    Subject::Node,
+                    format!(
+                        "NCCL_IB_HCA={v}: without `=`, `{entry}` is a prefix and also selects {}",
+                        more.join(", ")
+                    ),
+                    format!(
+                        "write NCCL_IB_HCA='={}' to select exactly the HCAs named",
+                        v.trim_start_matches('=')
+                    ),
+                )
+                .with("env NCCL_IB_HCA", v),
+            );
+        }
+    }
+    for p in ctx.pairs.iter().filter(|p| p.local) {
+        // A dual-port adapter has one RDMA device per port: the NIC is excluded only when
+        // none of its devices is selected.
+        let Some(d) = ctx.topo.device(&p.nic) else {
+            continue;
+        };
+        let mine: Vec<&str> = d.rdma_names().collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let kept = devs
+            .iter()
+            .filter(|(n, _)| mine.contains(&n.as_str()))
+            .any(|(n, port)| l.selects(n, *port));
+        if !kept {
+            let names = mine.join(", ");
+            out.push(
+                Finding::new(id, Severity::Warning, Subject::Device(p.gpu), format!("NCCL_IB_HCA={v} excludes {names}, the {} NIC of GPU {}: its traffic goes to a farther NIC", p.label, p.gpu), format!("include {} in NCCL_IB_HCA", mine[0]))
+                    .with("env NCCL_IB_HCA", v)
+                    .with_pairs([p.to_ref()]),
+            );
+        }
+    }
+    out
+}
+
+/// `job-socket-ifname`.
+fn socket_ifname(ctx: &Ctx, env: &JobEnv) -> Vec<Finding> {
+    let id = CheckId::JobSocketIfname;
+    let Some(v) = env.var("NCCL_SOCKET_IFNAME") else {
+        return Vec::new();
+    };
+    let l = nccl_env::parse(v);
+    let (names, whence): (Vec<String>, &str) =
+        match env.live.as_ref().and_then(|x| x.netdevs.known()) {
+            Some(n) => (n.clone(), "/sys/class/net"),
+            None => {
+                let mut n: Vec<String> = ctx
+                    .topo
+                    .devices
+                    .iter()
+                    .flat_map(|d| d.net_names().map(str::to_string))
+                    .collect();
+                n.sort();
+                (n, "the snapshot's PCI netdevs")
+            }
+        };
+    let sel: Vec<&String> = names.iter().filter(|n| l.selects(n, None)).collect();
+    let (e, k) = env_ev("NCCL_SOCKET_IFNAME", v);
+    if sel.is_empty() {
+        let (sev, note) = if env.live.is_some() {
+            (
+                Severity::Error,
+                "NCCL's bootstrap finds no interface and fails",
+            )
+        } else {
+            (
+                Severity::Unknown,
+                "bonds, VLANs and lo are not in a snapshot, so this is not certain",
+            )
+        };
+        return vec![
+            Finding::new(
+                id,
+                sev,
+                Subject::Node,
+                format!(
+                    "NCCL_SOCKET_IFNAME={v} selects none of {} interface(s) in {whence}: {note}",
+                    names.len()
+                ),
+                "name an interface that exists (ip -br link), or unset it",
+            )
+            .with(e, k),
+        ];
+    }
+    vec![
+        Finding::new(
+            id,
+            Severity::Info,
+            Subject::Node,
+            format!(
+                "NCCL_SOCKET_IFNAME={v} selects {} (from {whence})",
+                sel.iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            "none",
+        )
+        .with(e, k),
+    ]
+}
+
+/// `job-cuda-visible`.
+fn cuda_visible(ctx: &Ctx, env: &JobEnv) -> Vec<Finding> {
+    let id = CheckId::JobCudaVisible;
+    let mut out = Vec::new();
+    let n = ctx.gpus.len();
+    let order = env.var("CUDA_DEVICE_ORDER");
+    if let Some(v) = env.var("CUDA_VISIBLE_DEVICES") {
+        let (e, k) = env_ev("CUDA_VISIBLE_DEVICES", v);
+        let items: Vec<&str> = v.split(',').map(str::trim).collect();
+        if v.trim().is_empty() || v.trim() == "NoDevFiles" {
+            out.push(
+                Finding::new(
+                    id,
+                    Severity::Error,
+                    Subject::Node,
+                    format!("CUDA_VISIBLE_DEVICES={v:?} hides every GPU"),
+                    "set it to the GPUs the job should use (or unset it)",
+                )
+                .with(e, k),
+            );
+            return out;
+        }
+        let mut seen = Vec::new();
+        for (i, it) in items.iter().enumerate() {
+            if let Ok(ix) = it.parse::<usize>() {
+                if ix >= n {
+                    let after = items.len() - i - 1;
+                    let dropped = if after > 0 {
+                        format!(
+                            "; CUDA stops at the first invalid entry, so the {after} after it are dropped too"
+                        )
+                    } else {
+                        String::new()
+                    };
+                    out.push(Finding::new(id, Severity::Error, Subject::Node, format!("CUDA_VISIBLE_DEVICES={v}: index {ix} is not a GPU of the {n} on this node{dropped}"), format!("use indices 0..{}", n.saturating_sub(1))).with(e.clone(), k.clone()));
+                    break;
+                }
+                if seen.contains(&ix) {
+                    out.push(Finding::new(id, Severity::Error, Subject::Node, format!("CUDA_VISIBLE_DEVICES={v}: index {ix} appears twice (CUDA refuses duplicates and stops there)"), "list each GPU once").with(e.clone(), k.clone()));
+                    break;
+                }
+                seen.push(ix);
+            } else if it.starts_with("GPU-") || it.starts_with("MIG-") {
+                let what = if it.starts_with("MIG-") {
+                    "a MIG instance"
+                } else {
+                    "a GPU UUID"
+                };
+                out.push(Finding::new(id, Severity::Unknown, Subject::Node, format!("CUDA_VISIBLE_DEVICES={v}: `{it}` is {what}; UUIDs are not in the topology, so which GPU it is cannot be checked here"), "compare with `nvidia-smi -L` on the node").with(e.clone(), k.clone()));
+            } else {
+                out.push(Finding::new(id, Severity::Error, Subject::Node, format!("CUDA_VISIBLE_DEVICES={v}: `{it}` is neither an index, a GPU-UUID nor a MIG-UUID; CUDA stops parsing there"), "fix the entry").with(e.clone(), k.clone()));
+                break;
+            }
+        }
+        if !seen.is_empty() && order != Some("PCI_BUS_ID") {
+            let mixed = {
+                let mut ids: Vec<Option<u16>> = ctx.gpus.iter().map(|d| d.device_id).collect();
+                ids.sort();
+                ids.dedup();
+                ids.len() > 1
+            };
+            let (sev, words) = if mixed {
+                (
+                    Severity::Warning,
+                    "this node mixes GPU models, so CUDA's default FASTEST_FIRST order differs from PCI bus order and the indices do not name the GPUs nvidia-smi and peerpath number",
+                )
+            } else {
+                (
+                    Severity::Info,
+                    "with identical GPUs CUDA's default FASTEST_FIRST order is PCI bus order, so the indices match nvidia-smi",
+                )
+            };
+            out.push(
+                Finding::new(
+                    id,
+                    sev,
+                    Subject::Node,
+                    format!(
+                        "CUDA_VISIBLE_DEVICES={v} with CUDA_DEVICE_ORDER={}: {words}",
+                        order.unwrap_or("(unset)")
+                    ),
+                    "set CUDA_DEVICE_ORDER=PCI_BUS_ID",
+                )
+                .with(e, k),
+            );
+        }
+    }
+    out
+}
+
+/// `job-nccl-levels`: `NCCL_NET_GDR_LEVEL` and `NCCL_P2P_LEVEL`.
+fn levels(ctx: &Ctx, env: &JobEnv) -> Vec<Finding> {
+    let id = CheckId::JobNcclLevels;
+    let mut out = Vec::new();
+    for var in ["NCCL_NET_GDR_LEVEL", "NCCL_P2P_LEVEL"] {
+        let Some(v) = env.var(var) else { continue };
+        let (e, k) = env_ev(var, v);
+        let level = if let Some(p) = NcclPath::from_name(v) {
+            p
+        } else if let Ok(n) = v.trim().parse::<u32>() {
+            out.push(Finding::new(id, Severity::Warning, Subject::Node, format!("{var}={v}: a number means different levels in different NCCL releases ({})", nver::decode(n, (6, 0), ANY.1)), format!("use the level's name ({var}=PXB, PHB, SYS …), which every release reads the same")).with(e, k));
+            continue;
+        } else {
+            out.push(Finding::new(id, Severity::Error, Subject::Node, format!("{var}={v} is not a level NCCL knows (LOC, NVL, PIX, PXB, PXN, P2C, PHB, SYS)"), "fix the value").with(e, k));
+            continue;
+        };
+        if var == "NCCL_NET_GDR_LEVEL" {
+            if level == NcclPath::Loc {
+                out.push(
+                    Finding::new(
+                        id,
+                        Severity::Error,
+                        Subject::Node,
+                        format!("{var}={v}: GPUDirect RDMA is disabled for every GPU"),
+                        format!("unset {var} (NCCL's default admits PIX/PXB pairs)"),
+                    )
+                    .with(e, k),
+                );
+                continue;
+            }
+            let v30 = crate::analysis::nccl::NcclVersion::NEWEST;
+            let (mut cut, mut allowed) = (Vec::new(), 0);
+            for p in &ctx.pairs {
+                let Some(s) = ctx.cl.summary_of(&p.gpu, &p.nic) else {
+                    continue;
+                };
+                if s.nccl_path.le(level, v30) {
+                    allowed += 1;
+                } else if s.nccl_path.le(NcclPath::Pxb, v30) {
+                    cut.push(format!("{} ({})", p.gpu, s.nccl_path));
+                }
+            }
+            let sev = if cut.is_empty() {
+                Severity::Info
+            } else {
+                Severity::Warning
+            };
+            let mut s = format!(
+                "{var}={v}: {allowed} of {} GPU–NIC pair(s) within the level",
+                ctx.pairs.len()
+            );
+            if !cut.is_empty() {
+                s.push_str(&format!(
+                    "; GDR turned off for pairs NCCL would otherwise use it on: {}",
+                    cut.join(", ")
+                ));
+            }
+            out.push(
+                Finding::new(
+                    id,
+                    sev,
+                    Subject::Node,
+                    s,
+                    if cut.is_empty() {
+                        "none".to_string()
+                    } else {
+                        format!("raise or unset {var}")
+                    },
+                )
+                .with(e, k),
+            );
+        } else {
+            let sev = if level == NcclPath::Loc {
+                Severity::Warning
+            } else {
+                Severity::Info
+            };
+            let words = if level == NcclPath::Loc {
+                "P2P between GPUs is disabled (traffic goes through host memory or the network)"
+            } else {
+                "P2P allowed up to this level"
+            };
+            out.push(
+                Finding::new(
+                    id,
+                    sev,
+                    Subject::Node,
+                    format!("{var}={v}: {words}"),
+                    if level == NcclPath::Loc {
+                        format!("unset {var} unless P2P is known broken")
+                    } else {
+                        "none".into()
+                    },
+                )
+                .with(e, k),
+            );
+        }
+    }
+    out
+}
+
+/// `job-net`: `NCCL_IB_DISABLE`, `NCCL_NET`.
+fn net(env: &JobEnv) -> Vec<Finding> {
+    let id = CheckId::JobNet;
+    let mut out = Vec::new();
+    if let Some(v) = env.var("NCCL_IB_DISABLE")
+        && v.trim() != "0"
+    {
+        let (e, k) = env_ev("NCCL_IB_DISABLE", v);
+        out.push(Finding::new(id, Severity::Error, Subject::Node, format!("NCCL_IB_DISABLE={v}: the IB/RoCE transport is off, so NCCL uses NET/Socket (no RDMA, no GDR)"), "unset NCCL_IB_DISABLE").with(e, k));
+    }
+    if let Some(v) = env.var("NCCL_NET") {
+        let (e, k) = env_ev("NCCL_NET", v);
+        let t = v.trim();
+        let (sev, words) = if t.eq_ignore_ascii_case("Socket") {
+            (
+                Severity::Error,
+                "forces NET/Socket: no RDMA, no GDR".to_string(),
+            )
+        } else if t == "IB" {
+            (Severity::Info, "the internal IB/RoCE transport".to_string())
+        } else {
+            (
+                Severity::Info,
+                format!(
+                    "requires a net plugin named {t:?} (NCCL_NET_PLUGIN / libnccl-net.so); NCCL fails if none provides it"
+                ),
+            )
+        };
+        out.push(
+            Finding::new(
+                id,
+                sev,
+                Subject::Node,
+                format!("NCCL_NET={v}: {words}"),
+                if sev == Severity::Error {
+                    "unset NCCL_NET"
+                } else {
+                    "none"
+                },
+            )
+            .with(e, k),
+        );
+    }
+    out
+}
+
+/// `job-topo-file`.
+fn topo_file(ctx: &Ctx, env: &JobEnv) -> Vec<Finding> {
+    let id = CheckId::JobTopoFile;
+    let Some(v) = env.var("NCCL_TOPO_FILE") else {
+        return Vec::new();
+    };
+    let (e, k) = env_ev("NCCL_TOPO_FILE", v);
+    match &env.topo_file {
+        None => vec![
+            Finding::new(
+                id,
+                Severity::Unknown,
+                Subject::Node,
+                format!("NCCL_TOPO_FILE={v}: not read"),
+                "run the audit where the file is",
+            )
+            .with(e, k),
+        ],
+        Some(Err(why)) => vec![
+            Finding::new(
+                id,
+                Severity::Error,
+                Subject::Node,
+                format!("NCCL_TOPO_FILE={v}: {why}; NCCL warns and detects the topology itself"),
+                "point it at a readable NCCL topology XML, or unset it",
+            )
+            .with(e, k),
+        ],
+        Some(Ok(t)) => {
+            let mine: Vec<_> = ctx.gpus.iter().map(|d| d.bdf).collect();
+            let theirs: Vec<_> = t.of_kind(DeviceKind::Gpu).map(|d| d.bdf).collect();
+            let missing: Vec<String> = mine
+                .iter()
+                .filter(|b| !theirs.contains(b))
+                .map(|b| b.to_string())
+                .collect();
+            let extra: Vec<String> = theirs
+                .iter()
+                .filter(|b| !mine.contains(b))
+                .map(|b| b.to_string())
+                .collect();
+            if missing.is_empty() && extra.is_empty() {
+                vec![Finding::new(id, Severity::Info, Subject::Node, format!("NCCL_TOPO_FILE={v}: readable as NCCL XML, the same {} GPU(s) as this node", mine.len()), "none").with(e, k)]
+            } else {
+                vec![Finding::new(id, Severity::Warning, Subject::Node, format!("NCCL_TOPO_FILE={v} describes other GPUs: not in the file {:?}, only in the file {:?} — NCCL will place ranks by a topology that is not this node's", missing, extra), "use the file made for this machine type (or unset it)").with(e, k)]
+            }
+        }
+    }
+}
+
+/// The live checks: `job-rdma-devices`, `job-memlock`, `job-shm`, `job-cpuset`, `job-peer-memory`.
+fn live_checks(ctx: &Ctx, env: &JobEnv) -> Vec<Finding> {
+    let ids = [
+        CheckId::JobRdmaDevices,
+        CheckId::JobMemlock,
+        CheckId::JobShm,
+        CheckId::JobCpuset,
+        CheckId::JobPeerMemory,
+    ];
+    let Some(live) = &env.live else {
+        return ids
+            .iter()
+            .map(|id| Finding::new(*id, Severity::Unknown, Subject::Node, "not read: a snapshot was given (-i); live checks read only the machine the audit runs on", "run `peerpath audit --job` inside the job or container, without -i"))
+            .collect();
+    };
+    let mut out = Vec::new();
+    // RDMA devices, libibverbs, ports, RoCE GIDs.
+    let id = CheckId::JobRdmaDevices;
+    let rdma_nics = !ctx.nics.is_empty();
+    match &live.uverbs {
+        Fact::Known(u) if u.is_empty() => out.push(Finding::new(id, if rdma_nics { Severity::Error } else { Severity::Warning }, Subject::Node, "no /dev/infiniband/uverbs* device is visible: libibverbs opens no HCA, NCCL falls back to NET/Socket", "give the container the RDMA devices (device plugin, --device=/dev/infiniband)").with("/dev/infiniband", "(no uverbs*)")),
+        Fact::Known(u) => out.push(Finding::new(id, Severity::Info, Subject::Node, format!("{} uverbs device(s) visible: {}", u.len(), u.join(", ")), "none").with("/dev/infiniband", u.join(" "))),
+        Fact::Unknown(r) => out.push(Finding::new(id, Severity::Unknown, Subject::Node, format!("/dev/infiniband not readable: {r}"), "run inside the job")),
+    }
+    match &live.ibverbs {
+        Fact::Known(Ok(n)) => out.push(Finding::new(
+            id,
+            Severity::Info,
+            Subject::Node,
+            format!("libibverbs loads ({n})"),
+            "none",
+        )),
+        Fact::Known(Err(e)) => out.push(Finding::new(
+            id,
+            Severity::Error,
+            Subject::Node,
+            format!("libibverbs does not load: {e} — NCCL's IB transport cannot start"),
+            "install rdma-core (libibverbs1 and the provider, e.g. libmlx5) in the image",
+        )),
+        Fact::Unknown(r) => out.push(Finding::new(
+            id,
+            Severity::Unknown,
+            Subject::Node,
+            format!("libibverbs not tried: {r}"),
+            "none",
+        )),
+    }
+    let ports: Vec<(String, u32, bool)> = ctx
+        .nics
+        .iter()
+        .flat_map(|d| d.os_devices.iter().filter(|o| o.kind == OsDeviceKind::Rdma))
+        .flat_map(|o| {
+            o.ports.iter().map(move |p| {
+                (
+                    o.name.clone(),
+                    p.port,
+                    p.state.as_ref().is_some_and(|s| s.0 == 4),
+                )
+            })
+        })
+        .collect();
+    if !ports.is_empty() && !ports.iter().any(|p| p.2) {
+        out.push(Finding::new(
+            id,
+            Severity::Error,
+            Subject::Node,
+            format!("none of the {} RDMA port(s) is ACTIVE", ports.len()),
+            "bring a port up (cable, switch, subnet manager)",
+        ));
+    }
+    if let Fact::Known(g) = &live.roce_gids {
+        for (dev, port, nonzero, v2) in g {
+            if *nonzero == 0 {
+                out.push(Finding::new(id, Severity::Error, Subject::RdmaPort { device: dev.clone(), port: *port }, format!("{dev}/{port} (Ethernet) has no GID: RoCE cannot address the port (no IP address on its netdev?)"), "give the port's netdev an IP address; check NCCL_IB_GID_INDEX").with(format!("/sys/class/infiniband/{dev}/ports/{port}/gids"), "all zero"));
+            } else if *v2 == 0 {
+                out.push(
+                    Finding::new(
+                        id,
+                        Severity::Warning,
+                        Subject::RdmaPort {
+                            device: dev.clone(),
+                            port: *port,
+                        },
+                        format!("{dev}/{port}: {nonzero} GID(s), none RoCE v2"),
+                        "check the netdev's IP and NCCL_IB_ROCE_VERSION_NUM",
+                    )
+                    .with(
+                        format!("/sys/class/infiniband/{dev}/ports/{port}/gid_attrs/types"),
+                        "no RoCE v2",
+                    ),
+                );
+            }
+        }
+    }
+    // RLIMIT_MEMLOCK.
+    let id = CheckId::JobMemlock;
+    match &live.memlock {
+        Fact::Known(None) => out.push(Finding::new(id, Severity::Info, Subject::Node, "RLIMIT_MEMLOCK is unlimited", "none").with("getrlimit(RLIMIT_MEMLOCK)", "unlimited")),
+        Fact::Known(Some(b)) if *b < 64 << 20 => out.push(Finding::new(id, Severity::Error, Subject::Node, format!("RLIMIT_MEMLOCK is {} KiB: ibv_reg_mr of NCCL's buffers fails (`NET/IB : Unable to register memory`)", b / 1024), "run with `ulimit -l unlimited` (docker --ulimit memlock=-1, Slurm PropagateResourceLimits)").with("getrlimit(RLIMIT_MEMLOCK)", format!("{b}"))),
+        Fact::Known(Some(b)) => out.push(Finding::new(id, Severity::Warning, Subject::Node, format!("RLIMIT_MEMLOCK is {} MiB: large registrations may fail", b >> 20), "run with `ulimit -l unlimited`").with("getrlimit(RLIMIT_MEMLOCK)", format!("{b}"))),
+        Fact::Unknown(r) => out.push(Finding::new(id, Severity::Unknown, Subject::Node, format!("RLIMIT_MEMLOCK not read: {r}"), "none")),
+    }
+    // /dev/shm.
+    let id = CheckId::JobShm;
+    match &live.shm_bytes {
+        Fact::Known(b) if *b < 512 << 20 => out.push(Finding::new(id, Severity::Warning, Subject::Node, format!("/dev/shm is {} MiB: NCCL's SHM transport and proxy buffers can run out (`Error while creating shared memory segment`)", b >> 20), "give the container a larger /dev/shm (docker --shm-size=1g, or --ipc=host)").with("/dev/shm", format!("{b} bytes"))),
+        Fact::Known(b) => out.push(Finding::new(id, Severity::Info, Subject::Node, format!("/dev/shm is {} MiB", b >> 20), "none").with("/dev/shm", format!("{b} bytes"))),
+        Fact::Unknown(r) => out.push(Finding::new(id, Severity::Unknown, Subject::Node, format!("/dev/shm not read: {r}"), "none")),
+    }
+    // cgroup cpuset against the cores place gives each GPU.
+    let id = CheckId::JobCpuset;
+    match &live.cpus_allowed {
+        Fact::Known(allowed) => {
+            let plan = crate::analysis::place::plan_with(
+                ctx.topo,
+                &ctx.view,
+                &crate::analysis::place::PlaceOptions {
+                    ranks: ctx.gpus.len().max(1),
+                    cores_per_rank: None,
+                },
+            );
+            match plan {
+                Ok(p) => {
+                    let mut outside = Vec::new();
+                    for r in &p.ranks {
+                        let cpus = crate::parse::cpulist::parse_list(r.cpus.as_bytes())
+                            .unwrap_or_default();
+                        if !cpus.is_empty() && !cpus.iter().any(|c| allowed.contains(c)) {
+                            outside.push(format!("GPU {} (cores {})", r.gpu, r.cpus));
+                        }
+                    }
+                    let list = crate::parse::cpulist::format_list(allowed);
+                    if outside.is_empty() {
+                        out.push(Finding::new(id, Severity::Info, Subject::Node, format!("the job may run on CPUs {list}: every GPU has cores of its own NUMA node in it"), "none").with("/proc/self/status Cpus_allowed_list", list));
+                    } else {
+                        out.push(Finding::new(id, Severity::Warning, Subject::Node, format!("the job may run on CPUs {list} only: none of the cores `peerpath place` gives {} (ranks there run far from their GPU and NIC)", outside.join(", ")), "widen the cgroup cpuset, or place the job's ranks on the GPUs near its CPUs").with("/proc/self/status Cpus_allowed_list", list));
+                    }
+                }
+                Err(e) => out.push(Finding::new(
+                    id,
+                    Severity::Unknown,
+                    Subject::Node,
+                    format!("no placement to compare the cpuset with: {e}"),
+                    "none",
+                )),
+            }
+        }
+        Fact::Unknown(r) => out.push(Finding::new(
+            id,
+            Severity::Unknown,
+            Subject::Node,
+            format!("cpuset not read: {r}"),
+            "none",
+        )),
+    }
+    // Peer memory, as the live topology shows it.
+    let id = CheckId::JobPeerMemory;
+    use super::gdr::PeerMemory as P;
+    let (sev, words) = match super::gdr::peer_memory(ctx) {
+        P::Registered => (
+            Severity::Info,
+            "a peer-memory client is registered (nvidia-peermem)",
+        ),
+        P::Loaded => (Severity::Info, "nvidia-peermem is loaded"),
+        P::DmaBufOnly => (
+            Severity::Info,
+            "no peer module; dma-buf through the open kernel module (NCCL ≥ 2.13 with a dma-buf capable NIC driver)",
+        ),
+        P::LoadedNotRegistered => (
+            Severity::Warning,
+            "nvidia-peermem is loaded but not registered: NCCL ≤ 2.22.3 disables GDR",
+        ),
+        P::Missing => (
+            Severity::Error,
+            "no peer memory and no dma-buf: NCCL stages every NIC transfer through host memory",
+        ),
+        P::NoDriver => (Severity::Error, "no NVIDIA kernel driver is visible"),
+        P::NotApplicable => (
+            Severity::Info,
+            "not applicable (no NVIDIA GPU or no RDMA NIC visible)",
+        ),
+        P::Unknown => (Severity::Unknown, "/sys/module is not visible from here"),
+    };
+    out.push(Finding::new(
+        id,
+        sev,
+        Subject::Node,
+        format!("GPUDirect RDMA mechanism seen from the job: {words}"),
+        if sev == Severity::Error {
+            "load nvidia-peermem on the host, or use the open kernel module for dma-buf"
+        } else {
+            "none"
+        },
+    ));
+    out
+}

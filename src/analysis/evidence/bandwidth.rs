@@ -1,0 +1,301 @@
+//! Bandwidth verdicts: each nccl-tests run's bus bandwidth against what the node's NICs carry
+//! (NCCL's rule of thumb, [`super::join::GBPS_TO_BUSBW`]: flagged below 80 %, broken below
+//! 25 %, a fall at large sizes named a collapse), and each perftest GPU-memory run against a
+//! host-memory run on the same device (flagged below 80 %).
+
+use super::model::*;
+use crate::parse::nccl_tests::TestRun;
+use crate::parse::perftest::{PerfMemory, PerfRun};
+
+/// Below this fraction of the expected bus bandwidth a run is `low`.
+pub const LOW: f64 = 0.80;
+/// Below this fraction it is `broken`.
+pub const BROKEN: f64 = 0.25;
+
+/// What the run's own input says about its network (NET connections seen, hosts).
+pub struct RunContext {
+    /// The input has NCCL NET connections (so traffic crossed a NIC).
+    pub net_seen: bool,
+    /// Some rank's GDR verdict in the input is `used`.
+    pub gdr_used: bool,
+}
+
+/// Judges one nccl-tests run.
+pub fn judge_run(
+    source: &str,
+    run: &TestRun,
+    cap: Option<&Capacity>,
+    ctx: &RunContext,
+) -> BandwidthVerdict {
+    let mut hosts: Vec<String> = run.devices.iter().map(|d| d.host.clone()).collect();
+    hosts.sort();
+    hosts.dedup();
+    let rows = &run.rows;
+    let sizes = (!rows.is_empty()).then(|| {
+        (
+            rows.first().map_or(0, |r| r.size),
+            rows.last().map_or(0, |r| r.size),
+            rows.len(),
+        )
+    });
+    let peak = rows
+        .iter()
+        .filter_map(|r| r.busbw().map(|b| (b, r.size)))
+        .reduce(|a, b| if b.0 > a.0 { b } else { a });
+    let large = rows
+        .iter()
+        .max_by_key(|r| r.size)
+        .and_then(|r| r.busbw().map(|b| (b, r.size)));
+    let collapse = matches!((peak, large), (Some(p), Some(l)) if rows.len() >= 3 && l.1 > p.1 && l.0 < 0.5 * p.0);
+    let judged = large
+        .map(|l| (l.0, "busbw at the largest size".to_string()))
+        .or_else(|| {
+            run.avg_busbw.map(|a| {
+                let over = match run.bytes_range {
+                    Some((lo, hi)) => format!(" over {}–{}", bytes(lo), bytes(hi)),
+                    None => String::new(),
+                };
+                (
+                    a,
+                    format!("`# Avg bus bandwidth`{over} (no rows in the input)"),
+                )
+            })
+        });
+    let test = run.test.clone().unwrap_or_else(|| match rows.first() {
+        Some(r) if r.redop != "none" => format!("unknown (a reduction: redop {})", r.redop),
+        _ => "unknown".into(),
+    });
+    let single_node = hosts.len() == 1 && !ctx.net_seen && !run.devices_cut;
+    let mut v = BandwidthVerdict {
+        source: source.to_string(),
+        line: run.line,
+        test,
+        ranks: run.devices.len(),
+        hosts: hosts.clone(),
+        sizes,
+        peak,
+        large,
+        avg: run.avg_busbw,
+        judged: judged.clone(),
+        expected: None,
+        fraction: None,
+        verdict: BwVerdict::Unknown,
+        collapse,
+        summary: String::new(),
+        explanation: Vec::new(),
+    };
+    let Some((value, what)) = judged else {
+        v.summary = "no result row and no average in the input: nothing to judge".into();
+        return v;
+    };
+    if single_node {
+        v.summary = format!(
+            "{value:.1} GB/s ({what}) on one host ({}) with no NET connection in the log: intra-node bandwidth (NVLink/PCIe), not judged against the NICs",
+            hosts[0]
+        );
+        return v;
+    }
+    let Some(cap) = cap else {
+        v.summary = format!(
+            "{value:.1} GB/s ({what}); not judged: no NIC capacity (give -i SNAPSHOT, or --nic-gbps N×SPEED)"
+        );
+        return v;
+    };
+    let frac = value / cap.expected_busbw;
+    v.expected = Some(cap.expected_busbw);
+    v.fraction = Some(frac);
+    v.verdict = if frac < BROKEN {
+        BwVerdict::Broken
+    } else if frac < LOW {
+        BwVerdict::Low
+    } else {
+        BwVerdict::Ok
+    };
+    let hosts_note = if hosts.is_empty() {
+        " (hosts not shown: judged against one node's NICs)".to_string()
+    } else if run.devices_cut {
+        " (the device list is cut: more hosts may have taken part)".to_string()
+    } else {
+        String::new()
+    };
+    v.summary = format!(
+        "{value:.1} GB/s ({what}) of {:.0} GB/s expected from {} ({:.0} %): {}{}{hosts_note}",
+        cap.expected_busbw,
+        cap.source,
+        frac * 100.0,
+        match v.verdict {
+            BwVerdict::Ok => "ok",
+            BwVerdict::Low => "low (below 80 %)",
+            BwVerdict::Broken => "broken (below 25 %)",
+            BwVerdict::Unknown => "unknown",
+        },
+        if collapse {
+            format!(
+                "; collapse at large sizes: peak {:.1} GB/s at {}, {:.1} GB/s at {}",
+                peak.map_or(0.0, |p| p.0),
+                bytes(peak.map_or(0, |p| p.1)),
+                large.map_or(0.0, |l| l.0),
+                bytes(large.map_or(0, |l| l.1))
+            )
+        } else {
+            String::new()
+        }
+    );
+    if ctx.gdr_used && v.verdict != BwVerdict::Ok {
+        v.explanation.push(
+            "GDR is on in this job's log, yet the bandwidth is low: look at the PCIe path (ACS redirect, IOMMU translation, ATS, a degraded link) rather than the GDR mechanism".into(),
+        );
+    }
+    v
+}
+
+/// `128 MiB`, `8 GiB`, `65536 B`.
+pub fn bytes(b: u64) -> String {
+    const U: [(&str, u64); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+    for (u, n) in U {
+        if b >= n && b.is_multiple_of(n) {
+            return format!("{} {u}", b / n);
+        }
+    }
+    format!("{b} B")
+}
+
+/// One perftest run as a verdict.
+pub fn perftest_verdict(source: &str, r: &PerfRun, port: Option<f64>) -> PerftestVerdict {
+    let (memory, gpu) = match &r.memory {
+        PerfMemory::Host { .. } => ("host".to_string(), None),
+        PerfMemory::Cuda {
+            device,
+            pci,
+            name,
+            dmabuf,
+        } => {
+            let mut g = String::from("cuda");
+            if let Some(d) = device {
+                g.push_str(&format!(" {d}"));
+            }
+            if let Some(p) = pci {
+                g.push_str(&format!(" at {p}"));
+            }
+            if let Some(n) = name {
+                g.push_str(&format!(" {n}"));
+            }
+            if *dmabuf {
+                g.push_str(" (dma-buf)");
+            }
+            ("gpu".to_string(), Some(g))
+        }
+        PerfMemory::Unknown => ("unknown".to_string(), None),
+    };
+    let tool = match (&r.tool, &r.test) {
+        (Some(t), Some(x)) => format!("{t} ({x} BW Test)"),
+        (Some(t), None) => t.clone(),
+        (None, Some(x)) => format!("{x} BW Test"),
+        (None, None) => "perftest".into(),
+    };
+    PerftestVerdict {
+        source: source.to_string(),
+        line: r.line,
+        host: r.host.clone(),
+        tool,
+        role: r.role.clone(),
+        device: r.device.clone(),
+        memory,
+        gpu,
+        sizes: (
+            r.rows.first().map_or(0, |x| x.bytes),
+            r.rows.last().map_or(0, |x| x.bytes),
+            r.rows.len(),
+        ),
+        avg_gbps: r.large_avg_gbps().unwrap_or(0.0),
+        peak_gbps: r.peak_gbps().unwrap_or(0.0),
+        port_gbps: port,
+        warnings: r.warnings.clone(),
+    }
+}
+
+/// Pairs each GPU-memory run with a host-memory run on the same device: same host and device
+/// first, then same device (hosts not shown on one side), then another machine's run on a
+/// device of the same name (indicative only, never flagged).
+pub fn compare(runs: &[PerftestVerdict]) -> Vec<GpuHostComparison> {
+    let mut out = Vec::new();
+    for g in runs.iter().filter(|r| r.memory == "gpu") {
+        let Some(dev) = &g.device else { continue };
+        let hosts = runs
+            .iter()
+            .filter(|h| h.memory == "host" && h.device.as_ref() == Some(dev));
+        let best = |it: &mut dyn Iterator<Item = &PerftestVerdict>| {
+            it.max_by(|a, b| a.avg_gbps.total_cmp(&b.avg_gbps)).cloned()
+        };
+        let same = best(
+            &mut hosts
+                .clone()
+                .filter(|h| h.host.is_some() && h.host == g.host),
+        );
+        let unknown = best(
+            &mut hosts
+                .clone()
+                .filter(|h| h.host.is_none() || g.host.is_none()),
+        );
+        let other = best(&mut hosts.clone());
+        let (h, machine, flag_ok) = match (same, unknown, other) {
+            (Some(h), _, _) => (h, "same machine".to_string(), true),
+            (None, Some(h), _) => (
+                h,
+                "machines not shown (compared by device name)".to_string(),
+                true,
+            ),
+            (None, None, Some(h)) => {
+                let m = format!(
+                    "different machines ({} vs {}): indicative only",
+                    g.host.as_deref().unwrap_or("?"),
+                    h.host.as_deref().unwrap_or("?")
+                );
+                (h, m, false)
+            }
+            _ => continue,
+        };
+        if h.avg_gbps <= 0.0 {
+            continue;
+        }
+        let fraction = g.avg_gbps / h.avg_gbps;
+        let flagged = flag_ok && fraction < LOW;
+        let mut summary = format!(
+            "{dev}: GPU memory {:.2} Gb/s (line {}) vs host memory {:.2} Gb/s (line {}): {:.0} % — {machine}",
+            g.avg_gbps,
+            g.line,
+            h.avg_gbps,
+            h.line,
+            fraction * 100.0
+        );
+        if flagged {
+            summary.push_str("; GPU under 80 % of host: the GPU's PCIe path to the NIC (or peer memory) limits it");
+        }
+        if g.warnings.iter().any(|w| w.contains("relaxed ordering")) {
+            summary.push_str("; perftest warned: CPU is not PCIe relaxed ordering compliant (try --disable_pcie_relaxed on both sides)");
+        }
+        out.push(GpuHostComparison {
+            device: dev.clone(),
+            gpu_line: g.line,
+            host_line: h.line,
+            gpu_gbps: g.avg_gbps,
+            host_gbps: h.avg_gbps,
+            fraction,
+            flagged,
+            summary,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_in_words() {
+        assert_eq!(bytes(1 << 30), "1 GiB");
+        assert_eq!(bytes(16777216), "16 MiB");
+        assert_eq!(bytes(1000), "1000 B");
+    }
+}

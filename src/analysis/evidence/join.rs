@@ -1,0 +1,323 @@
+//! Joins the job's verdicts to a topology (`-i SNAPSHOT`): each rank's GPU found by PCI address
+//! (or bus number, or NVML index = PCI order), the NIC the audit's one pairing gives it, the path
+//! label to the NIC the log shows it used, and the audit's findings about that GPU's path; the
+//! NIC capacity the bandwidth is judged against. Several identical hosts against one snapshot
+//! are grouped by GPU.
+
+use super::model::*;
+use crate::analysis::audit::{self, AuditOptions, CheckId, Report, Severity};
+use crate::analysis::classify::Classifier;
+use crate::model::{Bdf, Device, DeviceKind};
+use std::collections::BTreeMap;
+
+/// A topology with its audit, ready to join.
+pub struct Topo<'a> {
+    /// The classification.
+    pub cl: &'a Classifier<'a>,
+    /// The audit over it (pairs, peer memory, path findings).
+    pub audit: Report,
+    gpus: Vec<&'a Device>,
+}
+
+impl<'a> Topo<'a> {
+    /// Runs the audit once over the classification.
+    pub fn new(cl: &'a Classifier<'a>) -> Self {
+        let audit = audit::run_with(cl, &AuditOptions::default());
+        let gpus = cl.topo().of_kind(DeviceKind::Gpu).collect();
+        Topo { cl, audit, gpus }
+    }
+
+    /// Where the snapshot came from.
+    pub fn source(&self) -> String {
+        self.cl.topo().source.path.clone()
+    }
+
+    /// The GPU of a rank, and how it was matched.
+    fn gpu_of(&self, g: &GpuIdent) -> Option<(Bdf, String)> {
+        if let Some(b) = g.bdf.as_deref().and_then(|b| b.parse::<Bdf>().ok())
+            && self.gpus.iter().any(|d| d.bdf == b)
+        {
+            return Some((b, "PCI address from NCCL's busId".into()));
+        }
+        if let Some(bus) = g.bus {
+            let m: Vec<&&Device> = self.gpus.iter().filter(|d| d.bdf.bus == bus).collect();
+            if m.len() == 1 {
+                return Some((
+                    m[0].bdf,
+                    format!("PCI bus {bus:02x} from nccl-tests (the only GPU on that bus)"),
+                ));
+            }
+        }
+        if let Some(n) = g.nvml_dev
+            && let Some(d) = self.gpus.get(n as usize)
+        {
+            return Some((
+                d.bdf,
+                format!("NVML index {n} (NVML numbers GPUs in PCI bus order)"),
+            ));
+        }
+        None
+    }
+
+    /// The NIC device carrying an RDMA device (or netdev) name.
+    fn nic_named(&self, name: &str) -> Option<&Device> {
+        let first = name.split('+').next().unwrap_or(name);
+        self.cl
+            .topo()
+            .of_kind(DeviceKind::Nic)
+            .find(|d| d.os_devices.iter().any(|o| o.name == first))
+    }
+
+    /// Audit sentences about a GPU's path and the node's GDR mechanism.
+    fn audit_facts(&self, gpu: &Bdf) -> Vec<String> {
+        let mut out = Vec::new();
+        let mech = match self.audit.peer_memory {
+            audit::gdr::PeerMemory::Missing => {
+                Some("peer memory is not loaded (no nvidia-peermem, not the open kernel module)")
+            }
+            audit::gdr::PeerMemory::NoDriver => Some("no NVIDIA kernel driver is loaded"),
+            audit::gdr::PeerMemory::LoadedNotRegistered => {
+                Some("nvidia-peermem is loaded but not registered under memory_peers")
+            }
+            audit::gdr::PeerMemory::DmaBufOnly => {
+                Some("only dma-buf (open kernel module) is available")
+            }
+            audit::gdr::PeerMemory::Registered => Some("peer memory is registered"),
+            audit::gdr::PeerMemory::Loaded => Some("nvidia-peermem is loaded"),
+            _ => None,
+        };
+        if let Some(m) = mech {
+            out.push(m.to_string());
+        }
+        for f in &self.audit.findings {
+            if !matches!(f.severity, Severity::Error | Severity::Warning) {
+                continue;
+            }
+            let about = f.pairs.iter().any(|p| p.gpu == *gpu) || f.subject.bdf() == Some(*gpu);
+            if about
+                && matches!(
+                    f.id,
+                    CheckId::AcsRedirect
+                        | CheckId::IommuTranslation
+                        | CheckId::LinkDegraded
+                        | CheckId::MpsMrrs
+                        | CheckId::GpuNicPath
+                        | CheckId::NicPortDown
+                        | CheckId::AerErrors
+                )
+            {
+                out.push(format!("{} [{}]", f.summary, f.id));
+            }
+        }
+        out
+    }
+
+    /// Joins one rank.
+    pub fn join(&self, r: &RankVerdict) -> Option<Prediction> {
+        let (gpu, matched_by) = self.gpu_of(&r.gpu)?;
+        let pair = self.audit.pairs.iter().find(|p| p.gpu == gpu);
+        let predicted_nic = pair.map(|p| p.rdma.clone().unwrap_or_else(|| p.nic.to_string()));
+        let predicted_label = pair.map(|p| p.label.to_string());
+        let used = r.nics.iter().find_map(|n| n.name.clone());
+        let used_dev = used.as_deref().and_then(|n| self.nic_named(n));
+        let used_label = used_dev
+            .and_then(|d| self.cl.label_of(&gpu, &d.bdf))
+            .map(|(l, _)| audit::PathLabel(l).to_string());
+        let same_nic = match (used_dev, pair) {
+            (Some(d), Some(p)) => Some(d.bdf == p.nic),
+            _ => None,
+        };
+        let facts = self.audit_facts(&gpu);
+        let who = match r.rank {
+            Some(k) => format!("rank {k} on {} GPU {gpu}", r.host),
+            None => format!("{} GPU {gpu}", r.host),
+        };
+        let nic_words = match (&used, &used_label) {
+            (Some(n), Some(l)) => format!("{n} ({l} from this GPU)"),
+            (Some(n), None) => format!("{n} (not in the snapshot)"),
+            (None, _) if !r.nics.is_empty() => {
+                format!("NET/{} (name not in the log)", r.nics[0].index)
+            }
+            (None, _) => "no NIC shown".into(),
+        };
+        let prediction = match (&predicted_nic, &predicted_label) {
+            (Some(n), Some(l)) => format!("the topology pairs it with {n} ({l})"),
+            _ => "the topology pairs it with no RDMA NIC".into(),
+        };
+        let gdr = match r.gdr {
+            Gdr::Used => "with GDR",
+            Gdr::Off => "without GDR",
+            Gdr::Unknown => "with GDR unknown",
+        };
+        let mut sentence = format!("{who} used {nic_words} {gdr}; {prediction}");
+        if same_nic == Some(false) {
+            sentence.push_str(" — not the NIC it used");
+        }
+        if !facts.is_empty() {
+            sentence.push_str("; ");
+            sentence.push_str(&facts.join("; "));
+        }
+        if let Some(fix) = self.fix(r, pair.map(|p| p.local)) {
+            sentence.push_str(" → ");
+            sentence.push_str(&fix);
+        }
+        Some(Prediction {
+            gpu: gpu.to_string(),
+            matched_by,
+            predicted_nic,
+            predicted_label,
+            used_label,
+            same_nic,
+            audit: facts,
+            sentence,
+        })
+    }
+
+    /// What to do, from the cause and the audit.
+    fn fix(&self, r: &RankVerdict, local: Option<bool>) -> Option<String> {
+        use audit::gdr::PeerMemory as P;
+        if r.gdr != Gdr::Off {
+            return None;
+        }
+        let kind = r.cause.as_ref().map(|c| c.kind);
+        Some(match (kind, self.audit.peer_memory, local) {
+            (Some(CauseKind::Socket), _, _) => "make the RDMA devices visible to the job (device plugin, /dev/infiniband, NCCL_IB_HCA naming a present HCA)".into(),
+            (Some(CauseKind::GdrLevelEnv), _, _) => "unset NCCL_NET_GDR_LEVEL (or set it to the path class the topology gives)".into(),
+            (Some(CauseKind::Distance), _, Some(true)) => "the topology says this pair is local: check NCCL_NET_GDR_LEVEL and whether NCCL sees the same PCIe tree (VM, NCCL_TOPO_FILE)".into(),
+            (Some(CauseKind::Distance), _, _) => "pin the rank to a GPU near its NIC (peerpath place) or raise NCCL_NET_GDR_LEVEL knowingly".into(),
+            (Some(CauseKind::NoModule | CauseKind::NicDisabled | CauseKind::NotShown), P::DmaBufOnly, _) => "this node offers only dma-buf (open kernel module): NCCL uses it from 2.13 with a dma-buf capable NIC driver — upgrade NCCL, or load nvidia-peermem".into(),
+            (_, P::Missing | P::LoadedNotRegistered | P::NoDriver, _) | (Some(CauseKind::NoModule), _, _) => "load nvidia-peermem or use dma-buf (open kernel module, NCCL ≥ 2.13)".into(),
+            (_, P::Unknown, _) => "check that nvidia-peermem is loaded (the snapshot does not show /sys/module) or use dma-buf".into(),
+            _ => "read NCCL_DEBUG_SUBSYS=INIT,NET output for the per-NIC GDR check".into(),
+        })
+    }
+
+    /// NIC capacity from the snapshot: the NICs the audit pairs with GPUs, each RDMA port's
+    /// rate. `None` when a paired NIC's rate is not in the snapshot.
+    pub fn capacity(&self) -> Result<Capacity, String> {
+        let mut nics: Vec<Bdf> = self.audit.pairs.iter().map(|p| p.nic).collect();
+        nics.sort();
+        nics.dedup();
+        if nics.is_empty() {
+            let n = self.cl.topo().of_kind(DeviceKind::Nic).count();
+            return Err(format!(
+                "the snapshot pairs no GPU with an RDMA NIC ({n} NIC function(s) without an RDMA device or rate)"
+            ));
+        }
+        let mut ports = 0u32;
+        let mut total = 0.0;
+        let mut desc: BTreeMap<String, u32> = BTreeMap::new();
+        for b in &nics {
+            let Some(d) = self.cl.topo().device(b) else {
+                continue;
+            };
+            for o in d
+                .os_devices
+                .iter()
+                .filter(|o| o.kind == crate::model::OsDeviceKind::Rdma)
+            {
+                for p in &o.ports {
+                    let Some(rate) = p.rate_gbps else {
+                        return Err(format!(
+                            "port {}/{} has no rate in the snapshot",
+                            o.name, p.port
+                        ));
+                    };
+                    if p.state.as_ref().is_some_and(|(n, _)| *n != 4) {
+                        continue;
+                    }
+                    ports += 1;
+                    total += rate;
+                    *desc.entry(format!("{rate}")).or_default() += 1;
+                }
+            }
+        }
+        if ports == 0 {
+            return Err("no ACTIVE RDMA port on the paired NICs".into());
+        }
+        let d: Vec<String> = desc.iter().map(|(r, n)| format!("{n}×{r} Gb/s")).collect();
+        Ok(Capacity {
+            nics: ports,
+            total_gbps: total,
+            expected_busbw: total * GBPS_TO_BUSBW,
+            source: format!(
+                "snapshot {}: {} port(s) of the NICs paired with GPUs ({})",
+                self.source(),
+                ports,
+                d.join(" + ")
+            ),
+        })
+    }
+
+    /// The port rate of an RDMA device in the snapshot.
+    pub fn port_gbps(&self, rdma: &str) -> Option<f64> {
+        self.cl
+            .topo()
+            .devices
+            .iter()
+            .flat_map(|d| d.os_devices.iter())
+            .find(|o| o.name == rdma)
+            .and_then(|o| o.ports.iter().find_map(|p| p.rate_gbps))
+    }
+
+    /// Audit errors and warnings on the GPU–NIC paths (ACS, IOMMU, link, MPS), for a slow run.
+    pub fn path_problems(&self) -> Vec<String> {
+        self.audit
+            .findings
+            .iter()
+            .filter(|f| {
+                matches!(f.severity, Severity::Error | Severity::Warning)
+                    && matches!(
+                        f.id,
+                        CheckId::AcsRedirect
+                            | CheckId::IommuTranslation
+                            | CheckId::LinkDegraded
+                            | CheckId::MpsMrrs
+                            | CheckId::NicPortDown
+                            | CheckId::AerErrors
+                    )
+            })
+            .map(|f| format!("{} [{}]", f.summary, f.id))
+            .collect()
+    }
+}
+
+/// NCCL's rule of thumb (sjeaugey, NVIDIA/nccl-tests#119): 24 GB/s of bus bandwidth per
+/// 200 Gb/s of NIC, 12 per 100 — 0.12 GB/s per Gb/s.
+pub const GBPS_TO_BUSBW: f64 = 24.0 / 200.0;
+
+/// Groups joined verdicts by GPU, verdict, cause and NIC across hosts.
+pub fn group(ranks: &[RankVerdict]) -> Vec<JoinedVerdict> {
+    let mut out: Vec<JoinedVerdict> = Vec::new();
+    for r in ranks {
+        let Some(t) = &r.topology else { continue };
+        let cause = r.cause.as_ref().map(|c| c.kind);
+        let nic = r.nics.iter().find_map(|n| n.name.clone());
+        let who = match r.rank {
+            Some(k) => format!("{}:{k}", r.host),
+            None => r.host.clone(),
+        };
+        match out
+            .iter_mut()
+            .find(|j| j.gpu == t.gpu && j.gdr == r.gdr && j.cause == cause && j.nic == nic)
+        {
+            Some(j) => {
+                if !j.hosts.contains(&r.host) {
+                    j.hosts.push(r.host.clone());
+                }
+                j.ranks.push(who);
+            }
+            None => out.push(JoinedVerdict {
+                gpu: t.gpu.clone(),
+                gdr: r.gdr,
+                cause,
+                nic,
+                hosts: vec![r.host.clone()],
+                ranks: vec![who],
+                sentence: t.sentence.clone(),
+            }),
+        }
+    }
+    out.sort_by(|a, b| (a.gdr, &a.gpu).cmp(&(b.gdr, &b.gpu)));
+    out
+}

@@ -1,0 +1,326 @@
+//! `peerpath evidence`: what the job already printed — NCCL INFO/WARN logs, nccl-tests tables,
+//! perftest runs, peerpath probe documents — read into per-rank GDR verdicts, bandwidth
+//! verdicts against the node's NICs, and (with a topology) joined to the GPU–NIC pairing and the
+//! audit's findings. The parsers are in [`crate::parse::joblog`]; the verdict types in
+//! [`model`]; docs/evidence.md shows each published input and its verdict.
+
+pub mod bandwidth;
+pub mod join;
+pub mod model;
+pub mod ranks;
+pub mod version;
+
+pub use model::*;
+
+use crate::analysis::audit::evidence::ProbeEvidence;
+use crate::parse::joblog::{self, JobOutput};
+use anyhow::{Context, Result, bail};
+
+/// What one input file held.
+#[derive(Debug, Clone)]
+pub enum Loaded {
+    /// Job output (NCCL log, nccl-tests, perftest, in any mix).
+    Job(Box<JobOutput>),
+    /// A peerpath probe document (`peerpath.probe/2`).
+    Probe(ProbeEvidence),
+}
+
+/// One input.
+#[derive(Debug, Clone)]
+pub struct Input {
+    /// The path as given.
+    pub source: String,
+    /// What it held.
+    pub loaded: Loaded,
+}
+
+impl Input {
+    /// Detects the kind from content: a JSON document whose `schema` starts `peerpath.probe/`
+    /// is a probe report (read by [`ProbeEvidence::parse`], which refuses older schemas); any
+    /// other text is job output.
+    pub fn from_bytes(source: &str, bytes: &[u8]) -> Result<Input> {
+        let head = bytes.iter().position(|b| !b.is_ascii_whitespace());
+        if head.is_some_and(|i| bytes[i] == b'{') {
+            let text = std::str::from_utf8(bytes)
+                .with_context(|| format!("{source}: JSON that is not UTF-8"))?;
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(text) {
+                let schema = v.get("schema").and_then(|s| s.as_str()).unwrap_or("");
+                if schema.starts_with("peerpath.probe/") {
+                    return Ok(Input {
+                        source: source.to_string(),
+                        loaded: Loaded::Probe(ProbeEvidence::parse(source, text)?),
+                    });
+                }
+                bail!(
+                    "{source}: a JSON document with schema {schema:?}: not a probe report (peerpath.probe/2) nor job output"
+                );
+            }
+        }
+        Ok(Input {
+            source: source.to_string(),
+            loaded: Loaded::Job(Box::new(joblog::parse(bytes))),
+        })
+    }
+
+    /// Reads a file.
+    pub fn load(path: &std::path::Path) -> Result<Input> {
+        let b = std::fs::read(path)
+            .with_context(|| format!("cannot read evidence {}", path.display()))?;
+        Self::from_bytes(&path.display().to_string(), &b)
+    }
+}
+
+/// `--nic-gbps N×SPEED`: N NICs (ports) of SPEED Gb/s each.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NicSpec {
+    /// Number of NICs.
+    pub count: u32,
+    /// Speed of each, Gb/s.
+    pub gbps: f64,
+}
+
+impl std::str::FromStr for NicSpec {
+    type Err = String;
+    /// `8x200`, `8×400`, `4X100`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let t = s.trim();
+        let (n, g) = t
+            .split_once(['x', 'X', '×'])
+            .ok_or_else(|| format!("{s:?} is not N×SPEED (e.g. 8x400)"))?;
+        let count: u32 = n
+            .trim()
+            .parse()
+            .map_err(|_| format!("{s:?}: NIC count {n:?} is not a number"))?;
+        let gbps: f64 = g
+            .trim()
+            .trim_end_matches("Gb/s")
+            .trim_end_matches('G')
+            .parse()
+            .map_err(|_| format!("{s:?}: speed {g:?} is not a number of Gb/s"))?;
+        if count == 0 || !(gbps > 0.0 && gbps.is_finite()) {
+            return Err(format!("{s:?}: count and speed must be positive"));
+        }
+        Ok(NicSpec { count, gbps })
+    }
+}
+
+/// Options of [`analyze`].
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `--nic-gbps`.
+    pub nic: Option<NicSpec>,
+}
+
+/// Reads every input into one report; `topo` joins it to a topology.
+pub fn analyze(inputs: &[Input], topo: Option<&join::Topo>, opts: &Options) -> EvidenceReport {
+    let mut notes = Vec::new();
+    let capacity = match (opts.nic, topo) {
+        (Some(n), _) => Some(Capacity {
+            nics: n.count,
+            total_gbps: f64::from(n.count) * n.gbps,
+            expected_busbw: f64::from(n.count) * n.gbps * join::GBPS_TO_BUSBW,
+            source: format!("--nic-gbps {}x{}", n.count, n.gbps),
+        }),
+        (None, Some(t)) => match t.capacity() {
+            Ok(c) => Some(c),
+            Err(e) => {
+                notes.push(format!(
+                    "NIC capacity unknown: {e}; give --nic-gbps N×SPEED to judge bandwidth"
+                ));
+                None
+            }
+        },
+        (None, None) => None,
+    };
+    let mut report = EvidenceReport {
+        schema: EVIDENCE_SCHEMA.to_string(),
+        topology: topo.map(|t| t.source()),
+        inputs: Vec::new(),
+        capacity: capacity.clone(),
+        ranks: Vec::new(),
+        joined: Vec::new(),
+        bandwidth: Vec::new(),
+        perftest: Vec::new(),
+        comparisons: Vec::new(),
+        errors: Vec::new(),
+        probe: Vec::new(),
+        notes: Vec::new(),
+    };
+    for input in inputs {
+        match &input.loaded {
+            Loaded::Probe(p) => {
+                report.inputs.push(InputSummary {
+                    source: input.source.clone(),
+                    kinds: vec!["peerpath-probe".into()],
+                    lines: 0,
+                    nccl_read: 0,
+                    nccl_other: 0,
+                    gaps: 0,
+                    processes: Vec::new(),
+                    refused: Vec::new(),
+                });
+                for m in &p.measured {
+                    report.probe.push(format!(
+                        "{} ↔ {}: {} ({})",
+                        m.gpu,
+                        m.nic,
+                        m.verdict.as_str(),
+                        m.reason
+                    ));
+                }
+                if !p.unmapped.is_empty() {
+                    notes.push(format!(
+                        "{}: {} probe result(s) name no PCI GPU/NIC pair",
+                        input.source,
+                        p.unmapped.len()
+                    ));
+                }
+            }
+            Loaded::Job(job) => {
+                let r = ranks::judge(&input.source, job);
+                let net_seen = job
+                    .nccl
+                    .entries
+                    .iter()
+                    .any(|e| matches!(e.record, crate::parse::nccl_log::Record::NetChannel(_)));
+                let gdr_used = r.ranks.iter().any(|x| x.gdr == Gdr::Used);
+                let ctx = bandwidth::RunContext { net_seen, gdr_used };
+                for run in &job.tests.runs {
+                    let mut v = bandwidth::judge_run(&input.source, run, capacity.as_ref(), &ctx);
+                    if let Some(t) = topo
+                        && gdr_used
+                        && matches!(v.verdict, BwVerdict::Low | BwVerdict::Broken)
+                    {
+                        let probs = t.path_problems();
+                        if probs.is_empty() {
+                            v.explanation.push("the audit of the snapshot finds nothing on the GPU–NIC paths that explains it".into());
+                        }
+                        v.explanation.extend(probs);
+                    }
+                    for e in &r.errors {
+                        if e.vendor_err == Some(81) || e.status == Some(4) {
+                            v.explanation.push(format!(
+                                "{} ×{} (line {}): {}",
+                                e.status_name, e.count, e.line, e.meaning
+                            ));
+                        }
+                    }
+                    report.bandwidth.push(v);
+                }
+                for run in &job.perftest.runs {
+                    let port = run
+                        .device
+                        .as_deref()
+                        .and_then(|d| topo.and_then(|t| t.port_gbps(d)))
+                        .or(opts.nic.map(|n| n.gbps));
+                    report
+                        .perftest
+                        .push(bandwidth::perftest_verdict(&input.source, run, port));
+                }
+                let mut refused: Vec<RefusedLine> = job
+                    .nccl
+                    .refused
+                    .iter()
+                    .map(|x| RefusedLine {
+                        line: x.line,
+                        text: x.text.clone(),
+                        why: x.why.clone(),
+                    })
+                    .collect();
+                refused.extend(job.tests.refused.iter().map(|x| RefusedLine {
+                    line: x.line,
+                    text: x.text.clone(),
+                    why: format!("nccl-tests: {}", x.why),
+                }));
+                refused.extend(job.perftest.refused.iter().map(|(l, t)| RefusedLine {
+                    line: *l,
+                    text: t.clone(),
+                    why: "perftest: row cut".into(),
+                }));
+                refused.sort_by_key(|x| x.line);
+                let kinds: Vec<String> = job.kinds().into_iter().map(str::to_string).collect();
+                if kinds.is_empty() {
+                    notes.push(format!(
+                        "{}: no NCCL line, nccl-tests table or perftest run found in {} line(s) (a prose summary or another tool's output: nothing is read from it)",
+                        input.source, job.lines
+                    ));
+                }
+                report.inputs.push(InputSummary {
+                    source: input.source.clone(),
+                    kinds,
+                    lines: job.lines,
+                    nccl_read: job.nccl.entries.len(),
+                    nccl_other: job.nccl.other,
+                    gaps: job.nccl.gaps.len(),
+                    processes: r.processes,
+                    refused,
+                });
+                report.ranks.extend(r.ranks);
+                report.errors.extend(r.errors);
+                notes.extend(r.notes);
+            }
+        }
+    }
+    report.comparisons = bandwidth::compare(&report.perftest);
+    if let Some(t) = topo {
+        for r in &mut report.ranks {
+            r.topology = t.join(r);
+        }
+        let unmatched = report.ranks.iter().filter(|r| r.topology.is_none()).count();
+        if unmatched > 0 {
+            notes.push(format!(
+                "{unmatched} rank(s) could not be placed on a GPU of the snapshot (the log shows neither their busId, nor an nccl-tests bus, nor an NVML index)"
+            ));
+        }
+        report.joined = join::group(&report.ranks);
+    }
+    if report.ranks.iter().any(|r| r.gdr == Gdr::Unknown) {
+        notes.push("`unknown` means the log does not show GDR for that rank (no NET connection line, or the lines were cut): it is never read as off".into());
+    }
+    report.notes = notes;
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nic_specs() {
+        assert_eq!(
+            "8x400".parse::<NicSpec>(),
+            Ok(NicSpec {
+                count: 8,
+                gbps: 400.0
+            })
+        );
+        assert_eq!(
+            "4×200".parse::<NicSpec>(),
+            Ok(NicSpec {
+                count: 4,
+                gbps: 200.0
+            })
+        );
+        assert_eq!(
+            "2X100G".parse::<NicSpec>(),
+            Ok(NicSpec {
+                count: 2,
+                gbps: 100.0
+            })
+        );
+        assert!("8".parse::<NicSpec>().is_err());
+        assert!("0x400".parse::<NicSpec>().is_err());
+        assert!("8xfast".parse::<NicSpec>().is_err());
+    }
+
+    #[test]
+    fn kinds_are_detected_from_content() {
+        let i = Input::from_bytes("a.log", b"h:1:2 [0] NCCL INFO Using network IB\n").unwrap();
+        assert!(matches!(i.loaded, Loaded::Job(_)));
+        let e = Input::from_bytes("a.json", br#"{"schema":"peerpath.audit/1"}"#).unwrap_err();
+        assert!(e.to_string().contains("not a probe report"), "{e}");
+        let e = Input::from_bytes("p.json", br#"{"schema":"peerpath.probe/1","results":[]}"#)
+            .unwrap_err();
+        assert!(format!("{e:#}").contains("peerpath.probe/1"), "{e:#}");
+    }
+}

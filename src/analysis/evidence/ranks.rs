@@ -1,0 +1,1028 @@
+//! Per-rank GDR verdicts from one input's NCCL lines (and its nccl-tests `# Using devices`):
+//! processes are grouped by `host:pid`; each rank's NET connections, the per-GPU and per-NIC GDR
+//! lines, the ring summary, the echoed variables and the command line decide `used`, `off` (with
+//! the cause) or `unknown`. A NIC index is named from the process's NIC list (or another process
+//! on the same host); an index above the physical count is a virtual NIC (2.24+).
+
+use super::model::*;
+use super::version::{self, VersionInfo, bracket_is_bus_id};
+use crate::analysis::nccl::NcclPath;
+use crate::model::Bdf;
+use crate::parse::joblog::JobOutput;
+use crate::parse::nccl_log::topo::NodeId;
+use crate::parse::nccl_log::{
+    Comm, Entry, GpuGdr, GpuGdrForm, NetChannel, NicGdr, NicList, Record, VirtualNic,
+};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// NCCL's busId integer (`busIdToInt64`: the hex digits of `DDDD:BB:DD.F`) as a PCI address.
+pub fn bdf_of_bus_id(v: u64) -> Option<Bdf> {
+    let function = (v & 0xf) as u8;
+    let device = ((v >> 4) & 0xff) as u8;
+    let bus = ((v >> 12) & 0xff) as u8;
+    let domain = u32::try_from(v >> 20).ok()?;
+    (device < 32 && function < 8).then_some(Bdf {
+        domain,
+        bus,
+        device,
+        function,
+    })
+}
+
+fn hex(s: &str) -> Option<u64> {
+    u64::from_str_radix(s.trim().trim_start_matches("0x"), 16).ok()
+}
+
+/// One NCCL process of an input.
+struct Proc<'a> {
+    host: String,
+    pid: u32,
+    entries: Vec<&'a Entry>,
+    version: VersionInfo,
+    env: BTreeMap<String, (String, String)>,
+}
+
+impl Proc<'_> {
+    fn first_line(&self) -> usize {
+        self.entries.first().map_or(0, |e| e.line)
+    }
+    fn records(&self) -> impl DoubleEndedIterator<Item = (&Entry, &Record)> {
+        self.entries.iter().map(|e| (*e, &e.record))
+    }
+    fn nic_list(&self) -> Option<(&NicList, bool)> {
+        self.records().rev().find_map(|(e, r)| match r {
+            Record::NicList(l) if l.transport != "Socket" || !l.nics.is_empty() => {
+                Some((l, e.complete))
+            }
+            _ => None,
+        })
+    }
+    fn virtual_nics(&self) -> Vec<&VirtualNic> {
+        self.records()
+            .filter_map(|(_, r)| match r {
+                Record::VirtualNic(v) => Some(v),
+                _ => None,
+            })
+            .collect()
+    }
+    fn nic_gdr(&self) -> Vec<(&NicGdr, usize)> {
+        self.records()
+            .filter_map(|(e, r)| match r {
+                Record::NicGdr(n) => Some((n, e.line)),
+                _ => None,
+            })
+            .collect()
+    }
+    fn no_device(&self) -> Option<usize> {
+        self.records()
+            .find_map(|(e, r)| matches!(r, Record::NoDevice { .. }).then_some(e.line))
+    }
+    fn network(&self) -> Option<&str> {
+        self.records().rev().find_map(|(_, r)| match r {
+            Record::UsingNetwork { name } => Some(name.as_str()),
+            _ => None,
+        })
+    }
+}
+
+/// Where a per-host fact came from when the rank's own process does not show it.
+fn from_host<'p, T>(
+    procs: &'p [Proc],
+    me: usize,
+    f: impl Fn(&'p Proc) -> Option<T>,
+) -> Option<(T, Option<u32>)> {
+    if let Some(v) = f(&procs[me]) {
+        return Some((v, None));
+    }
+    procs
+        .iter()
+        .enumerate()
+        .filter(|(i, p)| *i != me && p.host == procs[me].host)
+        .find_map(|(_, p)| f(p).map(|v| (v, Some(p.pid))))
+}
+
+/// A rank or GPU being judged.
+#[derive(Default)]
+struct Subject {
+    host: String,
+    proc_idx: Option<usize>,
+    pid: Option<u32>,
+    rank: Option<u32>,
+    nranks: Option<u32>,
+    nnodes: Option<u32>,
+    local_rank: Option<u32>,
+    bus_id: Option<u64>,
+    bus: Option<u8>,
+    cuda_dev: Option<i64>,
+    nvml_dev: Option<u32>,
+    lines: BTreeSet<usize>,
+}
+
+/// The subjects of one input, indexed by (host, rank) and (host, busId): lookups stay cheap on
+/// logs of thousands of ranks.
+#[derive(Default)]
+struct Subjects {
+    v: Vec<Subject>,
+    by_rank: HashMap<(String, u32), Vec<usize>>,
+    by_bus: HashMap<(String, u64), usize>,
+}
+
+impl Subjects {
+    /// The subject of `rank` on `host` (same pid, or a pid not known on one side), created
+    /// when new.
+    fn rank(&mut self, host: &str, pid: Option<u32>, rank: u32) -> usize {
+        let key = (host.to_string(), rank);
+        if let Some(c) = self.by_rank.get(&key) {
+            for &i in c {
+                let s = &self.v[i];
+                if pid.is_none() || s.pid.is_none() || pid == s.pid {
+                    return i;
+                }
+            }
+        }
+        self.v.push(Subject {
+            host: host.to_string(),
+            pid,
+            rank: Some(rank),
+            ..Default::default()
+        });
+        let i = self.v.len() - 1;
+        self.by_rank.entry(key).or_default().push(i);
+        i
+    }
+
+    /// The subject of the GPU with `bus` on `host` (first one with it), created when new; a GPU
+    /// of unknown bus is always a new subject.
+    fn bus(&mut self, host: &str, bus: Option<u64>) -> usize {
+        if let Some(b) = bus
+            && let Some(&i) = self.by_bus.get(&(host.to_string(), b))
+        {
+            return i;
+        }
+        self.v.push(Subject {
+            host: host.to_string(),
+            bus_id: bus,
+            ..Default::default()
+        });
+        let i = self.v.len() - 1;
+        if let Some(b) = bus {
+            self.by_bus.insert((host.to_string(), b), i);
+        }
+        i
+    }
+
+    /// Sets a subject's busId and indexes it (a busId already taken keeps its first subject).
+    fn set_bus(&mut self, i: usize, b: u64) {
+        self.v[i].bus_id = Some(b);
+        self.by_bus.entry((self.v[i].host.clone(), b)).or_insert(i);
+    }
+
+    /// Indexes the busIds set so far.
+    fn index_buses(&mut self) {
+        for (i, s) in self.v.iter().enumerate() {
+            if let Some(b) = s.bus_id {
+                self.by_bus.entry((s.host.clone(), b)).or_insert(i);
+            }
+        }
+    }
+}
+
+/// The per-input results of [`judge`].
+pub struct InputRanks {
+    /// Verdicts.
+    pub ranks: Vec<RankVerdict>,
+    /// Processes.
+    pub processes: Vec<ProcessSummary>,
+    /// Completion errors.
+    pub errors: Vec<CompletionSummary>,
+    /// What the input could not show.
+    pub notes: Vec<String>,
+}
+
+/// The name of an `ibv_wc_status` (verbs.h) and what the NCCL issues say it usually means.
+fn wc_status(status: Option<u32>, vendor: Option<u32>) -> (String, String) {
+    let name = match status {
+        Some(1) => "IBV_WC_LOC_LEN_ERR",
+        Some(2) => "IBV_WC_LOC_QP_OP_ERR",
+        Some(4) => "IBV_WC_LOC_PROT_ERR",
+        Some(5) => "IBV_WC_WR_FLUSH_ERR",
+        Some(10) => "IBV_WC_REM_ACCESS_ERR",
+        Some(12) => "IBV_WC_RETRY_EXC_ERR",
+        Some(13) => "IBV_WC_RNR_RETRY_EXC_ERR",
+        Some(_) => "ibv_wc_status",
+        None => "unknown status",
+    };
+    let meaning = match (status, vendor) {
+        (Some(4), Some(81)) => "local protection error, vendor err 0x51: the ACS signature (NVIDIA/nccl#707) — peer-to-peer requests redirected to the root complex; check ACS on the switch ports between GPU and NIC and the IOMMU".to_string(),
+        (Some(4), _) => "local protection error: a registration the HCA cannot use (ACS/IOMMU redirect, or peer memory not registered)".to_string(),
+        (Some(5), _) => "work request flushed: the queue pair went to error state after an earlier failure (often on the peer); look for the first error".to_string(),
+        (Some(12), _) => "transport retry counter exceeded: the peer did not answer (link, switch, or the peer's PCIe path)".to_string(),
+        (Some(10), _) => "remote access error: the peer's registration was refused".to_string(),
+        _ => "a failed RDMA work request".to_string(),
+    };
+    (name.to_string(), meaning)
+}
+
+/// Judges every rank of one input.
+pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
+    let log = &job.nccl;
+    // Processes in order of first appearance.
+    let mut procs: Vec<Proc> = Vec::new();
+    let mut index: BTreeMap<(String, u32), usize> = BTreeMap::new();
+    for e in &log.entries {
+        let Some(h) = &e.header else { continue };
+        let i = *index.entry((h.host.clone(), h.pid)).or_insert_with(|| {
+            procs.push(Proc {
+                host: h.host.clone(),
+                pid: h.pid,
+                entries: Vec::new(),
+                version: version::infer(None, &[]),
+                env: BTreeMap::new(),
+            });
+            procs.len() - 1
+        });
+        procs[i].entries.push(e);
+    }
+    // Banners (no header): all equal → every process; else the nearest one before each.
+    let banners: Vec<(usize, (u32, u32, u32))> = log
+        .entries
+        .iter()
+        .filter_map(|e| match &e.record {
+            Record::Version(v) if e.header.is_none() => Some((e.line, v.number)),
+            _ => None,
+        })
+        .collect();
+    let all_same = banners.windows(2).all(|w| w[0].1 == w[1].1);
+    for p in &mut procs {
+        let banner = if all_same {
+            banners.first().map(|b| b.1)
+        } else {
+            banners
+                .iter()
+                .rfind(|b| b.0 <= p.first_line())
+                .or(banners.first())
+                .map(|b| b.1)
+        };
+        let mut v = version::infer(banner, &p.entries);
+        // Environment: echoed by NCCL, else the command line of the run.
+        for e in &p.entries {
+            if let Record::Env { name, value } = &e.record {
+                p.env.insert(
+                    name.clone(),
+                    (value.clone(), format!("echoed by NCCL, line {}", e.line)),
+                );
+            }
+        }
+        if let Some(cmd) = log.commands.iter().rfind(|c| c.line < p.first_line()) {
+            for (k, val) in &cmd.env {
+                p.env
+                    .entry(k.clone())
+                    .or_insert_with(|| (val.clone(), format!("command line, line {}", cmd.line)));
+            }
+        }
+        // An echoed GDR level name and the level code of a GDR line narrow the range.
+        if v.source == version::VersionSource::LineForms
+            && let Some((val, _)) = p.env.get("NCCL_NET_GDR_LEVEL")
+            && let Some(name) = NcclPath::from_name(val)
+            && let Some(level) = p.entries.iter().find_map(|e| match &e.record {
+                Record::GpuGdr(g) => g.level,
+                _ => None,
+            })
+        {
+            let (lo, hi) = version::narrow_by_level(v.lo, v.hi, name, level);
+            if (lo, hi) != (v.lo, v.hi) {
+                v.lo = lo;
+                v.hi = hi;
+                v.text = version::range_text(lo, hi);
+                v.forms.push(format!(
+                    "NCCL_NET_GDR_LEVEL={val} compared as level {level} (numbering of {})",
+                    v.text
+                ));
+            }
+        }
+        p.version = v;
+    }
+
+    let mut subj = Subjects::default();
+    // Comm lines: rank, busId, devices; the shape line by comm pointer.
+    let mut comm_rank: BTreeMap<(usize, String), usize> = BTreeMap::new();
+    for (pi, p) in procs.iter().enumerate() {
+        for e in &p.entries {
+            let Record::Comm(c) = &e.record else { continue };
+            let Comm {
+                rank: Some(rank), ..
+            } = c
+            else {
+                continue;
+            };
+            let bus_id = c.bus_id.as_deref().and_then(hex);
+            let i = subj.rank(&p.host, Some(p.pid), *rank);
+            let s = &mut subj.v[i];
+            s.proc_idx = Some(pi);
+            s.pid = Some(p.pid);
+            s.nranks = c.nranks.or(s.nranks);
+            s.nnodes = c.nnodes.or(s.nnodes);
+            s.local_rank = c.local_rank.or(s.local_rank);
+            s.bus_id = bus_id.or(s.bus_id);
+            s.cuda_dev = c.cuda_dev.map(i64::from).or(s.cuda_dev);
+            s.nvml_dev = c.nvml_dev.or(s.nvml_dev);
+            s.lines.insert(e.line);
+            comm_rank.insert((pi, c.comm.clone()), i);
+        }
+    }
+    // Channel lines: the local rank of each NET connection.
+    let mut conns: Vec<(usize, &NetChannel, &Entry)> = Vec::new();
+    for (pi, p) in procs.iter().enumerate() {
+        for e in &p.entries {
+            let Record::NetChannel(c) = &e.record else {
+                continue;
+            };
+            let (rank, bracket) = if c.send {
+                (c.from_rank, &c.from_bracket)
+            } else {
+                (c.to_rank, &c.to_bracket)
+            };
+            let bus_form = bracket_is_bus_id(bracket).filter(|_| {
+                p.version.hi <= (18, 1) || p.version.source == version::VersionSource::Unknown
+            });
+            let i = subj.rank(&p.host, Some(p.pid), rank);
+            let s = &mut subj.v[i];
+            s.proc_idx = Some(pi);
+            s.pid = Some(p.pid);
+            match bus_form {
+                Some(true) => s.bus_id = s.bus_id.or(hex(bracket)),
+                Some(false) if p.version.lo >= (18, 3) => {
+                    s.nvml_dev = s.nvml_dev.or(bracket.parse().ok())
+                }
+                _ => {}
+            }
+            if let Some(h) = &e.header {
+                s.cuda_dev = s.cuda_dev.or(Some(h.cuda_dev));
+            }
+            if s.lines.len() < 6 {
+                s.lines.insert(e.line);
+            }
+            conns.push((i, c, e));
+        }
+    }
+    // nccl-tests devices.
+    for run in &job.tests.runs {
+        for d in &run.devices {
+            let i = subj.rank(&d.host, d.pid, d.rank);
+            let s = &mut subj.v[i];
+            s.pid = s.pid.or(d.pid);
+            s.cuda_dev = s.cuda_dev.or(Some(i64::from(d.device)));
+            if let Some(b) = d.bus.strip_prefix("0x") {
+                s.bus = u8::from_str_radix(b, 16).ok();
+            } else if let Ok(bdf) = format!("{}.0", d.bus).parse::<Bdf>() {
+                s.bus_id = s.bus_id.or(Some(
+                    (u64::from(bdf.domain) << 20)
+                        | (u64::from(bdf.bus) << 12)
+                        | (u64::from(bdf.device) << 4),
+                ));
+            }
+            s.lines.insert(run.line);
+        }
+    }
+    subj.index_buses();
+    // Per-GPU GDR lines: about a GPU (busId) or a rank (2.24–2.25), from any process of a host.
+    let mut gpu_lines: Vec<(usize, &GpuGdr, &Entry, usize)> = Vec::new();
+    for (pi, p) in procs.iter().enumerate() {
+        for e in &p.entries {
+            let Record::GpuGdr(g) = &e.record else {
+                continue;
+            };
+            let gpu_is_rank = matches!(g.form, GpuGdrForm::Mode)
+                || (g.form == GpuGdrForm::Classic && bracket_is_bus_id(&g.gpu) == Some(false));
+            let i = match (g.form, gpu_is_rank) {
+                (GpuGdrForm::Ids, _) => {
+                    let bus = hex(&g.gpu);
+                    let i = match g.rank {
+                        Some(k) => subj.rank(&p.host, Some(p.pid), k),
+                        None => subj.bus(&p.host, bus),
+                    };
+                    if let Some(b) = bus
+                        && subj.v[i].bus_id.is_none()
+                    {
+                        subj.set_bus(i, b);
+                    }
+                    i
+                }
+                (_, true) => match g.gpu.parse() {
+                    Ok(k) => subj.rank(&p.host, Some(p.pid), k),
+                    Err(_) => subj.bus(&p.host, None),
+                },
+                _ => subj.bus(&p.host, hex(&g.gpu)),
+            };
+            if subj.v[i].lines.len() < 6 {
+                subj.v[i].lines.insert(e.line);
+            }
+            gpu_lines.push((i, g, e, pi));
+        }
+    }
+    // NCCL's path print rerouting a GPU–NIC pair that shares a switch.
+    let rerouted = rerouted_pairs(&procs);
+    for r in &rerouted {
+        let i = subj.bus(&r.host, Some(r.gpu));
+        subj.v[i].lines.insert(r.line);
+    }
+    let subjects = subj.v;
+    // Each subject's connections and GDR lines, grouped once.
+    let mut conns_of: Vec<Vec<usize>> = vec![Vec::new(); subjects.len()];
+    for (k, c) in conns.iter().enumerate() {
+        conns_of[c.0].push(k);
+    }
+    let mut gpu_of: Vec<Vec<usize>> = vec![Vec::new(); subjects.len()];
+    for (k, g) in gpu_lines.iter().enumerate() {
+        gpu_of[g.0].push(k);
+    }
+
+    let mut ranks = Vec::new();
+    for (si, s) in subjects.iter().enumerate() {
+        let me = s.proc_idx.or_else(|| {
+            procs
+                .iter()
+                .position(|p| p.host == s.host && Some(p.pid) == s.pid)
+        });
+        let my_conns: Vec<&(usize, &NetChannel, &Entry)> =
+            conns_of[si].iter().map(|&k| &conns[k]).collect();
+        let my_gpu: Vec<&(usize, &GpuGdr, &Entry, usize)> =
+            gpu_of[si].iter().map(|&k| &gpu_lines[k]).collect();
+        let my_reroute: Vec<&Rerouted> = rerouted
+            .iter()
+            .filter(|r| r.host == s.host && Some(r.gpu) == s.bus_id)
+            .collect();
+        let reroute_proc = my_reroute.first().and_then(|r| {
+            procs
+                .iter()
+                .position(|p| p.host == r.host && p.entries.iter().any(|e| e.line == r.line))
+        });
+        let version = me
+            .or_else(|| my_gpu.first().map(|g| g.3))
+            .or(reroute_proc)
+            .map(|m| procs[m].version.clone());
+        let vtext = version
+            .as_ref()
+            .map_or("unknown".to_string(), |v| v.text.clone());
+        let (lo, hi) = version.as_ref().map_or(version::ANY, |v| (v.lo, v.hi));
+        let env_of = |k: &str| -> Option<(String, String)> {
+            let pi = me.or_else(|| my_gpu.first().map(|g| g.3))?;
+            from_host(&procs, pi, |p| p.env.get(k).cloned()).map(|(v, _)| v)
+        };
+        // NICs used.
+        let mut nics: BTreeMap<(Option<String>, u32), NicUse> = BTreeMap::new();
+        for (_, c, _) in &my_conns {
+            let Some(dev) = c.dev else { continue };
+            let n = nics.entry((c.net.clone(), dev)).or_insert_with(|| NicUse {
+                index: dev,
+                name: None,
+                virtual_nic: false,
+                net: c.net.clone(),
+                connections: 0,
+                gdr: [0; 3],
+                note: None,
+            });
+            n.connections += 1;
+            match c.gdr {
+                Some(true) => n.gdr[0] += 1,
+                Some(false) => n.gdr[1] += 1,
+                None => n.gdr[2] += 1,
+            }
+        }
+        let mut nics: Vec<NicUse> = nics.into_values().collect();
+        if let Some(m) = me {
+            for n in &mut nics {
+                name_nic(&procs, m, n, hi);
+            }
+        }
+        let cut = my_conns.iter().filter(|c| c.1.gdr.is_none()).count();
+        let with = my_conns.iter().filter(|c| c.1.gdr == Some(true)).count();
+        let without = my_conns.iter().filter(|c| c.1.gdr == Some(false)).count();
+        let socket = my_conns
+            .iter()
+            .any(|c| c.1.net.as_deref() == Some("Socket"));
+        let rings: Option<(u32, usize)> = me.and_then(|m| {
+            procs[m].records().rev().find_map(|(e, r)| match r {
+                Record::RingsConnected { gdr: Some(g), .. } => Some((*g, e.line)),
+                _ => None,
+            })
+        });
+        let (gdr, basis) = if socket {
+            (
+                Gdr::Off,
+                format!("{} NET connection(s) over NET/Socket", my_conns.len()),
+            )
+        } else if with > 0 && without == 0 {
+            (
+                Gdr::Used,
+                format!(
+                    "{with} NET connection(s) with /GDRDMA{}",
+                    if cut > 0 {
+                        format!(" ({cut} more cut short)")
+                    } else {
+                        String::new()
+                    }
+                ),
+            )
+        } else if without > 0 {
+            let mixed = if with > 0 {
+                format!(", {with} with")
+            } else {
+                String::new()
+            };
+            (
+                Gdr::Off,
+                format!("{without} NET connection(s) without /GDRDMA on complete lines{mixed}"),
+            )
+        } else if cut > 0 {
+            (
+                Gdr::Unknown,
+                format!("{cut} NET connection line(s), each cut before /GDRDMA could show"),
+            )
+        } else if !my_reroute.is_empty() {
+            (
+                Gdr::Off,
+                "NCCL's path print routes this GPU's NIC traffic through the CPU".to_string(),
+            )
+        } else if !my_gpu.is_empty() {
+            let en = my_gpu.iter().filter(|g| g.1.enabled).count();
+            let dis = my_gpu.len() - en;
+            if dis == 0 {
+                (
+                    Gdr::Used,
+                    format!(
+                        "NCCL's per-GPU GDR check said Enabled ({en} line(s)); no channel line shows the connection"
+                    ),
+                )
+            } else if en == 0 {
+                (
+                    Gdr::Off,
+                    format!("NCCL's per-GPU GDR check said Disabled ({dis} line(s))"),
+                )
+            } else {
+                (
+                    Gdr::Off,
+                    format!(
+                        "NCCL's per-GPU GDR check said Disabled for some NICs ({dis}) and Enabled for others ({en})"
+                    ),
+                )
+            }
+        } else if let Some((g, line)) = rings.filter(|_| s.nnodes.is_some_and(|n| n > 1)) {
+            if g == 0 {
+                (Gdr::Off, format!("ring summary `GDR 0` (line {line})"))
+            } else {
+                (
+                    Gdr::Used,
+                    format!(
+                        "ring summary `GDR 1` (line {line}) on {} nodes",
+                        s.nnodes.unwrap_or(0)
+                    ),
+                )
+            }
+        } else {
+            (
+                Gdr::Unknown,
+                "the log shows no NET connection and no GDR line for it".to_string(),
+            )
+        };
+        let cause = (gdr == Gdr::Off).then(|| {
+            off_cause(
+                &procs,
+                me,
+                s,
+                &my_conns,
+                &my_gpu,
+                &my_reroute,
+                socket,
+                rings,
+                lo,
+                hi,
+                &env_of,
+            )
+        });
+        ranks.push(RankVerdict {
+            source: source.to_string(),
+            host: s.host.clone(),
+            pid: s.pid,
+            rank: s.rank,
+            nranks: s.nranks,
+            nnodes: s.nnodes,
+            local_rank: s.local_rank,
+            gpu: GpuIdent {
+                bdf: s.bus_id.and_then(bdf_of_bus_id).map(|b| b.to_string()),
+                bus: s.bus,
+                cuda_dev: s.cuda_dev,
+                nvml_dev: s.nvml_dev,
+            },
+            version: vtext,
+            gdr,
+            basis,
+            cause,
+            nics,
+            lines: s.lines.iter().copied().take(6).collect(),
+            topology: None,
+        });
+    }
+    ranks.sort_by(|a, b| {
+        (
+            a.host.as_str(),
+            a.rank.is_none(),
+            a.rank,
+            a.gpu.bdf.as_deref(),
+        )
+            .cmp(&(
+                b.host.as_str(),
+                b.rank.is_none(),
+                b.rank,
+                b.gpu.bdf.as_deref(),
+            ))
+    });
+
+    // Completion errors.
+    let mut errors: Vec<CompletionSummary> = Vec::new();
+    for e in &log.entries {
+        let Record::Completion(c) = &e.record else {
+            continue;
+        };
+        let host = e.header.as_ref().map_or(String::new(), |h| h.host.clone());
+        match errors
+            .iter_mut()
+            .find(|x| x.status == c.status && x.vendor_err == c.vendor_err)
+        {
+            Some(x) => {
+                x.count += 1;
+                if !x.hosts.contains(&host) {
+                    x.hosts.push(host);
+                }
+            }
+            None => {
+                let (status_name, meaning) = wc_status(c.status, c.vendor_err);
+                errors.push(CompletionSummary {
+                    source: source.to_string(),
+                    status: c.status,
+                    status_name,
+                    vendor_err: c.vendor_err,
+                    count: 1,
+                    hosts: vec![host],
+                    line: e.line,
+                    meaning,
+                });
+            }
+        }
+    }
+
+    let processes = procs
+        .iter()
+        .map(|p| ProcessSummary {
+            host: p.host.clone(),
+            pid: p.pid,
+            version: p.version.clone(),
+            network: p.network().map(str::to_string),
+            nics: p
+                .nic_list()
+                .map(|(l, _)| l.nics.iter().map(nic_text).collect())
+                .unwrap_or_default(),
+            env: p
+                .env
+                .iter()
+                .map(|(k, (v, w))| (k.clone(), v.clone(), w.clone()))
+                .collect(),
+        })
+        .collect();
+    let mut notes = Vec::new();
+    if !log.gaps.is_empty() {
+        notes.push(format!(
+            "{source}: {} gap marker(s) — text is missing from this copy; lines before a gap may be cut, and ranks that only appear in the missing text are not shown",
+            log.gaps.len()
+        ));
+    }
+    InputRanks {
+        ranks,
+        processes,
+        errors,
+        notes,
+    }
+}
+
+/// `[0]mlx5_0:1/IB` as the list prints it.
+fn nic_text(n: &crate::parse::nccl_log::NicEntry) -> String {
+    if !n.members.is_empty() {
+        let m: Vec<String> = n.members.iter().map(nic_text).collect();
+        return format!("[{}]={{{}}}", n.index, m.join(", "));
+    }
+    let mut s = format!("[{}]{}", n.index, n.name);
+    if let Some(p) = n.port {
+        s.push_str(&format!(":{p}"));
+    }
+    if let Some(a) = &n.addr {
+        s.push_str(&format!(":{a}"));
+    }
+    if let Some(l) = &n.link {
+        s.push_str(&format!("/{l}"));
+    }
+    s
+}
+
+/// Names a NIC index from the process's (or its host's) NIC list and virtual devices.
+fn name_nic(procs: &[Proc], me: usize, n: &mut NicUse, hi: version::Release) {
+    let list = from_host(procs, me, |p| p.nic_list());
+    let virt = from_host(procs, me, |p| {
+        let v = p.virtual_nics();
+        (!v.is_empty()).then_some(v)
+    });
+    if n.net.as_deref() == Some("Socket") {
+        if let Some(((l, _), _)) = &list
+            && l.transport == "Socket"
+        {
+            n.name = l
+                .nics
+                .iter()
+                .find(|e| e.index == n.index)
+                .map(|e| e.name.clone());
+        }
+        return;
+    }
+    let Some(((l, complete), other)) = list.filter(|((l, _), _)| l.transport != "Socket") else {
+        n.note = Some("no `NET/… : Using` line in the log: the NIC's name is not shown".into());
+        return;
+    };
+    let physical = l.nics.len() as u32;
+    if let Some(e) = l.nics.iter().find(|e| e.index == n.index) {
+        n.name = Some(if e.members.is_empty() {
+            e.name.clone()
+        } else {
+            e.members
+                .iter()
+                .map(|m| m.name.as_str())
+                .collect::<Vec<_>>()
+                .join("+")
+        });
+        if let Some(pid) = other {
+            n.note = Some(format!(
+                "named from the NIC list of pid {pid} on the same host"
+            ));
+        }
+        return;
+    }
+    if !complete {
+        n.note = Some(format!(
+            "the NIC list was cut after {physical} entries: index {} is not shown",
+            n.index
+        ));
+        return;
+    }
+    if n.index >= physical {
+        if let Some((v, _)) = &virt
+            && let Some(v) = v.iter().find(|v| v.index == n.index)
+        {
+            n.name = Some(v.name.clone());
+            n.virtual_nic = true;
+            return;
+        }
+        if hi >= (24, 0) {
+            n.virtual_nic = true;
+            n.note = Some(format!(
+                "index {} is above the {physical} physical NICs listed: a virtual NIC (NCCL ≥ 2.24 merges NICs); its `Made virtual device` line is not in the log",
+                n.index
+            ));
+        } else {
+            n.note = Some(format!(
+                "index {} is above the {physical} NICs listed, and this release (< 2.24) makes no virtual NICs: the list seen is not the one this connection used",
+                n.index
+            ));
+        }
+    }
+}
+
+/// The cause of an `off` verdict.
+#[allow(clippy::too_many_arguments)]
+fn off_cause(
+    procs: &[Proc],
+    me: Option<usize>,
+    s: &Subject,
+    conns: &[&(usize, &NetChannel, &Entry)],
+    gpu: &[&(usize, &GpuGdr, &Entry, usize)],
+    reroute: &[&Rerouted],
+    socket: bool,
+    rings: Option<(u32, usize)>,
+    lo: version::Release,
+    hi: version::Release,
+    env_of: &dyn Fn(&str) -> Option<(String, String)>,
+) -> Cause {
+    let pi = me.or_else(|| gpu.first().map(|g| g.3));
+    if socket {
+        let nodev = pi.and_then(|m| from_host(procs, m, |p| p.no_device()));
+        let text = match nodev {
+            Some((line, _)) => format!(
+                "no RDMA device: `NET/IB : No device found.` (line {line}), so NCCL fell back to NET/Socket"
+            ),
+            None => "connections over NET/Socket: NCCL used no RDMA device (the `No device found` line is not in this copy)".into(),
+        };
+        return Cause {
+            kind: CauseKind::Socket,
+            text,
+        };
+    }
+    if let Some((v, w)) = env_of("NCCL_NET_GDR_LEVEL")
+        && (v.eq_ignore_ascii_case("LOC") || v.trim() == "0")
+    {
+        return Cause {
+            kind: CauseKind::GdrLevelEnv,
+            text: format!(
+                "disabled by NCCL_NET_GDR_LEVEL={v} ({w}): level LOC admits no GPU–NIC path"
+            ),
+        };
+    }
+    if let Some(g) = gpu.iter().find(|g| !g.1.enabled) {
+        let (d, l) = (g.1.distance, g.1.level);
+        let name = |c: Option<u32>| c.map_or("?".to_string(), |c| version::decode(c, lo, hi));
+        let text = match (d, l) {
+            (Some(d), Some(l)) => format!(
+                "`GPU Direct RDMA Disabled … (distance {d} > {l})` (line {}): the GPU–NIC path {} is beyond the GDR level {} (numbering of NCCL {})",
+                g.2.line,
+                name(Some(d)),
+                name(Some(l)),
+                version::range_text(lo, hi)
+            ),
+            _ => format!(
+                "`GPU Direct RDMA Disabled for GPU {} / HCA {}` (line {}), distance not shown",
+                g.1.gpu, g.1.hca, g.2.line
+            ),
+        };
+        return Cause {
+            kind: CauseKind::Distance,
+            text,
+        };
+    }
+    if let Some(r) = reroute.first() {
+        return Cause {
+            kind: CauseKind::PathRerouted,
+            text: r.text.clone(),
+        };
+    }
+    let used: BTreeSet<u32> = conns.iter().filter_map(|c| c.1.dev).collect();
+    let nic_lines = pi.and_then(|m| {
+        from_host(procs, m, |p| {
+            let v = p.nic_gdr();
+            (!v.is_empty()).then_some(v)
+        })
+    });
+    if let Some((lines, _)) = &nic_lines {
+        if let Some((n, line)) = lines.iter().find(|(n, _)| n.no_module) {
+            let hcas: Vec<String> = lines
+                .iter()
+                .filter(|(n, _)| n.no_module)
+                .map(|(n, _)| format!("{} '{}'", n.hca, n.name))
+                .collect();
+            return Cause {
+                kind: CauseKind::NoModule,
+                text: format!(
+                    "no peer-memory module: `NET/{} : GPU Direct RDMA Disabled for HCA {} '{}' (no module)` (line {line}; printed for HCA {}) — nvidia-peermem (or nv_peer_mem) is not loaded, so every NIC of the node is without GDR",
+                    n.transport,
+                    n.hca,
+                    n.name,
+                    hcas.join(", ")
+                ),
+            };
+        }
+        if let Some((n, line)) = lines
+            .iter()
+            .find(|(n, _)| !n.enabled && (used.is_empty() || used.contains(&n.hca)))
+        {
+            let forced = env_of("NCCL_NET_GDR_LEVEL");
+            let text = match forced {
+                Some((v, w)) => format!(
+                    "NCCL's per-NIC check: `GPU Direct RDMA Disabled for HCA {} '{}'` (line {line}) although NCCL_NET_GDR_LEVEL={v} ({w}) asks for it — neither nvidia-peermem registered with the HCA nor dma-buf usable",
+                    n.hca, n.name
+                ),
+                None => format!(
+                    "NCCL's per-NIC check: `GPU Direct RDMA Disabled for HCA {} '{}'` (line {line}) — neither nvidia-peermem registered with the HCA nor dma-buf usable",
+                    n.hca, n.name
+                ),
+            };
+            return Cause {
+                kind: CauseKind::NicDisabled,
+                text,
+            };
+        }
+    }
+    if conns.iter().any(|c| c.1.send && c.1.gdr == Some(false))
+        && conns.iter().all(|c| !c.1.send || c.1.gdr == Some(false))
+        && conns.iter().any(|c| !c.1.send && c.1.gdr == Some(true))
+        && let Some((v, w)) = env_of("NCCL_NET_GDR_READ")
+        && v.trim() == "0"
+    {
+        return Cause {
+            kind: CauseKind::GdrReadEnv,
+            text: format!("sends without GDR because NCCL_NET_GDR_READ=0 ({w}); receives use it"),
+        };
+    }
+    if let Some((0, line)) = rings {
+        return Cause {
+            kind: CauseKind::RingSummary,
+            text: format!(
+                "the ring summary says `GDR 0` (line {line}): at least one rank's ring connection is without GDR"
+            ),
+        };
+    }
+    let _ = s;
+    Cause {
+        kind: CauseKind::NotShown,
+        text: "NET connections without /GDRDMA, and no line in this log says why (no per-GPU or per-NIC GDR line, no NCCL_NET_GDR_LEVEL): usually no peer memory (nvidia-peermem not loaded, no dma-buf) — NCCL_DEBUG_SUBSYS=INIT,NET shows the per-NIC check".into(),
+    }
+}
+
+/// A GPU–NET pair NCCL's path print routes through the CPU although its topology print puts
+/// both under one PCI switch.
+struct Rerouted {
+    host: String,
+    gpu: u64,
+    line: usize,
+    text: String,
+}
+
+/// Finds [`Rerouted`] pairs: topology trees (indentation) per process, path lines per host.
+fn rerouted_pairs(procs: &[Proc]) -> Vec<Rerouted> {
+    // (host) → parent PCI switch of each GPU and of each NET (through its NIC), with the pid.
+    let mut parent: BTreeMap<(String, String, u64), (NodeId, u32)> = BTreeMap::new();
+    for p in procs {
+        let mut stack: Vec<(usize, NodeId)> = Vec::new();
+        for e in &p.entries {
+            let Record::TopoNode(n) = &e.record else {
+                continue;
+            };
+            while stack.last().is_some_and(|(ind, _)| *ind >= n.indent) {
+                stack.pop();
+            }
+            let key = (n.node.kind.clone(), n.node.id);
+            match n.node.kind.as_str() {
+                "GPU" | "NIC" => {
+                    if let Some((_, par)) = stack.last().filter(|(_, par)| par.kind == "PCI") {
+                        parent.insert((p.host.clone(), key.0.clone(), key.1), (par.clone(), p.pid));
+                    }
+                }
+                "NET" => {
+                    if let Some((_, nic)) = stack.last().filter(|(_, x)| x.kind == "NIC")
+                        && let Some(sw) =
+                            parent.get(&(p.host.clone(), "NIC".into(), nic.id)).cloned()
+                    {
+                        parent.insert((p.host.clone(), "NET".into(), n.node.id), sw);
+                    }
+                }
+                _ => {}
+            }
+            stack.push((n.indent, n.node.clone()));
+        }
+    }
+    let mut out: Vec<Rerouted> = Vec::new();
+    for p in procs {
+        for e in &p.entries {
+            let Record::TopoPaths(tp) = &e.record else {
+                continue;
+            };
+            for path in &tp.paths {
+                let (gpu, net) = match (tp.from.kind.as_str(), path.to.kind.as_str()) {
+                    ("NET", "GPU") => (&path.to, &tp.from),
+                    ("GPU", "NET") => (&tp.from, &path.to),
+                    _ => continue,
+                };
+                if !matches!(path.path.as_str(), "PHB" | "SYS" | "P2C") {
+                    continue;
+                }
+                let (Some((gs, gpid)), Some((ns, npid))) = (
+                    parent.get(&(p.host.clone(), "GPU".into(), gpu.id)),
+                    parent.get(&(p.host.clone(), "NET".into(), net.id)),
+                ) else {
+                    continue;
+                };
+                if gs.id != ns.id
+                    || out.iter().any(|r| {
+                        r.host == p.host
+                            && r.gpu == gpu.id
+                            && r.text.contains(&format!("NET/{:x} ", net.id))
+                    })
+                {
+                    continue;
+                }
+                let other = if *gpid != p.pid || *npid != p.pid {
+                    format!(
+                        " (the topology print is from pid {gpid}, the path print from pid {}: two runs, possibly two NCCL versions)",
+                        p.pid
+                    )
+                } else {
+                    String::new()
+                };
+                out.push(Rerouted {
+                    host: p.host.clone(),
+                    gpu: gpu.id,
+                    line: e.line,
+                    text: format!(
+                        "NCCL's path print (line {}) gives NET/{:x} ↔ GPU {:x} as {} ({} hops), yet its topology print puts both under switch PCI/{:x}: NCCL routes this pair through the CPU because it decided GPUDirect RDMA is not possible for it (paths.cc: no GDR → path via the local CPU){other}",
+                        e.line, net.id, gpu.id, path.path, path.hops, gs.id
+                    ),
+                });
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,376 @@
+//! NCCL's debug output (`NCCL_DEBUG=INFO`/`WARN`/`TRACE`) as typed records, for every release
+//! from 2.6 to 2.30. Pure: lines in, records out, with every NCCL line of a form this parser
+//! knows but could not read kept as a [`Refused`] saying why.
+//!
+//! A line is `host:pid:tid [cudaDev] NCCL INFO message` (`debug.cc`; WARN adds `file:line
+//! (func)` before `NCCL WARN`, TRACE a time and `func:line`; 2.26+ may put a `[%F %T] ` time
+//! stamp first). Lines are found by that header wherever it sits, so launcher prefixes, another
+//! tool's text before it and two NCCL lines run together on one physical line (interleaved
+//! ranks) are all read; the text before the first header is handed back as a [`Fragment`] for
+//! the other parsers. A message followed by another header on the same line, the last line of a
+//! file without newline and the line before a gap marker are marked incomplete: a suffix they
+//! lack (`/GDRDMA`) is unknown, not absent. The forms of each message by version are listed in
+//! shared/reference/evidence/README.md and in docs/evidence.md; [`records`] reads them.
+
+pub mod records;
+pub mod topo;
+
+pub use records::*;
+
+use super::text::{Line, command_env, is_gap_marker, shell_prompt, split_launcher};
+
+/// Severity word after `NCCL`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    /// `NCCL INFO`.
+    Info,
+    /// `NCCL WARN`.
+    Warn,
+    /// `NCCL TRACE` (and `NCCL CALL`).
+    Trace,
+}
+
+/// The header of one NCCL line.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Header {
+    /// Host name as NCCL prints it (up to the first `.`).
+    pub host: String,
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// The bracket: the thread's current CUDA device (`cudaGetDevice`), an index under
+    /// `CUDA_VISIBLE_DEVICES`.
+    pub cuda_dev: i64,
+    /// INFO, WARN or TRACE.
+    pub level: Level,
+    /// `file:line` (and `(func)`) of a WARN/TRACE line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// True when the host token was glued to text before it and was cut to a host name seen
+    /// elsewhere for the same pid.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub host_repaired: bool,
+}
+
+/// One NCCL message that was read.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Entry {
+    /// 1-based line number.
+    pub line: usize,
+    /// The header; `None` for the `NCCL version` banner, which has none.
+    pub header: Option<Header>,
+    /// Whether the message certainly ended (see the module docs).
+    pub complete: bool,
+    /// What it says.
+    pub record: Record,
+}
+
+/// An NCCL line of a known form that could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Refused {
+    /// 1-based line number.
+    pub line: usize,
+    /// The message (at most 160 characters).
+    pub text: String,
+    /// Why it was not understood.
+    pub why: String,
+}
+
+/// Text of a line that is not NCCL's: the whole line, or what precedes the first NCCL header on
+/// it (launcher tags removed). The nccl-tests and perftest parsers read these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fragment<'a> {
+    /// 1-based line number.
+    pub no: usize,
+    /// The text.
+    pub text: &'a str,
+    /// False when an NCCL header followed it on the same line, or the line may have been cut:
+    /// a table row may continue on a later line.
+    pub ended: bool,
+}
+
+/// A shell command line in the output (a prompt, or `NCCL_…=… cmd`), with the NCCL/CUDA
+/// variables it sets.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CommandLine {
+    /// 1-based line number.
+    pub line: usize,
+    /// Host from the shell prompt, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// The command (after the prompt).
+    pub command: String,
+    /// `NCCL_*`, `CUDA_*` assignments on it.
+    pub env: Vec<(String, String)>,
+}
+
+/// Everything NCCL printed in one input.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct NcclLog {
+    /// Messages read, in input order.
+    pub entries: Vec<Entry>,
+    /// NCCL lines of known forms that could not be read.
+    pub refused: Vec<Refused>,
+    /// NCCL lines of forms this parser does not read (they say nothing about GDR or NICs).
+    pub other: usize,
+    /// Command lines seen.
+    pub commands: Vec<CommandLine>,
+    /// Gap markers (`[... text missing here …]`): text left out of the copy.
+    pub gaps: Vec<usize>,
+}
+
+/// One NCCL header found in a line: byte offsets of where it starts and where its message
+/// starts, and the header.
+struct Found {
+    start: usize,
+    msg: usize,
+    header: Header,
+}
+
+/// Characters NCCL never leaves in a host name (`getHostName` cuts at `.`; `debug.cc` turns `/`
+/// and `%` into `-`); a colon separates pid and tid.
+fn host_char(c: char) -> bool {
+    !(c.is_whitespace() || matches!(c, '.' | '/' | '%' | ':' | ']' | '[' | '(' | ')'))
+}
+
+/// How far before `NCCL INFO` a header is looked for, in bytes.
+const WINDOW: usize = 1024;
+
+/// Finds every NCCL header in a line.
+fn find_headers(line: &str) -> Vec<Found> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(rel) = line[from..].find("NCCL ") {
+        let at = from + rel;
+        from = at + 5;
+        let after = &line[at + 5..];
+        let (level, word) = if after.starts_with("INFO") {
+            (Level::Info, 4)
+        } else if after.starts_with("WARN") {
+            (Level::Warn, 4)
+        } else if after.starts_with("TRACE") {
+            (Level::Trace, 5)
+        } else if after.starts_with("CALL") {
+            (Level::Trace, 4)
+        } else {
+            continue;
+        };
+        let Some(h) = header_before(line, at, level) else {
+            continue;
+        };
+        let mut msg = at + 5 + word;
+        if line[msg..].starts_with(' ') {
+            msg += 1;
+        }
+        out.push(Found {
+            start: h.0,
+            msg,
+            header: h.1,
+        });
+    }
+    out
+}
+
+/// Reads `host:pid:tid [dev] [source ]` backwards from the `NCCL` word at `at`; returns where the
+/// host starts and the header.
+fn header_before(line: &str, at: usize, level: Level) -> Option<(usize, Header)> {
+    // A header is short (host name ≤ 255, pid, tid, `[dev]`, a WARN's `file:line (func)`): look
+    // back a bounded window, so a line of many `NCCL` words stays linear.
+    let mut from = at.saturating_sub(WINDOW);
+    while !line.is_char_boundary(from) {
+        from += 1;
+    }
+    let (base, before) = (from, line[from..at].trim_end());
+    // The bracket: the last `[int]` before the word, with only `file:line (func)` (WARN) or
+    // `time func:line` (TRACE) between.
+    let open = before.rfind('[')?;
+    let close = open + before[open..].find(']')?;
+    let dev: i64 = before[open + 1..close].trim().parse().ok()?;
+    let between = before[close + 1..].trim();
+    if level == Level::Info && !between.is_empty() {
+        return None;
+    }
+    let head = before[..open].trim_end_matches(' ');
+    if head.len() == before[..open].len() && !head.is_empty() {
+        return None; // `host:pid:tid` and `[dev]` are separated by a space
+    }
+    let (rest, tid) = head.rsplit_once(':')?;
+    let (rest, pid) = rest.rsplit_once(':')?;
+    let (tid, pid) = (tid.parse().ok()?, pid.parse().ok()?);
+    let host_start = rest
+        .char_indices()
+        .rev()
+        .take_while(|&(_, c)| host_char(c))
+        .last()
+        .map(|(i, _)| i)?;
+    // No host name starts with `-`: such a character belongs to the text before it.
+    let host_start =
+        host_start + rest[host_start..].len() - rest[host_start..].trim_start_matches('-').len();
+    let host = rest[host_start..].to_string();
+    if host.is_empty() {
+        return None;
+    }
+    Some((
+        base + host_start,
+        Header {
+            host,
+            pid,
+            tid,
+            cuda_dev: dev,
+            level,
+            source: (!between.is_empty()).then(|| between.to_string()),
+            host_repaired: false,
+        },
+    ))
+}
+
+/// Parses the NCCL part of an input. `fragments` receives the non-NCCL text of every line (see
+/// [`Fragment`]), in order.
+pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclLog {
+    let mut log = NcclLog::default();
+    // Hosts seen at the very start of a line (after launcher tags), by pid: used to cut a host
+    // token glued to the text before it (`…NET/IB/3swat1-04:2017630:…`).
+    let mut clean_hosts: std::collections::HashMap<u32, Vec<String>> = Default::default();
+    let mut found_per_line: Vec<Vec<Found>> = Vec::with_capacity(lines.len());
+    for l in lines {
+        let (_, rest) = split_launcher(l.text);
+        let found = find_headers(rest);
+        let off = l.text.len() - rest.len();
+        for f in &found {
+            if rest[..f.start].trim().is_empty() {
+                let hosts = clean_hosts.entry(f.header.pid).or_default();
+                if !hosts.contains(&f.header.host) {
+                    hosts.push(f.header.host.clone());
+                }
+            }
+        }
+        found_per_line.push(
+            found
+                .into_iter()
+                .map(|mut f| {
+                    f.start += off;
+                    f.msg += off;
+                    f
+                })
+                .collect(),
+        );
+    }
+    for (l, found) in lines.iter().zip(found_per_line.iter_mut()) {
+        if is_gap_marker(l.text) {
+            log.gaps.push(l.no);
+            continue;
+        }
+        // Repair glued hosts: keep the longest known host of that pid the token ends with.
+        for f in found.iter_mut() {
+            let Some(known) = clean_hosts.get(&f.header.pid) else {
+                continue;
+            };
+            if known.contains(&f.header.host) {
+                continue;
+            }
+            if let Some(k) = known
+                .iter()
+                .filter(|k| f.header.host.ends_with(k.as_str()))
+                .max_by_key(|k| k.len())
+            {
+                f.start += f.header.host.len() - k.len();
+                f.header.host = k.clone();
+                f.header.host_repaired = true;
+            }
+        }
+        let (tag, rest) = split_launcher(l.text);
+        let first = found.first().map_or(l.text.len(), |f| f.start);
+        let pre = &l.text[tag.len().min(first)..first];
+        if !pre.trim().is_empty() || found.is_empty() {
+            let pre_is_rest = found.is_empty();
+            let text = if pre_is_rest { rest } else { pre };
+            if let Some(v) = banner_version(text) {
+                log.entries.push(Entry {
+                    line: l.no,
+                    header: None,
+                    complete: l.ended,
+                    record: v,
+                });
+            } else if let Some(cmd) = command_line(l.no, text) {
+                log.commands.push(cmd);
+            }
+            fragments.push(Fragment {
+                no: l.no,
+                text,
+                ended: pre_is_rest && l.ended,
+            });
+        }
+        for (i, f) in found.iter().enumerate() {
+            let end = found.get(i + 1).map_or(l.text.len(), |n| n.start);
+            let complete = i + 1 == found.len() && l.ended;
+            let msg = &l.text[f.msg..end];
+            match records::parse_message(msg, complete) {
+                Parsed::Record(record) => log.entries.push(Entry {
+                    line: l.no,
+                    header: Some(f.header.clone()),
+                    complete,
+                    record,
+                }),
+                Parsed::Other if f.header.level == Level::Warn => log.entries.push(Entry {
+                    line: l.no,
+                    header: Some(f.header.clone()),
+                    complete,
+                    record: Record::Warn {
+                        text: msg.trim().chars().take(300).collect(),
+                    },
+                }),
+                Parsed::Other => log.other += 1,
+                Parsed::Refused(why) => log.refused.push(Refused {
+                    line: l.no,
+                    text: msg.chars().take(160).collect(),
+                    why,
+                }),
+            }
+        }
+    }
+    log
+}
+
+/// `NCCL version 2.21.5+cuda12.4` (printed without a header by most versions).
+fn banner_version(text: &str) -> Option<Record> {
+    let t = text.trim();
+    let v = t.strip_prefix("NCCL version ")?;
+    records::version_record(v)
+}
+
+/// A shell command that sets NCCL/CUDA variables or runs a known launcher or test.
+fn command_line(no: usize, text: &str) -> Option<CommandLine> {
+    let (host, cmd) = match shell_prompt(text) {
+        Some((h, c)) => (Some(h.to_string()), c),
+        None => (None, text.trim()),
+    };
+    let env = command_env(cmd);
+    let runs = [
+        "mpirun",
+        "srun",
+        "torchrun",
+        "_perf",
+        "ib_write_bw",
+        "ib_read_bw",
+        "ib_send_bw",
+    ]
+    .iter()
+    .any(|k| cmd.contains(k));
+    if env.is_empty() && !(host.is_some() && runs) {
+        return None;
+    }
+    if !runs && !cmd.contains(char::is_whitespace) {
+        return None;
+    }
+    Some(CommandLine {
+        line: no,
+        host,
+        command: cmd.chars().take(400).collect(),
+        env,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,878 @@
+//! The NCCL messages peerpath reads, one type per message, each with the forms it takes across
+//! releases (shared/reference/evidence/README.md, "Log-line forms"). Numbers are kept as NCCL
+//! printed them where their meaning depends on the version (the bracket after a rank, the GPU
+//! and HCA of a GDR line, the `distance` codes); `analysis::evidence` decides the meaning once
+//! the version is known.
+
+use super::topo::{self, TopoNodeLine, TopoPaths};
+use serde::Serialize;
+
+/// What one message says.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Record {
+    /// `NCCL version 2.21.5+cuda12.4`.
+    Version(Version),
+    /// A channel connection over the network transport.
+    NetChannel(NetChannel),
+    /// `NET/IB : Using [0]mlx5_0:1/IB …` or `NET/Socket : Using [0]eth0:10.0.0.1<0>`.
+    NicList(NicList),
+    /// `Bootstrap : Using …`: the out-of-band interface.
+    Bootstrap {
+        /// The interfaces as printed.
+        text: String,
+    },
+    /// `NET/IB : No device found.`
+    NoDevice {
+        /// The transport (`IB`).
+        transport: String,
+    },
+    /// `Using network IB` (`Socket`, `IBext_v8`, `AWS Libfabric`, …): the network chosen.
+    UsingNetwork {
+        /// Its name.
+        name: String,
+    },
+    /// A net plugin line (`P2P plugin IBext_v8`, `NET/Plugin : …`, `Plugin Path : …`).
+    Plugin {
+        /// The text after the keyword.
+        text: String,
+    },
+    /// `NET/IB : Made virtual device [%d] name=%s speed=%d ndevs=%d[ rail=%d plane=%d]` (2.24+).
+    VirtualNic(VirtualNic),
+    /// `GPU Direct RDMA Enabled|Disabled for GPU … / HCA … (distance …)` (per GPU and NIC).
+    GpuGdr(GpuGdr),
+    /// `NET/IB : GPU Direct RDMA Disabled for HCA %d '%s' (no module)` (≤ 2.12) or
+    /// `NET/%s : GPU Direct RDMA Enabled|Disabled for HCA %d '%s'` (2.13+): per NIC.
+    NicGdr(NicGdr),
+    /// `Connected all rings` (≤ 2.23) / `Connected all rings, use ring PXN %d GDR %d` (2.24+).
+    RingsConnected {
+        /// PXN flag (2.24+).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pxn: Option<u32>,
+        /// GDR flag (2.24+): 1 only if every rank's ring NET connections use GDR.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        gdr: Option<u32>,
+    },
+    /// A `comm 0x… rank …` line (init, shape, destroy).
+    Comm(Comm),
+    /// `NCCL_X set by environment to V` (also from nccl.conf).
+    Env {
+        /// Variable name.
+        name: String,
+        /// Value as echoed.
+        value: String,
+    },
+    /// `… Got completion … error|status N … vendor err N`: a failed RDMA work request.
+    Completion(Completion),
+    /// Any other WARN line.
+    Warn {
+        /// The message.
+        text: String,
+    },
+    /// `=== System : maxWidth|maxBw %2.1f totalWidth|totalBw %2.1f ===`.
+    TopoSystem {
+        /// `maxWidth` (≤ 2.13) or `maxBw` (2.14+).
+        word: String,
+        /// The maximum.
+        max: f64,
+        /// The total.
+        total: f64,
+    },
+    /// A line of NCCL's topology print (`+ PCI[24.0] - GPU/84000 (4)`).
+    TopoNode(TopoNodeLine),
+    /// A line of NCCL's path print (`NET/5 :GPU/0-84000 (5/24.0/PHB) …`).
+    TopoPaths(TopoPaths),
+}
+
+/// The NCCL release a banner names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Version {
+    /// As printed (`2.21.5+cuda12.4`).
+    pub text: String,
+    /// Major, minor, patch.
+    pub number: (u32, u32, u32),
+}
+
+/// `Channel %02d[/%d] : %d[%x|%d] -> %d[%x|%d] [send|receive] via NET/%s/%d[(%d)][/GDRDMA][(PCI)][/Shared]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NetChannel {
+    /// Channel id.
+    pub channel: u32,
+    /// Connection index (`/%d`, 2.12+); `None` in the ≤ 2.11 form.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conn_index: Option<u32>,
+    /// Sending rank.
+    pub from_rank: u32,
+    /// Its bracket as printed: busId in hex (≤ 2.18.1) or nvmlDev (2.18.3+).
+    pub from_bracket: String,
+    /// Receiving rank.
+    pub to_rank: u32,
+    /// Its bracket as printed.
+    pub to_bracket: String,
+    /// True for `[send]` (the local rank is `from_rank`), false for `[receive]` (`to_rank`).
+    pub send: bool,
+    /// The network's name (`IB`, `Socket`, `IBext_v8`, `AWS Libfabric`); `None` when cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub net: Option<String>,
+    /// The NET device index; `None` when cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dev: Option<u32>,
+    /// The proxy rank of a PXN connection (`NET/IB/3(5)`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<u32>,
+    /// `/GDRDMA`: `Some(true)` shown, `Some(false)` certainly absent (complete line), `None`
+    /// when the line was cut before it could show.
+    pub gdr: Option<bool>,
+    /// `(PCI)`: GDR forced over PCIe on a C2C system (2.26+).
+    pub gdr_pci: bool,
+    /// `/Shared`.
+    pub shared: bool,
+}
+
+/// One NIC of a `Using` list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NicEntry {
+    /// Index NCCL gives it (the NET device index of channel lines).
+    pub index: u32,
+    /// Device name (`mlx5_0`) or interface (`eth0`).
+    pub name: String,
+    /// Port (IB) when printed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<u32>,
+    /// Link layer `IB`/`RoCE`, when printed in full.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
+    /// `/SHARP` (HPC-X plugin).
+    pub sharp: bool,
+    /// Socket entries: the address (`10.0.0.1<0>`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub addr: Option<String>,
+    /// A merged NIC (`[0]={[0] mlx5_0:1/IB, [1] mlx5_1:1/IB}`, 2.20+): its members.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<NicEntry>,
+}
+
+/// A `NET/<transport> : Using …` list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NicList {
+    /// `IB`, `Socket`, or a plugin's transport.
+    pub transport: String,
+    /// The NICs, in index order as printed.
+    pub nics: Vec<NicEntry>,
+    /// `[RO]`: relaxed ordering enabled (2.12+).
+    pub relaxed_ordering: bool,
+    /// ` ; OOB` with a space before the semicolon: the ≤ 2.11 form.
+    pub old_form: bool,
+    /// The out-of-band interface after `OOB`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oob: Option<String>,
+}
+
+/// `NET/IB : Made virtual device [%d] name=%s speed=%d ndevs=%d[ rail=%d plane=%d]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VirtualNic {
+    /// Its NET index.
+    pub index: u32,
+    /// Its name (`mlx5_0+mlx5_1`).
+    pub name: String,
+    /// Speed in Mb/s.
+    pub speed_mbps: Option<u64>,
+    /// Number of physical devices merged.
+    pub ndevs: Option<u32>,
+    /// Rail (2.30).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rail: Option<i64>,
+    /// Plane (2.30).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plane: Option<i64>,
+}
+
+/// Which of the per-GPU GDR line forms a line has (the version ranges are in the README
+/// table; the GPU and HCA fields mean different things in each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GpuGdrForm {
+    /// `NET/IB : GPU Direct RDMA … (distance %d < %d)` (2.5).
+    Net25,
+    /// `GPU %lx / HCA %d|%lx (distance %d <= %d), read %d` (2.6–2.23; GPU is a busId; HCA an
+    /// index, from 2.21 a 64-bit net id) or `GPU %d / HCA %lx …` (2.24–2.25, GPU is a rank).
+    Classic,
+    /// `…, read %d mode %s` (2.26–2.28; GPU is a rank).
+    Mode,
+    /// `GPU/%ld-%ld (rank %d) - NET/%ld-%ld (distance …, read %d, mode %s)` (2.29).
+    Ids,
+}
+
+/// A per-GPU GDR decision (`ncclTopoCheckGdr`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GpuGdr {
+    /// Line form.
+    pub form: GpuGdrForm,
+    /// Enabled or Disabled.
+    pub enabled: bool,
+    /// The GPU field as printed (a busId in hex, or a rank in decimal — per form and version),
+    /// or in the 2.29 form the GPU's local id (its busId in hex).
+    pub gpu: String,
+    /// The rank, in the 2.29 form.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    /// The HCA field as printed (index in decimal ≤ 2.20, net id in hex 2.21+; the local id in
+    /// the 2.29 form).
+    pub hca: String,
+    /// Distance code; `None` when cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub distance: Option<u32>,
+    /// The GDR level code it was compared with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub level: Option<u32>,
+    /// `read %d`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read: Option<bool>,
+    /// `mode %s` (2.26+).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// ` using PXN via GPU/x-y` (2.29).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pxn_via: Option<String>,
+}
+
+/// A per-NIC GDR decision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NicGdr {
+    /// The transport (`IB`).
+    pub transport: String,
+    /// Enabled or Disabled.
+    pub enabled: bool,
+    /// HCA index.
+    pub hca: u32,
+    /// Device name.
+    pub name: String,
+    /// `(no module)` (≤ 2.12): the peer-memory module is not loaded.
+    pub no_module: bool,
+}
+
+/// A `comm 0x… rank …` line: init (`- Init START|COMPLETE`), shape (`nNodes …`) or destroy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+pub struct Comm {
+    /// The function name before `comm` (`ncclCommInitRank`, 2.21+).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub func: Option<String>,
+    /// The communicator pointer.
+    pub comm: String,
+    /// Rank.
+    pub rank: Option<u32>,
+    /// `nranks`/`nRanks`.
+    pub nranks: Option<u32>,
+    /// `nNodes` (2.20+ shape line).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nnodes: Option<u32>,
+    /// `localRanks`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local_ranks: Option<u32>,
+    /// `localRank`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local_rank: Option<u32>,
+    /// `cudaDev`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cuda_dev: Option<u32>,
+    /// `nvmlDev` (2.18.3+).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nvml_dev: Option<u32>,
+    /// `busId` in hex as printed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bus_id: Option<String>,
+    /// `commId` (2.16+).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comm_id: Option<String>,
+    /// `Init START`, `Init COMPLETE`, `Destroy COMPLETE`, …
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+}
+
+/// A completion with error.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Completion {
+    /// `from peer %s`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer: Option<String>,
+    /// `error %d` / `status=%d` / `status=NAME(%d)`: the `ibv_wc_status`.
+    pub status: Option<u32>,
+    /// `opcode`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opcode: Option<u32>,
+    /// `vendor err %d` / `vendor_err=%u`.
+    pub vendor_err: Option<u32>,
+    /// The whole message.
+    pub text: String,
+}
+
+/// What [`parse_message`] made of a message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Parsed {
+    /// A record.
+    Record(Record),
+    /// A form peerpath does not read.
+    Other,
+    /// A known form that could not be read, and why.
+    Refused(String),
+}
+
+/// Reads `2.21.5+cuda12.4` (or `2.7.6`).
+pub fn version_record(v: &str) -> Option<Record> {
+    let text = v.split_whitespace().next()?.to_string();
+    let num = text.split(['+', '-']).next()?;
+    let mut it = num.split('.').map(|p| p.parse::<u32>().ok());
+    let (Some(Some(a)), Some(Some(b))) = (it.next(), it.next()) else {
+        return None;
+    };
+    let c = it.next().flatten().unwrap_or(0);
+    Some(Record::Version(Version {
+        text,
+        number: (a, b, c),
+    }))
+}
+
+/// Reads one message (the text after `NCCL INFO `). `complete` says whether it certainly ended.
+pub fn parse_message(msg: &str, complete: bool) -> Parsed {
+    let t = msg.trim_end();
+    let ts = t.trim_start();
+    if let Some(v) = ts.strip_prefix("NCCL version ") {
+        return version_record(v).map_or(Parsed::Refused("not a version".into()), Parsed::Record);
+    }
+    if ts.starts_with("Channel ") && ts.contains(" via NET/") {
+        return net_channel(ts, complete);
+    }
+    if let Some(p) = topo::parse_line(t) {
+        return p;
+    }
+    if ts.contains("GPU Direct RDMA") {
+        return gdr_line(ts, complete);
+    }
+    if let Some(r) = ts.strip_prefix("Connected all rings") {
+        let r = r.trim_start_matches(',').trim();
+        if r.is_empty() {
+            return Parsed::Record(Record::RingsConnected {
+                pxn: None,
+                gdr: None,
+            });
+        }
+        let pxn = word_num(r, "PXN");
+        let gdr = word_num(r, "GDR");
+        return match gdr {
+            Some(_) => Parsed::Record(Record::RingsConnected { pxn, gdr }),
+            None if !complete => Parsed::Record(Record::RingsConnected { pxn, gdr: None }),
+            None => Parsed::Refused("ring summary without a GDR number".into()),
+        };
+    }
+    if ts.contains("Got completion") {
+        return Parsed::Record(Record::Completion(completion(ts)));
+    }
+    if let Some((name, value)) = ts.split_once(" set by environment to ")
+        && name.starts_with("NCCL_")
+        && !name.contains(' ')
+    {
+        let value = value.trim();
+        let value = value.strip_suffix('.').unwrap_or(value);
+        return Parsed::Record(Record::Env {
+            name: name.to_string(),
+            value: value.to_string(),
+        });
+    }
+    if let Some(r) = ts.strip_prefix("Using network ") {
+        return Parsed::Record(Record::UsingNetwork {
+            name: r.trim().to_string(),
+        });
+    }
+    if let Some(r) = ts
+        .strip_prefix("P2P plugin ")
+        .or_else(|| ts.strip_prefix("NET/Plugin"))
+        .or_else(|| ts.strip_prefix("Plugin Path"))
+    {
+        return Parsed::Record(Record::Plugin {
+            text: r.trim_start_matches([' ', ':']).trim().to_string(),
+        });
+    }
+    if let Some(r) = ts.strip_prefix("Bootstrap") {
+        return Parsed::Record(Record::Bootstrap {
+            text: r.trim_start_matches([' ', ':']).trim().to_string(),
+        });
+    }
+    if let Some((transport, rest)) = net_prefix(ts) {
+        let rest = rest.trim();
+        if rest.starts_with("No device found") {
+            return Parsed::Record(Record::NoDevice { transport });
+        }
+        if let Some(list) = rest.strip_prefix("Using") {
+            return nic_list(transport, list, complete);
+        }
+        if let Some(v) = rest.strip_prefix("Made virtual device") {
+            return virtual_nic(v);
+        }
+    }
+    if ts.starts_with("comm 0x") || ts.contains(" comm 0x") {
+        return comm(ts);
+    }
+    Parsed::Other
+}
+
+/// `NET/IB : rest` or `NET/IB: rest` → (`IB`, rest).
+fn net_prefix(t: &str) -> Option<(String, &str)> {
+    let r = t.strip_prefix("NET/")?;
+    let (name, rest) = r.split_once(':')?;
+    let name = name.trim();
+    if name.is_empty() || name.contains("  ") {
+        return None;
+    }
+    Some((name.to_string(), rest))
+}
+
+/// The number after `word ` in `text` (`GDR 1`).
+fn word_num(text: &str, word: &str) -> Option<u32> {
+    let mut it = text.split([' ', ',', '=']).filter(|s| !s.is_empty());
+    while let Some(w) = it.next() {
+        if w == word {
+            return it.next()?.parse().ok();
+        }
+    }
+    None
+}
+
+/// `rank[bracket]` → (rank, bracket).
+fn rank_bracket(s: &str) -> Option<(u32, String)> {
+    let s = s.trim();
+    let (r, b) = s.split_once('[')?;
+    let b = b.strip_suffix(']')?;
+    Some((r.trim().parse().ok()?, b.to_string()))
+}
+
+fn net_channel(t: &str, complete: bool) -> Parsed {
+    let refuse = |why: &str| Parsed::Refused(why.to_string());
+    let Some(rest) = t.strip_prefix("Channel ") else {
+        return refuse("not a channel line");
+    };
+    let Some((ch, rest)) = rest.split_once(" : ") else {
+        return refuse("no ` : ` after the channel number");
+    };
+    let (channel, conn_index) = match ch.trim().split_once('/') {
+        Some((c, i)) => (c.parse().ok(), i.parse().ok()),
+        None => (ch.trim().parse().ok(), None),
+    };
+    let Some(channel) = channel else {
+        return refuse("channel number is not a number");
+    };
+    if ch.contains('/') && conn_index.is_none() {
+        return refuse("connection index is not a number");
+    }
+    let Some((from, rest)) = rest.split_once(" -> ") else {
+        return refuse("no `->` between the ranks");
+    };
+    let Some((to, rest)) = rest.split_once(" [") else {
+        return refuse("no [send]/[receive]");
+    };
+    let (Some((from_rank, from_bracket)), Some((to_rank, to_bracket))) =
+        (rank_bracket(from), rank_bracket(to))
+    else {
+        return refuse("ranks are not rank[device]");
+    };
+    let send = if rest.starts_with("send]") {
+        true
+    } else if rest.starts_with("receive]") {
+        false
+    } else {
+        return refuse("neither [send] nor [receive]");
+    };
+    let Some((_, via)) = rest.split_once("via NET/") else {
+        return refuse("no `via NET/`");
+    };
+    // name/dev[(proxy)][/GDRDMA][(PCI)][/Shared]
+    let (net, tail) = match via.split_once('/') {
+        Some((n, tail)) => (Some(n.to_string()), tail),
+        None => (None, ""),
+    };
+    let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
+    let dev: Option<u32> = tail[..digits].parse().ok();
+    let mut tail = &tail[digits..];
+    // A device number at the very end of a line that may be cut could lack digits.
+    let dev = if tail.is_empty() && !complete {
+        None
+    } else {
+        dev
+    };
+    let mut proxy = None;
+    if let Some(r) = tail.strip_prefix('(') {
+        match r.split_once(')') {
+            Some((p, r)) if p != "PCI" => {
+                proxy = p.parse().ok();
+                if proxy.is_none() {
+                    return refuse("PXN proxy rank is not a number");
+                }
+                tail = r;
+            }
+            _ => {}
+        }
+    }
+    let (mut gdr, mut gdr_pci, mut shared) = (false, false, false);
+    loop {
+        if let Some(r) = tail.strip_prefix("/GDRDMA") {
+            gdr = true;
+            tail = r;
+        } else if let Some(r) = tail.strip_prefix("(PCI)") {
+            gdr_pci = true;
+            tail = r;
+        } else if let Some(r) = tail.strip_prefix("/Shared") {
+            shared = true;
+            tail = r;
+        } else {
+            break;
+        }
+    }
+    let tail = tail.trim();
+    if !tail.is_empty() {
+        if complete {
+            return Parsed::Refused(format!("unknown text after the NET device: {tail:?}"));
+        }
+        // Cut inside a suffix: `/GDR` is GDRDMA cut short; anything else says nothing.
+        if "/GDRDMA".starts_with(tail) && tail.len() > 1 {
+            gdr = true;
+        }
+    }
+    let gdr = if gdr {
+        Some(true)
+    } else if complete && net.is_some() && dev.is_some() {
+        Some(false)
+    } else {
+        None
+    };
+    Parsed::Record(Record::NetChannel(NetChannel {
+        channel,
+        conn_index,
+        from_rank,
+        from_bracket,
+        to_rank,
+        to_bracket,
+        send,
+        net,
+        dev,
+        proxy,
+        gdr,
+        gdr_pci,
+        shared,
+    }))
+}
+
+fn gdr_line(t: &str, complete: bool) -> Parsed {
+    let (net25, t) = match net_prefix(t) {
+        Some((transport, rest)) => {
+            let rest = rest.trim();
+            // Per-NIC forms: `GPU Direct RDMA Disabled for HCA %d '%s'[ (no module)]`.
+            if let Some(r) = rest
+                .strip_prefix("GPU Direct RDMA ")
+                .filter(|r| r.contains(" for HCA ") && !r.contains("for GPU"))
+            {
+                return nic_gdr(transport, r, complete);
+            }
+            (true, rest)
+        }
+        None => (false, t),
+    };
+    let Some(r) = t.strip_prefix("GPU Direct RDMA ") else {
+        return Parsed::Other;
+    };
+    let (enabled, r) = if let Some(r) = r.strip_prefix("Enabled for ") {
+        (true, r)
+    } else if let Some(r) = r.strip_prefix("Disabled for ") {
+        (false, r)
+    } else {
+        return Parsed::Other;
+    };
+    let refuse = |why: &str| Parsed::Refused(why.to_string());
+    if let Some(r) = r.strip_prefix("GPU/") {
+        // 2.29: GPU/%ld-%ld (rank %d) - NET/%ld-%ld ( [using PXN via GPU/x-y, ]distance …)
+        let Some((gpu, r)) = r.split_once(" (rank ") else {
+            return refuse("2.29 form without (rank …)");
+        };
+        let Some((rank, r)) = r.split_once(')') else {
+            return refuse("2.29 form: rank not closed");
+        };
+        let Some(r) = r.trim_start().strip_prefix("- NET/") else {
+            return refuse("2.29 form without - NET/");
+        };
+        let Some((net, r)) = r.split_once(" (") else {
+            return refuse("2.29 form: NET id not followed by (");
+        };
+        let r = r.trim_start();
+        let (pxn_via, r) = match r.strip_prefix("using PXN via ") {
+            Some(p) => match p.split_once(", ") {
+                Some((v, r)) => (Some(v.to_string()), r),
+                None => return refuse("2.29 PXN form cut"),
+            },
+            None => (None, r),
+        };
+        let local = |id: &str| id.rsplit('-').next().unwrap_or(id).to_string();
+        let (distance, level, read, mode) = distance_part(r);
+        return Parsed::Record(Record::GpuGdr(GpuGdr {
+            form: GpuGdrForm::Ids,
+            enabled,
+            gpu: local(gpu),
+            rank: rank.trim().parse().ok(),
+            hca: local(net),
+            distance,
+            level,
+            read,
+            mode,
+            pxn_via,
+        }));
+    }
+    let Some(r) = r.strip_prefix("GPU ") else {
+        return refuse("no GPU after `for`");
+    };
+    let Some((gpu, r)) = r.split_once(" / HCA ") else {
+        return if complete {
+            refuse("no ` / HCA `")
+        } else {
+            Parsed::Refused("cut before the HCA".into())
+        };
+    };
+    let (hca, r) = r.split_once(' ').unwrap_or((r, ""));
+    // A line without its `(distance …)` still says Enabled or Disabled; the distance is unknown.
+    let (distance, level, read, mode) = distance_part(r.trim_start_matches('('));
+    let form = if net25 {
+        GpuGdrForm::Net25
+    } else if mode.is_some() {
+        GpuGdrForm::Mode
+    } else {
+        GpuGdrForm::Classic
+    };
+    Parsed::Record(Record::GpuGdr(GpuGdr {
+        form,
+        enabled,
+        gpu: gpu.trim().to_string(),
+        rank: None,
+        hca: hca.trim().to_string(),
+        distance,
+        level,
+        read,
+        mode,
+        pxn_via: None,
+    }))
+}
+
+/// `distance 4 <= 4), read 0[ mode Default]` / `distance 4 <= 4, read 1, mode Default)` /
+/// `distance 5 > 4)`.
+fn distance_part(r: &str) -> (Option<u32>, Option<u32>, Option<bool>, Option<String>) {
+    let Some(r) = r.trim_start_matches('(').strip_prefix("distance ") else {
+        return (None, None, None, None);
+    };
+    let toks: Vec<&str> = r.split([' ', ',', ')']).filter(|s| !s.is_empty()).collect();
+    let distance = toks.first().and_then(|d| d.parse().ok());
+    let level = toks
+        .get(1)
+        .filter(|op| matches!(**op, "<=" | "<" | ">" | ">="))
+        .and_then(|_| toks.get(2))
+        .and_then(|l| l.parse().ok());
+    let mut read = None;
+    let mut mode = None;
+    for w in toks.windows(2) {
+        match w[0] {
+            "read" => read = w[1].parse::<u32>().ok().map(|v| v != 0),
+            "mode" => mode = Some(w[1].to_string()),
+            _ => {}
+        }
+    }
+    (distance, level, read, mode)
+}
+
+fn nic_gdr(transport: String, r: &str, complete: bool) -> Parsed {
+    let (enabled, r) = if let Some(r) = r.strip_prefix("Enabled for HCA ") {
+        (true, r)
+    } else if let Some(r) = r.strip_prefix("Disabled for HCA ") {
+        (false, r)
+    } else {
+        return Parsed::Refused("per-NIC GDR line without Enabled/Disabled for HCA".into());
+    };
+    let (idx, r) = r.split_once(' ').unwrap_or((r, ""));
+    let Ok(hca) = idx.parse() else {
+        return Parsed::Refused("HCA index is not a number".into());
+    };
+    let name = r
+        .split('\'')
+        .nth(1)
+        .filter(|_| r.matches('\'').count() >= 2 || !complete)
+        .unwrap_or("")
+        .to_string();
+    Parsed::Record(Record::NicGdr(NicGdr {
+        transport,
+        enabled,
+        hca,
+        name,
+        no_module: r.contains("(no module)"),
+    }))
+}
+
+fn nic_list(transport: String, list: &str, complete: bool) -> Parsed {
+    let (body, oob) = match list.split_once("; OOB") {
+        Some((b, o)) => (b, Some(o.trim().to_string())),
+        None => (list, None),
+    };
+    let old_form = body.ends_with(' ') && oob.is_some() && !body.contains("[RO]");
+    let relaxed_ordering = body.contains("[RO]");
+    let body = body.replace("[RO]", "");
+    let mut nics = Vec::new();
+    let mut rest = body.trim();
+    while let Some(r) = rest.strip_prefix('[') {
+        let Some((idx, r)) = r.split_once(']') else {
+            break;
+        };
+        let Ok(index) = idx.trim().parse::<u32>() else {
+            break;
+        };
+        if let Some(r) = r.strip_prefix("={") {
+            let (inner, r) = r.split_once('}').unwrap_or((r, ""));
+            let members = inner
+                .split(", ")
+                .filter_map(|m| {
+                    let m = m.trim().strip_prefix('[')?;
+                    let (i, e) = m.split_once(']')?;
+                    Some(nic_entry(i.trim().parse().ok()?, e.trim()))
+                })
+                .collect();
+            let mut e = nic_entry(index, "");
+            e.members = members;
+            nics.push(e);
+            rest = r.trim_start();
+            continue;
+        }
+        let end = r.find(" [").unwrap_or(r.len());
+        nics.push(nic_entry(index, r[..end].trim()));
+        rest = r[end..].trim_start();
+    }
+    if nics.is_empty() && complete {
+        return Parsed::Refused("a `Using` list without [index]name entries".into());
+    }
+    Parsed::Record(Record::NicList(NicList {
+        transport,
+        nics,
+        relaxed_ordering,
+        old_form,
+        oob,
+    }))
+}
+
+/// `mlx5_0:1/IB/SHARP` or `eth0:10.0.0.1<0>`.
+fn nic_entry(index: u32, s: &str) -> NicEntry {
+    let (name, rest) = s.split_once(':').unwrap_or((s, ""));
+    let mut e = NicEntry {
+        index,
+        name: name.to_string(),
+        port: None,
+        link: None,
+        sharp: false,
+        addr: None,
+        members: Vec::new(),
+    };
+    let (port, flags) = rest.split_once('/').unwrap_or((rest, ""));
+    match port.parse() {
+        Ok(p) => e.port = Some(p),
+        Err(_) if !port.is_empty() => e.addr = Some(rest.to_string()),
+        Err(_) => {}
+    }
+    for f in flags.split('/') {
+        match f {
+            "IB" | "RoCE" => e.link = Some(f.to_string()),
+            "SHARP" => e.sharp = true,
+            _ => {}
+        }
+    }
+    e
+}
+
+fn virtual_nic(v: &str) -> Parsed {
+    let v = v.trim();
+    let Some(r) = v.strip_prefix('[') else {
+        return Parsed::Refused("virtual device without [index]".into());
+    };
+    let Some((idx, r)) = r.split_once(']') else {
+        return Parsed::Refused("virtual device index not closed".into());
+    };
+    let Ok(index) = idx.parse() else {
+        return Parsed::Refused("virtual device index is not a number".into());
+    };
+    let kv = |k: &str| {
+        r.split_whitespace()
+            .find_map(|w| w.strip_prefix(k)?.strip_prefix('='))
+    };
+    Parsed::Record(Record::VirtualNic(VirtualNic {
+        index,
+        name: kv("name").unwrap_or("").to_string(),
+        speed_mbps: kv("speed").and_then(|s| s.parse().ok()),
+        ndevs: kv("ndevs").and_then(|s| s.parse().ok()),
+        rail: kv("rail").and_then(|s| s.parse().ok()),
+        plane: kv("plane").and_then(|s| s.parse().ok()),
+    }))
+}
+
+fn comm(t: &str) -> Parsed {
+    let (func, r) = match t.find("comm 0x") {
+        Some(0) => (None, t),
+        Some(i) => (Some(t[..i].trim().to_string()), &t[i..]),
+        None => return Parsed::Other,
+    };
+    let (body, phase) = match r.split_once(" - ") {
+        Some((b, p)) => (b, Some(p.trim().to_string())),
+        None => (r, None),
+    };
+    let toks: Vec<&str> = body.split_whitespace().collect();
+    let mut c = Comm {
+        func,
+        comm: toks.get(1).copied().unwrap_or("").to_string(),
+        phase,
+        ..Default::default()
+    };
+    for w in toks.windows(2) {
+        let n = || w[1].parse::<u32>().ok();
+        match w[0] {
+            "rank" => c.rank = n(),
+            "nranks" | "nRanks" => c.nranks = n(),
+            "nNodes" => c.nnodes = n(),
+            "localRanks" => c.local_ranks = n(),
+            "localRank" => c.local_rank = n(),
+            "cudaDev" => c.cuda_dev = n(),
+            "nvmlDev" => c.nvml_dev = n(),
+            "busId" => c.bus_id = Some(w[1].to_string()),
+            "commId" => c.comm_id = Some(w[1].to_string()),
+            _ => {}
+        }
+    }
+    if c.rank.is_none() {
+        return Parsed::Other; // `comm 0x… rank …` lines only (not `comm 0x… … channels`)
+    }
+    Parsed::Record(Record::Comm(c))
+}
+
+fn completion(t: &str) -> Completion {
+    let after = |key: &str| -> Option<u32> {
+        let i = t.find(key)? + key.len();
+        let r = t[i..].trim_start_matches([' ', '=']);
+        // `status=IBV_WC_LOC_PROT_ERR(4)` keeps its number in parentheses.
+        let r = match r.split_once('(') {
+            Some((name, n)) if !name.is_empty() && !name.contains(' ') => n,
+            _ => r,
+        };
+        let d: String = r.chars().take_while(char::is_ascii_digit).collect();
+        d.parse().ok()
+    };
+    let peer = t.split_once("from peer ").map(|(_, r)| {
+        r.split([' ', ','])
+            .next()
+            .unwrap_or("")
+            .trim_end_matches(',')
+            .to_string()
+    });
+    Completion {
+        peer,
+        status: after("with error ").or_else(|| after("status")),
+        opcode: after("opcode"),
+        vendor_err: after("vendor err ").or_else(|| after("vendor_err")),
+        text: t.chars().take(300).collect(),
+    }
+}

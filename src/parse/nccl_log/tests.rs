@@ -1,0 +1,546 @@
+//! One test per line form of the table in shared/reference/evidence/README.md ("Log-line forms,
+//! checked against the NVIDIA/nccl source at each release tag"), each line written with the
+//! format string of the release that prints it; then the header and tolerance cases.
+
+use super::*;
+use crate::parse::text::lines;
+
+const H: &str = "node-1:100:200 [3] NCCL INFO ";
+
+fn one(msg: &str) -> Record {
+    let text = format!("{H}{msg}\n");
+    let log = parse_text(&text);
+    assert!(log.refused.is_empty(), "{msg}: {:?}", log.refused);
+    assert_eq!(log.entries.len(), 1, "{msg}: {log:#?}");
+    log.entries[0].record.clone()
+}
+
+fn parse_text(text: &str) -> NcclLog {
+    let l = lines(text);
+    let mut f = Vec::new();
+    parse(&l, &mut f)
+}
+
+fn chan(msg: &str) -> NetChannel {
+    match one(msg) {
+        Record::NetChannel(c) => c,
+        r => panic!("{msg}: {r:?}"),
+    }
+}
+
+fn gpu_gdr(msg: &str) -> GpuGdr {
+    match one(msg) {
+        Record::GpuGdr(g) => g,
+        r => panic!("{msg}: {r:?}"),
+    }
+}
+
+#[test]
+fn form_net_channel_up_to_2_11_busid_no_connindex() {
+    // "Channel %02d : %d[%lx] -> %d[%lx] [receive] via NET/%s/%d%s"
+    let c = chan("Channel 00 : 0[1a000] -> 1[1a000] [receive] via NET/IB/0");
+    assert_eq!(c.conn_index, None);
+    assert_eq!((c.from_rank, c.from_bracket.as_str()), (0, "1a000"));
+    assert!(!c.send);
+    assert_eq!(
+        (c.net.as_deref(), c.dev, c.gdr),
+        (Some("IB"), Some(0), Some(false))
+    );
+    let c = chan("Channel 01 : 2[c7000] -> 0[87000] [receive] via NET/IB/5/GDRDMA");
+    assert_eq!((c.dev, c.gdr), (Some(5), Some(true)));
+}
+
+#[test]
+fn form_net_channel_2_12_to_2_18_1_connindex_and_pxn() {
+    // "Channel %02d/%d : %d[%lx] -> %d[%lx] [send] via NET/%s/%d(%d)%s"
+    let c = chan("Channel 02/1 : 3[3b000] -> 11[3b000] [send] via NET/IB/3(5)/GDRDMA");
+    assert_eq!(c.conn_index, Some(1));
+    assert_eq!(c.from_bracket, "3b000");
+    assert_eq!((c.dev, c.proxy, c.gdr), (Some(3), Some(5), Some(true)));
+    assert!(c.send);
+}
+
+#[test]
+fn form_net_channel_2_18_3_and_later_nvmldev_bracket() {
+    let c = chan("Channel 03/0 : 5[5] -> 12[4] [send] via NET/IB/3");
+    assert_eq!((c.channel, c.conn_index), (3, Some(0)));
+    assert_eq!(
+        (
+            c.from_rank,
+            c.from_bracket.as_str(),
+            c.to_rank,
+            c.to_bracket.as_str()
+        ),
+        (5, "5", 12, "4")
+    );
+    assert_eq!(
+        c.gdr,
+        Some(false),
+        "a complete line without /GDRDMA: GDR not used"
+    );
+}
+
+#[test]
+fn form_net_suffixes_gdrdma_pci_shared() {
+    let c = chan("Channel 00/1 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA(PCI)/Shared");
+    assert_eq!((c.gdr, c.gdr_pci, c.shared), (Some(true), true, true));
+    let c = chan("Channel 00/1 : 0[0] -> 8[0] [receive] via NET/IB/0/Shared");
+    assert_eq!((c.gdr, c.shared), (Some(false), true));
+}
+
+#[test]
+fn form_net_names_of_plugins() {
+    for (name, dev) in [
+        ("IB", 1),
+        ("Socket", 3),
+        ("IBext", 0),
+        ("IBext_v8", 7),
+        ("AWS Libfabric", 2),
+        ("Mesh", 4),
+    ] {
+        let c = chan(&format!(
+            "Channel 00/0 : 0[0] -> 1[0] [send] via NET/{name}/{dev}"
+        ));
+        assert_eq!((c.net.as_deref(), c.dev), (Some(name), Some(dev)));
+    }
+}
+
+#[test]
+fn form_per_gpu_gdr_2_5_prefixed_and_strict_less() {
+    let g =
+        gpu_gdr("NET/IB : GPU Direct RDMA Enabled for GPU 18000 / HCA 0 (distance 2 < 4), read 0");
+    assert_eq!(g.form, GpuGdrForm::Net25);
+    assert_eq!(
+        (g.distance, g.level, g.read),
+        (Some(2), Some(4), Some(false))
+    );
+}
+
+#[test]
+fn form_per_gpu_gdr_2_6_to_2_20() {
+    // "GPU Direct RDMA Enabled for GPU %lx / HCA %d (distance %d <= %d), read %d"
+    let g = gpu_gdr("GPU Direct RDMA Enabled for GPU 86000 / HCA 0 (distance 4 <= 4), read 0");
+    assert_eq!(
+        (g.form, g.enabled, g.gpu.as_str(), g.hca.as_str()),
+        (GpuGdrForm::Classic, true, "86000", "0")
+    );
+    assert_eq!(
+        (g.distance, g.level, g.read),
+        (Some(4), Some(4), Some(false))
+    );
+    let g = gpu_gdr("GPU Direct RDMA Disabled for GPU 18000 / HCA 0 (distance 5 > 4)");
+    assert_eq!(
+        (g.enabled, g.distance, g.level, g.read),
+        (false, Some(5), Some(4), None)
+    );
+}
+
+#[test]
+fn form_per_gpu_gdr_2_21_to_2_23_hca_net_id() {
+    let g = gpu_gdr(
+        "GPU Direct RDMA Enabled for GPU 19000 / HCA 100000000000003 (distance 4 <= 4), read 1",
+    );
+    assert_eq!(g.hca, "100000000000003");
+}
+
+#[test]
+fn form_per_gpu_gdr_2_24_to_2_25_gpu_is_rank() {
+    let g = gpu_gdr("GPU Direct RDMA Disabled for GPU 5 / HCA 3 (distance 7 > 4)");
+    assert_eq!(
+        (g.gpu.as_str(), g.hca.as_str(), g.distance),
+        ("5", "3", Some(7))
+    );
+}
+
+#[test]
+fn form_per_gpu_gdr_2_26_to_2_28_mode() {
+    let g =
+        gpu_gdr("GPU Direct RDMA Enabled for GPU 0 / HCA 0 (distance 4 <= 5), read 1 mode Default");
+    assert_eq!(
+        (g.form, g.mode.as_deref(), g.read),
+        (GpuGdrForm::Mode, Some("Default"), Some(true))
+    );
+}
+
+#[test]
+fn form_per_gpu_gdr_2_29_ids_and_pxn() {
+    let g = gpu_gdr(
+        "GPU Direct RDMA Enabled for GPU/0-19000 (rank 0) - NET/0-3 (distance 4 <= 6, read 1, mode Default)",
+    );
+    assert_eq!(
+        (g.form, g.gpu.as_str(), g.rank, g.hca.as_str()),
+        (GpuGdrForm::Ids, "19000", Some(0), "3")
+    );
+    assert_eq!(
+        (g.distance, g.level, g.mode.as_deref()),
+        (Some(4), Some(6), Some("Default"))
+    );
+    let g = gpu_gdr(
+        "GPU Direct RDMA Disabled for GPU/0-19000 (rank 0) - NET/0-3 ( using PXN via GPU/0-1b000, distance 9 > 6)",
+    );
+    assert_eq!(
+        (g.enabled, g.pxn_via.as_deref(), g.distance),
+        (false, Some("GPU/0-1b000"), Some(9))
+    );
+}
+
+#[test]
+fn form_per_gpu_gdr_2_30_trace_only() {
+    // In 2.30 the same text is logged at TRACE: read when a TRACE log is given.
+    let log = parse_text(
+        "n:1:2 [0] 123.456789 ncclTopoCheckGdr:545 NCCL TRACE GPU Direct RDMA Enabled for GPU/0-19000 (rank 0) - NET/0-3 (distance 4 <= 6, read 1, mode Default)\n",
+    );
+    assert_eq!(log.entries.len(), 1);
+    assert_eq!(log.entries[0].header.as_ref().unwrap().level, Level::Trace);
+}
+
+#[test]
+fn form_per_nic_gdr_no_module_and_2_13_form() {
+    match one("NET/IB : GPU Direct RDMA Disabled for HCA 1 'mlx5_1' (no module)") {
+        Record::NicGdr(n) => assert_eq!(
+            (n.enabled, n.hca, n.name.as_str(), n.no_module),
+            (false, 1, "mlx5_1", true)
+        ),
+        r => panic!("{r:?}"),
+    }
+    match one("NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'") {
+        Record::NicGdr(n) => assert_eq!(
+            (n.enabled, n.hca, n.name.as_str(), n.no_module),
+            (false, 0, "mlx5_0", false)
+        ),
+        r => panic!("{r:?}"),
+    }
+    match one("NET/IBext_v8 : GPU Direct RDMA Enabled for HCA 2 'mlx5_4'") {
+        Record::NicGdr(n) => assert_eq!((n.transport.as_str(), n.enabled), ("IBext_v8", true)),
+        r => panic!("{r:?}"),
+    }
+}
+
+#[test]
+fn form_ring_summary() {
+    assert_eq!(
+        one("Connected all rings"),
+        Record::RingsConnected {
+            pxn: None,
+            gdr: None
+        }
+    );
+    assert_eq!(
+        one("Connected all rings, use ring PXN 0 GDR 1"),
+        Record::RingsConnected {
+            pxn: Some(0),
+            gdr: Some(1)
+        }
+    );
+}
+
+#[test]
+fn form_comm_lines() {
+    let c = |m: &str| match one(m) {
+        Record::Comm(c) => c,
+        r => panic!("{r:?}"),
+    };
+    let a = c("comm 0x72a6b00 rank 0 nranks 2 cudaDev 0 busId 81000 - Init COMPLETE");
+    assert_eq!(
+        (
+            a.rank,
+            a.nranks,
+            a.cuda_dev,
+            a.bus_id.as_deref(),
+            a.phase.as_deref()
+        ),
+        (
+            Some(0),
+            Some(2),
+            Some(0),
+            Some("81000"),
+            Some("Init COMPLETE")
+        )
+    );
+    let b = c(
+        "comm 0x8dd01c0 rank 2 nranks 16 cudaDev 2 busId 48000 commId 0x1d2c3b4a - Init COMPLETE",
+    );
+    assert_eq!(b.comm_id.as_deref(), Some("0x1d2c3b4a"));
+    let d = c(
+        "ncclCommInitRank comm 0x5594b5eb16a0 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 19000 commId 0xb458bb774b113b3a - Init START",
+    );
+    assert_eq!(
+        (d.func.as_deref(), d.nvml_dev, d.phase.as_deref()),
+        (Some("ncclCommInitRank"), Some(0), Some("Init START"))
+    );
+    let e = c("comm 0x5594b5eb16a0 rank 0 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0");
+    assert_eq!(
+        (e.nranks, e.nnodes, e.local_ranks, e.local_rank),
+        (Some(2), Some(2), Some(1), Some(0))
+    );
+}
+
+#[test]
+fn form_nic_lists() {
+    let l = |m: &str| match one(m) {
+        Record::NicList(l) => l,
+        r => panic!("{r:?}"),
+    };
+    let a = l(
+        "NET/IB : Using [0]mlx5_8:1/IB [1]mlx5_9:1/IB [7]mlx5_16:1/RoCE ; OOB ib8:192.168.1.8<0>",
+    );
+    assert!(a.old_form && !a.relaxed_ordering);
+    assert_eq!(a.nics.len(), 3);
+    assert_eq!(
+        (
+            a.nics[2].index,
+            a.nics[2].name.as_str(),
+            a.nics[2].port,
+            a.nics[2].link.as_deref()
+        ),
+        (7, "mlx5_16", Some(1), Some("RoCE"))
+    );
+    let b =
+        l("NET/IB : Using [0]mlx5_0:1/IB/SHARP [4]mlx5_2:1/RoCE [RO]; OOB ib0.0065:10.1.32.3<0>");
+    assert!(b.relaxed_ordering && !b.old_form);
+    assert!(b.nics[0].sharp);
+    assert_eq!(b.oob.as_deref(), Some("ib0.0065:10.1.32.3<0>"));
+    let c = l(
+        "NET/IB : Using [0]={[0] mlx5_0:1/IB, [1] mlx5_1:1/IB} [1]mlx5_2:1/IB [RO]; OOB eth0:10.0.0.1<0>",
+    );
+    assert_eq!(c.nics[0].members.len(), 2);
+    assert_eq!(c.nics[0].members[1].name, "mlx5_1");
+    assert_eq!(c.nics[1].name, "mlx5_2");
+    let d = l("NET/Socket : Using [0]eth0:10.0.0.1<0> [1]eth1:10.0.1.1<0>");
+    assert_eq!(
+        (
+            d.transport.as_str(),
+            d.nics[1].name.as_str(),
+            d.nics[1].addr.as_deref()
+        ),
+        ("Socket", "eth1", Some("10.0.1.1<0>"))
+    );
+}
+
+#[test]
+fn form_virtual_nics() {
+    match one("NET/IB : Made virtual device [8] name=mlx5_0+mlx5_1 speed=800000 ndevs=2") {
+        Record::VirtualNic(v) => assert_eq!(
+            (v.index, v.name.as_str(), v.ndevs, v.rail),
+            (8, "mlx5_0+mlx5_1", Some(2), None)
+        ),
+        r => panic!("{r:?}"),
+    }
+    match one(
+        "NET/IB : Made virtual device [9] name=mlx5_2+mlx5_3 speed=800000 ndevs=2 rail=1 plane=0",
+    ) {
+        Record::VirtualNic(v) => assert_eq!((v.rail, v.plane), (Some(1), Some(0))),
+        r => panic!("{r:?}"),
+    }
+}
+
+#[test]
+fn form_socket_fallback() {
+    assert_eq!(
+        one("NET/IB : No device found."),
+        Record::NoDevice {
+            transport: "IB".into()
+        }
+    );
+    assert_eq!(
+        one("Using network Socket"),
+        Record::UsingNetwork {
+            name: "Socket".into()
+        }
+    );
+    assert_eq!(
+        one("NCCL_NET_GDR_LEVEL set by environment to PHB"),
+        Record::Env {
+            name: "NCCL_NET_GDR_LEVEL".into(),
+            value: "PHB".into()
+        }
+    );
+    assert_eq!(
+        one("NCCL_SHM_DISABLE set by environment to 1."),
+        Record::Env {
+            name: "NCCL_SHM_DISABLE".into(),
+            value: "1".into()
+        }
+    );
+}
+
+#[test]
+fn form_topology_system_nodes_and_paths() {
+    assert_eq!(
+        one("=== System : maxWidth 24.0 totalWidth 240.0 ==="),
+        Record::TopoSystem {
+            word: "maxWidth".into(),
+            max: 24.0,
+            total: 240.0
+        }
+    );
+    assert!(matches!(
+        one("=== System : maxBw 24.0 totalBw 240.0 ==="),
+        Record::TopoSystem { .. }
+    ));
+    match one("              + PCI[24.0] - GPU/84000 (4)") {
+        Record::TopoNode(n) => {
+            assert_eq!(n.indent, 14);
+            assert_eq!(n.node.to_string(), "GPU/84000");
+            assert_eq!(n.link, Some(("PCI".into(), 24.0)));
+        }
+        r => panic!("{r:?}"),
+    }
+    match one("GPU/5000 :GPU/0-4000 (2/370.8/NVL) NET/0-1 (5/24.0/PHB) NET/0-3 (5/24.0/PH") {
+        Record::TopoPaths(p) => {
+            assert_eq!(p.from.to_string(), "GPU/5000");
+            assert_eq!(p.paths.len(), 2, "the cut entry is dropped");
+            assert_eq!(
+                (
+                    p.paths[1].to.system,
+                    p.paths[1].to.id,
+                    p.paths[1].path.as_str()
+                ),
+                (Some(0), 1, "PHB")
+            );
+        }
+        r => panic!("{r:?}"),
+    }
+}
+
+#[test]
+fn completion_errors_of_each_form() {
+    let c = |m: &str| {
+        let log = parse_text(&format!(
+            "\nh:1:2 [0] transport/net_ib.cc:1000 NCCL WARN {m}\n"
+        ));
+        match &log.entries[0].record {
+            Record::Completion(c) => (c.status, c.vendor_err, c.peer.clone()),
+            r => panic!("{r:?}"),
+        }
+    };
+    assert_eq!(
+        c("NET/IB : Got completion with error 4, opcode 0, len 0, vendor err 81"),
+        (Some(4), Some(81), None)
+    );
+    assert_eq!(
+        c(
+            "NET/IB : Got completion from peer 10.1.32.3<42519> with error 5, opcode 0, len 0, vendor err 249"
+        ),
+        (Some(5), Some(249), Some("10.1.32.3<42519>".into()))
+    );
+    assert_eq!(
+        c(
+            "NET/IB : Got completion from peer 1.2.3.4<1> with status=12 opcode=0 len=0 vendor err 129 (Transport retry counter exceeded)"
+        ),
+        (Some(12), Some(129), Some("1.2.3.4<1>".into()))
+    );
+    assert_eq!(
+        c(
+            "NET/IB: Got completion from peer 1.2.3.4<1> with status=IBV_WC_LOC_PROT_ERR(4) opcode=IBV_WC_RDMA_WRITE(1) vendor_err=81 hca mlx5_0"
+        ),
+        (Some(4), Some(81), Some("1.2.3.4<1>".into()))
+    );
+}
+
+#[test]
+fn headers_warn_trace_timestamp_and_launchers() {
+    let log = parse_text(
+        "[2025-01-14 12:34:56] h1:1:2 [0] misc/ibvwrap.cc:12 (wrap_ibv_reg_mr) NCCL WARN Call to ibv_reg_mr failed\n\
+         [1,0]<stdout>:h2:3:4 [1] NCCL INFO Using network IB\n\
+         [rank3]:h3:5:6 [3] NCCL INFO Using network IB\r\n",
+    );
+    let hs: Vec<(&str, i64, Level)> = log
+        .entries
+        .iter()
+        .map(|e| {
+            let h = e.header.as_ref().unwrap();
+            (h.host.as_str(), h.cuda_dev, h.level)
+        })
+        .collect();
+    assert_eq!(
+        hs,
+        [
+            ("h1", 0, Level::Warn),
+            ("h2", 1, Level::Info),
+            ("h3", 3, Level::Info)
+        ]
+    );
+    assert_eq!(
+        log.entries[0].header.as_ref().unwrap().source.as_deref(),
+        Some("misc/ibvwrap.cc:12 (wrap_ibv_reg_mr)")
+    );
+    assert!(log.entries.iter().all(|e| e.complete));
+}
+
+#[test]
+fn two_lines_run_together_are_split_and_the_first_is_incomplete() {
+    let log = parse_text(
+        "swat1-04:77:1 [5] NCCL INFO Using network IB\n\
+         swat1-04:77:1 [5] NCCL INFO Channel 03/0 : 5[5] -> 12[4] [send] via NET/IB/3swat1-04:77:2 [4] NCCL INFO Channel 03/0 : 13[5] -> 4[4] [receive] via NET/IB/3/GDRDMA\n",
+    );
+    assert_eq!(log.entries.len(), 3, "{log:#?}");
+    let first = &log.entries[1];
+    assert!(!first.complete);
+    match &first.record {
+        // Cut where the device number ends: the number itself may be cut too.
+        Record::NetChannel(c) => assert_eq!(
+            (c.net.as_deref(), c.dev, c.gdr),
+            (Some("IB"), None, None),
+            "cut: GDR unknown"
+        ),
+        r => panic!("{r:?}"),
+    }
+    let second = &log.entries[2];
+    let h = second.header.as_ref().unwrap();
+    assert_eq!((h.host.as_str(), h.host_repaired), ("swat1-04", true));
+    assert!(second.complete);
+}
+
+#[test]
+fn cut_lines_say_unknown_not_absent() {
+    let log = parse_text(
+        "h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/1\n[... text missing here ...]\nh:1:2 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[0] [send] via NET/IB/1/GDR",
+    );
+    let gdr: Vec<Option<bool>> = log
+        .entries
+        .iter()
+        .map(|e| match &e.record {
+            Record::NetChannel(c) => c.gdr,
+            _ => panic!(),
+        })
+        .collect();
+    assert_eq!(gdr, [None, Some(true)]);
+    assert_eq!(log.gaps, [2]);
+}
+
+#[test]
+fn an_nccl_tests_row_head_before_an_nccl_line_is_a_fragment() {
+    // nccl-tests printed `size count type redop root` of a row, then NCCL (same pid) wrote a
+    // line before the row's numbers: the host token `-1h` is cut back to the known `h`.
+    let l = lines(
+        "h:7:8 [0] NCCL INFO Using network IB\n     1048576        262144     float     sum      -1h:7:8 [0] NCCL INFO Connected all rings\n",
+    );
+    let mut f = Vec::new();
+    let log = parse(&l, &mut f);
+    assert_eq!(log.entries.len(), 2);
+    assert!(log.entries[1].header.as_ref().unwrap().host_repaired);
+    assert_eq!(f.len(), 1);
+    assert!(!f[0].ended);
+    assert_eq!(
+        f[0].text,
+        "     1048576        262144     float     sum      -1"
+    );
+}
+
+#[test]
+fn banner_and_command_lines() {
+    let log = parse_text(
+        "NCCL version 2.21.5+cuda12.4\nNCCL_IB_HCA=mlx5 NCCL_NET_GDR_LEVEL=4 ./build/all_reduce_perf -b 8\nroot@gh-1:/ws# NCCL_DEBUG=INFO torchrun x.py\n",
+    );
+    match &log.entries[0].record {
+        Record::Version(v) => assert_eq!(v.number, (2, 21, 5)),
+        r => panic!("{r:?}"),
+    }
+    assert_eq!(log.commands.len(), 2);
+    assert_eq!(
+        log.commands[0].env[1],
+        ("NCCL_NET_GDR_LEVEL".into(), "4".into())
+    );
+    assert_eq!(log.commands[1].host.as_deref(), Some("gh-1"));
+}

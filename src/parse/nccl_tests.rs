@@ -1,0 +1,643 @@
+//! nccl-tests output (`all_reduce_perf`, `all_gather_perf`, …; `src/util.cu` of NVIDIA/nccl-tests):
+//! the parameter line (`# nThread 1 nGpus 8 minBytes … maxBytes …`), the `# Using devices` lines
+//! (`#  Rank %2d Group %2d Pid %6d on %10s device %2d [0x%02x]|[%04x:%02x:%02x] %s`; older
+//! releases without `Group`), each result table (`size count type redop root` then, per
+//! out-of-place and in-place, `time algbw busbw #wrong` and optionally the per-iteration columns
+//! `i_min i_max i_p99 i_cv%`), the footer `# Avg bus bandwidth : %g` and `# Collective test
+//! concluded: NAME`.
+//!
+//! Tolerant of what job logs are: several runs in one input (each header or parameter line
+//! starts a new one), rows whose first half was printed before NCCL lines interrupted them and
+//! whose second half follows later (see [`super::nccl_log::Fragment`]), tables without their
+//! header (columns then inferred from the count), and cut rows (kept as refused, never read
+//! half). Pure: fragments in, runs out.
+
+use super::nccl_log::Fragment;
+use super::text::{is_gap_marker, is_uint, shell_prompt};
+use serde::Serialize;
+
+/// One `#  Rank …` line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RankDevice {
+    /// Rank.
+    pub rank: u32,
+    /// Process id.
+    pub pid: Option<u32>,
+    /// Host name.
+    pub host: String,
+    /// CUDA device index.
+    pub device: u32,
+    /// The bracket as printed: `0x07` (PCI bus only, before 2025) or `0000:07:00` (domain, bus,
+    /// device).
+    pub bus: String,
+    /// Device name (`NVIDIA A100-SXM4-80GB`).
+    pub name: String,
+}
+
+/// One result row.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    /// 1-based line number (of its first part).
+    pub line: usize,
+    /// Message size in bytes.
+    pub size: u64,
+    /// Element count.
+    pub count: u64,
+    /// Data type.
+    pub dtype: String,
+    /// Reduction (`sum`, `none`).
+    pub redop: String,
+    /// Root (`-1` for rootless collectives); `None` in tables without the column.
+    pub root: Option<i64>,
+    /// Out-of-place time (µs), algbw, busbw (GB/s); `None` when not run (trace replay).
+    pub out_of_place: Option<Measure>,
+    /// In-place time (µs), algbw, busbw (GB/s).
+    pub in_place: Option<Measure>,
+}
+
+/// One half of a row.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Measure {
+    /// Time in µs.
+    pub time_us: f64,
+    /// Algorithm bandwidth, GB/s.
+    pub algbw: f64,
+    /// Bus bandwidth, GB/s.
+    pub busbw: f64,
+    /// `#wrong`; `None` for `N/A`.
+    pub wrong: Option<f64>,
+}
+
+impl Row {
+    /// The better busbw of the two halves.
+    pub fn busbw(&self) -> Option<f64> {
+        [self.out_of_place, self.in_place]
+            .iter()
+            .flatten()
+            .map(|m| m.busbw)
+            .reduce(f64::max)
+    }
+}
+
+/// One run of an nccl-tests binary.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TestRun {
+    /// 1-based line where it starts.
+    pub line: usize,
+    /// The test (`all_reduce_perf`), from the command line or the closing line; `None` when the
+    /// input shows neither.
+    pub test: Option<String>,
+    /// The command line that started it, when shown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// `minBytes`, `maxBytes` of the parameter line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes_range: Option<(u64, u64)>,
+    /// `nGpus` per process.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpus_per_process: Option<u32>,
+    /// The `# Using devices` lines.
+    pub devices: Vec<RankDevice>,
+    /// Result rows.
+    pub rows: Vec<Row>,
+    /// `# Avg bus bandwidth`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub avg_busbw: Option<f64>,
+    /// `# Out of bounds values : N OK|FAILED`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub out_of_bounds: Option<u64>,
+    /// Whether the table header was seen (else columns were inferred).
+    pub header_seen: bool,
+    /// The `# Using devices` block may be incomplete: a device line was cut, or text is missing
+    /// after it (so the hosts listed may not be all of them).
+    pub devices_cut: bool,
+}
+
+/// A line that looked like part of a table but could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RefusedRow {
+    /// 1-based line number.
+    pub line: usize,
+    /// The text (at most 160 characters).
+    pub text: String,
+    /// Why.
+    pub why: String,
+}
+
+/// Every run in an input.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct NcclTests {
+    /// The runs, in input order.
+    pub runs: Vec<TestRun>,
+    /// Rows that could not be read.
+    pub refused: Vec<RefusedRow>,
+}
+
+/// Columns of the current table, from its header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Layout {
+    /// Has a `root` column.
+    root: bool,
+    /// Columns per half (4, or 8 with per-iteration timing).
+    half: usize,
+}
+
+/// The test name in a command or closing line (`./build/all_gather_perf -b 8` → `all_gather_perf`).
+fn test_name(s: &str) -> Option<String> {
+    s.split_whitespace()
+        .map(|w| w.rsplit('/').next().unwrap_or(w))
+        .find(|w| w.ends_with("_perf") || w.ends_with("_perf_mpi"))
+        .map(str::to_string)
+}
+
+/// Parses the fragments of an input (what is not NCCL's).
+pub fn parse(fragments: &[Fragment]) -> NcclTests {
+    let mut out = NcclTests::default();
+    let mut cur: Option<TestRun> = None;
+    let mut layout: Option<Layout> = None;
+    let mut pending: Option<(usize, String)> = None;
+    let mut last_command: Option<(String, Option<String>)> = None;
+    let finish = |cur: &mut Option<TestRun>, out: &mut NcclTests| {
+        if let Some(r) = cur.take()
+            && (!r.rows.is_empty() || !r.devices.is_empty() || r.avg_busbw.is_some())
+        {
+            out.runs.push(r);
+        }
+    };
+    for f in fragments {
+        let raw = f.text;
+        let t = raw.trim();
+        if t.is_empty() {
+            continue;
+        }
+        if is_gap_marker(t) {
+            if let Some(run) = cur
+                .as_mut()
+                .filter(|r| r.rows.is_empty() && !r.devices.is_empty())
+            {
+                run.devices_cut = true;
+            }
+            continue;
+        }
+        let cmd_text = shell_prompt(t).map_or(t, |(_, c)| c);
+        if let Some(name) = test_name(cmd_text)
+            && !t.starts_with('#')
+        {
+            last_command = Some((cmd_text.chars().take(400).collect(), Some(name)));
+            continue;
+        }
+        if let Some(r) = t.strip_prefix('#') {
+            let r = r.trim();
+            // A header line after a pending half row means that row was cut.
+            if let Some((no, text)) = pending.take() {
+                out.refused.push(RefusedRow {
+                    line: no,
+                    text,
+                    why: "row cut: its second half never came".into(),
+                });
+            }
+            if r.starts_with("nThread") {
+                finish(&mut cur, &mut out);
+                let mut run = TestRun {
+                    line: f.no,
+                    ..Default::default()
+                };
+                if let Some((c, n)) = last_command.take() {
+                    run.command = Some(c);
+                    run.test = n;
+                }
+                let toks: Vec<&str> = r.split_whitespace().collect();
+                let num = |k: &str| {
+                    toks.windows(2)
+                        .find(|w| w[0] == k)
+                        .and_then(|w| w[1].parse::<u64>().ok())
+                };
+                if let (Some(a), Some(b)) = (num("minBytes"), num("maxBytes")) {
+                    run.bytes_range = Some((a, b));
+                }
+                run.gpus_per_process = num("nGpus").map(|n| n as u32);
+                cur = Some(run);
+                layout = None;
+                continue;
+            }
+            if let Some(d) = rank_device(r) {
+                let cut = !f.ended || d.bus.is_empty();
+                let run = cur.get_or_insert_with(|| TestRun {
+                    line: f.no,
+                    ..Default::default()
+                });
+                if !run.rows.is_empty() {
+                    // Devices after rows: a new run whose parameter line is missing.
+                    let mut next = TestRun {
+                        line: f.no,
+                        ..Default::default()
+                    };
+                    std::mem::swap(run, &mut next);
+                    out.runs.push(next);
+                }
+                run.devices_cut |= cut;
+                if !run
+                    .devices
+                    .iter()
+                    .any(|x| x.rank == d.rank && x.host == d.host)
+                {
+                    run.devices.push(d);
+                }
+                continue;
+            }
+            if r.contains("size") && r.contains("count") && r.contains("busbw") {
+                let cols: Vec<&str> = r.split_whitespace().collect();
+                let root = cols.contains(&"root");
+                let busbw = cols.iter().filter(|c| **c == "busbw").count().max(1);
+                let after_head = cols.len()
+                    - cols.iter().position(|c| *c == "redop").map_or(3, |p| p + 1)
+                    - usize::from(root);
+                layout = Some(Layout {
+                    root,
+                    half: (after_head / busbw).clamp(4, 8),
+                });
+                let run = cur.get_or_insert_with(|| TestRun {
+                    line: f.no,
+                    ..Default::default()
+                });
+                if !run.rows.is_empty() {
+                    let mut next = TestRun {
+                        line: f.no,
+                        ..Default::default()
+                    };
+                    std::mem::swap(run, &mut next);
+                    out.runs.push(next);
+                }
+                if let Some((c, n)) = last_command.take() {
+                    run.command = Some(c);
+                    run.test = n;
+                }
+                run.header_seen = true;
+                continue;
+            }
+            if let Some(v) = r.strip_prefix("Avg bus bandwidth") {
+                let v = v.trim_start_matches([' ', ':']);
+                if let Some(run) = cur.as_mut() {
+                    run.avg_busbw = v.split_whitespace().next().and_then(|x| x.parse().ok());
+                }
+                continue;
+            }
+            if let Some(v) = r.strip_prefix("Out of bounds values") {
+                let v = v.trim_start_matches([' ', ':']);
+                if let Some(run) = cur.as_mut() {
+                    run.out_of_bounds = v.split_whitespace().next().and_then(|x| x.parse().ok());
+                }
+                continue;
+            }
+            if let Some(v) = r.strip_prefix("Collective test concluded:") {
+                if let Some(run) = cur.as_mut() {
+                    run.test = Some(v.trim().to_string());
+                }
+                finish(&mut cur, &mut out);
+                layout = None;
+                continue;
+            }
+            continue;
+        }
+        // A row, or part of one.
+        let text = match pending.take() {
+            Some((no, head)) if continues_row(t) => (no, format!("{head} {t}")),
+            Some((no, head)) => {
+                out.refused.push(RefusedRow {
+                    line: no,
+                    text: head,
+                    why: "row cut: the next line does not continue it".into(),
+                });
+                (f.no, t.to_string())
+            }
+            None => (f.no, t.to_string()),
+        };
+        if !starts_row(&text.1) {
+            continue;
+        }
+        match read_row(text.0, &text.1, layout) {
+            RowRead::Row(row) => {
+                let run = cur.get_or_insert_with(|| TestRun {
+                    line: f.no,
+                    ..Default::default()
+                });
+                if let Some((c, n)) = last_command.take() {
+                    run.command.get_or_insert(c);
+                    if run.test.is_none() {
+                        run.test = n;
+                    }
+                }
+                if run.rows.last().is_some_and(|p| p.size >= row.size) && !run.rows.is_empty() {
+                    // Sizes restart: another run of the same table shape.
+                    let mut next = TestRun {
+                        line: text.0,
+                        header_seen: run.header_seen,
+                        ..Default::default()
+                    };
+                    std::mem::swap(run, &mut next);
+                    out.runs.push(next);
+                }
+                run.rows.push(row);
+            }
+            RowRead::Partial => {
+                if f.ended {
+                    out.refused.push(RefusedRow {
+                        line: text.0,
+                        text: text.1.chars().take(160).collect(),
+                        why: "row cut: fewer columns than the table has".into(),
+                    });
+                } else {
+                    pending = Some((text.0, text.1));
+                }
+            }
+            // Five numbers and no type: another tool's table (perftest), not ours.
+            RowRead::NotOurs => {}
+            RowRead::Bad(why) => out.refused.push(RefusedRow {
+                line: text.0,
+                text: text.1.chars().take(160).collect(),
+                why,
+            }),
+        }
+    }
+    if let Some((no, text)) = pending {
+        out.refused.push(RefusedRow {
+            line: no,
+            text,
+            why: "row cut at the end of the input".into(),
+        });
+    }
+    finish(&mut cur, &mut out);
+    out
+}
+
+/// `Rank  0 Group  0 Pid 2017630 on   swat1-04 device  0 [0x07] NVIDIA A100-SXM4-80GB`.
+fn rank_device(r: &str) -> Option<RankDevice> {
+    let r = r.trim_start().strip_prefix("Rank")?;
+    let toks: Vec<&str> = r.split_whitespace().collect();
+    let rank = toks.first()?.parse().ok()?;
+    let get = |k: &str| toks.windows(2).find(|w| w[0] == k).map(|w| w[1]);
+    let host = get("on")?.to_string();
+    let device = get("device")?.parse().ok()?;
+    let (bus, name) = match r.split_once('[') {
+        Some((_, b)) => match b.split_once(']') {
+            Some((b, n)) => (b.to_string(), n.trim().to_string()),
+            // A bracket never closed was cut: its bus number is not known.
+            None => (String::new(), String::new()),
+        },
+        None => (String::new(), String::new()),
+    };
+    Some(RankDevice {
+        rank,
+        pid: get("Pid").and_then(|p| p.parse().ok()),
+        host,
+        device,
+        bus,
+        name,
+    })
+}
+
+/// Whether text starts like a row: a size then an element count.
+fn starts_row(t: &str) -> bool {
+    let mut it = t.split_whitespace();
+    matches!((it.next(), it.next()), (Some(a), Some(b)) if is_uint(a) && is_uint(b))
+}
+
+/// Whether a line can be the rest of a row: numbers, `N/A`, `-1`.
+fn continues_row(t: &str) -> bool {
+    !t.is_empty()
+        && t.split_whitespace()
+            .all(|w| w == "N/A" || w.parse::<f64>().is_ok())
+}
+
+enum RowRead {
+    Row(Row),
+    Partial,
+    NotOurs,
+    Bad(String),
+}
+
+fn read_row(no: usize, t: &str, layout: Option<Layout>) -> RowRead {
+    let toks: Vec<&str> = t.split_whitespace().collect();
+    if toks.len() < 4 {
+        return RowRead::Partial;
+    }
+    let (Ok(size), Ok(count)) = (toks[0].parse::<u64>(), toks[1].parse::<u64>()) else {
+        return RowRead::Bad("size and count are not integers".into());
+    };
+    if toks[2].parse::<f64>().is_ok() || toks[3].parse::<f64>().is_ok() {
+        return RowRead::NotOurs;
+    }
+    let rest = &toks[4..];
+    // Columns after redop: [root] + 2 halves of 4 (or 8 with per-iteration timing), maybe a
+    // timestamp (two tokens) after.
+    let candidates: Vec<Layout> = match layout {
+        Some(l) => vec![l],
+        None => vec![
+            Layout {
+                root: true,
+                half: 4,
+            },
+            Layout {
+                root: false,
+                half: 4,
+            },
+            Layout {
+                root: true,
+                half: 8,
+            },
+        ],
+    };
+    let mut best_partial = false;
+    for l in candidates {
+        let need = usize::from(l.root) + 2 * l.half;
+        if rest.len() < need {
+            best_partial = true;
+            continue;
+        }
+        let extra = rest.len() - need;
+        if layout.is_none() && extra != 0 {
+            continue;
+        }
+        let root = if l.root {
+            match rest[0].parse::<i64>() {
+                Ok(r) => Some(r),
+                Err(_) => continue,
+            }
+        } else {
+            None
+        };
+        let body = &rest[usize::from(l.root)..];
+        let half = |h: &[&str]| -> Result<Option<Measure>, ()> {
+            let num = |s: &str| s.parse::<f64>().map_err(|_| ());
+            Ok(Some(Measure {
+                time_us: num(h[0])?,
+                algbw: num(h[1])?,
+                busbw: num(h[2])?,
+                wrong: if h[3] == "N/A" {
+                    None
+                } else {
+                    Some(num(h[3])?)
+                },
+            }))
+        };
+        let (Ok(oop), Ok(ip)) = (half(&body[..l.half]), half(&body[l.half..2 * l.half])) else {
+            continue;
+        };
+        return RowRead::Row(Row {
+            line: no,
+            size,
+            count,
+            dtype: toks[2].to_string(),
+            redop: toks[3].to_string(),
+            root,
+            out_of_place: oop,
+            in_place: ip,
+        });
+    }
+    if best_partial {
+        RowRead::Partial
+    } else {
+        RowRead::Bad(format!(
+            "{} columns after redop fit no table layout",
+            rest.len()
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::text::lines;
+
+    fn frags(s: &str) -> Vec<Fragment<'_>> {
+        lines(s)
+            .into_iter()
+            .map(|l| Fragment {
+                no: l.no,
+                text: l.text,
+                ended: l.ended,
+            })
+            .collect()
+    }
+
+    const HEAD: &str = "#                                                              out-of-place                       in-place\n#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n";
+
+    #[test]
+    fn a_table_with_header_and_footer() {
+        let s = format!(
+            "{HEAD}  8589934592    2147483648     float     sum      -1    86026   99.85  187.22    N/A    86106   99.76  187.05    N/A\n# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 56.3994\n"
+        );
+        let t = parse(&frags(&s));
+        assert_eq!(t.runs.len(), 1, "{t:#?}");
+        let r = &t.runs[0];
+        assert!(r.header_seen);
+        assert_eq!(r.rows[0].size, 8589934592);
+        assert_eq!(r.rows[0].root, Some(-1));
+        assert_eq!(r.rows[0].busbw(), Some(187.22));
+        assert_eq!(r.rows[0].in_place.unwrap().wrong, None);
+        assert_eq!(r.avg_busbw, Some(56.3994));
+        assert_eq!(r.out_of_bounds, Some(0));
+    }
+
+    #[test]
+    fn devices_old_and_new_bracket_forms() {
+        let d = rank_device(
+            "  Rank  3 Group  0 Pid 2017630 on   swat1-04 device  3 [0x4c] NVIDIA A100-SXM4-80GB",
+        )
+        .unwrap();
+        assert_eq!(
+            (d.rank, d.host.as_str(), d.device, d.bus.as_str()),
+            (3, "swat1-04", 3, "0x4c")
+        );
+        let d = rank_device("  Rank  1 Pid 120890 on 10-90-43-152 device  1 [0x8d] A100-SXM4-40GB")
+            .unwrap();
+        assert_eq!((d.rank, d.pid, d.bus.as_str()), (1, Some(120890), "0x8d"));
+        let d =
+            rank_device("  Rank  0 Group  0 Pid  99 on node device  0 [0000:19:00] NVIDIA H100")
+                .unwrap();
+        assert_eq!(d.bus, "0000:19:00");
+        // Cut: `device  4` and nothing after.
+        let d = rank_device("  Rank  4 Group  0 Pid 3621220 on pod01 device  4").unwrap();
+        assert_eq!((d.bus.as_str(), d.name.as_str()), ("", ""));
+        assert!(rank_device("  Rank 11 Group  0 Pid 1161920 on   swat1-05 dev").is_none());
+    }
+
+    #[test]
+    fn a_row_split_by_nccl_lines_is_joined() {
+        let v = vec![
+            Fragment {
+                no: 1,
+                text: "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong",
+                ended: true,
+            },
+            Fragment {
+                no: 2,
+                text: "     1048576        262144     float     sum      -1",
+                ended: false,
+            },
+            Fragment {
+                no: 5,
+                text: "    45.23   23.18   43.47      0    44.91   23.35   43.78      0",
+                ended: true,
+            },
+        ];
+        let t = parse(&v);
+        assert_eq!(t.runs[0].rows.len(), 1, "{t:#?}");
+        assert_eq!(t.runs[0].rows[0].line, 2);
+        assert_eq!(t.runs[0].rows[0].busbw(), Some(43.78));
+        assert!(t.refused.is_empty());
+    }
+
+    #[test]
+    fn cut_rows_are_refused_not_read() {
+        let s = "     1048576        262144     float     sum      -1    45.23   23.18\n[... text missing here ...]\n";
+        let t = parse(&frags(s));
+        assert!(t.runs.is_empty());
+        assert_eq!(t.refused.len(), 1, "{t:#?}");
+    }
+
+    #[test]
+    fn old_tables_without_root_and_per_iteration_tables() {
+        let s = "#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n     8388608       2097152   float     sum    145.2   57.78  108.34  5e-07    144.8   57.93  108.62  5e-07\n";
+        let t = parse(&frags(s));
+        let r = &t.runs[0].rows[0];
+        assert_eq!((r.root, r.busbw()), (None, Some(108.62)));
+        let s = "#       size         count      type   redop    root     time   algbw   busbw #wrong    i_min    i_max    i_p99    i_cv%     time   algbw   busbw #wrong    i_min    i_max    i_p99    i_cv%\n  1048576  262144  float  sum  -1  45.2  23.1  43.4  0  40.1  50.2  49.9  3.10  44.9  23.3  43.7  0  40.0  50.0  49.8  3.00\n";
+        let t = parse(&frags(s));
+        assert_eq!(t.runs[0].rows[0].busbw(), Some(43.7));
+    }
+
+    #[test]
+    fn several_runs_and_restarting_sizes() {
+        let row = |size: u64, bw: f64| {
+            format!(
+                "  {size}  {}  float  sum  -1  10.0  1.0  {bw}  N/A  10.0  1.0  {bw}  N/A\n",
+                size / 4
+            )
+        };
+        let s = format!(
+            "{HEAD}{}{}# Avg bus bandwidth : 1.5\n{HEAD}{}{}",
+            row(8, 1.0),
+            row(16, 2.0),
+            row(8, 3.0),
+            row(16, 4.0)
+        );
+        let t = parse(&frags(&s));
+        assert_eq!(t.runs.len(), 2);
+        assert_eq!(t.runs[1].rows[1].busbw(), Some(4.0));
+        let s = format!(
+            "{}{}{}{}",
+            row(8, 1.0),
+            row(16, 2.0),
+            row(8, 3.0),
+            row(16, 4.0)
+        );
+        let t = parse(&frags(&s));
+        assert_eq!(
+            t.runs.len(),
+            2,
+            "restart of sizes without a header starts a run"
+        );
+        assert!(!t.runs[0].header_seen);
+    }
+}

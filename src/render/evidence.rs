@@ -1,0 +1,321 @@
+//! Text and JSON for `peerpath evidence` (an [`EvidenceReport`]): a verdict line, then per
+//! input what was read, the GDR verdict of each rank with its cause and NIC, the bandwidth and
+//! perftest verdicts, completion errors, and what the inputs could not show.
+
+use crate::analysis::evidence::{BwVerdict, EvidenceReport, Gdr, NicUse, RankVerdict};
+use std::fmt::Write;
+
+/// The one-line verdict: counts of ranks by GDR verdict and of bandwidth verdicts.
+pub fn verdict_line(r: &EvidenceReport) -> String {
+    let n = |g: Gdr| r.ranks.iter().filter(|x| x.gdr == g).count();
+    let bw = |v: BwVerdict| r.bandwidth.iter().filter(|x| x.verdict == v).count();
+    let flagged = r.comparisons.iter().filter(|c| c.flagged).count();
+    let mut s = format!(
+        "{}: GDR used on {}, off on {}, unknown on {} rank(s)/GPU(s); bandwidth ok {}, low {}, broken {}, not judged {}",
+        if failed(r) {
+            "PROBLEMS"
+        } else {
+            "NO PROBLEM SHOWN"
+        },
+        n(Gdr::Used),
+        n(Gdr::Off),
+        n(Gdr::Unknown),
+        bw(BwVerdict::Ok),
+        bw(BwVerdict::Low),
+        bw(BwVerdict::Broken),
+        bw(BwVerdict::Unknown)
+    );
+    if !r.perftest.is_empty() {
+        let _ = write!(
+            s,
+            "; perftest {} run(s), {flagged} GPU-vs-host flagged",
+            r.perftest.len()
+        );
+    }
+    if !r.errors.is_empty() {
+        let _ = write!(s, "; {} completion error kind(s)", r.errors.len());
+    }
+    s
+}
+
+/// Whether the report shows a problem: a rank without GDR, bandwidth low or broken, a flagged
+/// GPU-vs-host comparison, or completion errors.
+pub fn failed(r: &EvidenceReport) -> bool {
+    r.ranks.iter().any(|x| x.gdr == Gdr::Off)
+        || r.bandwidth
+            .iter()
+            .any(|b| matches!(b.verdict, BwVerdict::Low | BwVerdict::Broken))
+        || r.comparisons.iter().any(|c| c.flagged)
+        || !r.errors.is_empty()
+}
+
+fn nic_words(n: &NicUse) -> String {
+    let mut s = format!("NET/{}/{}", n.net.as_deref().unwrap_or("?"), n.index);
+    if let Some(name) = &n.name {
+        let _ = write!(s, " {name}");
+    }
+    if n.virtual_nic {
+        s.push_str(" (virtual)");
+    }
+    let [w, wo, cut] = n.gdr;
+    let _ = write!(s, ": {} connection(s)", n.connections);
+    let mut parts = Vec::new();
+    if w > 0 {
+        parts.push(format!("{w} /GDRDMA"));
+    }
+    if wo > 0 {
+        parts.push(format!("{wo} without"));
+    }
+    if cut > 0 {
+        parts.push(format!("{cut} cut"));
+    }
+    if !parts.is_empty() {
+        let _ = write!(s, " ({})", parts.join(", "));
+    }
+    if let Some(note) = &n.note {
+        let _ = write!(s, " — {note}");
+    }
+    s
+}
+
+fn who(r: &RankVerdict) -> String {
+    let mut s = r.host.clone();
+    match r.rank {
+        Some(k) => {
+            let _ = write!(s, " rank {k}");
+            if let Some(n) = r.nranks {
+                let _ = write!(s, "/{n}");
+            }
+        }
+        None => s.push_str(" (rank not shown)"),
+    }
+    if let Some(p) = r.pid {
+        let _ = write!(s, " pid {p}");
+    }
+    let g = &r.gpu;
+    if let Some(b) = &g.bdf {
+        let _ = write!(s, " GPU {b}");
+    } else if let Some(b) = g.bus {
+        let _ = write!(s, " GPU on bus {b:02x}");
+    }
+    if let Some(d) = g.cuda_dev {
+        let _ = write!(s, " cudaDev {d}");
+    }
+    if let Some(d) = g.nvml_dev {
+        let _ = write!(s, " nvmlDev {d}");
+    }
+    s
+}
+
+/// Renders the report as text.
+pub fn text(r: &EvidenceReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", verdict_line(r));
+    if let Some(t) = &r.topology {
+        let _ = writeln!(out, "topology: {t}");
+    }
+    if let Some(c) = &r.capacity {
+        let _ = writeln!(
+            out,
+            "NIC capacity: {} NIC port(s), {:.0} Gb/s → {:.1} GB/s bus bandwidth expected (24 GB/s per 200 Gb/s) — {}",
+            c.nics, c.total_gbps, c.expected_busbw, c.source
+        );
+    }
+    for i in &r.inputs {
+        let kinds = if i.kinds.is_empty() {
+            "nothing recognised".to_string()
+        } else {
+            i.kinds.join(", ")
+        };
+        let _ = writeln!(out, "\nINPUT {} [{kinds}]", i.source);
+        if i.kinds.iter().any(|k| k == "nccl-log") {
+            let _ = writeln!(
+                out,
+                "  {} line(s); {} NCCL message(s) read, {} of forms with no bearing on GDR/NICs, {} refused, {} gap marker(s)",
+                i.lines,
+                i.nccl_read,
+                i.nccl_other,
+                i.refused.len(),
+                i.gaps
+            );
+        }
+        for p in &i.processes {
+            let mut line = format!("  process {}:{}  NCCL {}", p.host, p.pid, p.version.text);
+            match p.version.source {
+                crate::analysis::evidence::version::VersionSource::Banner => {
+                    line.push_str(" (banner)")
+                }
+                crate::analysis::evidence::version::VersionSource::LineForms => {
+                    let _ = write!(line, " (from line forms: {})", p.version.forms.join("; "));
+                }
+                crate::analysis::evidence::version::VersionSource::Unknown => {
+                    line.push_str(" (no banner, no dated line form)")
+                }
+            }
+            if let Some(c) = &p.version.conflict {
+                let _ = write!(line, " [conflict: {c}]");
+            }
+            let _ = writeln!(out, "{line}");
+            if let Some(n) = &p.network {
+                let _ = writeln!(out, "    network {n}");
+            }
+            if !p.nics.is_empty() {
+                let _ = writeln!(out, "    NICs {}", p.nics.join(" "));
+            }
+            for (k, v, w) in &p.env {
+                let _ = writeln!(out, "    {k}={v} ({w})");
+            }
+        }
+        for x in &i.refused {
+            let _ = writeln!(out, "  refused line {}: {} — {:?}", x.line, x.why, x.text);
+        }
+        let ranks: Vec<&RankVerdict> = r.ranks.iter().filter(|x| x.source == i.source).collect();
+        if !ranks.is_empty() {
+            let _ = writeln!(out, "  GDR per rank:");
+        }
+        for x in ranks {
+            let _ = writeln!(
+                out,
+                "    {} — GDR {} (NCCL {})",
+                who(x),
+                x.gdr.as_str(),
+                x.version
+            );
+            if let Some(c) = &x.cause {
+                let _ = writeln!(out, "      why: {}", c.text);
+            }
+            let lines: Vec<String> = x.lines.iter().map(|l| l.to_string()).collect();
+            let _ = writeln!(
+                out,
+                "      shown by: {} (lines {})",
+                x.basis,
+                lines.join(", ")
+            );
+            for n in &x.nics {
+                let _ = writeln!(out, "      NIC {}", nic_words(n));
+            }
+            if let Some(t) = &x.topology {
+                let _ = writeln!(out, "      topology: {}", t.sentence);
+            }
+        }
+        for b in r.bandwidth.iter().filter(|b| b.source == i.source) {
+            let hosts = if b.hosts.is_empty() {
+                "hosts not shown".to_string()
+            } else {
+                b.hosts.join(", ")
+            };
+            let _ = writeln!(
+                out,
+                "  bandwidth (line {}) {} — {} rank(s), {hosts}: {} [{}]",
+                b.line,
+                b.test,
+                b.ranks,
+                b.summary,
+                b.verdict.as_str()
+            );
+            for e in &b.explanation {
+                let _ = writeln!(out, "      {e}");
+            }
+        }
+        for p in r.perftest.iter().filter(|p| p.source == i.source) {
+            let mut s = format!(
+                "  perftest (line {}) {}{}{} on {} memory{}: {:.2} Gb/s average at {} B, peak {:.2} Gb/s ({} size(s))",
+                p.line,
+                p.tool,
+                p.role
+                    .as_deref()
+                    .map(|x| format!(" {x}"))
+                    .unwrap_or_default(),
+                p.host
+                    .as_deref()
+                    .map(|h| format!(" on {h}"))
+                    .unwrap_or_default(),
+                p.memory,
+                p.device
+                    .as_deref()
+                    .map(|d| format!(", device {d}"))
+                    .unwrap_or_default(),
+                p.avg_gbps,
+                p.sizes.1,
+                p.peak_gbps,
+                p.sizes.2
+            );
+            if let Some(g) = &p.gpu {
+                let _ = write!(s, "; GPU {g}");
+            }
+            if let Some(port) = p.port_gbps {
+                let _ = write!(
+                    s,
+                    "; {:.0} % of the {port:.0} Gb/s port",
+                    p.avg_gbps / port * 100.0
+                );
+            }
+            let _ = writeln!(out, "{s}");
+            for w in &p.warnings {
+                let _ = writeln!(out, "      perftest WARNING: {w}");
+            }
+        }
+        for e in r.errors.iter().filter(|e| e.source == i.source) {
+            let _ = writeln!(
+                out,
+                "  completion error (line {}) {}{} ×{} on {}: {}",
+                e.line,
+                e.status_name,
+                e.vendor_err
+                    .map(|v| format!(", vendor err {v}"))
+                    .unwrap_or_default(),
+                e.count,
+                e.hosts.join(", "),
+                e.meaning
+            );
+        }
+        for p in r
+            .probe
+            .iter()
+            .filter(|_| i.kinds.iter().any(|k| k == "peerpath-probe"))
+        {
+            let _ = writeln!(out, "  probe {p}");
+        }
+    }
+    if !r.comparisons.is_empty() {
+        let _ = writeln!(out, "\nGPU vs HOST (perftest)");
+        for c in &r.comparisons {
+            let _ = writeln!(
+                out,
+                "  {}{}",
+                if c.flagged { "FLAG " } else { "" },
+                c.summary
+            );
+        }
+    }
+    if !r.joined.is_empty() {
+        let _ = writeln!(out, "\nJOINED TO THE TOPOLOGY (by GPU, across hosts)");
+        for j in &r.joined {
+            let _ = writeln!(
+                out,
+                "  GPU {} — GDR {}{} on {} ({}): {}",
+                j.gpu,
+                j.gdr.as_str(),
+                j.nic
+                    .as_deref()
+                    .map(|n| format!(" via {n}"))
+                    .unwrap_or_default(),
+                j.hosts.join(", "),
+                j.ranks.join(" "),
+                j.sentence
+            );
+        }
+    }
+    if !r.notes.is_empty() {
+        let _ = writeln!(out, "\nNOTES");
+        for n in &r.notes {
+            let _ = writeln!(out, "  {n}");
+        }
+    }
+    out
+}
+
+/// The report as pretty JSON (`peerpath.evidence/1`).
+pub fn json(r: &EvidenceReport) -> serde_json::Result<String> {
+    serde_json::to_string_pretty(r)
+}
