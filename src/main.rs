@@ -158,10 +158,10 @@ fn run(cli: Cli) -> Result<u8> {
             nccl_version,
         } => {
             let topo = load(&input)?;
-            print!(
-                "{}",
-                cli::classify::run_matrix(&topo, format, nccl_version)?
-            );
+            use std::io::Write;
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+            cli::classify::run_matrix(&topo, format, nccl_version, &mut out)?;
+            out.flush()?;
             Ok(0)
         }
         Command::Explain {
