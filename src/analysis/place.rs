@@ -158,7 +158,7 @@ pub fn choose_gpus(c: &Candidates, n: usize) -> Option<(Vec<usize>, String)> {
         // Greedy: grow from each GPU, adding the GPU that gives the lowest score (the lowest
         // index on a tie, which is also the lexicographically first set), and keep the best
         // final set (score, then the set itself). Each candidate is scored incrementally.
-        let mut best: Option<((SetScore, Vec<usize>), Vec<usize>)> = None;
+        let mut best: Option<(SetScore, Vec<usize>)> = None;
         let mut member = vec![false; total];
         for start in 0..total {
             let mut set = vec![start];
@@ -175,9 +175,8 @@ pub fn choose_gpus(c: &Candidates, n: usize) -> Option<(Vec<usize>, String)> {
                 member[next] = true;
                 score = s;
             }
-            let key = (score, set.clone());
-            if best.as_ref().is_none_or(|(b, _)| key < *b) {
-                best = Some((key, set));
+            if best.as_ref().is_none_or(|(bs, b)| (score, &set) < (*bs, b)) {
+                best = Some((score, set));
             }
         }
         best.map(|(_, s)| s)?
@@ -765,7 +764,7 @@ mod tests {
         }
         let sc = Scorer::new(c, domain_of);
         let key = |set: &[usize]| (sc.score(set), set.to_vec());
-        let mut best: Option<((SetScore, Vec<usize>), Vec<usize>)> = None;
+        let mut best: Option<(SetScore, Vec<usize>)> = None;
         for start in 0..c.gpus.len() {
             let mut set = vec![start];
             while set.len() < n {
@@ -781,9 +780,8 @@ mod tests {
                 set.push(next);
                 set.sort_unstable();
             }
-            let k = key(&set);
-            if best.as_ref().is_none_or(|(b, _)| k < *b) {
-                best = Some((k, set));
+            if best.as_ref().is_none_or(|b| key(&set) < (b.0, b.1.clone())) {
+                best = Some((sc.score(&set), set));
             }
         }
         best.unwrap().1

@@ -128,10 +128,13 @@ pub struct Matrix {
 /// (should `pairs` be changed afterwards, lookups notice and search it instead). Not part of the matrix's value: equal matrices
 /// are equal whether or not they were indexed, and a clone starts without one.
 #[derive(Default)]
-struct PairIndex(std::sync::OnceLock<(usize, HashMap<(Bdf, Bdf), usize>)>);
+struct PairIndex(std::sync::OnceLock<PairPositions>);
+
+/// The pair count when indexed, and each `(a, b)`'s position.
+type PairPositions = (usize, HashMap<(Bdf, Bdf), usize>);
 
 impl PairIndex {
-    fn build(pairs: &[PairClass]) -> (usize, HashMap<(Bdf, Bdf), usize>) {
+    fn build(pairs: &[PairClass]) -> PairPositions {
         let map = pairs
             .iter()
             .enumerate()
