@@ -195,10 +195,10 @@ fn run(cli: Cli) -> Result<u8> {
             fold_vfs,
         } => {
             let topo = load(&input)?;
-            print!(
-                "{}",
-                cli::classify::run_matrix(&topo, format, nccl_version, fold_vfs)?
-            );
+            use std::io::Write;
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+            cli::classify::run_matrix(&topo, format, nccl_version, fold_vfs, &mut out)?;
+            out.flush()?;
             Ok(0)
         }
         Command::Explain {

@@ -170,7 +170,40 @@ const BW_CEIL_MBPS: i64 = 999_999;
 /// Assigns a NIC to each chosen GPU (by index into `c.nics`), by the rules in the module doc.
 /// Only rails are offered ([`NicCand::rail`]; every NIC when none is). Returns, per rank, the
 /// NIC index (`None` when there is no NIC at all).
+///
+/// The assignment is over columns (NIC, slot): the s-th rank on a NIC costs its label, its
+/// bandwidth divided by s + 1, and s. Every NIC could take every rank, but a solution that
+/// leaves a free slot on each NIC is optimal over all slots (the proof is at
+/// `slot_columns_suffice`), so the columns start at an even share per NIC and only a NIC whose
+/// slots all filled gets more: the matrix is ranks × NICs × the share instead of ranks² × NICs.
 pub fn assign_nics(c: &Candidates, gpus: &[usize]) -> Vec<Option<usize>> {
+    match assign_slots(c, gpus, false) {
+        Some((_, cols)) => cols.into_iter().map(|(nic, _)| Some(nic)).collect(),
+        None => vec![None; gpus.len()],
+    }
+}
+
+/// Cost of the `slot`-th rank on NIC `nic` being GPU `gpus[row]` (see the module doc).
+fn slot_cost(c: &Candidates, gpus: &[usize], row: usize, nic: usize, slot: usize) -> i64 {
+    let p = &c.gn[gpus[row]][nic];
+    let rank = pair_rank(p) as i64;
+    let bw_mbps = p
+        .as_ref()
+        .and_then(|p| p.bottleneck_gbps)
+        .map(|g| ((g * 1000.0) / (slot as f64 + 1.0)).round() as i64)
+        .unwrap_or(0)
+        .clamp(0, BW_CEIL_MBPS);
+    rank * W_LABEL + (BW_CEIL_MBPS - bw_mbps) * W_BW + slot as i64
+}
+
+/// The min-cost assignment of [`assign_nics`]: its total cost and each rank's (NIC, slot);
+/// `None` without ranks or NICs. `all_slots` offers every slot of every NIC at once (the
+/// definition, for tests) instead of growing them.
+fn assign_slots(
+    c: &Candidates,
+    gpus: &[usize],
+    all_slots: bool,
+) -> Option<(i64, Vec<(usize, usize)>)> {
     let r = gpus.len();
     let mut offered: Vec<usize> = (0..c.nics.len()).filter(|&k| c.nics[k].rail).collect();
     if offered.is_empty() {
@@ -178,28 +211,53 @@ pub fn assign_nics(c: &Candidates, gpus: &[usize]) -> Vec<Option<usize>> {
     }
     let k = offered.len();
     if r == 0 || k == 0 {
-        return vec![None; r];
+        return None;
     }
-    // Columns: NIC k, slot s (s-th rank on that NIC).
-    let cols = k * r;
-    let weights = pathfinding::matrix::Matrix::from_fn(r, cols, |(row, col)| {
-        let nic = offered[col / r];
-        let slot = col % r;
-        let p = &c.gn[gpus[row]][nic];
-        let rank = pair_rank(p) as i64;
-        let bw_mbps = p
-            .as_ref()
-            .and_then(|p| p.bottleneck_gbps)
-            .map(|g| ((g * 1000.0) / (slot as f64 + 1.0)).round() as i64)
-            .unwrap_or(0)
-            .clamp(0, BW_CEIL_MBPS);
-        rank * W_LABEL + (BW_CEIL_MBPS - bw_mbps) * W_BW + slot as i64
-    });
-    let (_, assignment) = pathfinding::kuhn_munkres::kuhn_munkres_min(&weights);
-    assignment
-        .into_iter()
-        .map(|col| Some(offered[col / r]))
-        .collect()
+    // Slots offered per NIC: enough for every rank in total, grown where they all filled.
+    let mut slots = vec![if all_slots { r } else { r.div_ceil(k) }; k];
+    loop {
+        // Columns in NIC order, then slot order.
+        let cols: Vec<(usize, usize)> = (0..k)
+            .flat_map(|n| (0..slots[n]).map(move |s| (n, s)))
+            .collect();
+        let weights = pathfinding::matrix::Matrix::from_fn(r, cols.len(), |(row, col)| {
+            let (nic, slot) = cols[col];
+            slot_cost(c, gpus, row, offered[nic], slot)
+        });
+        let (total, assignment) = pathfinding::kuhn_munkres::kuhn_munkres_min(&weights);
+        let mut used = vec![0usize; k];
+        for &col in &assignment {
+            used[cols[col].0] += 1;
+        }
+        if slot_columns_suffice(&used, &slots, r) {
+            return Some((
+                total,
+                assignment
+                    .into_iter()
+                    .map(|col| (offered[cols[col].0], cols[col].1))
+                    .collect(),
+            ));
+        }
+        for n in 0..k {
+            if used[n] == slots[n] {
+                slots[n] = (slots[n] * 2).min(r);
+            }
+        }
+    }
+}
+
+/// Whether a min-cost assignment over the first `slots[n]` slots of each NIC `n` (`used[n]`
+/// of them taken) is also min-cost over all `ranks` slots of every NIC.
+///
+/// It is when every NIC either offers all slots or has one free. Proof: take an optimum over
+/// all slots that differs from ours, and the alternating paths of the two assignments. A
+/// path whose columns are all offered cannot improve ours (ours is optimal over them), so a
+/// cheaper optimum has a path that starts at a slot (n, s) not offered, s ≥ slots[n]. NIC n
+/// then has a free offered slot s' < s; a rank's cost grows strictly with its slot number on
+/// a NIC, so the same path started at (n, s') (a column ours does not use) is cheaper still
+/// and uses offered columns only: a contradiction.
+fn slot_columns_suffice(used: &[usize], slots: &[usize], ranks: usize) -> bool {
+    used.iter().zip(slots).all(|(&u, &s)| u < s || s >= ranks)
 }
 
 /// The node's GPUs and rank-eligible NICs with the chooser's tables, built from the
@@ -451,6 +509,77 @@ mod tests {
         b.bridge("0000:10:03.0", None, Some(0));
         b.nic("0000:16:00.0", Some("0000:10:03.0"), Some(0), &["mlx5_0"]);
         b.build()
+    }
+
+    /// Tables of `gpus` × `nics` relations from a list of (label, bandwidth) choices.
+    fn tables(gpus: usize, nics: usize, rel: &[(u8, u8)]) -> Candidates {
+        let labels = ["PIX", "PXB", "PHB", "NODE", "SYS"];
+        let bws = [None, Some(12.0), Some(24.0), Some(24.5)];
+        let mut it = rel.iter().cycle();
+        let mut next = || {
+            let &(l, b) = it.next().unwrap();
+            (l < 5).then(|| PairCand {
+                label: labels[l as usize].parse().unwrap(),
+                bottleneck_gbps: bws[b as usize % 4],
+            })
+        };
+        Candidates {
+            gpus: (0..gpus)
+                .map(|i| GpuCand {
+                    name: format!("GPU{i}"),
+                    numa_node: None,
+                })
+                .collect(),
+            nics: (0..nics)
+                .map(|i| NicCand {
+                    name: format!("mlx5_{i}"),
+                    numa_node: None,
+                })
+                .collect(),
+            gg: vec![vec![None; gpus]; gpus],
+            gn: (0..gpus)
+                .map(|_| (0..nics).map(|_| next()).collect())
+                .collect(),
+            nvlink_visible: false,
+        }
+    }
+
+    proptest::proptest! {
+        /// Growing the slots reaches the cost of offering every slot of every NIC at once.
+        #[test]
+        fn grown_slots_cost_what_all_slots_cost(
+            gpus in 1usize..10,
+            nics in 1usize..6,
+            rel in proptest::collection::vec((0u8..6, 0u8..4), 1..40),
+        ) {
+            let c = tables(gpus, nics, &rel);
+            let rows: Vec<usize> = (0..gpus).collect();
+            let grown = assign_slots(&c, &rows, false).unwrap();
+            let all = assign_slots(&c, &rows, true).unwrap();
+            proptest::prop_assert_eq!(grown.0, all.0);
+            let total: i64 = grown.1.iter().enumerate()
+                .map(|(row, &(nic, slot))| slot_cost(&c, &rows, row, nic, slot))
+                .sum();
+            proptest::prop_assert_eq!(total, grown.0);
+        }
+    }
+
+    #[test]
+    fn one_close_nic_takes_every_gpu() {
+        // NIC0 PIX to all eight GPUs, the seven others SYS: the label outweighs sharing, so
+        // NIC0's slots grow from one to all eight.
+        let mut rel = Vec::new();
+        for _ in 0..8 {
+            rel.push((0, 2));
+            rel.extend([(4, 2); 7]);
+        }
+        let c = tables(8, 8, &rel);
+        let rows: Vec<usize> = (0..8).collect();
+        assert_eq!(assign_nics(&c, &rows), vec![Some(0); 8]);
+        assert_eq!(
+            assign_slots(&c, &rows, false),
+            assign_slots(&c, &rows, true)
+        );
     }
 
     #[test]

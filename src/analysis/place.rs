@@ -33,28 +33,72 @@ use std::collections::{BTreeMap, BTreeSet};
 /// Version tag of the placement JSON document.
 pub const PLACEMENT_SCHEMA: &str = "peerpath.placement/1";
 
-/// Score of a GPU set (lower is better), in rule order.
-fn gpu_set_score(
-    c: &Candidates,
-    domain_of: &[usize],
-    set: &[usize],
-) -> (usize, usize, PathRank, u64, u64, Vec<usize>) {
-    let domains: BTreeSet<usize> = set.iter().map(|&g| domain_of[g]).collect();
-    let numa: BTreeSet<Option<u32>> = set.iter().map(|&g| c.gpus[g].numa_node).collect();
-    let mut worst = 0;
-    let mut sum = 0u64;
-    for (a, &i) in set.iter().enumerate() {
-        for &j in &set[a + 1..] {
-            let r = pair_rank(&c.gg[i][j]);
+/// Score of a GPU set (lower is better), in rule order: NVLink domains, NUMA nodes, worst
+/// GPU–GPU label rank, sum of GPU–GPU label ranks, sum of each GPU's best NIC rank. (The
+/// lowest CUDA indices, the last rule, is the order sets are tried in.)
+type SetScore = (usize, usize, PathRank, u64, u64);
+
+/// What scoring a GPU set reads: the tables, each GPU's NVLink domain and its best NIC rank
+/// (computed once, not per set).
+struct Scorer<'a> {
+    c: &'a Candidates,
+    domain_of: Vec<usize>,
+    best_nic: Vec<u64>,
+}
+
+impl<'a> Scorer<'a> {
+    fn new(c: &'a Candidates, domain_of: Vec<usize>) -> Self {
+        let best_nic =
+            c.gn.iter()
+                .map(|row| row.iter().map(pair_rank).min().unwrap_or(UNKNOWN_RANK) as u64)
+                .collect();
+        Scorer {
+            c,
+            domain_of,
+            best_nic,
+        }
+    }
+
+    /// Rank of the GPU–GPU relation of `i` and `j`, read as the lower index's row.
+    fn gg_rank(&self, i: usize, j: usize) -> PathRank {
+        pair_rank(&self.c.gg[i.min(j)][i.max(j)])
+    }
+
+    /// The score of a sorted set.
+    fn score(&self, set: &[usize]) -> SetScore {
+        let domains: BTreeSet<usize> = set.iter().map(|&g| self.domain_of[g]).collect();
+        let numa: BTreeSet<Option<u32>> = set.iter().map(|&g| self.c.gpus[g].numa_node).collect();
+        let mut worst = 0;
+        let mut sum = 0u64;
+        for (a, &i) in set.iter().enumerate() {
+            for &j in &set[a + 1..] {
+                let r = self.gg_rank(i, j);
+                worst = worst.max(r);
+                sum += r as u64;
+            }
+        }
+        let nic_sum: u64 = set.iter().map(|&g| self.best_nic[g]).sum();
+        (domains.len(), numa.len(), worst, sum, nic_sum)
+    }
+
+    /// The score of `set` plus GPU `g` (not in it), from the score of `set` alone: what `g`
+    /// adds is its domain and NUMA node when new, its labels to the members and its best NIC.
+    fn score_with(&self, set: &[usize], base: SetScore, g: usize) -> SetScore {
+        let (mut nd, mut nn, mut worst, mut sum, nic_sum) = base;
+        if !set.iter().any(|&m| self.domain_of[m] == self.domain_of[g]) {
+            nd += 1;
+        }
+        let numa = self.c.gpus[g].numa_node;
+        if !set.iter().any(|&m| self.c.gpus[m].numa_node == numa) {
+            nn += 1;
+        }
+        for &m in set {
+            let r = self.gg_rank(g, m);
             worst = worst.max(r);
             sum += r as u64;
         }
+        (nd, nn, worst, sum, nic_sum + self.best_nic[g])
     }
-    let nic_sum: u64 = set
-        .iter()
-        .map(|&g| c.gn[g].iter().map(pair_rank).min().unwrap_or(UNKNOWN_RANK) as u64)
-        .sum();
-    (domains.len(), numa.len(), worst, sum, nic_sum, set.to_vec())
 }
 
 /// Largest number of GPU subsets scored exhaustively; beyond it the choice is greedy.
@@ -86,11 +130,13 @@ pub fn choose_gpus(c: &Candidates, n: usize) -> Option<(Vec<usize>, String)> {
             domain_of[g] = d;
         }
     }
+    let scorer = Scorer::new(c, domain_of);
     let best = if binomial(total as u64, n as u64) <= MAX_SUBSETS {
-        let mut best: Option<(_, Vec<usize>)> = None;
+        // Every set in lexicographic order; the first with the lowest score wins.
+        let mut best: Option<(SetScore, Vec<usize>)> = None;
         let mut set: Vec<usize> = (0..n).collect();
         loop {
-            let s = gpu_set_score(c, &domain_of, &set);
+            let s = scorer.score(&set);
             if best.as_ref().is_none_or(|(b, _)| s < *b) {
                 best = Some((s, set.clone()));
             }
@@ -109,28 +155,33 @@ pub fn choose_gpus(c: &Candidates, n: usize) -> Option<(Vec<usize>, String)> {
         }
         best.map(|(_, s)| s)?
     } else {
-        // Greedy: grow from each GPU, keep the best final set.
-        let mut best: Option<(_, Vec<usize>)> = None;
+        // Greedy: grow from each GPU, adding the GPU that gives the lowest score (the lowest
+        // index on a tie, which is also the lexicographically first set), and keep the best
+        // final set (score, then the set itself). Each candidate is scored incrementally.
+        let mut best: Option<(SetScore, Vec<usize>)> = None;
+        let mut member = vec![false; total];
         for start in 0..total {
             let mut set = vec![start];
+            member.iter_mut().for_each(|m| *m = false);
+            member[start] = true;
+            let mut score = scorer.score(&set);
             while set.len() < n {
-                let next = (0..total).filter(|g| !set.contains(g)).min_by_key(|&g| {
-                    let mut s = set.clone();
-                    s.push(g);
-                    s.sort_unstable();
-                    gpu_set_score(c, &domain_of, &s)
-                })?;
+                let (next, s) = (0..total)
+                    .filter(|&g| !member[g])
+                    .map(|g| (g, scorer.score_with(&set, score, g)))
+                    .min_by_key(|&(_, s)| s)?;
                 set.push(next);
                 set.sort_unstable();
+                member[next] = true;
+                score = s;
             }
-            let s = gpu_set_score(c, &domain_of, &set);
-            if best.as_ref().is_none_or(|(b, _)| s < *b) {
-                best = Some((s, set));
+            if best.as_ref().is_none_or(|(bs, b)| (score, &set) < (*bs, b)) {
+                best = Some((score, set));
             }
         }
         best.map(|(_, s)| s)?
     };
-    let (nd, nn, worst, _, _, _) = gpu_set_score(c, &domain_of, &best);
+    let (nd, nn, worst, _, _) = scorer.score(&best);
     let worst_label = best
         .iter()
         .enumerate()
@@ -702,5 +753,72 @@ mod tests {
             load[*x] += 1;
         }
         assert_eq!(load, [2, 2], "{a:?}");
+    }
+
+    /// The greedy choice by its definition: every candidate set scored from scratch, the set
+    /// itself as the last key.
+    fn greedy_by_definition(c: &Candidates, n: usize) -> Vec<usize> {
+        let mut domain_of = vec![0; c.gpus.len()];
+        for (d, members) in nvlink_domains(c).iter().enumerate() {
+            for &g in members {
+                domain_of[g] = d;
+            }
+        }
+        let sc = Scorer::new(c, domain_of);
+        let key = |set: &[usize]| (sc.score(set), set.to_vec());
+        let mut best: Option<(SetScore, Vec<usize>)> = None;
+        for start in 0..c.gpus.len() {
+            let mut set = vec![start];
+            while set.len() < n {
+                let next = (0..c.gpus.len())
+                    .filter(|g| !set.contains(g))
+                    .min_by_key(|&g| {
+                        let mut s = set.clone();
+                        s.push(g);
+                        s.sort_unstable();
+                        key(&s)
+                    })
+                    .unwrap();
+                set.push(next);
+                set.sort_unstable();
+            }
+            if best.as_ref().is_none_or(|b| key(&set) < (b.0, b.1.clone())) {
+                best = Some((sc.score(&set), set));
+            }
+        }
+        best.unwrap().1
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
+        /// 24 GPUs, 8 ranks: too many sets to try them all (735,471 > MAX_SUBSETS), so the
+        /// choice is greedy; scoring each candidate incrementally picks what scoring it from
+        /// scratch picks.
+        #[test]
+        fn incremental_greedy_is_the_greedy(
+            labels in proptest::collection::vec(0usize..7, 24 * 24 + 24 * 4),
+            numa in proptest::collection::vec(0u32..3, 24),
+        ) {
+            let names = ["NV12", "NV4", "PIX", "PXB", "NODE", "SYS", "?"];
+            let rel = |i: usize| p(names[labels[i]], 10.0).filter(|_| labels[i] != 6);
+            let c = Candidates {
+                gpus: (0..24)
+                    .map(|i| GpuCand { name: format!("GPU{i}"), numa_node: Some(numa[i]) })
+                    .collect(),
+                nics: (0..4)
+                    .map(|i| NicCand { name: format!("mlx5_{i}"), numa_node: None })
+                    .collect(),
+                gg: (0..24)
+                    .map(|i| (0..24).map(|j| if i == j { None } else { rel(i * 24 + j) }).collect())
+                    .collect(),
+                gn: (0..24)
+                    .map(|i| (0..4).map(|k| rel(24 * 24 + i * 4 + k)).collect())
+                    .collect(),
+                nvlink_visible: true,
+            };
+            proptest::prop_assert!(binomial(24, 8) > MAX_SUBSETS);
+            let (chosen, _) = choose_gpus(&c, 8).unwrap();
+            proptest::prop_assert_eq!(chosen, greedy_by_definition(&c, 8));
+        }
     }
 }

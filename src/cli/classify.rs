@@ -5,6 +5,7 @@ use peerpath::analysis::classify::{Classifier, ClassifyOptions, Endpoint};
 use peerpath::analysis::nccl::NcclVersion;
 use peerpath::model::{Bdf, Topology};
 use peerpath::render::matrix;
+use std::io::Write;
 
 /// Output formats of `matrix`.
 #[derive(Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
@@ -20,23 +21,31 @@ pub fn parse_nccl_version(s: &str) -> Result<NcclVersion, String> {
     s.parse::<NcclVersion>().map_err(|e| e.to_string())
 }
 
-/// `peerpath matrix`.
+/// `peerpath matrix`, written to `out`. The JSON document is streamed: each pair is worded
+/// as it is written, so memory stays flat however many pairs the node has.
 pub fn run_matrix(
     t: &Topology,
     format: MatrixFormat,
     nccl_version: Option<NcclVersion>,
     fold_vfs: bool,
-) -> Result<String> {
+    out: &mut dyn Write,
+) -> Result<()> {
     let opts = ClassifyOptions {
         nccl_version: nccl_version.unwrap_or_default(),
     };
     let c = Classifier::new(t, &opts);
-    Ok(match format {
-        MatrixFormat::Table => {
+    match format {
+        MatrixFormat::Table => out.write_all(
             matrix::render_table_with(&c.label_matrix(), matrix::TableOptions { fold_vfs })
+                .as_bytes(),
+        )?,
+        MatrixFormat::Json => {
+            let notes = c.matrix_notes();
+            serde_json::to_writer_pretty(&mut *out, &matrix::doc_streamed(&c, &notes))?;
+            out.write_all(b"\n")?;
         }
-        MatrixFormat::Json => serde_json::to_string_pretty(&matrix::doc(&c.matrix()))? + "\n",
-    })
+    }
+    Ok(())
 }
 
 /// Resolves a command-line name to an endpoint: `0` / `GPU0` (GPU index), `NIC0`, `ACC0`,

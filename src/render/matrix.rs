@@ -2,7 +2,9 @@
 //! hop-by-hop explanation of one pair. Renders [`crate::analysis::classify`] results; computes
 //! nothing of its own.
 
-use crate::analysis::classify::{Endpoint, Label, LabelMatrix, Matrix, PairClass};
+use crate::analysis::classify::{
+    Classifier, Endpoint, Label, LabelMatrix, Matrix, PairClass, PairStream,
+};
 use crate::model::linkfmt;
 use crate::model::{DeviceKind, LinkInfo};
 use comfy_table::{Table, presets};
@@ -24,15 +26,16 @@ pub const NVIDIA_SMI_LEGEND: &str = "Legend:
   NV#  = Connection traversing a bonded set of # NVLinks
 ";
 
-/// The matrix JSON document: `schema`, `endpoints`, `pairs`, `notes`.
+/// The matrix JSON document: `schema`, `endpoints`, `pairs`, `notes`. `P` is the pairs: a
+/// [`Matrix`]'s slice, or a [`PairStream`] that words each pair as it is written.
 #[derive(Debug, Serialize)]
-pub struct MatrixDoc<'a> {
+pub struct MatrixDoc<'a, P: Serialize = &'a [PairClass]> {
     /// Always [`MATRIX_SCHEMA`].
     pub schema: &'static str,
     /// Endpoints in matrix order.
     pub endpoints: &'a [Endpoint],
     /// Classified pairs.
-    pub pairs: &'a [PairClass],
+    pub pairs: P,
     /// Matrix-wide notes.
     pub notes: &'a [String],
 }
@@ -53,6 +56,20 @@ pub struct TableOptions {
     /// Leave SR-IOV virtual functions out of the rows and columns (their NIC numbers stay
     /// nvidia-smi's: the remaining columns keep their names, and a note lists the folded ones).
     pub fold_vfs: bool,
+}
+
+/// The same document straight from a classification (`notes`: [`Classifier::matrix_notes`]), its
+/// pairs worded one at a time while it is serialized.
+pub fn doc_streamed<'a, 't>(
+    cl: &'a Classifier<'t>,
+    notes: &'a [String],
+) -> MatrixDoc<'a, PairStream<'a, 't>> {
+    MatrixDoc {
+        schema: MATRIX_SCHEMA,
+        endpoints: cl.endpoints(),
+        pairs: PairStream(cl),
+        notes,
+    }
 }
 
 /// The nvidia-smi-style text with default options ([`render_table_with`]).

@@ -123,14 +123,66 @@ pub struct Matrix {
     pub pairs: Vec<PairClass>,
     /// Facts that limit the whole matrix (NVLink not visible, NUMA unknown, NIC numbering).
     pub notes: Vec<String>,
+    /// Where each pair is in `pairs`, built on the first [`Matrix::pair`] lookup.
+    #[serde(skip)]
+    index: PairIndex,
+}
+
+/// [`Matrix::pairs`] by endpoint addresses: position of `(a, b)`. Built once, on first use
+/// (should `pairs` be changed afterwards, lookups notice and search it instead). Not part of the matrix's value: equal matrices
+/// are equal whether or not they were indexed, and a clone starts without one.
+#[derive(Default)]
+struct PairIndex(std::sync::OnceLock<PairPositions>);
+
+/// The pair count when indexed, and each `(a, b)`'s position.
+type PairPositions = (usize, HashMap<(Bdf, Bdf), usize>);
+
+impl PairIndex {
+    fn build(pairs: &[PairClass]) -> PairPositions {
+        let map = pairs
+            .iter()
+            .enumerate()
+            .map(|(k, p)| ((p.a, p.b), k))
+            .collect();
+        (pairs.len(), map)
+    }
+}
+
+impl Clone for PairIndex {
+    fn clone(&self) -> Self {
+        PairIndex::default()
+    }
+}
+
+impl PartialEq for PairIndex {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for PairIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PairIndex")
+    }
 }
 
 impl Matrix {
-    /// The pair of two endpoints (in either order).
+    /// The pair of two endpoints (in either order). A lookup in an index of the pairs (built
+    /// on the first call), so asking for every cell of a large matrix stays linear.
     pub fn pair(&self, a: &Bdf, b: &Bdf) -> Option<&PairClass> {
-        self.pairs
+        let is = |p: &&PairClass| (p.a == *a && p.b == *b) || (p.a == *b && p.b == *a);
+        let (len, map) = self.index.0.get_or_init(|| PairIndex::build(&self.pairs));
+        let hits = [map.get(&(*a, *b)), map.get(&(*b, *a))];
+        let found = hits
             .iter()
-            .find(|p| (p.a == *a && p.b == *b) || (p.a == *b && p.b == *a))
+            .flatten()
+            .filter_map(|&&k| self.pairs.get(k))
+            .find(is);
+        if found.is_some() || (*len == self.pairs.len() && hits == [None, None]) {
+            return found;
+        }
+        // `pairs` was changed after the index was built: search it.
+        self.pairs.iter().find(is)
     }
     /// The endpoint named `GPU0`, `NIC1`, ….
     pub fn endpoint(&self, name: &str) -> Option<&Endpoint> {
@@ -445,29 +497,30 @@ impl<'t> Classifier<'t> {
         Some(self.classify_ix(ia, ib, locals))
     }
 
+    /// Every wanted pair (see [`Matrix::pairs`]) with words and hops, worded one at a time as
+    /// the iterator is read (what `matrix --format json` streams without holding them all).
+    pub fn pairs(&self) -> impl Iterator<Item = PairClass> + '_ {
+        let n = self.ep_dev.len();
+        (0..n)
+            .flat_map(move |i| (i + 1..n).map(move |j| (i, j)))
+            // Two endpoints of one device (RDMA devices of one function) have no path.
+            .filter(|&(i, j)| {
+                pair_wanted(self.endpoints[i].kind, self.endpoints[j].kind)
+                    && self.ep_dev[i] != self.ep_dev[j]
+            })
+            .map(|(i, j)| {
+                self.classify_ix(self.ep_dev[i], self.ep_dev[j], Some(&self.local_gpus[j]))
+            })
+    }
+
     /// Every wanted pair (see [`Matrix::pairs`]) with words and hops, and the matrix-wide
     /// notes.
     pub fn matrix(&self) -> Matrix {
-        let n = self.ep_dev.len();
-        let mut pairs = Vec::new();
-        for i in 0..n {
-            for j in i + 1..n {
-                // Two endpoints of one device (RDMA devices of one function) have no path.
-                if pair_wanted(self.endpoints[i].kind, self.endpoints[j].kind)
-                    && self.ep_dev[i] != self.ep_dev[j]
-                {
-                    pairs.push(self.classify_ix(
-                        self.ep_dev[i],
-                        self.ep_dev[j],
-                        Some(&self.local_gpus[j]),
-                    ));
-                }
-            }
-        }
         Matrix {
             endpoints: self.endpoints.clone(),
-            pairs,
+            pairs: self.pairs().collect(),
             notes: self.matrix_notes(),
+            index: PairIndex::default(),
         }
     }
 
@@ -477,6 +530,22 @@ impl<'t> Classifier<'t> {
             Some(k) => format!("{} ({})", self.endpoints[k].name, bdf),
             None => bdf.to_string(),
         }
+    }
+}
+
+/// [`Classifier::pairs`] as a JSON array written pair by pair: serializing it words each pair
+/// as it is written, so a document of 100,000 pairs never holds them all.
+pub struct PairStream<'c, 't>(pub &'c Classifier<'t>);
+
+impl Serialize for PairStream<'_, '_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.pairs())
+    }
+}
+
+impl std::fmt::Debug for PairStream<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PairStream({} endpoints)", self.0.endpoints.len())
     }
 }
 
@@ -516,5 +585,34 @@ mod tests {
         assert!("NVB".parse::<Label>().is_err());
         assert!(Label::Pix < Label::Sys);
         assert_eq!(serde_json::to_string(&NcclPath::Pxn).unwrap(), "\"PXN\"");
+    }
+
+    #[test]
+    fn pair_lookup_by_index_matches_the_pairs_in_either_order() {
+        let mut b = crate::analysis::testkit::TopoBuilder::new(&["0-7"]);
+        b.bridge("0000:10:01.0", None, Some(0));
+        b.gpu("0000:11:00.0", Some("0000:10:01.0"), Some(0));
+        b.bridge("0000:10:02.0", None, Some(0));
+        b.gpu("0000:12:00.0", Some("0000:10:02.0"), Some(0));
+        b.nic("0000:13:00.0", Some("0000:10:02.0"), Some(0), &["mlx5_0"]);
+        let t = b.build();
+        let mut m = classify_all(&t, &ClassifyOptions::default());
+        assert_eq!(m.pairs.len(), 3);
+        for p in &m.pairs {
+            assert_eq!(m.pair(&p.a, &p.b), Some(p));
+            assert_eq!(m.pair(&p.b, &p.a), Some(p));
+        }
+        let (g0, bridge): (Bdf, Bdf) = (
+            "0000:11:00.0".parse().unwrap(),
+            "0000:10:01.0".parse().unwrap(),
+        );
+        assert_eq!(m.pair(&g0, &bridge), None, "not an endpoint pair");
+        // Pairs changed after the index was built: lookups still answer from the pairs.
+        let first = m.pairs.remove(0);
+        assert_eq!(m.pair(&first.a, &first.b), None);
+        assert_eq!(m.pair(&m.pairs[1].b, &m.pairs[1].a), Some(&m.pairs[1]));
+        m.pairs.push(first.clone());
+        assert_eq!(m.pair(&first.a, &first.b), Some(&first));
+        assert_eq!(m.clone(), m);
     }
 }
