@@ -6,6 +6,7 @@ use clap::{Args, ValueEnum};
 use peerpath::analysis::{diff, fleet};
 use peerpath::capture::{self, CaptureOptions};
 use peerpath::model::{SourceInfo, Topology};
+use peerpath::sources::fsroot::FsRoot;
 use peerpath::sources::{self, LoadOptions, fsroot};
 use std::path::{Path, PathBuf};
 
@@ -38,13 +39,16 @@ pub fn run_capture(a: &CaptureArgs) -> Result<u8> {
     let (fs, shown): (Box<dyn fsroot::FsRoot>, String) = match &a.root {
         None => (Box::new(fsroot::DirRoot::new("/")), "/".to_string()),
         Some(p) if p.is_dir() => {
-            if !p.join("sys").is_dir() {
+            let fs = fsroot::DirRoot::open(p)?;
+            // Looked up inside the root: a `sys` link out of it is not a sys/ folder.
+            if !fs.is_dir(Path::new("sys")) {
                 bail!("{}: no sys/ folder; not a sysfs root", p.display());
             }
-            (Box::new(fsroot::DirRoot::new(p)), p.display().to_string())
+            (Box::new(fs), p.display().to_string())
         }
         Some(p) => {
-            let bytes = std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?;
+            let bytes = fsroot::input::read_input(p, fsroot::MAX_SNAPSHOT_BYTES)
+                .with_context(|| format!("cannot read {}", p.display()))?;
             let shown = p.display().to_string();
             let m = fsroot::MemRoot::from_tar_bytes(&shown, &bytes)
                 .with_context(|| format!("{shown}: not a readable snapshot tarball"))?;
