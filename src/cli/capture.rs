@@ -79,18 +79,7 @@ pub fn run_capture(a: &CaptureArgs) -> Result<u8> {
             c.set_nvml_note("not included: no NVIDIA PCI device, so NVML was not loaded")?;
         }
     }
-    let tmp = a.output.with_extension("partial");
-    {
-        let f = std::fs::File::create(&tmp)
-            .with_context(|| format!("cannot create {}", tmp.display()))?;
-        let mut w = std::io::BufWriter::new(f);
-        c.write_tar_gz(&mut w)
-            .with_context(|| format!("cannot write {}", tmp.display()))?;
-        use std::io::Write;
-        w.flush()?;
-    }
-    std::fs::rename(&tmp, &a.output)
-        .with_context(|| format!("cannot move {} to {}", tmp.display(), a.output.display()))?;
+    peerpath::output::write_output_with(&a.output, |w| c.write_tar_gz(w))?;
     let m = &c.manifest;
     eprintln!(
         "peerpath: captured {} files from {} into {} ({} device(s)); serials {}; NVML: {}",

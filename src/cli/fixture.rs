@@ -74,8 +74,7 @@ pub fn run(a: FixtureArgs) -> Result<u8> {
     };
     let s = out.to_string_lossy();
     if s.ends_with(".tar.gz") || s.ends_with(".tgz") {
-        synth::write_tarball(&spec, &out, &opts)
-            .with_context(|| format!("cannot write {}", out.display()))?;
+        peerpath::output::write_output_with(&out, |w| synth::write_tarball_to(&spec, w, &opts))?;
     } else {
         synth::write_tree(&spec, &out, &opts)
             .with_context(|| format!("cannot write {}", out.display()))?;

@@ -107,7 +107,6 @@ pub fn run(topo: &Topology, a: &ReportArgs) -> Result<u8> {
         })
         .into_bytes(),
     };
-    std::fs::write(&a.output, bytes)
-        .with_context(|| format!("cannot write {}", a.output.display()))?;
+    peerpath::output::write_output(&a.output, &bytes)?;
     Ok(0)
 }
