@@ -133,10 +133,14 @@ fn run(cli: Cli) -> Result<u8> {
         Command::Scan { input, format, all } => {
             let topo = load(&input)?;
             match format {
-                ScanFormat::Tree => print!(
-                    "{}",
-                    render::tree::render(&topo, render::tree::TreeOptions { all })
-                ),
+                ScanFormat::Tree => cli::print_text(&render::tree::render(
+                    &topo,
+                    render::tree::TreeOptions { all },
+                )),
+                ScanFormat::Json if std::io::IsTerminal::is_terminal(&std::io::stdout()) => {
+                    // On a terminal: whole, with control characters escaped.
+                    cli::print_document(&(serde_json::to_string_pretty(&topo)? + "\n"), true);
+                }
                 ScanFormat::Json => {
                     // Streamed: a 16k-device document is never held whole in memory.
                     use std::io::Write;
@@ -158,10 +162,11 @@ fn run(cli: Cli) -> Result<u8> {
             nccl_version,
         } => {
             let topo = load(&input)?;
-            print!(
-                "{}",
-                cli::classify::run_matrix(&topo, format, nccl_version)?
-            );
+            let out = cli::classify::run_matrix(&topo, format, nccl_version)?;
+            match format {
+                cli::classify::MatrixFormat::Table => cli::print_text(&out),
+                cli::classify::MatrixFormat::Json => cli::print_document(&out, true),
+            }
             Ok(0)
         }
         Command::Explain {
@@ -172,10 +177,12 @@ fn run(cli: Cli) -> Result<u8> {
             json,
         } => {
             let topo = load(&input)?;
-            print!(
-                "{}",
-                cli::classify::run_explain(&topo, &a, &b, nccl_version, json)?
-            );
+            let out = cli::classify::run_explain(&topo, &a, &b, nccl_version, json)?;
+            if json {
+                cli::print_document(&out, true);
+            } else {
+                cli::print_text(&out);
+            }
             Ok(0)
         }
         Command::Audit { input, args } => cli::audit::run(&load(&input)?, &args),
@@ -196,7 +203,7 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("peerpath: error: {e:#}");
+            cli::say(&format!("peerpath: error: {e:#}"));
             ExitCode::from(EXIT_ERROR)
         }
     }

@@ -81,7 +81,7 @@ pub fn run_capture(a: &CaptureArgs) -> Result<u8> {
     }
     peerpath::output::write_output_with(&a.output, |w| c.write_tar_gz(w))?;
     let m = &c.manifest;
-    eprintln!(
+    super::say(&format!(
         "peerpath: captured {} files from {} into {} ({} device(s)); serials {}; NVML: {}",
         m.files,
         m.source,
@@ -93,13 +93,13 @@ pub fn run_capture(a: &CaptureArgs) -> Result<u8> {
             format!("redacted ({} place(s))", m.redacted.len())
         },
         m.nvml
-    );
+    ));
     if !m.left_out.is_empty() {
-        eprintln!(
+        super::say(&format!(
             "peerpath: warning: {} path(s) the scanner read are not on the capture whitelist and were left out: {}",
             m.left_out.len(),
             m.left_out.join(", ")
-        );
+        ));
     }
     Ok(0)
 }
@@ -140,8 +140,8 @@ pub fn run_diff(a: &DiffArgs) -> Result<u8> {
     d.a = a.a.clone();
     d.b = a.b.clone();
     match a.format {
-        Format::Text => print!("{}", peerpath::render::diff::render_text(&d)),
-        Format::Json => println!("{}", serde_json::to_string_pretty(&d)?),
+        Format::Text => super::print_text(&peerpath::render::diff::render_text(&d)),
+        Format::Json => super::print_document(&(serde_json::to_string_pretty(&d)? + "\n"), true),
     }
     Ok(if d.equal { 0 } else { 1 })
 }
@@ -286,8 +286,8 @@ pub fn run_fleet(a: &FleetArgs) -> Result<u8> {
         );
     }
     match a.format {
-        Format::Text => print!("{}", peerpath::render::fleet::render_text(&s)),
-        Format::Json => println!("{}", serde_json::to_string_pretty(&s)?),
+        Format::Text => super::print_text(&peerpath::render::fleet::render_text(&s)),
+        Format::Json => super::print_document(&(serde_json::to_string_pretty(&s)? + "\n"), true),
     }
     Ok(if s.outliers.is_empty() && s.unreadable.is_empty() {
         0

@@ -159,7 +159,7 @@ pub fn run(a: ExportArgs) -> Result<u8> {
         Some(p) => {
             peerpath::output::write_output(p, text.as_bytes())?;
         }
-        None => print!("{text}"),
+        None => super::print_document(&text, matches!(a.format, ExportFormat::Dra)),
     }
     Ok(0)
 }

@@ -54,8 +54,11 @@ pub fn run(a: FixtureArgs) -> Result<u8> {
                     "unknown layout '{name}' and no such spec file (see `peerpath fixture --list`)"
                 );
             }
-            let text = std::fs::read_to_string(&p)
-                .with_context(|| format!("cannot read spec {}", p.display()))?;
+            let text = peerpath::sources::fsroot::input::read_input_text(
+                &p,
+                peerpath::sources::fsroot::input::MAX_SIDE_FILE_BYTES,
+            )
+            .with_context(|| format!("cannot read spec {}", p.display()))?;
             Spec::from_text(&text).with_context(|| format!("{}", p.display()))?
         }
     };

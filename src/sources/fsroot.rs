@@ -211,6 +211,7 @@ pub enum MemNode {
 pub struct MemRoot {
     nodes: BTreeMap<PathBuf, MemNode>,
     name: String,
+    skipped: Vec<(PathBuf, String)>,
 }
 
 /// Largest snapshot accepted, uncompressed (a real node's whitelisted sysfs is a few MiB).
@@ -222,6 +223,7 @@ impl MemRoot {
         MemRoot {
             nodes: BTreeMap::new(),
             name: name.into(),
+            skipped: Vec::new(),
         }
     }
 
@@ -257,6 +259,7 @@ impl MemRoot {
         };
         let mut archive = tar::Archive::new(limited);
         let mut raw: Vec<(PathBuf, MemNode)> = Vec::new();
+        let mut skipped_long: Vec<PathBuf> = Vec::new();
         for entry in archive.entries()? {
             let mut entry = entry?;
             let path = entry.path()?.into_owned();
@@ -280,13 +283,8 @@ impl MemRoot {
                 continue;
             }
             if clean.as_os_str().len() > MAX_PATH_BYTES {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!(
-                        "snapshot entry path is longer than {MAX_PATH_BYTES} bytes (PATH_MAX): {}…",
-                        String::from_utf8_lossy(&clean.as_os_str().as_encoded_bytes()[..80])
-                    ),
-                ));
+                skipped_long.push(clean);
+                continue;
             }
             let et = entry.header().entry_type();
             let node = if et.is_symlink() {
@@ -294,13 +292,8 @@ impl MemRoot {
                     io::Error::new(io::ErrorKind::InvalidData, "symlink without target")
                 })?;
                 if t.as_os_str().len() > MAX_PATH_BYTES {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        format!(
-                            "snapshot link {} has a target longer than {MAX_PATH_BYTES} bytes (PATH_MAX)",
-                            clean.display()
-                        ),
-                    ));
+                    skipped_long.push(clean);
+                    continue;
                 }
                 MemNode::Symlink(t.into_owned())
             } else if et.is_dir() {
@@ -332,6 +325,17 @@ impl MemRoot {
             }
         }
         let mut root = MemRoot::new(name);
+        if let Some(first) = skipped_long.first() {
+            let shown = String::from_utf8_lossy(first.as_os_str().as_encoded_bytes());
+            let cut: String = shown.chars().take(120).collect();
+            root.skipped.push((
+                PathBuf::from(format!("{cut}…")),
+                format!(
+                    "{} snapshot entries have a path or link target longer than {MAX_PATH_BYTES} bytes (PATH_MAX) and were skipped (first: {cut}…)",
+                    skipped_long.len()
+                ),
+            ));
+        }
         for (p, n) in raw {
             let p = match &strip {
                 Some(s) => match p.strip_prefix(s) {
@@ -355,6 +359,11 @@ impl MemRoot {
     /// Follows symlinks of the final component (for read and read_dir).
     fn follow(&self, path: &Path) -> io::Result<PathBuf> {
         self.resolve(path)
+    }
+
+    /// What reading the archive skipped, as (path, message) pairs for the scan's warnings.
+    pub fn skipped(&self) -> &[(PathBuf, String)] {
+        &self.skipped
     }
 
     /// Iterates every stored path (for capture round trips and tests).

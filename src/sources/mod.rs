@@ -161,6 +161,15 @@ pub fn load(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
             };
             let mut topo = sysfs::scan(&fs, src, &scan_opts)?;
             nvml_store::apply_stored_nvml(&fs, &mut topo)?;
+            for (p, m) in fs.skipped() {
+                topo.warnings.insert(
+                    0,
+                    crate::model::Warning {
+                        path: p.display().to_string(),
+                        message: m.clone(),
+                    },
+                );
+            }
             Ok(topo)
         }
         InputKind::Xml => {

@@ -69,6 +69,17 @@ pub fn read_input(path: &Path, max: u64) -> io::Result<Vec<u8>> {
     Ok(v)
 }
 
+/// Reads a whole regular input file of at most `max` bytes as UTF-8 text (the error names the
+/// first byte that is not).
+pub fn read_input_text(path: &Path, max: u64) -> io::Result<String> {
+    String::from_utf8(read_input(path, max)?).map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to()),
+        )
+    })
+}
+
 fn too_large(len: u64, max: u64) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidData,
