@@ -9,6 +9,7 @@ pub mod analysis;
 pub mod capture;
 pub mod fuzzing;
 pub mod model;
+pub mod output;
 pub mod parse;
 pub mod pci_ids;
 pub mod probe;

@@ -168,10 +168,14 @@ fn run(cli: Cli) -> Result<u8> {
         Command::Scan { input, format, all } => {
             let topo = load(&input)?;
             match format {
-                ScanFormat::Tree => print!(
-                    "{}",
-                    render::tree::render(&topo, render::tree::TreeOptions { all })
-                ),
+                ScanFormat::Tree => cli::print_text(&render::tree::render(
+                    &topo,
+                    render::tree::TreeOptions { all },
+                )),
+                ScanFormat::Json if std::io::IsTerminal::is_terminal(&std::io::stdout()) => {
+                    // On a terminal: whole, with control characters escaped.
+                    cli::print_document(&(serde_json::to_string_pretty(&topo)? + "\n"), true);
+                }
                 ScanFormat::Json => {
                     // Streamed: a 16k-device document is never held whole in memory.
                     use std::io::Write;
@@ -195,10 +199,27 @@ fn run(cli: Cli) -> Result<u8> {
             fold_vfs,
         } => {
             let topo = load(&input)?;
-            use std::io::Write;
-            let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-            cli::classify::run_matrix(&topo, format, nccl_version, fold_vfs, &mut out)?;
-            out.flush()?;
+            use std::io::{IsTerminal, Write};
+            let buffered = |print: fn(&str)| -> Result<()> {
+                let mut buf = Vec::new();
+                cli::classify::run_matrix(&topo, format, nccl_version, fold_vfs, &mut buf)?;
+                print(&String::from_utf8_lossy(&buf));
+                Ok(())
+            };
+            match format {
+                cli::classify::MatrixFormat::Table => buffered(cli::print_text)?,
+                // A terminal gets the document with control characters escaped.
+                cli::classify::MatrixFormat::Json if std::io::stdout().is_terminal() => {
+                    buffered(|s| cli::print_document(s, true))?
+                }
+                // A pipe or file gets the pairs streamed as they are worded.
+                cli::classify::MatrixFormat::Json => {
+                    let mut out =
+                        std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+                    cli::classify::run_matrix(&topo, format, nccl_version, fold_vfs, &mut out)?;
+                    out.flush()?;
+                }
+            }
             Ok(0)
         }
         Command::Explain {
@@ -211,10 +232,12 @@ fn run(cli: Cli) -> Result<u8> {
         } => {
             let topo = load(&input)?;
             let json = json || format == ExplainFormat::Json;
-            print!(
-                "{}",
-                cli::classify::run_explain(&topo, &a, &b, nccl_version, json)?
-            );
+            let out = cli::classify::run_explain(&topo, &a, &b, nccl_version, json)?;
+            if json {
+                cli::print_document(&out, true);
+            } else {
+                cli::print_text(&out);
+            }
             Ok(0)
         }
         Command::Audit { input, args } => {
@@ -238,7 +261,7 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("peerpath: error: {e:#}");
+            cli::say(&format!("peerpath: error: {e:#}"));
             ExitCode::from(EXIT_ERROR)
         }
     }

@@ -91,7 +91,10 @@ pub fn name_devices(path: &Path, topo: &mut Topology) {
     if wanted.is_empty() {
         return;
     }
-    let text = match std::fs::File::open(path) {
+    // Through the input layer: a FIFO or device (`--pci-ids /dev/zero`) is refused by type,
+    // and no more than 64 MiB is read (the real file is under 2 MiB).
+    let max = crate::sources::fsroot::input::MAX_SIDE_FILE_BYTES;
+    let text = match crate::sources::fsroot::input::open_input_file(path, max) {
         Ok(f) => std::io::BufReader::with_capacity(64 << 10, f),
         Err(e) => {
             topo.warnings.push(crate::model::Warning {

@@ -616,7 +616,9 @@ fn a_probe_document_is_read_as_probe_evidence() {
     use peerpath::probe::cuda::CudaReport;
     use peerpath::probe::fabric::Op;
     use peerpath::probe::memory::MemoryKind;
-    use peerpath::probe::report::{CellResult, Direction, GpuRef, NicRef, PROBE_SCHEMA, ProbeReport};
+    use peerpath::probe::report::{
+        CellResult, Direction, GpuRef, NicRef, PROBE_SCHEMA, ProbeReport,
+    };
     use peerpath::probe::verdict::Verdict;
     let cell = CellResult {
         gpu: Some(GpuRef {
@@ -652,5 +654,9 @@ fn a_probe_document_is_read_as_probe_evidence() {
     let r = report_of("probe.json", doc.as_bytes(), None);
     assert_eq!(r.inputs[0].kinds, ["peerpath-probe"]);
     assert_eq!(r.probe.len(), 1);
-    assert!(r.probe[0].starts_with("0000:3a:00.0 ↔ verbs:mlx5_2:1 (0000:3b:00.0): bad_path"), "{:?}", r.probe);
+    assert!(
+        r.probe[0].starts_with("0000:3a:00.0 ↔ verbs:mlx5_2:1 (0000:3b:00.0): bad_path"),
+        "{:?}",
+        r.probe
+    );
 }

@@ -36,7 +36,7 @@ fn audit_of(t: &Topology, profile: Option<&str>) -> Report {
         t,
         &AuditOptions {
             profile: profile.map(|p| Profile::builtin(p).unwrap()),
-            evidence: None,
+            ..Default::default()
         },
     )
 }

@@ -534,6 +534,8 @@ mod tests {
                 .map(|i| NicCand {
                     name: format!("mlx5_{i}"),
                     numa_node: None,
+                    speed_gbps: None,
+                    rail: true,
                 })
                 .collect(),
             gg: vec![vec![None; gpus]; gpus],

@@ -806,7 +806,7 @@ mod tests {
                     .map(|i| GpuCand { name: format!("GPU{i}"), numa_node: Some(numa[i]) })
                     .collect(),
                 nics: (0..4)
-                    .map(|i| NicCand { name: format!("mlx5_{i}"), numa_node: None })
+                    .map(|i| NicCand { name: format!("mlx5_{i}"), numa_node: None, speed_gbps: None, rail: true })
                     .collect(),
                 gg: (0..24)
                     .map(|i| (0..24).map(|j| if i == j { None } else { rel(i * 24 + j) }).collect())

@@ -84,8 +84,10 @@ pub fn run(topo: &peerpath::model::Topology, a: &AuditArgs, live: bool) -> Resul
         },
     );
     match a.format {
-        AuditFormat::Text => print!("{}", peerpath::render::audit::render(&report)),
-        AuditFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        AuditFormat::Text => super::print_text(&peerpath::render::audit::render(&report)),
+        AuditFormat::Json => {
+            super::print_document(&(serde_json::to_string_pretty(&report)? + "\n"), true)
+        }
     }
     Ok(if report.failed() { 1 } else { 0 })
 }

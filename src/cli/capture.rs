@@ -6,6 +6,7 @@ use clap::{Args, ValueEnum};
 use peerpath::analysis::{diff, fleet};
 use peerpath::capture::{self, CaptureOptions};
 use peerpath::model::{SourceInfo, Topology};
+use peerpath::sources::fsroot::FsRoot;
 use peerpath::sources::{self, LoadOptions, fsroot};
 use std::path::{Path, PathBuf};
 
@@ -43,13 +44,16 @@ pub fn run_capture(a: &CaptureArgs) -> Result<u8> {
     let (fs, shown): (Box<dyn fsroot::FsRoot>, String) = match &a.root {
         None => (Box::new(fsroot::DirRoot::new("/")), "/".to_string()),
         Some(p) if p.is_dir() => {
-            if !p.join("sys").is_dir() {
+            let fs = fsroot::DirRoot::open(p)?;
+            // Looked up inside the root: a `sys` link out of it is not a sys/ folder.
+            if !fs.is_dir(Path::new("sys")) {
                 bail!("{}: no sys/ folder; not a sysfs root", p.display());
             }
-            (Box::new(fsroot::DirRoot::new(p)), p.display().to_string())
+            (Box::new(fs), p.display().to_string())
         }
         Some(p) => {
-            let bytes = std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?;
+            let bytes = fsroot::input::read_input(p, fsroot::MAX_SNAPSHOT_BYTES)
+                .with_context(|| format!("cannot read {}", p.display()))?;
             let shown = p.display().to_string();
             let m = fsroot::MemRoot::from_tar_bytes(&shown, &bytes)
                 .with_context(|| format!("{shown}: not a readable snapshot tarball"))?;
@@ -82,20 +86,9 @@ pub fn run_capture(a: &CaptureArgs) -> Result<u8> {
         // nvidia-smi's NIC numbering: the registration order, from the live kernel only.
         c.set_rdma_order(&peerpath::sources::rdma_order::read_live())?;
     }
-    let tmp = a.output.with_extension("partial");
-    {
-        let f = std::fs::File::create(&tmp)
-            .with_context(|| format!("cannot create {}", tmp.display()))?;
-        let mut w = std::io::BufWriter::new(f);
-        c.write_tar_gz(&mut w)
-            .with_context(|| format!("cannot write {}", tmp.display()))?;
-        use std::io::Write;
-        w.flush()?;
-    }
-    std::fs::rename(&tmp, &a.output)
-        .with_context(|| format!("cannot move {} to {}", tmp.display(), a.output.display()))?;
+    peerpath::output::write_output_with(&a.output, |w| c.write_tar_gz(w))?;
     let m = &c.manifest;
-    eprintln!(
+    super::say(&format!(
         "peerpath: captured {} files from {} into {} ({} device(s)); serials {}; NVML: {}",
         m.files,
         m.source,
@@ -107,13 +100,13 @@ pub fn run_capture(a: &CaptureArgs) -> Result<u8> {
             format!("redacted ({} place(s))", m.redacted.len())
         },
         m.nvml
-    );
+    ));
     if !m.left_out.is_empty() {
-        eprintln!(
+        super::say(&format!(
             "peerpath: warning: {} path(s) the scanner read are not on the capture whitelist and were left out: {}",
             m.left_out.len(),
             m.left_out.join(", ")
-        );
+        ));
     }
     Ok(0)
 }
@@ -157,8 +150,8 @@ pub fn run_diff(a: &DiffArgs) -> Result<u8> {
     d.a = a.a.clone();
     d.b = a.b.clone();
     match a.format {
-        Format::Text => print!("{}", peerpath::render::diff::render_text(&d, a.verbose)),
-        Format::Json => println!("{}", serde_json::to_string_pretty(&d)?),
+        Format::Text => super::print_text(&peerpath::render::diff::render_text(&d, a.verbose)),
+        Format::Json => super::print_document(&(serde_json::to_string_pretty(&d)? + "\n"), true),
     }
     Ok(if d.equal { 0 } else { 1 })
 }
@@ -432,8 +425,8 @@ pub fn run_fleet(a: &FleetArgs) -> Result<u8> {
         );
     }
     match a.format {
-        Format::Text => print!("{}", peerpath::render::fleet::render_text(&s, a.verbose)),
-        Format::Json => println!("{}", serde_json::to_string_pretty(&s)?),
+        Format::Text => super::print_text(&peerpath::render::fleet::render_text(&s, a.verbose)),
+        Format::Json => super::print_document(&(serde_json::to_string_pretty(&s)? + "\n"), true),
     }
     Ok(if interrupted {
         130

@@ -48,8 +48,8 @@ pub struct ExportArgs {
     /// What to write.
     #[arg(long, value_enum)]
     format: ExportFormat,
-    /// Write to this file (atomically: a temporary file in the same directory, then a rename)
-    /// instead of standard output.
+    /// Write to this file instead of standard output (a regular file is replaced atomically;
+    /// a pipe or device is written through; see docs/bad-input.md).
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// gres: NodeName= to put on each line. dra: spec.nodeName and the pool name (default: this
@@ -94,25 +94,6 @@ fn parse_pair(s: &str) -> Result<(Bdf, Bdf)> {
         g.trim().parse().with_context(|| format!("--pair {s:?}"))?,
         n.trim().parse().with_context(|| format!("--pair {s:?}"))?,
     ))
-}
-
-/// Writes `text` to `path` through a temporary file in the same directory and a rename, so a
-/// reader (node_exporter, nfd-worker) never sees half a file.
-pub fn write_atomic(path: &std::path::Path, text: &str) -> Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
-    let name = path.file_name().context("output path has no file name")?;
-    let tmp = dir.join(format!(
-        ".{}.tmp{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path)
-        .with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))?;
-    Ok(())
 }
 
 /// The live machine's Kubernetes node name: the kernel host name, lower-cased as kubelet does.
@@ -215,8 +196,10 @@ pub fn run(a: ExportArgs) -> Result<u8> {
         ExportFormat::Dot => dot::render(&Paths::new(&topo)),
     };
     match &a.output {
-        Some(p) => write_atomic(p, &text)?,
-        None => print!("{text}"),
+        Some(p) => {
+            peerpath::output::write_output(p, text.as_bytes())?;
+        }
+        None => super::print_document(&text, matches!(a.format, ExportFormat::Dra)),
     }
     Ok(0)
 }

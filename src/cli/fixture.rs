@@ -56,8 +56,11 @@ pub fn run(a: FixtureArgs) -> Result<u8> {
                     "unknown layout '{name}' and no such spec file (see `peerpath fixture --list`)"
                 );
             }
-            let text = std::fs::read_to_string(&p)
-                .with_context(|| format!("cannot read spec {}", p.display()))?;
+            let text = peerpath::sources::fsroot::input::read_input_text(
+                &p,
+                peerpath::sources::fsroot::input::MAX_SIDE_FILE_BYTES,
+            )
+            .with_context(|| format!("cannot read spec {}", p.display()))?;
             Spec::from_text(&text).with_context(|| format!("{}", p.display()))?
         }
     };
@@ -76,8 +79,7 @@ pub fn run(a: FixtureArgs) -> Result<u8> {
     };
     let s = out.to_string_lossy();
     if s.ends_with(".tar.gz") || s.ends_with(".tgz") {
-        synth::write_tarball(&spec, &out, &opts)
-            .with_context(|| format!("cannot write {}", out.display()))?;
+        peerpath::output::write_output_with(&out, |w| synth::write_tarball_to(&spec, w, &opts))?;
     } else {
         synth::write_tree(&spec, &out, &opts)
             .with_context(|| format!("cannot write {}", out.display()))?;

@@ -11,3 +11,33 @@ pub mod place;
 pub mod probe;
 pub mod rails;
 pub mod report;
+
+use peerpath::render::terminal;
+use std::io::{IsTerminal, Write};
+
+/// Prints text meant for people: every control character from the input is escaped first
+/// ([`terminal::for_terminal`]), whether standard output is a terminal or not.
+pub fn print_text(s: &str) {
+    print!("{}", terminal::for_terminal(s));
+}
+
+/// Prints a machine-readable document (JSON when `json`, else a file format such as gres.conf
+/// or DOT): as written when standard output is a pipe or file, escaped when it is a terminal.
+pub fn print_document(s: &str, json: bool) {
+    let out = std::io::stdout();
+    if out.is_terminal() {
+        if json {
+            print!("{}", terminal::json_for_terminal(s));
+        } else {
+            print!("{}", terminal::for_terminal(s));
+        }
+    } else {
+        let mut l = out.lock();
+        let _ = l.write_all(s.as_bytes());
+    }
+}
+
+/// Prints a line on standard error (`peerpath: …`), control characters escaped.
+pub fn say(s: &str) {
+    eprintln!("{}", terminal::for_terminal(s));
+}

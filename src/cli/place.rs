@@ -80,6 +80,10 @@ pub fn run(a: PlaceArgs) -> Result<u8> {
         PlaceFormat::Json => render::place::json(&one(&p))?,
         PlaceFormat::Slurm => render::place::slurm(&p),
     };
-    print!("{out}");
+    match a.format {
+        PlaceFormat::Text => super::print_text(&out),
+        PlaceFormat::Json => super::print_document(&out, true),
+        PlaceFormat::Env | PlaceFormat::Slurm => super::print_document(&out, false),
+    }
     Ok(0)
 }

@@ -132,16 +132,16 @@ pub fn run(
         Err(u) => {
             if json {
                 let doc = ProbeFailure::new(&u.message);
-                println!("{}", serde_json::to_string_pretty(&doc)?);
+                super::print_document(&(serde_json::to_string_pretty(&doc)? + "\n"), true);
             }
             eprintln!("peerpath probe: cannot run: {u}");
             Ok(EXIT_UNAVAILABLE)
         }
         Ok(report) => {
             if json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                super::print_document(&(serde_json::to_string_pretty(&report)? + "\n"), true);
             } else {
-                print!("{}", render_text(&report));
+                super::print_text(&render_text(&report));
             }
             Ok(if report.interrupted {
                 EXIT_INTERRUPTED

@@ -35,8 +35,10 @@ pub fn run(a: RailsArgs) -> Result<u8> {
     let view = NodeView::new(&topo);
     let r = rails::build(&topo, &view, a.nodes);
     match a.format {
-        RailsFormat::Text => print!("{}", render::rails::render_text(&r)),
-        RailsFormat::Json => println!("{}", serde_json::to_string_pretty(&r)?),
+        RailsFormat::Text => super::print_text(&render::rails::render_text(&r)),
+        RailsFormat::Json => {
+            super::print_document(&(serde_json::to_string_pretty(&r)? + "\n"), true)
+        }
     }
     Ok(if r.rail_optimised { 0 } else { 1 })
 }

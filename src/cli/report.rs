@@ -79,8 +79,11 @@ pub fn run(topo: &Topology, a: &ReportArgs) -> Result<u8> {
     };
     let (evidence, probe_doc) = match &a.evidence {
         Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .with_context(|| format!("cannot read evidence {}", p.display()))?;
+            let text = peerpath::sources::fsroot::input::read_input_text(
+                p,
+                peerpath::sources::fsroot::input::MAX_SIDE_FILE_BYTES,
+            )
+            .with_context(|| format!("cannot read evidence {}", p.display()))?;
             let name = p.display().to_string();
             (
                 Some(ProbeEvidence::parse(&name, &text)?),
@@ -105,7 +108,13 @@ pub fn run(topo: &Topology, a: &ReportArgs) -> Result<u8> {
     });
     let bytes = match format {
         ReportFormat::Svg => svg::render(&lay).into_bytes(),
-        ReportFormat::Png => png::render(&svg::render(&lay), &fonts, a.scale)?,
+        ReportFormat::Png => {
+            let (bytes, note) = png::render_fitted(&svg::render(&lay), &fonts, a.scale)?;
+            if let Some(n) = note {
+                super::say(&format!("peerpath: warning: {n}"));
+            }
+            bytes
+        }
         ReportFormat::Html => html::render(&html::HtmlInputs {
             layout: &lay,
             matrix: &matrix,
@@ -114,7 +123,6 @@ pub fn run(topo: &Topology, a: &ReportArgs) -> Result<u8> {
         })
         .into_bytes(),
     };
-    std::fs::write(&a.output, bytes)
-        .with_context(|| format!("cannot write {}", a.output.display()))?;
+    peerpath::output::write_output(&a.output, &bytes)?;
     Ok(0)
 }

@@ -11,6 +11,11 @@ use std::collections::HashMap;
 /// Version tag of the topology JSON document (`docs/json.md`).
 pub const TOPOLOGY_SCHEMA: &str = "peerpath.topology/1";
 
+/// Longest ancestor chain a device may have, itself included (64 bridges above it at most):
+/// sources drop deeper devices with a warning, so every walk up `parent` links ends within
+/// this many steps. A real PCIe hierarchy is under 20 deep (256 buses per domain bound it).
+pub const MAX_CHAIN: usize = 65;
+
 /// Where a topology came from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SourceInfo {

@@ -96,7 +96,7 @@ impl Reason {
             Reason::NotLinkSpeed => "is not a link speed",
             Reason::NotLaneCount => "is not a lane count (1 to 32)",
             Reason::NotCpuList => "is not a cpulist",
-            Reason::CpuTooLarge => "names a CPU above 1048576",
+            Reason::CpuTooLarge => "names a CPU above 16383 (more than any kernel supports)",
             Reason::NotCpuMask => "is not a CPU mask",
             Reason::NotDistances => "is not a row of distances",
             Reason::NotPortState => "is not a port state (N: NAME)",

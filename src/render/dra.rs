@@ -83,13 +83,15 @@ pub fn devices(p: &Paths, view: &NodeView, r: &Rails) -> Result<Vec<Value>> {
     let gpu_bdf: BTreeMap<&str, Bdf> = view.gpus.iter().map(|g| (g.name.as_str(), g.bdf)).collect();
     let mut rail_of: BTreeMap<Bdf, usize> = BTreeMap::new();
     let mut path_of: BTreeMap<Bdf, &str> = BTreeMap::new();
+    // A NIC with no rail number (within PXB of no GPU) has no rail attribute.
     for port in &r.ports {
+        let Some(rail) = port.rail else { continue };
         if let Ok(b) = port.nic_bdf.parse::<Bdf>() {
-            rail_of.insert(b, port.rail);
+            rail_of.insert(b, rail);
         }
         for g in &port.gpus {
             if let Some(b) = gpu_bdf.get(g.as_str()) {
-                rail_of.insert(*b, port.rail);
+                rail_of.insert(*b, rail);
             }
         }
     }

@@ -19,4 +19,5 @@ pub mod probe;
 pub mod prom;
 pub mod rails;
 pub mod svg;
+pub mod terminal;
 pub mod tree;

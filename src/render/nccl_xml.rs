@@ -270,8 +270,11 @@ pub fn render(t: &Topology, o: &NcclXmlOptions) -> Result<String> {
         (Some(a), _) => a.clone(),
         (None, Some(a)) => a.to_string(),
         (None, None) => bail!(
-            "cannot tell the CPU architecture NCCL's `arch` attribute needs (CPU vendor {:?}); pass --arch x86_64|arm64|ppc64",
-            t.machine.cpu_vendor
+            "cannot tell the CPU architecture NCCL's `arch` attribute needs ({}); pass --arch x86_64|arm64|ppc64",
+            match &t.machine.cpu_vendor {
+                Some(v) => format!("CPU vendor \"{v}\" is not one NCCL knows"),
+                None => "the input records no CPU vendor".to_string(),
+            }
         ),
     };
     let gpus: Vec<&Device> = t.of_kind(DeviceKind::Gpu).collect();

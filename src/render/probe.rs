@@ -99,7 +99,8 @@ pub fn render_text(r: &ProbeReport) -> String {
     if !r.counter_changes.is_empty() {
         let _ = writeln!(s, "counters that changed during the run:");
         for c in &r.counter_changes {
-            let _ = writeln!(s, "  {}: {:?} -> {:?}", c.path, c.before, c.after);
+            let v = |x: &Option<String>| x.clone().unwrap_or_else(|| "absent".into());
+            let _ = writeln!(s, "  {}: {} -> {}", c.path, v(&c.before), v(&c.after));
         }
     }
     for n in &r.notes {

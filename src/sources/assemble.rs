@@ -149,7 +149,8 @@ pub fn assemble(raw: RawTopology, pci_ids: Option<&Path>) -> Topology {
             host_bridges,
             evidence,
         } => {
-            let (devices, switches) = tree::upstream_only_structure(devices, evidence);
+            let (devices, switches) =
+                tree::upstream_only_structure(devices, evidence, &mut warnings);
             (devices, host_bridges, switches)
         }
     };

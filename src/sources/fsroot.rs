@@ -1,10 +1,40 @@
-//! A read-only view of a filesystem root: a directory on disk (the live `/` or an extracted
-//! fixture) or a snapshot tarball held in memory. All paths are relative to the root
-//! (`sys/bus/pci/devices`), and symlinks are resolved inside the root, never outside it.
+//! The one file-access layer: a read-only view of a filesystem root, either a directory on
+//! disk ([`DirRoot`]: the live `/` or an extracted snapshot, resolved by the kernel inside the
+//! root) or a snapshot tarball held in memory ([`MemRoot`]). All paths are relative to the root
+//! (`sys/bus/pci/devices`); links are resolved inside the root, never outside it; only regular
+//! files are read, each to a bound. Files named on the command line go through [`input`].
+
+mod dir;
+pub mod input;
+
+pub use dir::{DirRoot, MAX_DIR_ENTRIES, MAX_PATH_BYTES, Resolver};
 
 use std::collections::BTreeMap;
 use std::io::{self, Read};
 use std::path::{Component, Path, PathBuf};
+
+/// Most links followed while resolving one path (the kernel's `MAXSYMLINKS`); more is a loop
+/// (`ELOOP`).
+pub const MAX_LINKS: usize = 40;
+
+/// The error for a file that is not a regular file: named by its type, never opened for a
+/// read that could block (a FIFO) or never end (a device).
+fn special_file_error(t: rustix::fs::FileType) -> io::Error {
+    use rustix::fs::FileType as T;
+    let what = match t {
+        T::Fifo => "a named pipe (FIFO)",
+        T::Socket => "a socket",
+        T::CharacterDevice => "a character device",
+        T::BlockDevice => "a block device",
+        T::Directory => "a directory",
+        T::Symlink => "a symbolic link",
+        _ => "a special file",
+    };
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("{what}, not a regular file; not read"),
+    )
+}
 
 /// What a directory entry is (without following it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +76,12 @@ pub trait FsRoot: Send + Sync {
         self.read_limited(path, 1 << 20)
     }
 
+    /// Whether `path`, links followed inside the root, is a directory.
+    fn is_dir(&self, path: &Path) -> bool {
+        self.resolve(path)
+            .is_ok_and(|p| self.kind(&p) == Some(EntryKind::Dir))
+    }
+
     /// Resolves `path` to a path with no symlinks, inside the root. `..` never climbs above the
     /// root; absolute link targets are taken relative to the root (as `chroot` would); at most
     /// 40 links are followed (ELOOP beyond).
@@ -64,7 +100,7 @@ pub trait FsRoot: Send + Sync {
             match self.kind(&cand) {
                 Some(EntryKind::Symlink) => {
                     links += 1;
-                    if links > 40 {
+                    if links > MAX_LINKS {
                         return Err(io::Error::other(format!(
                             "too many levels of symbolic links at {}",
                             cand.display()
@@ -131,67 +167,6 @@ pub fn join_link(link: &Path, target: &Path) -> PathBuf {
     out.iter().collect()
 }
 
-/// A directory on disk used as the root (`/` for the live machine).
-pub struct DirRoot {
-    root: PathBuf,
-}
-
-impl DirRoot {
-    /// A root at `root`.
-    pub fn new(root: impl Into<PathBuf>) -> Self {
-        DirRoot { root: root.into() }
-    }
-    fn full(&self, p: &Path) -> PathBuf {
-        self.root.join(p)
-    }
-}
-
-impl FsRoot for DirRoot {
-    fn read_limited(&self, path: &Path, limit: usize) -> io::Result<Vec<u8>> {
-        let f = std::fs::File::open(self.full(path))?;
-        let mut buf = Vec::with_capacity(256.min(limit));
-        f.take(limit as u64).read_to_end(&mut buf)?;
-        Ok(buf)
-    }
-    fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
-        std::fs::read_link(self.full(path))
-    }
-    fn read_dir(&self, path: &Path) -> io::Result<Vec<Entry>> {
-        let mut v = Vec::new();
-        for e in std::fs::read_dir(self.full(path))? {
-            let e = e?;
-            let Ok(name) = e.file_name().into_string() else {
-                continue;
-            };
-            let kind = match e.file_type() {
-                Ok(t) if t.is_symlink() => EntryKind::Symlink,
-                Ok(t) if t.is_dir() => EntryKind::Dir,
-                Ok(t) if t.is_file() => EntryKind::File,
-                _ => EntryKind::Other,
-            };
-            v.push(Entry { name, kind });
-        }
-        v.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(v)
-    }
-    fn kind(&self, path: &Path) -> Option<EntryKind> {
-        let m = std::fs::symlink_metadata(self.full(path)).ok()?;
-        let t = m.file_type();
-        Some(if t.is_symlink() {
-            EntryKind::Symlink
-        } else if t.is_dir() {
-            EntryKind::Dir
-        } else if t.is_file() {
-            EntryKind::File
-        } else {
-            EntryKind::Other
-        })
-    }
-    fn describe(&self) -> String {
-        self.root.display().to_string()
-    }
-}
-
 /// Reads at most `left` bytes, then fails with a clear error (instead of a silent cut that
 /// tar reports as a confusing "unexpected EOF").
 struct LimitedReader<R> {
@@ -236,6 +211,7 @@ pub enum MemNode {
 pub struct MemRoot {
     nodes: BTreeMap<PathBuf, MemNode>,
     name: String,
+    skipped: Vec<(PathBuf, String)>,
 }
 
 /// Largest snapshot accepted, uncompressed (a real node's whitelisted sysfs is a few MiB).
@@ -247,6 +223,7 @@ impl MemRoot {
         MemRoot {
             nodes: BTreeMap::new(),
             name: name.into(),
+            skipped: Vec::new(),
         }
     }
 
@@ -282,6 +259,7 @@ impl MemRoot {
         };
         let mut archive = tar::Archive::new(limited);
         let mut raw: Vec<(PathBuf, MemNode)> = Vec::new();
+        let mut skipped_long: Vec<PathBuf> = Vec::new();
         for entry in archive.entries()? {
             let mut entry = entry?;
             let path = entry.path()?.into_owned();
@@ -304,11 +282,19 @@ impl MemRoot {
             if clean.as_os_str().is_empty() {
                 continue;
             }
+            if clean.as_os_str().len() > MAX_PATH_BYTES {
+                skipped_long.push(clean);
+                continue;
+            }
             let et = entry.header().entry_type();
             let node = if et.is_symlink() {
                 let t = entry.link_name()?.ok_or_else(|| {
                     io::Error::new(io::ErrorKind::InvalidData, "symlink without target")
                 })?;
+                if t.as_os_str().len() > MAX_PATH_BYTES {
+                    skipped_long.push(clean);
+                    continue;
+                }
                 MemNode::Symlink(t.into_owned())
             } else if et.is_dir() {
                 MemNode::Dir
@@ -339,6 +325,17 @@ impl MemRoot {
             }
         }
         let mut root = MemRoot::new(name);
+        if let Some(first) = skipped_long.first() {
+            let shown = String::from_utf8_lossy(first.as_os_str().as_encoded_bytes());
+            let cut: String = shown.chars().take(120).collect();
+            root.skipped.push((
+                PathBuf::from(format!("{cut}…")),
+                format!(
+                    "{} snapshot entries have a path or link target longer than {MAX_PATH_BYTES} bytes (PATH_MAX) and were skipped (first: {cut}…)",
+                    skipped_long.len()
+                ),
+            ));
+        }
         for (p, n) in raw {
             let p = match &strip {
                 Some(s) => match p.strip_prefix(s) {
@@ -362,6 +359,11 @@ impl MemRoot {
     /// Follows symlinks of the final component (for read and read_dir).
     fn follow(&self, path: &Path) -> io::Result<PathBuf> {
         self.resolve(path)
+    }
+
+    /// What reading the archive skipped, as (path, message) pairs for the scan's warnings.
+    pub fn skipped(&self) -> &[(PathBuf, String)] {
+        &self.skipped
     }
 
     /// Iterates every stored path (for capture round trips and tests).

@@ -47,6 +47,10 @@ pub fn read(text: &str, shown: &str) -> Result<Topology> {
     topo.source.kind = "json".into();
     topo.source.path = shown.to_string();
     topo.source.limitations.insert(0, note);
+    // A document is data, not a promise: duplicate addresses, parent loops, self-parents and
+    // switch loops are repaired with warnings before anything walks the tree.
+    super::tree::make_forest(&mut topo.devices, &mut topo.warnings);
+    super::tree::check_switches(&mut topo.switches, &mut topo.warnings);
     topo.rebuild();
     Ok(topo)
 }

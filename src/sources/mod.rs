@@ -23,6 +23,7 @@ pub mod xmltree;
 
 use crate::model::{SourceInfo, Topology};
 use anyhow::{Context, Result, bail};
+use fsroot::FsRoot;
 use std::path::{Path, PathBuf};
 
 /// What `--input` turned out to be, by content.
@@ -38,21 +39,24 @@ pub enum InputKind {
     Json,
 }
 
-/// Detects an input's kind from its content (never from its name alone).
+/// Detects an input's kind from its content (never from its name alone). The path is opened
+/// without blocking and must be a directory or a regular file: a FIFO, socket or device is
+/// refused by type before a byte is read.
 pub fn detect(path: &Path) -> Result<InputKind> {
-    let meta =
-        std::fs::metadata(path).with_context(|| format!("cannot open input {}", path.display()))?;
-    if meta.is_dir() {
-        return Ok(InputKind::SysfsRoot);
-    }
+    let opened = fsroot::input::open_input(path)
+        .with_context(|| format!("cannot open input {}", path.display()))?;
+    let mut f = match opened {
+        fsroot::input::Opened::Dir => return Ok(InputKind::SysfsRoot),
+        fsroot::input::Opened::File(f, _) => f,
+    };
     let mut head = [0u8; 512];
     let n = {
         use std::io::Read;
-        let mut f = std::fs::File::open(path)
-            .with_context(|| format!("cannot open input {}", path.display()))?;
         let mut total = 0;
         loop {
-            let k = f.read(&mut head[total..])?;
+            let k = f
+                .read(&mut head[total..])
+                .with_context(|| format!("cannot read input {}", path.display()))?;
             if k == 0 {
                 break;
             }
@@ -63,27 +67,37 @@ pub fn detect(path: &Path) -> Result<InputKind> {
         }
         total
     };
-    let h = &head[..n];
+    sniff(&head[..n]).with_context(|| {
+        format!(
+            "{}: not a sysfs root directory, snapshot tarball (.tar/.tar.gz/.tar.bz2), XML or JSON",
+            path.display()
+        )
+    })
+}
+
+/// The kind the first bytes of a file show (`None`: none peerpath reads). The window may end
+/// inside a multi-byte UTF-8 character: only the complete characters before it are looked at.
+fn sniff(h: &[u8]) -> Option<InputKind> {
     if h.starts_with(&[0x1f, 0x8b])
         || h.starts_with(b"BZh")
-        || (n >= 262 && &h[257..262] == b"ustar")
+        || (h.len() >= 262 && &h[257..262] == b"ustar")
     {
-        return Ok(InputKind::Tarball);
+        return Some(InputKind::Tarball);
     }
-    let t = std::str::from_utf8(h)
-        .unwrap_or("")
-        .trim_start_matches('\u{feff}')
-        .trim_start();
+    let t = match std::str::from_utf8(h) {
+        Ok(t) => t,
+        // Cut inside a character at the window's end: the valid prefix is the text.
+        Err(e) if e.error_len().is_none() => std::str::from_utf8(&h[..e.valid_up_to()]).ok()?,
+        Err(_) => return None,
+    };
+    let t = t.trim_start_matches('\u{feff}').trim_start();
     if t.starts_with('<') {
-        return Ok(InputKind::Xml);
+        return Some(InputKind::Xml);
     }
     if t.starts_with('{') {
-        return Ok(InputKind::Json);
+        return Some(InputKind::Json);
     }
-    bail!(
-        "{}: not a sysfs root directory, snapshot tarball (.tar/.tar.gz/.tar.bz2), XML or JSON",
-        path.display()
-    )
+    None
 }
 
 /// Options every source honours.
@@ -165,12 +179,13 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
     let shown = path.display().to_string();
     match detect(path)? {
         InputKind::SysfsRoot => {
-            if !path.join("sys").is_dir() {
+            let fs = fsroot::DirRoot::open(path)?;
+            // `sys` is looked up inside the root: a `sys` link out of it is not a sys/ folder.
+            if !fs.is_dir(Path::new("sys")) {
                 bail!(
                     "{shown}: directory has no sys/ folder; expected a sysfs root prefix (e.g. an extracted snapshot)"
                 );
             }
-            let fs = fsroot::DirRoot::new(path);
             let src = SourceInfo {
                 kind: "sysfs".into(),
                 path: shown,
@@ -182,7 +197,8 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
             Ok(topo)
         }
         InputKind::Tarball => {
-            let bytes = std::fs::read(path).with_context(|| format!("cannot read {shown}"))?;
+            let bytes = fsroot::input::read_input(path, fsroot::MAX_SNAPSHOT_BYTES)
+                .with_context(|| format!("cannot read {shown}"))?;
             let fs = fsroot::MemRoot::from_tar_bytes(&shown, &bytes)
                 .with_context(|| format!("{shown}: not a readable snapshot tarball"))?;
             let src = SourceInfo {
@@ -193,6 +209,15 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
             let mut topo = sysfs::scan(&fs, src, &scan_opts)?;
             rdma_order::apply_stored(&fs, &mut topo)?;
             nvml_store::apply_stored_nvml(&fs, &mut topo)?;
+            for (p, m) in fs.skipped() {
+                topo.warnings.insert(
+                    0,
+                    crate::model::Warning {
+                        path: p.display().to_string(),
+                        message: m.clone(),
+                    },
+                );
+            }
             Ok(topo)
         }
         InputKind::Xml => {
@@ -229,11 +254,33 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
 
 /// Reads a whole text input, refusing non-UTF-8 content with a clear message.
 fn read_text(path: &Path, shown: &str) -> Result<String> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {shown}"))?;
+    let bytes = fsroot::input::read_input(path, fsroot::input::MAX_TEXT_INPUT_BYTES)
+        .with_context(|| format!("cannot read {shown}"))?;
     String::from_utf8(bytes).map_err(|e| {
         anyhow::anyhow!(
             "{shown}: not UTF-8 text (byte {})",
             e.utf8_error().valid_up_to()
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sniff_window_may_cut_a_character() {
+        // "é" is two bytes: put its first byte at offset 511 of the window.
+        let mut json = b"{\"x\": \"".to_vec();
+        json.resize(511, b'a');
+        json.extend_from_slice("é\"}".as_bytes());
+        assert_eq!(sniff(&json[..512]), Some(InputKind::Json));
+        let mut xml = b"<topology><!-- ".to_vec();
+        xml.resize(510, b' ');
+        xml.extend_from_slice("€ --></topology>".as_bytes());
+        assert_eq!(sniff(&xml[..512]), Some(InputKind::Xml));
+        // Invalid UTF-8 before the first tag is still refused.
+        assert_eq!(sniff(b"\xff\xfe<x/>"), None);
+        assert_eq!(sniff(b"\xef\xbb\xbf  {}"), Some(InputKind::Json));
+    }
 }

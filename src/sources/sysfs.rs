@@ -9,7 +9,7 @@ use super::fsroot::{EntryKind, FsRoot, join_link};
 use crate::model::bdf::{Bdf, parse_host_bridge};
 use crate::model::device::{Device, LinkInfo, OsDevice, OsDeviceKind, RdmaPort, kind_from_class};
 use crate::model::fact::Fact;
-use crate::model::topology::{MachineInfo, NumaNode, SourceInfo, Topology, Warning};
+use crate::model::topology::{MAX_CHAIN, MachineInfo, NumaNode, SourceInfo, Topology, Warning};
 use crate::parse::config::PortType;
 use crate::parse::{Refusal, aer, attr, config, cpulist, ib, resource};
 use std::collections::{BTreeMap, HashMap};
@@ -158,16 +158,37 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
                 continue;
             }
         };
+        // The kernel names a device's directory by its address: a link to another address's
+        // directory (its own child's, say) would alias two devices and loop their parents.
+        if let Some(other) = dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.parse::<Bdf>().ok())
+            && other != bdf
+        {
+            log.warn(
+                &link,
+                format!(
+                    "links to {}, the directory of {other}, not of {bdf}; device skipped",
+                    dir.display()
+                ),
+            );
+            continue;
+        }
         located.insert(bdf, (dir, true));
     }
 
     // Chains: host bridge and parents from the canonical path components.
     let mut chains: BTreeMap<Bdf, (String, Vec<(Bdf, PathBuf)>)> = BTreeMap::new();
     let mut unlisted: BTreeMap<Bdf, PathBuf> = BTreeMap::new();
+    // Where each unlisted bridge was first met: (device whose chain holds it, position).
+    let mut met_in: HashMap<Bdf, (Bdf, usize)> = HashMap::new();
+    let mut skipped: Vec<Bdf> = Vec::new();
     for (bdf, (dir, _)) in &located {
         let mut hb: Option<String> = None;
         let mut chain: Vec<(Bdf, PathBuf)> = Vec::new();
         let mut prefix = PathBuf::new();
+        let mut refused: Option<String> = None;
         for c in dir.components() {
             prefix.push(c);
             let s = c.as_os_str().to_string_lossy();
@@ -178,8 +199,27 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
             if hb.is_some()
                 && let Ok(b) = s.parse::<Bdf>()
             {
+                // Bounded before anything is copied: each element holds its path prefix.
+                if chain.len() >= MAX_CHAIN {
+                    refused = Some(format!(
+                        "more than {} bridges below its host bridge; device skipped (no PCIe hierarchy is that deep)",
+                        MAX_CHAIN - 1
+                    ));
+                    break;
+                }
+                if chain.iter().any(|(x, _)| *x == b) {
+                    refused = Some(format!(
+                        "the path names {b} twice (a link into its own subtree); device skipped"
+                    ));
+                    break;
+                }
                 chain.push((b, prefix.clone()));
             }
+        }
+        if let Some(why) = refused {
+            log.warn(dir, why);
+            skipped.push(*bdf);
+            continue;
         }
         let hb = match hb {
             Some(h) => h,
@@ -196,7 +236,15 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
         if chain.last().map(|(b, _)| b) != Some(bdf) {
             chain.push((*bdf, dir.clone()));
         }
-        for (b, p) in &chain[..chain.len() - 1] {
+        if chain.iter().filter(|(x, _)| x == bdf).count() > 1 {
+            log.warn(
+                dir,
+                format!("the path names {bdf} twice (a link into its own subtree); device skipped"),
+            );
+            skipped.push(*bdf);
+            continue;
+        }
+        for (pos, (b, p)) in chain[..chain.len() - 1].iter().enumerate() {
             if !located.contains_key(b) && !unlisted.contains_key(b) {
                 log.warn(
                     p,
@@ -205,18 +253,22 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
                     ),
                 );
                 unlisted.insert(*b, p.clone());
+                met_in.insert(*b, (*bdf, pos));
             }
         }
         chains.insert(*bdf, (hb, chain));
     }
+    for b in skipped {
+        located.remove(&b);
+    }
     for (b, p) in &unlisted {
-        // Its own chain is a prefix of a child's chain.
-        let (hb, chain) = chains
-            .values()
-            .find_map(|(hb, ch)| {
-                ch.iter()
-                    .position(|(x, _)| x == b)
-                    .map(|i| (hb.clone(), ch[..=i].to_vec()))
+        // Its own chain is a prefix of the chain it was met in.
+        let (hb, chain) = met_in
+            .get(b)
+            .and_then(|(owner, pos)| {
+                chains
+                    .get(owner)
+                    .map(|(hb, ch)| (hb.clone(), ch[..=*pos].to_vec()))
             })
             .unwrap_or_else(|| {
                 (

@@ -5,7 +5,7 @@
 
 use crate::model::bdf::{Bdf, parse_host_bridge};
 use crate::model::device::{Device, DeviceKind};
-use crate::model::topology::{HostBridge, NumaNode, Switch, Warning};
+use crate::model::topology::{HostBridge, MAX_CHAIN, NumaNode, Switch, Warning};
 use crate::parse::config::PortType;
 use crate::parse::cpulist;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -22,24 +22,12 @@ pub fn infer_structure(
     numa_nodes: &[NumaNode],
     warnings: &mut Vec<Warning>,
 ) -> (Vec<Device>, Vec<HostBridge>, Vec<Switch>) {
-    devices.sort_by_key(|d| d.bdf);
+    make_forest(&mut devices, warnings);
     let index: HashMap<Bdf, usize> = devices
         .iter()
         .enumerate()
         .map(|(i, d)| (d.bdf, i))
         .collect();
-    // Drop parents that do not exist (defensive; sources should not produce them).
-    for d in devices.iter_mut() {
-        if let Some(p) = d.parent
-            && (!index.contains_key(&p) || p == d.bdf)
-        {
-            warnings.push(Warning {
-                path: d.sysfs_path.clone(),
-                message: format!("parent {p} not found; device attached to its host bridge"),
-            });
-            d.parent = None;
-        }
-    }
     let mut children: HashMap<Bdf, Vec<usize>> = HashMap::new();
     for (i, d) in devices.iter().enumerate() {
         if let Some(p) = d.parent {
@@ -259,8 +247,9 @@ pub fn infer_structure(
 pub fn upstream_only_structure(
     mut devices: Vec<Device>,
     evidence: &str,
+    warnings: &mut Vec<Warning>,
 ) -> (Vec<Device>, Vec<Switch>) {
-    devices.sort_by_key(|d| d.bdf);
+    make_forest(&mut devices, warnings);
     let ups: Vec<Bdf> = devices
         .iter()
         .filter(|d| d.kind == DeviceKind::SwitchUpstream)
@@ -290,6 +279,235 @@ pub fn upstream_only_structure(
         d.switch = d.parent.and_then(|p| sw_id.get(&p).cloned());
     }
     (devices, switches)
+}
+
+/// Where a warning about a device points: its sysfs path, else its address (JSON, XML).
+fn where_of(d: &Device) -> String {
+    if d.sysfs_path.is_empty() {
+        d.bdf.to_string()
+    } else {
+        d.sysfs_path.clone()
+    }
+}
+
+/// Makes the device list a forest that every walk up `parent` links finishes, for every
+/// source (sysfs, XML and peerpath JSON alike), each repair a warning naming the devices:
+/// - devices sorted by address; a second device at an address already seen is dropped (the
+///   first is kept);
+/// - a parent that is the device itself or is not in the list is cleared (the device hangs
+///   under its host bridge);
+/// - a loop of parents (A under B under A) is cut at its lowest address, which is attached to
+///   its host bridge, so no device of the loop vanishes from the tree;
+/// - a device more than [`MAX_CHAIN`] − 1 bridges below its host bridge is dropped, with its
+///   subtree (no PCIe hierarchy is that deep; walks stay bounded).
+///
+/// Linear in the number of devices.
+pub fn make_forest(devices: &mut Vec<Device>, warnings: &mut Vec<Warning>) {
+    devices.sort_by_key(|d| d.bdf);
+    let before = devices.len();
+    let mut dup: Vec<(Bdf, usize)> = Vec::new();
+    devices.dedup_by(|later, first| {
+        let same = later.bdf == first.bdf;
+        if same {
+            match dup.last_mut() {
+                Some((b, n)) if *b == first.bdf => *n += 1,
+                _ => dup.push((first.bdf, 1)),
+            }
+        }
+        same
+    });
+    if devices.len() != before {
+        for (b, n) in &dup {
+            warnings.push(Warning {
+                path: b.to_string(),
+                message: format!(
+                    "{} more device(s) at address {b}; only the first is kept",
+                    n
+                ),
+            });
+        }
+    }
+    let index: HashMap<Bdf, usize> = devices
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.bdf, i))
+        .collect();
+    for d in devices.iter_mut() {
+        if let Some(p) = d.parent {
+            let msg = if p == d.bdf {
+                Some(format!(
+                    "device {p} names itself as its parent; attached to its host bridge"
+                ))
+            } else if !index.contains_key(&p) {
+                Some(format!(
+                    "parent {p} not found; device attached to its host bridge"
+                ))
+            } else {
+                None
+            };
+            if let Some(message) = msg {
+                warnings.push(Warning {
+                    path: where_of(d),
+                    message,
+                });
+                d.parent = None;
+            }
+        }
+    }
+    // Loops: each device has at most one parent, so every loop is found by one walk.
+    let parent_ix =
+        |devices: &[Device], i: usize| devices[i].parent.and_then(|p| index.get(&p).copied());
+    let mut seen: Vec<u32> = vec![0; devices.len()]; // walk number that visited, 0 = none
+    for start in 0..devices.len() {
+        if seen[start] != 0 {
+            continue;
+        }
+        let walk = start as u32 + 1;
+        let mut path: Vec<usize> = Vec::new();
+        let mut cur = Some(start);
+        while let Some(i) = cur {
+            if seen[i] == walk {
+                // A loop: path from the first visit of `i` on.
+                let at = path.iter().position(|&x| x == i).unwrap_or(0);
+                let ring = &path[at..];
+                let cut = ring
+                    .iter()
+                    .copied()
+                    .min_by_key(|&x| devices[x].bdf)
+                    .unwrap_or(i);
+                let names: Vec<String> = ring.iter().map(|&x| devices[x].bdf.to_string()).collect();
+                warnings.push(Warning {
+                    path: where_of(&devices[cut]),
+                    message: format!(
+                        "parent links loop ({} → {}); {} attached to its host bridge",
+                        names.join(" → "),
+                        names[0],
+                        devices[cut].bdf
+                    ),
+                });
+                devices[cut].parent = None;
+                break;
+            }
+            if seen[i] != 0 {
+                break;
+            }
+            seen[i] = walk;
+            path.push(i);
+            cur = parent_ix(devices, i);
+        }
+    }
+    // Depth: parents first (a memoised walk; no loops remain).
+    let mut depth: Vec<Option<usize>> = vec![None; devices.len()];
+    for start in 0..devices.len() {
+        let mut path = Vec::new();
+        let mut cur = Some(start);
+        let mut base = 0;
+        while let Some(i) = cur {
+            if let Some(d) = depth[i] {
+                base = d + 1;
+                break;
+            }
+            path.push(i);
+            cur = parent_ix(devices, i);
+        }
+        for (k, &i) in path.iter().rev().enumerate() {
+            depth[i] = Some(base + k);
+        }
+    }
+    let too_deep: Vec<usize> = (0..devices.len())
+        .filter(|&i| depth[i].unwrap_or(0) >= MAX_CHAIN)
+        .collect();
+    if let Some(&first) = too_deep.first() {
+        warnings.push(Warning {
+            path: where_of(&devices[first]),
+            message: format!(
+                "{} device(s) lie more than {} bridges below their host bridge (first: {}); dropped: no PCIe hierarchy is that deep",
+                too_deep.len(),
+                MAX_CHAIN - 1,
+                devices[first].bdf
+            ),
+        });
+        let drop: std::collections::HashSet<usize> = too_deep.into_iter().collect();
+        let mut i = 0;
+        devices.retain(|_| {
+            let keep = !drop.contains(&i);
+            i += 1;
+            keep
+        });
+    }
+}
+
+/// Makes the switch list safe to walk (peerpath JSON carries switches as written; the other
+/// sources derive them from a forest): one switch per id (later ones dropped), a
+/// `parent_switch` that names an existing other switch, no loop of parent switches (cut at
+/// the first switch of the loop in list order) and no chain longer than [`MAX_CHAIN`]. Each
+/// repair is a warning naming the switch.
+pub fn check_switches(switches: &mut Vec<Switch>, warnings: &mut Vec<Warning>) {
+    let mut ids = std::collections::HashSet::new();
+    switches.retain(|s| {
+        let fresh = ids.insert(s.id.clone());
+        if !fresh {
+            warnings.push(Warning {
+                path: format!("switch {}", s.id),
+                message: format!("a second switch with id {:?}; only the first is kept", s.id),
+            });
+        }
+        fresh
+    });
+    let index: HashMap<String, usize> = switches
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.id.clone(), i))
+        .collect();
+    for s in switches.iter_mut() {
+        if let Some(p) = &s.parent_switch
+            && (p == &s.id || !index.contains_key(p))
+        {
+            warnings.push(Warning {
+                path: format!("switch {}", s.id),
+                message: if p == &s.id {
+                    format!(
+                        "switch {} names itself as its parent switch; parent cleared",
+                        s.id
+                    )
+                } else {
+                    format!("parent switch {p:?} not found; parent cleared")
+                },
+            });
+            s.parent_switch = None;
+        }
+    }
+    for start in 0..switches.len() {
+        let mut path: Vec<usize> = Vec::new();
+        let mut cur = Some(start);
+        while let Some(i) = cur {
+            if path.contains(&i) || path.len() >= MAX_CHAIN {
+                let last = *path.last().unwrap_or(&start);
+                let looped = path.contains(&i);
+                warnings.push(Warning {
+                    path: format!("switch {}", switches[last].id),
+                    message: if looped {
+                        format!(
+                            "parent switches loop back to {}; the link above {} is cut",
+                            switches[i].id, switches[last].id
+                        )
+                    } else {
+                        format!(
+                            "parent switches more than {MAX_CHAIN} deep; the link above {} is cut",
+                            switches[last].id
+                        )
+                    },
+                });
+                switches[last].parent_switch = None;
+                break;
+            }
+            path.push(i);
+            cur = switches[i]
+                .parent_switch
+                .as_ref()
+                .and_then(|p| index.get(p).copied());
+        }
+    }
 }
 
 fn is_bridge(d: &Device, children: &HashMap<Bdf, Vec<usize>>) -> bool {

@@ -80,17 +80,42 @@ pub enum XmlError {
     TooDeep(usize),
 }
 
-fn line_of(text: &str, pos: u64) -> usize {
-    let end = (pos as usize).min(text.len());
-    text.as_bytes()[..end]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
+/// Line numbers of byte positions, counted once: positions asked in increasing order (as the
+/// reader advances) cost only the bytes since the last one, so a whole document is counted in
+/// one pass instead of from its start for every element.
+struct Lines<'t> {
+    text: &'t [u8],
+    pos: usize,
+    line: usize,
 }
 
-fn element_from(e: &BytesStart<'_>, text: &str, pos: u64) -> Result<Element, XmlError> {
-    let line = line_of(text, pos);
+impl<'t> Lines<'t> {
+    fn new(text: &'t str) -> Self {
+        Lines {
+            text: text.as_bytes(),
+            pos: 0,
+            line: 1,
+        }
+    }
+
+    /// 1-based line of byte `pos`.
+    fn at(&mut self, pos: u64) -> usize {
+        let end = (pos as usize).min(self.text.len());
+        if end < self.pos {
+            // Backwards (an error position before the last element): count from the start.
+            self.pos = 0;
+            self.line = 1;
+        }
+        self.line += self.text[self.pos..end]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        self.pos = end;
+        self.line
+    }
+}
+
+fn element_from(e: &BytesStart<'_>, line: usize) -> Result<Element, XmlError> {
     let mut attrs = Vec::new();
     for a in e.attributes() {
         let a = a.map_err(|err| XmlError::Syntax {
@@ -119,27 +144,28 @@ fn element_from(e: &BytesStart<'_>, text: &str, pos: u64) -> Result<Element, Xml
 /// instructions are skipped.
 pub fn parse(text: &str) -> Result<Doc, XmlError> {
     let mut reader = quick_xml::Reader::from_str(text);
+    let mut lines = Lines::new(text);
     let mut doc = Doc::default();
     let mut stack: Vec<usize> = Vec::new();
     let mut root_closed = false;
     loop {
         let pos = reader.buffer_position();
         let ev = reader.read_event().map_err(|e| XmlError::Syntax {
-            line: line_of(text, reader.error_position()),
+            line: lines.at(reader.error_position()),
             message: e.to_string(),
         })?;
         match ev {
             Event::Start(ref e) | Event::Empty(ref e) => {
                 if root_closed || (stack.is_empty() && !doc.elements.is_empty()) {
                     return Err(XmlError::Syntax {
-                        line: line_of(text, pos),
+                        line: lines.at(pos),
                         message: "content after the root element".into(),
                     });
                 }
                 if stack.len() >= MAX_DEPTH {
-                    return Err(XmlError::TooDeep(line_of(text, pos)));
+                    return Err(XmlError::TooDeep(lines.at(pos)));
                 }
-                let mut el = element_from(e, text, pos)?;
+                let mut el = element_from(e, lines.at(pos))?;
                 let idx = doc.elements.len();
                 el.parent = stack.last().copied();
                 if let Some(&p) = stack.last() {
@@ -194,7 +220,7 @@ pub fn parse(text: &str) -> Result<Doc, XmlError> {
     }
     if !stack.is_empty() {
         return Err(XmlError::Syntax {
-            line: line_of(text, text.len() as u64),
+            line: lines.at(text.len() as u64),
             message: format!(
                 "end of input inside <{}>",
                 doc.elements[stack[stack.len() - 1]].name

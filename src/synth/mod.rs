@@ -10,6 +10,7 @@
 //! - [`layouts`] holds named specs (HGX H100, DGX A100, VMs, scaling trees) and fault variants.
 
 pub mod config;
+pub mod hostile;
 pub mod layouts;
 pub mod verify;
 mod writer;
@@ -597,11 +598,23 @@ pub fn to_mem_root(
 /// entry under one top folder named after the spec (as `hwloc-gather-topology` does).
 /// Entries are sorted and timestamps fixed, so the same spec gives the same archive content.
 pub fn write_tarball(spec: &Spec, path: &Path, opts: &WriteOptions) -> io::Result<()> {
+    crate::output::write_quietly(path, |w| write_tarball_to(spec, w, opts))
+        .map(|_| ())
+        .map_err(|e| io::Error::other(format!("{e:#}")))
+}
+
+/// Writes the tarball of [`write_tarball`] to `out` (the `fixture -o` command passes the one
+/// output writer's stream).
+pub fn write_tarball_to(
+    spec: &Spec,
+    out: &mut dyn io::Write,
+    opts: &WriteOptions,
+) -> io::Result<()> {
     let entries = build_entries(spec, opts)?;
     let top = if spec.name.is_empty() {
         "synth".to_string()
     } else {
         spec.name.clone()
     };
-    writer::write_tar_gz(&entries, &top, path)
+    writer::write_tar_gz(&entries, &top, out)
 }

@@ -848,9 +848,12 @@ pub(super) fn write_dir(entries: &[(PathBuf, Entry)], root: &Path) -> io::Result
 }
 
 /// Writes entries as a `.tar.gz` under top folder `top`, with fixed mode and time.
-pub(super) fn write_tar_gz(entries: &[(PathBuf, Entry)], top: &str, path: &Path) -> io::Result<()> {
-    let file = std::fs::File::create(path)?;
-    let gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
+pub(super) fn write_tar_gz(
+    entries: &[(PathBuf, Entry)],
+    top: &str,
+    out: &mut dyn io::Write,
+) -> io::Result<()> {
+    let gz = flate2::write::GzEncoder::new(out, flate2::Compression::default());
     let mut b = tar::Builder::new(gz);
     b.mode(tar::HeaderMode::Deterministic);
     let mut top_hdr = tar::Header::new_gnu();

@@ -101,8 +101,11 @@ impl ProbeEvidence {
 
     /// Reads and parses a probe result file.
     pub fn load(path: &std::path::Path) -> Result<Self> {
-        let s = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read evidence {}", path.display()))?;
+        let s = crate::sources::fsroot::input::read_input_text(
+            path,
+            crate::sources::fsroot::input::MAX_SIDE_FILE_BYTES,
+        )
+        .with_context(|| format!("cannot read evidence {}", path.display()))?;
         Self::parse(&path.display().to_string(), &s)
     }
 }

@@ -207,8 +207,11 @@ impl Profile {
                 BUILTIN.join(", ")
             );
         }
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read profile {}", path.display()))?;
+        let text = crate::sources::fsroot::input::read_input_text(
+            path,
+            crate::sources::fsroot::input::MAX_SIDE_FILE_BYTES,
+        )
+        .with_context(|| format!("cannot read profile {}", path.display()))?;
         Profile::from_toml(&path.display().to_string(), &text)
     }
 }

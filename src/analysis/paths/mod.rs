@@ -25,9 +25,9 @@ pub type DevIx = u32;
 /// Marker for "no unit" / "no device" in the per-device tables.
 pub const NONE: u32 = u32::MAX;
 
-/// Ancestor chains stop here (a longer chain is a loop or a hostile input; the topology's own
-/// [`Topology::ancestors`] stops at the same depth).
-pub const MAX_DEPTH: usize = 65;
+/// Ancestor chains stop here (sources already drop deeper devices and cut parent loops:
+/// [`crate::model::topology::MAX_CHAIN`]).
+pub const MAX_DEPTH: usize = crate::model::topology::MAX_CHAIN;
 
 /// The PCIe link entering a device from the port above it, as a path sees it.
 #[derive(Debug, Clone, Copy, PartialEq)]
