@@ -412,7 +412,15 @@ fn five_fault_node_is_at_most_twelve_lines_naming_each_change_by_address() {
     assert!(d.changes[1..].iter().all(|c| c.labels.is_empty()));
     // Every new finding sits under the change that caused it.
     let f = folded_findings(&d);
-    assert_eq!(f[0], ["+gpu-nic-path error", "+gpu-nic-path warning"]);
+    // GPU3 now shares a NIC of its socket (nic-sharing, info): a consequence of the move too.
+    assert_eq!(
+        f[0],
+        [
+            "+gpu-nic-path error",
+            "+gpu-nic-path warning",
+            "+nic-sharing info"
+        ]
+    );
     assert_eq!(f[1], ["+link-degraded error"]);
     assert_eq!(f[2], ["+acs-redirect error"]);
     assert_eq!(f[3], ["+aer-errors warning"]);

@@ -582,20 +582,22 @@ fn oci_hgx_files_match_the_published_layouts() {
             }
             // The NIC whose RDMA device the audit pairs with GPU i is PXB; same-socket NICs are
             // NODE/PHB, the other socket SYS.
-            let mut local = 0;
+            // NICs are numbered per RDMA device as nvidia-smi does: a dual-port card that NCCL
+            // lists as one PCI function with two nets is two NIC columns on one address.
+            let mut local = std::collections::BTreeSet::new();
             for n in m.endpoints.iter().filter(|e| e.kind == DeviceKind::Nic) {
                 let l = m.pair(&g.bdf, &n.bdf).unwrap().label;
                 let same_socket = g.numa_node == n.numa_node;
                 match l {
                     Label::Pxb => {
-                        local += 1;
+                        local.insert(n.bdf);
                         assert!(same_socket);
                     }
                     l if same_socket => assert!(node_or_phb(l), "{f} {} {}: {l}", g.name, n.name),
                     l => assert_eq!(l, Label::Sys, "{f} {} {}", g.name, n.name),
                 }
             }
-            assert_eq!(local, 1, "{f} {}: exactly one local NIC", g.name);
+            assert_eq!(local.len(), 1, "{f} {}: exactly one local NIC card", g.name);
         }
     }
     // GB300 tray (each host): a GPU shares its CX-8 switch with one DMA NIC (PXB), the other

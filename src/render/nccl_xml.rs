@@ -28,6 +28,7 @@
 //! never written for NCCL to fail on. `tests/consumer_nccl_xml.rs` reads every export with a
 //! reader that follows NCCL's grammar rule by rule, and with `xmllint`.
 
+use crate::analysis::nccl::CpuClass;
 use crate::model::{Bdf, Device, DeviceKind, Topology};
 use crate::parse::cpulist;
 use anyhow::{Context, Result, bail};
@@ -60,13 +61,20 @@ pub struct NcclXmlOptions {
     pub pairs: Vec<(Bdf, Bdf)>,
 }
 
-/// The `arch` NCCL expects, from the CPUID vendor string.
+/// The `arch` NCCL expects, from the CPU vendor string: CPUID's on x86; on Arm and POWER the
+/// vendor strings the sources record (`CPU implementer 0x41 (arm64)` from `/proc/cpuinfo`, an
+/// NCCL file's `<cpu arch="arm64">`), classed as [`CpuClass::from_vendor`] classes them.
 pub fn arch_of_vendor(vendor: Option<&str>) -> Option<&'static str> {
-    match vendor?.trim() {
+    let v = vendor?.trim();
+    match v {
         "GenuineIntel" | "AuthenticAMD" | "HygonGenuine" | "CentaurHauls" | "Shanghai" => {
             Some("x86_64")
         }
-        _ => None,
+        _ => match CpuClass::from_vendor(v) {
+            CpuClass::Arm => Some("arm64"),
+            CpuClass::Power => Some("ppc64"),
+            _ => None,
+        },
     }
 }
 
@@ -417,14 +425,17 @@ pub fn render(t: &Topology, o: &NcclXmlOptions) -> Result<String> {
         e.push_attribute(("numaid", id.to_string().as_str()));
         e.push_attribute(("affinity", cpumask(&cpus, words).as_str()));
         e.push_attribute(("arch", arch.as_str()));
-        if let Some(v) = &t.machine.cpu_vendor {
-            e.push_attribute(("vendor", v.as_str()));
-        }
-        if let Some(f) = t.machine.cpu_family {
-            e.push_attribute(("familyid", f.to_string().as_str()));
-        }
-        if let Some(m) = t.machine.cpu_model_number {
-            e.push_attribute(("modelid", m.to_string().as_str()));
+        // NCCL writes (and reads) the CPUID vendor, family and model on x86 only.
+        if arch == "x86_64" {
+            if let Some(v) = &t.machine.cpu_vendor {
+                e.push_attribute(("vendor", v.as_str()));
+            }
+            if let Some(f) = t.machine.cpu_family {
+                e.push_attribute(("familyid", f.to_string().as_str()));
+            }
+            if let Some(m) = t.machine.cpu_model_number {
+                e.push_attribute(("modelid", m.to_string().as_str()));
+            }
         }
         w.start(e)?;
         write_children(&cx, &mut w, &format!("cpu:{id}"))?;
@@ -627,5 +638,10 @@ mod tests {
         assert_eq!(speed_str(16.0), "16.0 GT/s PCIe");
         assert_eq!(arch_of_vendor(Some("GenuineIntel")), Some("x86_64"));
         assert_eq!(arch_of_vendor(None), None);
+        assert_eq!(
+            arch_of_vendor(Some("CPU implementer 0x41 (arm64)")),
+            Some("arm64")
+        );
+        assert_eq!(arch_of_vendor(Some("QEMU")), None);
     }
 }

@@ -564,10 +564,17 @@ pub fn discover_host(doc: &Doc, source: SourceInfo, host: Option<&str>) -> Resul
             });
         }
         if machine.cpu_vendor.is_none() {
+            // NCCL writes `vendor` for x86 only; an Arm or POWER node is told by `arch`.
+            let arch = ce.attr("arch").map(str::trim);
             machine.cpu_vendor = ce
                 .attr("vendor")
                 .map(|v| v.to_string())
-                .filter(|v| !v.trim().is_empty());
+                .filter(|v| !v.trim().is_empty())
+                .or_else(|| match arch {
+                    Some("arm64") => Some("no vendor (arm64, <cpu arch>)".to_string()),
+                    Some("ppc64") => Some("IBM POWER (ppc64, <cpu arch>)".to_string()),
+                    _ => None,
+                });
             machine.cpu_family = ce.attr("familyid").and_then(|v| v.trim().parse().ok());
             machine.cpu_model_number = ce.attr("modelid").and_then(|v| v.trim().parse().ok());
         }
