@@ -898,3 +898,49 @@ tests:
     };
     assert!(out.contains("SUCCESS"), "{out}");
 }
+
+/// `fleet --stats`' peak input bytes in flight, in MiB.
+fn fleet_peak_mib(set: &Path, jobs: &str, budget_mib: &str) -> u64 {
+    let out = common::peerpath()
+        .args([
+            "fleet",
+            "--stats",
+            "--rescan",
+            "-j",
+            jobs,
+            "--memory-budget",
+            budget_mib,
+        ])
+        .arg(set)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let at = err
+        .find("peak input bytes in flight ")
+        .unwrap_or_else(|| panic!("no peak in {err}"));
+    err[at..]
+        .split_whitespace()
+        .nth(5)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{err}"))
+}
+
+#[test]
+fn fleet_workers_share_one_memory_budget() {
+    // Eight copies of a DGX A100 snapshot (several MiB decompressed each), four workers.
+    let dir = tempfile::tempdir().unwrap();
+    let one = dir.path().join("one.tar.gz");
+    peerpath::synth::write_tarball(&layouts::dgx_a100(), &one, &WriteOptions::default()).unwrap();
+    let set = dir.path().join("set");
+    std::fs::create_dir(&set).unwrap();
+    for i in 0..8 {
+        std::fs::hard_link(&one, set.join(format!("n{i}.tar.gz"))).unwrap();
+    }
+    // One worker holds one input at a time: that input's bytes.
+    let single = fleet_peak_mib(&set, "1", "1024");
+    assert!(single >= 1, "{single}");
+    // Four workers under a 1 MiB budget: the oldest input always proceeds, the others wait, so
+    // the bytes in flight stay within the budget plus one input.
+    let bounded = fleet_peak_mib(&set, "4", "1");
+    assert!(bounded <= single + 1, "{bounded} MiB > {single} + 1");
+}

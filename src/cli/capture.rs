@@ -183,6 +183,11 @@ pub struct FleetArgs {
     /// Scan every input, ignoring the fingerprints `capture` recorded in its manifests.
     #[arg(long)]
     rescan: bool,
+    /// Input bytes (files and decompressed snapshots, up to 512 MiB each) all workers may hold
+    /// at once, in MiB: a worker waits rather than exceed it; the oldest input in flight always
+    /// proceeds.
+    #[arg(long, value_name = "MIB", default_value_t = 1024)]
+    memory_budget: u64,
 }
 
 /// Loads one input and fingerprints it.
@@ -315,8 +320,10 @@ pub fn run_fleet(a: &FleetArgs) -> Result<u8> {
     peerpath::probe::install_interrupt_handler();
     let mut f = fleet::Fleet::new();
     // Device names are not part of a fingerprint: skip reading pci.ids once per node.
+    let budget = sources::budget::ByteBudget::new(a.memory_budget.saturating_mul(1 << 20));
     let no_names = LoadOptions {
         skip_names: true,
+        budget: Some(budget.clone()),
         ..Default::default()
     };
     let jobs = a
@@ -405,9 +412,11 @@ pub fn run_fleet(a: &FleetArgs) -> Result<u8> {
             _ => String::new(),
         };
         eprintln!(
-            "peerpath: fleet: {read} input(s) in {secs:.2} s ({:.1}/s){cpu}, {groups} group(s), peak RSS {}",
+            "peerpath: fleet: {read} input(s) in {secs:.2} s ({:.1}/s){cpu}, {groups} group(s), peak RSS {}, peak input bytes in flight {} MiB (budget {} MiB)",
             read as f64 / secs.max(1e-9),
-            peak_rss().unwrap_or_else(|| "unknown (no /proc/self/status)".into())
+            peak_rss().unwrap_or_else(|| "unknown (no /proc/self/status)".into()),
+            budget.peak() >> 20,
+            budget.limit() >> 20
         );
     }
     let s = f.finish(a.majority_share, files.len(), interrupted);

@@ -169,12 +169,13 @@ pub fn join_link(link: &Path, target: &Path) -> PathBuf {
 
 /// Reads at most `left` bytes, then fails with a clear error (instead of a silent cut that
 /// tar reports as a confusing "unexpected EOF").
-struct LimitedReader<R> {
+struct LimitedReader<'c, R> {
     inner: R,
     left: u64,
+    charge: Option<&'c mut super::budget::Charge>,
 }
 
-impl<R: Read> Read for LimitedReader<R> {
+impl<R: Read> Read for LimitedReader<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if self.left == 0 {
             let mut probe = [0u8; 1];
@@ -192,6 +193,9 @@ impl<R: Read> Read for LimitedReader<R> {
         let n = buf.len().min(self.left as usize);
         let got = self.inner.read(&mut buf[..n])?;
         self.left -= got as u64;
+        if let Some(c) = self.charge.as_deref_mut() {
+            c.take(got as u64);
+        }
         Ok(got)
     }
 }
@@ -246,6 +250,16 @@ impl MemRoot {
     /// hostile archive). When every entry sits under one top folder that holds `sys/`
     /// (hwloc-gather-topology's layout), that folder is stripped.
     pub fn from_tar_bytes(name: &str, bytes: &[u8]) -> io::Result<Self> {
+        Self::from_tar_bytes_charged(name, bytes, None)
+    }
+
+    /// [`MemRoot::from_tar_bytes`], taking every decompressed byte from a shared budget
+    /// (`fleet -j`: see [`super::budget`]).
+    pub fn from_tar_bytes_charged(
+        name: &str,
+        bytes: &[u8],
+        charge: Option<&mut super::budget::Charge>,
+    ) -> io::Result<Self> {
         let reader: Box<dyn Read> = if bytes.starts_with(&[0x1f, 0x8b]) {
             Box::new(flate2::read::GzDecoder::new(bytes))
         } else if bytes.starts_with(b"BZh") {
@@ -256,6 +270,7 @@ impl MemRoot {
         let limited = LimitedReader {
             inner: reader,
             left: MAX_SNAPSHOT_BYTES,
+            charge,
         };
         let mut archive = tar::Archive::new(limited);
         let mut raw: Vec<(PathBuf, MemNode)> = Vec::new();

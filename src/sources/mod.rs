@@ -7,6 +7,7 @@
 //! are folded in after assembly, as hwloc's NVML plugin annotates its topology.
 
 pub mod assemble;
+pub mod budget;
 pub mod c2c;
 pub mod datadirect;
 pub mod ethtool;
@@ -114,6 +115,9 @@ pub struct LoadOptions {
     /// `--rdma-topo FILE`: the JSON of NVIDIA's `rdma_topo topology -j`, folded in as evidence
     /// ([`datadirect::apply_rdma_topo`]).
     pub rdma_topo: Option<PathBuf>,
+    /// A budget shared by loads running in parallel: the input file's bytes and a snapshot's
+    /// decompressed bytes are taken from it while the load runs (`fleet -j`).
+    pub budget: Option<std::sync::Arc<budget::ByteBudget>>,
 }
 
 /// Loads a topology from `--input` (`None`: the live machine at `/`) for the host
@@ -177,6 +181,9 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
         return Ok(topo);
     };
     let shown = path.display().to_string();
+    // Held until this load returns: the input's bytes and its decompressed snapshot.
+    let mut charge = opts.budget.as_ref().map(|b| b.start());
+    let size_of = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
     match detect(path)? {
         InputKind::SysfsRoot => {
             let fs = fsroot::DirRoot::open(path)?;
@@ -197,9 +204,12 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
             Ok(topo)
         }
         InputKind::Tarball => {
+            if let Some(c) = charge.as_mut() {
+                c.take(size_of(path).min(fsroot::MAX_SNAPSHOT_BYTES));
+            }
             let bytes = fsroot::input::read_input(path, fsroot::MAX_SNAPSHOT_BYTES)
                 .with_context(|| format!("cannot read {shown}"))?;
-            let fs = fsroot::MemRoot::from_tar_bytes(&shown, &bytes)
+            let fs = fsroot::MemRoot::from_tar_bytes_charged(&shown, &bytes, charge.as_mut())
                 .with_context(|| format!("{shown}: not a readable snapshot tarball"))?;
             let src = SourceInfo {
                 kind: "snapshot".into(),
@@ -221,6 +231,9 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
             Ok(topo)
         }
         InputKind::Xml => {
+            if let Some(c) = charge.as_mut() {
+                c.take(size_of(path).min(fsroot::input::MAX_TEXT_INPUT_BYTES));
+            }
             let text = read_text(path, &shown)?;
             let doc =
                 xmltree::parse(&text).with_context(|| format!("{shown}: not readable as XML"))?;
@@ -246,6 +259,9 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
             }
         }
         InputKind::Json => {
+            if let Some(c) = charge.as_mut() {
+                c.take(size_of(path).min(fsroot::input::MAX_TEXT_INPUT_BYTES));
+            }
             let text = read_text(path, &shown)?;
             json::read(&text, &shown).with_context(|| format!("{shown}: peerpath JSON"))
         }
