@@ -29,22 +29,36 @@ def run(cmd, env=None):
 
 def floor_ops(peerpath, root, workdir):
     trace = os.path.join(workdir, "trace")
-    subprocess.run(["strace", "-f", "-qq", "-e", "trace=openat,readlinkat,readlink,getdents64",
+    subprocess.run(["strace", "-f", "-qq", "-e", "trace=open,openat,openat2,readlinkat,readlink,getdents64",
                     "-o", trace, peerpath, "scan", "-i", root, "--format", "json"],
                    stdout=subprocess.DEVNULL, check=True)
+    # The scan opens every file relative to a descriptor of the input root (openat2
+    # RESOLVE_IN_ROOT) and reads links relative to a device's directory descriptor: each
+    # descriptor is mapped back to its absolute path, so the floor replays the same files.
     fds, ops = {}, []
-    open_re = re.compile(r'openat\(AT_FDCWD, "([^"]+)", ([^)]*)\) = (\d+)')
-    rl_re = re.compile(r'readlink(?:at)?\((?:AT_FDCWD, )?"([^"]+)",.* = \d+')
+    open_re = re.compile(r'\bopen(?:at2?)?\((?:(AT_FDCWD|\d+), )?"([^"]+)", ([^)]*)\) = (\d+)')
+    rl_re = re.compile(r'readlink(?:at)?\((?:(AT_FDCWD|\d+), )?"([^"]+)",.* = \d+')
     skip = ("/etc/ld.so", "/lib", "/usr/lib", "/proc/self", "/sys/devices/system/cpu", "/dev/")
+
+    def absolute(dirfd, name):
+        if name.startswith("/") or dirfd in (None, "AT_FDCWD"):
+            return name
+        return os.path.normpath(os.path.join(fds.get(dirfd, "?"), name))
+
     for line in open(trace):
         m = open_re.search(line)
-        if m and not m.group(1).startswith(skip):
-            kind = "d" if "O_DIRECTORY" in m.group(2) else "f"
-            ops.append(f"{kind} {m.group(1)}")
+        if m:
+            path = absolute(m.group(1), m.group(2))
+            fds[m.group(4)] = path
+            if not path.startswith(skip) and path != root:
+                kind = "d" if "O_DIRECTORY" in m.group(3) else "f"
+                ops.append(f"{kind} {path}")
             continue
         m = rl_re.search(line)
-        if m and not m.group(1).startswith(skip):
-            ops.append(f"l {m.group(1)}")
+        if m:
+            path = absolute(m.group(1), m.group(2))
+            if not path.startswith(skip):
+                ops.append(f"l {path}")
     path = os.path.join(workdir, "ops")
     with open(path, "w") as f:
         f.write("\n".join(ops) + "\n")
