@@ -27,10 +27,10 @@ fn main() {
                     .collect()
             })
             .unwrap_or_default();
-        let n = if matches!(t.name, "snapshot" | "json") {
-            execs / 100
-        } else {
-            execs
+        let n = match t.name {
+            "snapshot" | "json" => execs / 100,
+            "hwloc_xml" | "nccl_xml" => execs / 10,
+            _ => execs,
         };
         let start = Instant::now();
         let s = run_mutations(t.run, &corpus, n, 0x2545_f491_4f6c_dd1d);

@@ -55,7 +55,48 @@ pub const TARGETS: &[Target] = &[
         name: "json",
         run: json,
     },
+    Target {
+        name: "hwloc_xml",
+        run: hwloc_xml,
+    },
+    Target {
+        name: "nccl_xml",
+        run: nccl_xml,
+    },
 ];
+
+/// An XML document through the XML reader, then the source reader for its root element, then
+/// the tree renderer (as `scan -i FILE.xml` runs them).
+fn xml_document(data: &[u8], root: &str) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(doc) = crate::sources::xmltree::parse(text) else {
+        return;
+    };
+    let src = crate::model::SourceInfo {
+        kind: String::new(),
+        path: "fuzz".into(),
+        limitations: vec![],
+    };
+    let topo = match root {
+        "topology" => crate::sources::hwloc_xml::read(&doc, src, None),
+        _ => crate::sources::nccl_xml::read_host(&doc, src, None, None),
+    };
+    if let Ok(t) = topo {
+        let _ = crate::render::tree::render(&t, Default::default());
+    }
+}
+
+/// hwloc XML exports (`lstopo foo.xml`, v1 and v2).
+pub fn hwloc_xml(data: &[u8]) {
+    xml_document(data, "topology");
+}
+
+/// NCCL topology XML (`NCCL_TOPO_FILE`, `NCCL_TOPO_DUMP_FILE`).
+pub fn nccl_xml(data: &[u8]) {
+    xml_document(data, "system");
+}
 
 /// Single-value attributes (`vendor`, `numa_node`, `current_link_speed`, …).
 pub fn attr(data: &[u8]) {
