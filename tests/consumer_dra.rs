@@ -218,27 +218,7 @@ fn attributes_match_the_classification() {
             .collect();
         for g in &gpus {
             let gb = bdf(g);
-            // The GPU's rail is a NIC's rail; railPath is the label of that pair.
-            let Some(rail) = attr(g, "rail").and_then(Value::as_i64) else {
-                // No rail: rails pair only within PXB, and no NIC is that close to this GPU.
-                for n in &nics {
-                    let label = cl.pair(&gb, &bdf(n)).unwrap().label;
-                    assert!(
-                        !matches!(label, Label::Pix | Label::Pxb),
-                        "{name} {gb}–{}: {label} but no rail",
-                        bdf(n)
-                    );
-                }
-                continue;
-            };
-            let nb = rail_nic[&rail];
-            let label = cl.pair(&gb, &nb).unwrap().label;
-            assert_eq!(
-                attr(g, "railPath").and_then(Value::as_str),
-                Some(label.to_string().as_str()),
-                "{name} {gb}"
-            );
-            // Equal pcieSwitch ⇔ within PXB, for every GPU–NIC pair.
+            // Equal pcieSwitch ⇔ within PXB, for every GPU–NIC pair (rail or not).
             for n in &nics {
                 let label = cl.pair(&gb, &bdf(n)).unwrap().label;
                 let same = attr(g, "pcieSwitch").is_some()
@@ -249,6 +229,26 @@ fn attributes_match_the_classification() {
                     "{name} {gb}–{}: {label}",
                     bdf(n)
                 );
+            }
+            // The GPU's rail is a NIC's rail; railPath is the label of that pair.
+            if let Some(rail) = attr(g, "rail").and_then(Value::as_i64) {
+                let nb = rail_nic[&rail];
+                let label = cl.pair(&gb, &nb).unwrap().label;
+                assert_eq!(
+                    attr(g, "railPath").and_then(Value::as_str),
+                    Some(label.to_string().as_str()),
+                    "{name} {gb}"
+                );
+            } else {
+                // No rail: rails pair only within PXB, and no NIC is that close to this GPU.
+                for n in &nics {
+                    let label = cl.pair(&gb, &bdf(n)).unwrap().label;
+                    assert!(
+                        !matches!(label, Label::Pix | Label::Pxb),
+                        "{name} {gb}–{}: {label} but no rail",
+                        bdf(n)
+                    );
+                }
             }
         }
         if name == "misplaced-nic" {

@@ -252,53 +252,23 @@ pub fn write_dir(entries: &[(PathBuf, Entry)], root: &Path) -> io::Result<()> {
 }
 
 /// Writes entries as a `.tar.gz` under top folder `top` (FIFOs as FIFO entries, which a
-/// snapshot reader must skip).
+/// snapshot reader must skip), through the synthesizer's one tar writer.
 pub fn write_tar_gz(
     entries: &[(PathBuf, Entry)],
     top: &str,
     out: &mut dyn io::Write,
 ) -> io::Result<()> {
-    let gz = flate2::write::GzEncoder::new(out, flate2::Compression::fast());
-    let mut b = tar::Builder::new(gz);
-    b.mode(tar::HeaderMode::Deterministic);
-    let mut top_hdr = tar::Header::new_gnu();
-    top_hdr.set_entry_type(tar::EntryType::Directory);
-    top_hdr.set_mode(0o755);
-    top_hdr.set_size(0);
-    b.append_data(&mut top_hdr, format!("{top}/"), io::empty())?;
-    for (p, e) in entries {
-        let name = Path::new(top).join(p);
-        let mut h = tar::Header::new_gnu();
-        h.set_mtime(0);
-        match e {
-            Entry::Dir => {
-                h.set_entry_type(tar::EntryType::Directory);
-                h.set_mode(0o755);
-                h.set_size(0);
-                b.append_data(&mut h, &name, io::empty())?;
-            }
-            Entry::File(data) => {
-                h.set_entry_type(tar::EntryType::Regular);
-                h.set_mode(0o644);
-                h.set_size(data.len() as u64);
-                b.append_data(&mut h, &name, data.as_slice())?;
-            }
-            Entry::Link(t) => {
-                h.set_entry_type(tar::EntryType::Symlink);
-                h.set_mode(0o777);
-                h.set_size(0);
-                b.append_link(&mut h, &name, t)?;
-            }
-            Entry::Fifo => {
-                h.set_entry_type(tar::EntryType::Fifo);
-                h.set_mode(0o644);
-                h.set_size(0);
-                b.append_data(&mut h, &name, io::empty())?;
-            }
-        }
-    }
-    b.into_inner()?.finish()?;
-    Ok(())
+    use super::writer::TarNode;
+    let nodes = entries.iter().map(|(p, e)| {
+        let n = match e {
+            Entry::Dir => TarNode::Dir,
+            Entry::File(b) => TarNode::File(b),
+            Entry::Link(t) => TarNode::Link(t),
+            Entry::Fifo => TarNode::Fifo,
+        };
+        (p.as_path(), n)
+    });
+    super::writer::write_tar_gz_nodes(nodes, top, out, flate2::Compression::fast())
 }
 
 fn bdf(s: &str) -> Bdf {

@@ -847,13 +847,44 @@ pub(super) fn write_dir(entries: &[(PathBuf, Entry)], root: &Path) -> io::Result
     Ok(())
 }
 
+/// One entry as a tarball holds it: what [`Entry`] holds, and FIFOs (the hostile corpus).
+pub(super) enum TarNode<'a> {
+    /// A directory.
+    Dir,
+    /// A regular file with its content.
+    File(&'a [u8]),
+    /// A symbolic link with its target, verbatim.
+    Link(&'a str),
+    /// A named pipe.
+    Fifo,
+}
+
 /// Writes entries as a `.tar.gz` under top folder `top`, with fixed mode and time.
 pub(super) fn write_tar_gz(
     entries: &[(PathBuf, Entry)],
     top: &str,
     out: &mut dyn io::Write,
 ) -> io::Result<()> {
-    let gz = flate2::write::GzEncoder::new(out, flate2::Compression::default());
+    let nodes = entries.iter().map(|(p, e)| {
+        let n = match e {
+            Entry::Dir => TarNode::Dir,
+            Entry::File(b) => TarNode::File(b),
+            Entry::Link(t) => TarNode::Link(t),
+        };
+        (p.as_path(), n)
+    });
+    write_tar_gz_nodes(nodes, top, out, flate2::Compression::default())
+}
+
+/// Writes `nodes` as a `.tar.gz` under top folder `top` (deterministic headers: fixed modes,
+/// time 0), compressed at `level`.
+pub(super) fn write_tar_gz_nodes<'a>(
+    nodes: impl IntoIterator<Item = (&'a Path, TarNode<'a>)>,
+    top: &str,
+    out: &mut dyn io::Write,
+    level: flate2::Compression,
+) -> io::Result<()> {
+    let gz = flate2::write::GzEncoder::new(out, level);
     let mut b = tar::Builder::new(gz);
     b.mode(tar::HeaderMode::Deterministic);
     let mut top_hdr = tar::Header::new_gnu();
@@ -862,33 +893,38 @@ pub(super) fn write_tar_gz(
     top_hdr.set_mtime(0);
     top_hdr.set_size(0);
     b.append_data(&mut top_hdr, format!("{top}/"), io::empty())?;
-    for (p, e) in entries {
+    for (p, node) in nodes {
         let name = Path::new(top).join(p);
         let mut h = tar::Header::new_gnu();
         h.set_mtime(0);
-        match e {
-            Entry::Dir => {
+        match node {
+            TarNode::Dir => {
                 h.set_entry_type(tar::EntryType::Directory);
                 h.set_mode(0o755);
                 h.set_size(0);
                 b.append_data(&mut h, &name, io::empty())?;
             }
-            Entry::File(data) => {
+            TarNode::File(data) => {
                 h.set_entry_type(tar::EntryType::Regular);
                 h.set_mode(0o644);
                 h.set_size(data.len() as u64);
-                b.append_data(&mut h, &name, data.as_slice())?;
+                b.append_data(&mut h, &name, data)?;
             }
-            Entry::Link(t) => {
+            TarNode::Link(t) => {
                 h.set_entry_type(tar::EntryType::Symlink);
                 h.set_mode(0o777);
                 h.set_size(0);
                 b.append_link(&mut h, &name, t)?;
             }
+            TarNode::Fifo => {
+                h.set_entry_type(tar::EntryType::Fifo);
+                h.set_mode(0o644);
+                h.set_size(0);
+                b.append_data(&mut h, &name, io::empty())?;
+            }
         }
     }
-    let gz = b.into_inner()?;
-    gz.finish()?;
+    b.into_inner()?.finish()?;
     Ok(())
 }
 
