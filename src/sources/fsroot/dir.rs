@@ -44,6 +44,10 @@ pub struct DirRoot {
     root: PathBuf,
     fd: Result<OwnedFd, (io::ErrorKind, String)>,
     resolver: Resolver,
+    /// The directory the last [`FsRoot::read_link`] looked in, with its descriptor: the scan
+    /// reads every link of `sys/bus/pci/devices` (and of a device's directory) in a row, and
+    /// resolving the same directory once per link was one extra open and close per device.
+    link_dir: std::sync::Mutex<Option<(PathBuf, OwnedFd)>>,
 }
 
 fn errno(e: Errno) -> io::Error {
@@ -90,6 +94,7 @@ impl DirRoot {
                 fd: Err((e.kind(), e.to_string())),
                 root,
                 resolver: Resolver::Walk,
+                link_dir: Default::default(),
             },
         }
     }
@@ -129,6 +134,7 @@ impl DirRoot {
             root,
             fd: Ok(fd),
             resolver,
+            link_dir: Default::default(),
         })
     }
 
@@ -343,8 +349,22 @@ impl FsRoot for DirRoot {
     }
 
     fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+        let parent = path.parent().unwrap_or(Path::new(""));
+        // The last directory's descriptor, when this link is in it (a poisoned lock only loses
+        // the cache).
+        let mut cached = self.link_dir.lock().ok();
+        if let Some(Some((p, fd))) = cached.as_deref()
+            && p == parent
+            && let Some(Component::Normal(name)) = path.components().next_back()
+        {
+            let t = rustix::fs::readlinkat(fd, name, Vec::new()).map_err(errno)?;
+            return Ok(PathBuf::from(OsStr::from_bytes(t.as_bytes())));
+        }
         let (dir, name) = self.parent_and_name(path)?;
         let t = rustix::fs::readlinkat(&dir, name, Vec::new()).map_err(errno)?;
+        if let Some(c) = cached.as_deref_mut() {
+            *c = Some((parent.to_path_buf(), dir));
+        }
         Ok(PathBuf::from(OsStr::from_bytes(t.as_bytes())))
     }
 
@@ -399,6 +419,34 @@ impl FsRoot for DirRoot {
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
+
+    #[test]
+    fn links_read_in_turn_from_two_directories_keep_their_own_targets() {
+        let t = tempfile::tempdir().unwrap();
+        for d in ["a", "b"] {
+            std::fs::create_dir(t.path().join(d)).unwrap();
+            symlink(format!("to-{d}"), t.path().join(d).join("x")).unwrap();
+            symlink(format!("other-{d}"), t.path().join(d).join("y")).unwrap();
+        }
+        for resolver in [Resolver::Openat2, Resolver::Walk] {
+            let Ok(r) = DirRoot::with_resolver(t.path(), resolver) else {
+                continue;
+            };
+            // The same directory twice (the cached descriptor), then the other one, then back.
+            for (path, want) in [
+                ("a/x", "to-a"),
+                ("a/y", "other-a"),
+                ("b/x", "to-b"),
+                ("a/x", "to-a"),
+                ("b/y", "other-b"),
+            ] {
+                assert_eq!(r.read_link(Path::new(path)).unwrap(), PathBuf::from(want));
+            }
+            // A name that is no link is still an error after a cached read.
+            std::fs::write(t.path().join("a/f"), b"").unwrap();
+            assert!(r.read_link(Path::new("a/f")).is_err());
+        }
+    }
 
     /// A root with links that try to leave it, a FIFO where an attribute should be, and a
     /// host file outside it that must never be read.
