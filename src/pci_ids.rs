@@ -1,5 +1,7 @@
-//! Device names from the PCI ID database (`pci.ids`), read at run time and parsed lazily: only
-//! the vendors present in the topology are parsed, the rest of the file is skipped line by line.
+//! Device names from the PCI ID database (`pci.ids`), read at run time and parsed lazily: the
+//! file is read whole in one call, line starts are found with a SIMD byte search, and only the
+//! lines of vendors present in the topology are decoded (the rest is never copied or checked
+//! for UTF-8).
 //! Names are decoration: a missing database or entry leaves the numeric IDs and never fails.
 
 use crate::model::Topology;
@@ -37,46 +39,144 @@ pub struct Names {
 /// Parses only the sections of `text` that belong to `wanted` vendors. Lines are
 /// `vvvv  Name`, `\tdddd  Name`, `\t\tssss ssss  Name`; vendors are listed in ascending ID
 /// order, so reading stops after the last wanted vendor (and at the class section, `C xx`).
-pub fn parse_wanted(text: impl std::io::BufRead, wanted: &HashSet<u16>) -> Names {
-    let mut out = Names::default();
-    let Some(&last) = wanted.iter().max() else {
-        return out;
-    };
-    let mut current: Option<u16> = None;
-    for line in text.split(b'\n') {
-        let Ok(line) = line else { break };
-        if line.is_empty() || line[0] == b'#' {
-            continue;
+pub fn parse_wanted(text: &[u8], wanted: &HashSet<u16>) -> Names {
+    parse_devices(text, wanted, None)
+}
+
+/// [`parse_wanted`], naming only the `(vendor, device)` pairs in `devices` (`None`: every
+/// device of a wanted vendor): the names of the devices a topology holds, not of every device
+/// its vendors ever made.
+pub fn parse_devices(
+    text: &[u8],
+    wanted: &HashSet<u16>,
+    devices: Option<&HashSet<(u16, u16)>>,
+) -> Names {
+    let mut p = Parser::new(wanted, devices);
+    let mut start = 0;
+    while start < text.len() {
+        let end = memchr::memchr(b'\n', &text[start..]).map_or(text.len(), |i| start + i);
+        if !p.line(&text[start..end]) {
+            break;
         }
-        if line[0] != b'\t' {
-            if line.starts_with(b"C ") {
+        start = end + 1;
+    }
+    p.out
+}
+
+/// [`parse_devices`] over a stream, through one fixed 64 KiB buffer: the database is never
+/// held whole (each fresh page of a 1.3 MB buffer is a page fault, which costs more than the
+/// parse), and reading stops after the last wanted vendor. A line longer than the buffer is
+/// cut there.
+pub fn parse_stream(
+    mut r: impl std::io::Read,
+    wanted: &HashSet<u16>,
+    devices: Option<&HashSet<(u16, u16)>>,
+) -> std::io::Result<Names> {
+    let mut p = Parser::new(wanted, devices);
+    let mut buf = vec![0u8; 64 << 10];
+    let mut filled = 0;
+    let mut eof = false;
+    while !eof {
+        let n = match r.read(&mut buf[filled..]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        filled += n;
+        eof = n == 0;
+        let mut start = 0;
+        loop {
+            let end = match memchr::memchr(b'\n', &buf[start..filled]) {
+                Some(i) => start + i,
+                // The last line of the file, or one that fills the whole buffer.
+                None if eof || (start == 0 && filled == buf.len()) => filled,
+                None => break,
+            };
+            if start >= filled && end == filled {
                 break;
             }
-            current = None;
-            if line.len() < 6 {
-                continue;
+            if !p.line(&buf[start..end]) {
+                return Ok(p.out);
             }
-            let Some(id) = hex4(&line[..4]) else { continue };
-            if id > last {
+            start = (end + 1).min(filled);
+            if end == filled {
                 break;
             }
-            if wanted.contains(&id) {
-                current = Some(id);
-                out.vendors.insert(id, name_of(&line[4..]));
-            }
-        } else if let Some(v) = current
-            && line.len() > 6
-            && line[1] != b'\t'
-            && let Some(id) = hex4(&line[1..5])
-        {
-            out.devices.insert((v, id), name_of(&line[5..]));
+        }
+        buf.copy_within(start..filled, 0);
+        filled -= start;
+    }
+    Ok(p.out)
+}
+
+/// The line-by-line state of a parse: the vendor whose device lines are being read.
+struct Parser<'w> {
+    wanted: &'w HashSet<u16>,
+    devices: Option<&'w HashSet<(u16, u16)>>,
+    last: Option<u16>,
+    current: Option<u16>,
+    out: Names,
+}
+
+impl<'w> Parser<'w> {
+    fn new(wanted: &'w HashSet<u16>, devices: Option<&'w HashSet<(u16, u16)>>) -> Self {
+        Parser {
+            wanted,
+            devices,
+            last: wanted.iter().max().copied(),
+            current: None,
+            out: Names::default(),
         }
     }
-    out
+
+    /// Takes one line (without its newline); `false` once nothing further can be wanted.
+    fn line(&mut self, line: &[u8]) -> bool {
+        let Some(last) = self.last else {
+            return false;
+        };
+        match line.first() {
+            None | Some(b'#') => {}
+            // Device lines matter only inside a wanted vendor; subsystem lines (two tabs) never.
+            Some(b'\t') => {
+                if let Some(v) = self.current
+                    && line.len() > 6
+                    && line[1] != b'\t'
+                    && let Some(id) = hex4(&line[1..5])
+                    && self.devices.is_none_or(|d| d.contains(&(v, id)))
+                {
+                    self.out.devices.insert((v, id), name_of(&line[5..]));
+                }
+            }
+            Some(_) => {
+                if line.starts_with(b"C ") {
+                    return false;
+                }
+                self.current = None;
+                if line.len() < 6 {
+                    return true;
+                }
+                let Some(id) = hex4(&line[..4]) else {
+                    return true;
+                };
+                if id > last {
+                    return false;
+                }
+                if self.wanted.contains(&id) {
+                    self.current = Some(id);
+                    self.out.vendors.insert(id, name_of(&line[4..]));
+                }
+            }
+        }
+        true
+    }
 }
 
 fn hex4(b: &[u8]) -> Option<u16> {
-    u16::from_str_radix(std::str::from_utf8(b).ok()?, 16).ok()
+    let mut v = 0u16;
+    for &c in b.get(..4)? {
+        v = (v << 4) | u16::from((c as char).to_digit(16)? as u8);
+    }
+    Some(v)
 }
 
 fn name_of(b: &[u8]) -> String {
@@ -94,17 +194,25 @@ pub fn name_devices(path: &Path, topo: &mut Topology) {
     // Through the input layer: a FIFO or device (`--pci-ids /dev/zero`) is refused by type,
     // and no more than 64 MiB is read (the real file is under 2 MiB).
     let max = crate::sources::fsroot::input::MAX_SIDE_FILE_BYTES;
-    let text = match crate::sources::fsroot::input::open_input_file(path, max) {
-        Ok(f) => std::io::BufReader::with_capacity(64 << 10, f),
-        Err(e) => {
-            topo.warnings.push(crate::model::Warning {
-                path: path.display().to_string(),
-                message: format!("PCI ID database unreadable ({e}); devices shown by numeric ID"),
-            });
-            return;
-        }
+    let unreadable = |topo: &mut Topology, e: std::io::Error| {
+        topo.warnings.push(crate::model::Warning {
+            path: path.display().to_string(),
+            message: format!("PCI ID database unreadable ({e}); devices shown by numeric ID"),
+        });
     };
-    let names = parse_wanted(text, &wanted);
+    let file = match crate::sources::fsroot::input::open_input_file(path, max) {
+        Ok(f) => f,
+        Err(e) => return unreadable(topo, e),
+    };
+    let present: HashSet<(u16, u16)> = topo
+        .devices
+        .iter()
+        .filter_map(|d| Some((d.vendor_id?, d.device_id?)))
+        .collect();
+    let names = match parse_stream(file, &wanted, Some(&present)) {
+        Ok(n) => n,
+        Err(e) => return unreadable(topo, e),
+    };
     for d in &mut topo.devices {
         let Some(v) = d.vendor_id else { continue };
         d.vendor_name = names.vendors.get(&v).cloned().or(d.vendor_name.take());
@@ -126,6 +234,27 @@ mod tests {
     fn lazy_subset() {
         let db = b"# c\n10b5  PLX Technology, Inc.\n\t9797  PEX 9797 PCIe Gen3 Switch\n15b3  Mellanox Technologies\n\t1013  MT27700 Family [ConnectX-4]\n\t\t15b3 0003  sub\nC 02  Network controller\n\t00  Ethernet\n";
         let n = parse_wanted(&db[..], &HashSet::from([0x15b3]));
+        // A CRLF file, a last line without newline, a vendor line that is not hex.
+        let crlf = b"zzzz  Not hex\n15b3  Mellanox\r\n\t1013  CX4";
+        let m = parse_wanted(&crlf[..], &HashSet::from([0x15b3]));
+        assert_eq!(m.vendors[&0x15b3], "Mellanox");
+        assert_eq!(m.devices[&(0x15b3, 0x1013)], "CX4");
+        // The stream parse, fed a byte at a time, finds the same names.
+        struct Drip<'a>(&'a [u8]);
+        impl std::io::Read for Drip<'_> {
+            fn read(&mut self, b: &mut [u8]) -> std::io::Result<usize> {
+                let n = self.0.len().min(1).min(b.len());
+                b[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        for text in [&db[..], &crlf[..]] {
+            let want = HashSet::from([0x15b3, 0x10b5]);
+            let a = parse_devices(text, &want, None);
+            let b = parse_stream(Drip(text), &want, None).unwrap();
+            assert_eq!((a.vendors, a.devices), (b.vendors, b.devices));
+        }
         assert_eq!(n.vendors.len(), 1);
         assert_eq!(n.devices[&(0x15b3, 0x1013)], "MT27700 Family [ConnectX-4]");
         assert!(!n.devices.contains_key(&(0x10b5, 0x9797)));

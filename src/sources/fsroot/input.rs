@@ -43,29 +43,39 @@ pub fn open_input(path: &Path) -> io::Result<Opened> {
 /// Opens a regular input file (not a directory) for streaming, reading at most `max` bytes:
 /// the reader fails with a clear error past that.
 pub fn open_input_file(path: &Path, max: u64) -> io::Result<impl Read> {
+    let (f, _) = regular_input(path, max)?;
+    Ok(Bounded {
+        inner: f,
+        left: max,
+        max,
+    })
+}
+
+/// Opens a regular input file and gives its size, refusing a directory, a special file or a
+/// size over `max`.
+fn regular_input(path: &Path, max: u64) -> io::Result<(File, u64)> {
     match open_input(path)? {
         Opened::Dir => Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             "a directory, not a file",
         )),
-        Opened::File(f, len) => {
-            if len > max {
-                return Err(too_large(len, max));
-            }
-            Ok(Bounded {
-                inner: f,
-                left: max,
-                max,
-            })
-        }
+        Opened::File(_, len) if len > max => Err(too_large(len, max)),
+        Opened::File(f, len) => Ok((f, len)),
     }
 }
 
 /// Reads a whole regular input file of at most `max` bytes.
 pub fn read_input(path: &Path, max: u64) -> io::Result<Vec<u8>> {
-    let mut r = open_input_file(path, max)?;
-    let mut v = Vec::new();
-    r.read_to_end(&mut v)?;
+    let (file, len) = regular_input(path, max)?;
+    // Room for the whole file as `fstat` gave it, and a byte to see its end: one read for a
+    // file that is not growing (procfs says 0, and the buffer grows as it goes).
+    let mut v = Vec::with_capacity(usize::try_from(len).unwrap_or(0).saturating_add(1));
+    Bounded {
+        inner: file,
+        left: max,
+        max,
+    }
+    .read_to_end(&mut v)?;
     Ok(v)
 }
 
