@@ -7,7 +7,7 @@
 mod common;
 
 use peerpath::model::{Bdf, DeviceKind, SourceInfo, Topology};
-use peerpath::sources::fsroot::{DirRoot, Entry, EntryKind, FsRoot};
+use peerpath::sources::fsroot::{self, DirRoot, Entry, EntryKind, FsRoot, OpenDir};
 use peerpath::sources::sysfs::{self, ScanOptions};
 use std::io;
 use std::os::unix::fs::symlink;
@@ -262,6 +262,12 @@ impl FsRoot for FaultyRoot {
     fn read_dir(&self, p: &Path) -> io::Result<Vec<Entry>> {
         self.check(p)?;
         self.inner.read_dir(p)
+    }
+    fn open_dir<'a>(&'a self, p: &Path) -> io::Result<Box<dyn OpenDir + 'a>> {
+        self.check(p)?;
+        self.inner.open_dir(p)?;
+        // Names are read through this root's checks, not the inner root's descriptor.
+        Ok(fsroot::path_dir(self, p))
     }
     fn kind(&self, p: &Path) -> Option<EntryKind> {
         self.inner.kind(p)

@@ -1,7 +1,7 @@
 //! The [`Recorder`]: an [`FsRoot`] wrapper that logs every path the scanner read, listed,
 //! followed or tested, with the bytes it read, so the archive is exactly what was read.
 
-use crate::sources::fsroot::{Entry, EntryKind, FsRoot};
+use crate::sources::fsroot::{Entry, EntryKind, FsRoot, OpenDir};
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -88,11 +88,43 @@ impl FsRoot for Recorder<'_> {
         }
         r
     }
+    fn open_dir<'b>(&'b self, path: &Path) -> io::Result<Box<dyn OpenDir + 'b>> {
+        // Opening a directory is a look at it: the names read in it are noted one by one.
+        self.note(path, Access::Kind);
+        let inner = self.inner.open_dir(path)?;
+        Ok(Box::new(RecordedDir { rec: self, inner }))
+    }
     fn kind(&self, path: &Path) -> Option<EntryKind> {
         self.note(path, Access::Kind);
         self.inner.kind(path)
     }
     fn describe(&self) -> String {
         self.inner.describe()
+    }
+}
+
+/// A directory held open through a [`Recorder`]: every name read or followed in it is logged
+/// under its full path, as the path-based calls are.
+struct RecordedDir<'b> {
+    rec: &'b Recorder<'b>,
+    inner: Box<dyn OpenDir + 'b>,
+}
+
+impl OpenDir for RecordedDir<'_> {
+    fn path(&self) -> &Path {
+        self.inner.path()
+    }
+    fn read_limited(&self, name: &str, limit: usize) -> io::Result<Vec<u8>> {
+        let path = self.inner.path().join(name);
+        self.rec.note(&path, Access::Read);
+        let r = self.inner.read_limited(name, limit);
+        if let (Ok(b), Ok(mut l)) = (&r, self.rec.log.lock()) {
+            l.content.insert(path, b.clone());
+        }
+        r
+    }
+    fn read_link(&self, name: &str) -> io::Result<PathBuf> {
+        self.rec.note(&self.inner.path().join(name), Access::Link);
+        self.inner.read_link(name)
     }
 }

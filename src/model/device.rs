@@ -279,7 +279,8 @@ pub struct Device {
     pub config: Option<ConfigSpace>,
     /// Physical function, when this is an SR-IOV virtual function (`physfn`).
     pub physfn: Option<Bdf>,
-    /// Number of virtual functions (`virtfn*` links).
+    /// Number of virtual functions: the scanned functions whose `physfn` link names this one
+    /// (the kernel also links them from here as `virtfn*`).
     pub vf_count: u32,
     /// Assigned BARs (`resource`).
     pub bars: Vec<Bar>,

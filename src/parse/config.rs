@@ -221,6 +221,71 @@ pub fn speed_code_gts(code: u8) -> Option<f64> {
     crate::model::pcie::by_code(code).map(|g| g.gts)
 }
 
+/// Capability ID of the bridge subsystem IDs (SSVID, PCI Bridge spec).
+pub const CAP_ID_SSVID: u8 = 0x0d;
+
+/// The identity the kernel shows in sysfs (`vendor`, `device`, `class`, `revision`,
+/// `subsystem_vendor`, `subsystem_device`), as the kernel reads it from config space when it
+/// sets a device up (`pci_setup_device`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeaderIds {
+    /// Vendor ID (+0x00).
+    pub vendor_id: u16,
+    /// Device ID (+0x02).
+    pub device_id: u16,
+    /// Revision ID (+0x08).
+    pub revision: u8,
+    /// Class code (+0x09..0x0b) as 0xCCSSPP.
+    pub class: u32,
+    /// Subsystem vendor and device: +0x2c of a type-0 header; a bridge's SSVID capability (0
+    /// and 0 where it has none, as the kernel leaves them); `None` where the bytes given do not
+    /// hold them (a bridge's capabilities or a CardBus header's +0x40 lie past 64 bytes).
+    pub subsystem: Option<(u16, u16)>,
+}
+
+/// The sysfs identity of a device from its config bytes, or `None` where the header does not
+/// give it: fewer than 64 bytes, a device that reads all ones, or a virtual function (its
+/// vendor and device read 0xffff; the kernel takes them from the physical function).
+pub fn header_ids(bytes: &[u8]) -> Option<HeaderIds> {
+    if bytes.len() < 64 {
+        return None;
+    }
+    let vendor_id = rd16(bytes, 0)?;
+    let device_id = rd16(bytes, 2)?;
+    if vendor_id == 0xffff || device_id == 0xffff {
+        return None;
+    }
+    let rev_class = rd32(bytes, 8)?;
+    let subsystem = match rd8(bytes, 0x0e)? & 0x7f {
+        0 => Some((rd16(bytes, 0x2c)?, rd16(bytes, 0x2e)?)),
+        1 if bytes.len() >= 256 => {
+            let mut found = (0, 0);
+            if rd16(bytes, 0x06)? & 0x10 != 0 {
+                let mut ptr = (rd8(bytes, 0x34)? & 0xfc) as usize;
+                let mut visits = 0;
+                while (0x40..256).contains(&ptr) && visits < 48 {
+                    visits += 1;
+                    if rd8(bytes, ptr)? == CAP_ID_SSVID {
+                        found = (rd16(bytes, ptr + 4)?, rd16(bytes, ptr + 6)?);
+                        break;
+                    }
+                    ptr = (rd8(bytes, ptr + 1)? & 0xfc) as usize;
+                }
+            }
+            Some(found)
+        }
+        2 if bytes.len() >= 0x44 => Some((rd16(bytes, 0x40)?, rd16(bytes, 0x42)?)),
+        _ => None,
+    };
+    Some(HeaderIds {
+        vendor_id,
+        device_id,
+        revision: (rev_class & 0xff) as u8,
+        class: rev_class >> 8,
+        subsystem,
+    })
+}
+
 /// Decodes config space. Refuses fewer than the 64 header bytes ([`Reason::ShortConfig`]) and
 /// a header that reads all ones ([`Reason::DeviceGone`]). Capability lists are walked with a
 /// visit bound, so a looping or out-of-range list ends the walk instead of hanging.
@@ -378,6 +443,33 @@ mod tests {
         b[0x14c..0x14e].copy_from_slice(&0x005fu16.to_le_bytes());
         b[0x14e..0x150].copy_from_slice(&acs_ctl.to_le_bytes());
         b
+    }
+
+    #[test]
+    fn header_ids_follow_the_header_type() {
+        let mut b = bridge(6, 0x1d);
+        b[0x08] = 0xa1;
+        // A bridge without SSVID: 0/0, as the kernel leaves them; past 64 bytes only.
+        let h = header_ids(&b).unwrap();
+        assert_eq!(
+            (h.vendor_id, h.device_id, h.revision, h.class),
+            (0x10b5, 0x9797, 0xa1, 0x060400)
+        );
+        assert_eq!(h.subsystem, Some((0, 0)));
+        assert_eq!(header_ids(&b[..64]).unwrap().subsystem, None);
+        // With an SSVID capability chained after the PCIe one.
+        b[0x41] = 0x80;
+        b[0x80..0x88].copy_from_slice(&[CAP_ID_SSVID, 0, 0, 0, 0x3c, 0x10, 0x34, 0x12]);
+        assert_eq!(header_ids(&b).unwrap().subsystem, Some((0x103c, 0x1234)));
+        // A type-0 header holds them at +0x2c within the first 64 bytes.
+        let mut e = vec![0u8; 64];
+        e[0..4].copy_from_slice(&[0xde, 0x10, 0x30, 0x23]);
+        e[0x2c..0x30].copy_from_slice(&[0xde, 0x10, 0x7b, 0x16]);
+        assert_eq!(header_ids(&e).unwrap().subsystem, Some((0x10de, 0x167b)));
+        // A virtual function (0xffff IDs) and a short file give nothing.
+        e[0..4].copy_from_slice(&[0xff; 4]);
+        assert!(header_ids(&e).is_none());
+        assert!(header_ids(&b[..63]).is_none());
     }
 
     #[test]

@@ -76,6 +76,21 @@ pub trait FsRoot: Send + Sync {
         self.read_limited(path, 1 << 20)
     }
 
+    /// Opens a directory once for several look-ups of names directly in it (a device's
+    /// attributes and links), without listing it: a name that is absent is `NotFound` from the
+    /// read itself, which costs less than a listing of a directory of tens of entries. The
+    /// default goes through the path-based methods; [`DirRoot`] keeps one descriptor, so each
+    /// name is a one-component lookup instead of a walk from the root.
+    fn open_dir<'a>(&'a self, path: &Path) -> io::Result<Box<dyn OpenDir + 'a>> {
+        if !self.is_dir(path) {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{}: no such directory", path.display()),
+            ));
+        }
+        Ok(path_dir(self, path))
+    }
+
     /// Whether `path`, links followed inside the root, is a directory.
     fn is_dir(&self, path: &Path) -> bool {
         self.resolve(path)
@@ -126,6 +141,49 @@ pub trait FsRoot: Send + Sync {
             }
         }
         Ok(out)
+    }
+}
+
+/// A directory opened by [`FsRoot::open_dir`]: names in it read relative to it. Names are
+/// single components (`vendor`, `driver`); anything else is resolved from the root like a path.
+pub trait OpenDir {
+    /// The directory's path, relative to the root.
+    fn path(&self) -> &Path;
+    /// Reads the file `name` in the directory, at most `limit` bytes.
+    fn read_limited(&self, name: &str, limit: usize) -> io::Result<Vec<u8>>;
+    /// Target of the link `name` in the directory, as stored.
+    fn read_link(&self, name: &str) -> io::Result<PathBuf>;
+
+    /// Reads the file `name`, up to 1 MiB (as [`FsRoot::read`]).
+    fn read(&self, name: &str) -> io::Result<Vec<u8>> {
+        self.read_limited(name, 1 << 20)
+    }
+}
+
+/// An [`OpenDir`] that reads through the path-based methods of `fs` (the default of
+/// [`FsRoot::open_dir`], for roots that hold no descriptors).
+pub fn path_dir<'a, F: FsRoot + ?Sized>(fs: &'a F, path: &Path) -> Box<dyn OpenDir + 'a> {
+    Box::new(PathDir {
+        fs,
+        path: path.to_path_buf(),
+    })
+}
+
+/// [`OpenDir`] through the path-based methods of any root.
+struct PathDir<'a, F: FsRoot + ?Sized> {
+    fs: &'a F,
+    path: PathBuf,
+}
+
+impl<F: FsRoot + ?Sized> OpenDir for PathDir<'_, F> {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+    fn read_limited(&self, name: &str, limit: usize) -> io::Result<Vec<u8>> {
+        self.fs.read_limited(&self.path.join(name), limit)
+    }
+    fn read_link(&self, name: &str) -> io::Result<PathBuf> {
+        self.fs.read_link(&self.path.join(name))
     }
 }
 

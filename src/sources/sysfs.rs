@@ -95,13 +95,6 @@ fn read_opt(fs: &dyn FsRoot, log: &Log, path: &Path) -> Option<Vec<u8>> {
     }
 }
 
-/// Name of a link's target (`driver` → `mlx5_core`), read without following it: dangling
-/// links still name their target.
-fn link_name(fs: &dyn FsRoot, path: &Path) -> Option<String> {
-    let t = fs.read_link(path).ok()?;
-    t.file_name()?.to_str().map(str::to_string)
-}
-
 /// Scans the sysfs/procfs files under `fs` into a topology: [`discover`], then [`assemble`]
 /// with the PCI ID database of `opts`.
 pub fn scan(fs: &dyn FsRoot, source: SourceInfo, opts: &ScanOptions) -> io::Result<Topology> {
@@ -294,7 +287,7 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
         } else {
             None
         };
-        let listing = match fs.read_dir(dir) {
+        let held = match fs.open_dir(dir) {
             Ok(l) => l,
             Err(e) if *listed && e.kind() == io::ErrorKind::NotFound && fs.kind(dir).is_none() => {
                 log.warn(
@@ -311,21 +304,79 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
                 continue;
             }
         };
-        let has = |n: &str| listing.iter().any(|e| e.name == n);
+        // Each attribute is opened relative to the held directory; one that is absent is
+        // `NotFound` from that open (no listing of the directory is read).
         let get = |n: &str| -> Option<Vec<u8>> {
-            if has(n) {
-                read_opt(fs, &log, &dir.join(n))
-            } else {
-                None
+            match held.read(n) {
+                Ok(b) => Some(b),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+                Err(e) => {
+                    log.warn(
+                        &dir.join(n),
+                        format!("could not read ({e}); value treated as unknown"),
+                    );
+                    None
+                }
             }
         };
+        let link_value = |n: &str| -> Option<Vec<u8>> {
+            let t = held.read_link(n).ok()?;
+            Some(t.file_name()?.as_encoded_bytes().to_vec())
+        };
+        // Config space first: its header holds what the kernel shows as `vendor`, `device`,
+        // `class`, `revision` and the subsystem IDs, and (256 bytes or more, as root) the
+        // link registers behind the four link attributes, so those files are read only where
+        // config does not answer (a short or missing config, a virtual function).
+        let mut header: Option<config::HeaderIds> = None;
+        match held.read_limited("config", 4096) {
+            Ok(b) => {
+                header = config::header_ids(&b);
+                match config::parse(&b) {
+                    Ok(c) => d.config = Some(c),
+                    Err(r) => log.warn(&dir.join("config"), format!("{r}; config facts unknown")),
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => log.warn(
+                &dir.join("config"),
+                format!("unreadable ({e}); config facts unknown"),
+            ),
+        }
+        // Only a virtual function has a `physfn` link, and its header reads 0xffff for vendor
+        // and device (PCIe SR-IOV spec, 3.4.1.1): a header with real IDs is no virtual
+        // function, and the link is looked for only where config did not say.
+        let physfn = if header.is_some() {
+            None
+        } else {
+            link_value("physfn")
+        };
         let id = |n: &str| log.value(&dir.join(n), get(n), attr::hex_u16);
-        let class = log.value(&dir.join("class"), get("class"), attr::hex_u32);
-        d.vendor_id = id("vendor");
-        d.device_id = id("device");
-        d.subsystem_vendor_id = id("subsystem_vendor");
-        d.subsystem_device_id = id("subsystem_device");
-        d.revision = log.value(&dir.join("revision"), get("revision"), attr::hex_u8);
+        let class = match header {
+            Some(h) => Some(h.class),
+            None => log.value(&dir.join("class"), get("class"), attr::hex_u32),
+        };
+        match header {
+            Some(h) => {
+                d.vendor_id = Some(h.vendor_id);
+                d.device_id = Some(h.device_id);
+                d.revision = Some(h.revision);
+            }
+            None => {
+                d.vendor_id = id("vendor");
+                d.device_id = id("device");
+                d.revision = log.value(&dir.join("revision"), get("revision"), attr::hex_u8);
+            }
+        }
+        match header.and_then(|h| h.subsystem) {
+            Some((v, dev)) => {
+                d.subsystem_vendor_id = Some(v);
+                d.subsystem_device_id = Some(dev);
+            }
+            None => {
+                d.subsystem_vendor_id = id("subsystem_vendor");
+                d.subsystem_device_id = id("subsystem_device");
+            }
+        }
         d.numa_node = log
             .value(&dir.join("numa_node"), get("numa_node"), attr::numa_node)
             .flatten();
@@ -337,13 +388,23 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
                 cpulist::parse_mask,
             ),
         };
+        let pcie = d.config.as_ref().and_then(|c| c.pcie.as_ref());
         // Widths: `Some(None)` is a read 0. A negotiated width of 0 is a link that is down
         // (known: width 0, and the kernel writes `Unknown` for its speed); a capable width of 0
         // means LNKCAP is not implemented: no link of its own (root-complex integrated
-        // endpoints; virtual functions are dropped below by `physfn`).
+        // endpoints; virtual functions are dropped below by `physfn`). From config, the same
+        // registers the kernel formats into those files.
         let width = |n: &str| log.value(&dir.join(n), get(n), attr::link_width);
-        let cur_w = width("current_link_width");
-        let max_w = width("max_link_width");
+        // The kernel makes the four link attributes together (one attribute group, PCI Express
+        // devices only); snapshots keep a speed with its width (hwloc's copies only the
+        // `current_` pair): where neither width file is there, the speeds are not looked for.
+        let (cur_w, max_w, has_link_files) = match pcie {
+            Some(p) => (Some(p.link_sta_width), Some(p.link_cap_width), false),
+            None => {
+                let (c, m) = (width("current_link_width"), width("max_link_width"));
+                (c, m, c.is_some() || m.is_some())
+            }
+        };
         // Down only on a port or device whose capability is a real lane count: a 0 beside a
         // refused or absent `max_link_width` says nothing.
         let link_down = cur_w == Some(None) && matches!(max_w, Some(Some(_)));
@@ -357,31 +418,21 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
             }
             log.value(&dir.join(n), b, attr::link_speed_gts)
         };
-        let link = LinkInfo {
-            current_gts: speed("current_link_speed"),
-            current_width: if link_down { Some(0) } else { cur_w.flatten() },
-            max_gts: speed("max_link_speed"),
-            max_width: max_w.flatten(),
+        let link = match pcie {
+            Some(p) => LinkInfo {
+                current_gts: if link_down { None } else { p.link_sta_gts },
+                current_width: if link_down { Some(0) } else { p.link_sta_width },
+                max_gts: p.link_cap_gts,
+                max_width: p.link_cap_width,
+            },
+            None if !has_link_files => LinkInfo::default(),
+            None => LinkInfo {
+                current_gts: speed("current_link_speed"),
+                current_width: if link_down { Some(0) } else { cur_w.flatten() },
+                max_gts: speed("max_link_speed"),
+                max_width: max_w.flatten(),
+            },
         };
-        if has("config") {
-            match fs.read_limited(&dir.join("config"), 4096) {
-                Ok(b) => match config::parse(&b) {
-                    Ok(c) => d.config = Some(c),
-                    Err(r) => log.warn(&dir.join("config"), format!("{r}; config facts unknown")),
-                },
-                Err(e) => log.warn(
-                    &dir.join("config"),
-                    format!("unreadable ({e}); config facts unknown"),
-                ),
-            }
-        }
-        let mut link = link;
-        if let Some(p) = d.config.as_ref().and_then(|c| c.pcie.as_ref()) {
-            link.current_gts = link.current_gts.or(p.link_sta_gts);
-            link.current_width = link.current_width.or(p.link_sta_width);
-            link.max_gts = link.max_gts.or(p.link_cap_gts);
-            link.max_width = link.max_width.or(p.link_cap_width);
-        }
         let integrated = matches!(
             d.port_type(),
             Some(PortType::RcIntegratedEndpoint | PortType::RcEventCollector)
@@ -423,39 +474,37 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
                 );
             }
         }
-        let aer = |n: &str| log.value(&dir.join(n), get(n), aer::parse);
-        d.aer_correctable = aer("aer_dev_correctable");
-        d.aer_nonfatal = aer("aer_dev_nonfatal");
-        d.aer_fatal = aer("aer_dev_fatal");
-        if has("driver") {
-            d.driver = link_name(fs, &dir.join("driver"));
+        // The kernel makes the AER counters only for a device with the AER capability: where
+        // the extended config space was read and has none, there is nothing to look for.
+        let ext = d.config.as_ref().filter(|c| c.has_extended());
+        // The three counters are one attribute group: where the first is absent, so are the
+        // others.
+        if ext.is_none_or(|c| c.aer_offset.is_some())
+            && let Some(b) = get("aer_dev_correctable")
+        {
+            let aer = |n: &str| log.value(&dir.join(n), get(n), aer::parse);
+            d.aer_correctable = log.value(&dir.join("aer_dev_correctable"), Some(b), aer::parse);
+            d.aer_nonfatal = aer("aer_dev_nonfatal");
+            d.aer_fatal = aer("aer_dev_fatal");
         }
-        let link_value = |n: &str| link_name(fs, &dir.join(n)).map(String::into_bytes);
-        if has("iommu_group") {
-            d.iommu_group = log.value(
-                &dir.join("iommu_group"),
-                link_value("iommu_group"),
-                attr::uint,
-            );
-            if let Some(g) = d.iommu_group {
-                groups.entry(g).or_insert(None);
-            }
+        d.driver = link_value("driver").and_then(|b| String::from_utf8(b).ok());
+        d.iommu_group = log.value(
+            &dir.join("iommu_group"),
+            link_value("iommu_group"),
+            attr::uint,
+        );
+        if let Some(g) = d.iommu_group {
+            groups.entry(g).or_insert(None);
         }
-        if has("physfn") {
-            d.physfn = log.value(&dir.join("physfn"), link_value("physfn"), |b| {
-                attr::pci_address(attr::text(b)?)
-            });
-        }
+        d.physfn = log.value(&dir.join("physfn"), physfn, |b| {
+            attr::pci_address(attr::text(b)?)
+        });
         if d.physfn.is_some() {
             // A virtual function has no link of its own: its traffic uses its physical
             // function's (the kernel reads reserved registers for it).
             d.link = None;
         }
-        d.vf_count = listing
-            .iter()
-            .filter(|e| e.name.starts_with("virtfn"))
-            .count() as u32;
-        if has("vpd") && wants_vpd(&d) {
+        if wants_vpd(&d) {
             let kws = read_vpd(fs, &log, &dir.join("vpd"));
             d.vpd = kws.iter().map(|(k, _)| k.clone()).collect();
             if !kws.is_empty() {
@@ -464,6 +513,18 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
         }
         by_path.insert(dir.clone(), devices.len());
         devices.push(d);
+    }
+
+    // Virtual functions per physical function, from each VF's `physfn` link (the kernel
+    // links both ways: `virtfnN` in the PF, `physfn` in each VF).
+    let mut vfs: HashMap<Bdf, u32> = HashMap::new();
+    for d in &devices {
+        if let Some(pf) = d.physfn {
+            *vfs.entry(pf).or_default() += 1;
+        }
+    }
+    for d in &mut devices {
+        d.vf_count = vfs.get(&d.bdf).copied().unwrap_or(0);
     }
 
     // IOMMU group types, one read per group.

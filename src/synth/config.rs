@@ -8,6 +8,8 @@ use super::{Function, Link, Role};
 pub const PCIE_CAP_OFFSET: usize = 0x40;
 /// Offset of the VPD capability of functions with VPD (after the PCIe capability's 0x3c bytes).
 pub const VPD_CAP_OFFSET: usize = 0x80;
+/// Where a bridge's subsystem ID capability (SSVID, ID 0x0d) sits, chained last.
+pub const SSVID_CAP_OFFSET: usize = 0x88;
 /// ACS Capability register value written on ports with ACS: SV|TB|RR|CR|UF|DT (0x5f).
 pub const ACS_CAPABILITY: u16 = 0x5f;
 
@@ -146,6 +148,21 @@ pub fn build(f: &Function, ctx: &ConfigContext) -> Vec<u8> {
         w8(&mut b, PCIE_CAP_OFFSET + 1, VPD_CAP_OFFSET as u8);
         w8(&mut b, VPD_CAP_OFFSET, 0x03);
         w8(&mut b, VPD_CAP_OFFSET + 1, 0x00);
+    }
+    if f.role.is_bridge() && (f.subsystem_vendor, f.subsystem_device) != (0, 0) {
+        // A type-1 header has no subsystem registers: a bridge names its subsystem in an SSVID
+        // capability (QEMU's root ports carry one), which is where the kernel reads
+        // `subsystem_vendor` and `subsystem_device` from.
+        let last = if f.vpd.is_some() {
+            VPD_CAP_OFFSET
+        } else {
+            PCIE_CAP_OFFSET
+        };
+        w8(&mut b, last + 1, SSVID_CAP_OFFSET as u8);
+        w8(&mut b, SSVID_CAP_OFFSET, crate::parse::config::CAP_ID_SSVID);
+        w8(&mut b, SSVID_CAP_OFFSET + 1, 0x00);
+        w16(&mut b, SSVID_CAP_OFFSET + 4, f.subsystem_vendor);
+        w16(&mut b, SSVID_CAP_OFFSET + 6, f.subsystem_device);
     }
     extended_caps(&mut b, f, ctx);
     b

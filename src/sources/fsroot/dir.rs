@@ -7,12 +7,13 @@
 //! with `fstat` and refused unless regular (a FIFO or device never blocks or is read), and read
 //! to a bound.
 
-use super::{Entry, EntryKind, FsRoot, MAX_LINKS, special_file_error};
-use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, ResolveFlags};
+use super::{Entry, EntryKind, FsRoot, MAX_LINKS, OpenDir, special_file_error};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir, ResolveFlags};
 use rustix::io::Errno;
 use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{self, Read};
+use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
@@ -214,61 +215,133 @@ impl DirRoot {
         let fd = self.open_in_root(parent, OFlags::PATH | OFlags::DIRECTORY)?;
         Ok((fd, name))
     }
-
-    /// Reads up to `limit` bytes of the regular files `names` in directory `dir` with one
-    /// lookup of the directory; each name is a single component opened with `O_NOFOLLOW`
-    /// relative to it, so none can leave the root. A name that is a link is read through
-    /// [`FsRoot::read_limited`] (resolved inside the root).
-    pub fn read_in_dir(
-        &self,
-        dir: &Path,
-        names: &[&str],
-        limit: usize,
-    ) -> Vec<io::Result<Vec<u8>>> {
-        let dfd = match self.open_in_root(dir, OFlags::PATH | OFlags::DIRECTORY) {
-            Ok(fd) => fd,
-            Err(e) => {
-                return names
-                    .iter()
-                    .map(|_| Err(io::Error::new(e.kind(), e.to_string())))
-                    .collect();
-            }
-        };
-        names
-            .iter()
-            .map(|n| {
-                if n.contains('/') || *n == ".." || n.is_empty() {
-                    return self.read_limited(&dir.join(n), limit);
-                }
-                match rustix::fs::openat(
-                    &dfd,
-                    *n,
-                    OFlags::RDONLY
-                        | OFlags::NONBLOCK
-                        | OFlags::NOCTTY
-                        | OFlags::NOFOLLOW
-                        | OFlags::CLOEXEC,
-                    Mode::empty(),
-                ) {
-                    Ok(fd) => read_regular(fd, limit),
-                    Err(Errno::LOOP) => self.read_limited(&dir.join(n), limit),
-                    Err(e) => Err(errno(e)),
-                }
-            })
-            .collect()
-    }
 }
 
-/// `fstat`s an open file, refuses anything but a regular file, and reads up to `limit` bytes.
+/// `fstat`s an open file, refuses anything but a regular file, and reads up to `limit` bytes
+/// with as few `read` calls as the file allows. A short read of a file with a size is its end:
+/// sysfs hands an attribute over whole in one read (it reports a page, or a binary attribute's
+/// length, as the size) and a file on disk gives what is left. A file that reports no size
+/// (procfs) may hand over a record at a time, so it is read until a read returns nothing.
 fn read_regular(fd: OwnedFd, limit: usize) -> io::Result<Vec<u8>> {
     let st = rustix::fs::fstat(&fd).map_err(errno)?;
     let t = FileType::from_raw_mode(st.st_mode);
     if t != FileType::RegularFile {
         return Err(special_file_error(t));
     }
-    let mut buf = Vec::with_capacity(256.min(limit));
-    File::from(fd).take(limit as u64).read_to_end(&mut buf)?;
+    let sized = st.st_size > 0;
+    let first = if sized {
+        usize::try_from(st.st_size)
+            .unwrap_or(usize::MAX)
+            .saturating_add(1)
+    } else {
+        4096
+    };
+    let mut buf = vec![0u8; first.min(limit)];
+    let mut len = 0;
+    let mut file = File::from(fd);
+    loop {
+        if len == buf.len() {
+            if len >= limit {
+                break;
+            }
+            buf.resize(len.saturating_mul(2).clamp(4096, limit), 0);
+        }
+        let asked = buf.len() - len;
+        let n = match file.read(&mut buf[len..]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        len += n;
+        if n == 0 || (sized && n < asked) {
+            break;
+        }
+    }
+    buf.truncate(len);
     Ok(buf)
+}
+
+/// The entries of the open directory `fd`, sorted by name, read with `getdents64` on that
+/// descriptor (no second descriptor). `.` and `..` and names that are not UTF-8 are left out;
+/// an entry of unknown type (a file system that does not say) is looked at with `fstatat`.
+fn list(fd: BorrowedFd<'_>) -> io::Result<Vec<Entry>> {
+    let mut v = Vec::new();
+    let mut buf: Vec<MaybeUninit<u8>> = Vec::with_capacity(16 << 10);
+    buf.resize(16 << 10, MaybeUninit::uninit());
+    let mut it = RawDir::new(fd, &mut buf);
+    while let Some(e) = it.next() {
+        let e = e.map_err(errno)?;
+        let name = e.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        let Ok(name) = std::str::from_utf8(name) else {
+            continue;
+        };
+        let kind = match e.file_type() {
+            FileType::Unknown => rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW)
+                .map(|st| kind_of(FileType::from_raw_mode(st.st_mode)))
+                .unwrap_or(EntryKind::Other),
+            t => kind_of(t),
+        };
+        if v.len() >= MAX_DIR_ENTRIES {
+            return Err(io::Error::new(
+                io::ErrorKind::OutOfMemory,
+                format!("more than {MAX_DIR_ENTRIES} entries; directory not listed"),
+            ));
+        }
+        v.push(Entry {
+            name: name.to_string(),
+            kind,
+        });
+    }
+    v.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(v)
+}
+
+/// A directory of a [`DirRoot`] held open (an `O_PATH` descriptor): names in it are opened
+/// relative to it, one component with `O_NOFOLLOW` (never `..`, never a path), so none can
+/// leave the root; a name that is a link is resolved from the root like any path.
+struct HeldDir<'a> {
+    root: &'a DirRoot,
+    path: PathBuf,
+    fd: OwnedFd,
+}
+
+impl HeldDir<'_> {
+    /// Whether `name` is one plain component that can be looked up in the directory itself.
+    fn plain(name: &str) -> bool {
+        !(name.is_empty() || name == "." || name == ".." || name.contains('/'))
+    }
+}
+
+impl OpenDir for HeldDir<'_> {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+    fn read_limited(&self, name: &str, limit: usize) -> io::Result<Vec<u8>> {
+        if !Self::plain(name) {
+            return self.root.read_limited(&self.path.join(name), limit);
+        }
+        match rustix::fs::openat(
+            &self.fd,
+            name,
+            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(fd) => read_regular(fd, limit),
+            // A link (O_NOFOLLOW refuses it): resolved inside the root.
+            Err(Errno::LOOP) => self.root.read_limited(&self.path.join(name), limit),
+            Err(e) => Err(errno(e)),
+        }
+    }
+    fn read_link(&self, name: &str) -> io::Result<PathBuf> {
+        if !Self::plain(name) {
+            return self.root.read_link(&self.path.join(name));
+        }
+        let t = rustix::fs::readlinkat(&self.fd, name, Vec::new()).map_err(errno)?;
+        Ok(PathBuf::from(OsStr::from_bytes(t.as_bytes())))
+    }
 }
 
 /// The checked walk: resolves `rel` under `root` one component at a time. Every component is
@@ -370,35 +443,16 @@ impl FsRoot for DirRoot {
 
     fn read_dir(&self, path: &Path) -> io::Result<Vec<Entry>> {
         let fd = self.open_in_root(path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NONBLOCK)?;
-        let mut v = Vec::new();
-        for e in Dir::read_from(&fd).map_err(errno)? {
-            let e = e.map_err(errno)?;
-            let name = e.file_name().to_bytes();
-            if name == b"." || name == b".." {
-                continue;
-            }
-            let Ok(name) = std::str::from_utf8(name) else {
-                continue;
-            };
-            let kind = match e.file_type() {
-                FileType::Unknown => rustix::fs::statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW)
-                    .map(|st| kind_of(FileType::from_raw_mode(st.st_mode)))
-                    .unwrap_or(EntryKind::Other),
-                t => kind_of(t),
-            };
-            if v.len() >= MAX_DIR_ENTRIES {
-                return Err(io::Error::new(
-                    io::ErrorKind::OutOfMemory,
-                    format!("more than {MAX_DIR_ENTRIES} entries; directory not listed"),
-                ));
-            }
-            v.push(Entry {
-                name: name.to_string(),
-                kind,
-            });
-        }
-        v.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(v)
+        list(fd.as_fd())
+    }
+
+    fn open_dir<'a>(&'a self, path: &Path) -> io::Result<Box<dyn OpenDir + 'a>> {
+        let fd = self.open_in_root(path, OFlags::PATH | OFlags::DIRECTORY)?;
+        Ok(Box::new(HeldDir {
+            root: self,
+            path: path.to_path_buf(),
+            fd,
+        }))
     }
 
     fn kind(&self, path: &Path) -> Option<EntryKind> {
@@ -535,12 +589,24 @@ mod tests {
             assert!(names.contains(&"vendor".to_string()), "{who}: {names:?}");
             assert!(fs.is_dir(Path::new("sys/bus")));
             assert!(!fs.is_dir(Path::new("sys/escape")), "{who}");
-            let got = fs.read_in_dir(dev, &["vendor", "config", "abs", "nothing"], 64);
-            assert_eq!(got[0].as_deref().unwrap(), b"0x10de\n");
-            assert!(
-                got[1].is_err() && got[2].is_err() && got[3].is_err(),
-                "{who}"
-            );
+            // Names read relative to a held directory: a link inside the root resolves, one
+            // leaving it does not, a FIFO is refused, `..` never climbs out.
+            let held = fs.open_dir(dev).unwrap();
+            assert!(fs.open_dir(Path::new("sys/escape")).is_err(), "{who}");
+            assert_eq!(held.read("vendor").unwrap(), b"0x10de\n", "{who}");
+            assert_eq!(held.read("abs_in_root").unwrap(), b"ROOT COPY\n", "{who}");
+            for bad in [
+                "config",
+                "abs",
+                "up",
+                "nothing",
+                "loop",
+                "../../../../../outside/secret",
+            ] {
+                assert!(held.read(bad).is_err(), "{who} {bad}");
+            }
+            assert!(held.read_link("abs").is_ok(), "{who}");
+            assert!(held.read_link("vendor").is_err(), "{who}");
         }
     }
 
