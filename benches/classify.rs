@@ -5,7 +5,8 @@
 //!
 //! Run: `cargo bench --bench classify`. `summary_all` is the classification (label, NCCL
 //! path/GDR/P2P/PXN, bottleneck) of every pair without allocation per pair; `classify_all`
-//! adds the words and the hop list of every pair (what `matrix --format json` prints).
+//! adds the words and the hop list of every pair (what `matrix --format json` prints). These are
+//! the analysis alone, in process; `benches/commands.rs` times the commands themselves, end to end.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use peerpath::analysis::classify::{Classifier, ClassifyOptions, classify_all};

@@ -1,11 +1,20 @@
 #!/usr/bin/env python3
-"""Whole-process benchmark: peerpath scan side by side with lstopo and lspci on the same input,
-and against the I/O floor (a minimal C reader doing exactly the file operations peerpath's scan
-did, taken from strace of that scan). Paired runs in alternating order; medians and ratios.
+"""Whole-process benchmark of the commands users run, each beside its peer tool, as ratios:
 
-usage: benches/compare.py [--runs N] [--fixture TARBALL] [--peerpath BIN]
-Needs: lstopo-no-graphics (hwloc), lspci (pciutils), strace, gcc. Build peerpath with
-`cargo build --release` first.
+1. `peerpath scan` vs `lstopo-no-graphics --whole-io` (and lspci -tv, and the I/O floor: a
+   minimal C reader doing exactly the file operations peerpath's scan did, from strace) on the
+   137-device real snapshot; paired runs in alternating order, medians.
+2. `peerpath matrix` and `peerpath audit` vs `peerpath scan` on the synthesized 1,054-function
+   node (`peerpath fixture scaling-1024`: 248 GPUs, 248 NICs), whole processes, medians.
+3. `peerpath probe` over libfabric tcp on 127.0.0.1 vs `fi_pingpong -p tcp` at the same message
+   size (benches/probe_tcp.sh), like for like (one operation in flight) and at the probe's
+   default depth.
+
+The last lines print the three ratios together, each with the command that produced it.
+
+usage: benches/compare.py [--runs N] [--fixture TARBALL] [--peerpath BIN] [--no-probe]
+Needs: lstopo-no-graphics (hwloc), lspci (pciutils), strace, gcc, fi_pingpong (libfabric-bin).
+Build peerpath with `cargo build --release` first.
 """
 import argparse, os, random, re, resource, statistics, subprocess, sys, tarfile, tempfile, time
 
@@ -70,7 +79,10 @@ def main():
     ap.add_argument("--runs", type=int, default=21)
     ap.add_argument("--fixture", default=os.path.join(REPO, "fixtures/hwloc/32em64t-2n8c+dax+nvme+mic+dimms.tar.bz2"))
     ap.add_argument("--peerpath", default=os.path.join(REPO, "target/release/peerpath"))
+    ap.add_argument("--no-probe", action="store_true", help="skip the probe comparison")
+    ap.add_argument("--no-scaling", action="store_true", help="skip the 256..16384 scan scaling")
     a = ap.parse_args()
+    summary = []
     work = tempfile.mkdtemp(prefix="peerpath-bench-")
     with tarfile.open(a.fixture) as t:
         t.extractall(work, filter="tar") if hasattr(tarfile, "data_filter") else t.extractall(work)
@@ -109,8 +121,18 @@ def main():
     print(f"peerpath / lstopo = {med['peerpath']/med['lstopo']:.3f}")
     print(f"peerpath / lspci  = {med['peerpath']/med['lspci']:.3f}")
     print(f"peerpath / floor  = {med['peerpath']/med['floor']:.3f}")
-    scaling(a.peerpath, rss_bin, work, env, max(5, a.runs // 2))
+    summary.append(f"1. scan / lstopo = {med['peerpath']/med['lstopo']:.2f} "
+                   f"({med['peerpath']*1000:.1f} ms vs {med['lstopo']*1000:.1f} ms; "
+                   f"{' '.join(cmds['peerpath'][1:])} vs lstopo-no-graphics --whole-io, {ndev} devices)")
+    if not a.no_scaling:
+        scaling(a.peerpath, rss_bin, work, env, max(5, a.runs // 2))
     end_to_end(a.peerpath, env, max(5, a.runs // 2))
+    summary += node_1024(a.peerpath, work, env, max(5, a.runs // 3))
+    if not a.no_probe:
+        summary += probe(a.peerpath)
+    print(f"\nthe three ratios (load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}):")
+    for line in summary:
+        print("  " + line)
 
 
 def median_time(cmd, env, runs):
@@ -148,6 +170,58 @@ def end_to_end(peerpath, env, runs):
         except SystemExit:
             t = median_time_any(cmd, env, runs)
         print(f"  {' '.join(args):<18} {t*1000:>8.2f} ms")
+
+
+def node_1024(peerpath, work, env, runs):
+    """matrix, audit and place against scan of the same 1,054-function tree, paired."""
+    root = os.path.join(work, "scaling-1024")
+    if not os.path.isdir(root):
+        subprocess.run([peerpath, "fixture", "scaling-1024", "-o", root], check=True, stdout=subprocess.DEVNULL)
+    cmds = {
+        "scan --format json": ["scan", "--format", "json"],
+        "matrix": ["matrix"],
+        "audit": ["audit"],
+        "place --ranks 8": ["place", "--ranks", "8"],
+        "matrix --format json": ["matrix", "--format", "json"],
+    }
+    times = {k: [] for k in cmds}
+    for _ in range(runs):
+        order = list(cmds)
+        random.shuffle(order)
+        for k in order:
+            cmd = [peerpath] + cmds[k][:1] + ["-i", root] + cmds[k][1:]
+            t0 = time.perf_counter()
+            subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+            times[k].append(time.perf_counter() - t0)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    base = med["scan --format json"]
+    print(f"\n1,054-function node (peerpath fixture scaling-1024), {runs} paired runs:")
+    for k, t in med.items():
+        print(f"  {k:<22} {t*1000:>8.1f} ms  {t/base:5.2f}x scan")
+    return [f"2. matrix / scan = {med['matrix']/base:.2f}, audit / scan = {med['audit']/base:.2f} "
+            f"({med['matrix']*1000:.0f} ms, {med['audit']*1000:.0f} ms vs {base*1000:.0f} ms; "
+            f"peerpath matrix|audit|scan --format json -i <scaling-1024>)"]
+
+
+def probe(peerpath):
+    """benches/probe_tcp.sh: the probe vs fi_pingpong over libfabric tcp on 127.0.0.1."""
+    script = os.path.join(HERE, "probe_tcp.sh")
+    sizes = ["65536", "1048576"]
+    env = dict(os.environ, PEERPATH=peerpath)
+    print(f"\nprobe vs fi_pingpong (benches/probe_tcp.sh {' '.join(sizes)}):")
+    r = subprocess.run(["bash", script] + sizes, capture_output=True, text=True, env=env)
+    print(r.stdout.rstrip())
+    if r.returncode != 0:
+        print(r.stderr.rstrip())
+        return [f"3. probe / fi_pingpong: not measured (probe_tcp.sh exited {r.returncode})"]
+    out = []
+    for line in r.stdout.splitlines():
+        # RATIO size op depth probe_GB/s pingpong_GB/s ratio
+        f = line.split()
+        if len(f) == 7 and f[0] == "RATIO":
+            out.append(f"3. probe / fi_pingpong = {float(f[6]):.2f} at {f[1]} B {f[2]}, depth {f[3]} "
+                       f"({f[4]} vs {f[5]} GB/s; benches/probe_tcp.sh {' '.join(sizes)})")
+    return out or ["3. probe / fi_pingpong: probe_tcp.sh printed no RATIO line"]
 
 
 def median_time_any(cmd, env, runs):
