@@ -273,7 +273,10 @@ fn run_cell(
         len,
         slots,
     };
-    let fail_at = |e: String| CellOutcome { depth: slots, ..fail(e) };
+    let fail_at = |e: String| CellOutcome {
+        depth: slots,
+        ..fail(e)
+    };
     // The target's progress on its own thread where the fabric needs it (libfabric tcp), as a
     // remote node's CPU would; stopped and joined before the destination is read back.
     let stop = AtomicBool::new(false);
@@ -598,6 +601,8 @@ mod tests {
         regs: RegTable<()>,
         done: RefCell<Vec<Completion>>,
         fail: bool,
+        /// Most operations outstanding at once (posted, completion not yet polled).
+        peak: std::cell::Cell<usize>,
     }
 
     impl MemFabric {
@@ -606,6 +611,7 @@ mod tests {
                 regs: RegTable::new(),
                 done: RefCell::new(Vec::new()),
                 fail,
+                peak: Default::default(),
             }
         }
     }
@@ -647,10 +653,12 @@ mod tests {
             } else {
                 Ok(())
             };
-            self.done.borrow_mut().push(Completion {
+            let mut done = self.done.borrow_mut();
+            done.push(Completion {
                 wr_id: t.wr_id,
                 status,
             });
+            self.peak.set(self.peak.get().max(done.len()));
             Ok(Posted::Yes)
         }
         fn poll(&self, out: &mut Vec<Completion>) -> Result<(), String> {
@@ -660,19 +668,62 @@ mod tests {
     }
 
     fn cell(op: Op, fault: Option<Fault>, fail: bool) -> CellOutcome {
-        let f = MemFabric::new(fail);
+        cell_at_depth(&MemFabric::new(fail), op, fault, DEFAULT_DEPTH)
+    }
+
+    fn cell_at_depth(f: &MemFabric, op: Op, fault: Option<Fault>, depth: usize) -> CellOutcome {
         let mut a = HostBuffer::new(1 << 20).unwrap();
         let mut b = HostBuffer::new(1 << 20).unwrap();
-        let mut ra = Registration::new(&f, &mut a).unwrap();
-        let mut rb = Registration::new(&f, &mut b).unwrap();
+        let mut ra = Registration::new(f, &mut a).unwrap();
+        let mut rb = Registration::new(f, &mut b).unwrap();
         let p = CellParams {
             msg: 65536,
             window: Duration::from_millis(20),
-            depth: DEFAULT_DEPTH,
+            depth,
             seed: 42,
             fault,
         };
-        run_cell(&f, op, &mut ra, &mut rb, p)
+        run_cell(f, op, &mut ra, &mut rb, p)
+    }
+
+    #[test]
+    fn depth_bounds_the_operations_in_flight() {
+        // 1 MiB buffers hold 16 slots of 64 KiB; MemFabric allows 4 outstanding.
+        for (depth, want) in [(1, 1), (3, 3), (16, 4), (64, 4)] {
+            let f = MemFabric::new(false);
+            let o = cell_at_depth(&f, Op::Write, None, depth);
+            assert!(o.verified, "depth {depth}: {:?}", o.error);
+            assert_eq!(o.depth, want, "depth {depth}");
+            assert_eq!(f.peak.get(), want, "depth {depth}");
+        }
+    }
+
+    #[test]
+    fn timed_phase_stops_posting_when_aborted() {
+        let f = MemFabric::new(false);
+        let mut a = HostBuffer::new(1 << 20).unwrap();
+        let mut b = HostBuffer::new(1 << 20).unwrap();
+        let (ra, rb) = (
+            Registration::new(&f, &mut a).unwrap(),
+            Registration::new(&f, &mut b).unwrap(),
+        );
+        let spec = PhaseSpec {
+            op: Op::Write,
+            local: ra.key(),
+            remote: rb.key(),
+            msg: 4096,
+            len: 4096,
+            slots: 4,
+        };
+        let mut used = [false; 4];
+        let abort = AtomicBool::new(true);
+        let t = Instant::now();
+        let s = timed_phase(&f, &spec, Duration::from_secs(60), &mut used, &abort).unwrap();
+        assert_eq!(s.ops, 0);
+        assert!(t.elapsed() < Duration::from_secs(5));
+        abort.store(false, Ordering::Relaxed);
+        let s = timed_phase(&f, &spec, Duration::from_millis(5), &mut used, &abort).unwrap();
+        assert!(s.ops > 0 && used.iter().all(|u| *u));
     }
 
     #[test]

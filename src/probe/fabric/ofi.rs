@@ -12,8 +12,8 @@
 use super::layout::Zeroable;
 use super::ofi_sys::*;
 use super::{
-    Completion, Fabric, Op, OpenError, Posted, RawRegistration, RegAttempt, RegTable,
-    TargetDriver, Transfer,
+    Completion, Fabric, Op, OpenError, Posted, RawRegistration, RegAttempt, RegTable, TargetDriver,
+    Transfer,
 };
 use crate::probe::Unavailable;
 use crate::probe::memory::{Buffer, MemoryKind};
