@@ -752,6 +752,55 @@ mod tests {
         assert!(o.error.unwrap().contains("simulated error completion"));
     }
 
+    /// Over libfabric's tcp provider on 127.0.0.1 (skipped where libfabric or its tcp provider
+    /// is absent): the target is progressed on its own thread, and every cell still verifies,
+    /// at depth 1 and 16, and a truncation or corruption is still caught after that thread is
+    /// joined.
+    #[test]
+    fn tcp_cells_verify_with_the_target_on_its_own_thread() {
+        let Ok(f) = OfiFabric::open("tcp", MemoryKind::Host) else {
+            eprintln!("libfabric tcp not available: skipped");
+            return;
+        };
+        assert!(
+            f.target_driver().is_some(),
+            "the tcp provider's domain allows a target thread"
+        );
+        let mut a = HostBuffer::new(1 << 20).unwrap();
+        let mut b = HostBuffer::new(1 << 20).unwrap();
+        let mut ra = Registration::new(&f, &mut a).unwrap();
+        let mut rb = Registration::new(&f, &mut b).unwrap();
+        let mut seed = 7;
+        let mut run = |op, depth, fault| {
+            seed += 1;
+            let p = CellParams {
+                msg: 65536,
+                window: Duration::from_millis(50),
+                depth,
+                seed,
+                fault,
+            };
+            run_cell(&f, op, &mut ra, &mut rb, p)
+        };
+        for op in [Op::Write, Op::Read] {
+            for depth in [1, 16] {
+                let o = run(op, depth, None);
+                assert!(
+                    o.verified && o.bytes > 0,
+                    "{op:?} depth {depth}: {:?}",
+                    o.error
+                );
+                assert_eq!(o.depth, depth);
+            }
+            for fault in [Fault::Truncate, Fault::Corrupt] {
+                let o = run(op, 16, Some(fault));
+                assert!(!o.verified, "{op:?} {fault:?} not detected");
+                let e = o.error.unwrap();
+                assert!(e.contains("first wrong byte at offset 32768"), "{e}");
+            }
+        }
+    }
+
     #[test]
     fn registrations_end_with_their_guard_and_stay_with_their_fabric() {
         let (f, g) = (MemFabric::new(false), MemFabric::new(false));
