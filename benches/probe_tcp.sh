@@ -43,7 +43,9 @@ PEERPATH=${PEERPATH:-}
 if [ -z "$PEERPATH" ]; then
   PEERPATH=$(ls -t target/release/peerpath target/debug/peerpath 2>/dev/null | head -1 || true)
 fi
-[ -n "$PEERPATH" ] && "$PEERPATH" probe --help 2>/dev/null | grep -q -- '--depth' || {
+# The help is read whole first: `grep -q` leaving early would make the pipe fail (pipefail).
+help=$([ -n "$PEERPATH" ] && "$PEERPATH" probe --help 2>/dev/null || true)
+grep -q -- '--depth' <<<"$help" || {
   echo "build peerpath first (cargo build --release); it must know probe --depth" >&2; exit 2; }
 ITERS=${ITERS:-1000}
 DURATION=${DURATION:-4}
