@@ -634,6 +634,7 @@ fn a_probe_document_is_read_as_probe_evidence() {
         seconds: 0.0,
         gbytes_per_s: 0.0,
         verified: true,
+        ops_in_flight: 0,
         verdict: Verdict::BadPath,
         expected_label: None,
         reason: "1.1 GB/s of 48".into(),

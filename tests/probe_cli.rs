@@ -72,6 +72,8 @@ fn tcp_loopback_moves_and_verifies_real_bytes() {
         assert_eq!(r["direction"], "host_to_host");
         assert_eq!(r["verified"], true, "{r}");
         assert_eq!(r["verdict"], "confirmed", "{r}");
+        // The default depth, 16, fits the buffers at both sizes (16 MiB per side).
+        assert_eq!(r["ops_in_flight"], 16, "{r}");
         let bytes = r["bytes"].as_u64().unwrap();
         let msg = r["message_bytes"].as_u64().unwrap();
         assert!(bytes >= msg && bytes.is_multiple_of(msg), "{r}");
@@ -87,6 +89,52 @@ fn tcp_loopback_moves_and_verifies_real_bytes() {
         ops.insert(r["op"].as_str().unwrap().to_string());
     }
     assert_eq!(ops.into_iter().collect::<Vec<_>>(), ["read", "write"]);
+}
+
+#[test]
+fn depth_one_moves_one_message_at_a_time_and_is_recorded() {
+    let mut args = TCP.to_vec();
+    args.extend(["--depth", "1"]);
+    let o = probe(&args, &[]);
+    no_panic(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v = json(&o);
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 4);
+    for r in results {
+        assert_eq!(r["ops_in_flight"], 1, "{r}");
+        assert_eq!(r["verified"], true, "{r}");
+        assert_eq!(r["verdict"], "confirmed", "{r}");
+        assert!(r["gbytes_per_s"].as_f64().unwrap() > 0.0, "{r}");
+    }
+}
+
+#[test]
+fn depth_outside_1_to_64_is_a_usage_error() {
+    for bad in ["0", "65", "-1", "many"] {
+        // `--depth=-1`: given apart, `-1` would read as an unknown flag, not as a depth.
+        let arg = format!("--depth={bad}");
+        let o = probe(&["--fabric", "ofi", "--memory", "host", &arg], &[]);
+        no_panic(&o);
+        assert_eq!(o.status.code(), Some(2), "--depth {bad}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("--depth"), "--depth {bad}: {err}");
+        assert!(o.stdout.is_empty(), "--depth {bad}: nothing measured");
+    }
+    let o = probe(
+        &["--fabric", "ofi", "--memory", "host", "--depth", "65"],
+        &[],
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("1..=64"),
+        "the range is named: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 #[test]

@@ -81,6 +81,11 @@ pub struct ProbeArgs {
     /// Message sizes in bytes, comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = [65536usize, 8388608usize])]
     pub sizes: Vec<usize>,
+    /// Operations in flight per cell, 1 to 64: 1 moves one message at a time (as
+    /// `fi_pingpong` does); fewer run when fewer messages fit the buffers.
+    #[arg(long, default_value_t = run::DEFAULT_DEPTH as u16, value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..=run::MAX_DEPTH as i64))]
+    pub depth: u16,
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     pub format: ProbeFormat,
@@ -124,6 +129,7 @@ pub fn run(
         },
         duration: Duration::from_secs_f64(a.duration),
         sizes: a.sizes.clone(),
+        depth: usize::from(a.depth),
         counters_root: live.then(|| PathBuf::from("/")),
         progress: !json && std::io::stderr().is_terminal(),
         fault: Fault::from_env(),

@@ -65,6 +65,7 @@ impl<'a> JobRows<'a> {
             seconds: 0.0,
             gbytes_per_s: 0.0,
             verified: false,
+            ops_in_flight: 0,
             verdict,
             expected_label: self.job.expected_label,
             reason,
@@ -150,6 +151,7 @@ impl<'a> JobRows<'a> {
         r.seconds = out.seconds;
         r.gbytes_per_s = gbps;
         r.verified = out.verified;
+        r.ops_in_flight = out.depth;
         r.contradicts = verdict::contradicts(v, verdict::expectation(self.job.expected_label));
         r
     }
@@ -222,6 +224,7 @@ mod tests {
             seconds: 1.0,
             verified: true,
             error: None,
+            depth: 16,
         }
     }
 

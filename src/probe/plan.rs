@@ -79,14 +79,15 @@ pub fn cell_plan(memory: MemoryKind) -> Vec<(Direction, Op)> {
     }
 }
 
-/// Buffer size per side: room for 4 slots of the largest message, at least 1 MiB.
-pub fn buffer_len(sizes: &[usize]) -> usize {
-    sizes
-        .iter()
-        .copied()
-        .max()
-        .unwrap_or(1 << 20)
-        .saturating_mul(4)
+/// Buffer size per side: room for `depth` slots of the largest message as long as that stays
+/// within 32 MiB, and never less than 4 slots of it or 1 MiB (so the default sizes and depth,
+/// 64 KiB and 8 MiB at 16, keep 32 MiB: 16 slots of 64 KiB, 4 of 8 MiB).
+pub fn buffer_len(sizes: &[usize], depth: usize) -> usize {
+    let largest = sizes.iter().copied().max().unwrap_or(1 << 20);
+    largest
+        .saturating_mul(depth)
+        .min(32 << 20)
+        .max(largest.saturating_mul(4))
         .max(1 << 20)
 }
 
@@ -232,7 +233,11 @@ mod tests {
             p.contains(&(Direction::GpuToHost, Op::Read))
                 && p.contains(&(Direction::HostToGpu, Op::Write))
         );
-        assert_eq!(buffer_len(&[65536, 8 << 20]), 32 << 20);
+        assert_eq!(buffer_len(&[65536, 8 << 20], 16), 32 << 20);
+        assert_eq!(buffer_len(&[1 << 20], 16), 16 << 20);
+        assert_eq!(buffer_len(&[65536], 64), 4 << 20);
+        assert_eq!(buffer_len(&[65536], 1), 1 << 20);
+        assert_eq!(buffer_len(&[64 << 20], 1), 256 << 20);
     }
 
     #[test]

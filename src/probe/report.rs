@@ -184,6 +184,11 @@ pub struct CellResult {
     /// Whether every destination slot held the source pattern afterwards.
     #[serde(default)]
     pub verified: bool,
+    /// Operations allowed in flight in the cell's timed loop (`--depth`, bounded by how many
+    /// messages fit the buffers and by the fabric); 0 when the cell did not run, and in
+    /// documents written before it was recorded.
+    #[serde(default)]
+    pub ops_in_flight: usize,
     /// Verdict.
     pub verdict: Verdict,
     /// Classification label the verdict is compared with (nvidia-smi vocabulary).
@@ -350,6 +355,7 @@ mod tests {
             seconds: 1.0,
             gbytes_per_s: 1.07,
             verified: true,
+            ops_in_flight: 0,
             verdict: Verdict::Degraded,
             expected_label: Some(Label::Pxb),
             reason: "0.70 of host baseline".into(),

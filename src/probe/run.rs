@@ -10,7 +10,7 @@ use super::cuda::{self, Cuda};
 use super::fabric::ofi::{self, OfiFabric};
 use super::fabric::verbs::{self, VerbsFabric};
 use super::fabric::{
-    Completion, Fabric, Op, OpenError, Posted, RegAttempt, Registration, Transfer,
+    Completion, Fabric, Op, OpenError, Posted, RegAttempt, RegKey, Registration, Transfer,
 };
 use super::host::{CpuPin, HostBuffer};
 use super::memory::{self, Buffer, MemoryKind};
@@ -21,7 +21,13 @@ use super::report::{CellResult, Direction, FabricKind, NicRef, ProbeReport};
 use super::verdict::Verdict;
 use super::{Unavailable, interrupted};
 use crate::model::Topology;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+/// Operations in flight per cell unless `--depth` says otherwise.
+pub const DEFAULT_DEPTH: usize = 16;
+/// Most operations in flight `--depth` accepts (the libfabric fabric's context slots).
+pub const MAX_DEPTH: usize = 64;
 
 /// A fault to inject in a test build (honoured only with debug assertions).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +68,9 @@ pub struct ProbeOptions {
     pub duration: Duration,
     /// Message sizes.
     pub sizes: Vec<usize>,
+    /// Operations in flight per cell (`--depth`, 1..=[`MAX_DEPTH`]); fewer when fewer messages
+    /// fit the buffers or the fabric allows fewer outstanding operations.
+    pub depth: usize,
     /// Root to re-read counters from (`None`: no snapshots, e.g. the topology is a file).
     pub counters_root: Option<std::path::PathBuf>,
     /// Show progress bars.
@@ -81,30 +90,162 @@ pub struct CellOutcome {
     pub verified: bool,
     /// The post, completion or verification error, in words.
     pub error: Option<String>,
+    /// Operations that were allowed in flight (`--depth`, bounded by the buffers and the
+    /// fabric); 0 when the cell could not start.
+    pub depth: usize,
+}
+
+/// One cell's operations as the timed loop posts them: slot `s` moves `len` bytes at offset
+/// `s × msg` of `local` and of `remote`.
+#[derive(Debug, Clone, Copy)]
+pub struct PhaseSpec<'k> {
+    /// WRITE or READ.
+    pub op: Op,
+    /// The initiator-side registration.
+    pub local: &'k RegKey,
+    /// The target-side registration.
+    pub remote: &'k RegKey,
+    /// Message size: the distance between slots.
+    pub msg: usize,
+    /// Bytes each operation moves (`msg`, or less for an injected truncation).
+    pub len: usize,
+    /// Slots, which is the most operations in flight.
+    pub slots: usize,
+}
+
+/// What one phase of the timed loop did.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PhaseStats {
+    /// Operations completed.
+    pub ops: u64,
+    /// Seconds from the phase's start (before the first post) to the last completion.
+    pub seconds: f64,
+}
+
+/// The timed loop: posts `spec`'s operations slot by slot, keeping up to `spec.slots` in
+/// flight, until `window` has passed (or Ctrl-C, or `abort` is set by another thread); then
+/// drains what is in flight. Marks each slot it posted in `used` (which has `spec.slots`
+/// entries). One clock read per turn of the loop; nothing is allocated per operation (the
+/// completion vector keeps its capacity). An error completion, a post error, or 10 s without
+/// a completion while operations are outstanding ends the phase with `Err`.
+pub fn timed_phase(
+    fab: &dyn Fabric,
+    spec: &PhaseSpec<'_>,
+    window: Duration,
+    used: &mut [bool],
+    abort: &AtomicBool,
+) -> Result<PhaseStats, String> {
+    const STALL: Duration = Duration::from_secs(10);
+    let slots = spec.slots.min(used.len());
+    let t0 = Instant::now();
+    let mut busy = vec![false; slots];
+    let mut inflight = 0usize;
+    let mut done = 0u64;
+    let mut comps: Vec<Completion> = Vec::with_capacity(slots.max(16));
+    let mut next = 0usize;
+    let (mut now, mut last, mut last_progress) = (t0, t0, t0);
+    loop {
+        let posting = now - t0 < window && !interrupted() && !abort.load(Ordering::Relaxed);
+        if posting {
+            while inflight < slots {
+                let s = next % slots;
+                if busy[s] {
+                    break;
+                }
+                let t = Transfer {
+                    op: spec.op,
+                    local: spec.local,
+                    local_off: s * spec.msg,
+                    remote: spec.remote,
+                    remote_off: s * spec.msg,
+                    len: spec.len,
+                    wr_id: s as u64,
+                };
+                match fab.post(&t)? {
+                    Posted::Yes => {
+                        busy[s] = true;
+                        used[s] = true;
+                        inflight += 1;
+                        next += 1;
+                    }
+                    Posted::Busy => break,
+                }
+            }
+        } else if inflight == 0 {
+            break;
+        }
+        comps.clear();
+        fab.poll(&mut comps)?;
+        now = Instant::now();
+        for c in &comps {
+            if let Err(e) = &c.status {
+                return Err(e.clone());
+            }
+            let s = c.wr_id as usize;
+            if s < slots && busy[s] {
+                busy[s] = false;
+                inflight -= 1;
+                done += 1;
+                last = now;
+                last_progress = now;
+            }
+        }
+        if comps.is_empty() && inflight > 0 && now - last_progress > STALL {
+            if abort.load(Ordering::Relaxed) {
+                return Err(format!(
+                    "target side stopped with {inflight} operations in flight"
+                ));
+            }
+            return Err(format!(
+                "transfer stalled: {inflight} operations without completion for 10 s"
+            ));
+        }
+    }
+    Ok(PhaseStats {
+        ops: done,
+        seconds: (last - t0).as_secs_f64(),
+    })
+}
+
+/// What a cell runs: message size, timed window, operations in flight, pattern seed and
+/// injected fault.
+#[derive(Debug, Clone, Copy)]
+struct CellParams {
+    msg: usize,
+    window: Duration,
+    depth: usize,
+    seed: u64,
+    fault: Option<Fault>,
 }
 
 /// Runs one cell: `msg`-byte operations of `op` from `src` to `dst` (both registered with
-/// `fab`) for a warm-up of `window / 5` and then `window`, and verifies the destination.
-#[allow(clippy::too_many_arguments)]
+/// `fab`) for a warm-up of `window / 5` and then `window`, with the fabric's target driver
+/// (if it has one) on a thread of its own, and — after both phases, outside the timed
+/// window — verifies the destination.
 fn run_cell(
     fab: &dyn Fabric,
     op: Op,
     src: &mut Registration<'_, '_>,
     dst: &mut Registration<'_, '_>,
-    msg: usize,
-    window: Duration,
-    seed: u64,
-    fault: Option<Fault>,
+    p: CellParams,
 ) -> CellOutcome {
+    let CellParams {
+        msg,
+        window,
+        depth,
+        seed,
+        fault,
+    } = p;
     let fail = |e: String| CellOutcome {
         bytes: 0,
         seconds: 0.0,
         verified: false,
         error: Some(e),
+        depth: 0,
     };
     let slots = (src.buffer().len().min(dst.buffer().len()) / msg)
         .min(fab.max_outstanding())
-        .min(16);
+        .min(depth.clamp(1, MAX_DEPTH));
     if slots == 0 {
         return fail(format!("message of {msg} bytes does not fit the buffers"));
     }
@@ -124,72 +265,51 @@ fn run_cell(
         msg
     };
     let mut used = vec![false; slots];
-    let phase = |window: Duration, used: &mut [bool]| -> Result<(u64, f64), String> {
-        let t0 = Instant::now();
-        let mut busy = vec![false; slots];
-        let mut inflight = 0usize;
-        let mut done = 0u64;
-        let mut last = t0;
-        let mut comps: Vec<Completion> = Vec::new();
-        let mut next = 0usize;
-        let mut last_progress = Instant::now();
-        loop {
-            let posting = t0.elapsed() < window && !interrupted();
-            if posting {
-                while inflight < slots {
-                    let s = next % slots;
-                    if busy[s] {
-                        break;
-                    }
-                    match fab.post(&Transfer {
-                        op,
-                        local,
-                        local_off: s * msg,
-                        remote,
-                        remote_off: s * msg,
-                        len,
-                        wr_id: s as u64,
-                    })? {
-                        Posted::Yes => {
-                            busy[s] = true;
-                            used[s] = true;
-                            inflight += 1;
-                            next += 1;
-                        }
-                        Posted::Busy => break,
-                    }
-                }
-            } else if inflight == 0 {
-                break;
-            }
-            comps.clear();
-            fab.poll(&mut comps)?;
-            for c in &comps {
-                c.status.clone()?;
-                let s = c.wr_id as usize;
-                if s < slots && busy[s] {
-                    busy[s] = false;
-                    inflight -= 1;
-                    done += 1;
-                    last = Instant::now();
-                    last_progress = last;
-                }
-            }
-            if comps.is_empty() && last_progress.elapsed() > Duration::from_secs(10) {
-                return Err(format!(
-                    "transfer stalled: {inflight} operations without completion for 10 s"
-                ));
-            }
-        }
-        Ok((done * msg as u64, (last - t0).as_secs_f64()))
+    let spec = PhaseSpec {
+        op,
+        local,
+        remote,
+        msg,
+        len,
+        slots,
     };
-    if let Err(e) = phase(window / 5, &mut used) {
-        return fail(e);
+    let fail_at = |e: String| CellOutcome {
+        depth: slots,
+        ..fail(e)
+    };
+    // The target's progress on its own thread where the fabric needs it (libfabric tcp), as a
+    // remote node's CPU would; stopped and joined before the destination is read back.
+    let stop = AtomicBool::new(false);
+    let target_failed = AtomicBool::new(false);
+    let (phases, target) = std::thread::scope(|scope| {
+        let driver = fab.target_driver().map(|d| {
+            let (stop, failed) = (&stop, &target_failed);
+            scope.spawn(move || {
+                let r = d.run(stop);
+                if r.is_err() {
+                    failed.store(true, Ordering::Relaxed);
+                }
+                r
+            })
+        });
+        let phases = timed_phase(fab, &spec, window / 5, &mut used, &target_failed)
+            .and_then(|_| timed_phase(fab, &spec, window, &mut used, &target_failed));
+        stop.store(true, Ordering::Release);
+        let target = match driver.map(|h| h.join()) {
+            None | Some(Ok(Ok(()))) => Ok(()),
+            Some(Ok(Err(e))) => Err(e),
+            Some(Err(_)) => Err("the target side's thread panicked".to_string()),
+        };
+        (phases, target)
+    });
+    if let Err(e) = target {
+        return fail_at(e);
     }
-    let (bytes, seconds) = match phase(window, &mut used) {
-        Ok(x) => x,
-        Err(e) => return fail(e),
+    let stats = match phases {
+        Ok(s) => s,
+        Err(e) => return fail_at(e),
     };
+    let (bytes, seconds) = (stats.ops * msg as u64, stats.seconds);
     let dbuf = dst.buffer();
     if fault == Some(Fault::Corrupt) {
         let mut b = [0u8];
@@ -221,6 +341,7 @@ fn run_cell(
         seconds,
         verified,
         error,
+        depth: slots,
     }
 }
 
@@ -327,13 +448,17 @@ impl Runner<'_> {
                     continue;
                 }
                 self.seed = self.seed.wrapping_add(1);
-                let (window, seed, fault) = (self.window, self.seed, self.opts.fault);
+                let p = CellParams {
+                    msg: size,
+                    window: self.window,
+                    depth: self.opts.depth,
+                    seed: self.seed,
+                    fault: self.opts.fault,
+                };
                 let (h, o) = (&mut host_reg, &mut other_reg);
                 let out = match cell.0 {
-                    Direction::GpuToHost | Direction::HostToHost => {
-                        run_cell(fab, cell.1, o, h, size, window, seed, fault)
-                    }
-                    Direction::HostToGpu => run_cell(fab, cell.1, h, o, size, window, seed, fault),
+                    Direction::GpuToHost | Direction::HostToHost => run_cell(fab, cell.1, o, h, p),
+                    Direction::HostToGpu => run_cell(fab, cell.1, h, o, p),
                 };
                 let r = rows.judged(nic, cell, size, &out, &reg, &mut self.baselines);
                 self.results.push(r);
@@ -402,7 +527,7 @@ pub fn run(topo: Option<&Topology>, opts: &ProbeOptions) -> Result<ProbeReport, 
         opts,
         cuda: cuda_handle.as_ref().ok(),
         window,
-        buffer_len: plan::buffer_len(&opts.sizes),
+        buffer_len: plan::buffer_len(&opts.sizes, opts.depth),
         seed: 0x5eed,
         baselines: Baselines::default(),
         results: Vec::new(),
@@ -476,6 +601,8 @@ mod tests {
         regs: RegTable<()>,
         done: RefCell<Vec<Completion>>,
         fail: bool,
+        /// Most operations outstanding at once (posted, completion not yet polled).
+        peak: std::cell::Cell<usize>,
     }
 
     impl MemFabric {
@@ -484,6 +611,7 @@ mod tests {
                 regs: RegTable::new(),
                 done: RefCell::new(Vec::new()),
                 fail,
+                peak: Default::default(),
             }
         }
     }
@@ -525,10 +653,12 @@ mod tests {
             } else {
                 Ok(())
             };
-            self.done.borrow_mut().push(Completion {
+            let mut done = self.done.borrow_mut();
+            done.push(Completion {
                 wr_id: t.wr_id,
                 status,
             });
+            self.peak.set(self.peak.get().max(done.len()));
             Ok(Posted::Yes)
         }
         fn poll(&self, out: &mut Vec<Completion>) -> Result<(), String> {
@@ -538,21 +668,62 @@ mod tests {
     }
 
     fn cell(op: Op, fault: Option<Fault>, fail: bool) -> CellOutcome {
-        let f = MemFabric::new(fail);
+        cell_at_depth(&MemFabric::new(fail), op, fault, DEFAULT_DEPTH)
+    }
+
+    fn cell_at_depth(f: &MemFabric, op: Op, fault: Option<Fault>, depth: usize) -> CellOutcome {
         let mut a = HostBuffer::new(1 << 20).unwrap();
         let mut b = HostBuffer::new(1 << 20).unwrap();
-        let mut ra = Registration::new(&f, &mut a).unwrap();
-        let mut rb = Registration::new(&f, &mut b).unwrap();
-        run_cell(
-            &f,
-            op,
-            &mut ra,
-            &mut rb,
-            65536,
-            Duration::from_millis(20),
-            42,
+        let mut ra = Registration::new(f, &mut a).unwrap();
+        let mut rb = Registration::new(f, &mut b).unwrap();
+        let p = CellParams {
+            msg: 65536,
+            window: Duration::from_millis(20),
+            depth,
+            seed: 42,
             fault,
-        )
+        };
+        run_cell(f, op, &mut ra, &mut rb, p)
+    }
+
+    #[test]
+    fn depth_bounds_the_operations_in_flight() {
+        // 1 MiB buffers hold 16 slots of 64 KiB; MemFabric allows 4 outstanding.
+        for (depth, want) in [(1, 1), (3, 3), (16, 4), (64, 4)] {
+            let f = MemFabric::new(false);
+            let o = cell_at_depth(&f, Op::Write, None, depth);
+            assert!(o.verified, "depth {depth}: {:?}", o.error);
+            assert_eq!(o.depth, want, "depth {depth}");
+            assert_eq!(f.peak.get(), want, "depth {depth}");
+        }
+    }
+
+    #[test]
+    fn timed_phase_stops_posting_when_aborted() {
+        let f = MemFabric::new(false);
+        let mut a = HostBuffer::new(1 << 20).unwrap();
+        let mut b = HostBuffer::new(1 << 20).unwrap();
+        let (ra, rb) = (
+            Registration::new(&f, &mut a).unwrap(),
+            Registration::new(&f, &mut b).unwrap(),
+        );
+        let spec = PhaseSpec {
+            op: Op::Write,
+            local: ra.key(),
+            remote: rb.key(),
+            msg: 4096,
+            len: 4096,
+            slots: 4,
+        };
+        let mut used = [false; 4];
+        let abort = AtomicBool::new(true);
+        let t = Instant::now();
+        let s = timed_phase(&f, &spec, Duration::from_secs(60), &mut used, &abort).unwrap();
+        assert_eq!(s.ops, 0);
+        assert!(t.elapsed() < Duration::from_secs(5));
+        abort.store(false, Ordering::Relaxed);
+        let s = timed_phase(&f, &spec, Duration::from_millis(5), &mut used, &abort).unwrap();
+        assert!(s.ops > 0 && used.iter().all(|u| *u));
     }
 
     #[test]
@@ -579,6 +750,55 @@ mod tests {
         let o = cell(Op::Read, None, true);
         assert!(!o.verified);
         assert!(o.error.unwrap().contains("simulated error completion"));
+    }
+
+    /// Over libfabric's tcp provider on 127.0.0.1 (skipped where libfabric or its tcp provider
+    /// is absent): the target is progressed on its own thread, and every cell still verifies,
+    /// at depth 1 and 16, and a truncation or corruption is still caught after that thread is
+    /// joined.
+    #[test]
+    fn tcp_cells_verify_with_the_target_on_its_own_thread() {
+        let Ok(f) = OfiFabric::open("tcp", MemoryKind::Host) else {
+            eprintln!("libfabric tcp not available: skipped");
+            return;
+        };
+        assert!(
+            f.target_driver().is_some(),
+            "the tcp provider's domain allows a target thread"
+        );
+        let mut a = HostBuffer::new(1 << 20).unwrap();
+        let mut b = HostBuffer::new(1 << 20).unwrap();
+        let mut ra = Registration::new(&f, &mut a).unwrap();
+        let mut rb = Registration::new(&f, &mut b).unwrap();
+        let mut seed = 7;
+        let mut run = |op, depth, fault| {
+            seed += 1;
+            let p = CellParams {
+                msg: 65536,
+                window: Duration::from_millis(50),
+                depth,
+                seed,
+                fault,
+            };
+            run_cell(&f, op, &mut ra, &mut rb, p)
+        };
+        for op in [Op::Write, Op::Read] {
+            for depth in [1, 16] {
+                let o = run(op, depth, None);
+                assert!(
+                    o.verified && o.bytes > 0,
+                    "{op:?} depth {depth}: {:?}",
+                    o.error
+                );
+                assert_eq!(o.depth, depth);
+            }
+            for fault in [Fault::Truncate, Fault::Corrupt] {
+                let o = run(op, 16, Some(fault));
+                assert!(!o.verified, "{op:?} {fault:?} not detected");
+                let e = o.error.unwrap();
+                assert!(e.contains("first wrong byte at offset 32768"), "{e}");
+            }
+        }
     }
 
     #[test]

@@ -141,6 +141,7 @@ mod tests {
             seconds: 0.0,
             gbytes_per_s: 12.5,
             verified: true,
+            ops_in_flight: 0,
             verdict: Verdict::Degraded,
             expected_label: Some(Label::Pix),
             reason: "0.70 of host baseline".into(),

@@ -403,6 +403,7 @@ mod tests {
             seconds: 0.0,
             gbytes_per_s: 0.0,
             verified: true,
+            ops_in_flight: 0,
             verdict,
             expected_label: None,
             reason: format!("{} cell", verdict.as_str()),

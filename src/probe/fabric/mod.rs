@@ -401,8 +401,24 @@ pub trait Fabric {
     fn deregister_raw(&self, handle: usize);
     /// Posts one operation on the initiator (see [`Transfer`]).
     fn post(&self, t: &Transfer<'_>) -> Result<Posted, String>;
-    /// Polls the initiator's completions (and drives the target's progress), appending them.
+    /// Polls the initiator's completions (and drives the target's progress, unless a
+    /// [`TargetDriver`] of this fabric is alive), appending them.
     fn poll(&self, out: &mut Vec<Completion>) -> Result<(), String>;
+    /// For a fabric whose target side is progressed in software (libfabric's `tcp`: the
+    /// target's socket is read only while its completion queue is), a driver to run on a
+    /// thread of its own while transfers run, as the remote node's own CPU would; `None` where
+    /// the NIC progresses the target itself (verbs) or the library does not allow the target's
+    /// queue to be read from another thread. While the driver is alive, [`Fabric::poll`] leaves
+    /// the target to it.
+    fn target_driver(&self) -> Option<Box<dyn TargetDriver + '_>> {
+        None
+    }
+}
+
+/// Drives the target side's progress from another thread (see [`Fabric::target_driver`]).
+pub trait TargetDriver: Send {
+    /// Drives progress until `stop` is set; `Err` with the target side's first error.
+    fn run(self: Box<Self>, stop: &std::sync::atomic::AtomicBool) -> Result<(), String>;
 }
 
 /// Why a fabric could not be opened.

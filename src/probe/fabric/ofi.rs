@@ -12,7 +12,8 @@
 use super::layout::Zeroable;
 use super::ofi_sys::*;
 use super::{
-    Completion, Fabric, Op, OpenError, Posted, RawRegistration, RegAttempt, RegTable, Transfer,
+    Completion, Fabric, Op, OpenError, Posted, RawRegistration, RegAttempt, RegTable, TargetDriver,
+    Transfer,
 };
 use crate::probe::Unavailable;
 use crate::probe::memory::{Buffer, MemoryKind};
@@ -20,6 +21,7 @@ use crate::probe::report::NicRef;
 use std::cell::{Cell, RefCell, UnsafeCell};
 use std::ffi::{CStr, CString, c_char, c_void};
 use std::ptr::null_mut;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Soname opened at run time.
@@ -37,15 +39,20 @@ dyn_library! {
     } optional {}
 }
 
+/// `fi_strerror` of a negative return code, with the code.
+fn strerror(fi_strerror: fi_strerror_fn, rc: isize) -> String {
+    let code = (-rc) as i32;
+    // SAFETY: fi_strerror returns a static NUL-terminated string for any code.
+    let s = unsafe { CStr::from_ptr(fi_strerror(code)) }
+        .to_string_lossy()
+        .into_owned();
+    format!("{s} (-{code})")
+}
+
 impl Lib {
     /// `fi_strerror` of a negative return code, with the code.
     fn err(&self, rc: isize) -> String {
-        let code = (-rc) as i32;
-        // SAFETY: fi_strerror returns a static NUL-terminated string for any code.
-        let s = unsafe { CStr::from_ptr((self.fi_strerror)(code)) }
-            .to_string_lossy()
-            .into_owned();
-        format!("{s} (-{code})")
+        strerror(self.fi_strerror, rc)
     }
 
     /// `Ok` for 0, else an `OpenError` naming the call.
@@ -130,6 +137,10 @@ pub struct OfiFabric {
     ctx_free: RefCell<Vec<usize>>,
     provider: String,
     domain_name: Option<String>,
+    /// The domain's threading level (`fi_domain_attr.threading` of the listener's `fi_info`).
+    threading: u32,
+    /// A [`TargetDriver`] of this fabric is alive: `poll` leaves the target's queue to it.
+    target_driven: AtomicBool,
 }
 
 const CTX_SLOTS: usize = 64;
@@ -172,6 +183,8 @@ impl OfiFabric {
             ctx_free: RefCell::new((0..CTX_SLOTS).rev().collect()),
             provider: provider.to_string(),
             domain_name: None,
+            threading: 0,
+            target_driven: AtomicBool::new(false),
         };
         f.open_fabric(memory == MemoryKind::Cuda)?;
         f.eq_s = f.open_eq()?;
@@ -264,6 +277,7 @@ impl OfiFabric {
         // SAFETY: names in an fi_info are NUL-terminated strings or null.
         let (domain, provider) = unsafe { (text(d.name), text(f.prov_name)) };
         let mr_mode = d.mr_mode;
+        self.threading = d.threading;
         self.virt_addr = mr_mode & FI_MR_VIRT_ADDR != 0 || mr_mode == 1; // FI_MR_BASIC
         self.domain_name = Some(domain.unwrap_or_else(|| "?".into()));
         if let Some(p) = provider {
@@ -663,11 +677,6 @@ impl Fabric for OfiFabric {
         let (l, r) = self.mrs.resolve(self, t)?;
         // SAFETY: ep_c is open while self is; `rma` is its provider's table.
         let rma = unsafe { &*(*self.ep_c).rma };
-        let f = match t.op {
-            Op::Write => rma.write,
-            Op::Read => rma.read,
-        }
-        .ok_or("fi_write/fi_read missing")?;
         let Some(slot) = self.ctx_free.borrow_mut().pop() else {
             return Ok(Posted::Busy);
         };
@@ -680,10 +689,51 @@ impl Fabric for OfiFabric {
         let (desc, key) = unsafe { ((*l.mr).mem_desc, (*r.mr).key) };
         let local = (l.addr + t.local_off as u64) as *mut c_void;
         let context = self.ctx[slot].get() as *mut c_void;
-        // SAFETY: ep_c is connected; both ranges lie inside live registrations whose guards
-        // keep the buffers allocated; the context slot was free and is not touched again
-        // until its completion is read.
-        let rc = unsafe { f(self.ep_c, local, t.len, desc, 0, raddr, key, context) };
+        let rc = match t.op {
+            // A WRITE completes once the target has placed the data (FI_DELIVERY_COMPLETE: the
+            // tcp provider waits for the target's ack), as an RC WRITE completes on the
+            // responder's ack with verbs; fi_write's default would complete as soon as the
+            // bytes were handed to the initiator's socket, before they reach the target buffer.
+            Op::Write => {
+                let Some(f) = rma.writemsg else {
+                    self.ctx_free.borrow_mut().push(slot);
+                    return Err("fi_writemsg missing".into());
+                };
+                let iov = iovec {
+                    iov_base: local,
+                    iov_len: t.len,
+                };
+                let rma_iov = fi_rma_iov {
+                    addr: raddr,
+                    len: t.len,
+                    key,
+                };
+                let mut descs = [desc];
+                let msg = fi_msg_rma {
+                    msg_iov: &iov,
+                    desc: descs.as_mut_ptr(),
+                    iov_count: 1,
+                    addr: 0,
+                    rma_iov: &rma_iov,
+                    rma_iov_count: 1,
+                    context,
+                    data: 0,
+                };
+                // SAFETY: ep_c is connected; msg and what it points to outlive the call (the
+                // provider copies the iovecs); both ranges lie inside live registrations whose
+                // guards keep the buffers allocated; the context slot was free and is not
+                // touched again until its completion is read.
+                unsafe { f(self.ep_c, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE) }
+            }
+            Op::Read => {
+                let Some(f) = rma.read else {
+                    self.ctx_free.borrow_mut().push(slot);
+                    return Err("fi_read missing".into());
+                };
+                // SAFETY: as for the WRITE above.
+                unsafe { f(self.ep_c, local, t.len, desc, 0, raddr, key, context) }
+            }
+        };
         if rc == 0 {
             self.ctx_wr.borrow_mut()[slot] = t.wr_id;
             Ok(Posted::Yes)
@@ -696,12 +746,34 @@ impl Fabric for OfiFabric {
             }
         }
     }
+    fn target_driver(&self) -> Option<Box<dyn TargetDriver + '_>> {
+        if self.cq_s.is_null() || !self.target_may_be_driven_apart() {
+            return None;
+        }
+        // SAFETY: cq_s is open while self is; `ops` is its provider's table.
+        let ops = unsafe { &*(*self.cq_s).ops };
+        let read = ops.read?;
+        // One driver at a time.
+        if self.target_driven.swap(true, Ordering::AcqRel) {
+            return None;
+        }
+        Some(Box::new(OfiTargetDriver {
+            cq: self.cq_s,
+            read,
+            readerr: ops.readerr,
+            fi_strerror: self.lib.fi_strerror,
+            driven: &self.target_driven,
+        }))
+    }
     fn poll(&self, out: &mut Vec<Completion>) -> Result<(), String> {
         let mut entries = [fi_cq_entry {
             op_context: null_mut(),
         }; 16];
-        // Drive the target side too (a no-op with automatic progress).
-        let _ = self.cq_read(self.cq_s, &mut entries)?;
+        // Drive the target side too (the tcp provider reads the target's socket only while its
+        // queue is read), unless a driver thread does.
+        if !self.target_driven.load(Ordering::Acquire) {
+            let _ = self.cq_read(self.cq_s, &mut entries)?;
+        }
         let rc = self.cq_read(self.cq_c, &mut entries)?;
         if rc > 0 {
             for e in &entries[..rc as usize] {
@@ -733,6 +805,76 @@ impl Fabric for OfiFabric {
             return Err(format!("fi_cq_read: {}", self.lib.err(rc)));
         }
         Ok(())
+    }
+}
+
+impl OfiFabric {
+    /// Whether the domain lets the target's completion queue be read on one thread while the
+    /// initiator's endpoint and queue are used on another (they share no queue or endpoint).
+    fn target_may_be_driven_apart(&self) -> bool {
+        matches!(
+            self.threading,
+            FI_THREAD_SAFE | FI_THREAD_FID | FI_THREAD_COMPLETION | FI_THREAD_ENDPOINT
+        )
+    }
+}
+
+/// Reads the target's completion queue in a loop on its own thread: with the `tcp` provider
+/// that is what moves the bytes into the target buffer (libfabric 1.17's tcp provider reads an
+/// endpoint's socket while that endpoint's completion queue is read), work a remote node would
+/// do on its own CPU. Made by [`OfiFabric::target_driver`](Fabric::target_driver).
+struct OfiTargetDriver<'f> {
+    cq: *mut fid_cq,
+    read: unsafe extern "C" fn(*mut fid_cq, *mut c_void, usize) -> isize,
+    readerr: Option<unsafe extern "C" fn(*mut fid_cq, *mut fi_cq_err_entry, u64) -> isize>,
+    fi_strerror: fi_strerror_fn,
+    /// The fabric's flag, cleared when the driver ends.
+    driven: &'f AtomicBool,
+}
+
+// SAFETY: the driver only calls fi_cq_read/fi_cq_readerr on the target's completion queue,
+// from one thread at a time (it is moved, not shared), and while it lives `poll` does not read
+// that queue. The domain's threading level, checked before a driver is made, allows that while
+// another thread uses the initiator's endpoint and its own queue; the queue stays open while
+// the driver lives, as the driver borrows (`'f`) the fabric that closes it in its `Drop`.
+unsafe impl Send for OfiTargetDriver<'_> {}
+
+impl TargetDriver for OfiTargetDriver<'_> {
+    fn run(self: Box<Self>, stop: &AtomicBool) -> Result<(), String> {
+        let mut entries = [fi_cq_entry {
+            op_context: null_mut(),
+        }; 16];
+        while !stop.load(Ordering::Acquire) {
+            // SAFETY: cq is open while the borrowed fabric is; entries has room for 16
+            // context-format entries.
+            let rc = unsafe { (self.read)(self.cq, entries.as_mut_ptr() as *mut c_void, 16) };
+            if rc >= 0 || rc == -FI_EAGAIN {
+                continue;
+            }
+            if rc == -FI_EAVAIL {
+                let mut e = fi_cq_err_entry::zeroed();
+                if let Some(readerr) = self.readerr {
+                    // SAFETY: cq is open; e is a valid out-buffer.
+                    unsafe { readerr(self.cq, &mut e, 0) };
+                }
+                return Err(format!(
+                    "target side completion error: {} (provider errno {})",
+                    strerror(self.fi_strerror, -(e.err as isize)),
+                    e.prov_errno
+                ));
+            }
+            return Err(format!(
+                "fi_cq_read (target): {}",
+                strerror(self.fi_strerror, rc)
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for OfiTargetDriver<'_> {
+    fn drop(&mut self) {
+        self.driven.store(false, Ordering::Release);
     }
 }
 

@@ -73,6 +73,19 @@ pub const FI_EAGAIN: isize = 11;
 pub const FI_EAVAIL: isize = 259;
 /// `FI_ADDR_UNSPEC` (libfabric 1.17 headers).
 pub const FI_ADDR_UNSPEC: u64 = u64::MAX;
+/// `FI_COMPLETION` (libfabric 1.17 headers): the operation generates a completion.
+pub const FI_COMPLETION: u64 = 1 << 24;
+/// `FI_DELIVERY_COMPLETE` (libfabric 1.17 headers): the completion is reported once the data
+/// has been placed in the target's memory (the tcp provider waits for the target's ack).
+pub const FI_DELIVERY_COMPLETE: u64 = 1 << 28;
+/// `FI_THREAD_SAFE` (`enum fi_threading`, libfabric 1.17 headers).
+pub const FI_THREAD_SAFE: u32 = 1;
+/// `FI_THREAD_FID` (`enum fi_threading`, libfabric 1.17 headers).
+pub const FI_THREAD_FID: u32 = 2;
+/// `FI_THREAD_COMPLETION` (`enum fi_threading`, libfabric 1.17 headers).
+pub const FI_THREAD_COMPLETION: u32 = 4;
+/// `FI_THREAD_ENDPOINT` (`enum fi_threading`, libfabric 1.17 headers).
+pub const FI_THREAD_ENDPOINT: u32 = 5;
 
 /// Signature of `fi_getinfo` (libfabric 1.17 headers).
 pub type fi_getinfo_fn = unsafe extern "C" fn(
@@ -321,7 +334,7 @@ pub type fi_rma_fn = unsafe extern "C" fn(
     *mut c_void,
 ) -> isize;
 c_struct! {
-    /// `struct fi_ops_rma`: `fi_read`, `fi_write`.
+    /// `struct fi_ops_rma`: `fi_read`, `fi_write`, `fi_writemsg`.
     "struct fi_ops_rma" => pub struct fi_ops_rma {
         pub size: usize,
         pub read: Option<fi_rma_fn>,
@@ -329,12 +342,35 @@ c_struct! {
         pub readmsg: Unused,
         pub write: Option<fi_rma_fn>,
         pub writev: Unused,
-        pub writemsg: Unused,
+        pub writemsg: Option<fi_rma_msg_fn>,
         pub inject: Unused,
         pub writedata: Unused,
         pub injectdata: Unused,
     }
 }
+c_struct! {
+    /// `struct fi_rma_iov`: one range of the target's registered memory.
+    "struct fi_rma_iov" => pub struct fi_rma_iov {
+        pub addr: u64,
+        pub len: usize,
+        pub key: u64,
+    }
+}
+c_struct! {
+    /// `struct fi_msg_rma`: an RMA operation as `fi_writemsg` takes it.
+    "struct fi_msg_rma" => pub struct fi_msg_rma {
+        pub msg_iov: *const iovec,
+        pub desc: *mut *mut c_void,
+        pub iov_count: usize,
+        pub addr: u64,
+        pub rma_iov: *const fi_rma_iov,
+        pub rma_iov_count: usize,
+        pub context: *mut c_void,
+        pub data: u64,
+    }
+}
+/// Signature of `fi_writemsg` as its ops-table entry (libfabric 1.17 headers).
+pub type fi_rma_msg_fn = unsafe extern "C" fn(*mut fid_ep, *const fi_msg_rma, u64) -> isize;
 c_struct! {
     /// `struct fid_ep`.
     "struct fid_ep" => pub struct fid_ep {
@@ -493,6 +529,8 @@ pub fn layout_entries() -> Vec<LayoutEntry> {
     fi_ops_ep::c_layout(&mut v);
     fi_ops_cm::c_layout(&mut v);
     fi_ops_rma::c_layout(&mut v);
+    fi_rma_iov::c_layout(&mut v);
+    fi_msg_rma::c_layout(&mut v);
     fid_ep::c_layout(&mut v);
     fid_pep::c_layout(&mut v);
     fi_eq_attr::c_layout(&mut v);
@@ -520,7 +558,8 @@ pub fn layout_entries() -> Vec<LayoutEntry> {
         FI_MR_ALLOCATED, FI_MR_PROV_KEY, FI_MR_ENDPOINT, FI_MR_HMEM, FI_EP_MSG, FI_SOCKADDR_IN,
         FI_CQ_FORMAT_CONTEXT, FI_WAIT_NONE, FI_WAIT_UNSPEC, FI_CONNREQ, FI_CONNECTED,
         FI_SHUTDOWN, FI_ENABLE, FI_HMEM_SYSTEM, FI_HMEM_CUDA, FI_EAGAIN, FI_EAVAIL,
-        FI_ADDR_UNSPEC,
+        FI_ADDR_UNSPEC, FI_COMPLETION, FI_DELIVERY_COMPLETE, FI_THREAD_SAFE, FI_THREAD_FID,
+        FI_THREAD_COMPLETION, FI_THREAD_ENDPOINT,
     );
     v
 }
