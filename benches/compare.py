@@ -215,13 +215,29 @@ def probe(peerpath):
         print(r.stderr.rstrip())
         return [f"3. probe / fi_pingpong: not measured (probe_tcp.sh exited {r.returncode})"]
     out = []
+    loop = []
+    budget = None
     for line in r.stdout.splitlines():
-        # RATIO size op depth probe_GB/s pingpong_GB/s ratio
         f = line.split()
-        if len(f) == 7 and f[0] == "RATIO":
-            out.append(f"3. probe / fi_pingpong = {float(f[6]):.2f} at {f[1]} B {f[2]}, depth {f[3]} "
-                       f"({f[4]} vs {f[5]} GB/s; benches/probe_tcp.sh {' '.join(sizes)})")
-    return out or ["3. probe / fi_pingpong: probe_tcp.sh printed no RATIO line"]
+        if not f or f[0] not in ("RESULT", "LOOP"):
+            continue
+        kv = dict(x.split("=", 1) for x in f[1:] if "=" in x)
+        if f[0] == "LOOP":
+            if "budget_400g_64k_ns" in kv:
+                budget = kv["budget_400g_64k_ns"]
+            elif "ns_per_op" in kv:
+                loop.append(f"{float(kv['ns_per_op']):.0f} ns at depth {kv['depth']}")
+            continue
+        n = kv.get("depth", "16")
+        out.append(
+            f"3. probe / fi_pingpong at {kv['size']} B, like for like (depth 1): "
+            f"write {float(kv['ratio_d1_write']):.2f}, read {float(kv['ratio_d1_read']):.2f}; "
+            f"depth {n}: write {float(kv['ratio_dN_write']):.2f}, read {float(kv['ratio_dN_read']):.2f} "
+            f"(pingpong {float(kv['pingpong_gbps']):.2f} GB/s; benches/probe_tcp.sh {' '.join(sizes)})")
+    if loop:
+        out.append(f"   probe loop per operation over a fabric that completes at once: {', '.join(loop)} "
+                   f"(400 Gb/s at 64 KiB allows {budget or '1310.7'} ns; cargo bench --bench probe_loop)")
+    return out or ["3. probe / fi_pingpong: probe_tcp.sh printed no RESULT line"]
 
 
 def median_time_any(cmd, env, runs):
