@@ -36,35 +36,18 @@ pub struct Names {
     pub devices: HashMap<(u16, u16), String>,
 }
 
-/// Parses only the sections of `text` that belong to `wanted` vendors. Lines are
-/// `vvvv  Name`, `\tdddd  Name`, `\t\tssss ssss  Name`; vendors are listed in ascending ID
-/// order, so reading stops after the last wanted vendor (and at the class section, `C xx`).
+/// Parses only the sections of `text` that belong to `wanted` vendors (every device of each).
+/// Lines are `vvvv  Name`, `\tdddd  Name`, `\t\tssss ssss  Name`; vendors are listed in
+/// ascending ID order, so reading stops after the last wanted vendor (and at the class section,
+/// `C xx`). The same parse as [`parse_stream`], over bytes in memory.
 pub fn parse_wanted(text: &[u8], wanted: &HashSet<u16>) -> Names {
-    parse_devices(text, wanted, None)
+    // Reading a slice cannot fail.
+    parse_stream(text, wanted, None).unwrap_or_default()
 }
 
-/// [`parse_wanted`], naming only the `(vendor, device)` pairs in `devices` (`None`: every
-/// device of a wanted vendor): the names of the devices a topology holds, not of every device
-/// its vendors ever made.
-pub fn parse_devices(
-    text: &[u8],
-    wanted: &HashSet<u16>,
-    devices: Option<&HashSet<(u16, u16)>>,
-) -> Names {
-    let mut p = Parser::new(wanted, devices);
-    let mut start = 0;
-    while start < text.len() {
-        let end = memchr::memchr(b'\n', &text[start..]).map_or(text.len(), |i| start + i);
-        if !p.line(&text[start..end]) {
-            break;
-        }
-        start = end + 1;
-    }
-    p.out
-}
-
-/// [`parse_devices`] over a stream, through one fixed 64 KiB buffer: the database is never
-/// held whole (each fresh page of a 1.3 MB buffer is a page fault, which costs more than the
+/// Parses the `wanted` vendors' sections of a database read from `r`, naming only the
+/// `(vendor, device)` pairs in `devices` (`None`: every device of a wanted vendor), through one
+/// fixed 64 KiB buffer: the database is never held whole (each fresh page of a 1.3 MB buffer is a page fault, which costs more than the
 /// parse), and reading stops after the last wanted vendor. A line longer than the buffer is
 /// cut there.
 pub fn parse_stream(
@@ -251,7 +234,7 @@ mod tests {
         }
         for text in [&db[..], &crlf[..]] {
             let want = HashSet::from([0x15b3, 0x10b5]);
-            let a = parse_devices(text, &want, None);
+            let a = parse_wanted(text, &want);
             let b = parse_stream(Drip(text), &want, None).unwrap();
             assert_eq!((a.vendors, a.devices), (b.vendors, b.devices));
         }

@@ -103,6 +103,44 @@ fn tarball_and_extracted_tree_scan_identically() {
     }
 }
 
+/// Revisions (read from config where the snapshot has no `revision` file) as `lspci -n` prints
+/// them (`(rev xx)`; none printed means 0).
+#[test]
+fn revisions_agree_with_lspci() {
+    for t in common::hwloc_tarballs() {
+        let root = common::extracted(&t);
+        let arg = format!("sysfs.path={}", root.join("sys/bus/pci").display());
+        let Some(out) = common::tool("lspci", &["-A", "linux-sysfs", "-O", &arg, "-D", "-n"], &[])
+        else {
+            return;
+        };
+        let topo = scan(&t);
+        let mut seen = 0;
+        for line in out.lines() {
+            let Some(bdf) = line
+                .split_whitespace()
+                .next()
+                .and_then(|b| b.parse::<Bdf>().ok())
+            else {
+                continue;
+            };
+            let theirs = line.split("(rev ").nth(1).map_or(0, |r| {
+                u8::from_str_radix(r.trim_end_matches(')'), 16).unwrap()
+            });
+            let Some(d) = topo.device(&bdf) else { continue };
+            if let Some(ours) = d.revision {
+                assert_eq!(ours, theirs, "{}: {bdf}", t.display());
+                seen += 1;
+            }
+        }
+        assert!(
+            seen > 0 || out.is_empty(),
+            "{}: no revision compared",
+            t.display()
+        );
+    }
+}
+
 #[test]
 fn devices_and_parents_agree_with_lspci() {
     for t in common::hwloc_tarballs() {
@@ -195,9 +233,13 @@ fn devices_and_parents_agree_with_lstopo() {
     }
 }
 
+/// The scan reads identity and link facts from `config` where its header answers them; the
+/// kernel's own files for the same facts must agree on every real and synthesized snapshot.
 #[test]
 fn attributes_match_the_files() {
-    for t in common::hwloc_tarballs() {
+    let synth = ["dgx-a100", "hgx-h100", "misplaced-nic", "vm-flat"]
+        .map(|n| common::repo().join(format!("fixtures/synth/{n}.tar.gz")));
+    for t in common::hwloc_tarballs().into_iter().chain(synth) {
         let root = common::extracted(&t);
         let topo = scan(&root);
         for d in &topo.devices {
@@ -226,6 +268,21 @@ fn attributes_match_the_files() {
             }
             if let Some(c) = read("class") {
                 assert_eq!(format!("0x{:06x}", d.class), c, "{}", d.bdf);
+            }
+            let hex = |v: Option<u16>| v.map(|v| format!("0x{v:04x}"));
+            for (file, ours) in [
+                ("vendor", hex(d.vendor_id)),
+                ("device", hex(d.device_id)),
+                ("subsystem_vendor", hex(d.subsystem_vendor_id)),
+                ("subsystem_device", hex(d.subsystem_device_id)),
+                ("revision", d.revision.map(|r| format!("0x{r:02x}"))),
+            ] {
+                if let Some(want) = read(file) {
+                    assert_eq!(ours, Some(want), "{}: {} {file}", t.display(), d.bdf);
+                }
+            }
+            if let (Some(w), Some(l)) = (read("max_link_width"), d.link) {
+                assert_eq!(l.max_width, Some(w.parse().unwrap()), "{}", d.bdf);
             }
             let expected_hb = d
                 .sysfs_path

@@ -169,8 +169,9 @@ pub fn capture(fs: &dyn FsRoot, source: SourceInfo, opts: &CaptureOptions) -> io
             left_out.insert(p.display().to_string());
         }
     }
-    // Listing-only facts (the `virtfn*` links the scanner counts): whitelisted links only (a
-    // whitelisted file such as `vpd` is copied only where the scanner read it).
+    // Listing-only facts (entries the scanner counts without following them, such as the IOMMU
+    // units of `sys/class/iommu`): whitelisted links only (a whitelisted file such as `vpd` is
+    // copied only where the scanner read it).
     for (dir, entries) in &log.listed {
         for e in entries {
             let p = dir.join(&e.name);

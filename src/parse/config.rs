@@ -258,22 +258,10 @@ pub fn header_ids(bytes: &[u8]) -> Option<HeaderIds> {
     let rev_class = rd32(bytes, 8)?;
     let subsystem = match rd8(bytes, 0x0e)? & 0x7f {
         0 => Some((rd16(bytes, 0x2c)?, rd16(bytes, 0x2e)?)),
-        1 if bytes.len() >= 256 => {
-            let mut found = (0, 0);
-            if rd16(bytes, 0x06)? & 0x10 != 0 {
-                let mut ptr = (rd8(bytes, 0x34)? & 0xfc) as usize;
-                let mut visits = 0;
-                while (0x40..256).contains(&ptr) && visits < 48 {
-                    visits += 1;
-                    if rd8(bytes, ptr)? == CAP_ID_SSVID {
-                        found = (rd16(bytes, ptr + 4)?, rd16(bytes, ptr + 6)?);
-                        break;
-                    }
-                    ptr = (rd8(bytes, ptr + 1)? & 0xfc) as usize;
-                }
-            }
-            Some(found)
-        }
+        1 if bytes.len() >= 256 => match capabilities(bytes).find(|&(id, _)| id == CAP_ID_SSVID) {
+            Some((_, at)) => Some((rd16(bytes, at + 4)?, rd16(bytes, at + 6)?)),
+            None => Some((0, 0)),
+        },
         2 if bytes.len() >= 0x44 => Some((rd16(bytes, 0x40)?, rd16(bytes, 0x42)?)),
         _ => None,
     };
@@ -283,6 +271,29 @@ pub fn header_ids(bytes: &[u8]) -> Option<HeaderIds> {
         revision: (rev_class & 0xff) as u8,
         class: rev_class >> 8,
         subsystem,
+    })
+}
+
+/// The standard capability list, as (ID, offset) pairs: only where the status register says
+/// there is one and the first 256 bytes were read; walked with a visit bound, so a looping or
+/// out-of-range list ends the walk instead of hanging.
+fn capabilities(bytes: &[u8]) -> impl Iterator<Item = (u8, usize)> + '_ {
+    let listed = bytes.len() >= 256 && rd16(bytes, 0x06).is_some_and(|s| s & 0x10 != 0);
+    let mut ptr = if listed {
+        rd8(bytes, 0x34).map_or(0, |p| (p & 0xfc) as usize)
+    } else {
+        0
+    };
+    let mut visits = 0;
+    std::iter::from_fn(move || {
+        if !(0x40..256).contains(&ptr) || visits >= 48 {
+            return None;
+        }
+        visits += 1;
+        let at = ptr;
+        let id = rd8(bytes, at)?;
+        ptr = rd8(bytes, at + 1).map_or(0, |p| (p & 0xfc) as usize);
+        Some((id, at))
     })
 }
 
@@ -329,17 +340,9 @@ fn decode(bytes: &[u8]) -> Option<ConfigSpace> {
         ats: None,
         sriov: None,
     };
-    let status = rd16(bytes, 0x06)?;
-    if status & 0x10 != 0 && bytes.len() >= 256 {
-        let mut ptr = (rd8(bytes, 0x34)? & 0xfc) as usize;
-        let mut visits = 0;
-        while (0x40..256).contains(&ptr) && visits < 48 {
-            visits += 1;
-            let Some(id) = rd8(bytes, ptr) else { break };
-            if id == CAP_ID_EXP {
-                cs.pcie = parse_pcie(bytes, ptr);
-            }
-            ptr = (rd8(bytes, ptr + 1).unwrap_or(0) & 0xfc) as usize;
+    for (id, at) in capabilities(bytes) {
+        if id == CAP_ID_EXP {
+            cs.pcie = parse_pcie(bytes, at);
         }
     }
     if bytes.len() >= 4096 {

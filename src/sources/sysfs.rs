@@ -82,7 +82,13 @@ impl Log {
 
 /// Reads an optional attribute: `Ok(None)` when absent, a warning for other errors.
 fn read_opt(fs: &dyn FsRoot, log: &Log, path: &Path) -> Option<Vec<u8>> {
-    match fs.read(path) {
+    optional(log, path, fs.read(path))
+}
+
+/// The bytes of an optional attribute read at `path`: `None` when absent, and a warning for
+/// any other error.
+fn optional(log: &Log, path: &Path, read: io::Result<Vec<u8>>) -> Option<Vec<u8>> {
+    match read {
         Ok(b) => Some(b),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
         Err(e) => {
@@ -306,19 +312,7 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
         };
         // Each attribute is opened relative to the held directory; one that is absent is
         // `NotFound` from that open (no listing of the directory is read).
-        let get = |n: &str| -> Option<Vec<u8>> {
-            match held.read(n) {
-                Ok(b) => Some(b),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-                Err(e) => {
-                    log.warn(
-                        &dir.join(n),
-                        format!("could not read ({e}); value treated as unknown"),
-                    );
-                    None
-                }
-            }
-        };
+        let get = |n: &str| optional(&log, &dir.join(n), held.read(n));
         let link_value = |n: &str| -> Option<Vec<u8>> {
             let t = held.read_link(n).ok()?;
             Some(t.file_name()?.as_encoded_bytes().to_vec())
