@@ -113,7 +113,7 @@ pub fn attr(data: &[u8]) {
 /// cpulists and masks; a parsed list must survive a format/parse round trip.
 pub fn cpulist(data: &[u8]) {
     if let Ok(v) = parse::cpulist::parse_list(data) {
-        let s = parse::cpulist::format_list(&v);
+        let s = crate::model::cpulist::format_list(&v);
         assert_eq!(parse::cpulist::parse_list(s.as_bytes()), Ok(v));
     }
     let _ = parse::cpulist::parse_mask(data);

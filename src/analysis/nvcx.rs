@@ -26,8 +26,8 @@
 
 use crate::analysis::paths::{DevIx, Paths};
 use crate::model::parts::{self, Part};
+use crate::model::rdma_topo::ComplexKind;
 use crate::model::{Bdf, DeviceKind};
-use crate::parse::rdma_topo::ComplexKind;
 
 /// An ACS control requirement: bits that must be set and bits that must be clear.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -383,7 +383,7 @@ fn inline_virt(p: &Paths, complexes: &[Complex]) -> (Option<bool>, String) {
         match d.config.as_ref().filter(|c| c.has_extended()) {
             Some(cfg) => seen.push((
                 d.bdf,
-                cfg.ext_caps.contains(&crate::parse::config::ECAP_ATS),
+                cfg.ext_caps.contains(&crate::model::pci_config::ECAP_ATS),
             )),
             None => {
                 return (
@@ -421,7 +421,7 @@ pub fn expected_acs(p: &Paths, pl: &Platform) -> Vec<AcsRule> {
         if let Some(port) = port
             && !out.iter().any(|r| r.port == port)
         {
-            let rr = crate::parse::config::acs::RR | crate::parse::config::acs::CR;
+            let rr = crate::model::pci_config::acs::RR | crate::model::pci_config::acs::CR;
             out.push(AcsRule {
                 port,
                 mask: m,

@@ -25,8 +25,8 @@ pub use super::pairing::{
     Candidates, GpuCand, NicCand, NodeView, PairCand, PathRank, UNKNOWN_RANK, assign_nics,
     nic_name, nvlink_domains, pair_rank,
 };
+use crate::model::cpulist;
 use crate::model::{OsDeviceKind, Topology};
-use crate::parse::cpulist;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 

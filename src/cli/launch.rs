@@ -148,7 +148,7 @@ fn set_affinity(cpus: &[u32]) -> Result<()> {
         let e = std::io::Error::last_os_error();
         bail!(
             "sched_setaffinity to CPUs {}: {e} (outside this process's cgroup cpuset?)",
-            cpulist::format_list(cpus)
+            peerpath::model::cpulist::format_list(cpus)
         );
     }
     let mut got = vec![0 as libc::c_ulong; m.len().max(1024 / libc::c_ulong::BITS as usize)];
@@ -166,8 +166,8 @@ fn set_affinity(cpus: &[u32]) -> Result<()> {
         if have != cpus {
             bail!(
                 "asked the kernel for CPUs {} but got {} (a cgroup cpuset narrower than the plan?)",
-                cpulist::format_list(cpus),
-                cpulist::format_list(&have)
+                peerpath::model::cpulist::format_list(cpus),
+                peerpath::model::cpulist::format_list(&have)
             );
         }
     }

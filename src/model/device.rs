@@ -1,9 +1,9 @@
 //! One PCI function and what the kernel says about it.
 
 use super::bdf::Bdf;
-use crate::parse::aer::AerCounters;
-use crate::parse::config::ConfigSpace;
-use crate::parse::resource::Bar;
+use crate::model::aer::AerCounters;
+use crate::model::bar::Bar;
+use crate::model::pci_config::ConfigSpace;
 use serde::{Deserialize, Serialize};
 
 /// What role a PCI function plays, from its class code, vendor and place in the tree.
@@ -417,7 +417,7 @@ impl Device {
         self.physfn.is_some()
     }
     /// PCIe port type from config space, when it could be read.
-    pub fn port_type(&self) -> Option<crate::parse::config::PortType> {
+    pub fn port_type(&self) -> Option<crate::model::pci_config::PortType> {
         self.config.as_ref()?.pcie.as_ref().map(|p| p.port_type)
     }
 }

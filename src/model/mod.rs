@@ -1,13 +1,18 @@
 //! The topology model: one graph of NUMA nodes, host bridges, ports, switches and endpoints,
 //! built by a source (sysfs, snapshot, XML, JSON) and read by every analysis and renderer.
 
+pub mod aer;
 pub mod bandwidth;
+pub mod bar;
 pub mod bdf;
+pub mod cpulist;
 pub mod device;
 pub mod fact;
 pub mod linkfmt;
 pub mod parts;
+pub mod pci_config;
 pub mod pcie;
+pub mod rdma_topo;
 pub mod serde_fmt;
 pub mod topology;
 

@@ -71,16 +71,16 @@ pub mod opt_cpus {
     /// Serialize.
     pub fn serialize<S: Serializer>(v: &Option<Vec<u32>>, s: S) -> Result<S::Ok, S::Error> {
         match v {
-            Some(v) => s.serialize_str(&crate::parse::cpulist::format_list(v)),
+            Some(v) => s.serialize_str(&crate::model::cpulist::format_list(v)),
             None => s.serialize_none(),
         }
     }
     /// Deserialize.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<u32>>, D::Error> {
         match Option::<String>::deserialize(d)? {
-            Some(s) => crate::parse::cpulist::parse_list(s.as_bytes())
+            Some(s) => crate::model::cpulist::parse_str(&s)
                 .map(Some)
-                .map_err(serde::de::Error::custom),
+                .map_err(|e| serde::de::Error::custom(format!("{:?} {e}", s.trim()))),
             None => Ok(None),
         }
     }

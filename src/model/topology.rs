@@ -224,7 +224,7 @@ pub struct RdmaTopoEvidence {
     /// The file it was read from.
     pub path: String,
     /// Its complexes, in file order.
-    pub complexes: Vec<crate::parse::rdma_topo::Complex>,
+    pub complexes: Vec<crate::model::rdma_topo::Complex>,
 }
 
 /// A node of the topology graph.

@@ -3,33 +3,7 @@
 //! lines are split on the last whitespace and kept by name.
 
 use super::{Reason, Refusal};
-use serde::{Deserialize, Serialize};
-
-/// Counters of one AER file, in file order. Only the non-zero counters are kept by name (a
-/// healthy node has dozens of zero counters per device; keeping them costs memory at scale and
-/// says nothing); `zero_counters` says how many lines read zero.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AerCounters {
-    /// `(name, count)` for every non-zero line but the TOTAL line.
-    pub counters: Vec<(String, u64)>,
-    /// Number of counter lines that read 0.
-    #[serde(default)]
-    pub zero_counters: u32,
-    /// The `TOTAL_ERR_*` line, if present.
-    pub total: Option<u64>,
-}
-
-impl AerCounters {
-    /// Counters that are non-zero.
-    pub fn nonzero(&self) -> impl Iterator<Item = &(String, u64)> {
-        self.counters.iter().filter(|(_, v)| *v > 0)
-    }
-    /// The total, or the sum of the counters when the file had no TOTAL line.
-    pub fn total_or_sum(&self) -> u64 {
-        self.total
-            .unwrap_or_else(|| self.counters.iter().map(|(_, v)| *v).sum())
-    }
-}
+use crate::model::aer::AerCounters;
 
 /// Parses one AER counter file. Refuses content that is not UTF-8 or has no counter line.
 pub fn parse(bytes: &[u8]) -> Result<AerCounters, Refusal> {

@@ -2,76 +2,22 @@
 //! (`ffff0000,0000ffff`, 32-bit words, most significant first).
 
 use super::{Reason, Refusal};
+use crate::model::cpulist::{self, CpuListError, MAX_CPU};
 
-/// Largest CPU number accepted: the kernel's largest `NR_CPUS` is 8192 (x86 `MAXSMP`,
-/// powerpc); twice that leaves room and bounds every CPU set peerpath holds to 16,384
-/// entries, whatever the input says.
-pub const MAX_CPU: u32 = (1 << 14) - 1;
-
-/// Parses a cpulist (`0-3,8,10-11`; the `0-31:2/4` stride syntax `cpuset` allows is not used
-/// by sysfs and is refused). Returns sorted, de-duplicated CPU numbers; an empty list (a
-/// memory-only NUMA node) is a list, not a refusal. Linear in the input: ranges fill a bit set
-/// of at most [`MAX_CPU`] + 1 bits, so repeated or overlapping ranges cost nothing more.
+/// Parses a cpulist file (`0-3,8,10-11`; the `0-31:2/4` stride syntax `cpuset` allows is not
+/// used by sysfs and is refused) through the model's grammar ([`cpulist::parse_str`]): sorted,
+/// de-duplicated CPU numbers; an empty list (a memory-only NUMA node) is a list, not a refusal.
 pub fn parse_list(bytes: &[u8]) -> Result<Vec<u32>, Refusal> {
-    let s = std::str::from_utf8(bytes)
-        .map_err(|_| Refusal::of(bytes, Reason::NotUtf8))?
-        .trim();
-    if s.is_empty() {
-        return Ok(Vec::new());
-    }
-    let bad = || Refusal::of(bytes, Reason::NotCpuList);
-    let cpu = |t: &str| -> Result<u32, Refusal> {
-        let t = t.trim();
-        if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(bad());
-        }
-        match t.parse::<u32>() {
-            Ok(v) if v <= MAX_CPU => Ok(v),
-            _ => Err(Refusal::of(bytes, Reason::CpuTooLarge)),
-        }
-    };
-    let mut bits: Vec<u64> = Vec::new();
-    let mut set = |a: u32, b: u32| {
-        let need = (b as usize / 64) + 1;
-        if bits.len() < need {
-            bits.resize(need, 0);
-        }
-        let (mut i, end) = (a as usize, b as usize + 1);
-        while i < end {
-            let (w, bit) = (i / 64, i % 64);
-            let n = (64 - bit).min(end - i);
-            let mask = if n == 64 {
-                u64::MAX
-            } else {
-                ((1u64 << n) - 1) << bit
-            };
-            bits[w] |= mask;
-            i += n;
-        }
-    };
-    for part in s.split(',') {
-        let part = part.trim();
-        if let Some((a, b)) = part.split_once('-') {
-            let (a, b) = (cpu(a)?, cpu(b)?);
-            if a > b {
-                return Err(bad());
-            }
-            set(a, b);
-        } else {
-            let c = cpu(part)?;
-            set(c, c);
-        }
-    }
-    let mut out = Vec::new();
-    for (w, &word) in bits.iter().enumerate() {
-        let mut x = word;
-        while x != 0 {
-            let bit = x.trailing_zeros();
-            out.push(w as u32 * 64 + bit);
-            x &= x - 1;
-        }
-    }
-    Ok(out)
+    let s = std::str::from_utf8(bytes).map_err(|_| Refusal::of(bytes, Reason::NotUtf8))?;
+    cpulist::parse_str(s).map_err(|e| {
+        Refusal::of(
+            bytes,
+            match e {
+                CpuListError::NotCpuList => Reason::NotCpuList,
+                CpuListError::CpuTooLarge => Reason::CpuTooLarge,
+            },
+        )
+    })
 }
 
 /// Parses a `local_cpus` mask: comma-separated 32-bit hex words, most significant first. Also
@@ -111,34 +57,10 @@ pub fn parse_mask(bytes: &[u8]) -> Result<Vec<u32>, Refusal> {
     Ok(out)
 }
 
-/// Formats CPU numbers as a compact cpulist (`0-7,16-23`), the form `taskset -c`, `numactl
-/// -C` and nvidia-smi's "CPU Affinity" column use.
-pub fn format_list(cpus: &[u32]) -> String {
-    let mut out = String::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let start = cpus[i];
-        let mut end = start;
-        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
-            i += 1;
-            end = cpus[i];
-        }
-        if !out.is_empty() {
-            out.push(',');
-        }
-        if start == end {
-            out.push_str(&start.to_string());
-        } else {
-            out.push_str(&format!("{start}-{end}"));
-        }
-        i += 1;
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::cpulist::format_list;
 
     #[test]
     fn lists() {

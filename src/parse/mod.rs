@@ -24,6 +24,7 @@ pub mod resource;
 pub mod text;
 pub mod vpd;
 
+use crate::model::cpulist::CpuListError;
 use std::fmt;
 
 /// What a refused value is not (or what is wrong with it).
@@ -49,7 +50,7 @@ pub enum Reason {
     NotLaneCount,
     /// Not a cpulist (`0-7,16-23`).
     NotCpuList,
-    /// A CPU number above [`cpulist::MAX_CPU`].
+    /// A CPU number above [`crate::model::cpulist::MAX_CPU`].
     CpuTooLarge,
     /// Not a CPU mask (`ffff0000,0000ffff`).
     NotCpuMask,
@@ -95,8 +96,8 @@ impl Reason {
             Reason::OutOfRange => "is out of range",
             Reason::NotLinkSpeed => "is not a link speed",
             Reason::NotLaneCount => "is not a lane count (1 to 32)",
-            Reason::NotCpuList => "is not a cpulist",
-            Reason::CpuTooLarge => "names a CPU above 16383 (more than any kernel supports)",
+            Reason::NotCpuList => CpuListError::NotCpuList.text(),
+            Reason::CpuTooLarge => CpuListError::CpuTooLarge.text(),
             Reason::NotCpuMask => "is not a CPU mask",
             Reason::NotDistances => "is not a row of distances",
             Reason::NotPortState => "is not a port state (N: NAME)",

@@ -2,7 +2,7 @@
 //! `0x%016llx` form. Lines 0–5 are the BARs, 6 the expansion ROM, then bridge windows.
 
 use super::{Reason, Refusal};
-use serde::{Deserialize, Serialize};
+use crate::model::bar::Bar;
 
 /// IORESOURCE_MEM.
 pub const IORESOURCE_MEM: u64 = 0x200;
@@ -10,21 +10,6 @@ pub const IORESOURCE_MEM: u64 = 0x200;
 pub const IORESOURCE_PREFETCH: u64 = 0x2000;
 /// IORESOURCE_MEM_64.
 pub const IORESOURCE_MEM_64: u64 = 0x0010_0000;
-
-/// One assigned BAR.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Bar {
-    /// BAR index (line number, 0–5).
-    pub index: u8,
-    /// Size in bytes (end − start + 1).
-    pub size: u64,
-    /// Memory (not I/O port) BAR.
-    pub memory: bool,
-    /// Prefetchable.
-    pub prefetchable: bool,
-    /// 64-bit.
-    pub is_64bit: bool,
-}
 
 /// Parses the BAR lines (0–5) of a `resource` file; unassigned (all-zero) lines are skipped,
 /// malformed lines are skipped too and returned as refusals, one per line.

@@ -14,8 +14,8 @@
 
 use crate::analysis::cores::CoreMap;
 use crate::analysis::nvlink::{self, NvLinkCell};
+use crate::model::cpulist;
 use crate::model::{Device, DeviceKind, OsDeviceKind, Topology};
-use crate::parse::cpulist;
 use std::fmt::Write;
 
 /// The `Links=` policy for NVSwitch pairs, decided in [`nvlink`]; named here too because the

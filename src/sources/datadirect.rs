@@ -13,9 +13,9 @@
 
 use crate::model::device::{DataDirect, Device};
 use crate::model::parts::{self, Part};
+use crate::model::rdma_topo::{Complex, ComplexKind};
 use crate::model::topology::{Topology, Warning};
 use crate::model::{Bdf, DeviceKind};
-use crate::parse::rdma_topo::{Complex, ComplexKind};
 use std::collections::HashMap;
 
 /// VPD keywords that carry the board UUID, in the order tried: `V3` (rdma_topo), `VU` (the

@@ -223,7 +223,7 @@ pub fn discover(doc: &Doc, source: SourceInfo) -> Result<RawTopology> {
             String::new()
         } else {
             ctx.bitmap(i, "cpuset")
-                .map(|c| cpulist::format_list(&c))
+                .map(|c| crate::model::cpulist::format_list(&c))
                 .unwrap_or_default()
         };
         numa.entry(id).or_insert(NumaNode {

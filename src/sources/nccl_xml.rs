@@ -546,7 +546,7 @@ pub fn discover_host(doc: &Doc, source: SourceInfo, host: Option<&str>) -> Resul
                         id,
                         cpus: cpus
                             .as_deref()
-                            .map(cpulist::format_list)
+                            .map(crate::model::cpulist::format_list)
                             .unwrap_or_default(),
                         distances: Vec::new(),
                     });
@@ -560,7 +560,7 @@ pub fn discover_host(doc: &Doc, source: SourceInfo, host: Option<&str>) -> Resul
                 domain: 0,
                 bus: 0,
                 numa_node: numaid,
-                cpus: cpus.as_deref().map(cpulist::format_list),
+                cpus: cpus.as_deref().map(crate::model::cpulist::format_list),
             });
         }
         if machine.cpu_vendor.is_none() {

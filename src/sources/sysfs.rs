@@ -9,8 +9,8 @@ use super::fsroot::{EntryKind, FsRoot, join_link};
 use crate::model::bdf::{Bdf, parse_host_bridge};
 use crate::model::device::{Device, LinkInfo, OsDevice, OsDeviceKind, RdmaPort, kind_from_class};
 use crate::model::fact::Fact;
+use crate::model::pci_config::PortType;
 use crate::model::topology::{MAX_CHAIN, MachineInfo, NumaNode, SourceInfo, Topology, Warning};
-use crate::parse::config::PortType;
 use crate::parse::{Refusal, aer, attr, config, cpulist, ib, resource};
 use std::collections::{BTreeMap, HashMap};
 use std::io;
@@ -321,7 +321,7 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
         // `class`, `revision` and the subsystem IDs, and (256 bytes or more, as root) the
         // link registers behind the four link attributes, so those files are read only where
         // config does not answer (a short or missing config, a virtual function).
-        let mut header: Option<config::HeaderIds> = None;
+        let mut header: Option<crate::model::pci_config::HeaderIds> = None;
         match held.read_limited("config", 4096) {
             Ok(b) => {
                 header = config::header_ids(&b);
@@ -772,7 +772,7 @@ fn numa(fs: &dyn FsRoot, log: &Log) -> Vec<NumaNode> {
             .unwrap_or_default();
         out.push(NumaNode {
             id,
-            cpus: cpulist::format_list(&cpus),
+            cpus: crate::model::cpulist::format_list(&cpus),
             distances,
         });
     }

@@ -4,10 +4,10 @@
 //! (sysfs, hwloc XML), [`upstream_only_structure`] for a tree without downstream ports (NCCL XML).
 
 use crate::model::bdf::{Bdf, parse_host_bridge};
+use crate::model::cpulist;
 use crate::model::device::{Device, DeviceKind};
+use crate::model::pci_config::PortType;
 use crate::model::topology::{HostBridge, MAX_CHAIN, NumaNode, Switch, Warning};
-use crate::parse::config::PortType;
-use crate::parse::cpulist;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Sets bridge kinds, groups switch ports into switches, sets each device's `switch`, and

@@ -159,7 +159,11 @@ pub fn build(f: &Function, ctx: &ConfigContext) -> Vec<u8> {
             PCIE_CAP_OFFSET
         };
         w8(&mut b, last + 1, SSVID_CAP_OFFSET as u8);
-        w8(&mut b, SSVID_CAP_OFFSET, crate::parse::config::CAP_ID_SSVID);
+        w8(
+            &mut b,
+            SSVID_CAP_OFFSET,
+            crate::model::pci_config::CAP_ID_SSVID,
+        );
         w8(&mut b, SSVID_CAP_OFFSET + 1, 0x00);
         w16(&mut b, SSVID_CAP_OFFSET + 4, f.subsystem_vendor);
         w16(&mut b, SSVID_CAP_OFFSET + 6, f.subsystem_device);
@@ -172,7 +176,7 @@ fn pcie_cap(b: &mut [u8], f: &Function) {
     let o = PCIE_CAP_OFFSET;
     let is_port = matches!(f.role, Role::RootPort | Role::SwitchDownstream);
     let slot = is_port && f.slot.is_some();
-    w8(b, o, crate::parse::config::CAP_ID_EXP);
+    w8(b, o, crate::model::pci_config::CAP_ID_EXP);
     w8(b, o + 1, 0x00);
     let flags = 0x0002u16 | ((f.role.port_type() as u16) << 4) | if slot { 0x0100 } else { 0 };
     w16(b, o + 2, flags);
@@ -236,16 +240,16 @@ fn extended_caps(b: &mut [u8], f: &Function, ctx: &ConfigContext) {
     // (id, version, size) in list order; offsets assigned sequentially from 0x100.
     let mut caps: Vec<(u16, u8, usize)> = Vec::new();
     if f.aer.is_some() {
-        caps.push((crate::parse::config::ECAP_AER, 2, 0x48));
+        caps.push((crate::model::pci_config::ECAP_AER, 2, 0x48));
     }
     if f.acs_control.is_some() {
-        caps.push((crate::parse::config::ECAP_ACS, 1, 0x08));
+        caps.push((crate::model::pci_config::ECAP_ACS, 1, 0x08));
     }
     if f.ats {
-        caps.push((crate::parse::config::ECAP_ATS, 1, 0x08));
+        caps.push((crate::model::pci_config::ECAP_ATS, 1, 0x08));
     }
     if f.total_vfs > 0 {
-        caps.push((crate::parse::config::ECAP_SRIOV, 1, 0x40));
+        caps.push((crate::model::pci_config::ECAP_SRIOV, 1, 0x40));
     }
     let mut off = 0x100usize;
     let offsets: Vec<usize> = caps
@@ -261,20 +265,20 @@ fn extended_caps(b: &mut [u8], f: &Function, ctx: &ConfigContext) {
         let next = offsets.get(i + 1).copied().unwrap_or(0) as u32;
         w32(b, o, u32::from(id) | (u32::from(ver) << 16) | (next << 20));
         match id {
-            crate::parse::config::ECAP_AER => {
+            crate::model::pci_config::ECAP_AER => {
                 w32(b, o + 0x0c, 0x0046_2030); // uncorrectable severity (kernel default)
                 w32(b, o + 0x14, 0x0000_2000); // correctable mask: advisory non-fatal
                 w32(b, o + 0x18, 0x0000_00a0); // ECRC generation/check capable
             }
-            crate::parse::config::ECAP_ACS => {
+            crate::model::pci_config::ECAP_ACS => {
                 w16(b, o + 4, ACS_CAPABILITY);
                 w16(b, o + 6, f.acs_control.unwrap_or(0));
             }
-            crate::parse::config::ECAP_ATS => {
+            crate::model::pci_config::ECAP_ATS => {
                 w16(b, o + 4, 0x0020); // ATS capability: page aligned request
                 w16(b, o + 6, 0x8000); // ATS control: enabled
             }
-            crate::parse::config::ECAP_SRIOV => {
+            crate::model::pci_config::ECAP_SRIOV => {
                 w32(b, o + 0x04, 0x0000_0002); // ARI capable hierarchy preserved
                 w16(b, o + 0x08, if ctx.num_vfs > 0 { 0x0019 } else { 0x0010 }); // VF enable + MSE, ARI
                 w16(b, o + 0x0c, f.total_vfs);
@@ -295,7 +299,8 @@ fn extended_caps(b: &mut [u8], f: &Function, ctx: &ConfigContext) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse::config::{self as pc, PortType};
+    use crate::model::pci_config::PortType;
+    use crate::parse::config as pc;
     use crate::synth::Slot;
 
     #[test]
@@ -312,7 +317,9 @@ mod tests {
                 max_speed: 32.0,
                 max_width: 16,
             }),
-            acs_control: Some(pc::acs::RR | pc::acs::CR),
+            acs_control: Some(
+                crate::model::pci_config::acs::RR | crate::model::pci_config::acs::CR,
+            ),
             aer: Some(Default::default()),
             slot: Some(Slot {
                 name: "3".into(),
@@ -344,9 +351,18 @@ mod tests {
         assert_eq!((p.link_sta_gts, p.link_sta_width), (Some(16.0), Some(8)));
         assert_eq!((p.link_cap_gts, p.link_cap_width), (Some(32.0), Some(16)));
         assert_eq!(p.physical_slot, Some(3));
-        assert_eq!(cs.acs.unwrap().control, pc::acs::RR | pc::acs::CR);
+        assert_eq!(
+            cs.acs.unwrap().control,
+            crate::model::pci_config::acs::RR | crate::model::pci_config::acs::CR
+        );
         assert_eq!(cs.acs.unwrap().capability, ACS_CAPABILITY);
-        assert_eq!(cs.ext_caps, vec![pc::ECAP_AER, pc::ECAP_ACS]);
+        assert_eq!(
+            cs.ext_caps,
+            vec![
+                crate::model::pci_config::ECAP_AER,
+                crate::model::pci_config::ECAP_ACS
+            ]
+        );
         // Unprivileged view: header only.
         let short = pc::parse(&b[..64]).unwrap();
         assert!(short.pcie.is_none());

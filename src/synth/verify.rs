@@ -247,7 +247,7 @@ pub fn differences(spec: &Spec, topo: &Topology, opts: VerifyOptions) -> Vec<Str
             let cpus = crate::parse::cpulist::parse_list(n.cpus.as_bytes()).unwrap_or_default();
             (
                 n.id,
-                crate::parse::cpulist::format_list(&cpus),
+                crate::model::cpulist::format_list(&cpus),
                 n.distances.clone(),
             )
         })

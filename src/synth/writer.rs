@@ -401,7 +401,7 @@ pub fn build_entries(spec: &Spec, opts: &WriteOptions) -> Result<Vec<(PathBuf, E
         };
         t.file(
             a("local_cpulist"),
-            format!("{}\n", cpulist::format_list(local)),
+            format!("{}\n", crate::model::cpulist::format_list(local)),
         );
         t.file(a("local_cpus"), format!("{}\n", cpumask(local, ncpus)));
         if let (true, Some(l)) = (f.pcie, f.link) {
@@ -682,8 +682,8 @@ fn node_files(t: &mut Tree, spec: &Spec, numa_cpus: &HashMap<u32, Vec<u32>>) {
             .collect();
         let td = cpu.join(format!("cpu{c}"));
         let topo = td.join("topology");
-        let sl = cpulist::format_list(&siblings);
-        let pl = cpulist::format_list(&package);
+        let sl = crate::model::cpulist::format_list(&siblings);
+        let pl = crate::model::cpulist::format_list(&package);
         t.file(topo.join("physical_package_id"), format!("{socket}\n"));
         t.file(topo.join("die_id"), "0\n");
         t.file(topo.join("core_id"), format!("{core}\n"));
@@ -721,7 +721,7 @@ fn node_files(t: &mut Tree, spec: &Spec, numa_cpus: &HashMap<u32, Vec<u32>>) {
     t.file("proc/cpuinfo", cpuinfo);
     let node = PathBuf::from("sys/devices/system/node");
     let ids: Vec<u32> = spec.numa_nodes.iter().map(|n| n.id).collect();
-    let idl = cpulist::format_list(&ids);
+    let idl = crate::model::cpulist::format_list(&ids);
     if !spec.numa_nodes.is_empty() {
         for n in ["online", "possible", "has_memory", "has_normal_memory"] {
             t.file(node.join(n), format!("{idl}\n"));
@@ -734,7 +734,7 @@ fn node_files(t: &mut Tree, spec: &Spec, numa_cpus: &HashMap<u32, Vec<u32>>) {
             .collect();
         t.file(
             node.join("has_cpu"),
-            format!("{}\n", cpulist::format_list(&with_cpu)),
+            format!("{}\n", crate::model::cpulist::format_list(&with_cpu)),
         );
     }
     for n in &spec.numa_nodes {
@@ -742,7 +742,7 @@ fn node_files(t: &mut Tree, spec: &Spec, numa_cpus: &HashMap<u32, Vec<u32>>) {
         let cpus = &numa_cpus[&n.id];
         t.file(
             nd.join("cpulist"),
-            format!("{}\n", cpulist::format_list(cpus)),
+            format!("{}\n", crate::model::cpulist::format_list(cpus)),
         );
         t.file(nd.join("cpumap"), format!("{}\n", cpumask(cpus, ncpus)));
         let d: Vec<String> = n.distances.iter().map(u32::to_string).collect();

@@ -392,7 +392,7 @@ mod tests {
             "0000:00:02.0",
             None,
             "pci0000:00",
-            crate::parse::config::PortType::Endpoint,
+            crate::model::pci_config::PortType::Endpoint,
             0x030000,
             0x8086,
             0,

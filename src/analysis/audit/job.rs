@@ -707,7 +707,7 @@ fn live_checks(ctx: &Ctx, env: &JobEnv) -> Vec<Finding> {
                             outside.push(format!("GPU {} (cores {})", r.gpu, r.cpus));
                         }
                     }
-                    let list = crate::parse::cpulist::format_list(allowed);
+                    let list = crate::model::cpulist::format_list(allowed);
                     if outside.is_empty() {
                         out.push(Finding::new(id, Severity::Info, Subject::Node, format!("the job may run on CPUs {list}: every GPU has cores of its own NUMA node in it"), "none").with("/proc/self/status Cpus_allowed_list", list));
                     } else {

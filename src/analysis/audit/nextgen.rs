@@ -10,9 +10,9 @@ use super::{CheckId, Ctx, Evidence, Finding, PairRef, Severity, Subject, pci_pat
 use crate::analysis::nvcx::{self, AcsRule};
 use crate::analysis::paths::DevIx;
 use crate::model::parts::{self, Part};
+use crate::model::pci_config::acs;
+use crate::model::rdma_topo::ComplexKind;
 use crate::model::{Bdf, DeviceKind};
-use crate::parse::config::acs;
-use crate::parse::rdma_topo::ComplexKind;
 use std::collections::BTreeSet;
 
 const ACS_NAMES: [(u16, &str); 7] = [

@@ -8,8 +8,8 @@
 
 use super::{CheckId, Ctx, Evidence, Finding, PairRef, Severity, Subject, pci_path};
 use crate::analysis::paths::LinkHealth;
+use crate::model::aer::AerCounters;
 use crate::model::{Bdf, Device, DeviceKind};
-use crate::parse::aer::AerCounters;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Why a device's config space cannot answer a question that needs `need` bytes (256 for the

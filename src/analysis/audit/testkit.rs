@@ -2,11 +2,11 @@
 //! switch per root port with one GPU, one NIC and one free downstream port) that every fault
 //! test edits one fact of.
 
+use crate::model::aer::AerCounters;
+use crate::model::bar::Bar;
 use crate::model::device::{Device, LinkInfo, OsDevice, OsDeviceKind, RdmaPort};
+use crate::model::pci_config::{AcsCap, ConfigSpace, PcieCap, PortType};
 use crate::model::{Bdf, Fact, MachineInfo, NumaNode, SourceInfo, Topology};
-use crate::parse::aer::AerCounters;
-use crate::parse::config::{AcsCap, ConfigSpace, PcieCap, PortType};
-use crate::parse::resource::Bar;
 
 /// Parses a PCI address (test input, known to be valid).
 pub fn b(s: &str) -> Bdf {

@@ -6,7 +6,7 @@ use super::testkit::*;
 use super::*;
 use crate::analysis::classify::Label;
 use crate::model::device::Device;
-use crate::parse::config::PortType;
+use crate::model::pci_config::PortType;
 
 fn audit(t: &Topology) -> Report {
     run(t, &AuditOptions::default())

@@ -14,8 +14,8 @@
 //! SR-IOV virtual functions, created once the physical functions are up.
 
 use crate::analysis::paths::Paths;
+use crate::model::cpulist;
 use crate::model::{Bdf, Device, DeviceKind, OsDevice, OsDeviceKind, Topology};
-use crate::parse::cpulist;
 use serde::Serialize;
 use std::cmp::Ordering;
 

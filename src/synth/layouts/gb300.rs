@@ -57,7 +57,7 @@ pub fn gb300_nic(i: usize) -> Bdf {
     b(GB300_NIC_DOMAINS[i], 1, 0, 0)
 }
 
-use crate::parse::config::acs::{CR, RR, SV, UF};
+use crate::model::pci_config::acs::{CR, RR, SV, UF};
 
 /// ACS control rdma_topo sets on the DMA function's downstream port: UF, CR, SV on; RR off.
 pub const ACS_DMA_PORT: u16 = UF | CR | SV;

@@ -10,7 +10,7 @@ use super::{
     NvidiaDriver, Nvme, Rdma, RdmaPort, Role, Slot, Spec, SpecError, VpdSpec,
 };
 use crate::model::bdf::Bdf;
-use crate::parse::config::acs;
+use crate::model::pci_config::acs;
 
 /// Names of the layouts [`by_name`] knows, with a one-line description each.
 pub const LAYOUTS: &[(&str, &str)] = &[
