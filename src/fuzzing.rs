@@ -159,7 +159,7 @@ pub fn bdf(data: &[u8]) {
 /// The lazy pci.ids reader.
 pub fn pci_ids(data: &[u8]) {
     let want = std::collections::HashSet::from([0x10de, 0x15b3, 0x8086]);
-    let _ = crate::pci_ids::parse_wanted(data, &want);
+    let _ = crate::parse::pci_ids::parse_wanted(data, &want);
 }
 
 /// Snapshot tarballs: read in memory (no path may escape), then scanned.

@@ -11,7 +11,6 @@ pub mod fuzzing;
 pub mod model;
 pub mod output;
 pub mod parse;
-pub mod pci_ids;
 pub mod probe;
 pub mod render;
 pub mod sources;

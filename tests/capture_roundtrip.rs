@@ -59,7 +59,7 @@ fn round_trip(root: &Path, keep_serials: bool) -> capture::Capture {
     assert_eq!(back.source.kind, "snapshot");
     // `-i` names devices from the system's pci.ids when there is one; so does this scan.
     let named = ScanOptions {
-        pci_ids: peerpath::pci_ids::locate(None),
+        pci_ids: peerpath::sources::naming::locate(None),
     };
     let direct = sysfs::scan(&fs, src("direct"), &named).unwrap();
     let (a, b) = (comparable(&direct), comparable(&back));

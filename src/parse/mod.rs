@@ -18,6 +18,7 @@ pub mod nccl_env;
 pub mod nccl_log;
 pub mod nccl_tests;
 pub mod nldev;
+pub mod pci_ids;
 pub mod perftest;
 pub mod rdma_topo;
 pub mod resource;

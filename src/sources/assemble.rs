@@ -161,7 +161,7 @@ pub fn assemble(raw: RawTopology, pci_ids: Option<&Path>) -> Topology {
     topo.nvlink_visible = nvlink_visible;
     topo.host_scope = host_scope;
     if let Some(p) = pci_ids {
-        crate::pci_ids::name_devices(p, &mut topo);
+        super::naming::name_devices(p, &mut topo);
     }
     topo
 }

@@ -14,6 +14,7 @@ pub mod ethtool;
 pub mod fsroot;
 pub mod hwloc_xml;
 pub mod json;
+pub mod naming;
 pub mod nccl_xml;
 pub mod nvml;
 pub mod nvml_store;
@@ -158,7 +159,7 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
         pci_ids: if opts.skip_names {
             None
         } else {
-            crate::pci_ids::locate(opts.pci_ids.as_deref())
+            naming::locate(opts.pci_ids.as_deref())
         },
     };
     let Some(path) = input else {

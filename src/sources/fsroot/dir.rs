@@ -7,7 +7,7 @@
 //! with `fstat` and refused unless regular (a FIFO or device never blocks or is read), and read
 //! to a bound.
 
-use super::{Entry, EntryKind, FsRoot, MAX_LINKS, OpenDir, special_file_error};
+use crate::sources::fsroot::{Entry, EntryKind, FsRoot, MAX_LINKS, OpenDir, special_file_error};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir, ResolveFlags};
 use rustix::io::Errno;
 use std::ffi::OsStr;

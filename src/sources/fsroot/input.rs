@@ -3,7 +3,7 @@
 //! before a byte is read (a FIFO, socket or device is refused, never waited on or read
 //! forever), and read to a stated bound. The path itself may be a link: the caller named it.
 
-use super::special_file_error;
+use crate::sources::fsroot::special_file_error;
 use rustix::fs::{FileType, Mode, OFlags};
 use std::fs::File;
 use std::io::{self, Read};

@@ -1,31 +1,8 @@
-//! Device names from the PCI ID database (`pci.ids`), read at run time and parsed lazily: the
-//! file is read whole in one call, line starts are found with a SIMD byte search, and only the
-//! lines of vendors present in the topology are decoded (the rest is never copied or checked
-//! for UTF-8).
-//! Names are decoration: a missing database or entry leaves the numeric IDs and never fails.
+//! The PCI ID database (`pci.ids`) parsed lazily: line starts are found with a SIMD byte
+//! search, and only the lines of the vendors asked for are decoded (the rest is never copied or
+//! checked for UTF-8). Bytes in, names out; `sources::naming` finds and opens the file.
 
-use crate::model::Topology;
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
-
-/// Where the system keeps the database, in lookup order (after `--pci-ids` and `$PCI_IDS`).
-pub const SYSTEM_PATHS: [&str; 3] = [
-    "/usr/share/hwdata/pci.ids",
-    "/usr/share/misc/pci.ids",
-    "/usr/share/pci.ids",
-];
-
-/// The database to use: the explicit path, else `$PCI_IDS`, else the first system path that
-/// exists.
-pub fn locate(explicit: Option<&Path>) -> Option<PathBuf> {
-    if let Some(p) = explicit {
-        return Some(p.to_path_buf());
-    }
-    if let Some(p) = std::env::var_os("PCI_IDS") {
-        return Some(PathBuf::from(p));
-    }
-    SYSTEM_PATHS.iter().map(PathBuf::from).find(|p| p.exists())
-}
 
 /// Names of the wanted vendors and their devices.
 #[derive(Debug, Default, Clone)]
@@ -164,49 +141,6 @@ fn hex4(b: &[u8]) -> Option<u16> {
 
 fn name_of(b: &[u8]) -> String {
     String::from_utf8_lossy(b).trim().to_string()
-}
-
-/// Fills `vendor_name` and `device_name` of every device from the database at `path`; a name
-/// the source carried itself (hwloc's `PCIVendor`/`PCIDevice`) stays where the database has
-/// none. An unreadable database adds a warning and leaves the names as they are.
-pub fn name_devices(path: &Path, topo: &mut Topology) {
-    let wanted: HashSet<u16> = topo.devices.iter().filter_map(|d| d.vendor_id).collect();
-    if wanted.is_empty() {
-        return;
-    }
-    // Through the input layer: a FIFO or device (`--pci-ids /dev/zero`) is refused by type,
-    // and no more than 64 MiB is read (the real file is under 2 MiB).
-    let max = crate::sources::fsroot::input::MAX_SIDE_FILE_BYTES;
-    let unreadable = |topo: &mut Topology, e: std::io::Error| {
-        topo.warnings.push(crate::model::Warning {
-            path: path.display().to_string(),
-            message: format!("PCI ID database unreadable ({e}); devices shown by numeric ID"),
-        });
-    };
-    let file = match crate::sources::fsroot::input::open_input_file(path, max) {
-        Ok(f) => f,
-        Err(e) => return unreadable(topo, e),
-    };
-    let present: HashSet<(u16, u16)> = topo
-        .devices
-        .iter()
-        .filter_map(|d| Some((d.vendor_id?, d.device_id?)))
-        .collect();
-    let names = match parse_stream(file, &wanted, Some(&present)) {
-        Ok(n) => n,
-        Err(e) => return unreadable(topo, e),
-    };
-    for d in &mut topo.devices {
-        let Some(v) = d.vendor_id else { continue };
-        d.vendor_name = names.vendors.get(&v).cloned().or(d.vendor_name.take());
-        if let Some(dev) = d.device_id {
-            d.device_name = names
-                .devices
-                .get(&(v, dev))
-                .cloned()
-                .or(d.device_name.take());
-        }
-    }
 }
 
 #[cfg(test)]
