@@ -13,12 +13,12 @@
 //! probe_loop budget_400g_64k_ns=1310.7
 //! ```
 
+use peerpath::analysis::probe_report::{NicRef, RegAttempt};
 use peerpath::probe::fabric::{
-    Completion, Fabric, Posted, RawRegistration, RegAttempt, Registration, Transfer,
+    Completion, Fabric, Posted, RawRegistration, Registration, Transfer,
 };
 use peerpath::probe::host::HostBuffer;
 use peerpath::probe::memory::Buffer;
-use peerpath::probe::report::NicRef;
 use peerpath::probe::run::{PhaseSpec, timed_phase};
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::AtomicBool;
@@ -85,7 +85,7 @@ fn main() {
     let abort = AtomicBool::new(false);
     for depth in [1usize, 16, 64] {
         let spec = PhaseSpec {
-            op: peerpath::probe::fabric::Op::Write,
+            op: peerpath::analysis::probe_report::Op::Write,
             local: ra.key(),
             remote: rb.key(),
             msg,

@@ -613,13 +613,13 @@ fn non_utf8_and_probe_documents_are_handled() {
 
 #[test]
 fn a_probe_document_is_read_as_probe_evidence() {
-    use peerpath::probe::cuda::CudaReport;
-    use peerpath::probe::fabric::Op;
-    use peerpath::probe::memory::MemoryKind;
-    use peerpath::probe::report::{
+    use peerpath::analysis::probe_report::MemoryKind;
+    use peerpath::analysis::probe_report::Op;
+    use peerpath::analysis::probe_report::cuda::CudaReport;
+    use peerpath::analysis::probe_report::verdict::Verdict;
+    use peerpath::analysis::probe_report::{
         CellResult, Direction, GpuRef, NicRef, PROBE_SCHEMA, ProbeReport,
     };
-    use peerpath::probe::verdict::Verdict;
     let cell = CellResult {
         gpu: Some(GpuRef {
             bdf: Some("0000:3a:00.0".parse().unwrap()),

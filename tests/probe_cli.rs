@@ -310,10 +310,13 @@ fn probe_json_reads_back_as_typed_evidence() {
     no_panic(&o);
     let text = String::from_utf8(o.stdout.clone()).unwrap();
     // Probe JSON → ProbeReport: the refs come back typed, and re-serialise to the same JSON.
-    let report = peerpath::probe::report::ProbeReport::from_json("probe", &text).unwrap();
+    let report = peerpath::analysis::probe_report::ProbeReport::from_json("probe", &text).unwrap();
     assert_eq!(report.results.len(), 4);
     for r in &report.results {
-        assert_eq!(r.nic.fabric, peerpath::probe::report::FabricKind::Ofi);
+        assert_eq!(
+            r.nic.fabric,
+            peerpath::analysis::probe_report::FabricKind::Ofi
+        );
         assert_eq!(r.nic.provider.as_deref(), Some("tcp"));
         assert!(r.nic.domain.is_some() && r.nic.bdf.is_none() && r.gpu.is_none());
     }

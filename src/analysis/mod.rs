@@ -21,6 +21,7 @@ pub mod nvlink;
 pub mod pairing;
 pub mod paths;
 pub mod place;
+pub mod probe_report;
 pub mod rails;
 
 pub mod testkit;

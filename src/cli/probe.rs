@@ -2,9 +2,9 @@
 //! exit codes (docs/probe.md).
 
 use clap::{Args, ValueEnum};
-use peerpath::probe::memory::MemoryKind;
+use peerpath::analysis::probe_report::MemoryKind;
+use peerpath::analysis::probe_report::{FabricKind, ProbeFailure};
 use peerpath::probe::pairs::PairMode;
-use peerpath::probe::report::{FabricKind, ProbeFailure};
 use peerpath::probe::run::{self, Fault, ProbeOptions};
 use peerpath::render::probe::render_text;
 use std::io::IsTerminal;

@@ -6,8 +6,8 @@
 //! re-read from the live root.
 
 use crate::analysis::paths::Paths;
+use crate::analysis::probe_report::Change;
 use crate::model::Bdf;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -16,17 +16,6 @@ use std::path::{Path, PathBuf};
 pub struct Snapshot {
     /// `path → trimmed contents`; unreadable files are absent.
     pub values: BTreeMap<String, String>,
-}
-
-/// A file whose contents changed during the probe.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Change {
-    /// Path relative to the root (`sys/devices/…/aer_dev_correctable`).
-    pub path: String,
-    /// Before the probe.
-    pub before: Option<String>,
-    /// After the probe.
-    pub after: Option<String>,
 }
 
 /// The files to watch for these devices (each with its ancestors) and RDMA devices.

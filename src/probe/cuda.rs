@@ -8,9 +8,10 @@
 //! from an old driver also panics inside cudarc).
 
 use super::Unavailable;
-use super::memory::{Buffer, DmaBuf, MemoryKind};
+use super::memory::{Buffer, DmaBuf};
+use crate::analysis::probe_report::MemoryKind;
+use crate::analysis::probe_report::cuda::{CudaDevice, CudaPeer, CudaReport};
 use cudarc::driver::sys;
-use serde::{Deserialize, Serialize};
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
@@ -330,51 +331,6 @@ impl Buffer for CudaBuffer<'_> {
     }
 }
 
-/// What the CUDA probes found about one GPU.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CudaDevice {
-    /// CUDA ordinal.
-    pub ordinal: usize,
-    /// `cuDeviceGetName`.
-    pub name: Option<String>,
-    /// `cuDeviceGetPCIBusId`.
-    pub pci_bus_id: Option<String>,
-    /// `CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED`.
-    pub dma_buf_supported: Option<bool>,
-    /// Whether `cuMemGetHandleForAddressRange` exported a 2 MiB allocation.
-    pub dma_buf_export: bool,
-    /// Why the export failed, when it did.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dma_buf_export_error: Option<String>,
-    /// `CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED`.
-    pub gpudirect_rdma_supported: Option<bool>,
-    /// Pinned host → device copy bandwidth, GB/s (10^9 bytes/s).
-    pub h2d_gbytes_per_s: Option<f64>,
-    /// Device → pinned host copy bandwidth, GB/s.
-    pub d2h_gbytes_per_s: Option<f64>,
-    /// Errors of the calls above, in words.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub errors: Vec<String>,
-}
-
-/// Device→device copy between two GPUs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CudaPeer {
-    /// Source ordinal.
-    pub src: usize,
-    /// Destination ordinal.
-    pub dst: usize,
-    /// `cuDeviceCanAccessPeer(dst → src)`.
-    pub can_access_peer: Option<bool>,
-    /// `cuMemcpyPeer` without peer access enabled (the driver stages through host), GB/s.
-    pub without_peer_gbytes_per_s: Option<f64>,
-    /// `cuMemcpyPeer` after `cuCtxEnablePeerAccess`, GB/s.
-    pub with_peer_gbytes_per_s: Option<f64>,
-    /// Errors (or why peer access was not measured), in words.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub errors: Vec<String>,
-}
-
 /// Splits measurement results into values and error texts.
 fn split(rs: [&Result<f64, String>; 2], errors: &mut Vec<String>) -> [Option<f64>; 2] {
     rs.map(|r| match r {
@@ -386,23 +342,6 @@ fn split(rs: [&Result<f64, String>; 2], errors: &mut Vec<String>) -> [Option<f64
             None
         }
     })
-}
-
-/// The CUDA probes' report.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct CudaReport {
-    /// Whether the probes ran.
-    pub available: bool,
-    /// Why not, when they did not.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// `cuDriverGetVersion`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub driver_version: Option<i32>,
-    /// Per GPU.
-    pub devices: Vec<CudaDevice>,
-    /// Per ordered GPU pair.
-    pub peers: Vec<CudaPeer>,
 }
 
 impl CudaReport {

@@ -2,7 +2,8 @@
 //! `sysconf(_SC_PAGESIZE)`), touched, and pinned with `mlock`; when `RLIMIT_MEMLOCK` refuses,
 //! the buffer is still used (RDMA registration pins it anyway) and the refusal is reported.
 
-use super::memory::{Buffer, MemoryKind};
+use super::memory::Buffer;
+use crate::analysis::probe_report::MemoryKind;
 
 /// A page-aligned host buffer, freed (and unlocked) on drop.
 pub struct HostBuffer {

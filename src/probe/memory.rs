@@ -2,33 +2,7 @@
 //! CUDA device memory (`cuMemAlloc`). The transfer loop fills a buffer with a seeded pattern,
 //! lets the fabric move it, and reads the destination back to check every byte.
 
-use std::fmt;
-
-/// Which memory a buffer lives in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MemoryKind {
-    /// Page-aligned host memory, pinned with `mlock` when the limit allows.
-    Host,
-    /// CUDA device memory from `cuMemAlloc` (never managed memory).
-    Cuda,
-}
-
-impl MemoryKind {
-    /// The name used on the command line and in JSON.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MemoryKind::Host => "host",
-            MemoryKind::Cuda => "cuda",
-        }
-    }
-}
-
-impl fmt::Display for MemoryKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+use crate::analysis::probe_report::MemoryKind;
 
 /// A dma-buf export of a buffer: the fd and the buffer's offset inside the exported range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

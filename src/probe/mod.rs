@@ -25,13 +25,11 @@ pub mod memory;
 pub mod outcome;
 pub mod pairs;
 pub mod plan;
-pub mod report;
 pub mod run;
-pub mod verdict;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-pub use report::PROBE_SCHEMA;
+pub use crate::analysis::probe_report::PROBE_SCHEMA;
 
 /// Why the probe could not run at all (exit code 3): a library or device is missing.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

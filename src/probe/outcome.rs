@@ -3,15 +3,16 @@
 //! job could not run (fabric not opened, a buffer not allocated or not registered,
 //! interrupted); and the finished [`ProbeReport`].
 
-use super::counters::Change;
-use super::cuda::{self, CudaReport};
-use super::fabric::{Op, RegAttempt};
+use super::cuda;
 use super::interrupted;
-use super::memory::MemoryKind;
 use super::plan::Job;
-use super::report::{CellResult, Direction, FabricKind, NicRef, PROBE_SCHEMA, ProbeReport};
 use super::run::{CellOutcome, ProbeOptions};
-use super::verdict::{self, CellFacts, Verdict};
+use crate::analysis::probe_report::cuda::CudaReport;
+use crate::analysis::probe_report::verdict::{self, CellFacts, Verdict};
+use crate::analysis::probe_report::{
+    CellResult, Change, Direction, FabricKind, MemoryKind, NicRef, Op, PROBE_SCHEMA, ProbeReport,
+    RegAttempt,
+};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -199,7 +200,7 @@ pub fn finish(
 mod tests {
     use super::*;
     use crate::analysis::classify::Label;
-    use crate::probe::report::GpuRef;
+    use crate::analysis::probe_report::GpuRef;
 
     fn job(gpu: bool, label: Option<Label>) -> Job {
         Job {

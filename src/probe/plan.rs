@@ -7,13 +7,11 @@
 use super::Unavailable;
 use super::counters;
 use super::cuda::Cuda;
-use super::fabric::Op;
 use super::fabric::verbs;
-use super::memory::MemoryKind;
 use super::pairs::{self, RdmaNic};
-use super::report::{Direction, FabricKind, GpuRef, NicRef};
 use super::run::ProbeOptions;
 use crate::analysis::classify::Label;
+use crate::analysis::probe_report::{Direction, FabricKind, GpuRef, MemoryKind, NicRef, Op};
 use crate::model::Topology;
 use std::time::Duration;
 

@@ -9,17 +9,17 @@ use super::counters;
 use super::cuda::{self, Cuda};
 use super::fabric::ofi::{self, OfiFabric};
 use super::fabric::verbs::{self, VerbsFabric};
-use super::fabric::{
-    Completion, Fabric, Op, OpenError, Posted, RegAttempt, RegKey, Registration, Transfer,
-};
+use super::fabric::{Completion, Fabric, OpenError, Posted, RegKey, Registration, Transfer};
 use super::host::{CpuPin, HostBuffer};
-use super::memory::{self, Buffer, MemoryKind};
+use super::memory::{self, Buffer};
 use super::outcome::{self, Baselines, JobFacts, JobRows};
 use super::pairs::PairMode;
 use super::plan::{self, Job};
-use super::report::{CellResult, Direction, FabricKind, NicRef, ProbeReport};
-use super::verdict::Verdict;
 use super::{Unavailable, interrupted};
+use crate::analysis::probe_report::MemoryKind;
+use crate::analysis::probe_report::verdict::Verdict;
+use crate::analysis::probe_report::{CellResult, Direction, FabricKind, NicRef, ProbeReport};
+use crate::analysis::probe_report::{Op, RegAttempt};
 use crate::model::Topology;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};

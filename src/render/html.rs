@@ -11,7 +11,7 @@ use super::layout::{Layout, label_colour, severity_colour};
 use super::svg::{self, esc};
 use crate::analysis::audit::Report;
 use crate::analysis::classify::{Label, Matrix};
-use crate::probe::report::ProbeReport;
+use crate::analysis::probe_report::ProbeReport;
 use anyhow::Result;
 use std::fmt::Write;
 

@@ -2,7 +2,7 @@
 //! probes, the counters that changed and the notes. Formatting only: every value comes from
 //! the report.
 
-use crate::probe::report::ProbeReport;
+use crate::analysis::probe_report::ProbeReport;
 
 /// `65536` → `64 KiB`, `8388608` → `8 MiB`.
 fn human(n: usize) -> String {
@@ -119,11 +119,11 @@ pub fn render_text(r: &ProbeReport) -> String {
 mod tests {
     use super::*;
     use crate::analysis::classify::Label;
-    use crate::probe::cuda::CudaReport;
-    use crate::probe::fabric::Op;
-    use crate::probe::memory::MemoryKind;
-    use crate::probe::report::{CellResult, Direction, GpuRef, NicRef, PROBE_SCHEMA};
-    use crate::probe::verdict::Verdict;
+    use crate::analysis::probe_report::MemoryKind;
+    use crate::analysis::probe_report::Op;
+    use crate::analysis::probe_report::cuda::CudaReport;
+    use crate::analysis::probe_report::verdict::Verdict;
+    use crate::analysis::probe_report::{CellResult, Direction, GpuRef, NicRef, PROBE_SCHEMA};
 
     #[test]
     fn cells_print_their_refs_in_short_form() {

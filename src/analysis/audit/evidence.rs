@@ -1,5 +1,5 @@
 //! Probe evidence (`--evidence FILE`, a [`ProbeReport`] as `peerpath probe --format json`
-//! writes it, schema [`crate::probe::report::PROBE_SCHEMA`]): a measured verdict for a GPU–NIC
+//! writes it, schema [`crate::analysis::probe_report::PROBE_SCHEMA`]): a measured verdict for a GPU–NIC
 //! pair overrides what the audit inferred for it.
 //!
 //! - measured `confirmed`: inferred errors about that pair (ACS redirect, IOMMU translation,
@@ -15,10 +15,10 @@
 
 use super::{CheckId, Ctx, Finding, Pair, Severity, Subject};
 use crate::analysis::evidence::EvidenceReport;
+use crate::analysis::probe_report::MemoryKind;
+use crate::analysis::probe_report::verdict::Verdict;
+use crate::analysis::probe_report::{NicRef, ProbeReport};
 use crate::model::Bdf;
-use crate::probe::memory::MemoryKind;
-use crate::probe::report::{NicRef, ProbeReport};
-use crate::probe::verdict::Verdict;
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 
@@ -376,9 +376,9 @@ mod tests {
     use super::super::testkit::clean;
     use super::super::{AuditOptions, run};
     use super::*;
-    use crate::probe::cuda::CudaReport;
-    use crate::probe::fabric::Op;
-    use crate::probe::report::{CellResult, Direction, GpuRef, PROBE_SCHEMA};
+    use crate::analysis::probe_report::Op;
+    use crate::analysis::probe_report::cuda::CudaReport;
+    use crate::analysis::probe_report::{CellResult, Direction, GpuRef, PROBE_SCHEMA};
 
     fn gpu(bdf: &str, cuda: usize) -> Option<GpuRef> {
         Some(GpuRef {

@@ -61,45 +61,7 @@ pub mod verbs_sys;
 
 use super::Unavailable;
 use super::memory::Buffer;
-use super::report::NicRef;
-use serde::{Deserialize, Serialize};
-
-/// The RDMA operation a cell measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Op {
-    /// RDMA WRITE: the initiator's local buffer is read by its NIC and written into the target.
-    Write,
-    /// RDMA READ: the target's buffer is read by the NIC and written into the initiator's.
-    Read,
-}
-
-impl Op {
-    /// Name in JSON and text.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Op::Write => "write",
-            Op::Read => "read",
-        }
-    }
-}
-
-/// How a registration was attempted and how it ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RegAttempt {
-    /// `dmabuf` (`ibv_reg_dmabuf_mr` / libfabric dma-buf), `peer` (plain `ibv_reg_mr` on a
-    /// device pointer, claimed by a peer-memory client such as nvidia-peermem), `hmem`
-    /// (`fi_mr_regattr` with `FI_HMEM_CUDA`), or `host` (plain registration of host memory).
-    pub method: String,
-    /// Whether it worked.
-    pub ok: bool,
-    /// errno (positive) when it failed and one was reported.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub errno: Option<i32>,
-    /// What the failure means (mapped from the errno), or why the method was not tried.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
-}
+use crate::analysis::probe_report::{NicRef, Op, RegAttempt};
 
 impl RegAttempt {
     /// A successful attempt.

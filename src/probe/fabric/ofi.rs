@@ -12,12 +12,13 @@
 use super::layout::Zeroable;
 use super::ofi_sys::*;
 use super::{
-    Completion, Fabric, Op, OpenError, Posted, RawRegistration, RegAttempt, RegTable, TargetDriver,
-    Transfer,
+    Completion, Fabric, OpenError, Posted, RawRegistration, RegTable, TargetDriver, Transfer,
 };
+use crate::analysis::probe_report::MemoryKind;
+use crate::analysis::probe_report::NicRef;
+use crate::analysis::probe_report::{Op, RegAttempt};
 use crate::probe::Unavailable;
-use crate::probe::memory::{Buffer, MemoryKind};
-use crate::probe::report::NicRef;
+use crate::probe::memory::Buffer;
 use std::cell::{Cell, RefCell, UnsafeCell};
 use std::ffi::{CStr, CString, c_char, c_void};
 use std::ptr::null_mut;

@@ -11,12 +11,12 @@
 
 use super::layout::Zeroable;
 use super::verbs_sys::*;
-use super::{
-    Completion, Fabric, Op, OpenError, Posted, RawRegistration, RegAttempt, RegTable, Transfer,
-};
+use super::{Completion, Fabric, OpenError, Posted, RawRegistration, RegTable, Transfer};
+use crate::analysis::probe_report::MemoryKind;
+use crate::analysis::probe_report::NicRef;
+use crate::analysis::probe_report::{Op, RegAttempt};
 use crate::probe::Unavailable;
-use crate::probe::memory::{Buffer, MemoryKind};
-use crate::probe::report::NicRef;
+use crate::probe::memory::Buffer;
 use std::ffi::{CStr, c_int, c_void};
 use std::ptr::null_mut;
 

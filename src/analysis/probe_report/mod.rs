@@ -1,26 +1,101 @@
 //! The probe's report as a typed contract: what `peerpath probe --format json` writes and what
-//! `audit --evidence` / `report --evidence` read back, with one schema constant
+//! `audit --evidence` / `report --evidence` read back, owned here, below both the probe that
+//! writes it and the audit that reads it, with one schema constant
 //! ([`PROBE_SCHEMA`]). The GPU and the NIC of each cell are typed references ([`GpuRef`],
 //! [`NicRef`]): PCI address, CUDA ordinal, RDMA device and port, libfabric provider and
 //! domain, so no reader parses a display string. docs/probe.md describes the JSON.
 
-use super::counters::Change;
-use super::cuda::CudaReport;
-use super::fabric::{Op, RegAttempt};
-use super::memory::MemoryKind;
-use super::verdict::Verdict;
+pub mod cuda;
+pub mod verdict;
+
 use crate::analysis::classify::Label;
 use crate::model::Bdf;
 use anyhow::{Context, Result, bail};
+use cuda::CudaReport;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::marker::PhantomData;
+use verdict::Verdict;
 
 /// Schema tag of the probe's JSON output. `/2` names the GPU and the NIC of each result as
 /// objects (`/1` wrote them as display strings, which readers had to parse back; `/1`
 /// documents are not read).
 pub const PROBE_SCHEMA: &str = "peerpath.probe/2";
+
+/// Which memory a buffer lives in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryKind {
+    /// Page-aligned host memory, pinned with `mlock` when the limit allows.
+    Host,
+    /// CUDA device memory from `cuMemAlloc` (never managed memory).
+    Cuda,
+}
+
+impl MemoryKind {
+    /// The name used on the command line and in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryKind::Host => "host",
+            MemoryKind::Cuda => "cuda",
+        }
+    }
+}
+
+impl fmt::Display for MemoryKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The RDMA operation a cell measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Op {
+    /// RDMA WRITE: the initiator's local buffer is read by its NIC and written into the target.
+    Write,
+    /// RDMA READ: the target's buffer is read by the NIC and written into the initiator's.
+    Read,
+}
+
+impl Op {
+    /// Name in JSON and text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Op::Write => "write",
+            Op::Read => "read",
+        }
+    }
+}
+
+/// How a registration was attempted and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegAttempt {
+    /// `dmabuf` (`ibv_reg_dmabuf_mr` / libfabric dma-buf), `peer` (plain `ibv_reg_mr` on a
+    /// device pointer, claimed by a peer-memory client such as nvidia-peermem), `hmem`
+    /// (`fi_mr_regattr` with `FI_HMEM_CUDA`), or `host` (plain registration of host memory).
+    pub method: String,
+    /// Whether it worked.
+    pub ok: bool,
+    /// errno (positive) when it failed and one was reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errno: Option<i32>,
+    /// What the failure means (mapped from the errno), or why the method was not tried.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// A file whose contents changed during the probe.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    /// Path relative to the root (`sys/devices/…/aer_dev_correctable`).
+    pub path: String,
+    /// Before the probe.
+    pub before: Option<String>,
+    /// After the probe.
+    pub after: Option<String>,
+}
 
 /// Which fabric library the probe uses (`--fabric`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
