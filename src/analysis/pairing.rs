@@ -12,7 +12,6 @@
 //! Only rails are offered: a NIC slower than half the node's fastest ([`rail_mask`]) is a
 //! management or storage adapter and never carries a GPU's traffic.
 
-use super::audit;
 use super::classify::{Classifier, ClassifyOptions, Endpoint, Label, Matrix, PairSummary};
 use crate::model::{Bdf, DeviceKind, Topology};
 use std::collections::{BTreeMap, HashMap};
@@ -457,15 +456,16 @@ pub fn nearest_nic<'a>(m: &'a Matrix, compute: &Endpoint) -> Option<&'a Endpoint
         .map(|(_, n)| n)
 }
 
-/// The rail pairs the picture draws: the audit's matching when it has one (pairs whose GPU or
-/// NIC is no matrix endpoint are left out), else each compute endpoint's [`nearest_nic`].
-pub fn rail_pairs(m: &Matrix, audit_pairs: &[audit::Pair]) -> RailPairs {
+/// The rail pairs the picture draws: the audit's matching (`(GPU, NIC)` addresses, as the audit
+/// report's `pairs` hold them) when it has one (pairs whose GPU or NIC is no matrix endpoint are
+/// left out), else each compute endpoint's [`nearest_nic`].
+pub fn rail_pairs(m: &Matrix, audit_pairs: &[(Bdf, Bdf)]) -> RailPairs {
     if !audit_pairs.is_empty() {
         let ep: HashMap<Bdf, &Endpoint> = m.endpoints.iter().map(|e| (e.bdf, e)).collect();
         let by_bdf = |b: &Bdf| ep.get(b).copied();
         let pairs = audit_pairs
             .iter()
-            .filter_map(|p| Some(rail_pair(by_bdf(&p.gpu)?, by_bdf(&p.nic)?)))
+            .filter_map(|(gpu, nic)| Some(rail_pair(by_bdf(gpu)?, by_bdf(nic)?)))
             .collect();
         return RailPairs {
             source: RailPairSource::Audit,
@@ -614,7 +614,8 @@ mod tests {
         let t = node();
         let m = classify_all(&t, &ClassifyOptions::default());
         let audit = crate::analysis::audit::run(&t, &Default::default());
-        let r = rail_pairs(&m, &audit.pairs);
+        let matched: Vec<(Bdf, Bdf)> = audit.pairs.iter().map(|p| (p.gpu, p.nic)).collect();
+        let r = rail_pairs(&m, &matched);
         assert_eq!(r.source, RailPairSource::Audit);
         assert_eq!(r.pairs.len(), audit.pairs.len());
         assert!(r.pairs.iter().all(|p| p.compute.starts_with("GPU")));

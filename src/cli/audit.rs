@@ -5,9 +5,11 @@
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
-use peerpath::analysis::audit::{self, AuditOptions, evidence::ProbeEvidence, job, profile};
+use peerpath::analysis::audit::join::Topo;
+use peerpath::analysis::audit::{self, AuditOptions, job, profile};
 use peerpath::analysis::classify::{Classifier, ClassifyOptions};
-use peerpath::analysis::evidence::{self as jobev, Input, Loaded, NicSpec, join::Topo};
+use peerpath::analysis::evidence::{self as jobev, Input, Loaded, NicSpec};
+use peerpath::analysis::probe_report::measured::ProbeEvidence;
 use std::path::PathBuf;
 
 /// Output format of `audit`.

@@ -7,8 +7,9 @@
 use crate::InputArgs;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
+use peerpath::analysis::audit::join::Topo;
 use peerpath::analysis::classify::{Classifier, ClassifyOptions};
-use peerpath::analysis::evidence::{self, Input, NicSpec, Options, join::Topo};
+use peerpath::analysis::evidence::{self, Input, NicSpec, Options};
 use peerpath::render;
 use std::path::PathBuf;
 
@@ -55,7 +56,11 @@ pub fn run(a: EvidenceArgs) -> Result<u8> {
         .as_ref()
         .map(|t| Classifier::new(t, &ClassifyOptions::default()));
     let joined = cl.as_ref().map(Topo::new);
-    let report = evidence::analyze(&inputs, joined.as_ref(), &Options { nic: a.nic_gbps });
+    let report = evidence::analyze(
+        &inputs,
+        joined.as_ref().map(|t| t as &dyn evidence::Node),
+        &Options { nic: a.nic_gbps },
+    );
     match a.format {
         EvidenceFormat::Text => print!("{}", render::evidence::text(&report)),
         EvidenceFormat::Json => println!("{}", render::evidence::json(&report)?),

@@ -3,8 +3,9 @@
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
-use peerpath::analysis::audit::{self, AuditOptions, evidence::ProbeEvidence, profile};
+use peerpath::analysis::audit::{self, AuditOptions, profile};
 use peerpath::analysis::classify::{ClassifyOptions, classify_all};
+use peerpath::analysis::probe_report::measured::ProbeEvidence;
 use peerpath::model::Topology;
 use peerpath::render::{html, layout, png, svg};
 use std::path::{Path, PathBuf};

@@ -37,6 +37,26 @@ pub mod acs {
     pub const EC: u16 = 0x20;
     /// Direct Translated P2P.
     pub const DT: u16 = 0x40;
+
+    /// Each control bit with the name `lspci -vvv` prints for it in `ACSCap`/`ACSCtl`.
+    pub const NAMES: [(u16, &str); 7] = [
+        (SV, "SrcValid"),
+        (TB, "TransBlk"),
+        (RR, "ReqRedir"),
+        (CR, "CmpltRedir"),
+        (UF, "UpstreamFwd"),
+        (EC, "EgressCtrl"),
+        (DT, "DirectTrans"),
+    ];
+
+    /// The names of the bits set in an ACS capability or control word, in register order.
+    pub fn names(bits: u16) -> Vec<&'static str> {
+        NAMES
+            .iter()
+            .filter(|(bit, _)| bits & bit != 0)
+            .map(|&(_, n)| n)
+            .collect()
+    }
 }
 
 /// PCI Express device/port type (Express Capabilities register bits 7:4).
@@ -128,20 +148,7 @@ pub struct AcsCap {
 impl AcsCap {
     /// The names of the enabled controls, as `lspci -vvv` prints them in `ACSCtl`.
     pub fn enabled_names(&self) -> Vec<&'static str> {
-        let names = [
-            (acs::SV, "SrcValid"),
-            (acs::TB, "TransBlk"),
-            (acs::RR, "ReqRedir"),
-            (acs::CR, "CmpltRedir"),
-            (acs::UF, "UpstreamFwd"),
-            (acs::EC, "EgressCtrl"),
-            (acs::DT, "DirectTrans"),
-        ];
-        names
-            .iter()
-            .filter(|(bit, _)| self.control & bit != 0)
-            .map(|&(_, n)| n)
-            .collect()
+        acs::names(self.control)
     }
     /// Whether peer-to-peer requests or completions are redirected upstream (RR, CR or EC).
     pub fn redirects_p2p(&self) -> bool {

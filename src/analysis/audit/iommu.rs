@@ -56,11 +56,7 @@ pub fn iommu_translation(ctx: &Ctx) -> Vec<Finding> {
         }
         match (d.iommu_group, d.iommu_group_type.as_deref()) {
             (Some(g), Some(t @ ("DMA" | "DMA-FQ"))) => {
-                let sev = if ctx.virtualized {
-                    Severity::Warning
-                } else {
-                    Severity::Error
-                };
+                let sev = ctx.config_fault_severity();
                 let mut f = Finding::new(
                     CheckId::IommuTranslation,
                     sev,

@@ -11,6 +11,7 @@ pub mod finding;
 pub mod gdr;
 pub mod iommu;
 pub mod job;
+pub mod join;
 pub mod nextgen;
 pub mod pcie;
 pub mod placement;
@@ -169,10 +170,43 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// The severity of a host-configuration fault (ACS, IOMMU translation and groups, Data
+    /// Direct): an error on bare metal, a warning in a VM, whose hypervisor may present a
+    /// synthetic topology and own the setting.
+    pub fn config_fault_severity(&self) -> Severity {
+        if self.virtualized {
+            Severity::Warning
+        } else {
+            Severity::Error
+        }
+    }
+
+    /// Whether the input carries the kernel's per-device facts (config space, IOMMU groups):
+    /// sysfs, a snapshot, or peerpath's JSON of one; NCCL and hwloc XML do not.
+    pub fn has_device_files(&self) -> bool {
+        matches!(
+            self.topo.source.kind.as_str(),
+            "sysfs" | "snapshot" | "json"
+        )
+    }
+
     /// Pairs that involve a device (as GPU or NIC).
     pub fn pairs_of(&self, bdf: &Bdf) -> impl Iterator<Item = &Pair> {
         let b = *bdf;
         self.pairs.iter().filter(move |p| p.gpu == b || p.nic == b)
+    }
+}
+
+/// Why a device's config space cannot answer a question that needs `need` bytes (256 for the
+/// PCIe capability, 4096 for extended capabilities such as ACS), or `None` when it can.
+pub fn config_unknown(d: &Device, need: usize) -> Option<String> {
+    match &d.config {
+        None => Some("config space not read (file absent or unreadable)".into()),
+        Some(c) if c.len < need => Some(format!(
+            "config space readable only as root ({} of 4096 bytes)",
+            c.len
+        )),
+        Some(_) => None,
     }
 }
 
@@ -256,7 +290,7 @@ pub struct AuditOptions {
     /// Expected layout to diff against.
     pub profile: Option<profile::Profile>,
     /// Probe results to fold in (`--evidence`).
-    pub evidence: Option<evidence::ProbeEvidence>,
+    pub evidence: Option<crate::analysis::probe_report::measured::ProbeEvidence>,
     /// Verdicts read from the job's own output (`--evidence LOG`), folded in as findings.
     pub job_evidence: Option<crate::analysis::evidence::EvidenceReport>,
     /// The job's environment (`--job`).

@@ -5,7 +5,7 @@
 //! function (`data-direct`) and a Grace GPU's C2C link (`c2c-link`). The platform and its
 //! complexes come from [`crate::analysis::nvcx`]; every fact from the one scan.
 
-use super::pcie::config_unknown;
+use super::config_unknown;
 use super::{CheckId, Ctx, Evidence, Finding, PairRef, Severity, Subject, pci_path};
 use crate::analysis::nvcx::{self, AcsRule};
 use crate::analysis::paths::DevIx;
@@ -15,22 +15,9 @@ use crate::model::rdma_topo::ComplexKind;
 use crate::model::{Bdf, DeviceKind};
 use std::collections::BTreeSet;
 
-const ACS_NAMES: [(u16, &str); 7] = [
-    (acs::SV, "SrcValid"),
-    (acs::TB, "TransBlk"),
-    (acs::RR, "ReqRedir"),
-    (acs::CR, "CmpltRedir"),
-    (acs::UF, "UpstreamFwd"),
-    (acs::EC, "EgressCtrl"),
-    (acs::DT, "DirectTrans"),
-];
-
+/// The ACS controls set in `control`, as `lspci -vvv` names them, or `none`.
 fn names(control: u16) -> String {
-    let v: Vec<&str> = ACS_NAMES
-        .iter()
-        .filter(|(b, _)| control & b != 0)
-        .map(|(_, n)| *n)
-        .collect();
+    let v = acs::names(control);
     if v.is_empty() {
         "none".into()
     } else {
@@ -74,7 +61,7 @@ pub fn acs_platform(ctx: &Ctx) -> (Vec<Finding>, BTreeSet<Bdf>) {
     };
     // Inputs without config space (NCCL and hwloc XML) cannot say; the generic rule reports
     // the ACS it could not read.
-    if !matches!(ctx.topo.source.kind.as_str(), "sysfs" | "snapshot" | "json") {
+    if !ctx.has_device_files() {
         return (out, covered);
     }
     let p = ctx.paths();
@@ -93,11 +80,7 @@ pub fn acs_platform(ctx: &Ctx) -> (Vec<Finding>, BTreeSet<Bdf>) {
         return (out, covered);
     }
     let rules = nvcx::expected_acs(p, pl);
-    let sev = if ctx.virtualized {
-        Severity::Warning
-    } else {
-        Severity::Error
-    };
+    let sev = ctx.config_fault_severity();
     let mut ok: Vec<Evidence> = Vec::new();
     let mut unknown: Vec<(Bdf, String)> = Vec::new();
     for r in &rules {
@@ -107,22 +90,28 @@ pub fn acs_platform(ctx: &Ctx) -> (Vec<Finding>, BTreeSet<Bdf>) {
             unknown.push((d.bdf, why));
             continue;
         }
+        // The port as findings name it, and its finding at the platform's severity.
+        let port = format!("{} {} ({})", d.kind.as_str(), d.bdf, r.role);
+        let port_finding = |summary: String, remedy: String| {
+            Finding::new(
+                CheckId::AcsRedirect,
+                sev,
+                Subject::Device(d.bdf),
+                summary,
+                remedy,
+            )
+        };
         let Some(cap) = d.config.as_ref().and_then(|c| c.acs) else {
             if r.mask.set != 0 {
                 out.push(
-                    Finding::new(
-                        CheckId::AcsRedirect,
-                        sev,
-                        Subject::Device(d.bdf),
+                    port_finding(
                         format!(
-                            "{} {} ({}) has no ACS capability; the {} needs {}",
-                            d.kind.as_str(),
-                            d.bdf,
-                            r.role,
+                            "{port} has no ACS capability; the {} needs {}",
                             nvcx::kind_words(pl.kind),
                             r.mask.pattern()
                         ),
-                        "check the port's firmware; rdma_topo cannot configure a port without ACS",
+                        "check the port's firmware; rdma_topo cannot configure a port without ACS"
+                            .into(),
                     )
                     .with(pci_path(&d.bdf, "config"), "no ACS extended capability")
                     .with_pairs(pairs_through(ctx, r.port)),
@@ -157,7 +146,7 @@ pub fn acs_platform(ctx: &Ctx) -> (Vec<Finding>, BTreeSet<Bdf>) {
             continue;
         }
         let mut wrong = Vec::new();
-        for (b, n) in ACS_NAMES {
+        for (b, n) in acs::NAMES {
             if r.mask.set & b != 0 && cap.control & b == 0 {
                 wrong.push(format!("{n} must be on"));
             }
@@ -166,15 +155,9 @@ pub fn acs_platform(ctx: &Ctx) -> (Vec<Finding>, BTreeSet<Bdf>) {
             }
         }
         out.push(
-            Finding::new(
-                CheckId::AcsRedirect,
-                sev,
-                Subject::Device(d.bdf),
+            port_finding(
                 format!(
-                    "ACS on {} {} ({}) is {} (0x{:04x}); the {} needs {}: {}",
-                    d.kind.as_str(),
-                    d.bdf,
-                    r.role,
+                    "ACS on {port} is {} (0x{:04x}); the {} needs {}: {}",
                     names(cap.control),
                     cap.control,
                     nvcx::kind_words(pl.kind),
@@ -253,15 +236,15 @@ pub fn iommu_group(ctx: &Ctx) -> Vec<Finding> {
         return out;
     };
     // Sources without IOMMU groups (NCCL and hwloc XML) cannot say.
-    if !matches!(ctx.topo.source.kind.as_str(), "sysfs" | "snapshot" | "json") {
+    if !ctx.has_device_files() {
         return out;
     }
-    let sev = if ctx.virtualized {
-        Severity::Warning
-    } else {
-        Severity::Error
-    };
+    let sev = ctx.config_fault_severity();
     let remedy = "IOMMU groups follow ACS: apply rdma_topo's ACS settings (see acs-redirect) and reboot; check with `rdma_topo check`";
+    // A group that breaks rdma_topo's rule, at the platform's severity.
+    let fault = |subject: Subject, summary: String| {
+        Finding::new(CheckId::IommuGroup, sev, subject, summary, remedy)
+    };
     let mut unknown = Vec::new();
     let mut ok = Vec::new();
     for c in &pl.complexes {
@@ -276,13 +259,9 @@ pub fn iommu_group(ctx: &Ctx) -> Vec<Finding> {
                 match (dg, gg) {
                     (Some(x), Some(y)) if x == y => ok.extend(ev),
                     (Some(x), Some(y)) => out.push(
-                        Finding::new(
-                            CheckId::IommuGroup,
-                            sev,
-                            Subject::Device(db),
-                            format!("Data Direct DMA function {db} and GPU {gb} are in different IOMMU groups ({x} ≠ {y}); rdma_topo requires one group (ACS Source Validation off on the Grace root port) so the NVIDIA driver's GPUDirect topology check passes without NVreg_GrdmaPciTopoCheckOverride"),
-                            remedy,
-                        )
+                        fault(
+Subject::Device(db),
+format!("Data Direct DMA function {db} and GPU {gb} are in different IOMMU groups ({x} ≠ {y}); rdma_topo requires one group (ACS Source Validation off on the Grace root port) so the NVIDIA driver's GPUDirect topology check passes without NVreg_GrdmaPciTopoCheckOverride"))
                         .with_all(ev),
                     ),
                     _ => unknown.extend(ev),
@@ -306,17 +285,13 @@ pub fn iommu_group(ctx: &Ctx) -> Vec<Finding> {
                     ok.extend(ev);
                 } else {
                     out.push(
-                        Finding::new(
-                            CheckId::IommuGroup,
-                            sev,
-                            Subject::Device(nb),
-                            if virt {
+                        fault(
+Subject::Device(nb),
+if virt {
                                 format!("NIC {nb} and GPU {gb} must be in different IOMMU groups when the node is set up for VMs (rdma_topo); they are {} and {}", show(ng), show(gg))
                             } else {
                                 format!("NIC {nb} and GPU {gb} must share an IOMMU group on bare metal (rdma_topo); they are {} and {}", show(ng), show(gg))
-                            },
-                            remedy,
-                        )
+                            })
                         .with_all(ev),
                     );
                 }
@@ -340,13 +315,9 @@ pub fn iommu_group(ctx: &Ctx) -> Vec<Finding> {
                     ok.extend(ev);
                 } else {
                     out.push(
-                        Finding::new(
-                            CheckId::IommuGroup,
-                            sev,
-                            Subject::Node,
-                            format!("NUMA node {}: NICs and GPUs share IOMMU group(s) {dup:?}; rdma_topo requires a group of its own for each", c.numa.map(|n| n.to_string()).unwrap_or_else(|| "?".into())),
-                            remedy,
-                        )
+                        fault(
+Subject::Node,
+format!("NUMA node {}: NICs and GPUs share IOMMU group(s) {dup:?}; rdma_topo requires a group of its own for each", c.numa.map(|n| n.to_string()).unwrap_or_else(|| "?".into())))
                         .with_all(ev),
                     );
                 }
@@ -519,11 +490,7 @@ pub fn data_direct(ctx: &Ctx) -> Vec<Finding> {
                 .with_all(ev),
             );
         } else {
-            let sev = if ctx.virtualized {
-                Severity::Warning
-            } else {
-                Severity::Error
-            };
+            let sev = ctx.config_fault_severity();
             out.push(
                 Finding::new(
                     CheckId::DataDirect,
@@ -570,55 +537,52 @@ pub fn c2c_link(ctx: &Ctx) -> Vec<Finding> {
             continue;
         };
         let ev = Evidence::new(format!("GPU {} C2C", g.bdf), c.source.clone());
-        match (c.links_up, c.links_total) {
-            (Some(up), Some(total)) if up < total => out.push(
-                Finding::new(
-                    CheckId::C2cLink,
-                    Severity::Error,
-                    Subject::Device(g.bdf),
-                    format!("GPU {}: {up} of {total} NVLink-C2C links up", g.bdf),
-                    "check `nvidia-smi c2c -s` and the kernel log (Xid) on the node; a C2C link down needs the tray serviced",
-                )
-                .with_all([ev]),
+        let serviced = "a C2C link down needs the tray serviced";
+        let (sev, summary, remedy) = match (c.links_up, c.links_total) {
+            (Some(up), Some(total)) if up < total => (
+                Severity::Error,
+                format!("GPU {}: {up} of {total} NVLink-C2C links up", g.bdf),
+                format!(
+                    "check `nvidia-smi c2c -s` and the kernel log (Xid) on the node; {serviced}"
+                ),
             ),
-            (Some(0), _) => out.push(
-                Finding::new(
-                    CheckId::C2cLink,
-                    Severity::Error,
-                    Subject::Device(g.bdf),
-                    format!("GPU {}: no NVLink-C2C link up", g.bdf),
-                    "check `nvidia-smi c2c -s` and the kernel log (Xid); a C2C link down needs the tray serviced",
-                )
-                .with_all([ev]),
+            (Some(0), _) => (
+                Severity::Error,
+                format!("GPU {}: no NVLink-C2C link up", g.bdf),
+                format!("check `nvidia-smi c2c -s` and the kernel log (Xid); {serviced}"),
             ),
-            (Some(up), _) => out.push(
-                Finding::new(
-                    CheckId::C2cLink,
-                    Severity::Info,
-                    Subject::Device(g.bdf),
-                    format!(
-                        "GPU {}: {up} NVLink-C2C link(s) up{}",
-                        g.bdf,
-                        match c.gbytes_per_s() {
-                            Some(x) => format!(", {x:.1} GB/s in NCCL's model"),
-                            None => String::new(),
-                        }
-                    ),
-                    "none (compare with the expected count with --profile gb300)",
-                )
-                .with_all([ev]),
+            (Some(up), _) => (
+                Severity::Info,
+                format!(
+                    "GPU {}: {up} NVLink-C2C link(s) up{}",
+                    g.bdf,
+                    match c.gbytes_per_s() {
+                        Some(x) => format!(", {x:.1} GB/s in NCCL's model"),
+                        None => String::new(),
+                    }
+                ),
+                "none (compare with the expected count with --profile gb300)".to_string(),
             ),
-            (None, _) => out.push(
-                Finding::new(
-                    CheckId::C2cLink,
-                    Severity::Unknown,
-                    Subject::Device(g.bdf),
-                    format!("GPU {}: NVLink-C2C link present, how many links are up is unknown", g.bdf),
-                    "audit the live node (NVML C2C field values), or read `nvidia-smi c2c -s`",
-                )
-                .with_all([ev]),
+            (None, _) => (
+                Severity::Unknown,
+                format!(
+                    "GPU {}: NVLink-C2C link present, how many links are up is unknown",
+                    g.bdf
+                ),
+                "audit the live node (NVML C2C field values), or read `nvidia-smi c2c -s`"
+                    .to_string(),
             ),
-        }
+        };
+        out.push(
+            Finding::new(
+                CheckId::C2cLink,
+                sev,
+                Subject::Device(g.bdf),
+                summary,
+                remedy,
+            )
+            .with_all([ev]),
+        );
     }
     out
 }

@@ -6,24 +6,13 @@
 //! (reference §2.1, §2.2, §2.4, §2.9, §2.10). Config-space facts need root: a 64-byte config
 //! gives `unknown`, never a pass.
 
-use super::{CheckId, Ctx, Evidence, Finding, PairRef, Severity, Subject, pci_path};
+use super::{
+    CheckId, Ctx, Evidence, Finding, PairRef, Severity, Subject, config_unknown, pci_path,
+};
 use crate::analysis::paths::LinkHealth;
 use crate::model::aer::AerCounters;
-use crate::model::{Bdf, Device, DeviceKind};
+use crate::model::{Bdf, DeviceKind};
 use std::collections::{BTreeMap, BTreeSet};
-
-/// Why a device's config space cannot answer a question that needs `need` bytes (256 for the
-/// PCIe capability, 4096 for extended capabilities such as ACS), or `None` when it can.
-pub fn config_unknown(d: &Device, need: usize) -> Option<String> {
-    match &d.config {
-        None => Some("config space not read (file absent or unreadable)".into()),
-        Some(c) if c.len < need => Some(format!(
-            "config space readable only as root ({} of 4096 bytes)",
-            c.len
-        )),
-        Some(_) => None,
-    }
-}
 
 /// What the `config` file gave, as evidence: `64 bytes` or `(absent)`.
 fn config_len_value(topo: &crate::model::Topology, b: &Bdf) -> String {
@@ -112,11 +101,7 @@ pub fn acs_redirect(ctx: &Ctx) -> Vec<Finding> {
             continue;
         }
         let names = acs.enabled_names().join(" ");
-        let sev = if ctx.virtualized {
-            Severity::Warning
-        } else {
-            Severity::Error
-        };
+        let sev = ctx.config_fault_severity();
         let who: Vec<String> = pairs
             .iter()
             .map(|p| {
@@ -193,11 +178,7 @@ pub fn link_degraded(ctx: &Ctx) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut idle_gpus = Vec::new();
     let mut unknown = Vec::new();
-    let sev = if ctx.virtualized {
-        Severity::Warning
-    } else {
-        Severity::Error
-    };
+    let sev = ctx.config_fault_severity();
     for (c, p) in hops(ctx) {
         let (Some(child), Some(parent), Some(ci)) =
             (topo.device(&c), topo.device(&p), paths.index(&c))

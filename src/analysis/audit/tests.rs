@@ -395,7 +395,7 @@ fn probe_confirmed_downgrades_and_bad_path_raises() {
         p.config.as_mut().unwrap().acs.as_mut().unwrap().control = 0x1d
     });
     let t = topo(d, machine());
-    let ev = evidence::ProbeEvidence::parse(
+    let ev = crate::analysis::probe_report::measured::ProbeEvidence::parse(
         "probe.json",
         r#"{"schema":"peerpath.probe/2","results":[
             {"gpu":{"bdf":"0000:33:00.0"},"nic":{"fabric":"verbs","rdma":"mlx5_1"},"memory":"cuda",

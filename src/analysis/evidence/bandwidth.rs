@@ -1,5 +1,5 @@
 //! Bandwidth verdicts: each nccl-tests run's bus bandwidth against what the node's NICs carry
-//! (NCCL's rule of thumb, [`super::join::GBPS_TO_BUSBW`]: flagged below 80 %, broken below
+//! (NCCL's rule of thumb, [`super::GBPS_TO_BUSBW`]: flagged below 80 %, broken below
 //! 25 %, a fall at large sizes named a collapse), and each perftest GPU-memory run against a
 //! host-memory run on the same device (flagged below 80 %).
 

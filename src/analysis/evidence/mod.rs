@@ -5,14 +5,13 @@
 //! [`model`]; docs/evidence.md shows each published input and its verdict.
 
 pub mod bandwidth;
-pub mod join;
 pub mod model;
 pub mod ranks;
 pub mod version;
 
 pub use model::*;
 
-use crate::analysis::audit::evidence::ProbeEvidence;
+use crate::analysis::probe_report::measured::ProbeEvidence;
 use crate::parse::joblog::{self, JobOutput};
 use anyhow::{Context, Result, bail};
 
@@ -104,6 +103,23 @@ impl std::str::FromStr for NicSpec {
     }
 }
 
+/// The node a job's verdicts are joined to (`-i SNAPSHOT`): what [`analyze`] asks of it. The
+/// audit answers it (`analysis::audit::join::Topo`): the GPU–NIC pairing, the path labels and the
+/// findings are the audit's, so the evidence never runs or reads an audit itself.
+pub trait Node {
+    /// Where the topology came from.
+    fn source(&self) -> String;
+    /// The NIC capacity bandwidth is judged against, or why the node does not show it.
+    fn capacity(&self) -> Result<Capacity, String>;
+    /// The port rate of an RDMA device, Gb/s.
+    fn port_gbps(&self, rdma: &str) -> Option<f64>;
+    /// The audit's errors and warnings on the GPU–NIC paths (ACS, IOMMU, link, MPS), in words,
+    /// to explain a slow run.
+    fn path_problems(&self) -> Vec<String>;
+    /// One rank placed on the node: its GPU, the NIC the pairing gives it, and the audit's facts.
+    fn join(&self, r: &RankVerdict) -> Option<Prediction>;
+}
+
 /// Options of [`analyze`].
 #[derive(Debug, Clone, Default)]
 pub struct Options {
@@ -112,13 +128,13 @@ pub struct Options {
 }
 
 /// Reads every input into one report; `topo` joins it to a topology.
-pub fn analyze(inputs: &[Input], topo: Option<&join::Topo>, opts: &Options) -> EvidenceReport {
+pub fn analyze(inputs: &[Input], topo: Option<&dyn Node>, opts: &Options) -> EvidenceReport {
     let mut notes = Vec::new();
     let capacity = match (opts.nic, topo) {
         (Some(n), _) => Some(Capacity {
             nics: n.count,
             total_gbps: f64::from(n.count) * n.gbps,
-            expected_busbw: f64::from(n.count) * n.gbps * join::GBPS_TO_BUSBW,
+            expected_busbw: f64::from(n.count) * n.gbps * GBPS_TO_BUSBW,
             source: format!("--nic-gbps {}x{}", n.count, n.gbps),
         }),
         (None, Some(t)) => match t.capacity() {
@@ -272,13 +288,53 @@ pub fn analyze(inputs: &[Input], topo: Option<&join::Topo>, opts: &Options) -> E
                 "{unmatched} rank(s) could not be placed on a GPU of the snapshot (the log shows neither their busId, nor an nccl-tests bus, nor an NVML index)"
             ));
         }
-        report.joined = join::group(&report.ranks);
+        report.joined = group(&report.ranks);
     }
     if report.ranks.iter().any(|r| r.gdr == Gdr::Unknown) {
         notes.push("`unknown` means the log does not show GDR for that rank (no NET connection line, or the lines were cut): it is never read as off".into());
     }
     report.notes = notes;
     report
+}
+
+/// NCCL's rule of thumb (sjeaugey, NVIDIA/nccl-tests#119): 24 GB/s of bus bandwidth per
+/// 200 Gb/s of NIC, 12 per 100 — 0.12 GB/s per Gb/s.
+pub const GBPS_TO_BUSBW: f64 = 24.0 / 200.0;
+
+/// Groups joined verdicts by GPU, verdict, cause and NIC across hosts.
+pub fn group(ranks: &[RankVerdict]) -> Vec<JoinedVerdict> {
+    let mut out: Vec<JoinedVerdict> = Vec::new();
+    for r in ranks {
+        let Some(t) = &r.topology else { continue };
+        let cause = r.cause.as_ref().map(|c| c.kind);
+        let nic = r.nics.iter().find_map(|n| n.name.clone());
+        let who = match r.rank {
+            Some(k) => format!("{}:{k}", r.host),
+            None => r.host.clone(),
+        };
+        match out
+            .iter_mut()
+            .find(|j| j.gpu == t.gpu && j.gdr == r.gdr && j.cause == cause && j.nic == nic)
+        {
+            Some(j) => {
+                if !j.hosts.contains(&r.host) {
+                    j.hosts.push(r.host.clone());
+                }
+                j.ranks.push(who);
+            }
+            None => out.push(JoinedVerdict {
+                gpu: t.gpu.clone(),
+                gdr: r.gdr,
+                cause,
+                nic,
+                hosts: vec![r.host.clone()],
+                ranks: vec![who],
+                sentence: t.sentence.clone(),
+            }),
+        }
+    }
+    out.sort_by(|a, b| (a.gdr, &a.gpu).cmp(&(b.gdr, &b.gpu)));
+    out
 }
 
 #[cfg(test)]

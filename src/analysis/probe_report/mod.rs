@@ -6,6 +6,7 @@
 //! domain, so no reader parses a display string. docs/probe.md describes the JSON.
 
 pub mod cuda;
+pub mod measured;
 pub mod verdict;
 
 use crate::analysis::classify::Label;

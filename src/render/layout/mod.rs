@@ -385,7 +385,8 @@ pub fn build(inp: &Inputs) -> Layout {
     let badge_rows = badges::rows(&columns, &col_w, &badges);
     let (columns, col_w) = placement::split_tall(columns, col_w, &badge_rows);
 
-    let rail = pairing::rail_pairs(inp.matrix, &inp.audit.pairs);
+    let matched: Vec<_> = inp.audit.pairs.iter().map(|p| (p.gpu, p.nic)).collect();
+    let rail = pairing::rail_pairs(inp.matrix, &matched);
     let pairs_source = routing::source_text(rail.source);
     let header_lines = header::lines(inp, &pairs_source);
 

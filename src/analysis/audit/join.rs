@@ -1,12 +1,14 @@
-//! Joins the job's verdicts to a topology (`-i SNAPSHOT`): each rank's GPU found by PCI address
+//! The audit's side of `evidence -i` and `audit --evidence LOG` ([`Node`]): joins the job's verdicts to a topology (`-i SNAPSHOT`): each rank's GPU found by PCI address
 //! (or bus number, or NVML index = PCI order), the NIC the audit's one pairing gives it, the path
 //! label to the NIC the log shows it used, and the audit's findings about that GPU's path; the
 //! NIC capacity the bandwidth is judged against. Several identical hosts against one snapshot
 //! are grouped by GPU.
 
-use super::model::*;
 use crate::analysis::audit::{self, AuditOptions, CheckId, Report, Severity};
 use crate::analysis::classify::Classifier;
+use crate::analysis::evidence::{
+    Capacity, CauseKind, GBPS_TO_BUSBW, Gdr, GpuIdent, Node, Prediction, RankVerdict,
+};
 use crate::model::{Bdf, Device, DeviceKind};
 use std::collections::BTreeMap;
 
@@ -25,11 +27,6 @@ impl<'a> Topo<'a> {
         let audit = audit::run_with(cl, &AuditOptions::default());
         let gpus = cl.topo().of_kind(DeviceKind::Gpu).collect();
         Topo { cl, audit, gpus }
-    }
-
-    /// Where the snapshot came from.
-    pub fn source(&self) -> String {
-        self.cl.topo().source.path.clone()
     }
 
     /// The GPU of a rank, and how it was matched.
@@ -112,8 +109,34 @@ impl<'a> Topo<'a> {
         out
     }
 
+    /// What to do, from the cause and the audit.
+    fn fix(&self, r: &RankVerdict, local: Option<bool>) -> Option<String> {
+        use audit::gdr::PeerMemory as P;
+        if r.gdr != Gdr::Off {
+            return None;
+        }
+        let kind = r.cause.as_ref().map(|c| c.kind);
+        Some(match (kind, self.audit.peer_memory, local) {
+            (Some(CauseKind::Socket), _, _) => "make the RDMA devices visible to the job (device plugin, /dev/infiniband, NCCL_IB_HCA naming a present HCA)".into(),
+            (Some(CauseKind::GdrLevelEnv), _, _) => "unset NCCL_NET_GDR_LEVEL (or set it to the path class the topology gives)".into(),
+            (Some(CauseKind::Distance), _, Some(true)) => "the topology says this pair is local: check NCCL_NET_GDR_LEVEL and whether NCCL sees the same PCIe tree (VM, NCCL_TOPO_FILE)".into(),
+            (Some(CauseKind::Distance), _, _) => "pin the rank to a GPU near its NIC (peerpath place) or raise NCCL_NET_GDR_LEVEL knowingly".into(),
+            (Some(CauseKind::NoModule | CauseKind::NicDisabled | CauseKind::NotShown), P::DmaBufOnly, _) => "this node offers only dma-buf (open kernel module): NCCL uses it from 2.13 with a dma-buf capable NIC driver — upgrade NCCL, or load nvidia-peermem".into(),
+            (_, P::Missing | P::LoadedNotRegistered | P::NoDriver, _) | (Some(CauseKind::NoModule), _, _) => "load nvidia-peermem or use dma-buf (open kernel module, NCCL ≥ 2.13)".into(),
+            (_, P::Unknown, _) => "check that nvidia-peermem is loaded (the snapshot does not show /sys/module) or use dma-buf".into(),
+            _ => "read NCCL_DEBUG_SUBSYS=INIT,NET output for the per-NIC GDR check".into(),
+        })
+    }
+}
+
+impl Node for Topo<'_> {
+    /// Where the snapshot came from.
+    fn source(&self) -> String {
+        self.cl.topo().source.path.clone()
+    }
+
     /// Joins one rank.
-    pub fn join(&self, r: &RankVerdict) -> Option<Prediction> {
+    fn join(&self, r: &RankVerdict) -> Option<Prediction> {
         let (gpu, matched_by) = self.gpu_of(&r.gpu)?;
         let pair = self.audit.pairs.iter().find(|p| p.gpu == gpu);
         let predicted_nic = pair.map(|p| p.rdma.clone().unwrap_or_else(|| p.nic.to_string()));
@@ -173,28 +196,9 @@ impl<'a> Topo<'a> {
         })
     }
 
-    /// What to do, from the cause and the audit.
-    fn fix(&self, r: &RankVerdict, local: Option<bool>) -> Option<String> {
-        use audit::gdr::PeerMemory as P;
-        if r.gdr != Gdr::Off {
-            return None;
-        }
-        let kind = r.cause.as_ref().map(|c| c.kind);
-        Some(match (kind, self.audit.peer_memory, local) {
-            (Some(CauseKind::Socket), _, _) => "make the RDMA devices visible to the job (device plugin, /dev/infiniband, NCCL_IB_HCA naming a present HCA)".into(),
-            (Some(CauseKind::GdrLevelEnv), _, _) => "unset NCCL_NET_GDR_LEVEL (or set it to the path class the topology gives)".into(),
-            (Some(CauseKind::Distance), _, Some(true)) => "the topology says this pair is local: check NCCL_NET_GDR_LEVEL and whether NCCL sees the same PCIe tree (VM, NCCL_TOPO_FILE)".into(),
-            (Some(CauseKind::Distance), _, _) => "pin the rank to a GPU near its NIC (peerpath place) or raise NCCL_NET_GDR_LEVEL knowingly".into(),
-            (Some(CauseKind::NoModule | CauseKind::NicDisabled | CauseKind::NotShown), P::DmaBufOnly, _) => "this node offers only dma-buf (open kernel module): NCCL uses it from 2.13 with a dma-buf capable NIC driver — upgrade NCCL, or load nvidia-peermem".into(),
-            (_, P::Missing | P::LoadedNotRegistered | P::NoDriver, _) | (Some(CauseKind::NoModule), _, _) => "load nvidia-peermem or use dma-buf (open kernel module, NCCL ≥ 2.13)".into(),
-            (_, P::Unknown, _) => "check that nvidia-peermem is loaded (the snapshot does not show /sys/module) or use dma-buf".into(),
-            _ => "read NCCL_DEBUG_SUBSYS=INIT,NET output for the per-NIC GDR check".into(),
-        })
-    }
-
     /// NIC capacity from the snapshot: the NICs the audit pairs with GPUs, each RDMA port's
     /// rate. `None` when a paired NIC's rate is not in the snapshot.
-    pub fn capacity(&self) -> Result<Capacity, String> {
+    fn capacity(&self) -> Result<Capacity, String> {
         let mut nics: Vec<Bdf> = self.audit.pairs.iter().map(|p| p.nic).collect();
         nics.sort();
         nics.dedup();
@@ -250,7 +254,7 @@ impl<'a> Topo<'a> {
     }
 
     /// The port rate of an RDMA device in the snapshot.
-    pub fn port_gbps(&self, rdma: &str) -> Option<f64> {
+    fn port_gbps(&self, rdma: &str) -> Option<f64> {
         self.cl
             .topo()
             .devices
@@ -261,7 +265,7 @@ impl<'a> Topo<'a> {
     }
 
     /// Audit errors and warnings on the GPU–NIC paths (ACS, IOMMU, link, MPS), for a slow run.
-    pub fn path_problems(&self) -> Vec<String> {
+    fn path_problems(&self) -> Vec<String> {
         self.audit
             .findings
             .iter()
@@ -280,44 +284,4 @@ impl<'a> Topo<'a> {
             .map(|f| format!("{} [{}]", f.summary, f.id))
             .collect()
     }
-}
-
-/// NCCL's rule of thumb (sjeaugey, NVIDIA/nccl-tests#119): 24 GB/s of bus bandwidth per
-/// 200 Gb/s of NIC, 12 per 100 — 0.12 GB/s per Gb/s.
-pub const GBPS_TO_BUSBW: f64 = 24.0 / 200.0;
-
-/// Groups joined verdicts by GPU, verdict, cause and NIC across hosts.
-pub fn group(ranks: &[RankVerdict]) -> Vec<JoinedVerdict> {
-    let mut out: Vec<JoinedVerdict> = Vec::new();
-    for r in ranks {
-        let Some(t) = &r.topology else { continue };
-        let cause = r.cause.as_ref().map(|c| c.kind);
-        let nic = r.nics.iter().find_map(|n| n.name.clone());
-        let who = match r.rank {
-            Some(k) => format!("{}:{k}", r.host),
-            None => r.host.clone(),
-        };
-        match out
-            .iter_mut()
-            .find(|j| j.gpu == t.gpu && j.gdr == r.gdr && j.cause == cause && j.nic == nic)
-        {
-            Some(j) => {
-                if !j.hosts.contains(&r.host) {
-                    j.hosts.push(r.host.clone());
-                }
-                j.ranks.push(who);
-            }
-            None => out.push(JoinedVerdict {
-                gpu: t.gpu.clone(),
-                gdr: r.gdr,
-                cause,
-                nic,
-                hosts: vec![r.host.clone()],
-                ranks: vec![who],
-                sentence: t.sentence.clone(),
-            }),
-        }
-    }
-    out.sort_by(|a, b| (a.gdr, &a.gpu).cmp(&(b.gdr, &b.gpu)));
-    out
 }
