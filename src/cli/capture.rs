@@ -128,7 +128,7 @@ pub struct DiffArgs {
     /// List the pair labels and findings folded under each change.
     #[arg(long, short = 'v')]
     verbose: bool,
-    /// PCI ID database for device names.
+    /// PCI ID database for device names (default: $PCI_IDS, then the system's pci.ids).
     #[arg(long, value_name = "FILE")]
     pci_ids: Option<PathBuf>,
 }
