@@ -69,7 +69,7 @@ cat <<'MD'
 
 ### `--format env`
 
-`export KEY=value` lines (values quoted for a POSIX shell); `--rank N` prints only that local
+`export KEY=value` lines (values quoted for a POSIX shell); `--rank R` prints only that local
 rank's, so `eval` reaches the program the shell starts. `NCCL_IB_HCA` uses the `=` exact-match
 prefix so `mlx5_1` cannot match `mlx5_10`; `PEERPATH_BIND` is a numactl prefix for those who
 have numactl (`peerpath launch` binds without it). Without `--rank`, one block per rank.

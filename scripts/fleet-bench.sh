@@ -20,15 +20,15 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/set"
 "$bin" fixture hgx-h100 -o "$work/clean.tar.gz" 2>/dev/null
-"$bin" capture --root "$work/clean.tar.gz" -o "$work/clean-capture.tar.gz" 2>/dev/null
+"$bin" capture -i "$work/clean.tar.gz" -o "$work/clean-capture.tar.gz" 2>/dev/null
 i=0
 for fault in "link-width=0000:9b:00.0,8" "acs-redirect=0000:bb:00.0"; do
   "$bin" fixture hgx-h100 --fault "$fault" -o "$work/f$i.tar.gz" 2>/dev/null
-  "$bin" capture --root "$work/f$i.tar.gz" -o "$work/set/node-fault$i.tar.gz" 2>/dev/null
+  "$bin" capture -i "$work/f$i.tar.gz" -o "$work/set/node-fault$i.tar.gz" 2>/dev/null
   i=$((i + 1))
 done
 "$bin" fixture misplaced-nic -o "$work/mis.tar.gz" 2>/dev/null
-"$bin" capture --root "$work/mis.tar.gz" -o "$work/set/node-fault$i.tar.gz" 2>/dev/null
+"$bin" capture -i "$work/mis.tar.gz" -o "$work/set/node-fault$i.tar.gz" 2>/dev/null
 for k in $(seq -w 1 $((n - 3))); do
   ln "$work/clean-capture.tar.gz" "$work/set/node$k.tar.gz"
 done

@@ -21,7 +21,7 @@ bin="${2:-target/release/peerpath}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 "$bin" fixture hgx-h100 -o "$work/clean.tar.gz" 2>/dev/null
-"$bin" capture --root "$work/clean.tar.gz" -o "$work/snap.tar.gz" 2>/dev/null
+"$bin" capture -i "$work/clean.tar.gz" -o "$work/snap.tar.gz" 2>/dev/null
 mkdir "$work/set"
 for k in $(seq -w 1 "$n"); do ln "$work/snap.tar.gz" "$work/set/node$k.tar.gz"; done
 # CPU seconds (user + sys) of the finished children of this shell (`times` must run in this

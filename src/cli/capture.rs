@@ -29,19 +29,22 @@ pub struct CaptureArgs {
     #[arg(long)]
     keep_serials: bool,
     /// Capture this sysfs root (a directory holding sys/, or a snapshot tarball) instead of the
-    /// live machine (`--root` is the same flag).
+    /// live machine.
+    // `-r`/`--root` were this flag's names before every command read its input with `-i`;
+    // kept, hidden, for scripts.
     #[arg(
         short,
-        long = "input",
-        visible_alias = "root",
+        long,
+        alias = "root",
+        short_alias = 'r',
         value_name = "DIR|TARBALL"
     )]
-    root: Option<PathBuf>,
+    input: Option<PathBuf>,
 }
 
 /// Runs `peerpath capture`; returns the exit code.
 pub fn run_capture(a: &CaptureArgs) -> Result<u8> {
-    let (fs, shown): (Box<dyn fsroot::FsRoot>, String) = match &a.root {
+    let (fs, shown): (Box<dyn fsroot::FsRoot>, String) = match &a.input {
         None => (Box::new(fsroot::DirRoot::new("/")), "/".to_string()),
         Some(p) if p.is_dir() => {
             let fs = fsroot::DirRoot::open(p)?;
@@ -61,7 +64,7 @@ pub fn run_capture(a: &CaptureArgs) -> Result<u8> {
         }
     };
     let src = SourceInfo {
-        kind: if a.root.is_none() {
+        kind: if a.input.is_none() {
             "sysfs"
         } else {
             "snapshot"
@@ -75,7 +78,7 @@ pub fn run_capture(a: &CaptureArgs) -> Result<u8> {
         nvml_json: None,
     };
     let mut c = capture::capture(fs.as_ref(), src.clone(), &opts)?;
-    if a.root.is_none() {
+    if a.input.is_none() {
         // NVML facts exist only on the live machine; the scan was the capture's own.
         opts.nvml_json = capture::nvml_facts(&c.topology, a.keep_serials);
         if opts.nvml_json.is_some() {
@@ -125,7 +128,7 @@ pub struct DiffArgs {
     /// List the pair labels and findings folded under each change.
     #[arg(long, short = 'v')]
     verbose: bool,
-    /// PCI ID database for device names.
+    /// PCI ID database for device names (default: $PCI_IDS, then the system's pci.ids).
     #[arg(long, value_name = "FILE")]
     pci_ids: Option<PathBuf>,
 }
@@ -444,4 +447,52 @@ pub fn run_fleet(a: &FleetArgs) -> Result<u8> {
     } else {
         1
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Cli, Command};
+    use clap::{CommandFactory, Parser};
+    use std::path::Path;
+
+    /// The input `capture` parses from these arguments.
+    fn input_of(args: &[&str]) -> Option<std::path::PathBuf> {
+        let cli = Cli::try_parse_from([&["peerpath", "capture", "-o", "x.tar.gz"], args].concat())
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        match cli.command {
+            Command::Capture(a) => a.input,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn input_is_dash_i_as_in_every_command_and_the_old_names_still_work() {
+        for args in [
+            &["-i", "snap.tar.gz"][..],
+            &["--input", "snap.tar.gz"],
+            &["--input=snap.tar.gz"],
+            &["-r", "snap.tar.gz"],
+            &["--root", "snap.tar.gz"],
+            &["--root=snap.tar.gz"],
+        ] {
+            assert_eq!(
+                input_of(args).as_deref(),
+                Some(Path::new("snap.tar.gz")),
+                "{args:?}"
+            );
+        }
+        assert_eq!(input_of(&[]), None);
+    }
+
+    #[test]
+    fn help_shows_dash_i_and_not_the_old_names() {
+        let mut cmd = Cli::command();
+        let help = cmd
+            .find_subcommand_mut("capture")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        assert!(help.contains("-i, --input <DIR|TARBALL>"), "{help}");
+        assert!(!help.contains("--root") && !help.contains("-r,"), "{help}");
+    }
 }

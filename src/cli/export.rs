@@ -45,7 +45,7 @@ pub enum NvSwitchPolicy {
 pub struct ExportArgs {
     #[command(flatten)]
     input: InputArgs,
-    /// What to write.
+    /// Output format: what to write.
     #[arg(long, value_enum)]
     format: ExportFormat,
     /// Write to this file instead of standard output (a regular file is replaced atomically;

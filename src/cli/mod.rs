@@ -6,6 +6,8 @@ pub mod classify;
 pub mod evidence;
 pub mod export;
 pub mod fixture;
+#[cfg(test)]
+mod flags;
 pub mod launch;
 pub mod place;
 pub mod probe;

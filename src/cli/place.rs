@@ -12,7 +12,7 @@ pub enum PlaceFormat {
     /// Ranks with one-line reasons.
     Text,
     /// `export KEY=value` lines (CUDA_VISIBLE_DEVICES, NCCL_IB_HCA, UCX_NET_DEVICES, …) per
-    /// rank; with --rank N only that rank's, for `eval "$(peerpath place … --rank N)"`.
+    /// rank; with --rank R only that rank's, for `eval "$(peerpath place … --rank R)"`.
     Env,
     /// `peerpath.placement/1` JSON.
     Json,
@@ -38,7 +38,7 @@ pub struct PlaceArgs {
     #[arg(long, value_enum, default_value = "text")]
     format: PlaceFormat,
     /// Only this local rank (text, env, json).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "R")]
     rank: Option<usize>,
 }
 
