@@ -185,7 +185,7 @@ pub fn fold_job(ctx: &Ctx, ev: &EvidenceReport, findings: &mut Vec<Finding>) {
             .and_then(|r| r.cause.as_ref())
             .map(|c| format!(": {}", c.text))
             .unwrap_or_default();
-        let mut f = Finding::new(
+        let mut f = Finding::remedied_if_error(
             CheckId::EvidenceGdr,
             sev,
             Subject::Device(gpu),
@@ -194,14 +194,9 @@ pub fn fold_job(ctx: &Ctx, ev: &EvidenceReport, findings: &mut Vec<Finding>) {
                 j.hosts.join(", "),
                 j.ranks.join(" ")
             ),
-            if sev == Severity::Error {
-                j.sentence
-                    .rsplit_once(" → ")
-                    .map_or("see the evidence report", |x| x.1)
-                    .to_string()
-            } else {
-                "none".to_string()
-            },
+            j.sentence
+                .rsplit_once(" → ")
+                .map_or("see the evidence report", |x| x.1),
         );
         if let Some(r) = rank {
             let lines: Vec<String> = r.lines.iter().map(|l| l.to_string()).collect();
@@ -292,6 +287,11 @@ mod tests {
         CellResult, Direction, GpuRef, MemoryKind, Op, PROBE_SCHEMA, ProbeReport,
     };
 
+    /// The clean twin's mlx5_0, as the verbs probe names it.
+    fn mlx5_0() -> NicRef {
+        verbs("mlx5_0", Some("0000:14:00.0"))
+    }
+
     fn gpu(bdf: &str, cuda: usize) -> Option<GpuRef> {
         Some(GpuRef {
             bdf: Some(bdf.parse().unwrap()),
@@ -341,7 +341,7 @@ mod tests {
 
     #[test]
     fn keeps_worst_and_skips_host_and_not_run() {
-        let nic = verbs("mlx5_0", Some("0000:14:00.0"));
+        let nic = mlx5_0();
         let g = gpu("0000:13:00.0", 0);
         let j = probe_json(vec![
             cell(g.clone(), nic.clone(), MemoryKind::Cuda, Verdict::Confirmed),
@@ -372,7 +372,7 @@ mod tests {
                     bdf: None,
                     cuda: Some(0),
                 }),
-                verbs("mlx5_0", Some("0000:14:00.0")),
+                mlx5_0(),
                 MemoryKind::Cuda,
                 Verdict::Confirmed,
             ),
@@ -401,19 +401,19 @@ mod tests {
         let j = probe_json(vec![
             cell(
                 None,
-                verbs("mlx5_0", Some("0000:14:00.0")),
+                mlx5_0(),
                 MemoryKind::Host,
                 Verdict::Confirmed,
             ),
             cell(
                 gpu("0000:13:00.0", 0),
-                verbs("mlx5_0", Some("0000:14:00.0")),
+                mlx5_0(),
                 MemoryKind::Cuda,
                 Verdict::Confirmed,
             ),
             cell(
                 gpu("0000:13:00.0", 0),
-                verbs("mlx5_0", Some("0000:14:00.0")),
+                mlx5_0(),
                 MemoryKind::Cuda,
                 Verdict::BadPath,
             ),

@@ -240,6 +240,23 @@ impl Finding {
         }
     }
 
+    /// A finding whose remedy applies only to an error: at any other severity (the same fact
+    /// read as harmless, or unknown) the remedy is `none`.
+    pub fn remedied_if_error(
+        id: impl Into<CheckId>,
+        severity: Severity,
+        subject: impl Into<Subject>,
+        summary: impl Into<String>,
+        remedy: impl Into<String>,
+    ) -> Self {
+        let remedy = if severity == Severity::Error {
+            remedy.into()
+        } else {
+            "none".to_string()
+        };
+        Finding::new(id, severity, subject, summary, remedy)
+    }
+
     /// Adds one piece of evidence.
     pub fn with(mut self, path: impl Into<String>, value: impl Into<String>) -> Self {
         self.evidence.push(Evidence::new(path, value));

@@ -157,15 +157,16 @@ fn ib_hca(ctx: &Ctx, env: &JobEnv) -> Vec<Finding> {
         } else {
             (Severity::Error, "selects nothing")
         };
+        let summary = format!(
+            "NCCL_IB_HCA={v}: entry `{}`{port} matches no HCA on this node and {why}",
+            e.name
+        );
         out.push(
             Finding::new(
                 id,
                 sev,
                 Subject::Node,
-                format!(
-                    "NCCL_IB_HCA={v}: entry `{}`{port} matches no HCA on this node and {why}",
-                    e.name
-                ),
+                summary,
                 "correct the name (HCAs here: see `peerpath matrix`), or drop the entry",
             )
             .with("env NCCL_IB_HCA", v),
@@ -509,16 +510,12 @@ fn net(env: &JobEnv) -> Vec<Finding> {
             )
         };
         out.push(
-            Finding::new(
+            Finding::remedied_if_error(
                 id,
                 sev,
                 Subject::Node,
                 format!("NCCL_NET={v}: {words}"),
-                if sev == Severity::Error {
-                    "unset NCCL_NET"
-                } else {
-                    "none"
-                },
+                "unset NCCL_NET",
             )
             .with(e, k),
         );
@@ -759,16 +756,12 @@ fn live_checks(ctx: &Ctx, env: &JobEnv) -> Vec<Finding> {
         ),
         P::Unknown => (Severity::Unknown, "/sys/module is not visible from here"),
     };
-    out.push(Finding::new(
+    out.push(Finding::remedied_if_error(
         id,
         sev,
         Subject::Node,
         format!("GPUDirect RDMA mechanism seen from the job: {words}"),
-        if sev == Severity::Error {
-            "load nvidia-peermem on the host, or use the open kernel module for dma-buf"
-        } else {
-            "none"
-        },
+        "load nvidia-peermem on the host, or use the open kernel module for dma-buf",
     ));
     out
 }
