@@ -150,6 +150,21 @@ fn test_name(s: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// The run that a device line or a table header at line `no` belongs to: the open run while it
+/// has no rows yet; after rows, a new run whose parameter line is missing (the finished one goes
+/// to `runs`); a new run too when none is open.
+fn run_at<'r>(cur: &'r mut Option<TestRun>, runs: &mut Vec<TestRun>, no: usize) -> &'r mut TestRun {
+    let fresh = || TestRun {
+        line: no,
+        ..Default::default()
+    };
+    let run = cur.get_or_insert_with(fresh);
+    if !run.rows.is_empty() {
+        runs.push(std::mem::replace(run, fresh()));
+    }
+    run
+}
+
 /// Parses the fragments of an input (what is not NCCL's).
 pub fn parse(fragments: &[Fragment]) -> NcclTests {
     let mut out = NcclTests::default();
@@ -222,19 +237,7 @@ pub fn parse(fragments: &[Fragment]) -> NcclTests {
             }
             if let Some(d) = rank_device(r) {
                 let cut = !f.ended || d.bus.is_empty();
-                let run = cur.get_or_insert_with(|| TestRun {
-                    line: f.no,
-                    ..Default::default()
-                });
-                if !run.rows.is_empty() {
-                    // Devices after rows: a new run whose parameter line is missing.
-                    let mut next = TestRun {
-                        line: f.no,
-                        ..Default::default()
-                    };
-                    std::mem::swap(run, &mut next);
-                    out.runs.push(next);
-                }
+                let run = run_at(&mut cur, &mut out.runs, f.no);
                 run.devices_cut |= cut;
                 if !run
                     .devices
@@ -256,18 +259,7 @@ pub fn parse(fragments: &[Fragment]) -> NcclTests {
                     root,
                     half: (after_head / busbw).clamp(4, 8),
                 });
-                let run = cur.get_or_insert_with(|| TestRun {
-                    line: f.no,
-                    ..Default::default()
-                });
-                if !run.rows.is_empty() {
-                    let mut next = TestRun {
-                        line: f.no,
-                        ..Default::default()
-                    };
-                    std::mem::swap(run, &mut next);
-                    out.runs.push(next);
-                }
+                let run = run_at(&mut cur, &mut out.runs, f.no);
                 if let Some((c, n)) = last_command.take() {
                     run.command = Some(c);
                     run.test = n;
