@@ -214,17 +214,11 @@ fn machine_features(t: &Topology, h: &mut fnv::FnvHasher) {
 /// numbers, kernel device names, driver versions, serials or AER counts above zero.
 pub fn fingerprint(t: &Topology) -> u64 {
     let n = t.devices.len();
-    let index: HashMap<Bdf, usize> = t
-        .devices
-        .iter()
-        .enumerate()
-        .map(|(i, d)| (d.bdf, i))
-        .collect();
     let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
     let mut tops: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, d) in t.devices.iter().enumerate() {
-        match d.parent.and_then(|p| index.get(&p)) {
-            Some(&p) if p != i => children[p].push(i),
+        match d.parent.and_then(|p| t.device_index(&p)) {
+            Some(p) if p != i => children[p].push(i),
             _ => tops.entry(d.host_bridge.as_str()).or_default().push(i),
         }
     }

@@ -420,6 +420,17 @@ impl Device {
     pub fn port_type(&self) -> Option<crate::model::pci_config::PortType> {
         self.config.as_ref()?.pcie.as_ref().map(|p| p.port_type)
     }
+    /// The NUMA node of a GPU's memory as the NVIDIA driver's `numa_status` gives it (its
+    /// `Node:` line, kept as the `memory_numa_node` attribute of the `nvidia_gpu` OS device),
+    /// unchecked: C2C inference takes only values below 255 as a node.
+    pub fn gpu_memory_numa_node(&self) -> Option<u32> {
+        self.os_devices
+            .iter()
+            .filter(|o| o.kind == OsDeviceKind::NvidiaGpu)
+            .flat_map(|o| o.attrs.iter())
+            .find(|(k, _)| k == "memory_numa_node")
+            .and_then(|(_, v)| v.trim().parse::<u32>().ok())
+    }
 }
 
 #[cfg(test)]

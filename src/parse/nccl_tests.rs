@@ -150,6 +150,21 @@ fn test_name(s: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// The run that a device line or a table header at line `no` belongs to: the open run while it
+/// has no rows yet; after rows, a new run whose parameter line is missing (the finished one goes
+/// to `runs`); a new run too when none is open.
+fn run_at<'r>(cur: &'r mut Option<TestRun>, runs: &mut Vec<TestRun>, no: usize) -> &'r mut TestRun {
+    let fresh = || TestRun {
+        line: no,
+        ..Default::default()
+    };
+    let run = cur.get_or_insert_with(fresh);
+    if !run.rows.is_empty() {
+        runs.push(std::mem::replace(run, fresh()));
+    }
+    run
+}
+
 /// Parses the fragments of an input (what is not NCCL's).
 pub fn parse(fragments: &[Fragment]) -> NcclTests {
     let mut out = NcclTests::default();
@@ -222,19 +237,7 @@ pub fn parse(fragments: &[Fragment]) -> NcclTests {
             }
             if let Some(d) = rank_device(r) {
                 let cut = !f.ended || d.bus.is_empty();
-                let run = cur.get_or_insert_with(|| TestRun {
-                    line: f.no,
-                    ..Default::default()
-                });
-                if !run.rows.is_empty() {
-                    // Devices after rows: a new run whose parameter line is missing.
-                    let mut next = TestRun {
-                        line: f.no,
-                        ..Default::default()
-                    };
-                    std::mem::swap(run, &mut next);
-                    out.runs.push(next);
-                }
+                let run = run_at(&mut cur, &mut out.runs, f.no);
                 run.devices_cut |= cut;
                 if !run
                     .devices
@@ -256,18 +259,7 @@ pub fn parse(fragments: &[Fragment]) -> NcclTests {
                     root,
                     half: (after_head / busbw).clamp(4, 8),
                 });
-                let run = cur.get_or_insert_with(|| TestRun {
-                    line: f.no,
-                    ..Default::default()
-                });
-                if !run.rows.is_empty() {
-                    let mut next = TestRun {
-                        line: f.no,
-                        ..Default::default()
-                    };
-                    std::mem::swap(run, &mut next);
-                    out.runs.push(next);
-                }
+                let run = run_at(&mut cur, &mut out.runs, f.no);
                 if let Some((c, n)) = last_command.take() {
                     run.command = Some(c);
                     run.test = n;
@@ -507,18 +499,7 @@ fn read_row(no: usize, t: &str, layout: Option<Layout>) -> RowRead {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse::text::lines;
-
-    fn frags(s: &str) -> Vec<Fragment<'_>> {
-        lines(s)
-            .into_iter()
-            .map(|l| Fragment {
-                no: l.no,
-                text: l.text,
-                ended: l.ended,
-            })
-            .collect()
-    }
+    use crate::parse::nccl_log::whole_line_fragments;
 
     const HEAD: &str = "#                                                              out-of-place                       in-place\n#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n";
 
@@ -527,7 +508,7 @@ mod tests {
         let s = format!(
             "{HEAD}  8589934592    2147483648     float     sum      -1    86026   99.85  187.22    N/A    86106   99.76  187.05    N/A\n# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 56.3994\n"
         );
-        let t = parse(&frags(&s));
+        let t = parse(&whole_line_fragments(&s));
         assert_eq!(t.runs.len(), 1, "{t:#?}");
         let r = &t.runs[0];
         assert!(r.header_seen);
@@ -591,7 +572,7 @@ mod tests {
     #[test]
     fn cut_rows_are_refused_not_read() {
         let s = "     1048576        262144     float     sum      -1    45.23   23.18\n[... text missing here ...]\n";
-        let t = parse(&frags(s));
+        let t = parse(&whole_line_fragments(s));
         assert!(t.runs.is_empty());
         assert_eq!(t.refused.len(), 1, "{t:#?}");
     }
@@ -599,11 +580,11 @@ mod tests {
     #[test]
     fn old_tables_without_root_and_per_iteration_tables() {
         let s = "#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n     8388608       2097152   float     sum    145.2   57.78  108.34  5e-07    144.8   57.93  108.62  5e-07\n";
-        let t = parse(&frags(s));
+        let t = parse(&whole_line_fragments(s));
         let r = &t.runs[0].rows[0];
         assert_eq!((r.root, r.busbw()), (None, Some(108.62)));
         let s = "#       size         count      type   redop    root     time   algbw   busbw #wrong    i_min    i_max    i_p99    i_cv%     time   algbw   busbw #wrong    i_min    i_max    i_p99    i_cv%\n  1048576  262144  float  sum  -1  45.2  23.1  43.4  0  40.1  50.2  49.9  3.10  44.9  23.3  43.7  0  40.0  50.0  49.8  3.00\n";
-        let t = parse(&frags(s));
+        let t = parse(&whole_line_fragments(s));
         assert_eq!(t.runs[0].rows[0].busbw(), Some(43.7));
     }
 
@@ -622,7 +603,7 @@ mod tests {
             row(8, 3.0),
             row(16, 4.0)
         );
-        let t = parse(&frags(&s));
+        let t = parse(&whole_line_fragments(&s));
         assert_eq!(t.runs.len(), 2);
         assert_eq!(t.runs[1].rows[1].busbw(), Some(4.0));
         let s = format!(
@@ -632,7 +613,7 @@ mod tests {
             row(8, 3.0),
             row(16, 4.0)
         );
-        let t = parse(&frags(&s));
+        let t = parse(&whole_line_fragments(&s));
         assert_eq!(
             t.runs.len(),
             2,

@@ -405,18 +405,7 @@ pub fn parse(fragments: &[Fragment]) -> Perftest {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse::text::lines;
-
-    fn frags(s: &str) -> Vec<Fragment<'_>> {
-        lines(s)
-            .into_iter()
-            .map(|l| Fragment {
-                no: l.no,
-                text: l.text,
-                ended: l.ended,
-            })
-            .collect()
-    }
+    use crate::parse::nccl_log::whole_line_fragments;
 
     #[test]
     fn host_and_cuda_runs() {
@@ -426,7 +415,7 @@ initializing CUDA\nListing all CUDA devices in system:\nCUDA device 0: PCIe addr
  #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n 65536      5000             10.68              10.50  \t\t   0.020033\n\
 ---------------------------------------------------------------------------------------\n\
 [root@pod-1 /]# ib_write_bw -a -F --report_gbits\n                    RDMA_Write BW Test\n Dual-port       : OFF\t\tDevice         : mlx5_0\n #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]\n 2          5000           0.060665            0.059098            3.693631\n 8388608    5000             11728.0              11728.0  \t\t   0.001466\n";
-        let p = parse(&frags(s));
+        let p = parse(&whole_line_fragments(s));
         assert_eq!(p.runs.len(), 2, "{p:#?}");
         let g = &p.runs[0];
         assert_eq!(g.device.as_deref(), Some("mlx5_5"));
@@ -454,7 +443,7 @@ initializing CUDA\nListing all CUDA devices in system:\nCUDA device 0: PCIe addr
     #[test]
     fn a_cut_row_is_refused() {
         let s = "                    RDMA_Write BW Test\n #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n 65536      5000             92.56\n 131072      5000             92.56              92.56  \t\t   0.0";
-        let p = parse(&frags(s));
+        let p = parse(&whole_line_fragments(s));
         assert_eq!(p.runs.len(), 1);
         assert_eq!(p.runs[0].rows.len(), 1, "only the whole row is read");
         assert_eq!(p.refused.len(), 1);

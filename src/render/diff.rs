@@ -53,6 +53,17 @@ pub fn dev(d: &DevRef) -> String {
     }
 }
 
+/// The functions below a card that came or went with it (` with NIC mlx5_3 (…), …`), or
+/// nothing when there are none.
+fn with_below(below: &[DevRef]) -> String {
+    if below.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<String> = below.iter().map(dev).collect();
+        format!(" with {}", names.join(", "))
+    }
+}
+
 /// The same device on both sides: A's name, with what differs in B in brackets.
 pub fn both(x: &Both) -> String {
     let mut notes = Vec::new();
@@ -207,14 +218,7 @@ fn what(w: &What) -> String {
             "+ {} under {}{}",
             dev(device),
             place(p, "new"),
-            if below.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    " with {}",
-                    below.iter().map(dev).collect::<Vec<_>>().join(", ")
-                )
-            }
+            with_below(below)
         ),
         What::Removed {
             device,
@@ -224,14 +228,7 @@ fn what(w: &What) -> String {
             "- {} (was under {}){}",
             dev(device),
             place(p, "gone in B"),
-            if below.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    " with {}",
-                    below.iter().map(dev).collect::<Vec<_>>().join(", ")
-                )
-            }
+            with_below(below)
         ),
         What::Replaced { device } => format!(
             "~ {} replaced: IDs {} → {}",

@@ -8,20 +8,9 @@
 //! what bandwidth, only NVML says (NCCL reads the same NVML field values to write `<c2c>`).
 
 use crate::model::Bdf;
-use crate::model::device::{C2cLink, Device, OsDeviceKind};
+use crate::model::device::{C2cLink, Device};
 use crate::model::parts::{self, Part};
 use std::collections::HashMap;
-
-/// The GPU memory NUMA node the NVIDIA driver reported (`memory_numa_node`), when it is one.
-fn memory_node(d: &Device) -> Option<u32> {
-    d.os_devices
-        .iter()
-        .filter(|o| o.kind == OsDeviceKind::NvidiaGpu)
-        .flat_map(|o| o.attrs.iter())
-        .find(|(k, _)| k == "memory_numa_node")
-        .and_then(|(_, v)| v.trim().parse::<u32>().ok())
-        .filter(|&n| n < 255)
-}
 
 /// Marks every NVIDIA GPU that sits under a Grace/Vera root port and whose memory is a NUMA
 /// node as C2C-attached, with the link count and state unknown. A GPU that already has C2C
@@ -38,7 +27,10 @@ pub fn infer(devices: &mut [Device]) {
         if d.c2c.is_some() || parts::part_of(d) != Some(Part::NvidiaGpu) {
             continue;
         }
-        let Some(node) = memory_node(d) else { continue };
+        // The GPU memory NUMA node the driver reported, when it is one.
+        let Some(node) = d.gpu_memory_numa_node().filter(|&n| n < 255) else {
+            continue;
+        };
         // The topmost device above it: the root port.
         let mut top = d.bdf;
         for _ in 0..64 {

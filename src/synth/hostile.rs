@@ -6,33 +6,11 @@
 //! the root is read, nothing hangs or aborts, and each refusal names its file
 //! (docs/bad-input.md lists what each case yields).
 
+pub use super::writer::Node;
 use super::{Spec, WriteOptions, layouts};
 use crate::model::bdf::Bdf;
 use std::io;
 use std::path::{Path, PathBuf};
-
-/// One node of a hostile tree: what [`super::Entry`] holds, and FIFOs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Entry {
-    /// A directory.
-    Dir,
-    /// A regular file with its content.
-    File(Vec<u8>),
-    /// A symbolic link with its target, verbatim.
-    Link(String),
-    /// A named pipe (FIFO).
-    Fifo,
-}
-
-impl From<super::Entry> for Entry {
-    fn from(e: super::Entry) -> Self {
-        match e {
-            super::Entry::Dir => Entry::Dir,
-            super::Entry::File(b) => Entry::File(b),
-            super::Entry::Link(t) => Entry::Link(t),
-        }
-    }
-}
 
 /// One attack on a synthesized tree. Paths are relative to the root (`sys/…`, `proc/…`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,21 +82,19 @@ pub struct Case {
 }
 
 /// The directory of a device in a tree written from `entries`: the target of its bus link.
-pub fn device_dir(entries: &[(PathBuf, Entry)], bdf: Bdf) -> Option<PathBuf> {
+pub fn device_dir(entries: &[(PathBuf, Node)], bdf: Bdf) -> Option<PathBuf> {
     let link = PathBuf::from(format!("sys/bus/pci/devices/{bdf}"));
     entries.iter().find_map(|(p, e)| match e {
-        Entry::Link(t) if *p == link => {
-            Some(crate::sources::fsroot::join_link(&link, Path::new(t)))
-        }
+        Node::Link(t) if *p == link => Some(crate::sources::fsroot::join_link(&link, Path::new(t))),
         _ => None,
     })
 }
 
-fn remove_under(entries: &mut Vec<(PathBuf, Entry)>, at: &Path) {
+fn remove_under(entries: &mut Vec<(PathBuf, Node)>, at: &Path) {
     entries.retain(|(p, _)| !p.starts_with(at));
 }
 
-fn put(entries: &mut Vec<(PathBuf, Entry)>, at: &Path, e: Entry) {
+fn put(entries: &mut Vec<(PathBuf, Node)>, at: &Path, e: Node) {
     remove_under(entries, at);
     // Parents are directories (a parent that was a file or link becomes a directory).
     let mut acc = PathBuf::new();
@@ -126,9 +102,9 @@ fn put(entries: &mut Vec<(PathBuf, Entry)>, at: &Path, e: Entry) {
         for c in parent.components() {
             acc.push(c);
             match entries.iter().position(|(p, _)| *p == acc) {
-                Some(i) if entries[i].1 == Entry::Dir => {}
-                Some(i) => entries[i].1 = Entry::Dir,
-                None => entries.push((acc.clone(), Entry::Dir)),
+                Some(i) if entries[i].1 == Node::Dir => {}
+                Some(i) => entries[i].1 = Node::Dir,
+                None => entries.push((acc.clone(), Node::Dir)),
             }
         }
     }
@@ -136,11 +112,11 @@ fn put(entries: &mut Vec<(PathBuf, Entry)>, at: &Path, e: Entry) {
 }
 
 /// Applies one attack to a tree's entries (kept sorted by path).
-pub fn apply(entries: &mut Vec<(PathBuf, Entry)>, attack: &Attack) -> io::Result<()> {
+pub fn apply(entries: &mut Vec<(PathBuf, Node)>, attack: &Attack) -> io::Result<()> {
     match attack {
-        Attack::Link { at, target } => put(entries, Path::new(at), Entry::Link(target.clone())),
-        Attack::Fifo { at } => put(entries, Path::new(at), Entry::Fifo),
-        Attack::File { at, bytes } => put(entries, Path::new(at), Entry::File(bytes.clone())),
+        Attack::Link { at, target } => put(entries, Path::new(at), Node::Link(target.clone())),
+        Attack::Fifo { at } => put(entries, Path::new(at), Node::Fifo),
+        Attack::File { at, bytes } => put(entries, Path::new(at), Node::File(bytes.clone())),
         Attack::Remove { at } => remove_under(entries, Path::new(at)),
         Attack::Rename { from, to } => {
             let (from, to) = (Path::new(from), Path::new(to));
@@ -163,14 +139,14 @@ pub fn apply(entries: &mut Vec<(PathBuf, Entry)>, attack: &Attack) -> io::Result
                 io::Error::new(io::ErrorKind::NotFound, format!("no device {under}"))
             })?;
             let bridge =
-                |dir: &Path, entries: &mut Vec<(PathBuf, Entry)>, class: &str, vendor: &str| {
+                |dir: &Path, entries: &mut Vec<(PathBuf, Node)>, class: &str, vendor: &str| {
                     for (f, v) in [
                         ("class", class),
                         ("vendor", vendor),
                         ("device", "0x1234"),
                         ("numa_node", "0"),
                     ] {
-                        entries.push((dir.join(f), Entry::File(format!("{v}\n").into_bytes())));
+                        entries.push((dir.join(f), Node::File(format!("{v}\n").into_bytes())));
                     }
                 };
             for i in 0..=*depth {
@@ -182,7 +158,7 @@ pub fn apply(entries: &mut Vec<(PathBuf, Entry)>, attack: &Attack) -> io::Result
                     function: 0,
                 };
                 dir = dir.join(bdf.to_string());
-                entries.push((dir.clone(), Entry::Dir));
+                entries.push((dir.clone(), Node::Dir));
                 if i == *depth {
                     bridge(&dir, entries, "0x030200", "0x10de");
                 } else {
@@ -192,7 +168,7 @@ pub fn apply(entries: &mut Vec<(PathBuf, Entry)>, attack: &Attack) -> io::Result
                 let up = "../".repeat(3);
                 entries.push((
                     link,
-                    Entry::Link(format!(
+                    Node::Link(format!(
                         "{up}{}",
                         dir.strip_prefix("sys").unwrap_or(&dir).display()
                     )),
@@ -207,7 +183,7 @@ pub fn apply(entries: &mut Vec<(PathBuf, Entry)>, attack: &Attack) -> io::Result
             put(
                 entries,
                 &PathBuf::from(format!("sys/bus/pci/devices/{bdf}")),
-                Entry::Link(target),
+                Node::Link(target),
             );
         }
     }
@@ -217,13 +193,10 @@ pub fn apply(entries: &mut Vec<(PathBuf, Entry)>, attack: &Attack) -> io::Result
 }
 
 /// The entries of `layout` with `attacks` applied.
-pub fn build(layout: &str, attacks: &[Attack]) -> io::Result<Vec<(PathBuf, Entry)>> {
+pub fn build(layout: &str, attacks: &[Attack]) -> io::Result<Vec<(PathBuf, Node)>> {
     let spec: Spec = layouts::by_name(layout)
         .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no layout {layout}")))?;
-    let mut entries: Vec<(PathBuf, Entry)> = super::build_entries(&spec, &WriteOptions::default())?
-        .into_iter()
-        .map(|(p, e)| (p, e.into()))
-        .collect();
+    let mut entries = super::writer::nodes(super::build_entries(&spec, &WriteOptions::default())?);
     for a in attacks {
         apply(&mut entries, a)?;
     }
@@ -231,44 +204,18 @@ pub fn build(layout: &str, attacks: &[Attack]) -> io::Result<Vec<(PathBuf, Entry
 }
 
 /// Writes entries as a directory tree under `root` (FIFOs included; links verbatim).
-pub fn write_dir(entries: &[(PathBuf, Entry)], root: &Path) -> io::Result<()> {
-    std::fs::create_dir_all(root)?;
-    for (p, e) in entries {
-        let full = root.join(p);
-        match e {
-            Entry::Dir => std::fs::create_dir_all(&full)?,
-            Entry::File(b) => std::fs::write(&full, b)?,
-            Entry::Link(t) => std::os::unix::fs::symlink(t, &full)?,
-            Entry::Fifo => rustix::fs::mknodat(
-                rustix::fs::CWD,
-                &full,
-                rustix::fs::FileType::Fifo,
-                rustix::fs::Mode::from_raw_mode(0o644),
-                0,
-            )?,
-        }
-    }
-    Ok(())
+pub fn write_dir(entries: &[(PathBuf, Node)], root: &Path) -> io::Result<()> {
+    super::writer::write_dir(entries, root)
 }
 
 /// Writes entries as a `.tar.gz` under top folder `top` (FIFOs as FIFO entries, which a
 /// snapshot reader must skip), through the synthesizer's one tar writer.
 pub fn write_tar_gz(
-    entries: &[(PathBuf, Entry)],
+    entries: &[(PathBuf, Node)],
     top: &str,
     out: &mut dyn io::Write,
 ) -> io::Result<()> {
-    use super::writer::TarNode;
-    let nodes = entries.iter().map(|(p, e)| {
-        let n = match e {
-            Entry::Dir => TarNode::Dir,
-            Entry::File(b) => TarNode::File(b),
-            Entry::Link(t) => TarNode::Link(t),
-            Entry::Fifo => TarNode::Fifo,
-        };
-        (p.as_path(), n)
-    });
-    super::writer::write_tar_gz_nodes(nodes, top, out, flate2::Compression::fast())
+    super::writer::write_tar_gz(entries, top, out, flate2::Compression::fast())
 }
 
 fn bdf(s: &str) -> Bdf {

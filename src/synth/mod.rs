@@ -565,8 +565,7 @@ impl Spec {
 /// directories following the PCI hierarchy, `sys/bus/pci/devices` relative links, class
 /// devices, NUMA/CPU files, `proc/cpuinfo`, `proc/cmdline` and the node-wide facts.
 pub fn write_tree(spec: &Spec, root: &Path, opts: &WriteOptions) -> io::Result<()> {
-    let entries = build_entries(spec, opts)?;
-    writer::write_dir(&entries, root)
+    writer::write_dir(&writer::nodes(build_entries(spec, opts)?), root)
 }
 
 /// The same tree held in memory, ready for [`crate::sources::sysfs::scan`] without touching
@@ -616,5 +615,6 @@ pub fn write_tarball_to(
     } else {
         spec.name.clone()
     };
-    writer::write_tar_gz(&entries, &top, out)
+    let nodes = writer::nodes(entries);
+    writer::write_tar_gz(&nodes, &top, out, flate2::Compression::default())
 }

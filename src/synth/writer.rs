@@ -826,15 +826,45 @@ fn node_files(t: &mut Tree, spec: &Spec, numa_cpus: &HashMap<u32, Vec<u32>>) {
     }
 }
 
-/// Writes entries under `root` on disk.
-pub(super) fn write_dir(entries: &[(PathBuf, Entry)], root: &Path) -> io::Result<()> {
-    std::fs::create_dir_all(root)?;
-    for (p, e) in entries {
-        let full = root.join(p);
+/// One node of a tree as the synthesizer writes it to a directory or a `.tar.gz`: what
+/// [`Entry`] holds, and FIFOs (which the hostile corpus puts where files should be).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Node {
+    /// A directory.
+    Dir,
+    /// A regular file with its content.
+    File(Vec<u8>),
+    /// A symbolic link with its target, verbatim.
+    Link(String),
+    /// A named pipe (FIFO).
+    Fifo,
+}
+
+impl From<Entry> for Node {
+    fn from(e: Entry) -> Self {
         match e {
-            Entry::Dir => std::fs::create_dir_all(&full)?,
-            Entry::File(b) => std::fs::write(&full, b)?,
-            Entry::Link(t) => {
+            Entry::Dir => Node::Dir,
+            Entry::File(b) => Node::File(b),
+            Entry::Link(t) => Node::Link(t),
+        }
+    }
+}
+
+/// The entries of a synthesized tree as nodes to write, in the same order.
+pub(super) fn nodes(entries: Vec<(PathBuf, Entry)>) -> Vec<(PathBuf, Node)> {
+    entries.into_iter().map(|(p, e)| (p, e.into())).collect()
+}
+
+/// Writes nodes under `root` on disk, in their order (parents first). A link replaces what
+/// stands at its path, so a tree can be written again over itself.
+pub(super) fn write_dir(nodes: &[(PathBuf, Node)], root: &Path) -> io::Result<()> {
+    std::fs::create_dir_all(root)?;
+    for (p, node) in nodes {
+        let full = root.join(p);
+        match node {
+            Node::Dir => std::fs::create_dir_all(&full)?,
+            Node::File(b) => std::fs::write(&full, b)?,
+            Node::Link(t) => {
                 match std::fs::symlink_metadata(&full) {
                     Ok(_) => std::fs::remove_file(&full)?,
                     Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -842,44 +872,22 @@ pub(super) fn write_dir(entries: &[(PathBuf, Entry)], root: &Path) -> io::Result
                 }
                 std::os::unix::fs::symlink(t, &full)?;
             }
+            Node::Fifo => rustix::fs::mknodat(
+                rustix::fs::CWD,
+                &full,
+                rustix::fs::FileType::Fifo,
+                rustix::fs::Mode::from_raw_mode(0o644),
+                0,
+            )?,
         }
     }
     Ok(())
 }
 
-/// One entry as a tarball holds it: what [`Entry`] holds, and FIFOs (the hostile corpus).
-pub(super) enum TarNode<'a> {
-    /// A directory.
-    Dir,
-    /// A regular file with its content.
-    File(&'a [u8]),
-    /// A symbolic link with its target, verbatim.
-    Link(&'a str),
-    /// A named pipe.
-    Fifo,
-}
-
-/// Writes entries as a `.tar.gz` under top folder `top`, with fixed mode and time.
+/// Writes nodes as a `.tar.gz` under top folder `top` (deterministic headers: fixed modes,
+/// time 0; FIFOs as FIFO entries), compressed at `level`.
 pub(super) fn write_tar_gz(
-    entries: &[(PathBuf, Entry)],
-    top: &str,
-    out: &mut dyn io::Write,
-) -> io::Result<()> {
-    let nodes = entries.iter().map(|(p, e)| {
-        let n = match e {
-            Entry::Dir => TarNode::Dir,
-            Entry::File(b) => TarNode::File(b),
-            Entry::Link(t) => TarNode::Link(t),
-        };
-        (p.as_path(), n)
-    });
-    write_tar_gz_nodes(nodes, top, out, flate2::Compression::default())
-}
-
-/// Writes `nodes` as a `.tar.gz` under top folder `top` (deterministic headers: fixed modes,
-/// time 0), compressed at `level`.
-pub(super) fn write_tar_gz_nodes<'a>(
-    nodes: impl IntoIterator<Item = (&'a Path, TarNode<'a>)>,
+    nodes: &[(PathBuf, Node)],
     top: &str,
     out: &mut dyn io::Write,
     level: flate2::Compression,
@@ -898,25 +906,25 @@ pub(super) fn write_tar_gz_nodes<'a>(
         let mut h = tar::Header::new_gnu();
         h.set_mtime(0);
         match node {
-            TarNode::Dir => {
+            Node::Dir => {
                 h.set_entry_type(tar::EntryType::Directory);
                 h.set_mode(0o755);
                 h.set_size(0);
                 b.append_data(&mut h, &name, io::empty())?;
             }
-            TarNode::File(data) => {
+            Node::File(data) => {
                 h.set_entry_type(tar::EntryType::Regular);
                 h.set_mode(0o644);
                 h.set_size(data.len() as u64);
-                b.append_data(&mut h, &name, data)?;
+                b.append_data(&mut h, &name, data.as_slice())?;
             }
-            TarNode::Link(t) => {
+            Node::Link(t) => {
                 h.set_entry_type(tar::EntryType::Symlink);
                 h.set_mode(0o777);
                 h.set_size(0);
                 b.append_link(&mut h, &name, t)?;
             }
-            TarNode::Fifo => {
+            Node::Fifo => {
                 h.set_entry_type(tar::EntryType::Fifo);
                 h.set_mode(0o644);
                 h.set_size(0);

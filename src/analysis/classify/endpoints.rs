@@ -129,7 +129,7 @@ pub fn endpoints(p: &Paths) -> Vec<Endpoint> {
         numa_node: p.index(&d.bdf).and_then(|i| p.numa(i)),
         cpus: d.local_cpus.as_ref().map(|c| cpulist::format_list(c)),
         gpu_numa_id: (d.kind == DeviceKind::Gpu)
-            .then(|| gpu_memory_numa(d))
+            .then(|| d.gpu_memory_numa_node())
             .flatten(),
         physfn: d.physfn,
     };
@@ -164,17 +164,6 @@ pub fn endpoints(p: &Paths) -> Vec<Endpoint> {
         out.push(mk(d, format!("NVME{i}"), Vec::new()));
     }
     out
-}
-
-/// The NUMA node of a GPU's memory, from the NVIDIA driver's `numa_status` (`Node:` line,
-/// stored as the `memory_numa_node` attribute of its `nvidia_gpu` OS device).
-fn gpu_memory_numa(d: &Device) -> Option<u32> {
-    d.os_devices
-        .iter()
-        .filter(|o| o.kind == OsDeviceKind::NvidiaGpu)
-        .flat_map(|o| o.attrs.iter())
-        .find(|(k, _)| k == "memory_numa_node")
-        .and_then(|(_, v)| v.trim().parse::<u32>().ok())
 }
 
 /// Whether a pair of kinds is classified in a matrix: every pair among GPUs, accelerators and

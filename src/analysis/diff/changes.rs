@@ -8,6 +8,7 @@ use super::{
     AerTotals, BestNic, Both, Change, DIFF_SCHEMA, DevRef, Diff, FindingRef, LabelChange,
     LinkState, Move, Place, Rename, What,
 };
+use crate::analysis::audit::CheckId;
 use crate::analysis::classify::Label;
 use crate::model::{DeviceKind, LinkInfo};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -467,16 +468,16 @@ fn owner(members: &[Vec<usize>], anchors: &[usize]) -> Option<usize> {
 fn preferred(
     changes: &[Change],
     members: &[Vec<usize>],
-    check: &str,
+    check: CheckId,
     anchors: &[usize],
 ) -> Option<usize> {
     let fits = |w: &What| match check {
-        "numa-unknown" => matches!(w, What::Numa { .. }),
-        "iommu-translation" => matches!(w, What::Iommu { .. }),
-        "acs-redirect" => matches!(w, What::Acs { .. }),
-        "link-degraded" | "nic-port-down" => matches!(w, What::Link { .. }),
-        "aer-errors" => matches!(w, What::Aer { .. }),
-        "gpu-nic-path" => matches!(
+        CheckId::NumaUnknown => matches!(w, What::Numa { .. }),
+        CheckId::IommuTranslation => matches!(w, What::Iommu { .. }),
+        CheckId::AcsRedirect => matches!(w, What::Acs { .. }),
+        CheckId::LinkDegraded | CheckId::NicPortDown => matches!(w, What::Link { .. }),
+        CheckId::AerErrors => matches!(w, What::Aer { .. }),
+        CheckId::GpuNicPath => matches!(
             w,
             What::Moved(_) | What::Added { .. } | What::Removed { .. } | What::Replaced { .. }
         ),
@@ -628,7 +629,7 @@ fn fold_labels(cx: &mut Ctx) {
 /// goes under the change of its subject or its pairs, node findings under the first fact
 /// change, the rest on their own.
 fn fold_findings(cx: &mut Ctx, fact_change: Option<usize>) {
-    type Key = (String, String, SubjectRec);
+    type Key = (CheckId, String, SubjectRec);
     let (a, b) = (cx.a, cx.b);
     let m = cx.m.clone();
     let anchor = |s: &SubjectRec, side_b: bool| -> SubjectRec {
@@ -641,7 +642,7 @@ fn fold_findings(cx: &mut Ctx, fact_change: Option<usize>) {
     };
     let key = |f: &FindingRec, side_b: bool| -> Key {
         (
-            f.id.to_string(),
+            f.id,
             f.severity.as_str().to_string(),
             anchor(&f.subject, side_b),
         )
@@ -677,7 +678,7 @@ fn fold_findings(cx: &mut Ctx, fact_change: Option<usize>) {
     {
         let l = if appeared { b } else { a };
         let fr = FindingRef {
-            id: k.0.clone(),
+            id: k.0.to_string(),
             severity: k.1.clone(),
             subject: subject_name(f, l),
             summary: f.summary.clone(),
@@ -691,7 +692,7 @@ fn fold_findings(cx: &mut Ctx, fact_change: Option<usize>) {
                 .iter()
                 .map(|&p| if appeared { m.anchor_b(p) } else { p }),
         );
-        let owner = preferred(&cx.changes, &cx.members, &k.0, &who)
+        let owner = preferred(&cx.changes, &cx.members, k.0, &who)
             .or_else(|| owner(&cx.members, &who))
             .or(match k.2 {
                 SubjectRec::Node => fact_change,

@@ -145,12 +145,6 @@ impl NodeLayout {
         let t = cl.topo();
         let paths = cl.paths();
         let n = t.devices.len();
-        let index: HashMap<Bdf, usize> = t
-            .devices
-            .iter()
-            .enumerate()
-            .map(|(i, d)| (d.bdf, i))
-            .collect();
         let eps = cl.endpoints();
         let ep_name: HashMap<Bdf, &str> = eps.iter().map(|e| (e.bdf, e.name.as_str())).collect();
         let gpus: Vec<u32> = (0..n as u32)
@@ -170,7 +164,7 @@ impl NodeLayout {
         for (i, d) in t.devices.iter().enumerate() {
             let ix = i as u32;
             let chain = paths.chain(ix);
-            let parent = d.parent.and_then(|p| index.get(&p).copied());
+            let parent = d.parent.and_then(|p| t.device_index(&p));
             let place = chain
                 .iter()
                 .skip(1)
@@ -230,7 +224,7 @@ impl NodeLayout {
         }
         let ep_dev: Vec<usize> = eps
             .iter()
-            .map(|e| index.get(&e.bdf).copied().unwrap_or(usize::MAX))
+            .map(|e| t.device_index(&e.bdf).unwrap_or(usize::MAX))
             .collect();
         let labels = cl
             .summary_all()
@@ -249,7 +243,7 @@ impl NodeLayout {
             // What an input format cannot show describes the file, not the node.
             .filter(|f| f.id != audit::CheckId::InputLimits)
             .map(|f| {
-                let dev = |b: &Bdf| index.get(b).copied();
+                let dev = |b: &Bdf| t.device_index(b);
                 let subject = match &f.subject {
                     Subject::Node => Some(SubjectRec::Node),
                     Subject::Device(b) | Subject::Nic { bdf: b, .. } => {

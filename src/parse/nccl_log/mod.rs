@@ -91,6 +91,20 @@ pub struct Fragment<'a> {
     pub ended: bool,
 }
 
+/// Every line of `text` as a fragment of its own, whole (no NCCL header or launcher tag taken
+/// off): the input the nccl-tests and perftest parsers' tests give them.
+#[cfg(test)]
+pub(crate) fn whole_line_fragments(text: &str) -> Vec<Fragment<'_>> {
+    super::text::lines(text)
+        .into_iter()
+        .map(|l| Fragment {
+            no: l.no,
+            text: l.text,
+            ended: l.ended,
+        })
+        .collect()
+}
+
 /// A shell command line in the output (a prompt, or `NCCL_…=… cmd`), with the NCCL/CUDA
 /// variables it sets.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

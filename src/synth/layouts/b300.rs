@@ -110,7 +110,7 @@ pub fn hgx_b300() -> Spec {
         let cxu = b(0, h + 8, 0, 0);
         let cxu2 = b(0, h + 11, 0, 0);
         let cxd2 = b(0, h + 12, 0, 0);
-        let mut root = port(rp, None, Role::RootPort, 0x8086, 0x352a, gen5);
+        let mut root = xeon_root_port(rp, gen5);
         root.mps_supported = 512;
         root.acs_control = Some(0);
         root.iommu_group = Some(group);

@@ -178,26 +178,14 @@ pub fn with_moved_card(mut spec: Spec, bdf: Bdf, numa: u32) -> Result<Spec, Spec
         device: 1,
         function: 0,
     };
-    let mut root = port(
-        rp,
-        None,
-        Role::RootPort,
-        0x8086,
-        0x352a,
-        link.unwrap_or(Link::full(32.0, 16)),
-    );
+    let mut root = xeon_root_port(rp, link.unwrap_or(Link::full(32.0, 16)));
     root.slot = Some(Slot {
         name: slot_number.to_string(),
         number: slot_number,
     });
     root.mps_supported = 512;
     spec.functions.push(root);
-    spec.host_bridges.push(HostBridgeSpec {
-        domain: bdf.domain,
-        bus,
-        numa_node: Some(numa),
-    });
-    spec.host_bridges.sort_by_key(|h| (h.domain, h.bus));
+    add_host_bridge(&mut spec, bdf.domain, bus, numa);
     let new_bus = bus + 1;
     let moved = |b: Bdf| Bdf {
         domain: b.domain,
@@ -218,9 +206,6 @@ pub fn with_moved_card(mut spec: Spec, bdf: Bdf, numa: u32) -> Result<Spec, Spec
             g.bdf.bus = new_bus;
         }
     }
-    spec.node
-        .iommu_units
-        .push(format!("dmar{}", spec.node.iommu_units.len()));
     number_iommu_groups(&mut spec);
     rename_in_probe_order(&mut spec);
     Ok(spec)

@@ -79,7 +79,7 @@ pub fn hgx_h100() -> Spec {
     for (i, &bus) in HGX_PAIR_BUSES.iter().enumerate() {
         let rp = b(0, bus, 1, 0);
         let usp = b(0, bus + 1, 0, 0);
-        let mut root = port(rp, None, Role::RootPort, 0x8086, 0x352a, gen5);
+        let mut root = xeon_root_port(rp, gen5);
         root.mps_supported = 512;
         fns.push(root);
         fns.push(pex_gen5_upstream(usp, rp, gen5));
@@ -124,14 +124,7 @@ pub fn hgx_h100() -> Spec {
     // Two NVMe drives on their own host bridge on socket 0.
     for (k, name) in ["nvme0", "nvme1"].iter().enumerate() {
         let rp = b(0, 0x59, 1 + k as u8, 0);
-        fns.push(port(
-            rp,
-            None,
-            Role::RootPort,
-            0x8086,
-            0x352a,
-            Link::full(16.0, 4),
-        ));
+        fns.push(xeon_root_port(rp, Link::full(16.0, 4)));
         fns.push(nvme(b(0, 0x5a + k as u8, 0, 0), Some(rp), name));
     }
     let mut host_bridges = vec![
@@ -207,20 +200,9 @@ pub fn misplaced_nic() -> Spec {
     let mut nic = s.function(old_nic).cloned().unwrap_or_default();
     s.functions
         .retain(|f| f.bdf != old_nic && f.bdf != old_port);
-    s.host_bridges.push(HostBridgeSpec {
-        domain: 0,
-        bus: 0xe0,
-        numa_node: Some(1),
-    });
+    add_host_bridge(&mut s, 0, 0xe0, 1);
     let rp = b(0, 0xe0, 1, 0);
-    let mut root = port(
-        rp,
-        None,
-        Role::RootPort,
-        0x8086,
-        0x352a,
-        Link::full(32.0, 16),
-    );
+    let mut root = xeon_root_port(rp, Link::full(32.0, 16));
     root.slot = Some(Slot {
         name: "13".into(),
         number: 13,
@@ -229,9 +211,6 @@ pub fn misplaced_nic() -> Spec {
     nic.bdf = MISPLACED_NIC;
     nic.parent = Some(rp);
     s.functions.push(nic);
-    s.node
-        .iommu_units
-        .push(format!("dmar{}", s.node.iommu_units.len()));
     number_iommu_groups(&mut s);
     s
 }

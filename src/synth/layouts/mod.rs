@@ -139,6 +139,25 @@ fn port(
     }
 }
 
+/// An Intel Xeon (Sapphire/Emerald Rapids) PCIe root port (8086:352a) on a host bridge's root
+/// bus, trained at `link`.
+fn xeon_root_port(bdf: Bdf, link: Link) -> Function {
+    port(bdf, None, Role::RootPort, 0x8086, 0x352a, link)
+}
+
+/// Adds a host bridge at `domain:bus` on NUMA node `numa` to `spec`, keeping host bridges in
+/// address order, and a DMAR unit for it, as the layouts have one per host bridge.
+fn add_host_bridge(spec: &mut Spec, domain: u32, bus: u8, numa: u32) {
+    spec.host_bridges.push(HostBridgeSpec {
+        domain,
+        bus,
+        numa_node: Some(numa),
+    });
+    spec.host_bridges.sort_by_key(|h| (h.domain, h.bus));
+    let unit = format!("dmar{}", spec.node.iommu_units.len());
+    spec.node.iommu_units.push(unit);
+}
+
 /// A Broadcom PEX89000 Gen5 switch upstream port (1000:c030) under `parent`.
 fn pex_gen5_upstream(bdf: Bdf, parent: Bdf, link: Link) -> Function {
     port(

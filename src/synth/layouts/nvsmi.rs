@@ -37,14 +37,7 @@ pub fn h200_bond() -> Spec {
         }
     }
     let rp = b(0, H200_STORAGE_BUS, 1, 0);
-    s.functions.push(port(
-        rp,
-        None,
-        Role::RootPort,
-        0x8086,
-        0x352a,
-        Link::full(32.0, 16),
-    ));
+    s.functions.push(xeon_root_port(rp, Link::full(32.0, 16)));
     for f in 0..2u8 {
         let mut nic = mlx_nic(
             h200_storage_nic(f),
@@ -59,15 +52,7 @@ pub fn h200_bond() -> Spec {
         }
         s.functions.push(nic);
     }
-    s.host_bridges.push(HostBridgeSpec {
-        domain: 0,
-        bus: H200_STORAGE_BUS,
-        numa_node: Some(0),
-    });
-    s.host_bridges.sort_by_key(|h| h.bus);
-    s.node
-        .iommu_units
-        .push(format!("dmar{}", s.node.iommu_units.len()));
+    add_host_bridge(&mut s, 0, H200_STORAGE_BUS, 0);
     number_iommu_groups(&mut s);
     s
 }
@@ -95,14 +80,7 @@ pub fn hgx_h100_13nic() -> Spec {
         }
     }
     let rp = b(0, ETH_BUS, 1, 0);
-    s.functions.push(port(
-        rp,
-        None,
-        Role::RootPort,
-        0x8086,
-        0x352a,
-        Link::full(32.0, 16),
-    ));
+    s.functions.push(xeon_root_port(rp, Link::full(32.0, 16)));
     for f in 0..5u8 {
         let mut nic = mlx_nic(
             eth_fn(f),
@@ -124,15 +102,7 @@ pub fn hgx_h100_13nic() -> Spec {
         }
         s.functions.push(nic);
     }
-    s.host_bridges.push(HostBridgeSpec {
-        domain: 0,
-        bus: ETH_BUS,
-        numa_node: Some(1),
-    });
-    s.host_bridges.sort_by_key(|h| h.bus);
-    s.node
-        .iommu_units
-        .push(format!("dmar{}", s.node.iommu_units.len()));
+    add_host_bridge(&mut s, 0, ETH_BUS, 1);
     number_iommu_groups(&mut s);
     s
 }
@@ -177,12 +147,8 @@ pub fn hgx_h100_field() -> Spec {
             }
         }
     }
-    let mut slot = port(
+    let mut slot = xeon_root_port(
         FIELD_EMPTY_SLOT,
-        None,
-        Role::RootPort,
-        0x8086,
-        0x352a,
         Link {
             speed: 0.0,
             width: 0,

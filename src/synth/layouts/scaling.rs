@@ -24,7 +24,7 @@ pub fn scaling(n_devices: usize) -> Spec {
         }
         let base = 1 + gi * 18;
         let rp = b(domain, 0, gi + 1, 0);
-        fns.push(port(rp, None, Role::RootPort, 0x8086, 0x352a, gen5));
+        fns.push(xeon_root_port(rp, gen5));
         let usp = b(domain, base, 0, 0);
         fns.push(pex_gen5_upstream(usp, rp, gen5));
         for j in 0..16u8 {
@@ -95,7 +95,7 @@ pub const MANY_VFS_PF: Bdf = Bdf {
 pub fn many_vfs(n: usize) -> Spec {
     let gen5 = Link::full(32.0, 16);
     let rp = b(0, 0x17, 1, 0);
-    let mut fns = vec![port(rp, None, Role::RootPort, 0x8086, 0x352a, gen5)];
+    let mut fns = vec![xeon_root_port(rp, gen5)];
     let mut pf = mlx_nic(
         MANY_VFS_PF,
         Some(rp),
