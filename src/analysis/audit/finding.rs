@@ -69,7 +69,8 @@ pub struct PairRef {
 /// What a finding is about. Serialised as the text the JSON has always carried (`node`,
 /// `0000:17:00.0`, `0000:17:00.0 (mlx5_0)`, `mlx5_0`, `mlx5_0/1`, `rail 3`) and ordered as that
 /// text, so findings sort as before.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(into = "String", from = "String")]
 pub enum Subject {
     /// The whole node (kernel modules, drivers, hypervisor, or a summary over many devices).
     Node,
@@ -175,17 +176,16 @@ impl PartialOrd for Subject {
     }
 }
 
-impl Serialize for Subject {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
+impl From<Subject> for String {
+    fn from(s: Subject) -> String {
+        s.to_string()
     }
 }
 
-impl<'de> Deserialize<'de> for Subject {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
+impl From<String> for Subject {
+    fn from(s: String) -> Subject {
         let Ok(v) = s.parse();
-        Ok(v)
+        v
     }
 }
 

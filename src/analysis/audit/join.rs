@@ -12,6 +12,18 @@ use crate::analysis::evidence::{
 use crate::model::{Bdf, Device, DeviceKind};
 use std::collections::BTreeMap;
 
+/// The checks whose errors and warnings are faults on a GPU–NIC path, the ones that can slow a
+/// job's network traffic (`gpu-nic-path`, the pair's class, is added where a rank's own path is
+/// described).
+const PATH_FAULTS: [CheckId; 6] = [
+    CheckId::AcsRedirect,
+    CheckId::IommuTranslation,
+    CheckId::LinkDegraded,
+    CheckId::MpsMrrs,
+    CheckId::NicPortDown,
+    CheckId::AerErrors,
+];
+
 /// A topology with its audit, ready to join.
 pub struct Topo<'a> {
     /// The classification.
@@ -91,18 +103,7 @@ impl<'a> Topo<'a> {
                 continue;
             }
             let about = f.pairs.iter().any(|p| p.gpu == *gpu) || f.subject.bdf() == Some(*gpu);
-            if about
-                && matches!(
-                    f.id,
-                    CheckId::AcsRedirect
-                        | CheckId::IommuTranslation
-                        | CheckId::LinkDegraded
-                        | CheckId::MpsMrrs
-                        | CheckId::GpuNicPath
-                        | CheckId::NicPortDown
-                        | CheckId::AerErrors
-                )
-            {
+            if about && (PATH_FAULTS.contains(&f.id) || f.id == CheckId::GpuNicPath) {
                 out.push(format!("{} [{}]", f.summary, f.id));
             }
         }
@@ -271,15 +272,7 @@ impl Node for Topo<'_> {
             .iter()
             .filter(|f| {
                 matches!(f.severity, Severity::Error | Severity::Warning)
-                    && matches!(
-                        f.id,
-                        CheckId::AcsRedirect
-                            | CheckId::IommuTranslation
-                            | CheckId::LinkDegraded
-                            | CheckId::MpsMrrs
-                            | CheckId::NicPortDown
-                            | CheckId::AerErrors
-                    )
+                    && PATH_FAULTS.contains(&f.id)
             })
             .map(|f| format!("{} [{}]", f.summary, f.id))
             .collect()
