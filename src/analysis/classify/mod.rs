@@ -486,7 +486,8 @@ impl<'t> Classifier<'t> {
     }
 
     /// [`Classifier::summary`] of every pair of [`Classifier::pair_indices`], computed one at a
-    /// time as the iterator is read: nothing per pair is allocated or held.
+    /// time as the iterator is read (what `matrix --format json` streams: nothing per pair is
+    /// allocated or held).
     pub fn summaries(&self) -> impl Iterator<Item = (usize, usize, PairSummary)> + '_ {
         self.pair_indices()
             .filter_map(|(i, j)| Some((i, j, self.summary(i, j)?)))
@@ -507,7 +508,8 @@ impl<'t> Classifier<'t> {
     }
 
     /// Every pair of [`Classifier::pair_indices`] with words and hops, worded one at a time as
-    /// the iterator is read (what `matrix --format json` streams without holding them all).
+    /// the iterator is read (what `matrix --format json --detail` streams without holding them
+    /// all).
     pub fn pairs(&self) -> impl Iterator<Item = PairClass> + '_ {
         self.pair_indices().map(|(i, j)| {
             self.classify_ix(self.ep_dev[i], self.ep_dev[j], Some(&self.local_gpus[j]))
@@ -535,7 +537,8 @@ impl<'t> Classifier<'t> {
 }
 
 /// [`Classifier::pairs`] as a JSON array written pair by pair: serializing it words each pair
-/// as it is written, so a document of 100,000 pairs never holds them all.
+/// as it is written, so a document of 100,000 pairs never holds them all (the `detail` of
+/// `matrix --format json --detail`).
 pub struct PairStream<'c, 't>(pub &'c Classifier<'t>);
 
 impl Serialize for PairStream<'_, '_> {
