@@ -2,8 +2,9 @@
 //! start, input read, analysis, output formatted and written to /dev/null), as
 //! `peerpath CMD -i TREE` runs, on the synthesized 1,054-function node
 //! (`peerpath fixture scaling-1024`: 248 GPUs, 248 NICs, 16 host bridges). Issue [perf]: matrix
-//! and audit at most 3x scan of the same tree. `benches/compare.py` prints the same ratios
-//! beside the peer tools.
+//! and audit at most 3x scan of the same tree; issue 28: `matrix --format json` too, writing at
+//! most 10x the scan's JSON. `benches/compare.py` prints the same ratios beside the peer tools,
+//! and the bytes written (`--node-only`: that node alone).
 //!
 //! Run: `cargo bench --bench commands` (release build). `cargo test --all-targets` runs each
 //! command once on the 58-function HGX fixture instead, as a smoke test.

@@ -5,18 +5,21 @@
    minimal C reader doing exactly the file operations peerpath's scan did, from strace) on the
    137-device real snapshot; paired runs in alternating order, medians.
 2. `peerpath matrix` and `peerpath audit` vs `peerpath scan` on the synthesized 1,054-function
-   node (`peerpath fixture scaling-1024`: 248 GPUs, 248 NICs), whole processes, medians.
+   node (`peerpath fixture scaling-1024`: 248 GPUs, 248 NICs), whole processes, medians; and
+   `peerpath matrix --format json` against `peerpath scan --format json` in time and in bytes
+   written (issue 28: at most 3x the time, 10x the bytes).
 3. `peerpath probe` over libfabric tcp on 127.0.0.1 vs `fi_pingpong -p tcp` at the same message
    size (benches/probe_tcp.sh), like for like (one operation in flight) and at the probe's
    default depth.
 
 The last lines print the three ratios together, each with the command that produced it.
 
-usage: benches/compare.py [--runs N] [--fixture TARBALL] [--peerpath BIN] [--no-probe]
+usage: benches/compare.py [--runs N] [--fixture TARBALL] [--peerpath BIN] [--no-probe] [--node-only]
+`--node-only` runs part 2 alone (it needs only peerpath).
 Needs: lstopo-no-graphics (hwloc), lspci (pciutils), strace, gcc, fi_pingpong (libfabric-bin).
 Build peerpath with `cargo build --release` first.
 """
-import argparse, os, random, re, resource, statistics, subprocess, sys, tarfile, tempfile, time
+import argparse, os, random, re, resource, shutil, statistics, subprocess, sys, tarfile, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -81,9 +84,22 @@ def main():
     ap.add_argument("--peerpath", default=os.path.join(REPO, "target/release/peerpath"))
     ap.add_argument("--no-probe", action="store_true", help="skip the probe comparison")
     ap.add_argument("--no-scaling", action="store_true", help="skip the 256..16384 scan scaling")
+    ap.add_argument("--node-only", action="store_true",
+                    help="only the 1,054-function node (part 2): needs no peer tool")
     a = ap.parse_args()
     summary = []
     work = tempfile.mkdtemp(prefix="peerpath-bench-")
+    if a.node_only:
+        env = dict(os.environ, LANG="C", LC_ALL="C")
+        print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        try:
+            summary += node_1024(a.peerpath, work, env, a.runs)
+        finally:
+            shutil.rmtree(work)
+        print(f"\nthe node's ratios (load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}):")
+        for line in summary:
+            print("  " + line)
+        return
     with tarfile.open(a.fixture) as t:
         t.extractall(work, filter="tar") if hasattr(tarfile, "data_filter") else t.extractall(work)
     root = next(os.path.join(work, d) for d in os.listdir(work) if os.path.isdir(os.path.join(work, d, "sys")))
@@ -197,10 +213,21 @@ def node_1024(peerpath, work, env, runs):
     base = med["scan --format json"]
     print(f"\n1,054-function node (peerpath fixture scaling-1024), {runs} paired runs:")
     for k, t in med.items():
-        print(f"  {k:<22} {t*1000:>8.1f} ms  {t/base:5.2f}x scan")
+        lo, hi = min(times[k]), max(times[k])
+        print(f"  {k:<22} {t*1000:>8.1f} ms  {t/base:5.2f}x scan  (min {lo*1000:.1f}, max {hi*1000:.1f})")
+    size = {k: len(subprocess.run([peerpath] + cmds[k][:1] + ["-i", root] + cmds[k][1:],
+                                  capture_output=True, env=env).stdout)
+            for k in ("scan --format json", "matrix --format json")}
+    jt, js = med["matrix --format json"] / base, size["matrix --format json"] / size["scan --format json"]
+    print(f"  bytes written: scan --format json {size['scan --format json']:,}, "
+          f"matrix --format json {size['matrix --format json']:,} ({js:.2f}x)")
     return [f"2. matrix / scan = {med['matrix']/base:.2f}, audit / scan = {med['audit']/base:.2f} "
             f"({med['matrix']*1000:.0f} ms, {med['audit']*1000:.0f} ms vs {base*1000:.0f} ms; "
-            f"peerpath matrix|audit|scan --format json -i <scaling-1024>)"]
+            f"peerpath matrix|audit|scan --format json -i <scaling-1024>)",
+            f"   matrix --format json / scan --format json = {jt:.2f} in time "
+            f"({med['matrix --format json']*1000:.0f} vs {base*1000:.0f} ms; goal <= 3), "
+            f"{js:.2f} in bytes ({size['matrix --format json']/1e6:.2f} vs "
+            f"{size['scan --format json']/1e6:.2f} MB; goal <= 10)"]
 
 
 def probe(peerpath):

@@ -91,6 +91,10 @@ enum Command {
         /// Table: leave SR-IOV virtual functions out (NIC numbers stay nvidia-smi's).
         #[arg(long)]
         fold_vfs: bool,
+        /// JSON: add every pair's reason, NCCL rules and hops (`detail`, the objects of
+        /// `explain --format json`); large on big nodes.
+        #[arg(long)]
+        detail: bool,
     },
     /// Explain one pair hop by hop: links, label and why, bottleneck, NCCL's decision.
     Explain {
@@ -197,12 +201,13 @@ fn run(cli: Cli) -> Result<u8> {
             format,
             nccl_version,
             fold_vfs,
+            detail,
         } => {
             let topo = load(&input)?;
             use std::io::{IsTerminal, Write};
             let buffered = |print: fn(&str)| -> Result<()> {
                 let mut buf = Vec::new();
-                cli::classify::run_matrix(&topo, format, nccl_version, fold_vfs, &mut buf)?;
+                cli::classify::run_matrix(&topo, format, nccl_version, fold_vfs, detail, &mut buf)?;
                 print(&String::from_utf8_lossy(&buf));
                 Ok(())
             };
@@ -216,7 +221,14 @@ fn run(cli: Cli) -> Result<u8> {
                 cli::classify::MatrixFormat::Json => {
                     let mut out =
                         std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-                    cli::classify::run_matrix(&topo, format, nccl_version, fold_vfs, &mut out)?;
+                    cli::classify::run_matrix(
+                        &topo,
+                        format,
+                        nccl_version,
+                        fold_vfs,
+                        detail,
+                        &mut out,
+                    )?;
                     out.flush()?;
                 }
             }

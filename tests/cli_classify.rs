@@ -65,26 +65,140 @@ fn matrix_json_schema() {
     ]);
     assert_eq!(rc, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["schema"], "peerpath.matrix/1");
+    assert_eq!(v["schema"], "peerpath.matrix/2");
+    assert_eq!(v["nccl_version"], "2.19");
+    assert_eq!(v["nccl_path_codes"]["PIX"], 3, "NCCL 2.19's PATH_PIX");
+    assert!(v["nccl_path_codes"]["C2C"].is_null(), "no C2C before 2.26");
     let eps = v["endpoints"].as_array().unwrap();
     assert_eq!(eps.len(), 12);
     for k in ["name", "bdf", "kind", "rdma", "numa_node", "cpus"] {
         assert!(eps[0].get(k).is_some(), "endpoint key {k}");
     }
     assert_eq!(eps[0]["kind"], "accelerator");
+    assert_eq!(
+        v["pair_fields"],
+        serde_json::json!([
+            "a",
+            "b",
+            "label",
+            "nccl_path",
+            "gdr",
+            "p2p",
+            "pxn_via",
+            "bottleneck_gbytes_per_s"
+        ])
+    );
     let pairs = v["pairs"].as_array().unwrap();
     assert_eq!(pairs.len(), 66);
-    let p = &pairs[0];
-    for k in ["a", "b", "label", "nccl", "bottleneck_gbytes_per_s", "hops"] {
-        assert!(p.get(k).is_some(), "pair key {k}");
+    assert_eq!(
+        pairs[0],
+        serde_json::json!([0, 1, "PIX", "PIX", false, false, null, 12.0])
+    );
+    assert!(
+        v.get("detail").is_none(),
+        "words and hops only with --detail"
+    );
+    // One row per line.
+    assert!(out.contains("\n    [0,1,\"PIX\",\"PIX\",false,false,null,12.0],\n"));
+}
+
+/// `--detail` adds every pair's words and hops, in the rows' order: the object `explain
+/// --format json` prints for that pair.
+#[test]
+fn matrix_json_detail_is_explain_for_every_pair() {
+    let (rc, out, err) = run(&["matrix", "-i", VE, "--format", "json", "--detail"]);
+    assert_eq!(rc, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let (pairs, detail) = (
+        v["pairs"].as_array().unwrap(),
+        v["detail"].as_array().unwrap(),
+    );
+    assert_eq!(detail.len(), pairs.len());
+    let eps = v["endpoints"].as_array().unwrap();
+    for (row, d) in pairs.iter().zip(detail) {
+        let ep = |k: usize| &eps[row[k].as_u64().unwrap() as usize];
+        assert_eq!((&d["a"], &d["b"]), (&ep(0)["bdf"], &ep(1)["bdf"]));
+        assert_eq!(d["label"], row[2]);
+        assert_eq!(d["nccl"]["path"], row[3]);
+        assert_eq!(d["bottleneck_gbytes_per_s"], row[7]);
+        assert!(!d["hops"].as_array().unwrap().is_empty());
     }
-    for k in ["path", "gdr", "p2p", "rules"] {
-        assert!(p["nccl"].get(k).is_some(), "nccl key {k}");
+    let k = 20;
+    let name = |i: usize| eps[pairs[k][i].as_u64().unwrap() as usize]["name"].clone();
+    let (a, b) = (name(0), name(1));
+    let (rc, one, _) = run(&[
+        "explain",
+        a.as_str().unwrap(),
+        b.as_str().unwrap(),
+        "-i",
+        VE,
+        "--json",
+    ]);
+    assert_eq!(rc, 0);
+    let one: serde_json::Value = serde_json::from_str(&one).unwrap();
+    assert_eq!(one, detail[k]);
+}
+
+/// The document grows with the pairs, not with their words: one row per pair of the matrix
+/// (every GPU/accelerator/NIC pair and GPU–NVMe pair, none between two RDMA devices of one
+/// function), each a fixed-length row of numbers, booleans, null and short codes; a few tens of
+/// bytes per pair, and at most 10× the scan's JSON on a synthesized 272-function node.
+#[test]
+fn matrix_json_has_one_short_row_per_pair() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("scaling-256");
+    let root = root.to_str().unwrap();
+    let (rc, _, err) = run(&["fixture", "scaling-256", "-o", root]);
+    assert_eq!(rc, 0, "{err}");
+    for input in [root, VE, "fixtures/synth/hgx-h100.tar.gz"] {
+        let (rc, out, err) = run(&["matrix", "-i", input, "--format", "json"]);
+        assert_eq!(rc, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let eps = v["endpoints"].as_array().unwrap();
+        let kind = |e: &serde_json::Value| e["kind"].as_str().unwrap().to_string();
+        let core = |k: &str| matches!(k, "gpu" | "accelerator" | "nic");
+        let mut want = 0;
+        for (i, a) in eps.iter().enumerate() {
+            for b in &eps[i + 1..] {
+                let (ka, kb) = (kind(a), kind(b));
+                let wanted = (core(&ka) && core(&kb))
+                    || (ka == "gpu" && kb == "nvme")
+                    || (ka == "nvme" && kb == "gpu");
+                if wanted && a["bdf"] != b["bdf"] {
+                    want += 1;
+                }
+            }
+        }
+        let pairs = v["pairs"].as_array().unwrap();
+        assert!(want > 0);
+        assert_eq!(pairs.len(), want, "{input}: one row per pair");
+        for row in pairs {
+            let row = row.as_array().expect("a row is an array");
+            assert_eq!(row.len(), 8, "{input}");
+            for x in row {
+                assert!(
+                    match x {
+                        serde_json::Value::String(s) => s.len() <= 4,
+                        serde_json::Value::Array(_) | serde_json::Value::Object(_) => false,
+                        _ => true,
+                    },
+                    "{input}: {x} in a row"
+                );
+            }
+        }
+        let start = out.find("\n  \"pairs\": [").unwrap();
+        let len = out[start + 1..].find("\n  ]").unwrap();
+        let per_pair = len as f64 / pairs.len() as f64;
+        assert!(per_pair < 64.0, "{input}: {per_pair:.1} bytes per pair");
     }
-    assert_eq!(p["label"], "PIX");
-    assert_eq!(p["nccl"]["path"], "PIX");
-    assert_eq!(p["nccl"]["version"], "2.19");
-    assert!(p["hops"].as_array().unwrap().len() >= 3);
+    let (_, matrix, _) = run(&["matrix", "-i", root, "--format", "json"]);
+    let (_, scan, _) = run(&["scan", "-i", root, "--format", "json"]);
+    assert!(
+        matrix.len() <= 10 * scan.len(),
+        "matrix JSON {} bytes, scan JSON {}",
+        matrix.len(),
+        scan.len()
+    );
 }
 
 #[test]

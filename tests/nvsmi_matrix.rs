@@ -384,3 +384,111 @@ fn healthy_node_has_no_down_mark_and_a_faulty_one_has_one() {
     let dot = run(&["export", "-i", &d, "--format", "dot"]);
     assert_eq!(dot.matches(", color=red").count(), 1);
 }
+
+/// `matrix --format json` carries what the table carries: every GPU/NIC cell of the table
+/// (both orders) is the `label` of the JSON row of that pair, every JSON row between two GPUs
+/// or NICs is a cell of the table, and the GPU rows' affinity cells are the endpoints' `cpus`,
+/// `numa_node` and `gpu_numa_id`. On NVLink labels (h200-bond, the NCCL dump with PXN), `?`
+/// (nvidiagpunumanodes), bonds, renamed devices and VFs (hgx-h100-13nic) and a VM.
+#[test]
+fn json_labels_are_the_table_labels() {
+    let trees = [
+        tree(&layouts::h200_bond(), Some(18)),
+        tree(&layouts::hgx_h100_13nic(), None),
+        tree(&layouts::dgx_a100(), Some(12)),
+    ];
+    let mut inputs: Vec<String> = trees
+        .iter()
+        .map(|d| d.path().display().to_string())
+        .collect();
+    for f in [
+        "fixtures/hwloc/nvidiagpunumanodes.tar.bz2",
+        "fixtures/nccl/hgx-a100-icelake-bcm-5bond.nccl-topo-dump.xml",
+        "fixtures/synth/vm-flat.tar.gz",
+    ] {
+        inputs.push(common::repo().join(f).display().to_string());
+    }
+    let mut seen_labels = std::collections::BTreeSet::new();
+    for input in &inputs {
+        let table = parse_tabs(&run(&["matrix", "-i", input]));
+        let doc: serde_json::Value =
+            serde_json::from_str(&run(&["matrix", "-i", input, "--format", "json"])).unwrap();
+        assert_eq!(doc["schema"], "peerpath.matrix/2");
+        let eps = doc["endpoints"].as_array().unwrap();
+        let field = |name: &str| {
+            doc["pair_fields"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .position(|f| f == name)
+                .unwrap_or_else(|| panic!("pair field {name}"))
+        };
+        let (fa, fb, fl) = (field("a"), field("b"), field("label"));
+        let name = |k: &serde_json::Value| eps[k.as_u64().unwrap() as usize]["name"].clone();
+        // (row, column) → label, both orders, GPU and NIC endpoints only (the table's).
+        let mut json: HashMap<(String, String), String> = HashMap::new();
+        for row in doc["pairs"].as_array().unwrap() {
+            let (a, b) = (name(&row[fa]), name(&row[fb]));
+            let (a, b) = (a.as_str().unwrap(), b.as_str().unwrap());
+            if !["GPU", "NIC"].iter().any(|p| a.starts_with(p))
+                || !["GPU", "NIC"].iter().any(|p| b.starts_with(p))
+            {
+                continue;
+            }
+            let l = row[fl].as_str().unwrap().to_string();
+            seen_labels.insert(l.clone());
+            json.insert((a.into(), b.into()), l.clone());
+            json.insert((b.into(), a.into()), l);
+        }
+        let bdf = |n: &str| {
+            eps.iter()
+                .find(|e| e["name"] == n)
+                .map(|e| e["bdf"].clone())
+                .unwrap()
+        };
+        let cols = &table.header[1..table.header.len() - 3];
+        let mut compared = 0;
+        for r in &table.rows {
+            for (k, c) in cols.iter().enumerate() {
+                let cell = r[k + 1].trim();
+                if *c == r[0] {
+                    assert_eq!(cell, "X", "{input} {c}");
+                    continue;
+                }
+                match json.get(&(r[0].clone(), c.clone())) {
+                    Some(l) => {
+                        assert_eq!(l, cell, "{input}: {}/{c}", r[0]);
+                        compared += 1;
+                    }
+                    // Two RDMA devices of one function: no pair in the JSON, PIX in the table.
+                    None => assert!(
+                        bdf(&r[0]) == bdf(c) && cell == "PIX",
+                        "{input}: {}/{c} is {cell} in the table and absent from the JSON",
+                        r[0]
+                    ),
+                }
+            }
+            let e = eps.iter().find(|e| e["name"] == r[0].as_str()).unwrap();
+            if r[0].starts_with("GPU") {
+                let na = |v: &serde_json::Value| match v {
+                    serde_json::Value::Null => "N/A".to_string(),
+                    serde_json::Value::String(s) => s.clone(),
+                    v => v.to_string(),
+                };
+                let n = r.len();
+                assert_eq!(r[n - 4], na(&e["cpus"]), "{input} {}", r[0]);
+                assert_eq!(r[n - 3], na(&e["numa_node"]), "{input} {}", r[0]);
+                assert_eq!(r[n - 1], na(&e["gpu_numa_id"]), "{input} {}", r[0]);
+            }
+        }
+        assert!(compared > 0, "{input}: no cell compared");
+        assert_eq!(
+            compared,
+            json.len(),
+            "{input}: a JSON pair missing from the table"
+        );
+    }
+    for l in ["NV18", "NV12", "?", "PIX", "PXB", "NODE", "SYS", "PHB"] {
+        assert!(seen_labels.contains(l), "no {l} cell among the inputs");
+    }
+}

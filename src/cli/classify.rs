@@ -12,7 +12,7 @@ use std::io::Write;
 pub enum MatrixFormat {
     /// nvidia-smi-style table with legends.
     Table,
-    /// `peerpath.matrix/1` JSON.
+    /// `peerpath.matrix/2` JSON: endpoints, one row of codes per pair (docs/matrix.md).
     Json,
 }
 
@@ -21,13 +21,15 @@ pub fn parse_nccl_version(s: &str) -> Result<NcclVersion, String> {
     s.parse::<NcclVersion>().map_err(|e| e.to_string())
 }
 
-/// `peerpath matrix`, written to `out`. The JSON document is streamed: each pair is worded
-/// as it is written, so memory stays flat however many pairs the node has.
+/// `peerpath matrix`, written to `out`. The JSON document is streamed: each pair's row (and
+/// with `detail`, its words and hops) is computed as it is written, so memory stays flat
+/// however many pairs the node has. `fold_vfs` applies to the table, `detail` to JSON.
 pub fn run_matrix(
     t: &Topology,
     format: MatrixFormat,
     nccl_version: Option<NcclVersion>,
     fold_vfs: bool,
+    detail: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
     let opts = ClassifyOptions {
@@ -43,10 +45,9 @@ pub fn run_matrix(
             let notes = c.matrix_notes();
             // serde_json writes every token (a quote, a colon, an indent) as its own write: into
             // a buffer of a concrete type they are inlined copies, where through `dyn Write` each
-            // was a call (386 MB on the 1,054-function node).
+            // was a call.
             let mut buf = std::io::BufWriter::with_capacity(1 << 16, &mut *out);
-            serde_json::to_writer_pretty(&mut buf, &matrix::doc_streamed(&c, &notes))?;
-            buf.write_all(b"\n")?;
+            matrix::write_json(&matrix::doc(&c, &notes, detail), &mut buf)?;
             buf.flush()?;
         }
     }

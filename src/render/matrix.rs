@@ -1,17 +1,20 @@
-//! The `nvidia-smi topo -m`-style matrix, its JSON document (`peerpath.matrix/1`), and the
+//! The `nvidia-smi topo -m`-style matrix, its JSON document (`peerpath.matrix/2`), and the
 //! hop-by-hop explanation of one pair. Renders [`crate::analysis::classify`] results; computes
 //! nothing of its own.
 
 use crate::analysis::classify::{
-    Classifier, Endpoint, Label, LabelMatrix, Matrix, PairClass, PairStream,
+    Classifier, Endpoint, Label, LabelMatrix, NcclPath, NcclVersion, PairClass, PairStream,
 };
 use crate::model::linkfmt;
 use crate::model::{DeviceKind, LinkInfo};
 use comfy_table::{Table, presets};
 use serde::Serialize;
+use serde_json::ser::{Formatter, PrettyFormatter};
+use std::io;
 
-/// Version tag of the matrix JSON document.
-pub const MATRIX_SCHEMA: &str = "peerpath.matrix/1";
+/// Version tag of the matrix JSON document. `/2`: pairs are rows of short codes (no words, no
+/// hops); `/1` carried every pair's reason, NCCL rules and hop list (docs/json.md).
+pub const MATRIX_SCHEMA: &str = "peerpath.matrix/2";
 
 /// The legend exactly as current `nvidia-smi topo -m` prints it (classification.md §1.2),
 /// from `Legend:` to its last line.
@@ -26,27 +29,224 @@ pub const NVIDIA_SMI_LEGEND: &str = "Legend:
   NV#  = Connection traversing a bonded set of # NVLinks
 ";
 
-/// The matrix JSON document: `schema`, `endpoints`, `pairs`, `notes`. `P` is the pairs: a
-/// [`Matrix`]'s slice, or a [`PairStream`] that words each pair as it is written.
+/// The fields of each row of [`MatrixDoc::pairs`], in order (the document's `pair_fields`).
+/// `a`, `b`, `pxn_via`: indices into `endpoints`; `label`: the nvidia-smi cell; `nccl_path`,
+/// `gdr`, `p2p`, `pxn_via`: NCCL's decision; `bottleneck_gbytes_per_s`: the path's slowest
+/// link. All from [`Classifier::summaries`].
+pub const PAIR_FIELDS: [&str; 8] = [
+    "a",
+    "b",
+    "label",
+    "nccl_path",
+    "gdr",
+    "p2p",
+    "pxn_via",
+    "bottleneck_gbytes_per_s",
+];
+
+/// The matrix JSON document (`peerpath matrix --format json`): the endpoints once, then one
+/// row of short codes per pair, so it grows with the pairs and not with their words. Built from
+/// a [`Classifier`] by [`doc`]; written by [`write_json`].
 #[derive(Debug, Serialize)]
-pub struct MatrixDoc<'a, P: Serialize = &'a [PairClass]> {
+pub struct MatrixDoc<'a, 't> {
     /// Always [`MATRIX_SCHEMA`].
     pub schema: &'static str,
-    /// Endpoints in matrix order.
+    /// The NCCL version whose rules decided `nccl_path`, `gdr`, `p2p` and `pxn_via`
+    /// ([`crate::analysis::classify::ClassifyOptions::nccl_version`]).
+    pub nccl_version: String,
+    /// Each NCCL path type and the `PATH_*` number that version prints for it (null where the
+    /// type did not exist yet), to decode log lines such as `distance 7 > 4`
+    /// ([`NcclPath::code`]).
+    pub nccl_path_codes: PathCodes,
+    /// Endpoints in matrix order, with nvidia-smi's affinity columns (`cpus`, `numa_node`,
+    /// `gpu_numa_id`) ([`Classifier::endpoints`]).
     pub endpoints: &'a [Endpoint],
-    /// Classified pairs.
-    pub pairs: P,
-    /// Matrix-wide notes.
+    /// Always [`PAIR_FIELDS`].
+    pub pair_fields: [&'static str; 8],
+    /// One row per classified pair, in [`Classifier::pair_indices`] order.
+    pub pairs: PairRows<'a, 't>,
+    /// With `--detail`: every pair again, in the same order, with its words and hops (the
+    /// object `peerpath explain --format json` prints; [`Classifier::pairs`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<PairStream<'a, 't>>,
+    /// Matrix-wide notes ([`Classifier::matrix_notes`]).
     pub notes: &'a [String],
 }
 
-/// The JSON document of a matrix.
-pub fn doc(m: &Matrix) -> MatrixDoc<'_> {
+/// [`NcclPath::ALL`] with the `PATH_*` number of each in one NCCL version, written as a JSON
+/// object in NCCL's order.
+#[derive(Debug, Clone, Copy)]
+pub struct PathCodes(pub NcclVersion);
+
+impl Serialize for PathCodes {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(NcclPath::ALL.iter().map(|p| (p.as_str(), p.code(self.0))))
+    }
+}
+
+/// The pairs of a classification as rows of [`PAIR_FIELDS`], each computed from
+/// [`Classifier::summaries`] as it is written: nothing per pair is allocated or held.
+pub struct PairRows<'a, 't>(pub &'a Classifier<'t>);
+
+/// One row of [`PairRows`], in [`PAIR_FIELDS`] order.
+type PairRow = (
+    usize,
+    usize,
+    Label,
+    NcclPath,
+    bool,
+    bool,
+    Option<usize>,
+    Option<f64>,
+);
+
+impl Serialize for PairRows<'_, '_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let cl = self.0;
+        s.collect_seq(cl.summaries().map(|(i, j, p)| -> PairRow {
+            (
+                i,
+                j,
+                p.label,
+                p.nccl_path,
+                p.gdr,
+                p.p2p,
+                p.pxn_via.and_then(|g| cl.endpoint_index(&g)),
+                p.bottleneck_gbytes_per_s,
+            )
+        }))
+    }
+}
+
+impl std::fmt::Debug for PairRows<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PairRows({} endpoints)", self.0.endpoints().len())
+    }
+}
+
+/// The JSON document of a classification (`notes`: [`Classifier::matrix_notes`]); with
+/// `detail`, each pair's words and hops follow the rows.
+pub fn doc<'a, 't>(cl: &'a Classifier<'t>, notes: &'a [String], detail: bool) -> MatrixDoc<'a, 't> {
     MatrixDoc {
         schema: MATRIX_SCHEMA,
-        endpoints: &m.endpoints,
-        pairs: &m.pairs,
-        notes: &m.notes,
+        nccl_version: cl.options().nccl_version.to_string(),
+        nccl_path_codes: PathCodes(cl.options().nccl_version),
+        endpoints: cl.endpoints(),
+        pair_fields: PAIR_FIELDS,
+        pairs: PairRows(cl),
+        detail: detail.then_some(PairStream(cl)),
+        notes,
+    }
+}
+
+/// Writes the document followed by a newline: pretty-printed down to its members' elements,
+/// and each element (an endpoint, a pair row, a detail object) compact on one line, so a row
+/// costs its values and a line break, not an indented line per value.
+pub fn write_json<W: io::Write>(d: &MatrixDoc<'_, '_>, mut w: W) -> serde_json::Result<()> {
+    let mut ser = serde_json::Serializer::with_formatter(&mut w, RowsFormatter::default());
+    d.serialize(&mut ser)?;
+    w.write_all(b"\n").map_err(serde_json::Error::io)
+}
+
+/// serde_json's pretty layout for containers up to [`ROW_DEPTH`] levels deep (the document
+/// and its members), the compact layout inside them.
+#[derive(Default)]
+struct RowsFormatter {
+    pretty: PrettyFormatter<'static>,
+    /// Containers open around the value being written.
+    depth: usize,
+}
+
+/// The document is level 1, its arrays level 2, their elements (rows) level 3.
+const ROW_DEPTH: usize = 2;
+
+impl RowsFormatter {
+    fn in_row(&self) -> bool {
+        self.depth > ROW_DEPTH
+    }
+}
+
+impl Formatter for RowsFormatter {
+    fn begin_array<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.depth += 1;
+        if self.in_row() {
+            w.write_all(b"[")
+        } else {
+            self.pretty.begin_array(w)
+        }
+    }
+    fn end_array<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        let r = if self.in_row() {
+            w.write_all(b"]")
+        } else {
+            self.pretty.end_array(w)
+        };
+        self.depth -= 1;
+        r
+    }
+    fn begin_array_value<W: ?Sized + io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        if !self.in_row() {
+            self.pretty.begin_array_value(w, first)
+        } else if first {
+            Ok(())
+        } else {
+            w.write_all(b",")
+        }
+    }
+    fn end_array_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        if self.in_row() {
+            Ok(())
+        } else {
+            self.pretty.end_array_value(w)
+        }
+    }
+    fn begin_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.depth += 1;
+        if self.in_row() {
+            w.write_all(b"{")
+        } else {
+            self.pretty.begin_object(w)
+        }
+    }
+    fn end_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        let r = if self.in_row() {
+            w.write_all(b"}")
+        } else {
+            self.pretty.end_object(w)
+        };
+        self.depth -= 1;
+        r
+    }
+    fn begin_object_key<W: ?Sized + io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        if !self.in_row() {
+            self.pretty.begin_object_key(w, first)
+        } else if first {
+            Ok(())
+        } else {
+            w.write_all(b",")
+        }
+    }
+    fn begin_object_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        if self.in_row() {
+            w.write_all(b":")
+        } else {
+            self.pretty.begin_object_value(w)
+        }
+    }
+    fn end_object_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        if self.in_row() {
+            Ok(())
+        } else {
+            self.pretty.end_object_value(w)
+        }
     }
 }
 
@@ -56,20 +256,6 @@ pub struct TableOptions {
     /// Leave SR-IOV virtual functions out of the rows and columns (their NIC numbers stay
     /// nvidia-smi's: the remaining columns keep their names, and a note lists the folded ones).
     pub fold_vfs: bool,
-}
-
-/// The same document straight from a classification (`notes`: [`Classifier::matrix_notes`]), its
-/// pairs worded one at a time while it is serialized.
-pub fn doc_streamed<'a, 't>(
-    cl: &'a Classifier<'t>,
-    notes: &'a [String],
-) -> MatrixDoc<'a, PairStream<'a, 't>> {
-    MatrixDoc {
-        schema: MATRIX_SCHEMA,
-        endpoints: cl.endpoints(),
-        pairs: PairStream(cl),
-        notes,
-    }
 }
 
 /// The nvidia-smi-style text with default options ([`render_table_with`]).

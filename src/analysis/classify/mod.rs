@@ -471,22 +471,32 @@ impl<'t> Classifier<'t> {
         }
     }
 
-    /// [`Classifier::summary`] of every wanted pair `(i, j)`, `i < j` (the pairs of
-    /// [`Matrix::pairs`], in the same order).
-    pub fn summary_all(&self) -> Vec<(usize, usize, PairSummary)> {
+    /// The endpoint index pairs `(i, j)`, `i < j`, that a matrix classifies, in matrix order:
+    /// every pair whose kinds [`pair_wanted`] names, except two endpoints of one device (RDMA
+    /// devices of one PCI function: no path between them, their cell is PIX). The one list
+    /// [`Classifier::pairs`], [`Classifier::summaries`] and [`Matrix::pairs`] follow.
+    pub fn pair_indices(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
         let n = self.ep_dev.len();
-        let mut out = Vec::new();
-        for i in 0..n {
-            for j in i + 1..n {
-                if pair_wanted(self.endpoints[i].kind, self.endpoints[j].kind)
+        (0..n)
+            .flat_map(move |i| (i + 1..n).map(move |j| (i, j)))
+            .filter(|&(i, j)| {
+                pair_wanted(self.endpoints[i].kind, self.endpoints[j].kind)
                     && self.ep_dev[i] != self.ep_dev[j]
-                    && let Some(s) = self.summary(i, j)
-                {
-                    out.push((i, j, s));
-                }
-            }
-        }
-        out
+            })
+    }
+
+    /// [`Classifier::summary`] of every pair of [`Classifier::pair_indices`], computed one at a
+    /// time as the iterator is read (what `matrix --format json` streams: nothing per pair is
+    /// allocated or held).
+    pub fn summaries(&self) -> impl Iterator<Item = (usize, usize, PairSummary)> + '_ {
+        self.pair_indices()
+            .filter_map(|(i, j)| Some((i, j, self.summary(i, j)?)))
+    }
+
+    /// [`Classifier::summaries`], collected (the pairs of [`Matrix::pairs`], in the same
+    /// order).
+    pub fn summary_all(&self) -> Vec<(usize, usize, PairSummary)> {
+        self.summaries().collect()
     }
 
     /// Classifies two devices by address (endpoints or not), with words and hops. `None` if
@@ -497,20 +507,13 @@ impl<'t> Classifier<'t> {
         Some(self.classify_ix(ia, ib, locals))
     }
 
-    /// Every wanted pair (see [`Matrix::pairs`]) with words and hops, worded one at a time as
-    /// the iterator is read (what `matrix --format json` streams without holding them all).
+    /// Every pair of [`Classifier::pair_indices`] with words and hops, worded one at a time as
+    /// the iterator is read (what `matrix --format json --detail` streams without holding them
+    /// all).
     pub fn pairs(&self) -> impl Iterator<Item = PairClass> + '_ {
-        let n = self.ep_dev.len();
-        (0..n)
-            .flat_map(move |i| (i + 1..n).map(move |j| (i, j)))
-            // Two endpoints of one device (RDMA devices of one function) have no path.
-            .filter(|&(i, j)| {
-                pair_wanted(self.endpoints[i].kind, self.endpoints[j].kind)
-                    && self.ep_dev[i] != self.ep_dev[j]
-            })
-            .map(|(i, j)| {
-                self.classify_ix(self.ep_dev[i], self.ep_dev[j], Some(&self.local_gpus[j]))
-            })
+        self.pair_indices().map(|(i, j)| {
+            self.classify_ix(self.ep_dev[i], self.ep_dev[j], Some(&self.local_gpus[j]))
+        })
     }
 
     /// Every wanted pair (see [`Matrix::pairs`]) with words and hops, and the matrix-wide
@@ -534,7 +537,8 @@ impl<'t> Classifier<'t> {
 }
 
 /// [`Classifier::pairs`] as a JSON array written pair by pair: serializing it words each pair
-/// as it is written, so a document of 100,000 pairs never holds them all.
+/// as it is written, so a document of 100,000 pairs never holds them all (the `detail` of
+/// `matrix --format json --detail`).
 pub struct PairStream<'c, 't>(pub &'c Classifier<'t>);
 
 impl Serialize for PairStream<'_, '_> {
