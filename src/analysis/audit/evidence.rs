@@ -59,37 +59,38 @@ pub fn fold(ctx: &Ctx, ev: &ProbeEvidence, findings: &mut Vec<Finding>) {
             *e = (m.verdict, m.reason.as_str());
         }
     }
+    // Results that change no finding, said once with the file they came from.
+    let unused = |summary: String, remedy: &str, why: &str| {
+        Finding::new(
+            CheckId::GpuNicPath,
+            Severity::Info,
+            Subject::Node,
+            summary,
+            remedy,
+        )
+        .with(ev.source.clone(), why)
+    };
     if !ev.unmapped.is_empty() {
-        findings.push(
-            Finding::new(
-                CheckId::GpuNicPath,
-                Severity::Info,
-                Subject::Node,
+        findings.push(unused(
                 format!(
                     "{} probe result(s) name no PCI GPU/NIC pair and were not used: {}",
                     ev.unmapped.len(),
                     ev.unmapped.join("; ")
                 ),
                 "run the probe with verbs on PCI GPUs (CUDA_DEVICE_ORDER=PCI_BUS_ID) so results name PCI addresses",
-            )
-            .with(ev.source.clone(), "unmapped results"),
-        );
+            "unmapped results",
+        ));
     }
     if !outside.is_empty() {
-        findings.push(
-            Finding::new(
-                CheckId::GpuNicPath,
-                Severity::Info,
-                Subject::Node,
+        findings.push(unused(
                 format!(
                     "{} measured pair(s) are not the GPU–NIC pairs the audit judges, so they change no finding: {}",
                     outside.len(),
                     outside.join("; ")
                 ),
                 "probe each GPU with the NIC the audit pairs it with (`peerpath probe --pairs best`), or read the measurement as a fact about that pair only",
-            )
-            .with(ev.source.clone(), "pairs outside the audit's pairing"),
-        );
+            "pairs outside the audit's pairing",
+        ));
     }
     for f in findings.iter_mut() {
         if f.severity != Severity::Error || !DOWNGRADABLE.contains(&f.id) || f.pairs.is_empty() {
@@ -185,7 +186,7 @@ pub fn fold_job(ctx: &Ctx, ev: &EvidenceReport, findings: &mut Vec<Finding>) {
             .and_then(|r| r.cause.as_ref())
             .map(|c| format!(": {}", c.text))
             .unwrap_or_default();
-        let mut f = Finding::remedied_if_error(
+        let mut f = Finding::new(
             CheckId::EvidenceGdr,
             sev,
             Subject::Device(gpu),
@@ -197,7 +198,8 @@ pub fn fold_job(ctx: &Ctx, ev: &EvidenceReport, findings: &mut Vec<Finding>) {
             j.sentence
                 .rsplit_once(" → ")
                 .map_or("see the evidence report", |x| x.1),
-        );
+        )
+        .remedy_only_if_error();
         if let Some(r) = rank {
             let lines: Vec<String> = r.lines.iter().map(|l| l.to_string()).collect();
             f = f.with(
@@ -292,6 +294,16 @@ mod tests {
         verbs("mlx5_0", Some("0000:14:00.0"))
     }
 
+    /// The clean twin's first GPU, CUDA ordinal 0.
+    fn gpu0() -> Option<GpuRef> {
+        gpu("0000:13:00.0", 0)
+    }
+
+    /// libfabric's tcp provider on loopback: a NIC that names no PCI device.
+    fn tcp_lo() -> NicRef {
+        NicRef::ofi("tcp", Some("lo"))
+    }
+
     fn gpu(bdf: &str, cuda: usize) -> Option<GpuRef> {
         Some(GpuRef {
             bdf: Some(bdf.parse().unwrap()),
@@ -342,7 +354,7 @@ mod tests {
     #[test]
     fn keeps_worst_and_skips_host_and_not_run() {
         let nic = mlx5_0();
-        let g = gpu("0000:13:00.0", 0);
+        let g = gpu0();
         let j = probe_json(vec![
             cell(g.clone(), nic.clone(), MemoryKind::Cuda, Verdict::Confirmed),
             cell(g.clone(), nic.clone(), MemoryKind::Cuda, Verdict::Degraded),
@@ -376,12 +388,7 @@ mod tests {
                 MemoryKind::Cuda,
                 Verdict::Confirmed,
             ),
-            cell(
-                gpu("0000:13:00.0", 0),
-                NicRef::ofi("tcp", Some("lo")),
-                MemoryKind::Cuda,
-                Verdict::BadPath,
-            ),
+            cell(gpu0(), tcp_lo(), MemoryKind::Cuda, Verdict::BadPath),
         ]);
         let e = ProbeEvidence::parse("p.json", &j).unwrap();
         assert!(e.measured.is_empty());
@@ -399,24 +406,9 @@ mod tests {
         // The clean twin: GPU 0000:13:00.0 with mlx5_0 at 0000:14:00.0, PIX; 0000:33:00.0
         // with mlx5_1 at 0000:34:00.0.
         let j = probe_json(vec![
-            cell(
-                None,
-                mlx5_0(),
-                MemoryKind::Host,
-                Verdict::Confirmed,
-            ),
-            cell(
-                gpu("0000:13:00.0", 0),
-                mlx5_0(),
-                MemoryKind::Cuda,
-                Verdict::Confirmed,
-            ),
-            cell(
-                gpu("0000:13:00.0", 0),
-                mlx5_0(),
-                MemoryKind::Cuda,
-                Verdict::BadPath,
-            ),
+            cell(None, mlx5_0(), MemoryKind::Host, Verdict::Confirmed),
+            cell(gpu0(), mlx5_0(), MemoryKind::Cuda, Verdict::Confirmed),
+            cell(gpu0(), mlx5_0(), MemoryKind::Cuda, Verdict::BadPath),
             // Named by RDMA device only: matched by name.
             cell(
                 gpu("0000:33:00.0", 1),
@@ -426,7 +418,7 @@ mod tests {
             ),
             cell(
                 gpu("0000:73:00.0", 3),
-                NicRef::ofi("tcp", Some("lo")),
+                tcp_lo(),
                 MemoryKind::Cuda,
                 Verdict::Confirmed,
             ),
@@ -483,7 +475,7 @@ mod tests {
         assert!(ProbeEvidence::parse("x", "not json").is_err());
         // A result without a verdict is no probe result.
         let no_verdict = probe_json(vec![cell(
-            gpu("0000:13:00.0", 0),
+            gpu0(),
             verbs("mlx5_0", None),
             MemoryKind::Cuda,
             Verdict::Confirmed,

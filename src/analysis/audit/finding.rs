@@ -240,21 +240,13 @@ impl Finding {
         }
     }
 
-    /// A finding whose remedy applies only to an error: at any other severity (the same fact
-    /// read as harmless, or unknown) the remedy is `none`.
-    pub fn remedied_if_error(
-        id: impl Into<CheckId>,
-        severity: Severity,
-        subject: impl Into<Subject>,
-        summary: impl Into<String>,
-        remedy: impl Into<String>,
-    ) -> Self {
-        let remedy = if severity == Severity::Error {
-            remedy.into()
-        } else {
-            "none".to_string()
-        };
-        Finding::new(id, severity, subject, summary, remedy)
+    /// Keeps the remedy only for an error: at any other severity (the same fact read as
+    /// harmless, or unknown) the remedy is `none`.
+    pub fn remedy_only_if_error(mut self) -> Self {
+        if self.severity != Severity::Error {
+            self.remedy = "none".to_string();
+        }
+        self
     }
 
     /// Adds one piece of evidence.

@@ -510,13 +510,14 @@ fn net(env: &JobEnv) -> Vec<Finding> {
             )
         };
         out.push(
-            Finding::remedied_if_error(
+            Finding::new(
                 id,
                 sev,
                 Subject::Node,
                 format!("NCCL_NET={v}: {words}"),
                 "unset NCCL_NET",
             )
+            .remedy_only_if_error()
             .with(e, k),
         );
     }
@@ -756,12 +757,15 @@ fn live_checks(ctx: &Ctx, env: &JobEnv) -> Vec<Finding> {
         ),
         P::Unknown => (Severity::Unknown, "/sys/module is not visible from here"),
     };
-    out.push(Finding::remedied_if_error(
-        id,
-        sev,
-        Subject::Node,
-        format!("GPUDirect RDMA mechanism seen from the job: {words}"),
-        "load nvidia-peermem on the host, or use the open kernel module for dma-buf",
-    ));
+    out.push(
+        Finding::new(
+            id,
+            sev,
+            Subject::Node,
+            format!("GPUDirect RDMA mechanism seen from the job: {words}"),
+            "load nvidia-peermem on the host, or use the open kernel module for dma-buf",
+        )
+        .remedy_only_if_error(),
+    );
     out
 }

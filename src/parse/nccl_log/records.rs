@@ -4,7 +4,7 @@
 //! and HCA of a GDR line, the `distance` codes); `analysis::evidence` decides the meaning once
 //! the version is known.
 
-use super::topo::{self, TopoNodeLine, TopoPaths};
+use super::topo::{self, TopoLine, TopoNodeLine, TopoPaths};
 use serde::Serialize;
 
 /// What one message says.
@@ -343,7 +343,14 @@ pub fn parse_message(msg: &str, complete: bool) -> Parsed {
         return net_channel(ts, complete);
     }
     if let Some(p) = topo::parse_line(t) {
-        return p;
+        return match p {
+            TopoLine::System { word, max, total } => {
+                Parsed::Record(Record::TopoSystem { word, max, total })
+            }
+            TopoLine::Node(n) => Parsed::Record(Record::TopoNode(n)),
+            TopoLine::Paths(p) => Parsed::Record(Record::TopoPaths(p)),
+            TopoLine::Refused(why) => Parsed::Refused(why),
+        };
     }
     if ts.contains("GPU Direct RDMA") {
         return gdr_line(ts, complete);

@@ -3,7 +3,6 @@
 //! id, then local id, 2.21+); a tree of `+ LINK[bw] - NODE (info)` lines indented by depth; and
 //! path lines `NODE :NODE (hops/bw/TYPE) NODE (…) …`.
 
-use super::records::{Parsed, Record};
 use serde::Serialize;
 
 /// Node kinds of NCCL's topology graph.
@@ -86,8 +85,28 @@ pub struct TopoPaths {
     pub paths: Vec<PathEntry>,
 }
 
+/// One line of NCCL's topology print, as [`parse_line`] reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TopoLine {
+    /// `=== System : maxBw 24.0 totalBw 24.0 ===`: the word after the colon and the two figures.
+    System {
+        /// The first word (`maxBw`, or `maxWidth` before 2.12).
+        word: String,
+        /// The first figure.
+        max: f64,
+        /// The second figure.
+        total: f64,
+    },
+    /// A node of the tree.
+    Node(TopoNodeLine),
+    /// A path line.
+    Paths(TopoPaths),
+    /// A line of the print that cannot be read, and why.
+    Refused(String),
+}
+
 /// Reads a topology or path print line; `None` when the message is neither.
-pub fn parse_line(msg: &str) -> Option<Parsed> {
+pub fn parse_line(msg: &str) -> Option<TopoLine> {
     let t = msg.trim();
     if let Some(r) = t.strip_prefix("=== System :") {
         let nums: Vec<f64> = r
@@ -96,12 +115,12 @@ pub fn parse_line(msg: &str) -> Option<Parsed> {
             .collect();
         let word = r.split_whitespace().next().unwrap_or("").to_string();
         return Some(match nums.as_slice() {
-            [max, total, ..] => Parsed::Record(Record::TopoSystem {
+            [max, total, ..] => TopoLine::System {
                 word,
                 max: *max,
                 total: *total,
-            }),
-            _ => Parsed::Refused("system line without two numbers".into()),
+            },
+            _ => TopoLine::Refused("system line without two numbers".into()),
         });
     }
     let indent = msg.len() - msg.trim_start().len();
@@ -112,12 +131,12 @@ pub fn parse_line(msg: &str) -> Option<Parsed> {
         let bw: f64 = bw.strip_suffix(']')?.parse().ok()?;
         let (id, info) = split_info(node);
         let node = NodeId::parse(id)?;
-        return Some(Parsed::Record(Record::TopoNode(TopoNodeLine {
+        return Some(TopoLine::Node(TopoNodeLine {
             indent,
             link: Some((lt.to_string(), bw)),
             node,
             info,
-        })));
+        }));
     }
     let first = t.split_whitespace().next()?;
     let from = NodeId::parse(first)?;
@@ -144,19 +163,16 @@ pub fn parse_line(msg: &str) -> Option<Parsed> {
                 path: path.to_string(),
             });
         }
-        return Some(Parsed::Record(Record::TopoPaths(TopoPaths {
-            from,
-            paths: out,
-        })));
+        return Some(TopoLine::Paths(TopoPaths { from, paths: out }));
     }
     // A root node line: `CPU/1 (1/1/2)`.
     let (_, info) = split_info(t);
-    Some(Parsed::Record(Record::TopoNode(TopoNodeLine {
+    Some(TopoLine::Node(TopoNodeLine {
         indent,
         link: None,
         node: from,
         info,
-    })))
+    }))
 }
 
 /// `GPU/84000 (4)` → (`GPU/84000`, `4`).
