@@ -20,13 +20,19 @@ pub struct JobOutput {
     pub tests: NcclTests,
     /// perftest runs.
     pub perftest: Perftest,
+    /// Lines no parser understood (not blank, not a gap marker): line number and text (at most
+    /// 160 characters). NCCL lines of forms not read, another tool's output, prose.
+    pub unrecognised: Vec<(usize, String)>,
 }
 
 impl JobOutput {
     /// The kinds of evidence found (`nccl-log`, `nccl-tests`, `perftest`), in that order.
     pub fn kinds(&self) -> Vec<&'static str> {
         let mut k = Vec::new();
-        if !self.nccl.entries.is_empty() || self.nccl.other > 0 || !self.nccl.refused.is_empty() {
+        if !self.nccl.entries.is_empty()
+            || !self.nccl.unread.is_empty()
+            || !self.nccl.refused.is_empty()
+        {
             k.push("nccl-log");
         }
         if !self.tests.runs.is_empty() {
@@ -47,10 +53,44 @@ pub fn parse(bytes: &[u8]) -> JobOutput {
     let nccl = nccl_log::parse(&lines, &mut fragments);
     let tests = nccl_tests::parse(&fragments);
     let perftest = perftest::parse(&fragments);
+    let unrecognised = unrecognised(&lines, &nccl, &tests, &perftest);
     JobOutput {
         lines: lines.len(),
         nccl,
         tests,
         perftest,
+        unrecognised,
     }
+}
+
+/// The lines none of the three parsers read: every line is read by one of them, counted here,
+/// blank, or a gap marker — nothing is dropped silently. A line counts as read when any part
+/// of it was (an NCCL message after another tool's prefix, a row split by NCCL lines).
+fn unrecognised(
+    lines: &[text::Line],
+    nccl: &NcclLog,
+    tests: &NcclTests,
+    perftest: &Perftest,
+) -> Vec<(usize, String)> {
+    let mut read = vec![false; lines.len() + 2];
+    let mut mark = |n: usize| {
+        if let Some(x) = read.get_mut(n) {
+            *x = true;
+        }
+    };
+    nccl.entries.iter().for_each(|e| mark(e.line));
+    nccl.refused.iter().for_each(|r| mark(r.line));
+    nccl.commands.iter().for_each(|c| mark(c.line));
+    nccl.gaps.iter().for_each(|&g| mark(g));
+    tests.lines.iter().for_each(|&l| mark(l));
+    tests.refused.iter().for_each(|r| mark(r.line));
+    for r in &perftest.runs {
+        (r.line..=r.end_line).for_each(&mut mark);
+    }
+    perftest.refused.iter().for_each(|(l, _)| mark(*l));
+    lines
+        .iter()
+        .filter(|l| !read[l.no] && !l.text.trim().is_empty())
+        .map(|l| (l.no, l.text.trim().chars().take(160).collect()))
+        .collect()
 }

@@ -111,6 +111,11 @@ pub struct TestRun {
     /// The `# Using devices` block may be incomplete: a device line was cut, or text is missing
     /// after it (so the hosts listed may not be all of them).
     pub devices_cut: bool,
+    /// `# nccl-tests version 2.17.8 nccl-headers=22803 nccl-library=22803` (nccl-tests 2.14+):
+    /// the NCCL release the test ran with (`NCCL_VERSION_CODE`, major·10000 + minor·100 +
+    /// patch).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nccl_library: Option<(u32, u32, u32)>,
 }
 
 /// A line that looked like part of a table but could not be read.
@@ -131,11 +136,45 @@ pub struct NcclTests {
     pub runs: Vec<TestRun>,
     /// Rows that could not be read.
     pub refused: Vec<RefusedRow>,
+    /// Lines read as nccl-tests output (parameter, device, header, row, footer and command
+    /// lines, and `#` lines inside a run).
+    #[serde(skip)]
+    pub lines: Vec<usize>,
+}
+
+/// `NCCL_VERSION_CODE` (`22803`) as a release.
+fn version_code(s: &str) -> Option<(u32, u32, u32)> {
+    let c: u32 = s.trim().parse().ok()?;
+    (c >= 20000).then(|| (c / 10000, (c / 100) % 100, c % 100))
+}
+
+/// The text after `#` of an nccl-tests comment line; also the same lines printed without their
+/// `#` (a copy whose Markdown ate it: ` nThread 1 …`, `  Rank  0 Group …`, the table header).
+fn comment(t: &str) -> Option<&str> {
+    if let Some(r) = t.strip_prefix('#') {
+        return Some(r);
+    }
+    let starts = [
+        "nThread ",
+        "Using devices",
+        "Avg bus bandwidth",
+        "Out of bounds values",
+        "Collective test",
+        "nccl-tests version",
+    ];
+    let header = (t.contains("size") && t.contains("count") && t.contains("busbw"))
+        || t.contains("out-of-place")
+        || (t.contains("(B)") && t.contains("(elements)"));
+    (starts.iter().any(|p| t.starts_with(p)) || header || rank_device(t).is_some()).then_some(t)
 }
 
 /// Columns of the current table, from its header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Layout {
+    /// Has a `redop` column: every table of nccl-tests 2.11+; before, only the reductions'
+    /// (`size count type redop`), while broadcast and reduce printed `size count type root`
+    /// and the gathers `size count type` (`src/common.cu` of each release).
+    redop: bool,
     /// Has a `root` column.
     root: bool,
     /// Columns per half (4, or 8 with per-iteration timing).
@@ -172,6 +211,10 @@ pub fn parse(fragments: &[Fragment]) -> NcclTests {
     let mut layout: Option<Layout> = None;
     let mut pending: Option<(usize, String)> = None;
     let mut last_command: Option<(String, Option<String>)> = None;
+    // `# nccl-tests version …` and `# Collective test starting: …` come before the run's
+    // parameter line.
+    let mut library: Option<(u32, u32, u32)> = None;
+    let mut starting: Option<String> = None;
     let finish = |cur: &mut Option<TestRun>, out: &mut NcclTests| {
         if let Some(r) = cur.take()
             && (!r.rows.is_empty() || !r.devices.is_empty() || r.avg_busbw.is_some())
@@ -199,10 +242,38 @@ pub fn parse(fragments: &[Fragment]) -> NcclTests {
             && !t.starts_with('#')
         {
             last_command = Some((cmd_text.chars().take(400).collect(), Some(name)));
+            out.lines.push(f.no);
             continue;
         }
-        if let Some(r) = t.strip_prefix('#') {
+        if let Some(r) = comment(t) {
             let r = r.trim();
+            // Every `#` line inside a run is the run's; outside one, only the forms read below.
+            out.lines.push(f.no);
+            let known = cur.is_some()
+                || [
+                    "nThread",
+                    "nccl-tests version",
+                    "Collective test",
+                    "Using devices",
+                ]
+                .iter()
+                .any(|p| r.starts_with(p))
+                || rank_device(r).is_some()
+                || (r.contains("size") && r.contains("count") && r.contains("busbw"));
+            if !known {
+                out.lines.pop();
+            }
+            if let Some(v) = r.strip_prefix("nccl-tests version") {
+                library = v
+                    .split_whitespace()
+                    .find_map(|w| w.strip_prefix("nccl-library="))
+                    .and_then(version_code);
+                continue;
+            }
+            if let Some(v) = r.strip_prefix("Collective test starting:") {
+                starting = Some(v.trim().to_string());
+                continue;
+            }
             // A header line after a pending half row means that row was cut.
             if let Some((no, text)) = pending.take() {
                 out.refused.push(RefusedRow {
@@ -221,6 +292,10 @@ pub fn parse(fragments: &[Fragment]) -> NcclTests {
                     run.command = Some(c);
                     run.test = n;
                 }
+                if let Some(t) = starting.take() {
+                    run.test.get_or_insert(t);
+                }
+                run.nccl_library = library.take();
                 let toks: Vec<&str> = r.split_whitespace().collect();
                 let num = |k: &str| {
                     toks.windows(2)
@@ -256,6 +331,7 @@ pub fn parse(fragments: &[Fragment]) -> NcclTests {
                     - cols.iter().position(|c| *c == "redop").map_or(3, |p| p + 1)
                     - usize::from(root);
                 layout = Some(Layout {
+                    redop: cols.contains(&"redop"),
                     root,
                     half: (after_head / busbw).clamp(4, 8),
                 });
@@ -309,6 +385,10 @@ pub fn parse(fragments: &[Fragment]) -> NcclTests {
         }
         match read_row(text.0, &text.1, layout) {
             RowRead::Row(row) => {
+                out.lines.push(f.no);
+                if text.0 != f.no {
+                    out.lines.push(text.0);
+                }
                 let run = cur.get_or_insert_with(|| TestRun {
                     line: f.no,
                     ..Default::default()
@@ -332,6 +412,7 @@ pub fn parse(fragments: &[Fragment]) -> NcclTests {
                 run.rows.push(row);
             }
             RowRead::Partial => {
+                out.lines.push(f.no);
                 if f.ended {
                     out.refused.push(RefusedRow {
                         line: text.0,
@@ -416,24 +497,33 @@ fn read_row(no: usize, t: &str, layout: Option<Layout>) -> RowRead {
     let (Ok(size), Ok(count)) = (toks[0].parse::<u64>(), toks[1].parse::<u64>()) else {
         return RowRead::Bad("size and count are not integers".into());
     };
-    if toks[2].parse::<f64>().is_ok() || toks[3].parse::<f64>().is_ok() {
+    // The type is a word; so is the redop where the table has one.
+    let redop_col = layout.is_none_or(|l| l.redop);
+    if toks[2].parse::<f64>().is_ok() || (redop_col && toks[3].parse::<f64>().is_ok()) {
         return RowRead::NotOurs;
     }
-    let rest = &toks[4..];
+    let (redop, rest) = if redop_col {
+        (toks[3], &toks[4..])
+    } else {
+        ("none", &toks[3..])
+    };
     // Columns after redop: [root] + 2 halves of 4 (or 8 with per-iteration timing), maybe a
     // timestamp (two tokens) after.
     let candidates: Vec<Layout> = match layout {
         Some(l) => vec![l],
         None => vec![
             Layout {
+                redop: true,
                 root: true,
                 half: 4,
             },
             Layout {
+                redop: true,
                 root: false,
                 half: 4,
             },
             Layout {
+                redop: true,
                 root: true,
                 half: 8,
             },
@@ -480,7 +570,7 @@ fn read_row(no: usize, t: &str, layout: Option<Layout>) -> RowRead {
             size,
             count,
             dtype: toks[2].to_string(),
-            redop: toks[3].to_string(),
+            redop: redop.to_string(),
             root,
             out_of_place: oop,
             in_place: ip,

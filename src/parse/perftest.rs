@@ -93,6 +93,10 @@ pub struct PerfRun {
     pub unit: Option<String>,
     /// Result rows.
     pub rows: Vec<PerfRow>,
+    /// The last line read as part of this run (its table's last row or closing dashes): the
+    /// lines from `line` to here are perftest's output.
+    #[serde(skip)]
+    pub end_line: usize,
 }
 
 impl PerfRun {
@@ -112,6 +116,7 @@ impl PerfRun {
             warnings: Vec::new(),
             unit: None,
             rows: Vec::new(),
+            end_line: line,
         }
     }
 
@@ -378,6 +383,9 @@ pub fn parse(fragments: &[Fragment]) -> Perftest {
                 };
                 let nums: Vec<f64> = toks.iter().filter_map(|w| w.parse().ok()).collect();
                 // Five fields: the average (fourth) is whole even if the line was cut after it.
+                if let Some(r) = cur.as_mut() {
+                    r.end_line = f.no;
+                }
                 if nums.len() >= 5 && toks.len() >= 5 {
                     if let Some(r) = cur.as_mut() {
                         r.rows.push(PerfRow {
@@ -393,6 +401,9 @@ pub fn parse(fragments: &[Fragment]) -> Perftest {
                 continue;
             }
             if tt.starts_with("---") {
+                if let Some(r) = cur.as_mut() {
+                    r.end_line = f.no;
+                }
                 continue;
             }
             in_table = false;

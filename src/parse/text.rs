@@ -56,7 +56,8 @@ pub fn lines(text: &str) -> Vec<Line<'_>> {
 /// Splits a launcher's tag off the start of a line: Open MPI `--tag-output` (`[1,0]<stdout>:`),
 /// Intel MPI / MPICH `-l` (`[0] `), Slurm `srun --label` (`0: `, ` 12: `), torchrun
 /// (`[rank0]:`, `[default0]:`), kubectl `--prefix` (`[pod/name/container] `), and pdsh's
-/// `host: ` when what follows starts like tool output (`#` or a number). Tags can repeat
+/// `host: ` when what follows starts like tool output (`#` or a number), and a Markdown quote
+/// (`> `, logs pasted into an issue as a quotation). Tags can repeat
 /// (`[pod/a/b] [1,0]<stdout>:`). Returns (tag, rest); the tag is empty when there is none.
 pub fn split_launcher(line: &str) -> (&str, &str) {
     let mut rest = line;
@@ -73,6 +74,13 @@ pub fn split_launcher(line: &str) -> (&str, &str) {
 
 /// One launcher tag at the start of `t` (already left-trimmed), or `None`.
 fn strip_one_tag(t: &str) -> Option<&str> {
+    // A Markdown quote (`> `): logs pasted into an issue as a quotation.
+    if let Some(r) = t.strip_prefix("> ") {
+        return Some(r);
+    }
+    if t == ">" {
+        return Some("");
+    }
     if let Some(inner_end) = t.strip_prefix('[').and_then(|r| r.find(']')) {
         let inner = &t[1..1 + inner_end];
         let after = &t[inner_end + 2..];

@@ -7,7 +7,8 @@
 use crate::analysis::audit::{self, AuditOptions, CheckId, Report, Severity};
 use crate::analysis::classify::Classifier;
 use crate::analysis::evidence::{
-    Capacity, CauseKind, GBPS_TO_BUSBW, Gdr, GpuIdent, Node, Prediction, RankVerdict,
+    Capacity, CauseKind, GBPS_TO_BUSBW, Gdr, GpuIdent, Node, NvlinkCapacity, Prediction,
+    RankVerdict,
 };
 use crate::model::{Bdf, Device, DeviceKind};
 use std::collections::BTreeMap;
@@ -250,6 +251,47 @@ impl Node for Topo<'_> {
                 self.source(),
                 ports,
                 d.join(" + ")
+            ),
+        })
+    }
+
+    /// NVLink capacity from the topology: per GPU, its NVLinks (direct and to the NVSwitch
+    /// fabric) × NCCL's per-link figure for their generation; the GPU with the fewest bounds a
+    /// ring. `Err` when no GPU has an NVLink (a PCIe-only node: not judged).
+    fn nvlink_capacity(&self, nccl_minor: u32) -> Result<NvlinkCapacity, String> {
+        let p = self.cl.paths();
+        let mut per: Vec<(u32, f64)> = Vec::new();
+        for d in &self.gpus {
+            let Some(i) = p.index(&d.bdf) else { continue };
+            let links = p.nvlink_links(i);
+            if links > 0 {
+                let bw = crate::model::bandwidth::nccl_nvlink_link_gbytes(
+                    None,
+                    p.nvlink_version(i),
+                    nccl_minor,
+                );
+                per.push((links, bw));
+            }
+        }
+        let Some(&(links, per_link)) = per
+            .iter()
+            .min_by(|a, b| (f64::from(a.0) * a.1).total_cmp(&(f64::from(b.0) * b.1)))
+        else {
+            return Err(format!(
+                "no GPU of {} has an NVLink in the topology",
+                self.source()
+            ));
+        };
+        let expected = f64::from(links) * per_link;
+        Ok(NvlinkCapacity {
+            gpus: per.len() as u32,
+            links,
+            per_link,
+            expected_busbw: expected,
+            source: format!(
+                "topology {}: {} GPU(s) with NVLink, the fewest {links} link(s) × {per_link} GB/s (NCCL's per-link figure for NCCL 2.{nccl_minor})",
+                self.source(),
+                per.len()
             ),
         })
     }

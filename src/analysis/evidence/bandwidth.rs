@@ -12,6 +12,11 @@ pub const LOW: f64 = 0.80;
 /// Below this fraction it is `broken`.
 pub const BROKEN: f64 = 0.25;
 
+/// The smallest message size whose bus bandwidth is judged: below it latency, not the links,
+/// sets the figure (nccl-tests tables climb until well past this size), so a table that ends
+/// sooner — often a copy cut short — says nothing about the network.
+pub const LARGE: u64 = 64 << 20;
+
 /// What the run's own input says about its network (NET connections seen, hosts).
 pub struct RunContext {
     /// The input has NCCL NET connections (so traffic crossed a NIC).
@@ -20,11 +25,20 @@ pub struct RunContext {
     pub gdr_used: bool,
 }
 
+/// What a run is judged against: the NICs for a run across nodes, the GPUs' NVLinks for a run
+/// on one node.
+pub struct Against<'a> {
+    /// NIC capacity.
+    pub nics: Option<&'a Capacity>,
+    /// NVLink capacity (with a topology).
+    pub nvlink: Option<&'a NvlinkCapacity>,
+}
+
 /// Judges one nccl-tests run.
 pub fn judge_run(
     source: &str,
     run: &TestRun,
-    cap: Option<&Capacity>,
+    against: &Against,
     ctx: &RunContext,
 ) -> BandwidthVerdict {
     let mut hosts: Vec<String> = run.devices.iter().map(|d| d.host.clone()).collect();
@@ -46,21 +60,42 @@ pub fn judge_run(
         .iter()
         .max_by_key(|r| r.size)
         .and_then(|r| r.busbw().map(|b| (b, r.size)));
-    let collapse = matches!((peak, large), (Some(p), Some(l)) if rows.len() >= 3 && l.1 > p.1 && l.0 < 0.5 * p.0);
-    let judged = large
-        .map(|l| (l.0, "busbw at the largest size".to_string()))
-        .or_else(|| {
-            run.avg_busbw.map(|a| {
-                let over = match run.bytes_range {
-                    Some((lo, hi)) => format!(" over {}–{}", bytes(lo), bytes(hi)),
-                    None => String::new(),
-                };
-                (
-                    a,
-                    format!("`# Avg bus bandwidth`{over} (no rows in the input)"),
-                )
-            })
-        });
+    let collapse = match (peak, large) {
+        (Some(p), Some(l)) if rows.len() >= 3 && l.1 > p.1 && l.0 < 0.5 * p.0 => {
+            Some(Collapse { peak: p, large: l })
+        }
+        _ => None,
+    };
+    let judged: Result<(f64, String), String> = match (large, run.avg_busbw) {
+        (Some(l), _) if l.1 >= LARGE => {
+            Ok((l.0, format!("busbw at the largest size, {}", bytes(l.1))))
+        }
+        (Some(l), _) => Err(format!(
+            "{:.1} GB/s at the largest size shown, {} — below {}, where latency rather than the links sets busbw: not judged",
+            l.0,
+            bytes(l.1),
+            bytes(LARGE)
+        )),
+        (None, Some(a)) => match run.bytes_range {
+            Some((lo, hi)) if hi >= LARGE => Ok((
+                a,
+                format!(
+                    "`# Avg bus bandwidth` over {}–{} (no rows in the input)",
+                    bytes(lo),
+                    bytes(hi)
+                ),
+            )),
+            Some((_, hi)) => Err(format!(
+                "`# Avg bus bandwidth` {a:.1} GB/s over sizes up to {}: not judged",
+                bytes(hi)
+            )),
+            None => Ok((
+                a,
+                "`# Avg bus bandwidth` (no rows in the input)".to_string(),
+            )),
+        },
+        (None, None) => Err("no result row and no average in the input: nothing to judge".into()),
+    };
     let test = run.test.clone().unwrap_or_else(|| match rows.first() {
         Some(r) if r.redop != "none" => format!("unknown (a reduction: redop {})", r.redop),
         _ => "unknown".into(),
@@ -76,34 +111,61 @@ pub fn judge_run(
         peak,
         large,
         avg: run.avg_busbw,
-        judged: judged.clone(),
+        judged: judged.clone().ok(),
         expected: None,
         fraction: None,
         verdict: BwVerdict::Unknown,
         collapse,
+        against: None,
         summary: String::new(),
         explanation: Vec::new(),
     };
-    let Some((value, what)) = judged else {
-        v.summary = "no result row and no average in the input: nothing to judge".into();
-        return v;
+    let collapse_words = collapse.map(|c| {
+        format!(
+            "; collapse at large sizes: peak {:.1} GB/s at {}, {:.1} GB/s at {}",
+            c.peak.0,
+            bytes(c.peak.1),
+            c.large.0,
+            bytes(c.large.1)
+        )
+    });
+    let judged = match judged {
+        Ok(j) => j,
+        Err(why) => {
+            v.summary = format!("{why}{}", collapse_words.unwrap_or_default());
+            return v;
+        }
     };
-    if single_node {
-        v.summary = format!(
-            "{value:.1} GB/s ({what}) on one host ({}) with no NET connection in the log: intra-node bandwidth (NVLink/PCIe), not judged against the NICs",
-            hosts[0]
-        );
-        return v;
-    }
-    let Some(cap) = cap else {
-        v.summary = format!(
-            "{value:.1} GB/s ({what}); not judged: no NIC capacity (give -i SNAPSHOT, or --nic-gbps N×SPEED)"
-        );
-        return v;
+    let (value, what) = judged;
+    // The capacity a run is judged against: NVLink for a run on one node, NICs otherwise.
+    let (expected, from, kind) = if single_node {
+        match against.nvlink {
+            Some(n) => (n.expected_busbw, n.source.clone(), "nvlink"),
+            None => {
+                v.summary = format!(
+                    "{value:.1} GB/s ({what}) on one host ({}) with no NET connection in the log: intra-node bandwidth (NVLink/PCIe), not judged against the NICs{}",
+                    hosts[0],
+                    collapse_words.unwrap_or_default()
+                );
+                return v;
+            }
+        }
+    } else {
+        match against.nics {
+            Some(c) => (c.expected_busbw, c.source.clone(), "nics"),
+            None => {
+                v.summary = format!(
+                    "{value:.1} GB/s ({what}); not judged: no NIC capacity (give -i SNAPSHOT, or --nic-gbps N×SPEED){}",
+                    collapse_words.unwrap_or_default()
+                );
+                return v;
+            }
+        }
     };
-    let frac = value / cap.expected_busbw;
-    v.expected = Some(cap.expected_busbw);
+    let frac = value / expected;
+    v.expected = Some(expected);
     v.fraction = Some(frac);
+    v.against = Some(kind.to_string());
     v.verdict = if frac < BROKEN {
         BwVerdict::Broken
     } else if frac < LOW {
@@ -111,7 +173,7 @@ pub fn judge_run(
     } else {
         BwVerdict::Ok
     };
-    let hosts_note = if hosts.is_empty() {
+    let hosts_note = if hosts.is_empty() && kind == "nics" {
         " (hosts not shown: judged against one node's NICs)".to_string()
     } else if run.devices_cut {
         " (the device list is cut: more hosts may have taken part)".to_string()
@@ -119,9 +181,7 @@ pub fn judge_run(
         String::new()
     };
     v.summary = format!(
-        "{value:.1} GB/s ({what}) of {:.0} GB/s expected from {} ({:.0} %): {}{}{hosts_note}",
-        cap.expected_busbw,
-        cap.source,
+        "{value:.1} GB/s ({what}) of {expected:.0} GB/s expected from {from} ({:.0} %): {}{}{hosts_note}",
         frac * 100.0,
         match v.verdict {
             BwVerdict::Ok => "ok",
@@ -129,19 +189,9 @@ pub fn judge_run(
             BwVerdict::Broken => "broken (below 25 %)",
             BwVerdict::Unknown => "unknown",
         },
-        if collapse {
-            format!(
-                "; collapse at large sizes: peak {:.1} GB/s at {}, {:.1} GB/s at {}",
-                peak.map_or(0.0, |p| p.0),
-                bytes(peak.map_or(0, |p| p.1)),
-                large.map_or(0.0, |l| l.0),
-                bytes(large.map_or(0, |l| l.1))
-            )
-        } else {
-            String::new()
-        }
+        collapse_words.unwrap_or_default()
     );
-    if ctx.gdr_used && v.verdict != BwVerdict::Ok {
+    if ctx.gdr_used && (v.verdict != BwVerdict::Ok || v.collapse.is_some()) {
         v.explanation.push(
             "GDR is on in this job's log, yet the bandwidth is low: look at the PCIe path (ACS redirect, IOMMU translation, ATS, a degraded link) rather than the GDR mechanism".into(),
         );

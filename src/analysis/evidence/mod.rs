@@ -111,6 +111,9 @@ pub trait Node {
     fn source(&self) -> String;
     /// The NIC capacity bandwidth is judged against, or why the node does not show it.
     fn capacity(&self) -> Result<Capacity, String>;
+    /// What the GPUs' NVLinks carry, in NCCL's model for release 2.`nccl_minor` (a run on one
+    /// node is judged against it), or why the node does not show it.
+    fn nvlink_capacity(&self, nccl_minor: u32) -> Result<NvlinkCapacity, String>;
     /// The port rate of an RDMA device, Gb/s.
     fn port_gbps(&self, rdma: &str) -> Option<f64>;
     /// The audit's errors and warnings on the GPU–NIC paths (ACS, IOMMU, link, MPS), in words,
@@ -148,11 +151,37 @@ pub fn analyze(inputs: &[Input], topo: Option<&dyn Node>, opts: &Options) -> Evi
         },
         (None, None) => None,
     };
+    // NCCL's per-link NVLink figure depends on the release: the newest the inputs name.
+    let minor = inputs
+        .iter()
+        .filter_map(|i| match &i.loaded {
+            Loaded::Job(j) => Some(j),
+            Loaded::Probe(_) => None,
+        })
+        .flat_map(|j| {
+            j.nccl
+                .entries
+                .iter()
+                .filter_map(|e| match &e.record {
+                    crate::parse::nccl_log::Record::Version(v) => Some(v.number.1),
+                    _ => None,
+                })
+                .chain(
+                    j.tests
+                        .runs
+                        .iter()
+                        .filter_map(|r| r.nccl_library.map(|v| v.1)),
+                )
+        })
+        .max()
+        .unwrap_or(crate::analysis::nccl::NcclVersion::NEWEST.minor);
+    let nvlink = topo.and_then(|t| t.nvlink_capacity(minor).ok());
     let mut report = EvidenceReport {
         schema: EVIDENCE_SCHEMA.to_string(),
         topology: topo.map(|t| t.source()),
         inputs: Vec::new(),
         capacity: capacity.clone(),
+        nvlink: nvlink.clone(),
         ranks: Vec::new(),
         joined: Vec::new(),
         bandwidth: Vec::new(),
@@ -174,6 +203,7 @@ pub fn analyze(inputs: &[Input], topo: Option<&dyn Node>, opts: &Options) -> Evi
                     gaps: 0,
                     processes: Vec::new(),
                     refused: Vec::new(),
+                    unrecognised_lines: Unrecognised::default(),
                 });
                 for m in &p.measured {
                     report.probe.push(format!(
@@ -201,11 +231,23 @@ pub fn analyze(inputs: &[Input], topo: Option<&dyn Node>, opts: &Options) -> Evi
                     .any(|e| matches!(e.record, crate::parse::nccl_log::Record::NetChannel(_)));
                 let gdr_used = r.ranks.iter().any(|x| x.gdr == Gdr::Used);
                 let ctx = bandwidth::RunContext { net_seen, gdr_used };
-                for run in &job.tests.runs {
-                    let mut v = bandwidth::judge_run(&input.source, run, capacity.as_ref(), &ctx);
+                // A run that printed only its devices (cut before its table) ties ranks to
+                // GPUs but has no bandwidth to judge.
+                for run in job
+                    .tests
+                    .runs
+                    .iter()
+                    .filter(|r| !r.rows.is_empty() || r.avg_busbw.is_some())
+                {
+                    let against = bandwidth::Against {
+                        nics: capacity.as_ref(),
+                        nvlink: nvlink.as_ref(),
+                    };
+                    let mut v = bandwidth::judge_run(&input.source, run, &against, &ctx);
                     if let Some(t) = topo
                         && gdr_used
-                        && matches!(v.verdict, BwVerdict::Low | BwVerdict::Broken)
+                        && (matches!(v.verdict, BwVerdict::Low | BwVerdict::Broken)
+                            || v.collapse.is_some())
                     {
                         let probs = t.path_problems();
                         if probs.is_empty() {
@@ -266,10 +308,22 @@ pub fn analyze(inputs: &[Input], topo: Option<&dyn Node>, opts: &Options) -> Evi
                     kinds,
                     lines: job.lines,
                     nccl_read: job.nccl.entries.len(),
-                    nccl_other: job.nccl.other,
+                    nccl_other: job.nccl.unread.len(),
                     gaps: job.nccl.gaps.len(),
                     processes: r.processes,
                     refused,
+                    unrecognised_lines: Unrecognised {
+                        count: job.unrecognised.len(),
+                        lines: job
+                            .unrecognised
+                            .iter()
+                            .take(UNRECOGNISED_SHOWN)
+                            .map(|(line, text)| TextLine {
+                                line: *line,
+                                text: text.clone(),
+                            })
+                            .collect(),
+                    },
                 });
                 report.ranks.extend(r.ranks);
                 report.errors.extend(r.errors);

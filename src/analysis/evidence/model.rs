@@ -53,6 +53,9 @@ pub enum CauseKind {
     RingSummary,
     /// NCCL's path print routes a GPU–NIC pair through the CPU although they share a switch.
     PathRerouted,
+    /// A net plugin said it disabled GDR (aws-ofi-nccl: `Could not disable CUDA API usage for
+    /// HMEM, disabling GDR`).
+    PluginDisabled,
     /// Connections without `/GDRDMA` and no line that says why.
     NotShown,
 }
@@ -207,6 +210,23 @@ pub struct Capacity {
     pub source: String,
 }
 
+/// What the GPUs' NVLinks carry (with a topology): a run on one node is judged against it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NvlinkCapacity {
+    /// GPUs with NVLinks.
+    pub gpus: u32,
+    /// The fewest NVLinks of any of them.
+    pub links: u32,
+    /// NCCL's bandwidth of one link, GB/s (`ncclTopoNVLinkBw`, by NVLink generation and release).
+    pub per_link: f64,
+    /// The bus bandwidth expected: the fewest links × the per-link figure — NCCL's own model of
+    /// the GPU's NVLink bandwidth (what its topology print shows, e.g. `NVL[240.0]` on A100),
+    /// which a ring over NVLink reaches.
+    pub expected_busbw: f64,
+    /// Where it came from.
+    pub source: String,
+}
+
 /// Bandwidth judgement against capacity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -269,13 +289,26 @@ pub struct BandwidthVerdict {
     pub fraction: Option<f64>,
     /// The verdict.
     pub verdict: BwVerdict,
-    /// busbw falls at large sizes: the largest size is below half the peak.
-    pub collapse: bool,
+    /// What it was judged against: `nics` (a run across nodes) or `nvlink` (one node).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub against: Option<String>,
+    /// busbw falls at large sizes: the largest size is below half the peak (both figures).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub collapse: Option<Collapse>,
     /// In words.
     pub summary: String,
     /// With a snapshot and GDR shown on: what the audit says about the paths.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub explanation: Vec<String>,
+}
+
+/// A fall of busbw at large sizes, with both figures.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Collapse {
+    /// The highest busbw, GB/s, and its size in bytes.
+    pub peak: (f64, u64),
+    /// busbw at the largest size, GB/s, and that size.
+    pub large: (f64, u64),
 }
 
 /// One perftest run.
@@ -377,6 +410,30 @@ pub struct InputSummary {
     pub processes: Vec<ProcessSummary>,
     /// Lines of known forms that could not be read, and why.
     pub refused: Vec<RefusedLine>,
+    /// Lines no parser understood: how many, and the first [`UNRECOGNISED_SHOWN`] of them.
+    pub unrecognised_lines: Unrecognised,
+}
+
+/// How many lines of an input are shown in [`InputSummary::unrecognised_lines`].
+pub const UNRECOGNISED_SHOWN: usize = 50;
+
+/// The lines of an input no parser understood (NCCL messages of forms peerpath does not read,
+/// another tool's output, prose): counted, and a bounded sample shown — never dropped silently.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Unrecognised {
+    /// All of them.
+    pub count: usize,
+    /// The first [`UNRECOGNISED_SHOWN`], in input order.
+    pub lines: Vec<TextLine>,
+}
+
+/// One line of an input, as it reads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TextLine {
+    /// 1-based line number.
+    pub line: usize,
+    /// Its text (at most 160 characters).
+    pub text: String,
 }
 
 /// One NCCL process.
@@ -423,6 +480,9 @@ pub struct EvidenceReport {
     /// NIC capacity the bandwidth was judged against.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capacity: Option<Capacity>,
+    /// NVLink capacity a run on one node was judged against (with a topology).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nvlink: Option<NvlinkCapacity>,
     /// Per rank (or GPU).
     pub ranks: Vec<RankVerdict>,
     /// With a snapshot: verdicts grouped by GPU across hosts.

@@ -83,6 +83,79 @@ impl Proc<'_> {
             _ => None,
         })
     }
+    /// Whether the process's network is NCCL's Socket transport, and the line that shows it:
+    /// `Using network Socket`; the 2.4 `CUDA Dev d[n], Socket NIC distance`; or the IB
+    /// transport finding nothing (`NET/IB : No device found`, `Failed to open libibverbs`) with
+    /// no other network shown — NCCL tries a net plugin first, then IB, then Socket
+    /// (`init.cc`/`net.cc` of every release), so an IB failure means no plugin took the job.
+    fn socket_network(&self) -> Option<(usize, String)> {
+        let mut no_ib = None;
+        let mut other = false;
+        for (e, r) in self.records() {
+            match r {
+                Record::UsingNetwork { name } if name == "Socket" => {
+                    return Some((e.line, "`Using network Socket`".into()));
+                }
+                Record::UsingNetwork { .. } => other = true,
+                // A plugin that loaded (`P2P plugin IBext_v8`, `Plugin Path : …`); not the
+                // lines saying none did (`No plugin found …, using internal implementation`).
+                Record::Plugin { text } if !plugin_absent(text) => other = true,
+                Record::NicDistance(d) if d.net == "Socket" => {
+                    return Some((
+                        e.line,
+                        format!(
+                            "`CUDA Dev {}[{}], Socket NIC distance` (NCCL 2.4: the GPU's network is Socket)",
+                            d.cuda_dev, d.nvml_dev
+                        ),
+                    ));
+                }
+                Record::NicDistance(_) => other = true,
+                Record::NicList(l) if l.transport != "Socket" && !l.nics.is_empty() => other = true,
+                Record::NoDevice { transport } if no_ib.is_none() => {
+                    no_ib = Some((e.line, format!("`NET/{transport} : No device found.`")));
+                }
+                Record::NoVerbs if no_ib.is_none() => {
+                    no_ib = Some((
+                        e.line,
+                        "`Failed to open libibverbs` (no IB transport)".into(),
+                    ));
+                }
+                _ => {}
+            }
+        }
+        no_ib.filter(|_| !other)
+    }
+    /// A net plugin's line saying it turned GDR off for this process.
+    fn plugin_gdr_off(&self) -> Option<(usize, &str)> {
+        self.records().find_map(|(e, r)| match r {
+            Record::PluginGdrOff { text } => Some((e.line, text.as_str())),
+            _ => None,
+        })
+    }
+    /// The NCCL release the process printed itself (`NCCL INFO NCCL version …`, 2.23+).
+    fn own_version(&self) -> Option<(u32, u32, u32)> {
+        self.records().find_map(|(_, r)| match r {
+            Record::Version(v) => Some(v.number),
+            _ => None,
+        })
+    }
+}
+
+/// Whether a `NET/Plugin` line says no plugin was loaded (`No plugin found (libnccl-net.so)`,
+/// `Plugin load returned 2 : …`, `Could not find: libnccl-net.so.`, `Failed to find … symbol`,
+/// `Using internal network plugin.`).
+fn plugin_absent(text: &str) -> bool {
+    [
+        "No plugin",
+        "not found",
+        "Could not find",
+        "Failed to find",
+        "returned",
+        "internal",
+        "dlerror",
+    ]
+    .iter()
+    .any(|w| text.contains(w))
 }
 
 /// Where a per-host fact came from when the rank's own process does not show it.
@@ -171,6 +244,27 @@ impl Subjects {
         i
     }
 
+    /// The subject of the GPU a process drives as CUDA device `cuda` (NVML device `nvml`), as
+    /// the 2.3–2.4 lines name it: a subject of that process with the same device, else a new one.
+    fn device(&mut self, host: &str, pid: u32, cuda: Option<i64>, nvml: Option<u32>) -> usize {
+        if let Some(i) = self.v.iter().position(|s| {
+            s.host == host
+                && s.pid.is_none_or(|p| p == pid)
+                && ((nvml.is_some() && s.nvml_dev == nvml)
+                    || (nvml.is_none() && cuda.is_some() && s.cuda_dev == cuda))
+        }) {
+            return i;
+        }
+        self.v.push(Subject {
+            host: host.to_string(),
+            pid: Some(pid),
+            cuda_dev: cuda,
+            nvml_dev: nvml,
+            ..Default::default()
+        });
+        self.v.len() - 1
+    }
+
     /// Sets a subject's busId and indexes it (a busId already taken keeps its first subject).
     fn set_bus(&mut self, i: usize, b: u64) {
         self.v[i].bus_id = Some(b);
@@ -252,6 +346,8 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
             _ => None,
         })
         .collect();
+    // nccl-tests 2.14+ names the library it ran with: a banner when NCCL printed none.
+    let library = job.tests.runs.iter().find_map(|r| r.nccl_library);
     let all_same = banners.windows(2).all(|w| w[0].1 == w[1].1);
     for p in &mut procs {
         let banner = if all_same {
@@ -263,7 +359,7 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
                 .or(banners.first())
                 .map(|b| b.1)
         };
-        let mut v = version::infer(banner, &p.entries);
+        let mut v = version::infer(p.own_version().or(banner).or(library), &p.entries);
         // Environment: echoed by NCCL, else the command line of the run.
         for e in &p.entries {
             if let Record::Env { name, value } = &e.record {
@@ -395,6 +491,13 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
             let gpu_is_rank = matches!(g.form, GpuGdrForm::Mode)
                 || (g.form == GpuGdrForm::Classic && bracket_is_bus_id(&g.gpu) == Some(false));
             let i = match (g.form, gpu_is_rank) {
+                (GpuGdrForm::Net24, _) => {
+                    let (cuda, nvml) = match g.gpu.split_once('[') {
+                        Some((c, n)) => (c.parse().ok(), n.trim_end_matches(']').parse().ok()),
+                        None => (g.gpu.parse().ok(), None),
+                    };
+                    subj.device(&p.host, p.pid, cuda, nvml)
+                }
                 (GpuGdrForm::Ids, _) => {
                     let bus = hex(&g.gpu);
                     let i = match g.rank {
@@ -418,6 +521,22 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
                 subj.v[i].lines.insert(e.line);
             }
             gpu_lines.push((i, g, e, pi));
+        }
+    }
+    // 2.4's `CUDA Dev d[n], NET NIC distance`: the GPUs a process drives.
+    for p in &procs {
+        for e in &p.entries {
+            if let Record::NicDistance(d) = &e.record {
+                let i = subj.device(
+                    &p.host,
+                    p.pid,
+                    Some(i64::from(d.cuda_dev)),
+                    Some(d.nvml_dev),
+                );
+                if subj.v[i].lines.len() < 6 {
+                    subj.v[i].lines.insert(e.line);
+                }
+            }
         }
     }
     // NCCL's path print rerouting a GPU–NIC pair that shares a switch.
@@ -507,6 +626,12 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
                 _ => None,
             })
         });
+        let socket_net = me.and_then(|m| procs[m].socket_network());
+        let plugin_off = me.and_then(|m| procs[m].plugin_gdr_off());
+        let all_disabled = me.and_then(|m| all_nics_disabled(&procs, m));
+        let own_ring_flag = ["NCCL_LOCAL_REGISTER", "NCCL_GRAPH_REGISTER"]
+            .iter()
+            .all(|k| env_of(k).is_some_and(|(v, _)| v.trim() == "0"));
         let (gdr, basis) = if socket {
             (
                 Gdr::Off,
@@ -567,18 +692,50 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
                     ),
                 )
             }
-        } else if let Some((g, line)) = rings.filter(|_| s.nnodes.is_some_and(|n| n > 1)) {
-            if g == 0 {
-                (Gdr::Off, format!("ring summary `GDR 0` (line {line})"))
-            } else {
-                (
-                    Gdr::Used,
-                    format!(
-                        "ring summary `GDR 1` (line {line}) on {} nodes",
-                        s.nnodes.unwrap_or(0)
-                    ),
-                )
-            }
+        } else if let Some((line, why)) = &socket_net {
+            (
+                Gdr::Off,
+                format!("the process uses NCCL's Socket network: {why} (line {line})"),
+            )
+        } else if let Some((line, text)) = plugin_off {
+            (
+                Gdr::Off,
+                format!("the net plugin turned GDR off: `NET/OFI {text}` (line {line})"),
+            )
+        } else if let Some(d) = &all_disabled {
+            (
+                Gdr::Off,
+                format!(
+                    "NCCL's per-NIC check said Disabled for every NIC of the process ({}; lines {})",
+                    d.0.join(", "),
+                    d.1.iter()
+                        .map(usize::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+        } else if let Some((1, line)) = rings.filter(|_| s.nnodes.is_some_and(|n| n > 1)) {
+            (
+                Gdr::Used,
+                format!(
+                    "ring summary `GDR 1` (line {line}) on {} nodes: every rank's ring NET connections use GDR",
+                    s.nnodes.unwrap_or(0)
+                ),
+            )
+        } else if let Some((0, line)) = rings.filter(|_| own_ring_flag) {
+            (
+                Gdr::Off,
+                format!(
+                    "ring summary `GDR 0` (line {line}) with NCCL_LOCAL_REGISTER=0 and NCCL_GRAPH_REGISTER=0: this rank's own ring NET connections are without GDR"
+                ),
+            )
+        } else if let Some((0, line)) = rings {
+            (
+                Gdr::Unknown,
+                format!(
+                    "no NET connection or GDR line of its own; the ring summary `GDR 0` (line {line}) says some rank of the communicator has a ring NET connection without GDR — NCCL ≥ 2.24 combines every rank's flag, so not necessarily this one"
+                ),
+            )
         } else {
             (
                 Gdr::Unknown,
@@ -593,7 +750,9 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
                 &my_conns,
                 &my_gpu,
                 &my_reroute,
-                socket,
+                socket || socket_net.is_some(),
+                socket_net.as_ref(),
+                plugin_off,
                 rings,
                 lo,
                 hi,
@@ -804,6 +963,8 @@ fn off_cause(
     gpu: &[&(usize, &GpuGdr, &Entry, usize)],
     reroute: &[&Rerouted],
     socket: bool,
+    socket_net: Option<&(usize, String)>,
+    plugin_off: Option<(usize, &str)>,
     rings: Option<(u32, usize)>,
     lo: version::Release,
     hi: version::Release,
@@ -812,15 +973,26 @@ fn off_cause(
     let pi = me.or_else(|| gpu.first().map(|g| g.3));
     if socket {
         let nodev = pi.and_then(|m| from_host(procs, m, |p| p.no_device()));
-        let text = match nodev {
-            Some((line, _)) => format!(
+        let text = match (nodev, socket_net) {
+            (Some((line, _)), _) => format!(
                 "no RDMA device: `NET/IB : No device found.` (line {line}), so NCCL fell back to NET/Socket"
             ),
-            None => "connections over NET/Socket: NCCL used no RDMA device (the `No device found` line is not in this copy)".into(),
+            (None, Some((line, why))) => format!(
+                "NCCL's network is Socket: {why} (line {line}) — no RDMA device or verbs library was usable"
+            ),
+            (None, None) => "connections over NET/Socket: NCCL used no RDMA device (the `No device found` line is not in this copy)".into(),
         };
         return Cause {
             kind: CauseKind::Socket,
             text,
+        };
+    }
+    if let Some((line, text)) = plugin_off {
+        return Cause {
+            kind: CauseKind::PluginDisabled,
+            text: format!(
+                "the net plugin disabled GDR: `NET/OFI {text}` (line {line}) — its provider cannot register GPU memory (libfabric FI_HMEM / CUDA API use), so data is staged through host memory"
+            ),
         };
     }
     if let Some((v, w)) = env_of("NCCL_NET_GDR_LEVEL")
@@ -917,7 +1089,7 @@ fn off_cause(
             text: format!("sends without GDR because NCCL_NET_GDR_READ=0 ({w}); receives use it"),
         };
     }
-    if let Some((0, line)) = rings {
+    if let Some((0, line)) = rings.filter(|_| conns.is_empty()) {
         return Cause {
             kind: CauseKind::RingSummary,
             text: format!(
@@ -930,6 +1102,35 @@ fn off_cause(
         kind: CauseKind::NotShown,
         text: "NET connections without /GDRDMA, and no line in this log says why (no per-GPU or per-NIC GDR line, no NCCL_NET_GDR_LEVEL): usually no peer memory (nvidia-peermem not loaded, no dma-buf) — NCCL_DEBUG_SUBSYS=INIT,NET shows the per-NIC check".into(),
     }
+}
+
+/// The HCAs of a process when NCCL's per-NIC check (2.13+, or the ≤ 2.12 `(no module)` line)
+/// said Disabled for every one it lists — every NIC of its `Using` list when the log has one —
+/// with their names and lines: then no NET connection of the process can use GDR.
+fn all_nics_disabled(procs: &[Proc], me: usize) -> Option<(Vec<String>, Vec<usize>)> {
+    let (lines, _) = from_host(procs, me, |p| {
+        let v = p.nic_gdr();
+        (!v.is_empty()).then_some(v)
+    })?;
+    if lines.iter().any(|(n, _)| n.enabled) {
+        return None;
+    }
+    if let Some(((list, _), _)) = from_host(procs, me, |p| p.nic_list())
+        && list.transport != "Socket"
+        && !list
+            .nics
+            .iter()
+            .all(|e| lines.iter().any(|(n, _)| n.hca == e.index))
+    {
+        return None;
+    }
+    Some((
+        lines
+            .iter()
+            .map(|(n, _)| format!("HCA {} '{}'", n.hca, n.name))
+            .collect(),
+        lines.iter().map(|(_, l)| *l).collect(),
+    ))
 }
 
 /// A GPU–NET pair NCCL's path print routes through the CPU although its topology print puts

@@ -44,8 +44,8 @@ pub struct VersionInfo {
     pub conflict: Option<String>,
 }
 
-/// Every release the log parser knows (2.5 to newer than modelled).
-pub const ANY: (Release, Release) = ((5, 0), (99, u32::MAX));
+/// Every release the log parser knows (2.3 to newer than modelled).
+pub const ANY: (Release, Release) = ((3, 0), (99, u32::MAX));
 
 fn fmt_release(r: Release) -> String {
     if r.1 == 0 || r.1 == u32::MAX {
@@ -84,11 +84,21 @@ fn form_range(e: &Entry) -> Option<(Release, Release, &'static str)> {
     const MAXP: u32 = u32::MAX;
     let r = |lo: Release, hi: Release, w: &'static str| Some((lo, hi, w));
     match &e.record {
+        Record::NetChannel(c) if c.ring && c.from_bracket.is_empty() => r(
+            (3, 0),
+            (4, MAXP),
+            "`Ring %02d : rank -> rank` without brackets (2.3–2.4)",
+        ),
+        Record::NetChannel(c) if c.ring => r(
+            (5, 0),
+            (6, MAXP),
+            "`Ring %02d : rank[busId] -> …` (2.5–2.6)",
+        ),
         Record::NetChannel(c) => match (c.conn_index, bracket_is_bus_id(&c.from_bracket)) {
             (None, _) => r(
-                (5, 0),
+                (7, 0),
                 (11, MAXP),
-                "channel line without /connIndex (≤ 2.11)",
+                "channel line without /connIndex (2.7–2.11)",
             ),
             (Some(_), Some(true)) => r(
                 (12, 0),
@@ -106,7 +116,13 @@ fn form_range(e: &Entry) -> Option<(Release, Release, &'static str)> {
             c.gdr_pci
                 .then_some(((26, 0), ANY.1, "(PCI) after /GDRDMA (2.26+)"))
         }),
+        Record::NicDistance(_) => r((4, 0), (4, MAXP), "`CUDA Dev d[n], NET NIC distance` (2.4)"),
         Record::GpuGdr(g) => match g.form {
+            GpuGdrForm::Net24 => r(
+                (3, 0),
+                (4, MAXP),
+                "`NET/IB : GPU Direct RDMA … for GPU cudaDev[nvmlDev]` (2.3–2.4)",
+            ),
             GpuGdrForm::Net25 => r((5, 0), (5, MAXP), "`NET/IB : GPU Direct RDMA … <` (2.5)"),
             GpuGdrForm::Mode => r(
                 (26, 0),
@@ -165,11 +181,16 @@ fn form_range(e: &Entry) -> Option<(Release, Release, &'static str)> {
             "`Connected all rings, use ring PXN … GDR …` (2.24+)",
         ),
         Record::RingsConnected { gdr: None, .. } if e.complete => {
-            r((5, 0), (23, MAXP), "`Connected all rings` alone (≤ 2.23)")
+            r((8, 0), (23, MAXP), "`Connected all rings` alone (2.8–2.23)")
         }
         Record::Comm(c) if c.func.is_some() && c.bus_id.is_some() => {
             r((21, 0), ANY.1, "`ncclCommInitRank comm …` (2.21+)")
         }
+        Record::Comm(c) if c.nvml_dev.is_some() && c.bus_id.is_none() && e.complete => r(
+            (4, 0),
+            (4, MAXP),
+            "comm line with nvmlDev and no busId (2.4)",
+        ),
         Record::Comm(c) if c.nvml_dev.is_some() => {
             r((18, 3), ANY.1, "comm line with nvmlDev (2.18.3+)")
         }

@@ -638,6 +638,12 @@ impl<'t> Paths<'t> {
         self.nv_peers.get(&i).map(Vec::as_slice).unwrap_or(&[])
     }
 
+    /// All NVLinks of a GPU: its direct links to peers plus its links to the NVSwitch fabric.
+    pub fn nvlink_links(&self, i: DevIx) -> u32 {
+        self.nvlink_peers(i).iter().map(|&(_, n)| n).sum::<u32>()
+            + self.nv_fabric.get(&i).copied().unwrap_or(0)
+    }
+
     /// NVLink version of a GPU's links, when a source gave it.
     pub fn nvlink_version(&self, i: DevIx) -> Option<u32> {
         self.nv_version.get(&i).copied()

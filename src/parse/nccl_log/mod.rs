@@ -52,6 +52,10 @@ pub struct Header {
     /// elsewhere for the same pid.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub host_repaired: bool,
+    /// True when the line carries no `host:pid:tid` at all (`[0] NCCL INFO …`, a copy that
+    /// dropped it): host is empty and pid 0, so such lines form one process of their own.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub headerless: bool,
 }
 
 /// One NCCL message that was read.
@@ -127,8 +131,9 @@ pub struct NcclLog {
     pub entries: Vec<Entry>,
     /// NCCL lines of known forms that could not be read.
     pub refused: Vec<Refused>,
-    /// NCCL lines of forms this parser does not read (they say nothing about GDR or NICs).
-    pub other: usize,
+    /// NCCL lines of forms this parser does not read (they say nothing about GDR or NICs):
+    /// line number and message (at most 160 characters).
+    pub unread: Vec<(usize, String)>,
     /// Command lines seen.
     pub commands: Vec<CommandLine>,
     /// Gap markers (`[... text missing here …]`): text left out of the copy.
@@ -213,19 +218,19 @@ fn header_before(line: &str, at: usize, level: Level) -> Option<(usize, Header)>
     let (rest, tid) = head.rsplit_once(':')?;
     let (rest, pid) = rest.rsplit_once(':')?;
     let (tid, pid) = (tid.parse().ok()?, pid.parse().ok()?);
+    // A host followed by spaces (`NAME :70918:…`, a name replaced by hand) is still the host;
+    // a line cut before its host (`:22901:22901 [0] …`) has an empty one.
+    let rest = rest.trim_end_matches(' ');
     let host_start = rest
         .char_indices()
         .rev()
         .take_while(|&(_, c)| host_char(c))
         .last()
-        .map(|(i, _)| i)?;
+        .map_or(rest.len(), |(i, _)| i);
     // No host name starts with `-`: such a character belongs to the text before it.
     let host_start =
         host_start + rest[host_start..].len() - rest[host_start..].trim_start_matches('-').len();
     let host = rest[host_start..].to_string();
-    if host.is_empty() {
-        return None;
-    }
     Some((
         base + host_start,
         Header {
@@ -236,8 +241,49 @@ fn header_before(line: &str, at: usize, level: Level) -> Option<(usize, Header)>
             level,
             source: (!between.is_empty()).then(|| between.to_string()),
             host_repaired: false,
+            headerless: false,
         },
     ))
+}
+
+/// A line whose NCCL word starts the text after the launcher tags, with no `host:pid:tid`
+/// before it (`[0] NCCL INFO …`: a copy that dropped the header, the bracket left as a tag).
+fn headerless(tag: &str, rest: &str) -> Option<Found> {
+    let t = rest.trim_start();
+    let start = rest.len() - t.len();
+    let (level, word) = if t.starts_with("NCCL INFO") {
+        (Level::Info, 9)
+    } else if t.starts_with("NCCL WARN") {
+        (Level::Warn, 9)
+    } else {
+        return None;
+    };
+    let mut msg = start + word;
+    if rest[msg..].starts_with(' ') {
+        msg += 1;
+    }
+    // The device bracket, when the tag is one (`[0]`).
+    let cuda_dev = tag
+        .trim()
+        .rsplit('[')
+        .next()
+        .and_then(|x| x.strip_suffix(']'))
+        .and_then(|x| x.parse().ok())
+        .unwrap_or(-1);
+    Some(Found {
+        start,
+        msg,
+        header: Header {
+            host: String::new(),
+            pid: 0,
+            tid: 0,
+            cuda_dev,
+            level,
+            source: None,
+            host_repaired: false,
+            headerless: true,
+        },
+    })
 }
 
 /// Parses the NCCL part of an input. `fragments` receives the non-NCCL text of every line (see
@@ -249,11 +295,14 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
     let mut clean_hosts: std::collections::HashMap<u32, Vec<String>> = Default::default();
     let mut found_per_line: Vec<Vec<Found>> = Vec::with_capacity(lines.len());
     for l in lines {
-        let (_, rest) = split_launcher(l.text);
-        let found = find_headers(rest);
+        let (tag, rest) = split_launcher(l.text);
+        let mut found = find_headers(rest);
+        if found.is_empty() {
+            found.extend(headerless(tag, rest));
+        }
         let off = l.text.len() - rest.len();
         for f in &found {
-            if rest[..f.start].trim().is_empty() {
+            if rest[..f.start].trim().is_empty() && !f.header.host.is_empty() {
                 let hosts = clean_hosts.entry(f.header.pid).or_default();
                 if !hosts.contains(&f.header.host) {
                     hosts.push(f.header.host.clone());
@@ -272,7 +321,7 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
         );
     }
     for (l, found) in lines.iter().zip(found_per_line.iter_mut()) {
-        if is_gap_marker(l.text) {
+        if is_gap_marker(split_launcher(l.text).1) {
             log.gaps.push(l.no);
             continue;
         }
@@ -335,7 +384,9 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
                         text: msg.trim().chars().take(300).collect(),
                     },
                 }),
-                Parsed::Other => log.other += 1,
+                Parsed::Other => log
+                    .unread
+                    .push((l.no, msg.trim().chars().take(160).collect())),
                 Parsed::Refused(why) => log.refused.push(Refused {
                     line: l.no,
                     text: msg.chars().take(160).collect(),
@@ -347,11 +398,15 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
     log
 }
 
-/// `NCCL version 2.21.5+cuda12.4` (printed without a header by most versions).
+/// `NCCL version 2.21.5+cuda12.4` (printed without a header by most versions); RCCL's
+/// `RCCL version 2.20.5+hip6.2 …` and `RCCL version : 2.21.5-HEAD:…` (its releases follow
+/// NCCL's numbering and line forms).
 fn banner_version(text: &str) -> Option<Record> {
     let t = text.trim();
-    let v = t.strip_prefix("NCCL version ")?;
-    records::version_record(v)
+    let v = t
+        .strip_prefix("NCCL version ")
+        .or_else(|| t.strip_prefix("RCCL version "))?;
+    records::version_record(v.trim_start_matches([':', ' ']))
 }
 
 /// A shell command that sets NCCL/CUDA variables or runs a known launcher or test.

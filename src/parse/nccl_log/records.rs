@@ -27,6 +27,9 @@ pub enum Record {
         /// The transport (`IB`).
         transport: String,
     },
+    /// `Failed to open libibverbs.so[.1]` (WARN in NCCL, INFO in RCCL): the IB transport has no
+    /// verbs library, so no IB device.
+    NoVerbs,
     /// `Using network IB` (`Socket`, `IBext_v8`, `AWS Libfabric`, …): the network chosen.
     UsingNetwork {
         /// Its name.
@@ -44,6 +47,16 @@ pub enum Record {
     /// `NET/IB : GPU Direct RDMA Disabled for HCA %d '%s' (no module)` (≤ 2.12) or
     /// `NET/%s : GPU Direct RDMA Enabled|Disabled for HCA %d '%s'` (2.13+): per NIC.
     NicGdr(NicGdr),
+    /// `CUDA Dev %d[%d], %s NIC distance : %s` (2.4): the network a GPU's process uses and its
+    /// distance to the NIC.
+    NicDistance(NicDistance),
+    /// A net plugin saying it turned GPUDirect RDMA off for its process (aws-ofi-nccl:
+    /// `NET/OFI Could not disable CUDA API usage for HMEM, disabling GDR`, `NET/OFI GDR disabled
+    /// on GDR-supported instance type %s`).
+    PluginGdrOff {
+        /// The plugin's words.
+        text: String,
+    },
     /// `Connected all rings` (≤ 2.23) / `Connected all rings, use ring PXN %d GDR %d` (2.24+).
     RingsConnected {
         /// PXN flag (2.24+).
@@ -93,9 +106,15 @@ pub struct Version {
     pub number: (u32, u32, u32),
 }
 
-/// `Channel %02d[/%d] : %d[%x|%d] -> %d[%x|%d] [send|receive] via NET/%s/%d[(%d)][/GDRDMA][(PCI)][/Shared]`.
+/// `Channel %02d[/%d] : %d[%x|%d] -> %d[%x|%d] [send|receive] via NET/%s/%d[(%d)][/GDRDMA][(PCI)][/Shared]`
+/// (2.7+), `Ring %02d : %d[%lx] -> %d[%lx] [send|receive] via NET/…` (2.5–2.6), `Ring %02d :
+/// %d -> %d [send|receive] via NET/%s/%d[/GDRDMA]` (2.4) and `Ring %02d : %d -> %d via
+/// NET/%s/%d[/GDRDMA][/GDCopy]` (2.3, the receiving side's line).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NetChannel {
+    /// `Ring` (≤ 2.6) rather than `Channel`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub ring: bool,
     /// Channel id.
     pub channel: u32,
     /// Connection index (`/%d`, 2.12+); `None` in the ≤ 2.11 form.
@@ -103,13 +122,15 @@ pub struct NetChannel {
     pub conn_index: Option<u32>,
     /// Sending rank.
     pub from_rank: u32,
-    /// Its bracket as printed: busId in hex (≤ 2.18.1) or nvmlDev (2.18.3+).
+    /// Its bracket as printed: busId in hex (2.5–2.18.1) or nvmlDev (2.18.3+); empty in the
+    /// 2.3–2.4 forms, which print none.
     pub from_bracket: String,
     /// Receiving rank.
     pub to_rank: u32,
     /// Its bracket as printed.
     pub to_bracket: String,
-    /// True for `[send]` (the local rank is `from_rank`), false for `[receive]` (`to_rank`).
+    /// True for `[send]` (the local rank is `from_rank`), false for `[receive]` (`to_rank`;
+    /// also the 2.3 form, printed by the receiving side without a word).
     pub send: bool,
     /// The network's name (`IB`, `Socket`, `IBext_v8`, `AWS Libfabric`); `None` when cut.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -192,6 +213,11 @@ pub struct VirtualNic {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GpuGdrForm {
+    /// `NET/%s : GPU Direct RDMA Disabled for GPU %d[%d] / HCA %d (distance %d >= %d)`,
+    /// `… Enabled … (distance %d < %d), read %d`, `NET/IB : … for GPU %d[%d] / HCA %d '%s' (no
+    /// module or not supported by GPU)` (2.4; GPU is cudaDev[nvmlDev]) and `NET/IB : … for GPU
+    /// %d / HCA %s (%s)` (2.3; GPU is the cudaDev, HCA a name).
+    Net24,
     /// `NET/IB : GPU Direct RDMA … (distance %d < %d)` (2.5).
     Net25,
     /// `GPU %lx / HCA %d|%lx (distance %d <= %d), read %d` (2.6–2.23; GPU is a busId; HCA an
@@ -234,6 +260,23 @@ pub struct GpuGdr {
     /// ` using PXN via GPU/x-y` (2.29).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pxn_via: Option<String>,
+    /// The reason in parentheses of the 2.3–2.4 forms that give no distance (`no module or not
+    /// supported by GPU`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// `CUDA Dev %d[%d], %s NIC distance : %s` (2.4).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NicDistance {
+    /// CUDA device.
+    pub cuda_dev: u32,
+    /// NVML device.
+    pub nvml_dev: u32,
+    /// The network (`ncclNetName()`: `IB`, `Socket`, a plugin's name).
+    pub net: String,
+    /// The distance word (`PIX`, `PHB`, `SYS`, …).
+    pub path: String,
 }
 
 /// A per-NIC GDR decision.
@@ -339,8 +382,24 @@ pub fn parse_message(msg: &str, complete: bool) -> Parsed {
     if let Some(v) = ts.strip_prefix("NCCL version ") {
         return version_record(v).map_or(Parsed::Refused("not a version".into()), Parsed::Record);
     }
-    if ts.starts_with("Channel ") && ts.contains(" via NET/") {
+    if (ts.starts_with("Channel ") || ts.starts_with("Ring ")) && ts.contains(" via NET/") {
         return net_channel(ts, complete);
+    }
+    if ts.starts_with("Failed to open libibverbs") {
+        return Parsed::Record(Record::NoVerbs);
+    }
+    if let Some(r) = ts.strip_prefix("CUDA Dev ")
+        && r.contains(" NIC distance")
+    {
+        return nic_distance(r);
+    }
+    if let Some(r) = ts.strip_prefix("NET/OFI ")
+        && (r.starts_with("Could not disable CUDA API usage for HMEM, disabling GDR")
+            || r.starts_with("GDR disabled on GDR-supported instance type"))
+    {
+        return Parsed::Record(Record::PluginGdrOff {
+            text: r.trim().to_string(),
+        });
     }
     if let Some(p) = topo::parse_line(t) {
         return match p {
@@ -444,18 +503,24 @@ fn word_num(text: &str, word: &str) -> Option<u32> {
     None
 }
 
-/// `rank[bracket]` → (rank, bracket).
+/// `rank[bracket]` → (rank, bracket); a bare `rank` (2.3–2.4) has an empty bracket.
 fn rank_bracket(s: &str) -> Option<(u32, String)> {
     let s = s.trim();
-    let (r, b) = s.split_once('[')?;
+    let Some((r, b)) = s.split_once('[') else {
+        return Some((s.parse().ok()?, String::new()));
+    };
     let b = b.strip_suffix(']')?;
     Some((r.trim().parse().ok()?, b.to_string()))
 }
 
 fn net_channel(t: &str, complete: bool) -> Parsed {
     let refuse = |why: &str| Parsed::Refused(why.to_string());
-    let Some(rest) = t.strip_prefix("Channel ") else {
-        return refuse("not a channel line");
+    let (ring, rest) = match t.strip_prefix("Channel ") {
+        Some(r) => (false, r),
+        None => match t.strip_prefix("Ring ") {
+            Some(r) => (true, r),
+            None => return refuse("not a channel line"),
+        },
     };
     let Some((ch, rest)) = rest.split_once(" : ") else {
         return refuse("no ` : ` after the channel number");
@@ -473,20 +538,20 @@ fn net_channel(t: &str, complete: bool) -> Parsed {
     let Some((from, rest)) = rest.split_once(" -> ") else {
         return refuse("no `->` between the ranks");
     };
-    let Some((to, rest)) = rest.split_once(" [") else {
-        return refuse("no [send]/[receive]");
+    // `[send]`/`[receive]` (2.4+), or none at all (2.3: the receiving side's line).
+    let (to, send, rest) = match rest.split_once(" [") {
+        Some((to, r)) if r.starts_with("send]") => (to, true, r),
+        Some((to, r)) if r.starts_with("receive]") => (to, false, r),
+        Some(_) => return refuse("neither [send] nor [receive]"),
+        None => match rest.split_once(" via ") {
+            Some((to, _)) if ring => (to, false, rest),
+            _ => return refuse("no [send]/[receive]"),
+        },
     };
     let (Some((from_rank, from_bracket)), Some((to_rank, to_bracket))) =
         (rank_bracket(from), rank_bracket(to))
     else {
         return refuse("ranks are not rank[device]");
-    };
-    let send = if rest.starts_with("send]") {
-        true
-    } else if rest.starts_with("receive]") {
-        false
-    } else {
-        return refuse("neither [send] nor [receive]");
     };
     let Some((_, via)) = rest.split_once("via NET/") else {
         return refuse("no `via NET/`");
@@ -529,6 +594,8 @@ fn net_channel(t: &str, complete: bool) -> Parsed {
         } else if let Some(r) = tail.strip_prefix("/Shared") {
             shared = true;
             tail = r;
+        } else if let Some(r) = tail.strip_prefix("/GDCopy") {
+            tail = r; // 2.3: GDRCOPY for the host-side flags, not GDR for the data
         } else {
             break;
         }
@@ -551,6 +618,7 @@ fn net_channel(t: &str, complete: bool) -> Parsed {
         None
     };
     Parsed::Record(Record::NetChannel(NetChannel {
+        ring,
         channel,
         conn_index,
         from_rank,
@@ -628,6 +696,7 @@ fn gdr_line(t: &str, complete: bool) -> Parsed {
             read,
             mode,
             pxn_via,
+            reason: None,
         }));
     }
     let Some(r) = r.strip_prefix("GPU ") else {
@@ -643,7 +712,24 @@ fn gdr_line(t: &str, complete: bool) -> Parsed {
     let (hca, r) = r.split_once(' ').unwrap_or((r, ""));
     // A line without its `(distance …)` still says Enabled or Disabled; the distance is unknown.
     let (distance, level, read, mode) = distance_part(r.trim_start_matches('('));
-    let form = if net25 {
+    // 2.3–2.4 name the GPU `cudaDev[nvmlDev]` (2.3: `cudaDev`, with the HCA by name) and give a
+    // reason in parentheses when they give no distance; 2.5 prints the busId.
+    let gpu = gpu.trim();
+    let net24 = net25
+        && (gpu.contains('[')
+            || !hca.trim().bytes().all(|b| b.is_ascii_digit())
+            || gpu.bytes().all(|b| b.is_ascii_digit()) && gpu.len() < 4);
+    let reason = (distance.is_none())
+        .then(|| {
+            let open = r.rfind('(')?;
+            let close = open + r[open..].find(')')?;
+            Some(r[open + 1..close].trim().to_string())
+        })
+        .flatten()
+        .filter(|x| !x.is_empty());
+    let form = if net24 {
+        GpuGdrForm::Net24
+    } else if net25 {
         GpuGdrForm::Net25
     } else if mode.is_some() {
         GpuGdrForm::Mode
@@ -653,7 +739,7 @@ fn gdr_line(t: &str, complete: bool) -> Parsed {
     Parsed::Record(Record::GpuGdr(GpuGdr {
         form,
         enabled,
-        gpu: gpu.trim().to_string(),
+        gpu: gpu.to_string(),
         rank: None,
         hca: hca.trim().to_string(),
         distance,
@@ -661,6 +747,31 @@ fn gdr_line(t: &str, complete: bool) -> Parsed {
         read,
         mode,
         pxn_via: None,
+        reason,
+    }))
+}
+
+/// `0[0], Socket NIC distance :  PHB` (after `CUDA Dev `).
+fn nic_distance(r: &str) -> Parsed {
+    let refuse = |why: &str| Parsed::Refused(why.to_string());
+    let Some((dev, rest)) = r.split_once(", ") else {
+        return refuse("`CUDA Dev` without `, NET NIC distance`");
+    };
+    let Some((net, path)) = rest.split_once(" NIC distance") else {
+        return refuse("no `NIC distance`");
+    };
+    let (cuda, nvml) = match dev.split_once('[') {
+        Some((c, n)) => (c.trim().parse().ok(), n.trim_end_matches(']').parse().ok()),
+        None => (dev.trim().parse().ok(), None),
+    };
+    let (Some(cuda_dev), Some(nvml_dev)) = (cuda, nvml) else {
+        return refuse("`CUDA Dev` is not cudaDev[nvmlDev]");
+    };
+    Parsed::Record(Record::NicDistance(NicDistance {
+        cuda_dev,
+        nvml_dev,
+        net: net.trim().to_string(),
+        path: path.trim_start_matches([' ', ':']).trim().to_string(),
     }))
 }
 

@@ -1,0 +1,296 @@
+//! The evidence corpus (tests/data/evidence/): published job output, each file an excerpt copied
+//! verbatim, checked against the verdicts its manifest records from the thread itself — every
+//! rank's GDR (used, off, unknown — never a guess), the NIC and GPU the text ties it to, the
+//! bandwidth verdict of each nccl-tests run, the completion errors. The manifest is written
+//! from reading the text, not from peerpath's output; a mismatch is peerpath's to fix.
+
+use peerpath::analysis::evidence::{
+    self, BwVerdict, CauseKind, EvidenceReport, Gdr, Input, NicSpec, Options, RankVerdict,
+};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+mod common;
+
+#[derive(Deserialize)]
+struct Manifest {
+    log: Vec<Log>,
+}
+
+#[derive(Deserialize)]
+struct Log {
+    file: String,
+    source: String,
+    part: String,
+    nccl: String,
+    network: String,
+    thread: String,
+    ranks: Vec<Rank>,
+    #[serde(default)]
+    bandwidth: Vec<Bandwidth>,
+    #[serde(default)]
+    errors: Vec<Error>,
+}
+
+#[derive(Deserialize)]
+struct Rank {
+    host: String,
+    rank: Option<u32>,
+    gdr: String,
+    cause: Option<String>,
+    nic: Option<String>,
+    gpu: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Bandwidth {
+    verdict: String,
+    nic_gbps: Option<String>,
+    collapse: Option<bool>,
+}
+
+#[derive(Deserialize)]
+struct Error {
+    status: u32,
+    vendor_err: u32,
+}
+
+fn dir() -> std::path::PathBuf {
+    common::repo().join("tests/data/evidence")
+}
+
+fn manifest() -> Manifest {
+    let text = std::fs::read_to_string(dir().join("manifest.toml")).unwrap();
+    toml::from_str(&text).unwrap_or_else(|e| panic!("manifest.toml: {e}"))
+}
+
+fn gdr(s: &str) -> Gdr {
+    match s {
+        "used" => Gdr::Used,
+        "off" => Gdr::Off,
+        "unknown" => Gdr::Unknown,
+        x => panic!("manifest: gdr {x:?}"),
+    }
+}
+
+fn cause(s: &str) -> CauseKind {
+    match s {
+        "socket" => CauseKind::Socket,
+        "nic-disabled" => CauseKind::NicDisabled,
+        "no-module" => CauseKind::NoModule,
+        "distance" => CauseKind::Distance,
+        "plugin" => CauseKind::PluginDisabled,
+        "not-shown" => CauseKind::NotShown,
+        x => panic!("manifest: cause {x:?}"),
+    }
+}
+
+fn bw(s: &str) -> BwVerdict {
+    match s {
+        "ok" => BwVerdict::Ok,
+        "low" => BwVerdict::Low,
+        "broken" => BwVerdict::Broken,
+        "unknown" => BwVerdict::Unknown,
+        x => panic!("manifest: bandwidth {x:?}"),
+    }
+}
+
+/// The GPU of a rank in the manifest's spelling.
+fn gpu_matches(want: &str, r: &RankVerdict) -> bool {
+    if let Some(b) = want.strip_prefix("bus ") {
+        return r.gpu.bus == u8::from_str_radix(b, 16).ok();
+    }
+    if let Some(n) = want.strip_prefix("nvml ") {
+        return r.gpu.nvml_dev == n.parse().ok();
+    }
+    r.gpu.bdf.as_deref() == Some(want)
+}
+
+/// The NIC the report names first, in the manifest's spelling.
+fn nic_matches(want: &str, r: &RankVerdict) -> bool {
+    r.nics.iter().any(|n| match &n.name {
+        Some(name) if !want.starts_with("NET/") => name == want,
+        _ => {
+            want == format!("NET/{}/{}", n.net.as_deref().unwrap_or("?"), n.index)
+                || n.name.as_deref() == Some(want)
+        }
+    })
+}
+
+fn find<'a>(report: &'a EvidenceReport, want: &Rank) -> Option<&'a RankVerdict> {
+    report.ranks.iter().find(|r| {
+        r.host == want.host
+            && match want.rank {
+                Some(k) => r.rank == Some(k),
+                None => want.gpu.as_deref().is_some_and(|g| gpu_matches(g, r)),
+            }
+            && (want.rank.is_none() || want.gpu.as_deref().is_none_or(|g| gpu_matches(g, r)))
+    })
+}
+
+#[test]
+fn every_published_log_gives_the_verdict_its_thread_reached() {
+    let m = manifest();
+    let mut on_disk: Vec<String> = std::fs::read_dir(dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "manifest.toml" && n != "README.md")
+        .collect();
+    on_disk.sort();
+    let mut listed: Vec<String> = m.log.iter().map(|l| l.file.clone()).collect();
+    listed.sort();
+    assert_eq!(
+        on_disk, listed,
+        "tests/data/evidence and its manifest differ"
+    );
+    assert!(m.log.len() >= 60, "the corpus holds {} logs", m.log.len());
+    let bytes: u64 = on_disk
+        .iter()
+        .map(|f| std::fs::metadata(dir().join(f)).unwrap().len())
+        .sum();
+    assert!(bytes < 2 << 20, "the corpus is {bytes} bytes");
+
+    let mut failures: Vec<String> = Vec::new();
+    // (expected, got) → count, for the tally printed at the end.
+    let mut tally: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let mut checks = 0usize;
+    for log in &m.log {
+        assert!(log.source.starts_with("https://"), "{}: source", log.file);
+        for f in [&log.part, &log.nccl, &log.network, &log.thread] {
+            assert!(!f.is_empty(), "{}: empty manifest field", log.file);
+        }
+        let bytes = std::fs::read(dir().join(&log.file)).unwrap();
+        let nic = log
+            .bandwidth
+            .iter()
+            .find_map(|b| b.nic_gbps.as_deref())
+            .map(|s| s.parse::<NicSpec>().unwrap());
+        let report = evidence::analyze(
+            &[Input::from_bytes(&log.file, &bytes).unwrap()],
+            None,
+            &Options { nic },
+        );
+        let mut fail = |what: String| failures.push(format!("{}: {what}", log.file));
+        for want in &log.ranks {
+            checks += 1;
+            let who = format!(
+                "{}:{}",
+                want.host,
+                want.rank
+                    .map_or(want.gpu.clone().unwrap_or_default(), |k| k.to_string())
+            );
+            let Some(got) = find(&report, want) else {
+                *tally
+                    .entry((want.gdr.clone(), "missing".into()))
+                    .or_default() += 1;
+                fail(format!("{who}: not in the report"));
+                continue;
+            };
+            *tally
+                .entry((want.gdr.clone(), got.gdr.as_str().to_string()))
+                .or_default() += 1;
+            if got.gdr != gdr(&want.gdr) {
+                fail(format!(
+                    "{who}: GDR {} where the text shows {} ({})",
+                    got.gdr.as_str(),
+                    want.gdr,
+                    got.basis
+                ));
+            }
+            if let Some(c) = &want.cause
+                && got.cause.as_ref().map(|x| x.kind) != Some(cause(c))
+            {
+                fail(format!("{who}: cause {:?}, want {c}", got.cause));
+            }
+            if let Some(n) = &want.nic
+                && !nic_matches(n, got)
+            {
+                fail(format!("{who}: NIC {:?}, want {n}", got.nics));
+            }
+            if let Some(g) = &want.gpu
+                && !gpu_matches(g, got)
+            {
+                fail(format!("{who}: GPU {:?}, want {g}", got.gpu));
+            }
+        }
+        // Nothing the text does not show: every rank not listed stays unknown.
+        for got in &report.ranks {
+            let listed = log.ranks.iter().any(|w| find(&report, w) == Some(got));
+            if !listed && got.gdr != Gdr::Unknown {
+                *tally
+                    .entry(("(not shown)".into(), got.gdr.as_str().to_string()))
+                    .or_default() += 1;
+                fail(format!(
+                    "{}:{:?} called {} without a line saying so ({})",
+                    got.host,
+                    got.rank,
+                    got.gdr.as_str(),
+                    got.basis
+                ));
+            }
+        }
+        checks += 1;
+        if report.bandwidth.len() != log.bandwidth.len() {
+            fail(format!(
+                "{} nccl-tests run(s) read, the text has {}",
+                report.bandwidth.len(),
+                log.bandwidth.len()
+            ));
+        }
+        for (got, want) in report.bandwidth.iter().zip(&log.bandwidth) {
+            *tally
+                .entry((
+                    format!("bw {}", want.verdict),
+                    format!("bw {}", got.verdict.as_str()),
+                ))
+                .or_default() += 1;
+            if got.verdict != bw(&want.verdict) {
+                fail(format!(
+                    "bandwidth {} where the text supports {} ({})",
+                    got.verdict.as_str(),
+                    want.verdict,
+                    got.summary
+                ));
+            }
+            if let Some(c) = want.collapse
+                && got.collapse.is_some() != c
+            {
+                fail(format!("collapse {:?}, want {c}", got.collapse));
+            }
+        }
+        for want in &log.errors {
+            if !report
+                .errors
+                .iter()
+                .any(|e| e.status == Some(want.status) && e.vendor_err == Some(want.vendor_err))
+            {
+                fail(format!(
+                    "no completion error {} / vendor err {}",
+                    want.status, want.vendor_err
+                ));
+            }
+        }
+        // Every line is read, counted as not understood, or blank: nothing dropped silently.
+        let input = &report.inputs[0];
+        assert!(
+            input.unrecognised_lines.count >= input.unrecognised_lines.lines.len(),
+            "{}",
+            log.file
+        );
+    }
+    let mut lines = vec![format!(
+        "{} logs, {checks} checks; expected → got:",
+        m.log.len()
+    )];
+    for ((want, got), n) in &tally {
+        lines.push(format!("  {want:>12} → {got:<8} {n}"));
+    }
+    println!("{}", lines.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{}\n{} failure(s):\n{}",
+        lines.join("\n"),
+        failures.len(),
+        failures.join("\n")
+    );
+}
