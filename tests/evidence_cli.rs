@@ -347,6 +347,65 @@ fn no_module_joined_says_load_peermem() {
     );
 }
 
+/// NVIDIA/nccl#1453: GDR on (every NET channel `/GDRDMA`) and busbw falling from 29.5 GB/s at
+/// 32 MiB to about 5 GB/s from 64 MiB on. Joined to a topology (OCI's NCCL XML), the run is
+/// judged against that node's NICs, and the collapse is a finding with both figures.
+#[test]
+fn a_collapse_at_large_sizes_joined_to_a_topology_is_a_finding_with_both_figures() {
+    let log = "tests/data/evidence/nccl-1453-h100clust-table-collapse-at-large-sizes.log";
+    let (code, out, err) = run(bin().args(["evidence", log, "-i", OCI, "--format", "json"]));
+    assert_eq!(code, 1, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let b = &v["bandwidth"][0];
+    assert_eq!(b["collapse"]["peak"], serde_json::json!([29.5, 33554432]));
+    assert_eq!(b["collapse"]["large"], serde_json::json!([5.33, 536870912]));
+    assert_eq!(b["against"], "nics");
+    assert_eq!(b["verdict"], "broken", "{b:#}");
+    // The NVLinks of the node: 18 per H100 × NCCL's 20.6 GB/s (the `NVL[370.8]` of its
+    // topology print), for runs on one node.
+    assert_eq!(v["nvlink"]["links"], 18);
+    assert_eq!(
+        v["nvlink"]["expected_busbw"].as_f64().map(|x| x.round()),
+        Some(371.0)
+    );
+    // The line the table parser could not read (a row cut at its start) is counted and shown.
+    assert_eq!(v["inputs"][0]["unrecognised_lines"]["count"], 1);
+    assert_eq!(v["inputs"][0]["unrecognised_lines"]["lines"][0]["line"], 1);
+    // In the audit: an evidence-bandwidth finding naming both figures.
+    let (_, out, err) =
+        run(bin().args(["audit", "-i", OCI, "--evidence", log, "--format", "json"]));
+    let f = findings(&out, "evidence-bandwidth");
+    assert_eq!(f.len(), 1, "{err}{out}");
+    let s = f[0]["summary"].as_str().unwrap();
+    assert!(
+        s.contains("peak 29.5 GB/s at 32 MiB, 5.3 GB/s at 512 MiB"),
+        "{s}"
+    );
+    assert_eq!(f[0]["severity"], "error");
+    // Without a topology or NIC speeds the run is not judged, and the collapse is still a finding.
+    let (code, out, _) = run(bin().args(["evidence", log]));
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("collapse at large sizes"), "{out}");
+}
+
+/// A job's NCCL_IB_HCA read as its release reads it: an empty port is port 0 (no IB port)
+/// before NCCL 2.30.7 and any port after; `=` is no prefix before 2.5.
+#[test]
+fn ib_hca_read_differently_by_releases_is_said() {
+    let (_, out, err) = run(bin()
+        .args(["audit", "--job", "-i", OCI, "--format", "json"])
+        .env("NCCL_IB_HCA", "=mlx5_0:"));
+    let f = findings(&out, "job-ib-hca");
+    let w = f
+        .iter()
+        .find(|x| x["summary"].as_str().unwrap().contains("read differently"))
+        .unwrap_or_else(|| panic!("{err}{f:#?}"));
+    assert_eq!(
+        w["summary"],
+        "NCCL_IB_HCA==mlx5_0: is read differently by NCCL releases: NCCL 2.3–2.4 select none; NCCL 2.5–2.30.4 select none; NCCL 2.30.7+ select mlx5_0"
+    );
+}
+
 #[test]
 fn bad_inputs_are_clear_errors() {
     let (code, _, err) = run(bin().args(["evidence", "/no/such/log"]));
@@ -442,6 +501,15 @@ const EXAMPLES: &[(&str, &str, &[&str])] = &[
         "82 %, but host and GPU runs are on different pods: indicative only.",
         &[
             "fixtures/evidence/t9k-network-operator-doc-a100-ib.ib_write_bw-host-vs-use_cuda.EXCERPT.txt",
+        ],
+    ),
+    (
+        "A collapse at large sizes with GDR on, joined to a topology (NVIDIA/nccl#1453)",
+        "The all_reduce table of a job whose every NET channel is `/GDRDMA` (the thread's other excerpt, `tests/data/evidence/nccl-1453-h100clust-ibext-v8-gdrdma.log`): busbw falls from 29.5 GB/s at 32 MiB to 5.3 GB/s at 512 MiB. Judged against OCI's H100 node (its published NCCL XML) for the example: broken, and the collapse is named with both figures. Its first line, the tail of a row cut at its start, is counted as not understood.",
+        &[
+            "tests/data/evidence/nccl-1453-h100clust-table-collapse-at-large-sizes.log",
+            "-i",
+            OCI,
         ],
     ),
     (

@@ -1,10 +1,52 @@
-//! NCCL's interface-list grammar, as `NCCL_IB_HCA` and `NCCL_SOCKET_IFNAME` use it
-//! (NVIDIA/nccl `src/misc/utils.cc` `parseStringList`/`matchIfList`, read at v2.30.7; the same
-//! since 2.4 except the later `:rail:plane` fields): a leading `^` excludes, then a leading `=`
-//! asks for exact names; entries are separated by `,` (empty ones skipped); each entry is
-//! `name[:port[:rail[:plane]]]`, a missing or empty port meaning any port. Without `=` a name
-//! is a **prefix**: `mlx5_1` also selects `mlx5_10` … `mlx5_17`. An empty list matches every
-//! device, so `^` alone selects none. Pure: a string in, a matcher out.
+//! NCCL's interface-list grammar, as `NCCL_IB_HCA` and `NCCL_SOCKET_IFNAME` use it, in each
+//! of its three readers (NVIDIA/nccl `src/misc/utils.cc` `parseStringList`/`matchIfList` and
+//! the `searchNot`/`searchExact` prefixes of `net_ib.cc`, read at every release tag):
+//!
+//! | releases | `^` | `=` | entry | empty port (`mlx5_0:`) |
+//! |---|---|---|---|---|
+//! | 2.3–2.4 | exclude | none: part of the name | `name[:port]`, the rest after the port ignored | port 0 (`atoi("")`) |
+//! | 2.5–2.30.4 | exclude, first | exact names, after an optional `^` | `name[:port]`, the rest ignored | port 0 |
+//! | 2.30.7+ | exclude, first | exact names | `name[:port[:rail[:plane]]]` | any port |
+//!
+//! In every release: entries are separated by `,` and empty ones skipped, an entry without a
+//! name (`:1`) is skipped, the port is `atoi` (so `:x` is port 0), a name is a **prefix** unless
+//! `=` asks for exact names (`mlx5_1` also selects `mlx5_10` … `mlx5_17`), and an empty list
+//! matches every device, so `^` alone selects none. IB ports are numbered from 1: port 0 selects
+//! nothing. `=^x` is exact with a name starting `^`. Pure: a string in, a matcher out.
+
+/// One of NCCL's readers of the list (the table in the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Grammar {
+    /// 2.3–2.4: no `=`.
+    V2_3,
+    /// 2.5–2.30.4: `^` then `=`; an empty port is port 0.
+    V2_5,
+    /// 2.30.7+: an empty port (or rail, plane) means any.
+    V2_30_7,
+}
+
+impl Grammar {
+    /// Every reader, oldest first.
+    pub const ALL: [Grammar; 3] = [Grammar::V2_3, Grammar::V2_5, Grammar::V2_30_7];
+
+    /// The reader of NCCL release 2.`minor`.`patch`.
+    pub fn of(minor: u32, patch: u32) -> Grammar {
+        match (minor, patch) {
+            (..=4, _) => Grammar::V2_3,
+            (31.., _) | (30, 7..) => Grammar::V2_30_7,
+            _ => Grammar::V2_5,
+        }
+    }
+
+    /// The releases that read the list this way.
+    pub fn releases(self) -> &'static str {
+        match self {
+            Grammar::V2_3 => "NCCL 2.3–2.4",
+            Grammar::V2_5 => "NCCL 2.5–2.30.4",
+            Grammar::V2_30_7 => "NCCL 2.30.7+",
+        }
+    }
+}
 
 /// One entry of the list.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,6 +62,8 @@ pub struct IfEntry {
 pub struct IfList {
     /// The value as given.
     pub raw: String,
+    /// The reader it was parsed with.
+    pub grammar: Grammar,
     /// Leading `^`: the list says what NCCL must not use.
     pub exclude: bool,
     /// `=` after the optional `^`: names match exactly, not as prefixes.
@@ -44,14 +88,19 @@ fn atoi(s: &str) -> i64 {
     if neg { -v } else { v }
 }
 
-/// Parses a list exactly as NCCL does.
+/// Parses a list as the newest NCCL does.
 pub fn parse(value: &str) -> IfList {
+    parse_as(value, Grammar::V2_30_7)
+}
+
+/// Parses a list as one of NCCL's readers does.
+pub fn parse_as(value: &str, grammar: Grammar) -> IfList {
     let mut rest = value;
     let exclude = rest.starts_with('^');
     if exclude {
         rest = &rest[1..];
     }
-    let exact = rest.starts_with('=');
+    let exact = grammar != Grammar::V2_3 && rest.starts_with('=');
     if exact {
         rest = &rest[1..];
     }
@@ -64,7 +113,13 @@ pub fn parse(value: &str) -> IfList {
             if name.is_empty() {
                 return None; // `:1` — NCCL skips an entry without a name
             }
-            let port = f.next().filter(|p| !p.is_empty()).map(atoi);
+            let port = match (grammar, f.next()) {
+                (_, None) => None,
+                // 2.30.7 reads each field with strsep: an empty one is -1, any.
+                (Grammar::V2_30_7, Some("")) => None,
+                // Before, `atoi` of what follows the colon: empty is 0.
+                (_, Some(p)) => Some(atoi(p)),
+            };
             Some(IfEntry {
                 name: name.to_string(),
                 port,
@@ -73,10 +128,36 @@ pub fn parse(value: &str) -> IfList {
         .collect();
     IfList {
         raw: value.to_string(),
+        grammar,
         exclude,
         exact,
         entries,
     }
+}
+
+/// The devices a list selects in each of NCCL's readers, when they differ: (reader, the
+/// devices it selects). Empty when every release selects the same.
+pub fn selection_by_release(
+    value: &str,
+    devices: &[(String, Option<u32>)],
+) -> Vec<(Grammar, Vec<String>)> {
+    let sel: Vec<(Grammar, Vec<String>)> = Grammar::ALL
+        .iter()
+        .map(|&g| {
+            let l = parse_as(value, g);
+            let mut v: Vec<String> = devices
+                .iter()
+                .filter(|(n, p)| l.selects(n, *p))
+                .map(|(n, _)| n.clone())
+                .collect();
+            v.dedup();
+            (g, v)
+        })
+        .collect();
+    if sel.windows(2).all(|w| w[0].1 == w[1].1) {
+        return Vec::new();
+    }
+    sel
 }
 
 impl IfEntry {
@@ -196,6 +277,47 @@ mod tests {
         // Interfaces (no port): `ib` selects ib0, ibp12s0.
         assert!(parse("ib").selects("ibp12s0", None));
         assert!(!parse("^docker,lo").selects("lo", None));
+    }
+
+    /// The same value in each of NCCL's three readers (utils.cc `parseStringList` at v2.4.8,
+    /// v2.5.6 … v2.30.4 and v2.30.7; `net_ib.cc` `searchNot`/`searchExact`).
+    #[test]
+    fn each_release_reads_the_list_its_own_way() {
+        let devs = oci();
+        let sel = |v: &str, g: Grammar| selected(&parse_as(v, g), &devs);
+        // `=`: exact from 2.5; in 2.3–2.4 a `=` is part of a name no HCA has.
+        assert_eq!(sel("=mlx5_1", Grammar::V2_5), ["mlx5_1"]);
+        assert_eq!(sel("=mlx5_1", Grammar::V2_30_7), ["mlx5_1"]);
+        assert!(sel("=mlx5_1", Grammar::V2_3).is_empty());
+        assert!(!parse_as("=mlx5_1", Grammar::V2_3).exact);
+        // `^=`: both prefixes combine from 2.5; `^` alone excludes in every release.
+        assert_eq!(sel("^=mlx5_1", Grammar::V2_5).len(), devs.len() - 1);
+        assert_eq!(sel("^mlx5_1", Grammar::V2_3).len(), devs.len() - 8);
+        // An empty port is port 0 (no IB port) before 2.30.7, any port after.
+        assert!(sel("mlx5_0:", Grammar::V2_3).is_empty());
+        assert!(sel("mlx5_0:", Grammar::V2_5).is_empty());
+        assert_eq!(sel("mlx5_0:", Grammar::V2_30_7), ["mlx5_0"]);
+        // `:port` selects a port; what follows it is ignored before 2.30.7 and is the rail after.
+        assert_eq!(
+            parse_as("mlx5_0:1:0", Grammar::V2_5).entries[0].port,
+            Some(1)
+        );
+        assert_eq!(
+            parse_as("mlx5_0::1", Grammar::V2_30_7).entries[0].port,
+            None
+        );
+        assert!(sel("=mlx5_0:2", Grammar::V2_5).is_empty());
+        // Releases map onto readers.
+        assert_eq!(Grammar::of(4, 8), Grammar::V2_3);
+        assert_eq!(Grammar::of(5, 6), Grammar::V2_5);
+        assert_eq!(Grammar::of(30, 4), Grammar::V2_5);
+        assert_eq!(Grammar::of(30, 7), Grammar::V2_30_7);
+        assert_eq!(Grammar::of(31, 2), Grammar::V2_30_7);
+        // Where the readers disagree, say so; where they agree, nothing.
+        let d = selection_by_release("mlx5_0:", &devs);
+        assert_eq!(d.len(), 3);
+        assert!(d[1].1.is_empty() && d[2].1 == ["mlx5_0"]);
+        assert!(selection_by_release("mlx5_1,mlx5_3:1", &devs).is_empty());
     }
 
     #[test]

@@ -367,7 +367,10 @@ pub fn parse(fragments: &[Fragment]) -> NcclTests {
             }
             continue;
         }
-        // A row, or part of one.
+        // A row, or part of one. A launcher that tags every write (`[0]`) puts its tag inside
+        // the row, between the pieces nccl-tests prints (NVIDIA/nccl#1453): taken out.
+        let untagged = strip_inner_tags(t);
+        let t = untagged.as_ref();
         let text = match pending.take() {
             Some((no, head)) if continues_row(t) => (no, format!("{head} {t}")),
             Some((no, head)) => {
@@ -467,6 +470,29 @@ fn rank_device(r: &str) -> Option<RankDevice> {
         bus,
         name,
     })
+}
+
+/// `-1[0]    1626.5 …` → `-1    1626.5 …`: every `[N]` (a launcher's rank tag) removed.
+fn strip_inner_tags(t: &str) -> std::borrow::Cow<'_, str> {
+    if !t.contains('[') {
+        return std::borrow::Cow::Borrowed(t);
+    }
+    let mut out = String::with_capacity(t.len());
+    let mut rest = t;
+    while let Some(i) = rest.find('[') {
+        let after = &rest[i + 1..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 0 && after[digits..].starts_with(']') {
+            out.push_str(&rest[..i]);
+            out.push(' ');
+            rest = &after[digits + 1..];
+        } else {
+            out.push_str(&rest[..=i]);
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
 }
 
 /// Whether text starts like a row: a size then an element count.
@@ -710,5 +736,44 @@ mod tests {
             "restart of sizes without a header starts a run"
         );
         assert!(!t.runs[0].header_seen);
+    }
+
+    /// nccl-tests before 2.11 printed `root` without `redop` for broadcast and reduce
+    /// (`src/common.cu`: `size count type root`), so the fourth column is a number
+    /// (NVIDIA/nccl-tests#82).
+    #[test]
+    fn old_broadcast_tables_have_root_and_no_redop() {
+        let s = "#       size         count    type    root     time   algbw   busbw  error     time   algbw   busbw  error\n           8             2   float       0    45.82    0.00    0.00    N/A    38.17    0.00    0.00    N/A\n";
+        let t = parse(&whole_line_fragments(s));
+        assert_eq!(t.runs.len(), 1, "{t:#?}");
+        let r = &t.runs[0].rows[0];
+        assert_eq!((r.size, r.root, r.redop.as_str()), (8, Some(0), "none"));
+        assert_eq!(r.in_place.unwrap().time_us, 38.17);
+    }
+
+    /// A copy whose Markdown ate the `#` (NVIDIA/nccl-tests#249): the same lines without it.
+    #[test]
+    fn headers_without_their_hash() {
+        let s = " nThread 1 nGpus 1 minBytes 8 maxBytes 16777216 step: 2(factor) warmup iters: 5 iters: 5 agg iters: 1 validation: 1 graph: 0\n Using devices\n  Rank  0 Group  0 Pid    127 on worker-0 device  0 [0x00] NVIDIA A10G\n       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n    16777216       4194304     float     sum      -1    108.8  154.20   77.10      0    98.19  170.86   85.43      0\n";
+        let t = parse(&whole_line_fragments(s));
+        assert_eq!(t.runs.len(), 1, "{t:#?}");
+        let run = &t.runs[0];
+        assert_eq!(run.bytes_range, Some((8, 16777216)));
+        assert_eq!(run.devices[0].host, "worker-0");
+        assert!(run.header_seen);
+        assert_eq!(run.rows.len(), 1);
+        assert_eq!(t.lines, [1, 2, 3, 4, 5, 6]);
+    }
+
+    /// nccl-tests 2.14+ names the library it ran with (`nccl-library=22803` is 2.28.3) and the
+    /// test before its parameter line (NVIDIA/nccl#2169).
+    #[test]
+    fn the_library_version_and_the_test_name_before_the_run() {
+        let s = "# nccl-tests version 2.17.8 nccl-headers=22803 nccl-library=22803\n# Collective test starting: alltoall_perf\n# nThread 1 nGpus 1 minBytes 524288000 maxBytes 549453824 step: 1048576(bytes) warmup iters: 1 iters: 20 agg iters: 1 validation: 1 graph: 0\n#\n# Using devices\n#  Rank  0 Group  0 Pid 2992107 on    Node1 device  0 [0000:4e:00] NVIDIA H100 80GB HBM3\n";
+        let t = parse(&whole_line_fragments(s));
+        let run = &t.runs[0];
+        assert_eq!(run.nccl_library, Some((2, 28, 3)));
+        assert_eq!(run.test.as_deref(), Some("alltoall_perf"));
+        assert_eq!(run.devices[0].bus, "0000:4e:00");
     }
 }

@@ -38,13 +38,13 @@ pub fn verdict_line(r: &EvidenceReport) -> String {
     s
 }
 
-/// Whether the report shows a problem: a rank without GDR, bandwidth low or broken, a flagged
-/// GPU-vs-host comparison, or completion errors.
+/// Whether the report shows a problem: a rank without GDR, bandwidth low or broken or
+/// collapsing at large sizes, a flagged GPU-vs-host comparison, or completion errors.
 pub fn failed(r: &EvidenceReport) -> bool {
     r.ranks.iter().any(|x| x.gdr == Gdr::Off)
-        || r.bandwidth
-            .iter()
-            .any(|b| matches!(b.verdict, BwVerdict::Low | BwVerdict::Broken))
+        || r.bandwidth.iter().any(|b| {
+            matches!(b.verdict, BwVerdict::Low | BwVerdict::Broken) || b.collapse.is_some()
+        })
         || r.comparisons.iter().any(|c| c.flagged)
         || !r.errors.is_empty()
 }
@@ -121,6 +121,13 @@ pub fn text(r: &EvidenceReport) -> String {
             c.nics, c.total_gbps, c.expected_busbw, c.source
         );
     }
+    if let Some(n) = &r.nvlink {
+        let _ = writeln!(
+            out,
+            "NVLink capacity: {:.1} GB/s bus bandwidth expected on one node — {}",
+            n.expected_busbw, n.source
+        );
+    }
     for i in &r.inputs {
         let kinds = if i.kinds.is_empty() {
             "nothing recognised".to_string()
@@ -168,6 +175,17 @@ pub fn text(r: &EvidenceReport) -> String {
         }
         for x in &i.refused {
             let _ = writeln!(out, "  refused line {}: {} — {:?}", x.line, x.why, x.text);
+        }
+        let u = &i.unrecognised_lines;
+        if u.count > 0 {
+            let first: Vec<String> = u.lines.iter().take(5).map(|l| l.line.to_string()).collect();
+            let _ = writeln!(
+                out,
+                "  {} line(s) not understood (lines {}{}; all in --format json)",
+                u.count,
+                first.join(", "),
+                if u.count > first.len() { ", …" } else { "" }
+            );
         }
         let ranks: Vec<&RankVerdict> = r.ranks.iter().filter(|x| x.source == i.source).collect();
         if !ranks.is_empty() {

@@ -248,6 +248,8 @@ pub fn fold_job(ctx: &Ctx, ev: &EvidenceReport, findings: &mut Vec<Finding>) {
         let sev = match b.verdict {
             BwVerdict::Broken => Severity::Error,
             BwVerdict::Low => Severity::Warning,
+            // A fall at large sizes is a finding whatever the largest size is judged against.
+            _ if b.collapse.is_some() => Severity::Warning,
             BwVerdict::Ok => Severity::Info,
             BwVerdict::Unknown => Severity::Unknown,
         };

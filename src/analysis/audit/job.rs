@@ -150,6 +150,33 @@ fn ib_hca(ctx: &Ctx, env: &JobEnv) -> Vec<Finding> {
             .with("env NCCL_IB_HCA", v),
         );
     }
+    let by_release = nccl_env::selection_by_release(v, &devs);
+    if !by_release.is_empty() {
+        let words: Vec<String> = by_release
+            .iter()
+            .map(|(g, sel)| {
+                let s = if sel.is_empty() {
+                    "none".to_string()
+                } else {
+                    sel.join(", ")
+                };
+                format!("{} select {s}", g.releases())
+            })
+            .collect();
+        out.push(
+            Finding::new(
+                id,
+                Severity::Warning,
+                Subject::Node,
+                format!(
+                    "NCCL_IB_HCA={v} is read differently by NCCL releases: {}",
+                    words.join("; ")
+                ),
+                "write the list so every release reads it alike (`=name:port`, no empty port; `=` needs NCCL ≥ 2.5)",
+            )
+            .with("env NCCL_IB_HCA", v),
+        );
+    }
     for e in l.unmatched(&devs) {
         let port = e.port.map(|p| format!(" port {p}")).unwrap_or_default();
         let (sev, why) = if l.exclude {

@@ -342,6 +342,87 @@ pub fn compare(runs: &[PerftestVerdict]) -> Vec<GpuHostComparison> {
 mod tests {
     use super::*;
 
+    /// NVIDIA/nccl#1435's all_gather on GPUs 0 and 1 of one host (rows up to 112 MiB), with the
+    /// device lines of a one-host run: judged against the GPUs' NVLinks, never the NICs.
+    fn one_host_run() -> TestRun {
+        let s = "# nThread 1 nGpus 2 minBytes 16777216 maxBytes 1073741824 step: 16777216(bytes) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n#  Rank  0 Group  0 Pid 1 on h device  0 [0x07] NVIDIA A100-SXM4-80GB\n#  Rank  1 Group  0 Pid 1 on h device  1 [0x0b] NVIDIA A100-SXM4-80GB\n#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n    16777216       4194304  bfloat16    none      -1    108.8  154.20   77.10      0    98.19  170.86   85.43      0\n    67108864      16777216  bfloat16    none      -1    292.3  229.59  114.79      0    256.5  261.63  130.82      0\n   117440512      29360128  bfloat16    none      -1    490.8  239.27  119.64      0    418.7  280.48  140.24      0\n";
+        let lines = crate::parse::nccl_log::whole_line_fragments(s);
+        crate::parse::nccl_tests::parse(&lines).runs.remove(0)
+    }
+
+    #[test]
+    fn a_one_host_run_is_judged_against_nvlink_when_the_topology_gives_it() {
+        let run = one_host_run();
+        let ctx = RunContext {
+            net_seen: false,
+            gdr_used: false,
+        };
+        let nics = Capacity {
+            nics: 8,
+            total_gbps: 1600.0,
+            expected_busbw: 192.0,
+            source: "test".into(),
+        };
+        // A100 NV12: 12 × 20 GB/s.
+        let nvlink = NvlinkCapacity {
+            gpus: 8,
+            links: 12,
+            per_link: 20.0,
+            expected_busbw: 240.0,
+            source: "test".into(),
+        };
+        let v = judge_run(
+            "x",
+            &run,
+            &Against {
+                nics: Some(&nics),
+                nvlink: Some(&nvlink),
+            },
+            &ctx,
+        );
+        assert_eq!(v.against.as_deref(), Some("nvlink"));
+        assert_eq!(v.judged.as_ref().unwrap().0, 140.24);
+        assert_eq!(v.verdict, BwVerdict::Low, "{}", v.summary);
+        // Without NVLink figures the same run is not judged, and never against the NICs.
+        let v = judge_run(
+            "x",
+            &run,
+            &Against {
+                nics: Some(&nics),
+                nvlink: None,
+            },
+            &ctx,
+        );
+        assert_eq!((v.verdict, v.against), (BwVerdict::Unknown, None));
+    }
+
+    #[test]
+    fn a_table_that_stops_below_64_mib_is_not_judged() {
+        let mut run = one_host_run();
+        run.rows.truncate(1);
+        run.devices.clear();
+        let nics = Capacity {
+            nics: 1,
+            total_gbps: 200.0,
+            expected_busbw: 24.0,
+            source: "test".into(),
+        };
+        let v = judge_run(
+            "x",
+            &run,
+            &Against {
+                nics: Some(&nics),
+                nvlink: None,
+            },
+            &RunContext {
+                net_seen: true,
+                gdr_used: true,
+            },
+        );
+        assert_eq!(v.verdict, BwVerdict::Unknown);
+        assert!(v.summary.contains("below 64 MiB"), "{}", v.summary);
+    }
+
     #[test]
     fn sizes_in_words() {
         assert_eq!(bytes(1 << 30), "1 GiB");

@@ -849,6 +849,9 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
         })
         .collect();
     let mut notes = Vec::new();
+    for p in &procs {
+        notes.extend(ib_hca_note(source, p));
+    }
     if !log.gaps.is_empty() {
         notes.push(format!(
             "{source}: {} gap marker(s) — text is missing from this copy; lines before a gap may be cut, and ranks that only appear in the missing text are not shown",
@@ -861,6 +864,73 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
         errors,
         notes,
     }
+}
+
+/// What a process's `NCCL_IB_HCA` did to its NIC list, read as its release reads the variable
+/// (`parse::nccl_env`): HCAs it selected only as prefixes of a name it spells (`mlx5_1` taking
+/// `mlx5_10`), and listed HCAs it would not select (then the variable shown is not the one the
+/// process ran with).
+fn ib_hca_note(source: &str, p: &Proc) -> Option<String> {
+    use crate::parse::nccl_env::{self, Grammar};
+    let (value, whence) = p.env.get("NCCL_IB_HCA")?;
+    let (list, _) = p.nic_list().filter(|(l, _)| l.transport != "Socket")?;
+    let (lo, hi) = (p.version.lo, p.version.hi);
+    let (g_lo, g_hi) = (Grammar::of(lo.0, lo.1), Grammar::of(hi.0, hi.1));
+    let names: Vec<(String, Option<u32>)> = list
+        .nics
+        .iter()
+        .flat_map(|n| {
+            if n.members.is_empty() {
+                vec![(n.name.clone(), n.port)]
+            } else {
+                n.members.iter().map(|m| (m.name.clone(), m.port)).collect()
+            }
+        })
+        .collect();
+    // The release decides the reading; where it is not narrow enough, only a value every
+    // reader reads alike on these NICs.
+    if g_lo != g_hi && !nccl_env::selection_by_release(value, &names).is_empty() {
+        return None;
+    }
+    let l = nccl_env::parse_as(value, g_lo);
+    let host = format!("{source}: {}:{}", p.host, p.pid);
+    let refused: Vec<&str> = names
+        .iter()
+        .filter(|(n, port)| !l.selects(n, *port))
+        .map(|(n, _)| n.as_str())
+        .collect();
+    if !refused.is_empty() {
+        return Some(format!(
+            "{host}: NCCL_IB_HCA={value} ({whence}) would not select {} as {} reads it, yet NCCL lists it: the process ran with another value",
+            refused.join(", "),
+            if g_lo == g_hi {
+                g_lo.releases()
+            } else {
+                "every NCCL release"
+            }
+        ));
+    }
+    if l.exact || l.exclude {
+        return None;
+    }
+    // An entry that spells one HCA's whole name (`mlx5_1`) and, as a prefix, also took others
+    // (`mlx5_10`): the surprise; a deliberate prefix (`mlx5`) names no HCA whole.
+    let by_prefix: Vec<&str> = names
+        .iter()
+        .filter(|(n, _)| {
+            l.entries.iter().any(|e| {
+                e.name != *n && n.starts_with(&e.name) && names.iter().any(|(m, _)| *m == e.name)
+            })
+        })
+        .map(|(n, _)| n.as_str())
+        .collect();
+    (!by_prefix.is_empty()).then(|| {
+        format!(
+            "{host}: NCCL_IB_HCA={value} ({whence}) names are prefixes, so NCCL also took {} (write `={}` to select exactly the HCAs named)",
+            by_prefix.join(", "),
+            value
+        )
+    })
 }
 
 /// `[0]mlx5_0:1/IB` as the list prints it.

@@ -168,7 +168,7 @@ fn form_range(e: &Entry) -> Option<(Release, Release, &'static str)> {
         Record::NicGdr(n) if n.no_module => r(
             (5, 0),
             (12, MAXP),
-            "`… for HCA n 'name' (no module)` (≤ 2.12)",
+            "`… for HCA n 'name' (no module)` (2.5–2.12)",
         ),
         Record::NicGdr(_) => r(
             (13, 0),
@@ -211,7 +211,11 @@ fn form_range(e: &Entry) -> Option<(Release, Release, &'static str)> {
                 && c.comm_id.is_none()
                 && c.phase.as_deref() == Some("Init COMPLETE") =>
         {
-            r((5, 0), (15, MAXP), "comm line without commId (≤ 2.15)")
+            r(
+                (5, 0),
+                (15, MAXP),
+                "comm line with busId, without commId (2.5–2.15)",
+            )
         }
         Record::NicList(l) if l.nics.iter().any(|n| !n.members.is_empty()) => {
             r((20, 0), ANY.1, "merged NICs `[0]={…}` (2.20+)")
@@ -220,20 +224,20 @@ fn form_range(e: &Entry) -> Option<(Release, Release, &'static str)> {
             r((12, 0), ANY.1, "`[RO]` in the NIC list (2.12+)")
         }
         Record::NicList(l) if l.old_form => {
-            r((5, 0), (11, MAXP), "` ; OOB` in the NIC list (≤ 2.11)")
+            r((4, 0), (11, MAXP), "` ; OOB` in the NIC list (2.4–2.11)")
         }
         Record::VirtualNic(v) if v.rail.is_some() => {
             r((30, 0), ANY.1, "virtual device with rail/plane (2.30+)")
         }
         Record::VirtualNic(_) => r((24, 0), ANY.1, "`Made virtual device` (2.24+)"),
         Record::TopoSystem { word, .. } if word == "maxWidth" => {
-            r((5, 0), (13, MAXP), "`=== System : maxWidth` (≤ 2.13)")
+            r((5, 0), (13, MAXP), "`=== System : maxWidth` (2.5–2.13)")
         }
         Record::TopoSystem { .. } => r((14, 0), ANY.1, "`=== System : maxBw` (2.14+)"),
         Record::TopoNode(n) if n.node.system.is_some() => {
             r((21, 0), ANY.1, "node ids `GPU/0-84000` (2.21+)")
         }
-        Record::TopoNode(_) => r((5, 0), (20, MAXP), "node ids `GPU/84000` (≤ 2.20)"),
+        Record::TopoNode(_) => r((5, 0), (20, MAXP), "node ids `GPU/84000` (2.5–2.20)"),
         Record::TopoPaths(p) if p.paths.iter().any(|x| x.to.system.is_some()) => {
             r((21, 0), ANY.1, "path targets `GPU/0-84000` (2.21+)")
         }

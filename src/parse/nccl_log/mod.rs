@@ -1,6 +1,7 @@
 //! NCCL's debug output (`NCCL_DEBUG=INFO`/`WARN`/`TRACE`) as typed records, for every release
-//! from 2.6 to 2.30. Pure: lines in, records out, with every NCCL line of a form this parser
-//! knows but could not read kept as a [`Refused`] saying why.
+//! from 2.3 to 2.30 (and RCCL's, which prints NCCL's forms). Pure: lines in, records out, with
+//! every NCCL line of a form this parser knows but could not read kept as a [`Refused`] saying
+//! why.
 //!
 //! A line is `host:pid:tid [cudaDev] NCCL INFO message` (`debug.cc`; WARN adds `file:line
 //! (func)` before `NCCL WARN`, TRACE a time and `func:line`; 2.26+ may put a `[%F %T] ` time
@@ -9,7 +10,10 @@
 //! ranks) are all read; the text before the first header is handed back as a [`Fragment`] for
 //! the other parsers. A message followed by another header on the same line, the last line of a
 //! file without newline and the line before a gap marker are marked incomplete: a suffix they
-//! lack (`/GDRDMA`) is unknown, not absent. The forms of each message by version are listed in
+//! lack (`/GDRDMA`) is unknown, not absent. A line cut before its host has an empty host; a
+//! line printed with no `host:pid:tid` at all (`[0] NCCL INFO …`) gets an empty host and pid 0
+//! (one process of its own). Every message of a form not read is kept with its text
+//! ([`NcclLog::unread`]). The forms of each message by version are listed in
 //! shared/reference/evidence/README.md and in docs/evidence.md; [`records`] reads them.
 
 pub mod records;

@@ -544,3 +544,160 @@ fn banner_and_command_lines() {
     );
     assert_eq!(log.commands[1].host.as_deref(), Some("gh-1"));
 }
+
+#[test]
+fn form_net_channel_2_3_ring_receive_side_without_direction() {
+    // 2.3 net.cu recvSetup: "Ring %02d : %d -> %d via NET/%s/%d%s%s" (/GDRDMA, /GDCopy)
+    let c = chan("Ring 01 : 7 -> 0 via NET/IB/0/GDRDMA/GDCopy");
+    assert!(c.ring && !c.send);
+    assert_eq!((c.from_rank, c.to_rank), (7, 0));
+    assert!(c.from_bracket.is_empty() && c.to_bracket.is_empty());
+    assert_eq!((c.dev, c.gdr), (Some(0), Some(true)));
+}
+
+#[test]
+fn form_net_channel_2_4_ring_bare_ranks() {
+    // 2.4 net.cc: "Ring %02d : %d -> %d [receive] via NET/%s/%d%s" (NVIDIA/nccl#229)
+    let c = chan("Ring 00 : 7 -> 8 [receive] via NET/AWS Libfabric/0");
+    assert!(c.ring && !c.send);
+    assert_eq!((c.to_rank, c.to_bracket.as_str()), (8, ""));
+    assert_eq!(
+        (c.net.as_deref(), c.dev, c.gdr),
+        (Some("AWS Libfabric"), Some(0), Some(false))
+    );
+    // A ring order print is not a connection (NVIDIA/nccl#676).
+    assert!(matches!(
+        parse_message("Ring 00 : 1 -> 0 -> 1", true),
+        Parsed::Other
+    ));
+}
+
+#[test]
+fn form_net_channel_2_5_to_2_6_ring_busid() {
+    // 2.5–2.6 net.cc: "Ring %02d : %d[%lx] -> %d[%lx] [send] via NET/%s/%d%s" (NVIDIA/nccl#385)
+    let c = chan("Ring 00 : 9[23000] -> 0[1e000] [send] via NET/IB/1/GDRDMA");
+    assert!(c.ring && c.send);
+    assert_eq!((c.from_rank, c.from_bracket.as_str()), (9, "23000"));
+    assert_eq!((c.dev, c.gdr), (Some(1), Some(true)));
+}
+
+#[test]
+fn form_per_gpu_gdr_2_3_to_2_4_cuda_and_nvml_dev() {
+    // 2.4 net.cc: "NET/%s : GPU Direct RDMA Disabled for GPU %d[%d] / HCA %d (distance %d >= %d)"
+    let g = gpu_gdr("NET/IB : GPU Direct RDMA Disabled for GPU 2[2] / HCA 0 (distance 4 >= 2)");
+    assert_eq!(g.form, GpuGdrForm::Net24);
+    assert!(!g.enabled);
+    assert_eq!((g.gpu.as_str(), g.hca.as_str()), ("2[2]", "0"));
+    assert_eq!((g.distance, g.level), (Some(4), Some(2)));
+    // "… Enabled for GPU %d[%d] / HCA %d (distance %d < %d), read %d"
+    let g =
+        gpu_gdr("NET/IB : GPU Direct RDMA Enabled for GPU 0[0] / HCA 0 (distance 1 < 2), read 0");
+    assert!(g.enabled && g.read == Some(false));
+    // net_ib.cc: "… for GPU %d[%d] / HCA %d '%s' (no module or not supported by GPU)"
+    let g = gpu_gdr(
+        "NET/IB : GPU Direct RDMA Disabled for GPU 1[1] / HCA 0 'mlx5_0' (no module or not supported by GPU)",
+    );
+    assert_eq!(g.form, GpuGdrForm::Net24);
+    assert_eq!(
+        g.reason.as_deref(),
+        Some("no module or not supported by GPU")
+    );
+    // 2.3 net_ib.cu: "NET/IB : GPU Direct RDMA Disabled for GPU %d / HCA %s (%s)"
+    let g = gpu_gdr("NET/IB : GPU Direct RDMA Disabled for GPU 0 / HCA mlx5_0 (no module)");
+    assert_eq!((g.form, g.hca.as_str()), (GpuGdrForm::Net24, "mlx5_0"));
+    assert_eq!(g.reason.as_deref(), Some("no module"));
+    // 2.5 (busId) stays its own form.
+    let g =
+        gpu_gdr("NET/IB : GPU Direct RDMA Enabled for GPU 1a000 / HCA 0 (distance 2 < 3), read 0");
+    assert_eq!(g.form, GpuGdrForm::Net25);
+}
+
+#[test]
+fn form_nic_distance_2_4() {
+    // 2.4 net.cc: "CUDA Dev %d[%d], %s NIC distance : %s" (NVIDIA/nccl#226, #229)
+    match one("CUDA Dev 1[1], AWS Libfabric NIC distance :  SYS") {
+        Record::NicDistance(d) => {
+            assert_eq!((d.cuda_dev, d.nvml_dev), (1, 1));
+            assert_eq!((d.net.as_str(), d.path.as_str()), ("AWS Libfabric", "SYS"));
+        }
+        r => panic!("{r:?}"),
+    }
+    assert!(matches!(
+        one("CUDA Dev 0[0], Socket NIC distance :  PHB"),
+        Record::NicDistance(NicDistance { ref net, .. }) if net == "Socket"
+    ));
+}
+
+#[test]
+fn form_plugin_gdr_off_and_no_verbs() {
+    // aws-ofi-nccl nccl_ofi_ofiutils.cpp: "Could not disable CUDA API usage for HMEM, disabling
+    // GDR" and platform-aws.cpp "GDR disabled on GDR-supported instance type %s", after its
+    // "NET/OFI " prefix.
+    assert!(matches!(
+        one("NET/OFI Could not disable CUDA API usage for HMEM, disabling GDR"),
+        Record::PluginGdrOff { .. }
+    ));
+    assert!(matches!(
+        one("NET/OFI GDR disabled on GDR-supported instance type p4d.24xlarge"),
+        Record::PluginGdrOff { .. }
+    ));
+    // ibvwrap.cc (WARN in NCCL, INFO in RCCL): "Failed to open libibverbs.so[.1]"
+    assert!(matches!(
+        one("Failed to open libibverbs.so[.1]"),
+        Record::NoVerbs
+    ));
+}
+
+#[test]
+fn headers_cut_before_the_host_or_printed_without_one() {
+    // A line cut before its host (autoscriptlabs/nccl-mesh-plugin#56), a host name replaced by
+    // hand with a space after it (NVIDIA/nccl-tests#217), no host:pid:tid at all
+    // (NVIDIA/nccl-tests#245), a Markdown quote (ROCm/rccl#1728).
+    let log = parse_text(
+        ":22901:22901 [0] NCCL INFO Connected all rings, use ring PXN 0 GDR 0\n\
+         NAME :70918:70928 [0] NCCL INFO Using network Socket\n\
+         [0] NCCL INFO comm 0x2515e00 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1e0 commId 0x1c71981584deedae - Init START\n\
+         > node-0:188802:188813 [0] NCCL INFO Using network Socket\n",
+    );
+    let hs: Vec<(&str, u32, i64, bool)> = log
+        .entries
+        .iter()
+        .map(|e| {
+            let h = e.header.as_ref().unwrap();
+            (h.host.as_str(), h.pid, h.cuda_dev, h.headerless)
+        })
+        .collect();
+    assert_eq!(
+        hs,
+        [
+            ("", 22901, 0, false),
+            ("NAME", 70918, 0, false),
+            ("", 0, 0, true),
+            ("node-0", 188802, 0, false)
+        ]
+    );
+}
+
+#[test]
+fn rccl_banners_date_the_log() {
+    for b in [
+        "RCCL version 2.20.5+hip6.2 HEAD:d380693+",
+        "RCCL version : 2.21.5-HEAD:9a0e6a1",
+    ] {
+        let log = parse_text(&format!("{b}\n"));
+        match &log.entries[0].record {
+            Record::Version(v) => assert_eq!(v.number.0, 2, "{b}"),
+            r => panic!("{b}: {r:?}"),
+        }
+    }
+}
+
+#[test]
+fn lines_of_other_forms_are_kept_with_their_text() {
+    let log = parse_text(&format!(
+        "{H}Setting affinity for GPU 1 to 0fffff00,000fffff\n"
+    ));
+    assert_eq!(log.unread.len(), 1);
+    assert_eq!(log.unread[0].0, 1);
+    assert!(log.unread[0].1.starts_with("Setting affinity"));
+}
