@@ -55,13 +55,13 @@ struct Error {
     vendor_err: u32,
 }
 
-fn dir() -> std::path::PathBuf {
-    common::repo().join("tests/data/evidence")
+fn dir(name: &str) -> std::path::PathBuf {
+    common::repo().join("tests/data").join(name)
 }
 
-fn manifest() -> Manifest {
-    let text = std::fs::read_to_string(dir().join("manifest.toml")).unwrap();
-    toml::from_str(&text).unwrap_or_else(|e| panic!("manifest.toml: {e}"))
+fn manifest(dir: &std::path::Path) -> Manifest {
+    let text = std::fs::read_to_string(dir.join("manifest.toml")).unwrap();
+    toml::from_str(&text).unwrap_or_else(|e| panic!("{}/manifest.toml: {e}", dir.display()))
 }
 
 fn gdr(s: &str) -> Gdr {
@@ -103,6 +103,12 @@ fn gpu_matches(want: &str, r: &RankVerdict) -> bool {
     if let Some(n) = want.strip_prefix("nvml ") {
         return r.gpu.nvml_dev == n.parse().ok();
     }
+    if let Some(n) = want.strip_prefix("dev ") {
+        // The device in the header alone: CUDA's index, or NVML's where that is all there is.
+        let n: i64 = n.parse().unwrap();
+        return r.gpu.cuda_dev == Some(n)
+            || (r.gpu.cuda_dev.is_none() && r.gpu.nvml_dev.map(i64::from) == Some(n));
+    }
     r.gpu.bdf.as_deref() == Some(want)
 }
 
@@ -128,10 +134,34 @@ fn find<'a>(report: &'a EvidenceReport, want: &Rank) -> Option<&'a RankVerdict> 
     })
 }
 
-#[test]
-fn every_published_log_gives_the_verdict_its_thread_reached() {
-    let m = manifest();
-    let mut on_disk: Vec<String> = std::fs::read_dir(dir())
+/// What a directory of logs scored against its manifest.
+struct Score {
+    logs: usize,
+    checks: usize,
+    /// (expected, got) → count.
+    tally: BTreeMap<(String, String), usize>,
+    failures: Vec<String>,
+}
+
+impl Score {
+    fn lines(&self) -> Vec<String> {
+        let mut lines = vec![format!(
+            "{} logs, {} checks; expected → got:",
+            self.logs, self.checks
+        )];
+        for ((want, got), n) in &self.tally {
+            lines.push(format!("  {want:>12} → {got:<8} {n}"));
+        }
+        lines
+    }
+}
+
+/// Runs `peerpath evidence` over every file of `tests/data/<name>` and checks it against the
+/// manifest there; the file list and the manifest must agree.
+fn score(name: &str) -> Score {
+    let dir = dir(name);
+    let m = manifest(&dir);
+    let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n != "manifest.toml" && n != "README.md")
@@ -139,19 +169,9 @@ fn every_published_log_gives_the_verdict_its_thread_reached() {
     on_disk.sort();
     let mut listed: Vec<String> = m.log.iter().map(|l| l.file.clone()).collect();
     listed.sort();
-    assert_eq!(
-        on_disk, listed,
-        "tests/data/evidence and its manifest differ"
-    );
-    assert!(m.log.len() >= 60, "the corpus holds {} logs", m.log.len());
-    let bytes: u64 = on_disk
-        .iter()
-        .map(|f| std::fs::metadata(dir().join(f)).unwrap().len())
-        .sum();
-    assert!(bytes < 2 << 20, "the corpus is {bytes} bytes");
+    assert_eq!(on_disk, listed, "tests/data/{name} and its manifest differ");
 
     let mut failures: Vec<String> = Vec::new();
-    // (expected, got) → count, for the tally printed at the end.
     let mut tally: BTreeMap<(String, String), usize> = BTreeMap::new();
     let mut checks = 0usize;
     for log in &m.log {
@@ -159,7 +179,7 @@ fn every_published_log_gives_the_verdict_its_thread_reached() {
         for f in [&log.part, &log.nccl, &log.network, &log.thread] {
             assert!(!f.is_empty(), "{}: empty manifest field", log.file);
         }
-        let bytes = std::fs::read(dir().join(&log.file)).unwrap();
+        let bytes = std::fs::read(dir.join(&log.file)).unwrap();
         let nic = log
             .bandwidth
             .iter()
@@ -278,19 +298,57 @@ fn every_published_log_gives_the_verdict_its_thread_reached() {
             log.file
         );
     }
-    let mut lines = vec![format!(
-        "{} logs, {checks} checks; expected → got:",
-        m.log.len()
-    )];
-    for ((want, got), n) in &tally {
-        lines.push(format!("  {want:>12} → {got:<8} {n}"));
+    Score {
+        logs: m.log.len(),
+        checks,
+        tally,
+        failures,
     }
-    println!("{}", lines.join("\n"));
+}
+
+#[test]
+fn every_published_log_gives_the_verdict_its_thread_reached() {
+    let dir = dir("evidence");
+    let logs = manifest(&dir).log.len();
+    assert!(logs >= 60, "the corpus holds {logs} logs");
+    let bytes: u64 = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    assert!(bytes < 2 << 20, "the corpus is {bytes} bytes");
+    let s = score("evidence");
+    println!("{}", s.lines().join("\n"));
     assert!(
-        failures.is_empty(),
+        s.failures.is_empty(),
         "{}\n{} failure(s):\n{}",
-        lines.join("\n"),
-        failures.len(),
-        failures.join("\n")
+        s.lines().join("\n"),
+        s.failures.len(),
+        s.failures.join("\n")
+    );
+}
+
+/// Logs held out of development (tests/data/evidence-held-out/README.md): scored and printed,
+/// never a failure — a measurement, not a target to tune on.
+#[test]
+fn held_out_logs_are_scored_not_tuned_on() {
+    let s = score("evidence-held-out");
+    assert!(s.logs >= 8, "{} held-out logs", s.logs);
+    let right: usize = s
+        .tally
+        .iter()
+        .filter(|((want, got), _)| want == got && !want.starts_with("bw "))
+        .map(|(_, n)| n)
+        .sum();
+    let ranks: usize = s
+        .tally
+        .iter()
+        .filter(|((want, _), _)| !want.starts_with("bw "))
+        .map(|(_, n)| n)
+        .sum();
+    println!(
+        "held out: {}\n{} failure(s):\n{}\n(verdicts right: {right} of {ranks})",
+        s.lines().join("\n"),
+        s.failures.len(),
+        s.failures.join("\n")
     );
 }
