@@ -11,7 +11,7 @@ use crate::model::Bdf;
 use crate::parse::joblog::JobOutput;
 use crate::parse::nccl_log::topo::NodeId;
 use crate::parse::nccl_log::{
-    Comm, Entry, GpuGdr, GpuGdrForm, NetChannel, NicGdr, NicList, Record, VirtualNic,
+    Comm, Entry, GpuGdr, GpuGdrForm, Header, NetChannel, NicGdr, NicList, Record, VirtualNic,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -38,13 +38,19 @@ struct Proc<'a> {
     host: String,
     pid: u32,
     entries: Vec<&'a Entry>,
+    /// The devices its headers name (lines of every form, read or not), each with its first line.
+    devs: BTreeMap<i64, usize>,
     version: VersionInfo,
     env: BTreeMap<String, (String, String)>,
 }
 
 impl Proc<'_> {
     fn first_line(&self) -> usize {
-        self.entries.first().map_or(0, |e| e.line)
+        self.entries
+            .first()
+            .map(|e| e.line)
+            .or_else(|| self.devs.values().min().copied())
+            .unwrap_or(0)
     }
     fn records(&self) -> impl DoubleEndedIterator<Item = (&Entry, &Record)> {
         self.entries.iter().map(|e| (*e, &e.record))
@@ -317,24 +323,70 @@ fn wc_status(status: Option<u32>, vendor: Option<u32>) -> (String, String) {
     (name.to_string(), meaning)
 }
 
+/// The subject of `rank`, named by a line process `pi` printed about its own rank; the
+/// bracket printed with it (busId 2.5–2.18.1, nvmlDev 2.18.3+) and the header's device fill in
+/// its GPU.
+fn own_rank(
+    subj: &mut Subjects,
+    pi: usize,
+    p: &Proc,
+    e: &Entry,
+    rank: u32,
+    bracket: &str,
+) -> usize {
+    let bus_form = bracket_is_bus_id(bracket)
+        .filter(|_| p.version.hi <= (18, 1) || p.version.source == version::VersionSource::Unknown);
+    let i = subj.rank(&p.host, Some(p.pid), rank);
+    let s = &mut subj.v[i];
+    s.proc_idx = Some(pi);
+    s.pid = Some(p.pid);
+    match bus_form {
+        Some(true) => s.bus_id = s.bus_id.or(hex(bracket)),
+        Some(false) if p.version.lo >= (18, 3) => s.nvml_dev = s.nvml_dev.or(bracket.parse().ok()),
+        _ => {}
+    }
+    if let Some(h) = e.header.as_ref().filter(|h| h.cuda_dev >= 0) {
+        s.cuda_dev = s.cuda_dev.or(Some(h.cuda_dev));
+    }
+    if s.lines.len() < 6 {
+        s.lines.insert(e.line);
+    }
+    i
+}
+
 /// Judges every rank of one input.
 pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
     let log = &job.nccl;
     // Processes in order of first appearance.
     let mut procs: Vec<Proc> = Vec::new();
     let mut index: BTreeMap<(String, u32), usize> = BTreeMap::new();
-    for e in &log.entries {
-        let Some(h) = &e.header else { continue };
+    let mut proc_of = |h: &Header, line: usize| {
         let i = *index.entry((h.host.clone(), h.pid)).or_insert_with(|| {
             procs.push(Proc {
                 host: h.host.clone(),
                 pid: h.pid,
                 entries: Vec::new(),
+                devs: BTreeMap::new(),
                 version: version::infer(None, &[]),
                 env: BTreeMap::new(),
             });
             procs.len() - 1
         });
+        if !h.headerless {
+            procs[i].devs.entry(h.cuda_dev).or_insert(line);
+        }
+        i
+    };
+    let mut owned: Vec<(usize, &Entry)> = Vec::new();
+    for e in &log.entries {
+        let Some(h) = &e.header else { continue };
+        owned.push((proc_of(h, e.line), e));
+    }
+    // Lines of forms not read still show a process ran NCCL on that device.
+    for u in &log.unread {
+        proc_of(&u.header, u.line);
+    }
+    for (i, e) in owned {
         procs[i].entries.push(e);
     }
     // Banners (no header): all equal → every process; else the nearest one before each.
@@ -438,27 +490,24 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
             } else {
                 (c.to_rank, &c.to_bracket)
             };
-            let bus_form = bracket_is_bus_id(bracket).filter(|_| {
-                p.version.hi <= (18, 1) || p.version.source == version::VersionSource::Unknown
-            });
-            let i = subj.rank(&p.host, Some(p.pid), rank);
-            let s = &mut subj.v[i];
-            s.proc_idx = Some(pi);
-            s.pid = Some(p.pid);
-            match bus_form {
-                Some(true) => s.bus_id = s.bus_id.or(hex(bracket)),
-                Some(false) if p.version.lo >= (18, 3) => {
-                    s.nvml_dev = s.nvml_dev.or(bracket.parse().ok())
+            let i = own_rank(&mut subj, pi, p, e, rank, bracket);
+            conns.push((i, c, e));
+        }
+    }
+    // Lines that name the printing process's own rank: connections within the node (printed by
+    // the sender), `rank %d nranks %d` (2.3), `Init timings … rank %d nranks %d` (2.22+).
+    for (pi, p) in procs.iter().enumerate() {
+        for e in &p.entries {
+            match &e.record {
+                Record::PeerChannel(c) => {
+                    own_rank(&mut subj, pi, p, e, c.from_rank, &c.from_bracket);
+                }
+                Record::RankOf { rank, nranks } => {
+                    let i = own_rank(&mut subj, pi, p, e, *rank, "");
+                    subj.v[i].nranks = subj.v[i].nranks.or(*nranks);
                 }
                 _ => {}
             }
-            if let Some(h) = &e.header {
-                s.cuda_dev = s.cuda_dev.or(Some(h.cuda_dev));
-            }
-            if s.lines.len() < 6 {
-                s.lines.insert(e.line);
-            }
-            conns.push((i, c, e));
         }
     }
     // nccl-tests devices.
@@ -544,6 +593,30 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
     for r in &rerouted {
         let i = subj.bus(&r.host, Some(r.gpu));
         subj.v[i].lines.insert(r.line);
+    }
+    // A process no line above ties to a rank or GPU still ran NCCL: one subject per device its
+    // header names, judged on what the process printed (its network, its plugin), else unknown.
+    let mut covered: BTreeSet<usize> = subj.v.iter().filter_map(|s| s.proc_idx).collect();
+    covered.extend(gpu_lines.iter().map(|g| g.3));
+    covered.extend(rerouted.iter().filter_map(|r| {
+        procs
+            .iter()
+            .position(|p| p.host == r.host && p.entries.iter().any(|e| e.line == r.line))
+    }));
+    for (pi, p) in procs.iter().enumerate() {
+        if covered.contains(&pi)
+            || subj
+                .v
+                .iter()
+                .any(|s| s.host == p.host && s.pid == Some(p.pid))
+        {
+            continue;
+        }
+        for (&d, &line) in &p.devs {
+            let i = subj.device(&p.host, p.pid, Some(d), None);
+            subj.v[i].proc_idx = Some(pi);
+            subj.v[i].lines.insert(line);
+        }
     }
     let subjects = subj.v;
     // Each subject's connections and GDR lines, grouped once.

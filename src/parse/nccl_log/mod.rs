@@ -135,13 +135,23 @@ pub struct NcclLog {
     pub entries: Vec<Entry>,
     /// NCCL lines of known forms that could not be read.
     pub refused: Vec<Refused>,
-    /// NCCL lines of forms this parser does not read (they say nothing about GDR or NICs):
-    /// line number and message (at most 160 characters).
-    pub unread: Vec<(usize, String)>,
+    /// NCCL lines of forms this parser does not read (they say nothing about GDR or NICs).
+    pub unread: Vec<Unread>,
     /// Command lines seen.
     pub commands: Vec<CommandLine>,
     /// Gap markers (`[... text missing here …]`): text left out of the copy.
     pub gaps: Vec<usize>,
+}
+
+/// An NCCL line of a form the parser does not read: still a line its process printed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Unread {
+    /// 1-based line number.
+    pub line: usize,
+    /// Who printed it.
+    pub header: Header,
+    /// The message (at most 160 characters).
+    pub text: String,
 }
 
 /// One NCCL header found in a line: byte offsets of where it starts and where its message
@@ -324,7 +334,48 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
                 .collect(),
         );
     }
+    // A header whose message was printed later (≤ 2.3 wrote the header and the message with two
+    // `fprintf` calls, so another process's line could come between): the header and the line
+    // it was left on.
+    let mut pending: Option<(Header, usize)> = None;
     for (l, found) in lines.iter().zip(found_per_line.iter_mut()) {
+        if pending.as_ref().is_some_and(|(_, at)| l.no > at + 2) {
+            pending = None;
+        }
+        if let Some((h, _)) = &pending
+            && found.is_empty()
+            && let Parsed::Record(record) =
+                records::parse_message(split_launcher(l.text).1, l.ended)
+        {
+            log.entries.push(Entry {
+                line: l.no,
+                header: Some(h.clone()),
+                complete: l.ended,
+                record,
+            });
+            pending = None;
+            continue;
+        }
+        if found.is_empty()
+            && let Some(record) = records::bare_net_channel(split_launcher(l.text).1, l.ended)
+        {
+            log.entries.push(Entry {
+                line: l.no,
+                header: Some(Header {
+                    host: String::new(),
+                    pid: 0,
+                    tid: 0,
+                    cuda_dev: -1,
+                    level: Level::Info,
+                    source: None,
+                    host_repaired: false,
+                    headerless: true,
+                }),
+                complete: l.ended,
+                record,
+            });
+            continue;
+        }
         if is_gap_marker(split_launcher(l.text).1) {
             log.gaps.push(l.no);
             continue;
@@ -373,6 +424,10 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
             let end = found.get(i + 1).map_or(l.text.len(), |n| n.start);
             let complete = i + 1 == found.len() && l.ended;
             let msg = &l.text[f.msg..end];
+            if msg.trim().is_empty() && i + 1 < found.len() && f.header.level == Level::Info {
+                pending = Some((f.header.clone(), l.no));
+                continue;
+            }
             match records::parse_message(msg, complete) {
                 Parsed::Record(record) => log.entries.push(Entry {
                     line: l.no,
@@ -388,9 +443,11 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
                         text: msg.trim().chars().take(300).collect(),
                     },
                 }),
-                Parsed::Other => log
-                    .unread
-                    .push((l.no, msg.trim().chars().take(160).collect())),
+                Parsed::Other => log.unread.push(Unread {
+                    line: l.no,
+                    header: f.header.clone(),
+                    text: msg.trim().chars().take(160).collect(),
+                }),
                 Parsed::Refused(why) => log.refused.push(Refused {
                     line: l.no,
                     text: msg.chars().take(160).collect(),

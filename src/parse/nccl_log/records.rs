@@ -15,6 +15,18 @@ pub enum Record {
     Version(Version),
     /// A channel connection over the network transport.
     NetChannel(NetChannel),
+    /// A channel connection within the node (`via P2P/…`, `via direct shared memory`, `via
+    /// SHM/…`): NCCL prints it from the sending side's setup, so its first rank is the rank
+    /// of the process that printed it.
+    PeerChannel(PeerChannel),
+    /// `rank %d nranks %d` (2.3) or `Init timings[ - %s]: rank %d nranks %d total …` (2.22+):
+    /// the rank of the thread that printed it.
+    RankOf {
+        /// The rank.
+        rank: u32,
+        /// `nranks`.
+        nranks: Option<u32>,
+    },
     /// `NET/IB : Using [0]mlx5_0:1/IB …` or `NET/Socket : Using [0]eth0:10.0.0.1<0>`.
     NicList(NicList),
     /// `Bootstrap : Using …`: the out-of-band interface.
@@ -115,8 +127,9 @@ pub struct NetChannel {
     /// `Ring` (≤ 2.6) rather than `Channel`.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub ring: bool,
-    /// Channel id.
-    pub channel: u32,
+    /// Channel id; `None` for a line quoted without its `Channel NN : ` (from the ranks on).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub channel: Option<u32>,
     /// Connection index (`/%d`, 2.12+); `None` in the ≤ 2.11 form.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conn_index: Option<u32>,
@@ -266,6 +279,23 @@ pub struct GpuGdr {
     pub reason: Option<String>,
 }
 
+/// `Ring|Channel %02d[/%d] : %d[…] -> %d[…] via P2P/…|SHM/…|direct shared memory` (2.3+;
+/// `Ring %02d : %d -> %d via P2P/common device` prints no brackets).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PeerChannel {
+    /// Sending rank: the printing process's own.
+    pub from_rank: u32,
+    /// Its bracket as printed (cudaDev ≤ 2.4, busId 2.5–2.18.1, nvmlDev 2.18.3+; empty when
+    /// none).
+    pub from_bracket: String,
+    /// Receiving rank.
+    pub to_rank: u32,
+    /// Its bracket as printed.
+    pub to_bracket: String,
+    /// The transport as printed after `via ` (`P2P/IPC`, `direct shared memory`).
+    pub via: String,
+}
+
 /// `CUDA Dev %d[%d], %s NIC distance : %s` (2.4).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NicDistance {
@@ -385,6 +415,19 @@ pub fn parse_message(msg: &str, complete: bool) -> Parsed {
     if (ts.starts_with("Channel ") || ts.starts_with("Ring ")) && ts.contains(" via NET/") {
         return net_channel(ts, complete);
     }
+    if (ts.starts_with("Channel ") || ts.starts_with("Ring "))
+        && let Some((_, via)) = ts.split_once(" via ")
+        && (via.starts_with("P2P/") || via.starts_with("SHM/") || via.starts_with("direct shared"))
+    {
+        return peer_channel(ts);
+    }
+    if let Some(r) = ts
+        .strip_prefix("Init timings")
+        .and_then(|r| r.split_once(": ").map(|x| x.1))
+        .or_else(|| ts.strip_prefix("rank ").map(|_| ts))
+    {
+        return rank_of(r);
+    }
     if ts.starts_with("Failed to open libibverbs") {
         return Parsed::Record(Record::NoVerbs);
     }
@@ -442,6 +485,15 @@ pub fn parse_message(msg: &str, complete: bool) -> Parsed {
         return Parsed::Record(Record::Env {
             name: name.to_string(),
             value: value.to_string(),
+        });
+    }
+    // 2.3: "Using internal|external Network %s" (external: a net plugin); 2.6+: "Using network %s".
+    if let Some(r) = ts
+        .strip_prefix("Using internal Network ")
+        .or_else(|| ts.strip_prefix("Using external Network "))
+    {
+        return Parsed::Record(Record::UsingNetwork {
+            name: r.trim().to_string(),
         });
     }
     if let Some(r) = ts.strip_prefix("Using network ") {
@@ -513,6 +565,45 @@ fn rank_bracket(s: &str) -> Option<(u32, String)> {
     Some((r.trim().parse().ok()?, b.to_string()))
 }
 
+/// `Ring|Channel %02d[/%d] : from -> to via …` within the node.
+fn peer_channel(t: &str) -> Parsed {
+    let rest = t.split_once(" : ").map(|x| x.1);
+    let parts = rest.and_then(|r| {
+        let (from, r) = r.split_once(" -> ")?;
+        let (to, via) = r.split_once(" via ")?;
+        Some((rank_bracket(from)?, rank_bracket(to)?, via))
+    });
+    match parts {
+        Some(((from_rank, from_bracket), (to_rank, to_bracket), via)) => {
+            Parsed::Record(Record::PeerChannel(PeerChannel {
+                from_rank,
+                from_bracket,
+                to_rank,
+                to_bracket,
+                via: via.trim().to_string(),
+            }))
+        }
+        None => Parsed::Refused("a P2P/SHM channel line without `a -> b via`".into()),
+    }
+}
+
+/// `rank %d nranks %d[ …]`.
+fn rank_of(t: &str) -> Parsed {
+    let mut w = t.split_whitespace();
+    match (
+        w.next(),
+        w.next().map(str::parse::<u32>),
+        w.next(),
+        w.next(),
+    ) {
+        (Some("rank"), Some(Ok(rank)), Some("nranks"), n) => Parsed::Record(Record::RankOf {
+            rank,
+            nranks: n.and_then(|n| n.parse().ok()),
+        }),
+        _ => Parsed::Other,
+    }
+}
+
 fn net_channel(t: &str, complete: bool) -> Parsed {
     let refuse = |why: &str| Parsed::Refused(why.to_string());
     let (ring, rest) = match t.strip_prefix("Channel ") {
@@ -535,6 +626,31 @@ fn net_channel(t: &str, complete: bool) -> Parsed {
     if ch.contains('/') && conn_index.is_none() {
         return refuse("connection index is not a number");
     }
+    net_connection(ring, Some(channel), conn_index, rest, complete)
+}
+
+/// A channel line's connection quoted from its ranks on, without the header and the `Channel
+/// NN : ` (`9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA`, as people quote it in prose).
+pub fn bare_net_channel(t: &str, complete: bool) -> Option<Record> {
+    let t = t.trim();
+    if !t.starts_with(|c: char| c.is_ascii_digit()) || !t.contains(" via NET/") {
+        return None;
+    }
+    match net_connection(false, None, None, t, complete) {
+        Parsed::Record(r) => Some(r),
+        _ => None,
+    }
+}
+
+/// `from -> to [send|receive] via NET/…` (or, 2.3, `from -> to via NET/…`).
+fn net_connection(
+    ring: bool,
+    channel: Option<u32>,
+    conn_index: Option<u32>,
+    rest: &str,
+    complete: bool,
+) -> Parsed {
+    let refuse = |why: &str| Parsed::Refused(why.to_string());
     let Some((from, rest)) = rest.split_once(" -> ") else {
         return refuse("no `->` between the ranks");
     };

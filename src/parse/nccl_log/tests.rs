@@ -63,7 +63,7 @@ fn form_net_channel_2_12_to_2_18_1_connindex_and_pxn() {
 #[test]
 fn form_net_channel_2_18_3_and_later_nvmldev_bracket() {
     let c = chan("Channel 03/0 : 5[5] -> 12[4] [send] via NET/IB/3");
-    assert_eq!((c.channel, c.conn_index), (3, Some(0)));
+    assert_eq!((c.channel, c.conn_index), (Some(3), Some(0)));
     assert_eq!(
         (
             c.from_rank,
@@ -698,6 +698,137 @@ fn lines_of_other_forms_are_kept_with_their_text() {
         "{H}Setting affinity for GPU 1 to 0fffff00,000fffff\n"
     ));
     assert_eq!(log.unread.len(), 1);
-    assert_eq!(log.unread[0].0, 1);
-    assert!(log.unread[0].1.starts_with("Setting affinity"));
+    assert_eq!(log.unread[0].line, 1);
+    assert!(log.unread[0].text.starts_with("Setting affinity"));
+}
+
+#[test]
+fn form_peer_channels_name_the_sender_in_every_release() {
+    // p2pSendSetup/shmSendSetup print `myInfo->rank` first in every release.
+    let peer = |msg: &str| match one(msg) {
+        Record::PeerChannel(c) => c,
+        r => panic!("{msg}: {r:?}"),
+    };
+    // 2.3: "Ring %02d : %d -> %d via P2P/common device" (no brackets)
+    let c = peer("Ring 00 : 1 -> 2 via P2P/common device");
+    assert_eq!(
+        (c.from_rank, c.from_bracket.as_str(), c.to_rank),
+        (1, "", 2)
+    );
+    // 2.3–2.4: "Ring %02d : %d[%d] -> %d[%d] via direct shared memory" (cudaDev)
+    let c = peer("Ring 01 : 0[0] -> 1[1] via direct shared memory");
+    assert_eq!((c.from_rank, c.via.as_str()), (0, "direct shared memory"));
+    // 2.7–2.11: "Channel %02d : %d[%lx] -> %d[%lx] via P2P/IPC%s" (busId)
+    let c = peer("Channel 15 : 0[6000] -> 6[d0000] via P2P/IPC/read");
+    assert_eq!((c.from_rank, c.from_bracket.as_str()), (0, "6000"));
+    // 2.19+: "Channel %02d/%01d : %d[%d] -> %d[%d] via P2P/CUMEM%s%s" (nvmlDev), SHM/%s/%s
+    let c = peer("Channel 04/0 : 0[0] -> 7[7] via P2P/CUMEM");
+    assert_eq!(
+        (c.from_rank, c.to_rank, c.via.as_str()),
+        (0, 7, "P2P/CUMEM")
+    );
+    let c = peer("Channel 00 : 3[3] -> 2[2] via SHM/direct/direct");
+    assert_eq!(c.from_rank, 3);
+}
+
+#[test]
+fn form_using_network_2_3_internal_or_external() {
+    // 2.3: "Using internal Network %s" / "Using external Network %s" (a plugin)
+    for (msg, want) in [
+        ("Using internal Network Socket", "Socket"),
+        ("Using external Network AWS Libfabric", "AWS Libfabric"),
+        ("Using network IB", "IB"),
+    ] {
+        assert_eq!(
+            one(msg),
+            Record::UsingNetwork { name: want.into() },
+            "{msg}"
+        );
+    }
+}
+
+#[test]
+fn form_rank_lines_2_3_and_init_timings_2_22_on() {
+    let rank = |msg: &str| match one(msg) {
+        Record::RankOf { rank, nranks } => (rank, nranks),
+        r => panic!("{msg}: {r:?}"),
+    };
+    // 2.3: INFO(INIT,"rank %d nranks %d", myrank, nranks)
+    assert_eq!(rank("rank 6 nranks 8"), (6, Some(8)));
+    // 2.22: "Init timings: rank %d nranks %d total %.2f (…)"
+    assert_eq!(
+        rank(
+            "Init timings: rank 2 nranks 16 total 1.08 (kernels 0.51, bootstrap 0.22, allgathers 0.01, topo 0.28, graphs 0.04, connections 0.02, rest 0.01)"
+        ),
+        (2, Some(16))
+    );
+    // 2.23+: "Init timings - %s: rank %d nranks %d total %.2f (…)"
+    assert_eq!(
+        rank(
+            "Init timings - ncclCommInitRankConfig: rank 5 nranks 8 total 0.53 (kernels 0.12, alloc 0.05, bootstrap 0.01, allgathers 0.00, topo 0.20, graphs 0.01, connections 0.10, rest 0.04)"
+        ),
+        (5, Some(8))
+    );
+}
+
+#[test]
+fn a_header_whose_message_came_after_another_process_line_keeps_it() {
+    // ≤ 2.3 printed the header and the message with two fprintf calls (include/debug.h).
+    let log = parse_text(
+        "learnfair062:40507:40644 [2] NCCL INFO learnfair062:40515:40515 [6] NCCL INFO Using internal Network IB\n\
+         learnfair062:40515:40515 [6] NCCL INFO rank 6 nranks 8\n\
+         comm 0x7f6df005a260 rank 2 nranks 8\n",
+    );
+    assert!(log.unread.is_empty(), "{:?}", log.unread);
+    assert!(log.entries.iter().any(|e| matches!(&e.record,
+        Record::UsingNetwork { name } if name == "IB")));
+    let comm = log
+        .entries
+        .iter()
+        .find(|e| matches!(&e.record, Record::Comm(c) if c.rank == Some(2)))
+        .expect("the comm line of rank 2");
+    let h = comm.header.as_ref().unwrap();
+    assert_eq!((h.pid, h.cuda_dev, comm.line), (40507, 2, 3));
+    // Further than two lines on, a headerless line is not given to it.
+    let log = parse_text(
+        "h:1:1 [2] NCCL INFO h:9:9 [6] NCCL INFO rank 6 nranks 8\na\nb\ncomm 0x1 rank 2 nranks 8\n",
+    );
+    assert!(
+        !log.entries
+            .iter()
+            .any(|e| matches!(&e.record, Record::Comm(_))),
+        "{log:#?}"
+    );
+}
+
+#[test]
+fn a_connection_quoted_without_its_header_is_read() {
+    let log = parse_text(
+        "9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA\n9[1a000] -> 2[6b000] [receive] via NET/IB/1\n",
+    );
+    let chans: Vec<&NetChannel> = log
+        .entries
+        .iter()
+        .filter_map(|e| match &e.record {
+            Record::NetChannel(c) => Some(c),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(chans.len(), 2);
+    assert_eq!(
+        (chans[0].channel, chans[0].send, chans[0].gdr),
+        (None, true, Some(true))
+    );
+    assert_eq!(
+        (chans[1].send, chans[1].gdr, chans[1].dev),
+        (false, Some(false), Some(1))
+    );
+    assert!(
+        log.entries
+            .iter()
+            .all(|e| e.header.as_ref().unwrap().headerless)
+    );
+    // Prose that merely contains an arrow is not one.
+    let log = parse_text("2 -> 3 is slow via NET/IB but why\n");
+    assert!(log.entries.is_empty());
 }
