@@ -145,7 +145,7 @@ pub struct NcclTests {
 /// `NCCL_VERSION_CODE` (`22803`) as a release.
 fn version_code(s: &str) -> Option<(u32, u32, u32)> {
     let c: u32 = s.trim().parse().ok()?;
-    (c >= 20000).then(|| (c / 10000, (c / 100) % 100, c % 100))
+    (c >= 20000).then_some((c / 10000, (c / 100) % 100, c % 100))
 }
 
 /// The text after `#` of an nccl-tests comment line; also the same lines printed without their

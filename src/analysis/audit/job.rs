@@ -163,18 +163,14 @@ fn ib_hca(ctx: &Ctx, env: &JobEnv) -> Vec<Finding> {
                 format!("{} select {s}", g.releases())
             })
             .collect();
+        let summary = format!(
+            "NCCL_IB_HCA={v} is read differently by NCCL releases: {}",
+            words.join("; ")
+        );
+        let remedy = "write the list so every release reads it alike (`=name:port`, no empty port; `=` needs NCCL ≥ 2.5)";
         out.push(
-            Finding::new(
-                id,
-                Severity::Warning,
-                Subject::Node,
-                format!(
-                    "NCCL_IB_HCA={v} is read differently by NCCL releases: {}",
-                    words.join("; ")
-                ),
-                "write the list so every release reads it alike (`=name:port`, no empty port; `=` needs NCCL ≥ 2.5)",
-            )
-            .with("env NCCL_IB_HCA", v),
+            Finding::new(id, Severity::Warning, Subject::Node, summary, remedy)
+                .with("env NCCL_IB_HCA", v),
         );
     }
     for e in l.unmatched(&devs) {

@@ -350,6 +350,20 @@ mod tests {
         crate::parse::nccl_tests::parse(&lines).runs.remove(0)
     }
 
+    /// `judge_run` against these NICs and NVLinks.
+    fn judge(
+        run: &TestRun,
+        nics: &Capacity,
+        nvlink: Option<&NvlinkCapacity>,
+        ctx: &RunContext,
+    ) -> BandwidthVerdict {
+        let against = Against {
+            nics: Some(nics),
+            nvlink,
+        };
+        judge_run("x", run, &against, ctx)
+    }
+
     #[test]
     fn a_one_host_run_is_judged_against_nvlink_when_the_topology_gives_it() {
         let run = one_host_run();
@@ -371,28 +385,12 @@ mod tests {
             expected_busbw: 240.0,
             source: "test".into(),
         };
-        let v = judge_run(
-            "x",
-            &run,
-            &Against {
-                nics: Some(&nics),
-                nvlink: Some(&nvlink),
-            },
-            &ctx,
-        );
+        let v = judge(&run, &nics, Some(&nvlink), &ctx);
         assert_eq!(v.against.as_deref(), Some("nvlink"));
         assert_eq!(v.judged.as_ref().unwrap().0, 140.24);
         assert_eq!(v.verdict, BwVerdict::Low, "{}", v.summary);
         // Without NVLink figures the same run is not judged, and never against the NICs.
-        let v = judge_run(
-            "x",
-            &run,
-            &Against {
-                nics: Some(&nics),
-                nvlink: None,
-            },
-            &ctx,
-        );
+        let v = judge(&run, &nics, None, &ctx);
         assert_eq!((v.verdict, v.against), (BwVerdict::Unknown, None));
     }
 
@@ -407,18 +405,11 @@ mod tests {
             expected_busbw: 24.0,
             source: "test".into(),
         };
-        let v = judge_run(
-            "x",
-            &run,
-            &Against {
-                nics: Some(&nics),
-                nvlink: None,
-            },
-            &RunContext {
-                net_seen: true,
-                gdr_used: true,
-            },
-        );
+        let ctx = RunContext {
+            net_seen: true,
+            gdr_used: true,
+        };
+        let v = judge(&run, &nics, None, &ctx);
         assert_eq!(v.verdict, BwVerdict::Unknown);
         assert!(v.summary.contains("below 64 MiB"), "{}", v.summary);
     }
