@@ -44,6 +44,16 @@ fn pci_ids(dir: &tempfile::TempDir, h200: Option<&str>) -> String {
     p.display().to_string()
 }
 
+/// The capture's tree and JSON scan, named from a database that names the H200 `h200` (or not).
+fn scan(h200: Option<&str>) -> (String, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let ids = pci_ids(&dir, h200);
+    let c = capture();
+    let tree = ok(&["scan", "-i", &c, "--pci-ids", &ids]);
+    let json = ok(&["scan", "-i", &c, "--pci-ids", &ids, "--format", "json"]);
+    (tree, serde_json::from_str(&json).unwrap())
+}
+
 fn gpu(scan: &Value) -> &Value {
     scan["devices"]
         .as_array()
@@ -58,26 +68,13 @@ fn gpu(scan: &Value) -> &Value {
 /// Before issue 29 the tree said `"[10de:2335]"`.
 #[test]
 fn h200_is_named_by_the_driver_when_pci_ids_has_no_entry() {
-    let dir = tempfile::tempdir().unwrap();
-    let ids = pci_ids(&dir, None);
-    let c = capture();
-    let tree = ok(&["scan", "-i", &c, "--pci-ids", &ids]);
+    let (tree, json) = scan(None);
     assert!(
         tree.contains(
             "GPU 0000:00:06.0 \"NVIDIA H200\" (name from the NVIDIA driver; pci.ids has none) [32.0 GT/s x16]"
         ),
         "{tree}"
     );
-    let json: Value = serde_json::from_str(&ok(&[
-        "scan",
-        "-i",
-        &c,
-        "--pci-ids",
-        &ids,
-        "--format",
-        "json",
-    ]))
-    .unwrap();
     let g = gpu(&json);
     assert_eq!(g["kind"], "gpu");
     assert_eq!(g["device_name"], "NVIDIA H200");
@@ -108,24 +105,11 @@ fn h200_is_named_by_the_driver_when_pci_ids_has_no_entry() {
 /// A database that knows the card wins, and then nothing says otherwise.
 #[test]
 fn pci_ids_name_wins_when_it_has_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let ids = pci_ids(&dir, Some("GH100 [H200 SXM 141GB]"));
-    let c = capture();
-    let tree = ok(&["scan", "-i", &c, "--pci-ids", &ids]);
+    let (tree, json) = scan(Some("GH100 [H200 SXM 141GB]"));
     assert!(
         tree.contains("GPU 0000:00:06.0 \"NVIDIA Corporation GH100 [H200 SXM 141GB]\" [32.0"),
         "{tree}"
     );
-    let json: Value = serde_json::from_str(&ok(&[
-        "scan",
-        "-i",
-        &c,
-        "--pci-ids",
-        &ids,
-        "--format",
-        "json",
-    ]))
-    .unwrap();
     assert!(gpu(&json).get("name_source").is_none());
 }
 
