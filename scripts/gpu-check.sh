@@ -516,6 +516,7 @@ PY
 }
 
 trap 'summary; pack' EXIT
+trap 'exit 143' TERM INT # a run stopped from outside still writes its summary and tarball
 echo "gpu-check: results in $OUT (working folder $TOP), budget ${BUDGET_S}s"
 [ -x "$PP" ] || echo "warning: $PP missing: run scripts/gpu-check-prepare.sh first" | tee "$R/peerpath-missing.txt"
 for phase in $PHASES; do
