@@ -304,7 +304,11 @@ pub const MAX_SNAPSHOT_BYTES: u64 = 512 << 20;
 fn key(path: &Path) -> Cow<'_, [u8]> {
     let b = path.as_os_str().as_bytes();
     let body = b.strip_prefix(b"/").unwrap_or(b);
-    if body.is_empty() || body.split(|&c| c == b'/').all(|c| !c.is_empty() && c != b".") {
+    if body.is_empty()
+        || body
+            .split(|&c| c == b'/')
+            .all(|c| !c.is_empty() && c != b".")
+    {
         return Cow::Borrowed(b);
     }
     let mut out: Vec<u8> = Vec::with_capacity(b.len());
@@ -327,7 +331,9 @@ fn key(path: &Path) -> Cow<'_, [u8]> {
 
 /// The parent of a key (`None` at the top).
 fn parent_key(k: &[u8]) -> Option<&[u8]> {
-    memchr::memrchr(b'/', k).map(|i| &k[..i]).filter(|p| !p.is_empty())
+    memchr::memrchr(b'/', k)
+        .map(|i| &k[..i])
+        .filter(|p| !p.is_empty())
 }
 
 /// A tar stream's bytes: decompressed (gzip or bzip2 by magic bytes, at most
@@ -345,7 +351,10 @@ fn tar_bytes<'b>(
             .checked_sub(4)
             .map(|i| u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]))
             .unwrap_or(0) as usize;
-        let bound = bytes.len().saturating_mul(1032).min(MAX_SNAPSHOT_BYTES as usize);
+        let bound = bytes
+            .len()
+            .saturating_mul(1032)
+            .min(MAX_SNAPSHOT_BYTES as usize);
         (
             Box::new(flate2::read::GzDecoder::new(bytes)),
             isize.min(bound),
@@ -464,7 +473,9 @@ impl MemRoot {
                 let start = entry.raw_file_position();
                 let body = start
                     .checked_add(entry.size())
-                    .and_then(|end| data.get(usize::try_from(start).ok()?..usize::try_from(end).ok()?))
+                    .and_then(|end| {
+                        data.get(usize::try_from(start).ok()?..usize::try_from(end).ok()?)
+                    })
                     .ok_or_else(|| {
                         io::Error::new(
                             io::ErrorKind::UnexpectedEof,
@@ -485,7 +496,12 @@ impl MemRoot {
         if raw.is_empty() {
             return Err(io::Error::new(io::ErrorKind::InvalidData, "empty snapshot"));
         }
-        let top = |p: &[u8]| p.split(|&c| c == b'/').next().map(<[u8]>::to_vec).unwrap_or_default();
+        let top = |p: &[u8]| {
+            p.split(|&c| c == b'/')
+                .next()
+                .map(<[u8]>::to_vec)
+                .unwrap_or_default()
+        };
         let has_sys_at_top = raw.iter().any(|(p, _)| top(p) == b"sys");
         let mut strip: Option<Vec<u8>> = None;
         if !has_sys_at_top {
