@@ -411,8 +411,9 @@ impl MemRoot {
         Self::from_tar_bytes_charged(name, bytes, None)
     }
 
-    /// [`MemRoot::from_tar_bytes`], taking every decompressed byte from a shared budget
-    /// (`fleet -j`: see [`super::budget`]).
+    /// [`MemRoot::from_tar_bytes`], taking every decompressed byte, and every file's bytes
+    /// as they are copied out of the archive, from a shared budget (`fleet -j`: see
+    /// [`super::budget`]).
     ///
     /// The stream is decompressed whole first and the archive walked in memory (the `tar`
     /// crate's seeking walk: a file's bytes are sliced out where its header says they are,
@@ -420,9 +421,9 @@ impl MemRoot {
     pub fn from_tar_bytes_charged(
         name: &str,
         bytes: &[u8],
-        charge: Option<&mut super::budget::Charge>,
+        mut charge: Option<&mut super::budget::Charge>,
     ) -> io::Result<Self> {
-        let data = tar_bytes(bytes, charge)?;
+        let data = tar_bytes(bytes, charge.as_deref_mut())?;
         let mut archive = tar::Archive::new(io::Cursor::new(&data[..]));
         let mut raw: Vec<(Vec<u8>, MemNode)> = Vec::new();
         let mut skipped_long: Vec<Vec<u8>> = Vec::new();
@@ -485,6 +486,10 @@ impl MemRoot {
                             ),
                         )
                     })?;
+                // The copy is held with the archive until the walk ends: charged too.
+                if let Some(c) = charge.as_deref_mut() {
+                    c.take(body.len() as u64);
+                }
                 MemNode::File(body.to_vec())
             } else {
                 continue;
