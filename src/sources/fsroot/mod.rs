@@ -402,8 +402,10 @@ fn walk_tar<'a>(
 ) -> io::Result<()> {
     const BLOCK: usize = 512;
     let mut pos = 0usize;
-    let (mut long_name, mut long_link, mut pax): (Option<&[u8]>, Option<&[u8]>, Option<&[u8]>) =
-        (None, None, None);
+    // Extension members' data, for the next member: GNU long name, GNU long link, pax.
+    let mut long_name: Option<&[u8]> = None;
+    let mut long_link: Option<&[u8]> = None;
+    let mut pax: Option<&[u8]> = None;
     while let Some(block) = data.get(pos..pos + BLOCK) {
         if block.iter().all(|&b| b == 0) {
             break;
@@ -416,7 +418,9 @@ fn walk_tar<'a>(
             .sum::<u32>()
             + 8 * 32;
         if h.cksum()? != sum {
-            return Err(bad_tar(format!("archive header checksum mismatch at byte {pos}")));
+            return Err(bad_tar(format!(
+                "archive header checksum mismatch at byte {pos}"
+            )));
         }
         let kind = h.entry_type();
         let (mut size, mut path, mut link) = (h.entry_size()?, None, None);
@@ -775,7 +779,8 @@ mod tests {
         h.set_size(0);
         b.append_link(&mut h, "sys/link", format!("../{long}"))
             .unwrap();
-        b.append_pax_extensions([("path", &b"sys/from-pax"[..])]).unwrap();
+        b.append_pax_extensions([("path", &b"sys/from-pax"[..])])
+            .unwrap();
         let mut h = tar::Header::new_ustar();
         h.set_path("sys/ignored").unwrap();
         h.set_size(2);
