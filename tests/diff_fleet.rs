@@ -959,15 +959,8 @@ fn fleet_reports_each_unreadable_input_with_its_reason_and_reads_the_rest() {
     std::fs::copy(&good, set.join("good2.tar.gz")).unwrap();
     let bytes = std::fs::read(&good).unwrap();
     std::fs::write(set.join("truncated.tar.gz"), &bytes[..bytes.len() / 2]).unwrap();
-    // A tar whose entry climbs out of the root (built as tests/hostile.rs does).
-    let mut b = tar::Builder::new(Vec::new());
-    let mut h = tar::Header::new_gnu();
-    h.set_size(1);
-    h.set_entry_type(tar::EntryType::Regular);
-    h.as_gnu_mut().unwrap().name[..13].copy_from_slice(b"../escape.txt");
-    h.set_cksum();
-    b.append(&h, &b"x"[..]).unwrap();
-    std::fs::write(set.join("hostile.tar"), b.into_inner().unwrap()).unwrap();
+    // A tar whose entry climbs out of the root.
+    std::fs::write(set.join("hostile.tar"), common::escaping_tar()).unwrap();
     let fifo = set.join("pipe.tar.gz");
     assert!(
         std::process::Command::new("mkfifo")

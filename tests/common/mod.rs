@@ -163,3 +163,16 @@ pub fn python_with_jsonschema() -> Option<PathBuf> {
     eprintln!("SKIPPED schema check: no python3 with the jsonschema and yaml packages");
     None
 }
+
+/// A plain tar holding one entry, `../escape.txt`, that climbs out of the root: what a corrupt
+/// or hostile snapshot looks like (readers must refuse it, naming the entry).
+pub fn escaping_tar() -> Vec<u8> {
+    let mut b = tar::Builder::new(Vec::new());
+    let mut h = tar::Header::new_gnu();
+    h.set_size(1);
+    h.set_entry_type(tar::EntryType::Regular);
+    h.as_gnu_mut().unwrap().name[..13].copy_from_slice(b"../escape.txt");
+    h.set_cksum();
+    b.append(&h, &b"x"[..]).unwrap();
+    b.into_inner().unwrap()
+}

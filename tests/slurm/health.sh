@@ -8,6 +8,7 @@
 # clean for two intervals (the node must stay idle), faulty (it must drain within one
 # interval), clean again (it must return). Prints each state with the seconds it took.
 set -euo pipefail
+. "$(dirname "$0")/conf.sh"
 W=$1 PP=$2 CLEAN=$3 FAULTY=$4 CPORT=$5 DPORT=$6 IV=$7
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$W"/{etc,spool,state,log,run}
@@ -25,35 +26,14 @@ export SLURM_CONF="$SLURM_CONF" PEERPATH="$PP" PEERPATH_ARGS="-i $W/node" NODENA
 exec "$REPO/deploy/slurm/peerpath-health"
 HC
 chmod +x "$W/hc"
-cat > "$SLURM_CONF" <<CONF
-ClusterName=peerpath
-SlurmctldHost=$H(127.0.0.1)
-SlurmctldPort=$CPORT
-SlurmdPort=$DPORT
-AuthType=auth/none
-CredType=cred/none
-SlurmUser=root
-SlurmdUser=root
-StateSaveLocation=$W/state
-SlurmdSpoolDir=$W/spool
-SlurmctldPidFile=$W/run/slurmctld.pid
-SlurmdPidFile=$W/run/slurmd.pid
-SlurmctldLogFile=$W/log/slurmctld.log
-SlurmdLogFile=$W/log/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-MpiDefault=none
-ReturnToService=2
-JobCompType=jobcomp/none
-AccountingStorageType=accounting_storage/none
+{ base_conf; cat <<CONF
 HealthCheckProgram=$W/hc
 HealthCheckInterval=$IV
 HealthCheckNodeState=ANY
 NodeName=pp NodeHostname=$H NodeAddr=127.0.0.1 $NODE State=UNKNOWN
 PartitionName=debug Nodes=pp Default=YES MaxTime=INFINITE State=UP
 CONF
+} > "$SLURM_CONF"
 state() { sinfo -h -N -n pp -o '%t' 2>/dev/null | head -1; }
 runs() { wc -l < "$W/log/hc.runs" 2>/dev/null || echo 0; }
 # Waits (at most $2 seconds) until the state matches the pattern $1; prints the seconds taken.
