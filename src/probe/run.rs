@@ -420,6 +420,10 @@ impl Runner<'_> {
                 }
             },
         };
+        if let Some(why) = fab.cannot_register(other.kind()) {
+            self.skipped(rows.skip_all(nic, Verdict::NotRun, &why, &[], false));
+            return;
+        }
         let mut other_reg = match Registration::new(fab, other.as_mut()) {
             Ok(r) => r,
             Err(att) => {
@@ -809,6 +813,27 @@ mod tests {
                 assert!(e.contains("first wrong byte at offset 32768"), "{e}");
             }
         }
+    }
+
+    /// Debian's libfabric (1.17, built without CUDA) offers no FI_HMEM: GPU memory cannot be
+    /// registered by this library at all, which the probe reports as `not_run` with that
+    /// reason (seen on the lent H200 VM: it had called every GPU cell registration_failed).
+    #[test]
+    fn a_libfabric_without_hmem_says_it_cannot_register_gpu_memory() {
+        // Opened for GPU memory, as the probe opens it for a CUDA job: FI_HMEM is asked for.
+        let Ok(f) = OfiFabric::open("tcp", MemoryKind::Cuda) else {
+            eprintln!("libfabric tcp not available: skipped");
+            return;
+        };
+        assert_eq!(f.cannot_register(MemoryKind::Host), None);
+        let why = f
+            .cannot_register(MemoryKind::Cuda)
+            .expect("no FI_HMEM here");
+        assert!(why.contains("offers no FI_HMEM"), "{why}");
+        assert_eq!(
+            MemFabric::new(false).cannot_register(MemoryKind::Cuda),
+            None
+        );
     }
 
     #[test]
