@@ -7,6 +7,9 @@
 //! `.ci/run` installs kubernetes-validate in a virtual environment and puts it on PATH; without
 //! it the schema check fails under CI and is reported as skipped elsewhere.
 
+mod common;
+
+use common::{validate, validator};
 use peerpath::analysis::classify::{Classifier, ClassifyOptions, Label};
 use peerpath::model::{Bdf, Topology};
 use peerpath::sources::{self, LoadOptions};
@@ -39,41 +42,6 @@ fn ok(out: std::process::Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap()
-}
-
-/// The validator, or `None` (skipped outside CI).
-fn validator() -> Option<PathBuf> {
-    let p = std::env::var_os("KUBERNETES_VALIDATE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("kubernetes-validate"));
-    match Command::new(&p).arg("--version").output() {
-        Ok(o) if o.status.success() => Some(p),
-        _ => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "kubernetes-validate missing under CI: .ci/run installs it from PyPI"
-            );
-            eprintln!(
-                "SKIPPED schema check: kubernetes-validate not installed (pip install kubernetes-validate)"
-            );
-            None
-        }
-    }
-}
-
-/// `kubernetes-validate --strict -k VERSION FILES…`; returns (success, output).
-fn validate(v: &Path, version: &str, files: &[PathBuf]) -> (bool, String) {
-    let o = Command::new(v)
-        .args(["--strict", "--no-warn", "-k", version])
-        .args(files)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    (o.status.success() && !text.contains("ERROR"), text)
 }
 
 #[test]

@@ -13,6 +13,8 @@
 //! Both carry the audit's GPUDirect RDMA verdict: true on a clean HGX, false on a PHB-only VM
 //! and on a node whose GPU3 NIC sits on the other socket.
 
+mod common;
+
 use peerpath::render::nfd;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -289,4 +291,117 @@ fn promtool_reads_every_export_and_the_gdr_verdict() {
         let want = format!("peerpath_gdr_ready {gdr}");
         assert!(text.lines().any(|l| l == want), "{name}: want {want}");
     }
+}
+
+/// `deploy/kubernetes/`, proven in the tools that read it: the DaemonSet passes Kubernetes'
+/// own schemas (kubernetes-validate --strict, 1.34 and 1.37) and a copy with an unknown field
+/// fails; the NodeFeatureRule passes NFD's CRD schema (`fixtures/nfd/nfd-api-crds.yaml`,
+/// NFD's own file, unknown fields refused as the API server refuses them) and a copy with an
+/// operator NFD does not have fails. The rule taints on the label the NFD export writes
+/// (`gdr-ready=false` on the node whose GPU3 NIC sits on the other socket and on a PHB-only VM;
+/// nothing on the clean HGX), and the DaemonSet writes that file where nfd-worker reads it and
+/// tolerates the taint, so it keeps running to lift it.
+#[test]
+fn deploy_manifests_pass_the_schemas_and_taint_what_the_export_says() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let ds = repo.join("deploy/kubernetes/daemonset.yaml");
+    let rule = repo.join("deploy/kubernetes/nodefeaturerule.yaml");
+    let ds_text = std::fs::read_to_string(&ds).unwrap();
+    let rule_text = std::fs::read_to_string(&rule).unwrap();
+    // The rule's taints, in order: (label value it matches, taint "key=value:effect").
+    let mut taints: Vec<(String, String)> = Vec::new();
+    let mut pending: Option<String> = None;
+    let (mut key, mut value) = (String::new(), String::new());
+    for l in rule_text.lines().map(str::trim) {
+        if let Some(k) = l.strip_prefix("- key: ") {
+            key = k.to_string();
+        } else if let Some(v) = l.strip_prefix("value: ") {
+            value = v.trim_matches('"').to_string();
+        } else if let Some(e) = l.strip_prefix("effect: ") {
+            pending = Some(format!("{key}={value}:{e}"));
+        } else if let Some(m) = l.strip_prefix("peerpath.io/gdr-ready: {op: In, value: [\"") {
+            let v = m.trim_end_matches("\"]}");
+            taints.push((v.to_string(), pending.take().unwrap()));
+        }
+    }
+    assert_eq!(
+        taints,
+        [
+            (
+                "false".into(),
+                "peerpath.io/gdr-ready=false:NoSchedule".into()
+            ),
+            (
+                "unknown".into(),
+                "peerpath.io/gdr-ready=unknown:PreferNoSchedule".into()
+            )
+        ]
+    );
+    assert!(rule_text.contains("- feature: local.label\n"));
+    for (name, want) in [
+        (
+            "misplaced-nic",
+            Some("peerpath.io/gdr-ready=false:NoSchedule"),
+        ),
+        ("vm-flat", Some("peerpath.io/gdr-ready=false:NoSchedule")),
+        ("hgx-h100", None),
+    ] {
+        let out = export(&synth(name), &["--format", "nfd"]);
+        let labels = nfd_parse(&String::from_utf8(out.stdout).unwrap(), now()).unwrap();
+        let v = &labels["peerpath.io/gdr-ready"];
+        let got = taints.iter().find(|(m, _)| m == v).map(|(_, t)| t.as_str());
+        assert_eq!(got, want, "{name}: gdr-ready={v}");
+        // The taint's key is a label key NFD accepts.
+        nfd_validate_label("peerpath.io/gdr-ready", v).unwrap();
+    }
+    assert!(ds_text.contains("- key: peerpath.io/gdr-ready\n          operator: Exists\n"));
+    assert!(ds_text.contains("-o /etc/kubernetes/node-feature-discovery/features.d/peerpath"));
+    assert!(ds_text.contains("mountPath: /etc/kubernetes/node-feature-discovery/features.d\n"));
+
+    let dir = tempfile::tempdir().unwrap();
+    if let Some(v) = common::validator() {
+        for version in ["1.34.0", "1.37.0"] {
+            let (pass, text) = common::validate(&v, version, std::slice::from_ref(&ds));
+            assert!(
+                pass && text.contains("passed"),
+                "kubernetes {version}: {text}"
+            );
+        }
+        let bad = dir.path().join("bad-ds.yaml");
+        std::fs::write(
+            &bad,
+            ds_text.replace("      runtimeClassName:", "      runtimeClass:"),
+        )
+        .unwrap();
+        let (pass, text) = common::validate(&v, "1.37.0", &[bad]);
+        assert!(!pass, "an unknown field must fail: {text}");
+    }
+    let Some(py) = common::python_with_jsonschema() else {
+        return;
+    };
+    let check = |file: &Path| {
+        let o = Command::new(&py)
+            .arg(repo.join("tests/k8s/validate_crd.py"))
+            .arg(repo.join("fixtures/nfd/nfd-api-crds.yaml"))
+            .arg(file)
+            .output()
+            .unwrap();
+        (
+            o.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            ),
+        )
+    };
+    let (pass, text) = check(&rule);
+    assert!(
+        pass && text.contains("PASS") && text.contains("NodeFeatureRule/peerpath-gdr-readiness"),
+        "{text}"
+    );
+    let bad = dir.path().join("bad-rule.yaml");
+    std::fs::write(&bad, rule_text.replace("op: In", "op: Equals")).unwrap();
+    let (pass, text) = check(&bad);
+    assert!(!pass && text.contains("'Equals' is not one of"), "{text}");
 }

@@ -32,8 +32,9 @@ fn free_port() -> u16 {
         .port()
 }
 
-#[test]
-fn slurm_reads_our_gres_conf() {
+/// Whether this test can run real Slurm here: the daemons and root (namespaces). Under CI a
+/// missing piece fails; elsewhere the test reports itself skipped.
+fn slurm_available() -> bool {
     let missing: Vec<&str> = ["slurmctld", "slurmd", "sinfo", "srun", "unshare"]
         .into_iter()
         .filter(|t| !have(t))
@@ -46,7 +47,7 @@ fn slurm_reads_our_gres_conf() {
         eprintln!(
             "SKIPPED: {missing:?} not installed (apt-get install slurmctld slurmd slurm-client)"
         );
-        return;
+        return false;
     }
     // The effective uid, from /proc/self/status.
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -57,6 +58,65 @@ fn slurm_reads_our_gres_conf() {
     if !root {
         assert!(std::env::var_os("CI").is_none(), "CI runs as root");
         eprintln!("SKIPPED: needs root (mount and PID namespaces, an overlay on /dev)");
+        return false;
+    }
+    true
+}
+
+/// Runs a script of tests/slurm/ as PID 1 of private mount and PID namespaces (every daemon
+/// ends with it), killed after `limit`; its stdout, and the tails of the daemons' logs.
+fn in_namespace(script: &str, args: &[String], logs: &Path, limit: Duration) -> (bool, String) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/slurm")
+        .join(script);
+    let mut child = Command::new("unshare")
+        .args([
+            "-m",
+            "-p",
+            "-f",
+            "--mount-proc",
+            "--propagation",
+            "private",
+            "bash",
+        ])
+        .arg(&script)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Bounded: the namespace's PID 1 ends every daemon when it exits or is killed.
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let o = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let log = |name: &str| {
+        std::fs::read_to_string(logs.join(name))
+            .unwrap_or_default()
+            .lines()
+            .rev()
+            .take(15)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let why = format!(
+        "{text}\nstderr: {}\nslurmd.log tail: {}\nslurmctld.log tail: {}",
+        String::from_utf8_lossy(&o.stderr),
+        log("slurmd.log"),
+        log("slurmctld.log")
+    );
+    (o.status.success() && text.contains("\ndone"), why)
+}
+
+#[test]
+fn slurm_reads_our_gres_conf() {
+    if !slurm_available() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -81,59 +141,25 @@ fn slurm_reads_our_gres_conf() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/slurm/run.sh");
     let (cport, dport) = (free_port(), free_port());
-    let mut child = Command::new("unshare")
-        .args([
-            "-m",
-            "-p",
-            "-f",
-            "--mount-proc",
-            "--propagation",
-            "private",
-            "bash",
-        ])
-        .arg(&script)
-        .arg(dir.path().join("w"))
-        .arg(&fx)
-        .arg(&gres)
-        .arg(cport.to_string())
-        .arg(dport.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Bounded: the namespace's PID 1 ends every daemon when it exits or is killed.
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > Duration::from_secs(180) {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let o = child.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&o.stdout).into_owned();
-    let log = |name: &str| {
-        std::fs::read_to_string(dir.path().join("w/log").join(name)).unwrap_or_default()
-    };
-    let why = format!(
-        "{text}\nstderr: {}\nslurmd.log tail: {}\nslurmctld.log tail: {}",
-        String::from_utf8_lossy(&o.stderr),
-        log("slurmd.log")
-            .lines()
-            .rev()
-            .take(15)
-            .collect::<Vec<_>>()
-            .join("\n"),
-        log("slurmctld.log")
-            .lines()
-            .rev()
-            .take(15)
-            .collect::<Vec<_>>()
-            .join("\n")
+    let args: Vec<String> = [
+        dir.path().join("w"),
+        fx.clone(),
+        gres.clone(),
+        cport.to_string().into(),
+        dport.to_string().into(),
+    ]
+    .iter()
+    .map(|p| p.display().to_string())
+    .collect();
+    let (ok, why) = in_namespace(
+        "run.sh",
+        &args,
+        &dir.path().join("w/log"),
+        Duration::from_secs(180),
     );
-    assert!(o.status.success() && text.contains("\ndone"), "{why}");
+    let text = why.clone();
+    assert!(ok, "{why}");
     // slurmd's hwloc read the fixture: 2 sockets of 56 cores with 2 threads.
     assert!(
         text.contains("CPUs=224 Boards=1 SocketsPerBoard=2 CoresPerSocket=56 ThreadsPerCore=2"),
@@ -163,5 +189,84 @@ fn slurm_reads_our_gres_conf() {
     assert!(
         (4..8).contains(&gpu),
         "socket 0 busy: a socket-1 GPU, got {gpu}\n{why}"
+    );
+}
+
+/// peerpath as Slurm's `HealthCheckProgram` (deploy/slurm/peerpath-health) under a real
+/// slurmctld and slurmd with `HealthCheckInterval=2`: on the clean HGX H100 snapshot the node
+/// stays idle while the check runs; switched to the twin with GPU3's NIC on the other socket,
+/// the node is DRAIN within one interval (plus the check's own run) and `sinfo -R` names the
+/// check and the GPU; switched back, the node returns to idle (only a drain this check set is
+/// resumed). About 10 s.
+#[test]
+fn slurm_health_check_drains_a_misplaced_nic_and_resumes_the_fixed_node() {
+    if !slurm_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let snap = |layout: &str| {
+        let p = dir.path().join(format!("{layout}.tar.gz"));
+        let st = Command::new(bin())
+            .args(["fixture", layout, "-o"])
+            .arg(&p)
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success());
+        p.display().to_string()
+    };
+    let interval = 2.0;
+    let (cport, dport) = (free_port(), free_port());
+    let args = vec![
+        dir.path().join("w").display().to_string(),
+        bin().to_string(),
+        snap("hgx-h100"),
+        snap("misplaced-nic"),
+        cport.to_string(),
+        dport.to_string(),
+        format!("{interval}"),
+    ];
+    let (ok, why) = in_namespace(
+        "health.sh",
+        &args,
+        &dir.path().join("w/log"),
+        Duration::from_secs(90),
+    );
+    assert!(ok, "{why}");
+    let seconds = |tag: &str| -> f64 {
+        why.lines()
+            .find_map(|l| l.strip_prefix(tag))
+            .and_then(|r| r.split(' ').next())
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("no {tag} time: {why}"))
+    };
+    // Clean: idle, and the check ran meanwhile (else staying idle proves nothing).
+    let clean = why.lines().find(|l| l.starts_with("clean: ")).unwrap_or("");
+    let ran: u32 = clean
+        .split("check ran ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(clean.contains("state idle") && ran >= 1, "{why}");
+    // Faulty: DRAIN within one interval, plus at most 1.5 s for the check itself to run.
+    let drained = seconds("drained: ");
+    assert!(
+        drained <= interval + 1.5 && why.contains("s, state drain"),
+        "{why}"
+    );
+    let row = why
+        .lines()
+        .skip_while(|l| !l.starts_with("sinfo -R:"))
+        .find(|l| l.ends_with(" pp"))
+        .unwrap_or_else(|| panic!("{why}"));
+    assert!(row.starts_with("gpu-nic-path 4b:00.0 "), "{row}\n{why}");
+    // Fixed: back to idle within one interval.
+    let back = seconds("returned: ");
+    assert!(back <= interval + 1.5, "{why}");
+    assert!(
+        why.lines()
+            .any(|l| l.starts_with("returned: ") && l.ends_with("state idle")),
+        "{why}"
     );
 }

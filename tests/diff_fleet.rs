@@ -944,3 +944,177 @@ fn fleet_workers_share_one_memory_budget() {
     let bounded = fleet_peak_mib(&set, "4", "1");
     assert!(bounded <= single + 1, "{bounded} MiB > {single} + 1");
 }
+
+/// Special files, unreadable files, truncated and hostile archives in a fleet directory: each is
+/// reported unreadable with its reason, the good nodes are read, and nothing is waited on (the
+/// FIFO has no writer: opening it for reading the ordinary way would block forever).
+#[test]
+fn fleet_reports_each_unreadable_input_with_its_reason_and_reads_the_rest() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let set = dir.path().join("set");
+    std::fs::create_dir(&set).unwrap();
+    let good = set.join("good1.tar.gz");
+    peerpath::synth::write_tarball(&layouts::hgx_h100(), &good, &WriteOptions::default()).unwrap();
+    std::fs::copy(&good, set.join("good2.tar.gz")).unwrap();
+    let bytes = std::fs::read(&good).unwrap();
+    std::fs::write(set.join("truncated.tar.gz"), &bytes[..bytes.len() / 2]).unwrap();
+    // A tar whose entry climbs out of the root.
+    std::fs::write(set.join("hostile.tar"), common::escaping_tar()).unwrap();
+    let fifo = set.join("pipe.tar.gz");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let _sock = std::os::unix::net::UnixListener::bind(set.join("sock.tar.gz")).unwrap();
+    std::os::unix::fs::symlink("nowhere.tar.gz", set.join("dangling.tar.gz")).unwrap();
+    let locked = set.join("locked.tar.gz");
+    std::fs::copy(&good, &locked).unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
+    // Root reads a mode-000 file: run the fleet as nobody then, so the file is really
+    // unreadable to it (the folders are opened up for that user).
+    let root = std::fs::File::open(&locked).is_ok();
+    for d in [dir.path(), set.as_path()] {
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let mut cmd = if root {
+        let mut c = std::process::Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_peerpath"));
+        c
+    } else {
+        common::peerpath()
+    };
+    let mut child = cmd
+        .args(["fleet", "--format", "json", "-j", "2"])
+        .arg(&set)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("fleet still running after 60 s: it waits on an input");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (v["nodes"].as_u64(), v["inputs"].as_u64()),
+        (Some(2), Some(8)),
+        "{v}"
+    );
+    let why = |name: &str| -> String {
+        v["unreadable"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|u| u["input"].as_str().unwrap().ends_with(name))
+            .unwrap_or_else(|| panic!("{name} not reported unreadable: {v}"))["error"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    for (name, reason) in [
+        ("pipe.tar.gz", "named pipe (FIFO), not a regular file"),
+        ("sock.tar.gz", "socket"),
+        ("truncated.tar.gz", "not a readable snapshot tarball"),
+        ("hostile.tar", "escapes the snapshot root"),
+        ("dangling.tar.gz", "No such file"),
+        ("locked.tar.gz", "Permission denied"),
+    ] {
+        let w = why(name);
+        assert!(w.contains(reason), "{name}: {w}");
+    }
+    assert_eq!(v["unreadable"].as_array().unwrap().len(), 6, "{v}");
+}
+
+/// An NCCL XML fused across hosts (OCI's two GB300 trays): every host is its own node in
+/// `fleet`, named by its host hash, and `diff` pairs the hosts by host hash, so a change on the
+/// second tray is found on that tray and the first tray stays equal.
+#[test]
+fn each_host_of_a_fused_nccl_xml_is_its_own_node_in_fleet_and_diff() {
+    let fused = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/nccl/oci-gb300-2tray-fused.nccl-topo.xml");
+    let text = std::fs::read_to_string(&fused).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let set = dir.path().join("set");
+    std::fs::create_dir(&set).unwrap();
+    std::fs::write(set.join("job7.xml"), &text).unwrap();
+    let out = common::peerpath()
+        .args(["fleet", "--format", "json"])
+        .arg(&set)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = v["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["job7:0xffa2647d9c5a65e8", "job7:0xb93bee07ef6f4564"],
+        "{v}"
+    );
+    // The second tray's first GPU trained at x8.
+    let gpu = r#"<pci busid="0008:06:00.0" class="0x030200" vendor="0x10de" device="0x31c2" subsystem_vendor="0x10de" subsystem_device="0x21f1" link_speed="64.0 GT/s PCIe" link_width="16">"#;
+    let second = text.find(r#"<cpu host_hash="0xb93bee07ef6f4564""#).unwrap();
+    let (head, tail) = text.split_at(second);
+    assert!(tail.contains(gpu));
+    let slow = dir.path().join("slow.xml");
+    let x8 = gpu.replace(r#"link_width="16""#, r#"link_width="8""#);
+    std::fs::write(&slow, format!("{head}{}", tail.replacen(gpu, &x8, 1))).unwrap();
+    std::fs::write(set.join("job8.xml"), std::fs::read(&slow).unwrap()).unwrap();
+    // One node in four: an outlier once a majority must hold more than 30 %.
+    let out = common::peerpath()
+        .args(["fleet", "--format", "json", "--majority-share", "0.3"])
+        .arg(&set)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["nodes"], 4, "{v}");
+    let outliers: Vec<&str> = v["outliers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(outliers, ["job8:0xb93bee07ef6f4564"], "{v}");
+    let out = common::peerpath()
+        .args(["diff", "--format", "json"])
+        .arg(&fused)
+        .arg(&slow)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["schema"], diff::HOSTS_DIFF_SCHEMA);
+    let pairs = v["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 2);
+    assert!(
+        pairs[0]["a"]
+            .as_str()
+            .unwrap()
+            .ends_with("(host 0xffa2647d9c5a65e8)")
+    );
+    assert_eq!(pairs[0]["equal"], true, "{v}");
+    assert!(
+        pairs[1]["b"]
+            .as_str()
+            .unwrap()
+            .ends_with("(host 0xb93bee07ef6f4564)")
+    );
+    assert_eq!(pairs[1]["equal"], false, "{v}");
+    assert!(v["only_a"].as_array().unwrap().is_empty());
+}

@@ -345,15 +345,8 @@ fn not_a_sysfs_root_is_a_clear_error() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     // A tarball whose entry climbs out of the root is refused, naming the entry.
-    let mut b = tar::Builder::new(Vec::new());
-    let mut h = tar::Header::new_gnu();
-    h.set_size(1);
-    h.set_entry_type(tar::EntryType::Regular);
-    h.as_gnu_mut().unwrap().name[..13].copy_from_slice(b"../escape.txt");
-    h.set_cksum();
-    b.append(&h, &b"x"[..]).unwrap();
     let p = t.path().join("evil.tar");
-    std::fs::write(&p, b.into_inner().unwrap()).unwrap();
+    std::fs::write(&p, common::escaping_tar()).unwrap();
     let out = common::peerpath()
         .args(["scan", "-i"])
         .arg(&p)

@@ -19,7 +19,7 @@ fn entries(root: &MemRoot) -> BTreeMap<PathBuf, String> {
                 MemNode::File(b) => format!("file {:?}", b),
                 MemNode::Symlink(t) => format!("link {}", t.display()),
             };
-            (p.clone(), v)
+            (p.to_path_buf(), v)
         })
         .collect()
 }

@@ -19,6 +19,10 @@ pub enum AuditFormat {
     Text,
     /// `peerpath.audit/1` JSON.
     Json,
+    /// For a node health checker (Slurm `HealthCheckProgram`, LBNL NHC): the first line is the
+    /// drain reason (`peerpath: CHECK error on DEVICE`) or `peerpath: ok`; then one line per
+    /// error and warning. Exit 1 when a node should drain (an error finding).
+    Health,
 }
 
 /// Arguments of `peerpath audit`.
@@ -90,6 +94,7 @@ pub fn run(topo: &peerpath::model::Topology, a: &AuditArgs, live: bool) -> Resul
         AuditFormat::Json => {
             super::print_document(&(serde_json::to_string_pretty(&report)? + "\n"), true)
         }
+        AuditFormat::Health => super::print_text(&peerpath::render::audit::render_health(&report)),
     }
     Ok(if report.failed() { 1 } else { 0 })
 }

@@ -133,23 +133,42 @@ pub struct DiffArgs {
     pci_ids: Option<PathBuf>,
 }
 
-fn load_named(s: &str, pci_ids: &Option<PathBuf>) -> Result<Topology> {
+/// Every host of one side of `diff` (the live machine is one host).
+fn load_named(s: &str, pci_ids: &Option<PathBuf>) -> Result<diff::Hosts> {
     let opts = LoadOptions {
         pci_ids: pci_ids.clone(),
         ..Default::default()
     };
-    if s == "live" && !Path::new(s).exists() {
-        sources::load(None, &opts)
+    let all = if s == "live" && !Path::new(s).exists() {
+        vec![sources::load(None, &opts)?]
     } else {
-        sources::load(Some(Path::new(s)), &opts)
-    }
+        sources::load_hosts(Path::new(s), &opts)?
+    };
+    Ok(all
+        .into_iter()
+        .map(|t| (sources::host_name(&t).map(str::to_string), t))
+        .collect())
 }
 
-/// Runs `peerpath diff`; exit 0 when equal, 1 when they differ.
+/// Runs `peerpath diff`; exit 0 when equal, 1 when they differ. An input of several hosts
+/// makes each host its own node ([`diff::diff_hosts`]).
 pub fn run_diff(a: &DiffArgs) -> Result<u8> {
-    let ta = load_named(&a.a, &a.pci_ids).with_context(|| format!("A ({})", a.a))?;
-    let tb = load_named(&a.b, &a.pci_ids).with_context(|| format!("B ({})", a.b))?;
-    let mut d = diff::diff_topologies(&ta, &tb);
+    let ha = load_named(&a.a, &a.pci_ids).with_context(|| format!("A ({})", a.a))?;
+    let hb = load_named(&a.b, &a.pci_ids).with_context(|| format!("B ({})", a.b))?;
+    if ha.len() > 1 || hb.len() > 1 {
+        let h = diff::diff_hosts(&a.a, &ha, &a.b, &hb);
+        match a.format {
+            Format::Text => {
+                super::print_text(&peerpath::render::diff::render_hosts_text(&h, a.verbose))
+            }
+            Format::Json => {
+                super::print_document(&(serde_json::to_string_pretty(&h)? + "\n"), true)
+            }
+        }
+        return Ok(if h.equal { 0 } else { 1 });
+    }
+    let (ta, tb) = (&ha[0].1, &hb[0].1);
+    let mut d = diff::diff_topologies(ta, tb);
     d.a = a.a.clone();
     d.b = a.b.clone();
     match a.format {
@@ -193,10 +212,21 @@ pub struct FleetArgs {
     memory_budget: u64,
 }
 
-/// Loads one input and fingerprints it.
-fn scan_node(p: &Path, opts: &LoadOptions) -> std::result::Result<(u64, Topology), String> {
-    sources::load(Some(p), opts)
-        .map(|t| (fleet::fingerprint(&t), t))
+/// One host read from an input: its host name (an input of several hosts), fingerprint and
+/// topology.
+type ScannedHost = (Option<String>, u64, Box<Topology>);
+
+/// Loads one input and fingerprints each of its hosts.
+fn scan_node(p: &Path, opts: &LoadOptions) -> std::result::Result<Vec<ScannedHost>, String> {
+    sources::load_hosts(p, opts)
+        .map(|ts| {
+            ts.into_iter()
+                .map(|t| {
+                    let host = sources::host_name(&t).map(str::to_string);
+                    (host, fleet::fingerprint(&t), Box::new(t))
+                })
+                .collect()
+        })
         .map_err(|e| format!("{e:#}"))
 }
 
@@ -204,8 +234,8 @@ fn scan_node(p: &Path, opts: &LoadOptions) -> std::result::Result<(u64, Topology
 enum Read {
     /// The fingerprint its capture manifest recorded (this build's scheme); not scanned.
     Recorded(u64),
-    /// Scanned: fingerprint and topology.
-    Scanned(u64, Box<Topology>),
+    /// Scanned: every host's fingerprint and topology (one for an input of one host).
+    Scanned(Vec<ScannedHost>),
     /// Unreadable, and why.
     Failed(String),
 }
@@ -213,10 +243,13 @@ enum Read {
 /// The fingerprint a `peerpath capture` tarball recorded in its manifest, the archive's first
 /// entry, when this build's scheme computed it; `None` for anything else (another scheme or
 /// version, no manifest, not a gzip tar, a manifest over 1 MiB). Only the head of the file is
-/// decompressed.
+/// decompressed. The file is opened as every input is ([`fsroot::input::open_input_file`]:
+/// without blocking, a FIFO, socket or device refused by type), so a named pipe in a fleet
+/// directory is reported unreadable by the scan that follows instead of hanging the fleet.
 fn recorded_fingerprint(p: &Path) -> Option<u64> {
     use std::io::{BufRead, Read as _};
-    let mut r = std::io::BufReader::new(std::fs::File::open(p).ok()?);
+    let f = fsroot::input::open_input_file(p, fsroot::MAX_SNAPSHOT_BYTES).ok()?;
+    let mut r = std::io::BufReader::new(f);
     if !r.fill_buf().ok()?.starts_with(&[0x1f, 0x8b]) {
         return None;
     }
@@ -242,7 +275,7 @@ fn read_node(p: &Path, opts: &LoadOptions, recorded: bool) -> Read {
         return Read::Recorded(fp);
     }
     match scan_node(p, opts) {
-        Ok((fp, t)) => Read::Scanned(fp, Box::new(t)),
+        Ok(hosts) => Read::Scanned(hosts),
         Err(e) => Read::Failed(e),
     }
 }
@@ -378,7 +411,9 @@ pub fn run_fleet(a: &FleetArgs) -> Result<u8> {
                     Some(false) => Some(read_node(p, &no_names, false)),
                     _ => {
                         let r = read_node(p, &no_names, false);
-                        if let Read::Scanned(got, _) = &r {
+                        if let Read::Scanned(hosts) = &r
+                            && let [(_, got, _)] = &hosts[..]
+                        {
                             checked.insert(fp, *got == fp);
                             if *got != fp {
                                 f.add_note(format!(
@@ -392,7 +427,15 @@ pub fn run_fleet(a: &FleetArgs) -> Result<u8> {
                 r => r,
             };
             match r {
-                Some(Read::Scanned(fp, t)) => f.add_fingerprinted(&name, fp, *t),
+                // Every host of a multi-host input is its own node, named by its host hash.
+                Some(Read::Scanned(hosts)) => {
+                    for (host, fp, t) in hosts {
+                        match host {
+                            Some(h) => f.add_fingerprinted(&format!("{name}:{h}"), fp, *t),
+                            None => f.add_fingerprinted(&name, fp, *t),
+                        }
+                    }
+                }
                 Some(Read::Failed(e)) => f.add_error(&shown, e),
                 Some(Read::Recorded(_)) | None => {
                     f.add_error(&shown, "worker thread failed".into())

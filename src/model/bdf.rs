@@ -19,6 +19,16 @@ pub struct Bdf {
 }
 
 impl Bdf {
+    /// The address as `lspci` prints it by default: `bb:dd.f` when the domain is 0, the full
+    /// `dddd:bb:dd.f` otherwise.
+    pub fn short(&self) -> String {
+        if self.domain == 0 {
+            format!("{:02x}:{:02x}.{:x}", self.bus, self.device, self.function)
+        } else {
+            self.to_string()
+        }
+    }
+
     /// The adapter address without the function: the functions of one physical adapter
     /// (a dual-port NIC) share it.
     pub fn adapter(&self) -> String {

@@ -19,6 +19,51 @@ pub fn verdict_line(r: &Report) -> String {
     s
 }
 
+/// Lines for a node health checker (Slurm's `HealthCheckProgram`, LBNL NHC). The first is the
+/// drain reason, short enough that `sinfo -R`'s 20-character column shows the check and the
+/// device (addresses as `lspci` prints them): `gpu-nic-path 4b:00.0 (peerpath)`, with
+/// `+N more` before the tag when there are other errors; `ok (peerpath): …` when there is no
+/// error finding. Then one line per error and per warning, `peerpath: error|warning CHECK
+/// SUBJECT: SUMMARY` (what LBNL NHC's `check_cmd_output` matches). Errors drain a node,
+/// warnings are only logged (docs/fleet.md, "Slurm: drain a bad node").
+pub fn render_health(r: &Report) -> String {
+    use crate::analysis::audit::Subject;
+    let errors: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .collect();
+    let mut out = match errors.first() {
+        Some(f) => {
+            let subject = match &f.subject {
+                Subject::Device(b) => b.short(),
+                Subject::Nic { bdf, .. } => bdf.short(),
+                s => s.to_string(),
+            };
+            let more = match errors.len() {
+                1 => String::new(),
+                n => format!(" +{} more", n - 1),
+            };
+            format!("{} {subject}{more} (peerpath)", f.id)
+        }
+        None => format!(
+            "ok (peerpath): no error finding, {} warning(s)",
+            r.counts.warning
+        ),
+    };
+    out.push('\n');
+    for (sev, word) in [(Severity::Error, "error"), (Severity::Warning, "warning")] {
+        for f in r.findings.iter().filter(|f| f.severity == sev) {
+            let _ = writeln!(
+                out,
+                "peerpath: {word} {} {}: {}",
+                f.id, f.subject, f.summary
+            );
+        }
+    }
+    out
+}
+
 /// Renders the whole report as text.
 pub fn render(r: &Report) -> String {
     let mut out = String::new();

@@ -387,3 +387,29 @@ pub fn render_body(d: &Diff, indent: &str, verbose: bool, s: &mut String) {
         }
     }
 }
+
+/// Text of a diff between inputs of several hosts: each pair of hosts as [`render_text`]
+/// writes one diff, then the hosts that have no counterpart.
+pub fn render_hosts_text(h: &crate::analysis::diff::HostsDiff, verbose: bool) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} host pair(s) compared ({} vs {}), each host its own node",
+        h.pairs.len(),
+        h.a,
+        h.b
+    );
+    for d in &h.pairs {
+        s.push('\n');
+        s.push_str(&render_text(d, verbose));
+    }
+    for (side, input, hosts) in [("A", &h.a, &h.only_a), ("B", &h.b, &h.only_b)] {
+        for n in hosts {
+            let _ = writeln!(
+                s,
+                "only in {side} ({input}): host {n} (no host of the other side has its host_hash)"
+            );
+        }
+    }
+    s
+}

@@ -154,6 +154,36 @@ pub fn load(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
     Ok(topo)
 }
 
+/// Loads every host of an input: one topology per host of an input holding several (an NCCL
+/// XML fused across hosts, each read as `--host I` reads it, in input order), the one
+/// topology of any other input. With [`LoadOptions::host`] set, only that host. What `fleet`
+/// and `diff` read, so that each host is its own node.
+pub fn load_hosts(input: &Path, opts: &LoadOptions) -> Result<Vec<Topology>> {
+    let first = load(Some(input), opts)?;
+    let count = match (&opts.host, &first.host_scope) {
+        (None, Some(s)) => s.hosts.len(),
+        _ => 1,
+    };
+    let mut all = vec![first];
+    for i in 1..count {
+        let one = LoadOptions {
+            host: Some(i.to_string()),
+            ..opts.clone()
+        };
+        all.push(load(Some(input), &one)?);
+    }
+    Ok(all)
+}
+
+/// The name of the host a topology describes when its input holds several (its `host_hash`
+/// as the input writes it); `None` for an input of one host.
+pub fn host_name(t: &Topology) -> Option<&str> {
+    t.host_scope
+        .as_ref()
+        .filter(|s| s.hosts.len() > 1)
+        .map(|s| s.host().name.as_str())
+}
+
 fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
     let scan_opts = sysfs::ScanOptions {
         pci_ids: if opts.skip_names {

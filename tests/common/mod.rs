@@ -95,3 +95,84 @@ pub fn tool(cmd: &str, args: &[&str], env: &[(&str, &str)]) -> Option<String> {
 pub fn peerpath() -> Command {
     Command::new(env!("CARGO_BIN_EXE_peerpath"))
 }
+
+/// kubernetes-validate (PyPI; the Kubernetes OpenAPI schemas), or `None` (skipped outside CI;
+/// `.ci/run` installs it in target/ci-venv and puts that on PATH).
+pub fn validator() -> Option<PathBuf> {
+    let p = std::env::var_os("KUBERNETES_VALIDATE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("kubernetes-validate"));
+    match Command::new(&p).arg("--version").output() {
+        Ok(o) if o.status.success() => Some(p),
+        _ => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "kubernetes-validate missing under CI: .ci/run installs it from PyPI"
+            );
+            eprintln!(
+                "SKIPPED schema check: kubernetes-validate not installed (pip install kubernetes-validate)"
+            );
+            None
+        }
+    }
+}
+
+/// `kubernetes-validate --strict -k VERSION FILES…`; returns (success, output).
+pub fn validate(v: &Path, version: &str, files: &[PathBuf]) -> (bool, String) {
+    let o = Command::new(v)
+        .args(["--strict", "--no-warn", "-k", version])
+        .args(files)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (o.status.success() && !text.contains("ERROR"), text)
+}
+
+/// A Python 3 with the `jsonschema` and `yaml` packages (the CI venv's, which kubernetes-validate
+/// brings in), or `None` (skipped outside CI).
+pub fn python_with_jsonschema() -> Option<PathBuf> {
+    let beside = validator().and_then(|v| {
+        let found = if v.components().count() > 1 {
+            Some(v)
+        } else {
+            std::env::var_os("PATH").and_then(|p| {
+                std::env::split_paths(&p)
+                    .map(|d| d.join("kubernetes-validate"))
+                    .find(|c| c.is_file())
+            })
+        };
+        found.and_then(|v| v.parent().map(|d| d.join("python3")))
+    });
+    for py in beside.into_iter().chain([PathBuf::from("python3")]) {
+        let ok = Command::new(&py)
+            .args(["-c", "import jsonschema, yaml"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if ok {
+            return Some(py);
+        }
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "python3 with jsonschema missing under CI: .ci/run installs kubernetes-validate, which brings it"
+    );
+    eprintln!("SKIPPED schema check: no python3 with the jsonschema and yaml packages");
+    None
+}
+
+/// A plain tar holding one entry, `../escape.txt`, that climbs out of the root: what a corrupt
+/// or hostile snapshot looks like (readers must refuse it, naming the entry).
+pub fn escaping_tar() -> Vec<u8> {
+    let mut b = tar::Builder::new(Vec::new());
+    let mut h = tar::Header::new_gnu();
+    h.set_size(1);
+    h.set_entry_type(tar::EntryType::Regular);
+    h.as_gnu_mut().unwrap().name[..13].copy_from_slice(b"../escape.txt");
+    h.set_cksum();
+    b.append(&h, &b"x"[..]).unwrap();
+    b.into_inner().unwrap()
+}

@@ -9,6 +9,7 @@
 # Prints what Slurm says (sinfo, slurmd -G, the jobs' CUDA_VISIBLE_DEVICES) for the test to
 # check. /dev/nvidia* are created in an overlay on /dev visible only in this namespace.
 set -euo pipefail
+. "$(dirname "$0")/conf.sh"
 W=$1 FX=$2 GRES=$3 CPORT=$4 DPORT=$5
 mkdir -p "$W"/{etc,spool,state,log,run,devup}
 if [ "$$" != 1 ]; then echo "run.sh: not PID 1 of its own PID namespace; refusing to start daemons" >&2; exit 2; fi
@@ -26,33 +27,12 @@ H=$(hostname)
 NODE=$(slurmd -C | head -1 | sed -e 's/^NodeName=[^ ]*//' -e 's/RealMemory=[0-9]*/RealMemory=1/')
 export SLURM_CONF=$W/etc/slurm.conf
 cp "$GRES" "$W/etc/gres.conf"
-cat > "$SLURM_CONF" <<CONF
-ClusterName=peerpath
-SlurmctldHost=$H(127.0.0.1)
-SlurmctldPort=$CPORT
-SlurmdPort=$DPORT
-AuthType=auth/none
-CredType=cred/none
-SlurmUser=root
-SlurmdUser=root
-StateSaveLocation=$W/state
-SlurmdSpoolDir=$W/spool
-SlurmctldPidFile=$W/run/slurmctld.pid
-SlurmdPidFile=$W/run/slurmd.pid
-SlurmctldLogFile=$W/log/slurmctld.log
-SlurmdLogFile=$W/log/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-MpiDefault=none
-ReturnToService=2
-JobCompType=jobcomp/none
-AccountingStorageType=accounting_storage/none
+{ base_conf; cat <<CONF
 GresTypes=gpu
 NodeName=pp NodeHostname=$H NodeAddr=127.0.0.1 $NODE Gres=gpu:$n State=UNKNOWN
 PartitionName=debug Nodes=pp Default=YES MaxTime=INFINITE State=UP
 CONF
+} > "$SLURM_CONF"
 echo "node: $NODE"
 slurmctld -D -i >"$W/log/ctld.out" 2>&1 &
 sleep 1

@@ -325,3 +325,89 @@ impl Diff {
 pub fn diff_topologies(a: &Topology, b: &Topology) -> Diff {
     diff(&NodeLayout::of(a), &NodeLayout::of(b))
 }
+
+/// Version tag of the JSON of a diff between inputs of several hosts.
+pub const HOSTS_DIFF_SCHEMA: &str = "peerpath.diff-hosts/1";
+
+/// One side of a diff between inputs that may hold several hosts: each host's name (its
+/// `host_hash`; `None` for an input of one host) and topology, in input order.
+pub type Hosts = Vec<(Option<String>, Topology)>;
+
+/// `diff A B` where A or B holds several hosts (an NCCL XML fused across hosts): each host is
+/// its own node. Hosts are paired by name (`host_hash`, compared without case and `0x`); when
+/// one side is a single host without a name, it is compared with every host of the other side.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostsDiff {
+    /// Always [`HOSTS_DIFF_SCHEMA`].
+    pub schema: String,
+    /// Input A as given.
+    pub a: String,
+    /// Input B as given.
+    pub b: String,
+    /// Whether every host has a counterpart and no pair differs.
+    pub equal: bool,
+    /// One diff per pair of hosts; its `a` and `b` name the input and the host.
+    pub pairs: Vec<Diff>,
+    /// Hosts of A with no counterpart in B.
+    pub only_a: Vec<String>,
+    /// Hosts of B with no counterpart in A.
+    pub only_b: Vec<String>,
+}
+
+/// Pairs the hosts of two inputs and diffs each pair (see [`HostsDiff`]); `a` and `b` are the
+/// inputs as the user named them.
+pub fn diff_hosts(a: &str, ha: &Hosts, b: &str, hb: &Hosts) -> HostsDiff {
+    let norm = |s: &str| {
+        s.trim()
+            .trim_start_matches("0x")
+            .trim_start_matches("0X")
+            .to_ascii_lowercase()
+    };
+    let shown = |input: &str, host: &Option<String>| match host {
+        Some(h) => format!("{input} (host {h})"),
+        None => input.to_string(),
+    };
+    let mut pairs = Vec::new();
+    let mut used_b = vec![false; hb.len()];
+    let mut only_a = Vec::new();
+    let single = |h: &Hosts| h.len() == 1 && h[0].0.is_none();
+    for (na, ta) in ha {
+        let matched: Vec<usize> = if single(ha) {
+            (0..hb.len()).collect()
+        } else if single(hb) {
+            vec![0]
+        } else {
+            hb.iter()
+                .position(|(nb, _)| {
+                    na.as_deref().map(norm) == nb.as_deref().map(norm) && na.is_some()
+                })
+                .into_iter()
+                .collect()
+        };
+        if matched.is_empty() {
+            only_a.push(na.clone().unwrap_or_default());
+        }
+        for j in matched {
+            used_b[j] = true;
+            let mut d = diff_topologies(ta, &hb[j].1);
+            d.a = shown(a, na);
+            d.b = shown(b, &hb[j].0);
+            pairs.push(d);
+        }
+    }
+    let only_b: Vec<String> = hb
+        .iter()
+        .zip(&used_b)
+        .filter(|(_, u)| !**u)
+        .map(|((n, _), _)| n.clone().unwrap_or_default())
+        .collect();
+    HostsDiff {
+        schema: HOSTS_DIFF_SCHEMA.into(),
+        a: a.into(),
+        b: b.into(),
+        equal: only_a.is_empty() && only_b.is_empty() && pairs.iter().all(|d| d.equal),
+        pairs,
+        only_a,
+        only_b,
+    }
+}

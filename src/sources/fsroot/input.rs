@@ -31,7 +31,16 @@ pub fn open_input(path: &Path) -> io::Result<Opened> {
         path,
         OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
         Mode::empty(),
-    )?;
+    )
+    .map_err(|e| {
+        // A socket cannot be opened at all (ENXIO): name what it is rather than the errno.
+        match rustix::fs::stat(path).map(|st| FileType::from_raw_mode(st.st_mode)) {
+            Ok(t) if !matches!(t, FileType::RegularFile | FileType::Directory) => {
+                special_file_error(t)
+            }
+            _ => io::Error::from(e),
+        }
+    })?;
     let st = rustix::fs::fstat(&fd)?;
     match FileType::from_raw_mode(st.st_mode) {
         FileType::Directory => Ok(Opened::Dir),
