@@ -172,7 +172,10 @@ for want in "Name *: peerpath" "Version *: $version" "Release *: 1" "Architectur
   echo "$qi" | grep -q -E "^$want\$" || fail "rpm -qip has no '$want': $qi"
 done
 files=$(rpm -qlp "$rpm" 2>/dev/null)
-want=$( { echo /usr/bin/peerpath; ls "$tree/share/man/man1" | sed 's#^#/usr/share/man/man1/#'
+# rpm links the binary's build ID under /usr/lib/.build-id, as every RHEL/Fedora package does.
+id=$(readelf -n "$tree/bin/peerpath" | sed -n 's/.*Build ID: \([0-9a-f]*\)/\1/p')
+want=$( { echo /usr/bin/peerpath; echo /usr/lib/.build-id; echo "/usr/lib/.build-id/${id:0:2}"
+  echo "/usr/lib/.build-id/${id:0:2}/${id:2}"; ls "$tree/share/man/man1" | sed 's#^#/usr/share/man/man1/#'
   echo /usr/share/bash-completion/completions/peerpath; echo /usr/share/zsh/site-functions/_peerpath
   echo /usr/share/fish/vendor_completions.d/peerpath.fish
   echo /usr/share/doc/peerpath; echo /usr/share/doc/peerpath/docs
