@@ -420,6 +420,10 @@ impl Runner<'_> {
                 }
             },
         };
+        if let Some(why) = fab.cannot_register(other.kind()) {
+            self.skipped(rows.skip_all(nic, Verdict::NotRun, &why, &[], false));
+            return;
+        }
         let mut other_reg = match Registration::new(fab, other.as_mut()) {
             Ok(r) => r,
             Err(att) => {
@@ -495,15 +499,15 @@ pub fn run(topo: Option<&Topology>, opts: &ProbeOptions) -> Result<ProbeReport, 
     let mut notes = Vec::new();
 
     // The fabric library first (the more fundamental absence), then CUDA (GPU memory needs it;
-    // the copy probes run either way and say why not).
-    match opts.fabric {
-        FabricKind::Verbs => {
-            verbs::list_devices()?;
-        }
+    // the copy probes run either way and say why not). A verbs fabric without devices is not
+    // the end when there are GPUs to measure: the plan says (`plan::jobs`).
+    let devices = match opts.fabric {
+        FabricKind::Verbs => verbs::list_devices(),
         FabricKind::Ofi => {
             ofi::runtime_version()?;
+            Ok(Vec::new())
         }
-    }
+    };
     let cuda_handle = match cuda::open() {
         Ok(Ok(c)) => Ok(c),
         Ok(Err(e)) => Err(format!("CUDA driver present but not usable: {e}")),
@@ -512,10 +516,15 @@ pub fn run(topo: Option<&Topology>, opts: &ProbeOptions) -> Result<ProbeReport, 
     if opts.memory == MemoryKind::Cuda
         && let Err(e) = &cuda_handle
     {
+        devices?;
         return Err(Unavailable::device(&format!("--memory cuda: {e}")));
     }
 
-    let jobs = plan::jobs(topo, opts, &cuda_handle, &mut notes)?;
+    let cuda_gpus = cuda_handle
+        .as_ref()
+        .map(|c| c as &dyn plan::CudaGpus)
+        .map_err(String::as_str);
+    let jobs = plan::jobs(topo, opts, &devices, cuda_gpus, &mut notes)?;
     let (window, total_cells) = plan::cell_window(&jobs, opts);
     let watch = plan::counter_watch(topo, opts, &jobs, &mut notes);
     let before = opts
@@ -539,6 +548,11 @@ pub fn run(topo: Option<&Topology>, opts: &ProbeOptions) -> Result<ProbeReport, 
             break;
         }
         let rows = JobRows::new(job, &opts.sizes);
+        if let Some(why) = &job.blocked {
+            let nic = job.planned_nic(opts.fabric, &opts.provider);
+            runner.skipped(rows.skip_all(&nic, Verdict::NotRun, why, &[], false));
+            continue;
+        }
         let opened = open(job, opts);
         // Providers may have replaced our SIGINT handler while initialising.
         super::install_interrupt_handler();
@@ -549,7 +563,7 @@ pub fn run(topo: Option<&Topology>, opts: &ProbeOptions) -> Result<ProbeReport, 
             }
             Err(e) => {
                 let why = format!("could not open the fabric: {e}");
-                let nic = job.planned_nic(&opts.provider);
+                let nic = job.planned_nic(opts.fabric, &opts.provider);
                 runner.skipped(rows.skip_all(&nic, Verdict::NotRun, &why, &[], false));
                 continue;
             }
@@ -799,6 +813,27 @@ mod tests {
                 assert!(e.contains("first wrong byte at offset 32768"), "{e}");
             }
         }
+    }
+
+    /// Debian's libfabric (1.17, built without CUDA) offers no FI_HMEM: GPU memory cannot be
+    /// registered by this library at all, which the probe reports as `not_run` with that
+    /// reason (seen on the lent H200 VM: it had called every GPU cell registration_failed).
+    #[test]
+    fn a_libfabric_without_hmem_says_it_cannot_register_gpu_memory() {
+        // Opened for GPU memory, as the probe opens it for a CUDA job: FI_HMEM is asked for.
+        let Ok(f) = OfiFabric::open("tcp", MemoryKind::Cuda) else {
+            eprintln!("libfabric tcp not available: skipped");
+            return;
+        };
+        assert_eq!(f.cannot_register(MemoryKind::Host), None);
+        let why = f
+            .cannot_register(MemoryKind::Cuda)
+            .expect("no FI_HMEM here");
+        assert!(why.contains("offers no FI_HMEM"), "{why}");
+        assert_eq!(
+            MemFabric::new(false).cannot_register(MemoryKind::Cuda),
+            None
+        );
     }
 
     #[test]

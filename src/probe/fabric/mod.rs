@@ -61,7 +61,7 @@ pub mod verbs_sys;
 
 use super::Unavailable;
 use super::memory::Buffer;
-use crate::analysis::probe_report::{NicRef, Op, RegAttempt};
+use crate::analysis::probe_report::{MemoryKind, NicRef, Op, RegAttempt};
 
 impl RegAttempt {
     /// A successful attempt.
@@ -373,6 +373,13 @@ pub trait Fabric {
     /// queue to be read from another thread. While the driver is alive, [`Fabric::poll`] leaves
     /// the target to it.
     fn target_driver(&self) -> Option<Box<dyn TargetDriver + '_>> {
+        None
+    }
+    /// Why this fabric, as the library was built, cannot register memory of `kind` at all
+    /// (a gap of the library, not of the node: nothing about the GPU path is learned by
+    /// trying), or `None` when it can try. libfabric without FI_HMEM says so for GPU memory.
+    fn cannot_register(&self, kind: MemoryKind) -> Option<String> {
+        let _ = kind;
         None
     }
 }

@@ -616,6 +616,14 @@ impl Fabric for OfiFabric {
     fn nic(&self) -> NicRef {
         NicRef::ofi(&self.provider, self.domain_name.as_deref())
     }
+    fn cannot_register(&self, kind: MemoryKind) -> Option<String> {
+        (kind == MemoryKind::Cuda && !self.hmem).then(|| {
+            format!(
+                "{} offers no FI_HMEM: this libfabric build cannot register GPU memory (it has no CUDA support, and dma-buf registration needs libfabric 1.20); the GPU path was not measured — use a libfabric built with CUDA (EFA's, or --with-cuda)",
+                self.nic()
+            )
+        })
+    }
     fn line_rate_gbytes(&self) -> Option<f64> {
         None
     }
