@@ -1,7 +1,7 @@
 //! The `peerpath` command line: parses arguments, calls the library, maps errors to exit codes.
 
 use anyhow::Result;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use peerpath::render;
 use peerpath::sources::{self, LoadOptions};
 use std::path::PathBuf;
@@ -12,10 +12,19 @@ mod cli;
 /// Exit code when the command itself could not run (bad input, unreadable root).
 const EXIT_ERROR: u8 = 2;
 
+/// `peerpath --version`: the package version and the commit it was built from (hash and
+/// commit date, or "unknown commit"), as `build.rs` found it.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("PEERPATH_COMMIT"),
+    ")"
+);
+
 #[derive(Parser)]
 #[command(
     name = "peerpath",
-    version,
+    version = VERSION,
     about = "GPU↔NIC PCIe path judge: scan, classify, audit, probe, report"
 )]
 struct Cli {
@@ -277,8 +286,14 @@ fn run(cli: Cli) -> Result<u8> {
 
 fn main() -> ExitCode {
     reset_sigpipe();
-    let cli = Cli::parse();
-    match run(cli) {
+    // The packagers' hidden command sits beside `Cli`, not in it, so that the man pages and
+    // completions it writes from `Cli` show only the commands users run.
+    let matches = cli::assets::beside(Cli::command()).get_matches();
+    let result = match matches.subcommand() {
+        Some((cli::assets::NAME, m)) => cli::assets::run(m),
+        _ => run(Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())),
+    };
+    match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             cli::say(&format!("peerpath: error: {e:#}"));

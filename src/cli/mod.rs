@@ -1,5 +1,6 @@
 //! Subcommands of the `peerpath` binary that are more than a few lines.
 
+pub mod assets;
 pub mod audit;
 pub mod capture;
 pub mod classify;
