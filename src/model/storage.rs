@@ -38,6 +38,13 @@ pub struct StorageFacts {
     pub mounts: Fact<MountTable>,
 }
 
+impl StorageFacts {
+    /// Whether nothing was looked for (an XML input): such facts are left out of the JSON.
+    pub fn unread(&self) -> bool {
+        !self.read
+    }
+}
+
 /// `/etc/cufile.json`: where it was read and what it says.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(default)]

@@ -160,6 +160,17 @@ fn resolve(fs: &dyn FsRoot, by_path: &HashMap<PathBuf, usize>, devices: &[Device
     m.drives = drives;
 }
 
+/// Whether `rest` names a partition of disk `disk`: the kernel appends the number, with a `p`
+/// when the disk's name ends in a digit (`sda1`, `nvme0n1p1`, `md0p1`).
+fn is_partition_suffix(disk: &str, rest: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
+    if disk.ends_with(|c: char| c.is_ascii_digit()) {
+        rest.strip_prefix('p').is_some_and(digits)
+    } else {
+        digits(rest)
+    }
+}
+
 fn owner(by_path: &HashMap<PathBuf, usize>, devices: &[Device], p: &Path) -> Option<Bdf> {
     p.ancestors()
         .find_map(|a| by_path.get(a))
@@ -185,12 +196,14 @@ fn walk(
     let name = |p: &Path| p.file_name().and_then(|s| s.to_str()).map(str::to_string);
     let Some(mut n) = name(dir) else { return };
     let mut disk = dir.to_path_buf();
-    // A partition's directory lies in its disk's (`nvme0n1/nvme0n1p1`, `sda/sda1`).
+    // A partition's directory lies in its disk's (`nvme0n1/nvme0n1p1`, `sda/sda1`); a
+    // namespace's lies in its controller's (`nvme0/nvme0n1`), which is no block device.
     if let Some(parent) = dir.parent()
         && let Some(pn) = name(parent)
-        && n.starts_with(&pn)
-        && n.len() > pn.len()
+        && let Some(rest) = n.strip_prefix(pn.as_str())
+        && is_partition_suffix(&pn, rest)
     {
+        block.push(n);
         disk = parent.to_path_buf();
         n = pn;
     }

@@ -1,0 +1,115 @@
+//! HGX H100 with GPUDirect Storage: a data NVMe drive on a third downstream port of every
+//! GPU–NIC switch (as DGX H100 places its U.2 data drives behind the GPU switches), the eight
+//! in an md RAID0 at `/raid`, nvidia-fs loaded and NVIDIA's default `/etc/cufile.json`.
+
+use super::*;
+use crate::synth::{BlockDev, MdRaid, MountSpec, StorageNode};
+
+/// NVIDIA's default `/etc/cufile.json` (fixtures/gds/README.md names the source).
+pub const CUFILE_DEFAULT_JSON: &str = include_str!("../../../fixtures/gds/cufile.default.json");
+
+/// Address of the data drive under GPU i's switch in [`hgx_h100_gds`].
+pub fn gds_drive(i: usize) -> Bdf {
+    b(0, HGX_PAIR_BUSES[i] + 5, 0, 0)
+}
+
+/// The switch downstream port above [`gds_drive`] i.
+pub fn gds_drive_port(i: usize) -> Bdf {
+    b(0, HGX_PAIR_BUSES[i] + 2, 2, 0)
+}
+
+/// [`hgx_h100`] with eight data drives, one per GPU switch, named `nvmeN` in address order with
+/// the two boot drives (the kernel's probe order), the data namespaces in an md RAID0 (`md0`,
+/// ext4 `data=ordered` at `/raid`), the first boot drive holding `/` and `/boot/efi`;
+/// nvidia-fs 2.22.3 loaded, kernel 6.8.0-49-generic, NVIDIA's default `cufile.json`.
+pub fn hgx_h100_gds() -> Spec {
+    let mut s = hgx_h100();
+    s.name = "hgx-h100-gds".into();
+    for i in 0..HGX_PAIR_BUSES.len() {
+        let usp = b(0, HGX_PAIR_BUSES[i] + 1, 0, 0);
+        s.functions.push(port(
+            gds_drive_port(i),
+            Some(usp),
+            Role::SwitchDownstream,
+            0x1000,
+            0xc030,
+            Link::full(16.0, 4),
+        ));
+        s.functions.push(nvme(gds_drive(i), Some(gds_drive_port(i)), ""));
+    }
+    number_iommu_groups(&mut s);
+    // Controllers and namespaces named in address (probe) order.
+    let mut minor = 0;
+    let mut data = Vec::new();
+    let mut boot = None;
+    for (k, f) in s.functions.iter_mut().filter(|f| !f.nvme.is_empty()).enumerate() {
+        let ctrl = &mut f.nvme[0];
+        ctrl.name = format!("nvme{k}");
+        let ns = format!("nvme{k}n1");
+        let mut dev = BlockDev {
+            name: ns.clone(),
+            dev: format!("259:{minor}"),
+            partitions: Vec::new(),
+        };
+        minor += 1;
+        if f.bdf.bus == 0x5a {
+            for p in 1..=2 {
+                dev.partitions.push(BlockDev {
+                    name: format!("{ns}p{p}"),
+                    dev: format!("259:{minor}"),
+                    partitions: Vec::new(),
+                });
+                minor += 1;
+            }
+            boot = Some(ns.clone());
+        } else if f.bdf.bus != 0x5b {
+            data.push(ns.clone());
+        }
+        ctrl.namespaces.push(dev);
+    }
+    let boot = boot.unwrap_or_default();
+    let mount = |mp: &str, fs: &str, src: &str, dev: &str, sopt: &str| MountSpec {
+        mount_point: mp.into(),
+        fs_type: fs.into(),
+        source: src.into(),
+        dev: dev.into(),
+        options: "rw,relatime".into(),
+        super_options: sopt.into(),
+    };
+    let dev_of = |name: &str| {
+        s.functions
+            .iter()
+            .flat_map(|f| &f.nvme)
+            .flat_map(|c| &c.namespaces)
+            .flat_map(|n| std::iter::once(n).chain(&n.partitions))
+            .find(|d| d.name == name)
+            .map(|d| d.dev.clone())
+            .unwrap_or_default()
+    };
+    let root = format!("{boot}p2");
+    let efi = format!("{boot}p1");
+    let mounts = vec![
+        mount("/", "ext4", &format!("/dev/{root}"), &dev_of(&root), "rw,errors=remount-ro"),
+        mount("/proc", "proc", "proc", "0:22", "rw"),
+        mount("/sys", "sysfs", "sysfs", "0:21", "rw"),
+        mount("/boot/efi", "vfat", &format!("/dev/{efi}"), &dev_of(&efi), "rw,fmask=0077"),
+        mount("/raid", "ext4", "/dev/md0", "9:0", "rw,stripe=256,data=ordered"),
+        mount("/run/user/1000", "tmpfs", "tmpfs", "0:45", "rw,size=52428800k,mode=700"),
+    ];
+    s.node.modules.push(Module {
+        name: "nvidia_fs".into(),
+        version: Some("2.22.3".into()),
+    });
+    s.node.storage = Some(StorageNode {
+        cufile_json: Some(CUFILE_DEFAULT_JSON.into()),
+        kernel_release: Some("6.8.0-49-generic".into()),
+        nvme_multipath: Some("N".into()),
+        md: vec![MdRaid {
+            name: "md0".into(),
+            dev: "9:0".into(),
+            slaves: data,
+        }],
+        mounts,
+    });
+    s
+}
