@@ -1,6 +1,7 @@
 //! HGX H100 with GPUDirect Storage: a data NVMe drive on a third downstream port of every
-//! GPU–NIC switch (as DGX H100 places its U.2 data drives behind the GPU switches), the eight
-//! in an md RAID0 at `/raid`, nvidia-fs loaded and NVIDIA's default `/etc/cufile.json`.
+//! GPU–NIC switch (as DGX H100 places its U.2 data drives behind the GPU switches), each
+//! socket's four in an md RAID0 (`/raid0`, `/raid1`), the two boot drives in an md RAID1 at
+//! `/`, nvidia-fs loaded and NVIDIA's default `/etc/cufile.json`.
 
 use super::*;
 use crate::synth::{BlockDev, MdRaid, MountSpec, StorageNode};
@@ -19,9 +20,11 @@ pub fn gds_drive_port(i: usize) -> Bdf {
 }
 
 /// [`hgx_h100`] with eight data drives, one per GPU switch, named `nvmeN` in address order with
-/// the two boot drives (the kernel's probe order), the data namespaces in an md RAID0 (`md0`,
-/// ext4 `data=ordered` at `/raid`), the first boot drive holding `/` and `/boot/efi`;
-/// nvidia-fs 2.22.3 loaded, kernel 6.8.0-49-generic, NVIDIA's default `cufile.json`.
+/// the two boot drives (the kernel's probe order); each socket's data namespaces in an md
+/// RAID0 (`md0` xfs at `/raid0`, `md1` ext4 `data=ordered` at `/raid1`); the boot drives'
+/// second partitions in an md RAID1 (`md2`, ext4 at `/`), the first boot drive's first
+/// partition at `/boot/efi`; nvidia-fs 2.22.3 loaded, kernel 6.8.0-49-generic, NVIDIA's
+/// default `cufile.json`.
 pub fn hgx_h100_gds() -> Spec {
     let mut s = hgx_h100();
     s.name = "hgx-h100-gds".into();
@@ -40,8 +43,8 @@ pub fn hgx_h100_gds() -> Spec {
     number_iommu_groups(&mut s);
     // Controllers and namespaces named in address (probe) order.
     let mut minor = 0;
-    let mut data = Vec::new();
-    let mut boot = None;
+    let mut data = [Vec::new(), Vec::new()];
+    let mut boot = Vec::new();
     for (k, f) in s.functions.iter_mut().filter(|f| !f.nvme.is_empty()).enumerate() {
         let ctrl = &mut f.nvme[0];
         ctrl.name = format!("nvme{k}");
@@ -52,7 +55,7 @@ pub fn hgx_h100_gds() -> Spec {
             partitions: Vec::new(),
         };
         minor += 1;
-        if f.bdf.bus == 0x5a {
+        if f.bdf.bus == 0x5a || f.bdf.bus == 0x5b {
             for p in 1..=2 {
                 dev.partitions.push(BlockDev {
                     name: format!("{ns}p{p}"),
@@ -61,13 +64,12 @@ pub fn hgx_h100_gds() -> Spec {
                 });
                 minor += 1;
             }
-            boot = Some(ns.clone());
-        } else if f.bdf.bus != 0x5b {
-            data.push(ns.clone());
+            boot.push(ns.clone());
+        } else {
+            data[usize::from(f.bdf.bus >= 0x80)].push(ns.clone());
         }
         ctrl.namespaces.push(dev);
     }
-    let boot = boot.unwrap_or_default();
     let mount = |mp: &str, fs: &str, src: &str, dev: &str, sopt: &str| MountSpec {
         mount_point: mp.into(),
         fs_type: fs.into(),
@@ -86,15 +88,26 @@ pub fn hgx_h100_gds() -> Spec {
             .map(|d| d.dev.clone())
             .unwrap_or_default()
     };
-    let root = format!("{boot}p2");
-    let efi = format!("{boot}p1");
+    let efi = format!("{}p1", boot[0]);
     let mounts = vec![
-        mount("/", "ext4", &format!("/dev/{root}"), &dev_of(&root), "rw,errors=remount-ro"),
+        mount("/", "ext4", "/dev/md2", "9:2", "rw,errors=remount-ro"),
         mount("/proc", "proc", "proc", "0:22", "rw"),
         mount("/sys", "sysfs", "sysfs", "0:21", "rw"),
         mount("/boot/efi", "vfat", &format!("/dev/{efi}"), &dev_of(&efi), "rw,fmask=0077"),
-        mount("/raid", "ext4", "/dev/md0", "9:0", "rw,stripe=256,data=ordered"),
+        mount("/raid0", "xfs", "/dev/md0", "9:0", "rw,attr2,inode64,sunit=1024,swidth=4096"),
+        mount("/raid1", "ext4", "/dev/md1", "9:1", "rw,stripe=256,data=ordered"),
         mount("/run/user/1000", "tmpfs", "tmpfs", "0:45", "rw,size=52428800k,mode=700"),
+    ];
+    let [data0, data1] = data;
+    let md = |k: usize, slaves: Vec<String>| MdRaid {
+        name: format!("md{k}"),
+        dev: format!("9:{k}"),
+        slaves,
+    };
+    let raid = vec![
+        md(0, data0),
+        md(1, data1),
+        md(2, boot.iter().map(|b| format!("{b}p2")).collect()),
     ];
     s.node.modules.push(Module {
         name: "nvidia_fs".into(),
@@ -104,11 +117,7 @@ pub fn hgx_h100_gds() -> Spec {
         cufile_json: Some(CUFILE_DEFAULT_JSON.into()),
         kernel_release: Some("6.8.0-49-generic".into()),
         nvme_multipath: Some("N".into()),
-        md: vec![MdRaid {
-            name: "md0".into(),
-            dev: "9:0".into(),
-            slaves: data,
-        }],
+        md: raid,
         mounts,
     });
     s
