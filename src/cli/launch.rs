@@ -43,6 +43,10 @@ pub struct LaunchArgs {
     /// Set the variables but bind no CPU or memory.
     #[arg(long)]
     no_bind: bool,
+    /// Give the rank its nearest data NVMe drive (`PEERPATH_GDS_DRIVE`, `PEERPATH_GDS_DIR`;
+    /// default where GPUDirect Storage is configured).
+    #[arg(long)]
+    storage: bool,
     /// The command and its arguments (after `--`).
     #[arg(
         required = true,
@@ -65,13 +69,16 @@ pub fn run(a: LaunchArgs) -> Result<u8> {
             None => topo.of_kind(peerpath::model::DeviceKind::Gpu).count(),
         },
     };
-    let plan = place::plan(
+    let mut plan = place::plan(
         &topo,
         &PlaceOptions {
             ranks: n,
             cores_per_rank: a.cores_per_rank,
         },
     )?;
+    if a.storage || place::storage_by_default(&topo) {
+        place::add_storage(&topo, &mut plan);
+    }
     let Some(r) = plan.ranks.get(lr.rank) else {
         bail!(
             "local rank {} (from {}) but the plan has {} rank(s) (--ranks {n})",

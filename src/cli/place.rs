@@ -40,6 +40,10 @@ pub struct PlaceArgs {
     /// Only this local rank (text, env, json).
     #[arg(long, value_name = "R")]
     rank: Option<usize>,
+    /// Give each rank its nearest data NVMe drive for GPUDirect Storage (default where GDS is
+    /// configured: nvidia-fs loaded or /etc/cufile.json present).
+    #[arg(long)]
+    storage: bool,
 }
 
 /// Runs `place`.
@@ -49,13 +53,16 @@ pub fn run(a: PlaceArgs) -> Result<u8> {
         (Some(n), _) | (None, Some(n)) => n,
         (None, None) => bail!("say how many ranks: --ranks N (or --gpus N)"),
     };
-    let p = place::plan(
+    let mut p = place::plan(
         &topo,
         &PlaceOptions {
             ranks: n,
             cores_per_rank: a.cores_per_rank,
         },
     )?;
+    if a.storage || place::storage_by_default(&topo) {
+        place::add_storage(&topo, &mut p);
+    }
     if let Some(r) = a.rank {
         if r >= p.ranks.len() {
             bail!(
