@@ -535,7 +535,10 @@ fn gds_clean_twin_passes_and_says_what_it_read() {
     let k = find(&r, CheckId::GdsKernel, "node");
     assert_eq!(ev(k, "/sys/module/nvidia_fs/version"), "2.22.3");
     let c = find(&r, CheckId::GdsConfig, "node");
-    assert_eq!(ev(c, "/etc/cufile.json"), "properties.allow_compat_mode: true");
+    assert_eq!(
+        ev(c, "/etc/cufile.json"),
+        "properties.allow_compat_mode: true"
+    );
     // Both data volumes are found on their own socket's four drives.
     let mounts: Vec<&str> = r
         .findings
@@ -544,7 +547,10 @@ fn gds_clean_twin_passes_and_says_what_it_read() {
         .map(|f| f.summary.as_str())
         .collect();
     assert_eq!(mounts.len(), 2, "{mounts:?}");
-    assert!(mounts[0].starts_with("/raid0 (xfs) on NVMe 0000:1a:00.0 (nvme0)"), "{mounts:?}");
+    assert!(
+        mounts[0].starts_with("/raid0 (xfs) on NVMe 0000:1a:00.0 (nvme0)"),
+        "{mounts:?}"
+    );
     // The layout without GDS (hgx-h100) says so plainly, once, and passes.
     let plain = audit(&layouts::hgx_h100());
     let g: Vec<&Finding> = plain
@@ -554,7 +560,12 @@ fn gds_clean_twin_passes_and_says_what_it_read() {
         .collect();
     assert_eq!(g.len(), 1, "{g:#?}");
     assert_eq!(g[0].severity, Severity::Info);
-    assert!(g[0].summary.starts_with("no GPUDirect Storage on this node"), "{}", g[0].summary);
+    assert!(
+        g[0].summary
+            .starts_with("no GPUDirect Storage on this node"),
+        "{}",
+        g[0].summary
+    );
 }
 
 #[test]
@@ -586,14 +597,17 @@ fn gds_compat_mode_forced() {
         .iter()
         .find(|f| f.id == CheckId::GdsConfig && f.severity == Severity::Error)
         .unwrap();
-    assert_eq!(ev(f, "/etc/cufile.json"), "properties.force_compat_mode: true");
+    assert_eq!(
+        ev(f, "/etc/cufile.json"),
+        "properties.force_compat_mode: true"
+    );
 }
 
 #[test]
 fn gds_acs_redirect_on_a_drives_switch_port() {
     let port = layouts::gds_drive_port(0);
-    let spec = layouts::apply_fault(layouts::hgx_h100_gds(), &format!("acs-redirect={port}"))
-        .unwrap();
+    let spec =
+        layouts::apply_fault(layouts::hgx_h100_gds(), &format!("acs-redirect={port}")).unwrap();
     let r = audit(&spec);
     assert_eq!(
         gds_faults(&r),
@@ -613,9 +627,17 @@ fn gds_drive_on_the_far_socket() {
     let r = audit(&spec);
     let got = gds_faults(&r);
     assert_eq!(got.len(), 2, "{got:#?}");
-    assert!(got.iter().all(|g| g.0 == CheckId::GdsDrivePlacement && g.1 == Severity::Warning));
+    assert!(
+        got.iter()
+            .all(|g| g.0 == CheckId::GdsDrivePlacement && g.1 == Severity::Warning)
+    );
     let span = find(&r, CheckId::GdsDrivePlacement, "node");
-    assert!(span.summary.starts_with("/raid0 spans NVMe drives on NUMA nodes [0, 1]"), "{}", span.summary);
+    assert!(
+        span.summary
+            .starts_with("/raid0 spans NVMe drives on NUMA nodes [0, 1]"),
+        "{}",
+        span.summary
+    );
     let moved = r
         .findings
         .iter()

@@ -27,7 +27,12 @@ pub fn mounts_on<'t>(topo: &'t Topology, drive: &Bdf) -> Vec<&'t Mount> {
         .storage
         .mounts
         .known()
-        .map(|t| t.mounts.iter().filter(|m| m.drives.contains(drive)).collect())
+        .map(|t| {
+            t.mounts
+                .iter()
+                .filter(|m| m.drives.contains(drive))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -100,6 +105,38 @@ pub fn assign_drives(cl: &Classifier, gpus: &[Bdf]) -> Vec<Option<DriveChoice>> 
             })
         })
         .collect()
+}
+
+/// Every GPU–data-drive pair with a label: `(GPU index in gpus, the pair, whether the drive
+/// is that GPU's nearest by [`assign_drives`])`, GPUs in order, drives in address order.
+pub fn gpu_drive_pairs(cl: &Classifier, gpus: &[Bdf]) -> Vec<(usize, DriveChoice, bool)> {
+    let topo = cl.topo();
+    let nearest = assign_drives(cl, gpus);
+    let drives = data_drives(topo);
+    let mut out = Vec::new();
+    for (g, gpu) in gpus.iter().enumerate() {
+        for d in &drives {
+            let Some((label, _)) = cl.label_of(gpu, &d.bdf) else {
+                continue;
+            };
+            let is_nearest = nearest[g].as_ref().is_some_and(|c| c.drive == d.bdf);
+            out.push((
+                g,
+                DriveChoice {
+                    gpu: *gpu,
+                    drive: d.bdf,
+                    nvme: controller(d).map(str::to_string),
+                    label,
+                    mounts: mounts_on(topo, &d.bdf)
+                        .iter()
+                        .map(|m| m.mount_point.clone())
+                        .collect(),
+                },
+                is_nearest,
+            ));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

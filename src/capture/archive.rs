@@ -352,8 +352,17 @@ mod tests {
         assert!(crate::parse::cufile::parse(&r).is_ok());
         let m = "40 29 259:3 / /home/carol\\040x rw - xfs /dev/nvme1n1 rw\n";
         let (r, n) = redact_user_paths(m);
-        assert_eq!((r.as_str(), n), ("40 29 259:3 / /home/(user)\\040x rw - xfs /dev/nvme1n1 rw\n", 1));
-        assert_eq!(crate::parse::mounts::mountinfo(&r).0[0].mount_point, "/home/(user) x");
+        assert_eq!(
+            (r.as_str(), n),
+            (
+                "40 29 259:3 / /home/(user)\\040x rw - xfs /dev/nvme1n1 rw\n",
+                1
+            )
+        );
+        assert_eq!(
+            crate::parse::mounts::mountinfo(&r).0[0].mount_point,
+            "/home/(user) x"
+        );
     }
 
     #[test]

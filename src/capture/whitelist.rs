@@ -189,7 +189,7 @@ mod tests {
         )));
         assert!(!whitelisted(Path::new(
             "sys/devices/system/node/node3/meminfo"
-        )));        // GDS: the mount table, cuFile's configuration, the block devices below a mount.
+        ))); // GDS: the mount table, cuFile's configuration, the block devices below a mount.
         assert!(whitelisted(Path::new("etc/cufile.json")));
         assert!(whitelisted(Path::new("proc/self/mountinfo")));
         assert!(whitelisted(Path::new("sys/dev/block/259:1")));

@@ -151,7 +151,10 @@ pub struct MachineInfo {
     pub mm_visible: bool,
     /// GPUDirect Storage facts: nvidia-fs, `/etc/cufile.json`, the P2PDMA prerequisites, the
     /// mounts and their NVMe drives (see [`crate::model::storage`]).
-    #[serde(default, skip_serializing_if = "crate::model::storage::StorageFacts::unread")]
+    #[serde(
+        default,
+        skip_serializing_if = "crate::model::storage::StorageFacts::unread"
+    )]
     pub storage: crate::model::storage::StorageFacts,
 }
 

@@ -37,10 +37,8 @@ pub fn parse(text: &str) -> Result<CufileConfig, String> {
         .and_then(|v| {
             let n = v.as_u64();
             if n.is_none() {
-                c.wrong_type.push((
-                    "properties.max_direct_io_size_kb".into(),
-                    v.to_string(),
-                ));
+                c.wrong_type
+                    .push(("properties.max_direct_io_size_kb".into(), v.to_string()));
             }
             n
         });
@@ -60,7 +58,8 @@ pub fn parse(text: &str) -> Result<CufileConfig, String> {
                     if let Some(v) = m.get("rdma_dev_addr_list") {
                         let key = format!("fs.{name}.mount_table.{mount}.rdma_dev_addr_list");
                         let l = strings(&mut c.wrong_type, &key, v);
-                        c.fs_rdma_dev_addr_lists.push((format!("{name}:{mount}"), l));
+                        c.fs_rdma_dev_addr_lists
+                            .push((format!("{name}:{mount}"), l));
                     }
                 }
             }
@@ -179,8 +178,9 @@ mod tests {
         assert!(parse("[1, 2]").is_err());
         assert!(parse("").is_err());
         // Wrong types are reported, not guessed.
-        let c = parse(r#"{"properties": {"allow_compat_mode": "no", "max_direct_io_size_kb": -1}}"#)
-            .unwrap();
+        let c =
+            parse(r#"{"properties": {"allow_compat_mode": "no", "max_direct_io_size_kb": -1}}"#)
+                .unwrap();
         assert_eq!(c.allow_compat_mode, None);
         assert_eq!(c.wrong_type.len(), 2, "{c:?}");
     }

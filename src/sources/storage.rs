@@ -8,11 +8,11 @@
 //! subsystems). Parsing is in `parse::cufile` and `parse::mounts`.
 
 use super::fsroot::FsRoot;
+use crate::model::Bdf;
 use crate::model::device::{Device, DeviceKind};
 use crate::model::fact::Fact;
 use crate::model::storage::{CufileFile, Mount, MountTable, StorageFacts};
 use crate::model::topology::Warning;
-use crate::model::Bdf;
 use crate::parse::{cufile, mounts};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

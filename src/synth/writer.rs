@@ -671,15 +671,17 @@ fn storage_files(t: &mut Tree, s: &super::StorageNode) {
             // To the member's own directory, as the kernel links it (not through the class).
             let class = PathBuf::from("sys/class/block").join(sl);
             let target = match t.nodes.get(&class) {
-                Some(Entry::Link(rel)) => {
-                    crate::sources::fsroot::join_link(&class, Path::new(rel))
-                }
+                Some(Entry::Link(rel)) => crate::sources::fsroot::join_link(&class, Path::new(rel)),
                 _ => class,
             };
             t.link(d.join("slaves").join(sl), target);
         }
     }
-    let esc = |f: &str| f.replace('\\', "\\134").replace(' ', "\\040").replace('\t', "\\011");
+    let esc = |f: &str| {
+        f.replace('\\', "\\134")
+            .replace(' ', "\\040")
+            .replace('\t', "\\011")
+    };
     let mut mi = String::new();
     for (i, m) in s.mounts.iter().enumerate() {
         mi.push_str(&format!(

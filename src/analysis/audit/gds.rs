@@ -26,7 +26,9 @@ use std::collections::BTreeMap;
 const LOCAL_FS: &[&str] = &["ext4", "xfs"];
 /// Distributed file systems GDS reads over RDMA (`nfs` only with `proto=rdma`): Lustre (DDN
 /// EXAScaler), IBM Spectrum Scale, WekaFS, BeeGFS, NFS (VAST, NetApp, Dell), ScaTeFS.
-const RDMA_FS: &[&str] = &["lustre", "gpfs", "wekafs", "beegfs", "nfs", "nfs4", "scatefs"];
+const RDMA_FS: &[&str] = &[
+    "lustre", "gpfs", "wekafs", "beegfs", "nfs", "nfs4", "scatefs",
+];
 
 fn storage<'a>(ctx: &'a Ctx) -> &'a StorageFacts {
     &ctx.topo.machine.storage
@@ -95,14 +97,16 @@ pub fn gds_kernel(ctx: &Ctx) -> Vec<Finding> {
         return vec![with_driver(ctx, f)];
     }
     if !m.modules_visible {
-        return vec![Finding::new(
-            id,
-            Severity::Unknown,
-            Subject::Node,
-            "whether nvidia-fs is loaded is unknown: /sys/module was not captured",
-            "audit the live machine, or a snapshot taken with `peerpath capture`",
-        )
-        .with("/sys/module", "absent from the input")];
+        return vec![
+            Finding::new(
+                id,
+                Severity::Unknown,
+                Subject::Node,
+                "whether nvidia-fs is loaded is unknown: /sys/module was not captured",
+                "audit the live machine, or a snapshot taken with `peerpath capture`",
+            )
+            .with("/sys/module", "absent from the input"),
+        ];
     }
     let cfg = cufile(s);
     if !expected(s) {
@@ -136,7 +140,10 @@ pub fn gds_kernel(ctx: &Ctx) -> Vec<Finding> {
             id,
             Severity::Error,
             Subject::Node,
-            format!("cuFile is set to the P2PDMA path (use_pci_p2pdma) but it is not usable: {}", unmet.join("; ")),
+            format!(
+                "cuFile is set to the P2PDMA path (use_pci_p2pdma) but it is not usable: {}",
+                unmet.join("; ")
+            ),
             "meet each prerequisite (NVIDIA, GDS support for NVMe using Linux PCI P2PDMA): kernel ≥ 6.2 built with CONFIG_PCI_P2PDMA, open kernel module ≥ 565.47, `options nvme_core multipath=N`, `options nvidia NVreg_RegistryDwords=\"RMForceStaticBar1=1;RmForceDisableIomapWC=1;\"`; or load nvidia-fs",
         )
     } else if !unknown.is_empty() {
@@ -144,7 +151,10 @@ pub fn gds_kernel(ctx: &Ctx) -> Vec<Finding> {
             id,
             Severity::Unknown,
             Subject::Node,
-            format!("cuFile is set to the P2PDMA path; not readable: {}", unknown.join("; ")),
+            format!(
+                "cuFile is set to the P2PDMA path; not readable: {}",
+                unknown.join("; ")
+            ),
             "audit the live machine: `uname -r`, `grep CONFIG_PCI_P2PDMA /boot/config-$(uname -r)`, `cat /proc/driver/nvidia/version`",
         )
     } else {
@@ -194,15 +204,17 @@ fn p2pdma_prerequisites(ctx: &Ctx, wanted: bool) -> (Vec<String>, Vec<String>, V
         None => unknown.push("kernel release (/proc/sys/kernel/osrelease)".into()),
     }
     if let Some((p, on)) = &s.kernel_p2pdma {
-        ev.push(Evidence::new(p.clone(), format!("CONFIG_PCI_P2PDMA={}", if *on { "y" } else { "(not set)" })));
+        ev.push(Evidence::new(
+            p.clone(),
+            format!("CONFIG_PCI_P2PDMA={}", if *on { "y" } else { "(not set)" }),
+        ));
         if !on {
             unmet.push("the kernel is built without CONFIG_PCI_P2PDMA".into());
         }
     }
     match &m.nvidia_driver {
-        Some(d) if !d.contains("Open Kernel Module") => {
-            unmet.push("the NVIDIA driver is the proprietary kernel module, not the open one".into())
-        }
+        Some(d) if !d.contains("Open Kernel Module") => unmet
+            .push("the NVIDIA driver is the proprietary kernel module, not the open one".into()),
         Some(_) => {}
         None => unknown.push("NVIDIA driver flavour (/proc/driver/nvidia/version)".into()),
     }
@@ -214,14 +226,19 @@ fn p2pdma_prerequisites(ctx: &Ctx, wanted: bool) -> (Vec<String>, Vec<String>, V
         }
     }
     if let Some(mp) = &s.nvme_multipath {
-        ev.push(Evidence::new("/sys/module/nvme_core/parameters/multipath", mp.clone()));
+        ev.push(Evidence::new(
+            "/sys/module/nvme_core/parameters/multipath",
+            mp.clone(),
+        ));
         if mp == "Y" {
             unmet.push("NVMe native multipath is on (P2PDMA needs nvme_core multipath=N)".into());
         }
     }
     if let Some(r) = &s.nvidia_registry_dwords {
         ev.push(Evidence::new("/proc/driver/nvidia/params", r.clone()));
-        if !r.contains("RMForceStaticBar1=1") && m.cpu_vendor.as_deref() != Some("CPU implementer 0x41 (arm64)") {
+        if !r.contains("RMForceStaticBar1=1")
+            && m.cpu_vendor.as_deref() != Some("CPU implementer 0x41 (arm64)")
+        {
             unmet.push("RMForceStaticBar1=1 is not in the NVIDIA driver's RegistryDwords".into());
         }
     }
@@ -331,7 +348,10 @@ pub fn gds_config(ctx: &Ctx) -> Vec<Finding> {
                 format!("cuFile is denied these {list}: {}", entries.join(", ")),
                 "none",
             )
-            .with(path.clone(), format!("denylist.{list}: {}", entries.join(", "))),
+            .with(
+                path.clone(),
+                format!("denylist.{list}: {}", entries.join(", ")),
+            ),
         );
     }
     if !c.wrong_type.is_empty() {
@@ -390,7 +410,9 @@ pub fn gds_path(ctx: &Ctx) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut unreadable = Vec::new();
     for (port, pairs) in ports {
-        let Some(p) = topo.device(&port) else { continue };
+        let Some(p) = topo.device(&port) else {
+            continue;
+        };
         if let Some(why) = config_unknown(p, 4096) {
             unreadable.push(Evidence::new(pci_path(&port, "config"), why));
             continue;
@@ -425,7 +447,9 @@ pub fn gds_path(ctx: &Ctx) -> Vec<Finding> {
         );
     }
     for d in &drives {
-        if let (Some(g), Some(t @ ("DMA" | "DMA-FQ"))) = (d.iommu_group, d.iommu_group_type.as_deref()) {
+        if let (Some(g), Some(t @ ("DMA" | "DMA-FQ"))) =
+            (d.iommu_group, d.iommu_group_type.as_deref())
+        {
             out.push(
                 Finding::new(
                     id,
@@ -472,11 +496,18 @@ pub fn gds_drive_placement(ctx: &Ctx) -> Vec<Finding> {
         let Some((label, gpu)) = best else { continue };
         let numa = topo.numa_of(d);
         let far = match label {
-            Label::Sys => "on another socket than every GPU: every GDS read crosses the CPU interconnect",
-            Label::Node => "behind another root complex than every GPU: peer-to-peer between root complexes is slow or unsupported, cuFile may fall back to compat mode",
+            Label::Sys => {
+                "on another socket than every GPU: every GDS read crosses the CPU interconnect"
+            }
+            Label::Node => {
+                "behind another root complex than every GPU: peer-to-peer between root complexes is slow or unsupported, cuFile may fall back to compat mode"
+            }
             _ => continue,
         };
-        let mounts: Vec<String> = mounts_on(topo, &d.bdf).iter().map(|m| m.mount_point.clone()).collect();
+        let mounts: Vec<String> = mounts_on(topo, &d.bdf)
+            .iter()
+            .map(|m| m.mount_point.clone())
+            .collect();
         out.push(
             Finding::new(
                 id,
@@ -550,10 +581,20 @@ pub fn gds_mounts(ctx: &Ctx) -> Vec<Finding> {
         any = true;
         let ev = mount_evidence(&t.path, m);
         let problem = if on_data && !LOCAL_FS.contains(&m.fs_type.as_str()) {
-            Some(format!("{} is not a file system GDS reads directly from NVMe (ext4 in ordered mode, xfs)", m.fs_type))
+            Some(format!(
+                "{} is not a file system GDS reads directly from NVMe (ext4 in ordered mode, xfs)",
+                m.fs_type
+            ))
         } else if m.fs_type == "ext4" && m.option("data").is_some_and(|d| d != "ordered") {
-            Some(format!("ext4 with data={}: GDS supports ext4 only in ordered mode", m.option("data").unwrap_or("")))
-        } else if p2pdma_path && m.block.iter().any(|b| b.starts_with("md") || b.starts_with("dm-")) {
+            Some(format!(
+                "ext4 with data={}: GDS supports ext4 only in ordered mode",
+                m.option("data").unwrap_or("")
+            ))
+        } else if p2pdma_path
+            && m.block
+                .iter()
+                .any(|b| b.starts_with("md") || b.starts_with("dm-"))
+        {
             Some("RAID over NVMe (md/dm) is not supported on the P2PDMA path".to_string())
         } else {
             None

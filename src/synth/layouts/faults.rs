@@ -257,14 +257,19 @@ pub fn with_compat_forced(mut spec: Spec) -> Result<Spec, SpecError> {
         .storage
         .as_mut()
         .and_then(|s| s.cufile_json.as_mut())
-        .ok_or_else(|| SpecError::Other("fault compat-forced: the layout has no cufile.json".into()))?;
+        .ok_or_else(|| {
+            SpecError::Other("fault compat-forced: the layout has no cufile.json".into())
+        })?;
     let key = "\"allow_compat_mode\": true,";
     let Some(i) = c.find(key) else {
         return Err(SpecError::Other(
             "fault compat-forced: no `\"allow_compat_mode\": true,` line in cufile.json".into(),
         ));
     };
-    c.insert_str(i + key.len(), "\n                            \"force_compat_mode\": true,");
+    c.insert_str(
+        i + key.len(),
+        "\n                            \"force_compat_mode\": true,",
+    );
     Ok(spec)
 }
 

@@ -38,14 +38,20 @@ pub fn hgx_h100_gds() -> Spec {
             0xc030,
             Link::full(16.0, 4),
         ));
-        s.functions.push(nvme(gds_drive(i), Some(gds_drive_port(i)), ""));
+        s.functions
+            .push(nvme(gds_drive(i), Some(gds_drive_port(i)), ""));
     }
     number_iommu_groups(&mut s);
     // Controllers and namespaces named in address (probe) order.
     let mut minor = 0;
     let mut data = [Vec::new(), Vec::new()];
     let mut boot = Vec::new();
-    for (k, f) in s.functions.iter_mut().filter(|f| !f.nvme.is_empty()).enumerate() {
+    for (k, f) in s
+        .functions
+        .iter_mut()
+        .filter(|f| !f.nvme.is_empty())
+        .enumerate()
+    {
         let ctrl = &mut f.nvme[0];
         ctrl.name = format!("nvme{k}");
         let ns = format!("nvme{k}n1");
@@ -93,10 +99,34 @@ pub fn hgx_h100_gds() -> Spec {
         mount("/", "ext4", "/dev/md2", "9:2", "rw,errors=remount-ro"),
         mount("/proc", "proc", "proc", "0:22", "rw"),
         mount("/sys", "sysfs", "sysfs", "0:21", "rw"),
-        mount("/boot/efi", "vfat", &format!("/dev/{efi}"), &dev_of(&efi), "rw,fmask=0077"),
-        mount("/raid0", "xfs", "/dev/md0", "9:0", "rw,attr2,inode64,sunit=1024,swidth=4096"),
-        mount("/raid1", "ext4", "/dev/md1", "9:1", "rw,stripe=256,data=ordered"),
-        mount("/run/user/1000", "tmpfs", "tmpfs", "0:45", "rw,size=52428800k,mode=700"),
+        mount(
+            "/boot/efi",
+            "vfat",
+            &format!("/dev/{efi}"),
+            &dev_of(&efi),
+            "rw,fmask=0077",
+        ),
+        mount(
+            "/raid0",
+            "xfs",
+            "/dev/md0",
+            "9:0",
+            "rw,attr2,inode64,sunit=1024,swidth=4096",
+        ),
+        mount(
+            "/raid1",
+            "ext4",
+            "/dev/md1",
+            "9:1",
+            "rw,stripe=256,data=ordered",
+        ),
+        mount(
+            "/run/user/1000",
+            "tmpfs",
+            "tmpfs",
+            "0:45",
+            "rw,size=52428800k,mode=700",
+        ),
     ];
     let [data0, data1] = data;
     let md = |k: usize, slaves: Vec<String>| MdRaid {
