@@ -11,6 +11,7 @@ mod flags;
 pub mod launch;
 pub mod place;
 pub mod probe;
+pub mod probe_storage;
 pub mod rails;
 pub mod report;
 
