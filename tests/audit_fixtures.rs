@@ -570,10 +570,23 @@ fn gds_clean_twin_passes_and_says_what_it_read() {
 
 #[test]
 fn gds_nvidia_fs_missing() {
+    // With NVIDIA's default cufile.json compat mode is allowed: every read silently falls back
+    // (a warning); with compat mode disallowed every read fails (an error).
     let spec = layouts::apply_fault(layouts::hgx_h100_gds(), "no-nvidia-fs").unwrap();
     let r = audit(&spec);
     assert_eq!(
         gds_faults(&r),
+        [(CheckId::GdsKernel, Severity::Warning, "node".to_string())]
+    );
+    let mut strict = spec.clone();
+    let s = strict.node.storage.as_mut().unwrap();
+    let json = s.cufile_json.as_mut().unwrap();
+    *json = json.replace(
+        "\"allow_compat_mode\": true",
+        "\"allow_compat_mode\": false",
+    );
+    assert_eq!(
+        gds_faults(&audit(&strict)),
         [(CheckId::GdsKernel, Severity::Error, "node".to_string())]
     );
     let f = find(&r, CheckId::GdsKernel, "node");

@@ -122,10 +122,9 @@ impl Builder<'_> {
                 ));
             }
             return b;
-        } else if matches!(
-            path.to_str(),
-            Some("etc/cufile.json" | "proc/self/mountinfo" | "proc/mounts")
-        ) {
+        } else if name == "cufile.json"
+            || (path.starts_with("proc") && (name == "mountinfo" || name == "mounts"))
+        {
             let (text, n) = redact_user_paths(&String::from_utf8_lossy(&bytes));
             if n > 0 {
                 self.redacted.push(format!(

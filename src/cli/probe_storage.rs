@@ -41,7 +41,7 @@ pub struct StorageArgs {
           value_parser = clap::value_parser!(u32).range(1..=100))]
     passes: u32,
     /// libcufile to load first (else libcufile.so.0 from the loader's path, CUDA's lib64, or
-    /// the nvidia-cufile wheel's site-packages/nvidia/cufile/lib).
+    /// the nvidia-cufile wheel: site-packages/nvidia/cufile/lib or nvidia/cu13/lib).
     #[arg(long, value_name = "PATH")]
     cufile: Option<PathBuf>,
     /// Output format.

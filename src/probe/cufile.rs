@@ -1,8 +1,9 @@
 //! cuFile (GPUDirect Storage's library, `libcufile.so.0`) loaded at run time with libloading,
 //! never linked: from the loader's path (`LD_LIBRARY_PATH`, ld.so.cache), CUDA's
-//! (`/usr/local/cuda/lib64`, `/usr/local/cuda/targets/<arch>-linux/lib`) or the `nvidia-cufile`
-//! wheel's `site-packages/nvidia/cufile/lib` (every Python found on `PATH`, in a virtualenv or
-//! under `/usr`, `/usr/local`, `/opt/conda`). Types and calls follow `cufile.h` of GDS 1.x
+//! (`/usr/local/cuda/lib64`, `/usr/local/cuda/targets/<arch>-linux/lib`) or the wheel's
+//! `site-packages/nvidia/cufile/lib` (`nvidia-cufile-cu12`) or `site-packages/nvidia/cu13/lib`
+//! (`nvidia-cufile` for CUDA 13), for every Python found on `PATH`, in a virtualenv or under
+//! `/usr`, `/usr/local`, `/opt/conda`. Types and calls follow `cufile.h` of GDS 1.x
 //! (`CUfileDrvProps_t`, `CUfileDescr_t`, `CUfileError_t`).
 
 use super::Unavailable;
@@ -185,8 +186,11 @@ pub fn candidates(extra: Option<&Path>) -> Vec<PathBuf> {
     ] {
         v.push(Path::new(&d).join("libcufile.so.0"));
     }
+    // nvidia-cufile-cu12 installs nvidia/cufile/lib; nvidia-cufile (CUDA 13) nvidia/cu13/lib.
     for sp in site_packages() {
-        v.push(sp.join("nvidia/cufile/lib/libcufile.so.0"));
+        for sub in ["nvidia/cufile/lib", "nvidia/cu13/lib", "nvidia/cu12/lib"] {
+            v.push(sp.join(sub).join("libcufile.so.0"));
+        }
     }
     v
 }

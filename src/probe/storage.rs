@@ -392,11 +392,12 @@ pub fn run(topo: &Topology, opts: &StorageOptions) -> Result<StorageProbeReport,
             notes.join("; ")
         )));
     }
-    let (strict_open, paths) = strict(&cf, &cuda, &files);
+    // The measured session first, with the node's own configuration; then the strict one
+    // (compat mode disallowed), which tells the path. In this order no parameter the strict
+    // session stages can leak into the measurement.
     let mut driver = CufileDriver {
         library: cf.path.clone(),
         version: cf.version(),
-        strict_open,
         ..Default::default()
     };
     let opened = cf.open();
@@ -420,11 +421,6 @@ pub fn run(topo: &Topology, opts: &StorageOptions) -> Result<StorageProbeReport,
                 .or_else(|| b.get(b.len().saturating_sub(12)..)?.parse().ok())
         });
         for (k, f) in files.iter().enumerate() {
-            let (mut path, mut evidence) = paths[g * files.len() + k].clone();
-            if driver.compat_forced == Some(true) {
-                path = CufilePath::Compat;
-                evidence = format!("force_compat_mode is set ({evidence})");
-            }
             let label = gpu_bdf.and_then(|gb| {
                 targets[k]
                     .drives
@@ -438,8 +434,8 @@ pub fn run(topo: &Topology, opts: &StorageOptions) -> Result<StorageProbeReport,
                 gpu_pci_bus_id: bus.clone(),
                 target: k,
                 label,
-                path,
-                path_evidence: evidence,
+                path: CufilePath::Unknown,
+                path_evidence: String::new(),
                 cufile: None,
                 posix: None,
                 errors: Vec::new(),
@@ -450,6 +446,18 @@ pub fn run(topo: &Topology, opts: &StorageOptions) -> Result<StorageProbeReport,
     }
     if opened.is_ok() {
         let _ = cf.close();
+    }
+    let (strict_open, paths) = strict(&cf, &cuda, &files);
+    driver.strict_open = strict_open;
+    for (cell, (path, evidence)) in cells.iter_mut().zip(paths) {
+        (cell.path, cell.path_evidence) = if driver.compat_forced == Some(true) {
+            (
+                CufilePath::Compat,
+                format!("force_compat_mode is set ({evidence})"),
+            )
+        } else {
+            (path, evidence)
+        };
     }
     drop(files);
     Ok(StorageProbeReport {

@@ -34,9 +34,21 @@ fn storage<'a>(ctx: &'a Ctx) -> &'a StorageFacts {
     &ctx.topo.machine.storage
 }
 
-/// GDS is configured here: nvidia-fs is loaded or `/etc/cufile.json` exists.
-fn expected(s: &StorageFacts) -> bool {
-    s.nvidia_fs.is_some() || s.cufile.is_some()
+/// Something here GDS would read: a data NVMe drive, or a file system mounted over RDMA.
+fn has_target(ctx: &Ctx) -> bool {
+    !data_drives(ctx.topo).is_empty()
+        || storage(ctx)
+            .mounts
+            .known()
+            .is_some_and(|t| t.mounts.iter().any(rdma_fs))
+}
+
+/// GDS is in use here: nvidia-fs is loaded, or `/etc/cufile.json` exists and there is something
+/// to read with it. cufile.json alone is no evidence: CUDA's toolkit installs it (through
+/// `/etc/alternatives`) on machines that never use GDS.
+fn expected(ctx: &Ctx) -> bool {
+    let s = storage(ctx);
+    s.nvidia_fs.is_some() || (s.cufile.is_some() && has_target(ctx))
 }
 
 fn cufile(s: &StorageFacts) -> Option<&CufileConfig> {
@@ -109,7 +121,22 @@ pub fn gds_kernel(ctx: &Ctx) -> Vec<Finding> {
         ];
     }
     let cfg = cufile(s);
-    if !expected(s) {
+    if let (Some(c), false) = (&s.cufile, expected(ctx)) {
+        return vec![Finding::new(
+            id,
+            Severity::Info,
+            Subject::Node,
+            format!(
+                "no GPUDirect Storage target here: {} is present (CUDA's GDS package installs it) but nvidia-fs is not loaded and there is no NVMe data drive or file system over RDMA ({} NVMe drive(s)); cuFile would read through host memory (compat mode)",
+                c.path,
+                nvme_count(ctx)
+            ),
+            "none, unless jobs here should read with GDS: load nvidia-fs (or set up the P2PDMA path) and put the data on an NVMe drive or an RDMA file system",
+        )
+        .with("/sys/module/nvidia_fs", "absent")
+        .with(c.path.clone(), "present")];
+    }
+    if !expected(ctx) {
         let nvme = nvme_count(ctx);
         return vec![Finding::new(
             id,
@@ -127,12 +154,21 @@ pub fn gds_kernel(ctx: &Ctx) -> Vec<Finding> {
     // GDS is configured but nvidia-fs is not loaded: only the P2PDMA path is left.
     let p2p_on = cfg.is_some_and(CufileConfig::p2pdma);
     let (unmet, unknown, ev) = p2pdma_prerequisites(ctx, p2p_on);
+    let compat = cfg.is_none_or(CufileConfig::compat_allowed);
     let mut f = if !p2p_on {
         Finding::new(
             id,
-            Severity::Error,
+            if compat {
+                Severity::Warning
+            } else {
+                Severity::Error
+            },
             Subject::Node,
-            "GDS is configured (/etc/cufile.json) but nvidia-fs is not loaded and `use_pci_p2pdma` is off: every cuFile read goes through a host bounce buffer (compat mode) or fails",
+            if compat {
+                "GDS is configured (/etc/cufile.json, with drives or RDMA file systems to read) but nvidia-fs is not loaded and `use_pci_p2pdma` is off: every cuFile read silently goes through a host bounce buffer (compat mode)"
+            } else {
+                "GDS is configured with compat mode disallowed, but nvidia-fs is not loaded and `use_pci_p2pdma` is off: every cuFile read fails"
+            },
             "load nvidia-fs (`modprobe nvidia-fs`; packages nvidia-fs-dkms or the GDS meta-package, with NVMe patches from MLNX_OFED/DOCA), or use the upstream P2PDMA path: kernel ≥ 6.2 with CONFIG_PCI_P2PDMA, open NVIDIA driver ≥ 565, `\"use_pci_p2pdma\": true` in /etc/cufile.json",
         )
     } else if !unmet.is_empty() {
@@ -387,8 +423,7 @@ fn drive_name(d: &Device) -> String {
 /// `gds-path`: ACS redirect on ports between GPUs and data drives, and IOMMU translation of a
 /// data drive's DMA (nvidia-fs needs the IOMMU off or in passthrough for peer-to-peer).
 pub fn gds_path(ctx: &Ctx) -> Vec<Finding> {
-    let s = storage(ctx);
-    if !expected(s) {
+    if !expected(ctx) {
         return Vec::new();
     }
     let topo = ctx.topo;
@@ -481,7 +516,7 @@ pub fn gds_path(ctx: &Ctx) -> Vec<Finding> {
 /// another root complex (NODE); a mount spanning drives on several NUMA nodes.
 pub fn gds_drive_placement(ctx: &Ctx) -> Vec<Finding> {
     let s = storage(ctx);
-    if !expected(s) || ctx.gpus.is_empty() {
+    if !expected(ctx) || ctx.gpus.is_empty() {
         return Vec::new();
     }
     let topo = ctx.topo;
@@ -553,7 +588,7 @@ pub fn gds_drive_placement(ctx: &Ctx) -> Vec<Finding> {
 /// and whether GDS supports them as mounted.
 pub fn gds_mounts(ctx: &Ctx) -> Vec<Finding> {
     let s = storage(ctx);
-    if !expected(s) {
+    if !expected(ctx) {
         return Vec::new();
     }
     let id = CheckId::GdsMounts;
