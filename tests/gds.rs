@@ -15,6 +15,13 @@ fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_peerpath"))
 }
 
+/// The synthesized GDS node (or another layout) written as a sysfs tree.
+fn tree(spec: &peerpath::synth::Spec) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    write_tree(spec, dir.path(), &WriteOptions::default()).unwrap();
+    dir
+}
+
 fn fixture(name: &str) -> String {
     std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -100,13 +107,7 @@ fn lstopo_disks(root: &Path) -> Option<BTreeMap<String, String>> {
 
 #[test]
 fn drives_below_each_mount_agree_with_lstopo() {
-    let dir = tempfile::tempdir().unwrap();
-    write_tree(
-        &layouts::hgx_h100_gds(),
-        dir.path(),
-        &WriteOptions::default(),
-    )
-    .unwrap();
+    let dir = tree(&layouts::hgx_h100_gds());
     let Some(disks) = lstopo_disks(dir.path()) else {
         eprintln!("lstopo-no-graphics not installed: skipped (CI installs hwloc)");
         return;
@@ -146,18 +147,13 @@ fn capture_keeps_the_gds_files_and_redacts_user_paths() {
     let root = dir.path().join("root");
     write_tree(&spec, &root, &WriteOptions::default()).unwrap();
     let snap = dir.path().join("snap.tar.gz");
-    let out = bin()
+    let status = bin()
         .args(["capture", "-o"])
         .arg(&snap)
-        .arg("-i")
-        .arg(&root)
-        .output()
+        .args([Path::new("-i"), &root])
+        .status()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(status.success(), "capture exited {status}");
     let bytes = std::fs::read(&snap).unwrap();
     let fs = peerpath::sources::fsroot::MemRoot::from_tar_bytes("snap", &bytes).unwrap();
     use peerpath::sources::fsroot::FsRoot;
@@ -198,24 +194,14 @@ fn capture_keeps_the_gds_files_and_redacts_user_paths() {
 
 #[test]
 fn place_and_launch_give_each_rank_its_nearest_drive() {
-    let dir = tempfile::tempdir().unwrap();
-    write_tree(
-        &layouts::hgx_h100_gds(),
-        dir.path(),
-        &WriteOptions::default(),
-    )
-    .unwrap();
+    let dir = tree(&layouts::hgx_h100_gds());
     let out = bin()
         .args(["place", "--ranks", "8", "--format", "json", "-i"])
         .arg(dir.path())
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
     for (r, rank) in v["ranks"].as_array().unwrap().iter().enumerate() {
         let want = layouts::gds_drive(r).to_string();
         assert_eq!(rank["drive"]["drive"], want.as_str(), "rank {r}");

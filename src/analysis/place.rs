@@ -545,6 +545,16 @@ pub fn plan_with(t: &Topology, view: &NodeView, o: &PlaceOptions) -> anyhow::Res
     })
 }
 
+/// [`plan`], then [`add_storage`] when `storage` is asked for or [`storage_by_default`]: what
+/// `place` and `launch` compute.
+pub fn plan_for(t: &Topology, o: &PlaceOptions, storage: bool) -> anyhow::Result<Placement> {
+    let mut p = plan(t, o)?;
+    if storage || storage_by_default(t) {
+        add_storage(t, &mut p);
+    }
+    Ok(p)
+}
+
 /// Whether placements on this node carry storage by default: GPUDirect Storage is configured
 /// (nvidia-fs loaded or `/etc/cufile.json` present).
 pub fn storage_by_default(t: &Topology) -> bool {

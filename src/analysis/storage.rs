@@ -77,6 +77,23 @@ pub struct DriveChoice {
     pub mounts: Vec<String>,
 }
 
+impl DriveChoice {
+    /// GPU `gpu` with drive `d` at `label`: the drive's controller and mount points read from
+    /// `topo`.
+    fn new(topo: &Topology, gpu: Bdf, d: &Device, label: Label) -> Self {
+        DriveChoice {
+            gpu,
+            drive: d.bdf,
+            nvme: controller(d).map(str::to_string),
+            label,
+            mounts: mounts_on(topo, &d.bdf)
+                .iter()
+                .map(|m| m.mount_point.clone())
+                .collect(),
+        }
+    }
+}
+
 /// Each GPU's nearest data drive, in the order of `gpus` (`None`: no data drive, or no label
 /// to any). Ties in label go to the drive fewest GPUs already have, then to the lower address.
 pub fn assign_drives(cl: &Classifier, gpus: &[Bdf]) -> Vec<Option<DriveChoice>> {
@@ -92,17 +109,7 @@ pub fn assign_drives(cl: &Classifier, gpus: &[Bdf]) -> Vec<Option<DriveChoice>> 
                 .min_by_key(|&(l, k)| (l.rank(), uses[k], drives[k].bdf))?;
             let (label, k) = best;
             uses[k] += 1;
-            let d = drives[k];
-            Some(DriveChoice {
-                gpu: *g,
-                drive: d.bdf,
-                nvme: controller(d).map(str::to_string),
-                label,
-                mounts: mounts_on(topo, &d.bdf)
-                    .iter()
-                    .map(|m| m.mount_point.clone())
-                    .collect(),
-            })
+            Some(DriveChoice::new(topo, *g, drives[k], label))
         })
         .collect()
 }
@@ -120,20 +127,7 @@ pub fn gpu_drive_pairs(cl: &Classifier, gpus: &[Bdf]) -> Vec<(usize, DriveChoice
                 continue;
             };
             let is_nearest = nearest[g].as_ref().is_some_and(|c| c.drive == d.bdf);
-            out.push((
-                g,
-                DriveChoice {
-                    gpu: *gpu,
-                    drive: d.bdf,
-                    nvme: controller(d).map(str::to_string),
-                    label,
-                    mounts: mounts_on(topo, &d.bdf)
-                        .iter()
-                        .map(|m| m.mount_point.clone())
-                        .collect(),
-                },
-                is_nearest,
-            ));
+            out.push((g, DriveChoice::new(topo, *gpu, d, label), is_nearest));
         }
     }
     out

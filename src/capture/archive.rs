@@ -190,7 +190,7 @@ pub fn redact_user_paths(text: &str) -> (String, usize) {
         out.push_str(&rest[..i + HOME.len()]);
         rest = &rest[i + HOME.len()..];
         let end = rest
-            .find(|c: char| matches!(c, '/' | '"' | '\\' | '\'' | ',' | ' ' | '\t' | '\n' | ']'))
+            .find(['/', '"', '\\', '\'', ',', ' ', '\t', '\n', ']'])
             .unwrap_or(rest.len());
         let user = &rest[..end];
         // NVIDIA's placeholders (`/home/<xxx>`) and an empty name are no one's.

@@ -69,16 +69,11 @@ pub fn run(a: LaunchArgs) -> Result<u8> {
             None => topo.of_kind(peerpath::model::DeviceKind::Gpu).count(),
         },
     };
-    let mut plan = place::plan(
-        &topo,
-        &PlaceOptions {
-            ranks: n,
-            cores_per_rank: a.cores_per_rank,
-        },
-    )?;
-    if a.storage || place::storage_by_default(&topo) {
-        place::add_storage(&topo, &mut plan);
-    }
+    let opts = PlaceOptions {
+        ranks: n,
+        cores_per_rank: a.cores_per_rank,
+    };
+    let plan = place::plan_for(&topo, &opts, a.storage)?;
     let Some(r) = plan.ranks.get(lr.rank) else {
         bail!(
             "local rank {} (from {}) but the plan has {} rank(s) (--ranks {n})",

@@ -53,16 +53,14 @@ pub fn run(a: PlaceArgs) -> Result<u8> {
         (Some(n), _) | (None, Some(n)) => n,
         (None, None) => bail!("say how many ranks: --ranks N (or --gpus N)"),
     };
-    let mut p = place::plan(
+    let p = place::plan_for(
         &topo,
         &PlaceOptions {
             ranks: n,
             cores_per_rank: a.cores_per_rank,
         },
+        a.storage,
     )?;
-    if a.storage || place::storage_by_default(&topo) {
-        place::add_storage(&topo, &mut p);
-    }
     if let Some(r) = a.rank {
         if r >= p.ranks.len() {
             bail!(

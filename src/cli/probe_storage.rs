@@ -1,6 +1,7 @@
 //! `peerpath probe-storage`: the GPUDirect Storage probe's command line — options, text/JSON
 //! output and exit codes (docs/probe.md "Storage probe").
 
+use super::probe::{EXIT_OK, EXIT_UNAVAILABLE};
 use crate::InputArgs;
 use clap::{Args, ValueEnum};
 use peerpath::analysis::probe_report::storage::{STORAGE_PROBE_SCHEMA, StorageProbeUnavailable};
@@ -8,19 +9,17 @@ use peerpath::probe::storage::{self, StorageOptions};
 use peerpath::render::storage_probe::render_text;
 use std::path::PathBuf;
 
-/// Every cell read and verified with both methods.
-pub const EXIT_OK: u8 = 0;
-/// A read failed or did not verify.
+/// A read failed or did not verify (0: every cell read and verified with both methods; 3,
+/// [`EXIT_UNAVAILABLE`]: no drive to probe, no CUDA, or no libcufile).
 pub const EXIT_FAILED: u8 = 1;
-/// The probe could not run: no drive to probe, no CUDA, or no libcufile.
-pub const EXIT_UNAVAILABLE: u8 = 3;
 
-/// `--format`.
+/// `--format` of the storage probe: `text` (one line per GPU and file) or `json`
+/// (`peerpath.storage-probe/1`, docs/probe.md).
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum StorageFormat {
-    /// One line per GPU and file.
+    /// Text.
     Text,
-    /// `peerpath.storage-probe/1` JSON (docs/probe.md).
+    /// JSON.
     Json,
 }
 
@@ -51,7 +50,7 @@ pub struct StorageArgs {
 
 /// Runs the subcommand; returns the exit code.
 pub fn run(a: StorageArgs) -> anyhow::Result<u8> {
-    if a.size < 4096 || a.size > (16 << 30) || a.size % 4096 != 0 {
+    if a.size < 4096 || a.size > (16 << 30) || !a.size.is_multiple_of(4096) {
         anyhow::bail!("--size must be a multiple of 4 KiB between 4 KiB and 16 GiB");
     }
     let topo = crate::load(&a.input)?;
@@ -62,29 +61,30 @@ pub fn run(a: StorageArgs) -> anyhow::Result<u8> {
         passes: a.passes,
         cufile: a.cufile.clone(),
     };
-    match storage::run(&topo, &opts) {
+    let report = match storage::run(&topo, &opts) {
+        Ok(r) => r,
         Err(u) => {
+            let doc = StorageProbeUnavailable {
+                schema: STORAGE_PROBE_SCHEMA.to_string(),
+                unavailable: u.message.clone(),
+            };
+            let text = serde_json::to_string_pretty(&doc)?;
             if json {
-                let doc = StorageProbeUnavailable {
-                    schema: STORAGE_PROBE_SCHEMA.to_string(),
-                    unavailable: u.message.clone(),
-                };
-                super::print_document(&(serde_json::to_string_pretty(&doc)? + "\n"), true);
+                super::print_document(&format!("{text}\n"), true);
             }
             eprintln!("peerpath probe-storage: cannot run: {u}");
-            Ok(EXIT_UNAVAILABLE)
+            return Ok(EXIT_UNAVAILABLE);
         }
-        Ok(report) => {
-            if json {
-                super::print_document(&(serde_json::to_string_pretty(&report)? + "\n"), true);
-            } else {
-                super::print_text(&render_text(&report));
-            }
-            Ok(if report.any_failed() {
-                EXIT_FAILED
-            } else {
-                EXIT_OK
-            })
-        }
+    };
+    match json {
+        true => super::print_document(
+            &format!("{}\n", serde_json::to_string_pretty(&report)?),
+            true,
+        ),
+        false => super::print_text(&render_text(&report)),
     }
+    Ok(match report.any_failed() {
+        true => EXIT_FAILED,
+        false => EXIT_OK,
+    })
 }

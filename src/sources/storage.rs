@@ -215,7 +215,7 @@ fn walk(
     // NVMe native multipath: the namespace lies under its subsystem, next to links to the
     // controllers (`nvme-subsys0/nvme0 -> …/0000:5a:00.0/nvme/nvme0`).
     if let Some(sub) = disk.parent()
-        && sub.parent().and_then(|p| name(p)).as_deref() == Some("nvme-subsystem")
+        && sub.parent().and_then(name).as_deref() == Some("nvme-subsystem")
     {
         for e in fs.read_dir(sub).unwrap_or_default() {
             let is_ctrl = e

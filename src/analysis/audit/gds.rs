@@ -610,7 +610,8 @@ pub fn gds_mounts(ctx: &Ctx) -> Vec<Finding> {
     let mut any = false;
     for m in &t.mounts {
         let on_data = m.drives.iter().any(|b| data.contains(b));
-        if !(on_data && !crate::analysis::storage::is_system_mount(&m.mount_point)) && !rdma_fs(m) {
+        let data_mount = on_data && !crate::analysis::storage::is_system_mount(&m.mount_point);
+        if !data_mount && !rdma_fs(m) {
             continue;
         }
         any = true;

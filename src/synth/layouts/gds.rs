@@ -28,8 +28,8 @@ pub fn gds_drive_port(i: usize) -> Bdf {
 pub fn hgx_h100_gds() -> Spec {
     let mut s = hgx_h100();
     s.name = "hgx-h100-gds".into();
-    for i in 0..HGX_PAIR_BUSES.len() {
-        let usp = b(0, HGX_PAIR_BUSES[i] + 1, 0, 0);
+    for (i, &bus) in HGX_PAIR_BUSES.iter().enumerate() {
+        let usp = b(0, bus + 1, 0, 0);
         s.functions.push(port(
             gds_drive_port(i),
             Some(usp),
