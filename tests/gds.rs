@@ -6,7 +6,7 @@
 use peerpath::model::storage::DEFAULT_MAX_DIRECT_IO_SIZE_KB;
 use peerpath::parse::cufile;
 use peerpath::synth::layouts;
-use peerpath::synth::{WriteOptions, write_tree};
+use peerpath::synth::{Spec, WriteOptions, write_tarball, write_tree};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
@@ -15,11 +15,13 @@ fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_peerpath"))
 }
 
-/// The synthesized GDS node (or another layout) written as a sysfs tree.
-fn tree(spec: &peerpath::synth::Spec) -> tempfile::TempDir {
+/// A layout as a snapshot tarball (one file: far cheaper to write than a sysfs tree), in a
+/// temporary directory kept alive by the returned guard.
+fn snapshot(spec: &Spec) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
-    write_tree(spec, dir.path(), &WriteOptions::default()).unwrap();
-    dir
+    let tar = dir.path().join("node.tar.gz");
+    write_tarball(spec, &tar, &WriteOptions::default()).unwrap();
+    (dir, tar)
 }
 
 fn fixture(name: &str) -> String {
@@ -107,7 +109,13 @@ fn lstopo_disks(root: &Path) -> Option<BTreeMap<String, String>> {
 
 #[test]
 fn drives_below_each_mount_agree_with_lstopo() {
-    let dir = tree(&layouts::hgx_h100_gds());
+    let dir = tempfile::tempdir().unwrap();
+    write_tree(
+        &layouts::hgx_h100_gds(),
+        dir.path(),
+        &WriteOptions::default(),
+    )
+    .unwrap();
     let Some(disks) = lstopo_disks(dir.path()) else {
         eprintln!("lstopo-no-graphics not installed: skipped (CI installs hwloc)");
         return;
@@ -143,9 +151,7 @@ fn capture_keeps_the_gds_files_and_redacts_user_paths() {
         "\"dir\": \"/home/alice/cufile_logs\",",
     );
     assert!(json.contains("/home/alice"));
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("root");
-    write_tree(&spec, &root, &WriteOptions::default()).unwrap();
+    let (dir, root) = snapshot(&spec);
     let snap = dir.path().join("snap.tar.gz");
     let status = bin()
         .args(["capture", "-o"])
@@ -194,10 +200,10 @@ fn capture_keeps_the_gds_files_and_redacts_user_paths() {
 
 #[test]
 fn place_and_launch_give_each_rank_its_nearest_drive() {
-    let dir = tree(&layouts::hgx_h100_gds());
+    let (_dir, gds) = snapshot(&layouts::hgx_h100_gds());
     let out = bin()
         .args(["place", "--ranks", "8", "--format", "json", "-i"])
-        .arg(dir.path())
+        .arg(&gds)
         .output()
         .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout)
@@ -211,19 +217,18 @@ fn place_and_launch_give_each_rank_its_nearest_drive() {
     }
     let out = bin()
         .args(["launch", "--rank", "6", "--dry-run", "-i"])
-        .arg(dir.path())
+        .arg(&gds)
         .args(["--", "true"])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("PEERPATH_GDS_DRIVE=nvme8"), "{text}");
     // A node without GDS: no drive unless asked for.
-    let plain = tempfile::tempdir().unwrap();
-    write_tree(&layouts::hgx_h100(), plain.path(), &WriteOptions::default()).unwrap();
+    let (_plain, plain) = snapshot(&layouts::hgx_h100());
     let run = |extra: &[&str]| {
         let out = bin()
             .args(["place", "--ranks", "2", "-i"])
-            .arg(plain.path())
+            .arg(&plain)
             .args(extra)
             .output()
             .unwrap();
@@ -235,15 +240,8 @@ fn place_and_launch_give_each_rank_its_nearest_drive() {
 
 #[test]
 fn probe_storage_says_plainly_what_is_missing() {
-    let dir = tempfile::tempdir().unwrap();
     // A machine without NVMe: nothing to probe unless --dir is given.
-    let vm = dir.path().join("vm");
-    write_tree(
-        &layouts::by_name("virtio-vm").unwrap(),
-        &vm,
-        &WriteOptions::default(),
-    )
-    .unwrap();
+    let (dir, vm) = snapshot(&layouts::by_name("virtio-vm").unwrap());
     let out = bin()
         .args(["probe-storage", "-i"])
         .arg(&vm)
@@ -256,8 +254,7 @@ fn probe_storage_says_plainly_what_is_missing() {
         "{err}"
     );
     // With a directory: here there is no CUDA driver, and the JSON says so.
-    let gds = dir.path().join("gds");
-    write_tree(&layouts::hgx_h100_gds(), &gds, &WriteOptions::default()).unwrap();
+    let (_g, gds) = snapshot(&layouts::hgx_h100_gds());
     let out = bin()
         .args(["probe-storage", "--format", "json", "--dir"])
         .arg(dir.path())

@@ -43,8 +43,8 @@ pub struct LaunchArgs {
     /// Set the variables but bind no CPU or memory.
     #[arg(long)]
     no_bind: bool,
-    /// Give the rank its nearest data NVMe drive (`PEERPATH_GDS_DRIVE`, `PEERPATH_GDS_DIR`;
-    /// default where GPUDirect Storage is configured).
+    /// Give each rank its nearest data NVMe drive for GPUDirect Storage (`PEERPATH_GDS_DRIVE`,
+    /// `PEERPATH_GDS_DIR`); the default where GDS is configured.
     #[arg(long)]
     storage: bool,
     /// The command and its arguments (after `--`).

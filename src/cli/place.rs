@@ -40,8 +40,8 @@ pub struct PlaceArgs {
     /// Only this local rank (text, env, json).
     #[arg(long, value_name = "R")]
     rank: Option<usize>,
-    /// Give each rank its nearest data NVMe drive for GPUDirect Storage (default where GDS is
-    /// configured: nvidia-fs loaded or /etc/cufile.json present).
+    /// Give each rank its nearest data NVMe drive for GPUDirect Storage (`PEERPATH_GDS_DRIVE`,
+    /// `PEERPATH_GDS_DIR`); the default where GDS is configured.
     #[arg(long)]
     storage: bool,
 }
