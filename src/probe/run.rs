@@ -495,15 +495,15 @@ pub fn run(topo: Option<&Topology>, opts: &ProbeOptions) -> Result<ProbeReport, 
     let mut notes = Vec::new();
 
     // The fabric library first (the more fundamental absence), then CUDA (GPU memory needs it;
-    // the copy probes run either way and say why not).
-    match opts.fabric {
-        FabricKind::Verbs => {
-            verbs::list_devices()?;
-        }
+    // the copy probes run either way and say why not). A verbs fabric without devices is not
+    // the end when there are GPUs to measure: the plan says (`plan::jobs`).
+    let devices = match opts.fabric {
+        FabricKind::Verbs => verbs::list_devices(),
         FabricKind::Ofi => {
             ofi::runtime_version()?;
+            Ok(Vec::new())
         }
-    }
+    };
     let cuda_handle = match cuda::open() {
         Ok(Ok(c)) => Ok(c),
         Ok(Err(e)) => Err(format!("CUDA driver present but not usable: {e}")),
@@ -512,10 +512,15 @@ pub fn run(topo: Option<&Topology>, opts: &ProbeOptions) -> Result<ProbeReport, 
     if opts.memory == MemoryKind::Cuda
         && let Err(e) = &cuda_handle
     {
+        devices?;
         return Err(Unavailable::device(&format!("--memory cuda: {e}")));
     }
 
-    let jobs = plan::jobs(topo, opts, &cuda_handle, &mut notes)?;
+    let cuda_gpus = cuda_handle
+        .as_ref()
+        .map(|c| c as &dyn plan::CudaGpus)
+        .map_err(String::as_str);
+    let jobs = plan::jobs(topo, opts, &devices, cuda_gpus, &mut notes)?;
     let (window, total_cells) = plan::cell_window(&jobs, opts);
     let watch = plan::counter_watch(topo, opts, &jobs, &mut notes);
     let before = opts
@@ -539,6 +544,11 @@ pub fn run(topo: Option<&Topology>, opts: &ProbeOptions) -> Result<ProbeReport, 
             break;
         }
         let rows = JobRows::new(job, &opts.sizes);
+        if let Some(why) = &job.blocked {
+            let nic = job.planned_nic(opts.fabric, &opts.provider);
+            runner.skipped(rows.skip_all(&nic, Verdict::NotRun, why, &[], false));
+            continue;
+        }
         let opened = open(job, opts);
         // Providers may have replaced our SIGINT handler while initialising.
         super::install_interrupt_handler();
@@ -549,7 +559,7 @@ pub fn run(topo: Option<&Topology>, opts: &ProbeOptions) -> Result<ProbeReport, 
             }
             Err(e) => {
                 let why = format!("could not open the fabric: {e}");
-                let nic = job.planned_nic(&opts.provider);
+                let nic = job.planned_nic(opts.fabric, &opts.provider);
                 runner.skipped(rows.skip_all(&nic, Verdict::NotRun, &why, &[], false));
                 continue;
             }
