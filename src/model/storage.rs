@@ -21,8 +21,11 @@ pub struct StorageFacts {
     /// (`/sys/module/nvidia_fs/version`, else `/proc/driver/nvidia-fs/version`, else the
     /// module directory with `loaded (no version file)`); `None` when not loaded.
     pub nvidia_fs: Option<(String, String)>,
-    /// `/etc/cufile.json` (`None`: absent).
+    /// `/etc/cufile.json` (`None`: absent, or not in the input: see [`StorageFacts::etc_visible`]).
     pub cufile: Option<CufileFile>,
+    /// The input holds `/etc` at all (a snapshot taken before peerpath read cufile.json, or by
+    /// hwloc-gather-topology, does not: cufile.json's absence is then unknown).
+    pub etc_visible: bool,
     /// `/proc/sys/kernel/osrelease` (`6.8.0-49-generic`).
     pub kernel_release: Option<String>,
     /// `CONFIG_PCI_P2PDMA` in `/boot/config-<release>`: the file and whether it is `=y`

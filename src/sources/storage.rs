@@ -64,6 +64,7 @@ pub fn read(
                 )
             })
         });
+    s.etc_visible = fs.kind(Path::new("etc")).is_some();
     if let Some(t) = text(fs, CUFILE_JSON) {
         let path = format!("/{CUFILE_JSON}");
         let (config, error) = match cufile::parse(&t) {

@@ -138,18 +138,30 @@ pub fn gds_kernel(ctx: &Ctx) -> Vec<Finding> {
     }
     if !expected(ctx) {
         let nvme = nvme_count(ctx);
+        let drives = if nvme == 0 {
+            ", and no NVMe drive".to_string()
+        } else {
+            format!(" ({nvme} NVMe drive(s))")
+        };
+        let (cufile_said, cufile_value) = if s.etc_visible {
+            (" and there is no /etc/cufile.json", "absent")
+        } else {
+            (
+                " (/etc/cufile.json is not in this input)",
+                "not in the input",
+            )
+        };
         return vec![Finding::new(
             id,
             Severity::Info,
             Subject::Node,
             format!(
-                "no GPUDirect Storage on this node: nvidia-fs is not loaded and there is no /etc/cufile.json{}; a program using cuFile reads through host memory (compat mode)",
-                if nvme == 0 { ", and no NVMe drive".to_string() } else { format!(" ({nvme} NVMe drive(s))") }
+                "no GPUDirect Storage on this node: nvidia-fs is not loaded{cufile_said}{drives}; a program using cuFile reads through host memory (compat mode)"
             ),
             "none, unless jobs here should read with GDS: install GDS (nvidia-fs, or the P2PDMA path on kernel ≥ 6.2 with the open driver ≥ 565) and /etc/cufile.json",
         )
         .with("/sys/module/nvidia_fs", "absent")
-        .with("/etc/cufile.json", "absent")];
+        .with("/etc/cufile.json", cufile_value)];
     }
     // GDS is configured but nvidia-fs is not loaded: only the P2PDMA path is left.
     let p2p_on = cfg.is_some_and(CufileConfig::p2pdma);
