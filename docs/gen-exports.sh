@@ -90,11 +90,29 @@ cat <<'MD'
 `CUDA_DEVICE_ORDER=PCI_BUS_ID`, which `env` does), `nic` (RDMA device), `nic_bdf`, `nic_port`,
 `netdev`, `path` (nvidia-smi label), `bottleneck_gbps`, `nic_shared_with`, `numa_node`, `cpus`
 (cpulist), `cores`, `env` (variable → value), `bind` (argv), `why` (one line per choice);
-`notes[]`: node-wide caveats.
+`drive` (with storage, below); `notes[]`: node-wide caveats.
 
 MD
 echo '```console'; echo '$ peerpath place -i hgx-h100.tar.gz --ranks 1 --format json'; echo '```'
 echo '```json'; "$BIN" place -i "$FX" --ranks 1 --format json | show; echo '```'
+cat <<'MD'
+
+### `--storage`: each rank's nearest data drive (GPUDirect Storage)
+
+Each rank also gets its GPU's nearest data NVMe drive (one holding a mounted file system other
+than `/` and `/boot…`), chosen as its NIC is: best path label, then the drive fewest ranks
+share, then address (`analysis::storage::assign_drives`). The rank's `drive` object (`gpu`,
+`drive`, `nvme`, `label`, `mounts`), a `Drive:` why line, and `PEERPATH_GDS_DRIVE` (the
+controller) and `PEERPATH_GDS_DIR` (its data mount) in `env`, so a job can read its data from
+the file system next to its GPU. On by default where GDS is configured (nvidia-fs loaded or
+`/etc/cufile.json` present), as on the synthesized `hgx-h100-gds` (a data drive under every GPU
+switch, one md RAID0 per socket); `--storage` asks for it anywhere.
+
+MD
+GDS=$TMP/hgx-h100-gds.tar.gz
+"$BIN" fixture hgx-h100-gds -o "$GDS" 2>/dev/null
+echo '```console'; echo '$ peerpath place -i hgx-h100-gds.tar.gz --ranks 8 | grep -A4 "^rank 5"'; echo '```'
+echo '```text'; "$BIN" place -i "$GDS" --ranks 8 | grep -A4 '^rank 5' | sed -e "s#$GDS#hgx-h100-gds.tar.gz#g"; echo '```'
 cat <<'MD'
 
 ### `--format slurm`
@@ -361,7 +379,9 @@ A node_exporter textfile (`--collector.textfile.directory`); `-o` writes it atom
 severities that have findings) and `peerpath_gdr_ready` come from the audit `export` runs; the
 library leaves both out, rather than writing zeros, when no audit is passed in.
 `peerpath_gdr_ready` is the audit's GPUDirect RDMA verdict (as nfd's `gdr-ready`), written only
-when it is known.
+when it is known. `peerpath_gpu_nvme_path{gpu,pci_bus_id,nvme,nvme_pci_bus_id,path,nearest}`
+carries every GPU–data-drive label for GPUDirect Storage, `nearest="true"` on each GPU's
+nearest drive (the one `place --storage` gives it); left out on a node without NVMe.
 
 MD
 echo '```console'; echo '$ peerpath export -i hgx-h100.tar.gz --format prom | grep -v "pcie_link" | head -30'; echo '```'

@@ -22,6 +22,8 @@
 #   soft_rdma      a software RDMA device (rxe on the default netdev, else siw); where one
 #                  appears: peerpath again, `probe --fabric verbs --memory host|cuda` beside
 #                  ib_write_bw / ib_read_bw on it; the device is removed afterwards
+#   gds            GPUDirect Storage: the audit's gds-* findings, `probe-storage` on a file of
+#                  this machine's own disk (no NVMe on the VM: compat mode expected), cuFile's log
 #   raw_sysfs      a raw copy of the PCI sysfs (for lspci/lstopo elsewhere)
 # Every step is bounded by `timeout` and by what is left of the run's budget (GPU_CHECK_BUDGET_S,
 # default 270 s); a step that fails is recorded and the run goes on. Carried packages are
@@ -32,7 +34,7 @@ set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-/tmp/gpu-check-out}
 BUDGET_S=${GPU_CHECK_BUDGET_S:-270}
-PHASES=${GPU_CHECK_PHASES:-"env_facts smi tools timing peerpath_live probes torch_copy nccl soft_rdma raw_sysfs"}
+PHASES=${GPU_CHECK_PHASES:-"env_facts smi tools timing peerpath_live probes torch_copy nccl soft_rdma gds raw_sysfs"}
 TOP=$(mktemp -d /tmp/gpu-check.XXXXXX)
 R=$TOP/gpu-check          # everything collected, packed as $OUT/gpu-check.tar.gz
 X=$TOP/x                  # private prefix of the carried packages
@@ -340,6 +342,27 @@ soft_rdma() {
   fi
 }
 
+# GPUDirect Storage. No NVMe here, so probe-storage reads a file it creates in a folder of the
+# disk holding $TOP (--dir); without nvidia-fs every cell must say compat. cuFile registers a
+# file only where udev has a record of its disk (cufile.log otherwise: `udev property not found:
+# ID_FS_USAGE`); a VM that runs no udevd has no /run/udev/data at all, and only then is that one
+# record written (gds-udev-record.txt says so). cuFile writes cufile.log in its working folder.
+gds() {
+  local d="$TOP/gds" dev fs
+  mkdir -p "$d"
+  dev=$(findmnt -no MAJ:MIN -T "$d" 2>/dev/null | head -1 | tr -d ' ')
+  fs=$(findmnt -no FSTYPE -T "$d" 2>/dev/null | head -1)
+  if [ -n "$dev" ] && [ ! -d /run/udev/data ]; then
+    mkdir -p /run/udev/data &&
+      printf 'E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=%s\n' "$fs" > "/run/udev/data/b$dev" &&
+      echo "wrote /run/udev/data/b$dev (ID_FS_TYPE=$fs): no udev database on this machine" > "$R/gds-udev-record.txt"
+  fi
+  pp gds-audit 30 audit --format json
+  (cd "$d" && pp gds-probe 90 probe-storage --dir "$d" --size 268435456 --passes 3 --format json)
+  (cd "$d" && pp gds-probe-text 60 probe-storage --dir "$d" --size 134217728 --passes 2)
+  cp "$d/cufile.log" "$R/gds-cufile.log" 2>/dev/null
+}
+
 raw_sysfs() {
   step raw-sysfs 60 python3 - "$R/raw-sysfs.tar.gz" << 'PY'
 import os, sys, tarfile, io
@@ -505,6 +528,21 @@ else:
     p("soft RDMA: none came up" + ("; " + "; ".join(tried) if tried else ""))
     mods = (text("kernel-rdma-modules.out") or "").strip().replace("\n", ", ")
     p(f"  kernel modules seen: {mods[:200] or 'none'}")
+
+gaudit = doc("gds-audit.out")
+if gaudit:
+    g = [f"{f['id']} {f['severity']}" for f in gaudit.get("findings") or [] if f["id"].startswith("gds-")]
+    p(f"GDS audit: {', '.join(g) or 'no gds-* finding'}")
+gp = doc("gds-probe.out")
+if gp and gp.get("cells"):
+    c = gp["cells"][0]
+    rate = lambda r: f"{r['gbytes_per_s']:.2f} GB/s {'verified' if r['verified'] else 'UNVERIFIED'}" if r else "not measured"
+    p(f"GDS probe-storage: rc={rc('gds-probe')}; cuFile path {c['path']} (compat expected without nvidia-fs: {'yes' if c['path'] == 'compat' else 'NO'}); "
+      f"cuFile {rate(c.get('cufile'))}, pread+copy {rate(c.get('posix'))}" + (f"; errors: {'; '.join(c['errors'])[:160]}" if c.get("errors") else ""))
+    if text("gds-udev-record.txt"):
+        p("  " + text("gds-udev-record.txt").strip())
+else:
+    p(f"GDS probe-storage: rc={rc('gds-probe')}; " + ((gp or {}).get("unavailable") or last_line("gds-probe"))[:200])
 
 bad = [n for n, c in steps.items() if c not in ("0",)]
 p(f"steps: {len(steps)} run, {len(bad)} not rc 0" + (f" ({', '.join(f'{n}={steps[n]}' for n in bad[:14])}{', …' if len(bad) > 14 else ''})" if bad else ""))

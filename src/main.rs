@@ -157,6 +157,10 @@ enum Command {
     /// Live transfer probe: loopback RDMA WRITE/READ from GPU and host memory on each chosen
     /// GPU–NIC pair, verified and judged against the classification (docs/probe.md).
     Probe(cli::probe::ProbeArgs),
+    /// GPUDirect Storage probe: read a file on each chosen drive into each GPU with cuFile and
+    /// with pread + copy, verified, with the path cuFile took (docs/probe.md).
+    /// Exit 0: all verified; 1: a read failed; 3: no drive, CUDA or libcufile.
+    ProbeStorage(cli::probe_storage::StorageArgs),
 }
 
 fn load(i: &InputArgs) -> Result<peerpath::model::Topology> {
@@ -281,6 +285,7 @@ fn run(cli: Cli) -> Result<u8> {
         Command::Capture(a) => cli::capture::run_capture(&a),
         Command::Diff(a) => cli::capture::run_diff(&a),
         Command::Fleet(a) => cli::capture::run_fleet(&a),
+        Command::ProbeStorage(a) => cli::probe_storage::run(a),
     }
 }
 

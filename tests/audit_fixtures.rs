@@ -515,3 +515,147 @@ fn no_gpu_nic_pair_is_not_ready() {
         );
     }
 }
+
+// GPUDirect Storage: the GDS layout's four faults against their clean twin.
+
+/// The `gds-*` findings that are not info (what a fault adds).
+fn gds_faults(r: &Report) -> Vec<(CheckId, Severity, String)> {
+    r.findings
+        .iter()
+        .filter(|f| f.id.as_str().starts_with("gds-") && f.severity != Severity::Info)
+        .map(|f| (f.id, f.severity, f.subject.to_string()))
+        .collect()
+}
+
+#[test]
+fn gds_clean_twin_passes_and_says_what_it_read() {
+    let r = audit(&layouts::hgx_h100_gds());
+    assert_eq!(r.verdict, "pass", "{:#?}", errors(&r));
+    assert!(gds_faults(&r).is_empty(), "{:#?}", gds_faults(&r));
+    let k = find(&r, CheckId::GdsKernel, "node");
+    assert_eq!(ev(k, "/sys/module/nvidia_fs/version"), "2.22.3");
+    let c = find(&r, CheckId::GdsConfig, "node");
+    assert_eq!(
+        ev(c, "/etc/cufile.json"),
+        "properties.allow_compat_mode: true"
+    );
+    // Both data volumes are found on their own socket's four drives.
+    let mounts: Vec<&str> = r
+        .findings
+        .iter()
+        .filter(|f| f.id == CheckId::GdsMounts)
+        .map(|f| f.summary.as_str())
+        .collect();
+    assert_eq!(mounts.len(), 2, "{mounts:?}");
+    assert!(
+        mounts[0].starts_with("/raid0 (xfs) on NVMe 0000:1a:00.0 (nvme0)"),
+        "{mounts:?}"
+    );
+    // The layout without GDS (hgx-h100) says so plainly, once, and passes.
+    let plain = audit(&layouts::hgx_h100());
+    let g: Vec<&Finding> = plain
+        .findings
+        .iter()
+        .filter(|f| f.id.as_str().starts_with("gds-"))
+        .collect();
+    assert_eq!(g.len(), 1, "{g:#?}");
+    assert_eq!(g[0].severity, Severity::Info);
+    assert!(
+        g[0].summary
+            .starts_with("no GPUDirect Storage on this node"),
+        "{}",
+        g[0].summary
+    );
+}
+
+#[test]
+fn gds_nvidia_fs_missing() {
+    // With NVIDIA's default cufile.json compat mode is allowed: every read silently falls back
+    // (a warning); with compat mode disallowed every read fails (an error).
+    let spec = layouts::apply_fault(layouts::hgx_h100_gds(), "no-nvidia-fs").unwrap();
+    let r = audit(&spec);
+    assert_eq!(
+        gds_faults(&r),
+        [(CheckId::GdsKernel, Severity::Warning, "node".to_string())]
+    );
+    let mut strict = spec.clone();
+    let s = strict.node.storage.as_mut().unwrap();
+    let json = s.cufile_json.as_mut().unwrap();
+    *json = json.replace(
+        "\"allow_compat_mode\": true",
+        "\"allow_compat_mode\": false",
+    );
+    assert_eq!(
+        gds_faults(&audit(&strict)),
+        [(CheckId::GdsKernel, Severity::Error, "node".to_string())]
+    );
+    let f = find(&r, CheckId::GdsKernel, "node");
+    assert_eq!(ev(f, "/sys/module/nvidia_fs"), "absent");
+    assert_eq!(
+        ev(f, "/etc/cufile.json"),
+        "properties.use_pci_p2pdma absent (default false)"
+    );
+}
+
+#[test]
+fn gds_compat_mode_forced() {
+    let spec = layouts::apply_fault(layouts::hgx_h100_gds(), "compat-forced").unwrap();
+    let r = audit(&spec);
+    assert_eq!(
+        gds_faults(&r),
+        [(CheckId::GdsConfig, Severity::Error, "node".to_string())]
+    );
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.id == CheckId::GdsConfig && f.severity == Severity::Error)
+        .unwrap();
+    assert_eq!(
+        ev(f, "/etc/cufile.json"),
+        "properties.force_compat_mode: true"
+    );
+}
+
+#[test]
+fn gds_acs_redirect_on_a_drives_switch_port() {
+    let port = layouts::gds_drive_port(0);
+    let spec =
+        layouts::apply_fault(layouts::hgx_h100_gds(), &format!("acs-redirect={port}")).unwrap();
+    let r = audit(&spec);
+    assert_eq!(
+        gds_faults(&r),
+        [(CheckId::GdsPath, Severity::Error, port.to_string())]
+    );
+    let f = find(&r, CheckId::GdsPath, &port.to_string());
+    assert!(ev(f, &p(port, "config")).contains("ReqRedir"), "{f:#?}");
+    assert!(f.summary.contains("0000:1a:00.0 (nvme0)"), "{}", f.summary);
+    // The GPU–NIC check does not see it: the drive's port is on no GPU–NIC path.
+    assert!(r.findings.iter().all(|f| f.id != CheckId::AcsRedirect));
+}
+
+#[test]
+fn gds_drive_on_the_far_socket() {
+    let drive = layouts::gds_drive(0);
+    let spec = layouts::apply_fault(layouts::hgx_h100_gds(), &format!("move={drive},1")).unwrap();
+    let r = audit(&spec);
+    let got = gds_faults(&r);
+    assert_eq!(got.len(), 2, "{got:#?}");
+    assert!(
+        got.iter()
+            .all(|g| g.0 == CheckId::GdsDrivePlacement && g.1 == Severity::Warning)
+    );
+    let span = find(&r, CheckId::GdsDrivePlacement, "node");
+    assert!(
+        span.summary
+            .starts_with("/raid0 spans NVMe drives on NUMA nodes [0, 1]"),
+        "{}",
+        span.summary
+    );
+    let moved = r
+        .findings
+        .iter()
+        .find(|f| f.id == CheckId::GdsDrivePlacement && f.subject != Subject::Node)
+        .unwrap();
+    let b = moved.subject.bdf().unwrap();
+    assert_eq!(ev(moved, &p(b, "numa_node")), "1");
+}

@@ -195,6 +195,7 @@ fn audit_gives_what_the_docs_promise_for_a_gpu_vm_without_rdma() {
         ("virtualized", "warning"),
         ("aer-errors", "unknown"),
         ("gdr-peer-module", "info"),
+        ("gds-kernel", "info"),
         ("gpu-nic-path", "info"),
     ]
     .iter()
@@ -217,6 +218,12 @@ fn audit_gives_what_the_docs_promise_for_a_gpu_vm_without_rdma() {
         "GPUDirect RDMA not applicable: 1 NVIDIA GPU(s), 0 RDMA NIC(s)"
     );
     assert!(summary("gpu-nic-path").contains("no GPU–NIC path to judge"));
+    // Captured before capture kept /etc/cufile.json: GDS said absent from nvidia-fs, and the
+    // file not in the input (fixtures/gds/h200-vm-gds.tar.gz is the same VM with it).
+    assert_eq!(
+        summary("gds-kernel"),
+        "no GPUDirect Storage on this node: nvidia-fs is not loaded (/etc/cufile.json is not in this input), and no NVMe drive; a program using cuFile reads through host memory (compat mode)"
+    );
     assert_eq!(a["pairs"].as_array().unwrap().len(), 0);
     let nfd = ok(&["export", "-i", &c, "--format", "nfd"]);
     assert!(nfd.contains("peerpath.io/gdr-ready=false\n"), "{nfd}");

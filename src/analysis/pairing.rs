@@ -272,6 +272,9 @@ pub struct NodeView {
     pub cand: Candidates,
     /// Classification notes (NVLink visibility, VM, unknown NUMA).
     pub notes: Vec<String>,
+    /// Every GPU–data-drive pair with its label, the GPU's nearest drive marked
+    /// ([`crate::analysis::storage`]): GPU index, drive choice, nearest.
+    pub gpu_nvme: Vec<(usize, crate::analysis::storage::DriveChoice, bool)>,
 }
 
 fn cand_of(p: &PairSummary) -> PairCand {
@@ -345,11 +348,16 @@ impl NodeView {
             gn,
             nvlink_visible: t.nvlink_visible,
         };
+        let gpu_nvme = crate::analysis::storage::gpu_drive_pairs(
+            cl,
+            &gpus.iter().map(|g| g.bdf).collect::<Vec<_>>(),
+        );
         NodeView {
             gpus,
             nics,
             cand,
             notes: cl.notes(),
+            gpu_nvme,
         }
     }
 }

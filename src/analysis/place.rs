@@ -26,7 +26,7 @@ pub use super::pairing::{
     nic_name, nvlink_domains, pair_rank,
 };
 use crate::model::cpulist;
-use crate::model::{OsDeviceKind, Topology};
+use crate::model::{Bdf, OsDeviceKind, Topology};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -302,8 +302,12 @@ pub struct RankPlan {
     pub env: BTreeMap<String, String>,
     /// Binding command prefix (`numactl …` argv).
     pub bind: Vec<String>,
-    /// One line per choice: GPU, NIC, CPUs.
+    /// One line per choice: GPU, NIC, CPUs (and drive, with [`add_storage`]).
     pub why: Vec<String>,
+    /// The rank's nearest data NVMe drive for GPUDirect Storage ([`add_storage`]); absent
+    /// when storage was not asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drive: Option<crate::analysis::storage::DriveChoice>,
 }
 
 /// A whole placement plan.
@@ -515,6 +519,7 @@ pub fn plan_with(t: &Topology, view: &NodeView, o: &PlaceOptions) -> anyhow::Res
             env,
             bind,
             why,
+            drive: None,
         });
     }
     if ranks
@@ -538,6 +543,63 @@ pub fn plan_with(t: &Topology, view: &NodeView, o: &PlaceOptions) -> anyhow::Res
         ranks,
         notes,
     })
+}
+
+/// [`plan`], then [`add_storage`] when `storage` is asked for or [`storage_by_default`]: what
+/// `place` and `launch` compute.
+pub fn plan_for(t: &Topology, o: &PlaceOptions, storage: bool) -> anyhow::Result<Placement> {
+    let mut p = plan(t, o)?;
+    if storage || storage_by_default(t) {
+        add_storage(t, &mut p);
+    }
+    Ok(p)
+}
+
+/// Whether placements on this node carry storage by default: GPUDirect Storage is configured
+/// (nvidia-fs loaded or `/etc/cufile.json` present).
+pub fn storage_by_default(t: &Topology) -> bool {
+    let s = &t.machine.storage;
+    s.nvidia_fs.is_some() || s.cufile.is_some()
+}
+
+/// Gives each rank its GPU's nearest data drive for GPUDirect Storage, chosen as its NIC is
+/// ([`crate::analysis::storage::assign_drives`]: best path label, then the drive fewest ranks
+/// share, then address): the `drive` of each rank, `PEERPATH_GDS_DRIVE` (the controller,
+/// `nvme0`) and `PEERPATH_GDS_DIR` (the first data mount on it) in its environment, a why line,
+/// and a note when the node has no data drive.
+pub fn add_storage(t: &Topology, p: &mut Placement) {
+    let cl = crate::analysis::classify::Classifier::new(t, &Default::default());
+    let gpus: Vec<Bdf> = p.ranks.iter().filter_map(|r| r.gpu.parse().ok()).collect();
+    let choice = crate::analysis::storage::assign_drives(&cl, &gpus);
+    if choice.iter().all(Option::is_none) {
+        p.notes.push(
+            "no data NVMe drive (none holds a mounted file system besides / and /boot): ranks get no drive"
+                .into(),
+        );
+        return;
+    }
+    for (r, c) in p.ranks.iter_mut().zip(choice) {
+        let Some(c) = c else {
+            r.why.push("Drive: none reachable from this GPU".into());
+            continue;
+        };
+        let name = c.nvme.clone().unwrap_or_else(|| c.drive.to_string());
+        r.env.insert("PEERPATH_GDS_DRIVE".into(), name.clone());
+        let dir = c
+            .mounts
+            .iter()
+            .find(|m| !crate::analysis::storage::is_system_mount(m));
+        if let Some(d) = dir {
+            r.env.insert("PEERPATH_GDS_DIR".into(), d.clone());
+        }
+        r.why.push(format!(
+            "Drive: {name} ({}){}: {} to the GPU, its nearest data drive (GPUDirect Storage reads; ties go to the drive fewest ranks share)",
+            c.drive,
+            dir.map(|d| format!(" holding {d}")).unwrap_or_default(),
+            c.label
+        ));
+        r.drive = Some(c);
+    }
 }
 
 fn ordinal(n: usize) -> String {

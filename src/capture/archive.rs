@@ -122,6 +122,17 @@ impl Builder<'_> {
                 ));
             }
             return b;
+        } else if name == "cufile.json"
+            || (path.starts_with("proc") && (name == "mountinfo" || name == "mounts"))
+        {
+            let (text, n) = redact_user_paths(&String::from_utf8_lossy(&bytes));
+            if n > 0 {
+                self.redacted.push(format!(
+                    "{}: {n} user name(s) in /home/<user> paths",
+                    path.display()
+                ));
+                return text.into_bytes();
+            }
         } else if name == "config" {
             let mut b = bytes;
             if redact_dsn(&mut b) {
@@ -160,6 +171,37 @@ pub fn redact_information(text: &str) -> (String, usize) {
             _ => out.push_str(line),
         }
     }
+    (out, n)
+}
+
+/// What a user name in a redacted path reads as (`/home/(user)/cufile_logs`): no space, quote
+/// or slash, so JSON strings and mount-table fields keep their grammar.
+pub const USER_REDACTED: &str = "(user)";
+
+/// Replaces the user name of every `/home/<user>` path (cuFile's `logging.dir`, a mount point
+/// under a home directory) with [`USER_REDACTED`]; returns the text and how many were
+/// replaced. cufile.json is configuration, not a secret: only the names of people go.
+pub fn redact_user_paths(text: &str) -> (String, usize) {
+    const HOME: &str = "/home/";
+    let mut out = String::with_capacity(text.len());
+    let mut n = 0;
+    let mut rest = text;
+    while let Some(i) = rest.find(HOME) {
+        out.push_str(&rest[..i + HOME.len()]);
+        rest = &rest[i + HOME.len()..];
+        let end = rest
+            .find(['/', '"', '\\', '\'', ',', ' ', '\t', '\n', ']'])
+            .unwrap_or(rest.len());
+        let user = &rest[..end];
+        // NVIDIA's placeholders (`/home/<xxx>`) and an empty name are no one's.
+        if user.is_empty() || user.starts_with('<') || user == USER_REDACTED {
+            continue;
+        }
+        out.push_str(USER_REDACTED);
+        rest = &rest[end..];
+        n += 1;
+    }
+    out.push_str(rest);
     (out, n)
 }
 
@@ -298,6 +340,29 @@ pub(super) fn serial_key(k: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn user_paths_redacted_grammar_kept() {
+        let t = "{ // e.g. \"/home/<xxx>/cufile.json\"\n \"logging\": { \"dir\": \"/home/alice/cufile_logs\" },\n \"x\": [\"/home/bob\"] }";
+        let (r, n) = redact_user_paths(t);
+        assert_eq!(n, 2, "{r}");
+        assert!(r.contains("/home/(user)/cufile_logs") && r.contains("\"/home/(user)\""));
+        assert!(r.contains("/home/<xxx>/cufile.json"));
+        assert!(crate::parse::cufile::parse(&r).is_ok());
+        let m = "40 29 259:3 / /home/carol\\040x rw - xfs /dev/nvme1n1 rw\n";
+        let (r, n) = redact_user_paths(m);
+        assert_eq!(
+            (r.as_str(), n),
+            (
+                "40 29 259:3 / /home/(user)\\040x rw - xfs /dev/nvme1n1 rw\n",
+                1
+            )
+        );
+        assert_eq!(
+            crate::parse::mounts::mountinfo(&r).0[0].mount_point,
+            "/home/(user) x"
+        );
+    }
 
     #[test]
     fn information_uuid_redacted() {

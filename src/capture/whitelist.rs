@@ -77,6 +77,27 @@ pub const WHITELIST: &[&str] = &[
     "sys/module/nv_peer_mem/version",
     "sys/module/ib_core/version",
     "sys/kernel/mm/memory_peers/*/version",
+    // GPUDirect Storage (sources/storage.rs): nvidia-fs, cuFile's configuration (user paths in
+    // it redacted), the P2PDMA prerequisites, the mount table and the block devices below it.
+    "sys/module/nvidia_fs/version",
+    "proc/driver/nvidia-fs/version",
+    "etc/cufile.json",
+    "proc/sys/kernel/osrelease",
+    "boot/config-*",
+    "sys/module/nvme_core/parameters/multipath",
+    "proc/driver/nvidia/params",
+    "proc/self/mountinfo",
+    "proc/mounts",
+    "sys/dev/block/*",
+    "sys/class/block/*",
+    "sys/**/slaves",
+    "sys/**/slaves/*",
+    "sys/devices/**/nvme/*/nvme*",
+    "sys/devices/**/nvme/*/nvme*/nvme*",
+    "sys/devices/**/block/*",
+    "sys/devices/**/block/*/*",
+    "sys/devices/virtual/nvme-subsystem/*/nvme*",
+    "sys/devices/virtual/nvme-subsystem/*/nvme*/nvme*",
 ];
 
 /// Whether one path component matches a component glob (`*` matches any text).
@@ -168,6 +189,19 @@ mod tests {
         )));
         assert!(!whitelisted(Path::new(
             "sys/devices/system/node/node3/meminfo"
+        ))); // GDS: the mount table, cuFile's configuration, the block devices below a mount.
+        assert!(whitelisted(Path::new("etc/cufile.json")));
+        assert!(whitelisted(Path::new("proc/self/mountinfo")));
+        assert!(whitelisted(Path::new("sys/dev/block/259:1")));
+        assert!(whitelisted(Path::new(
+            "sys/devices/pci0000:59/0000:59:01.0/0000:5a:00.0/nvme/nvme0/nvme0n1/nvme0n1p1"
+        )));
+        assert!(whitelisted(Path::new(
+            "sys/devices/virtual/block/md0/slaves/nvme0n1"
+        )));
+        assert!(!whitelisted(Path::new("etc/shadow")));
+        assert!(!whitelisted(Path::new(
+            "sys/devices/pci0000:59/0000:59:01.0/0000:5a:00.0/nvme/nvme0/serial"
         )));
     }
 }

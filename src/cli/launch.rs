@@ -43,6 +43,10 @@ pub struct LaunchArgs {
     /// Set the variables but bind no CPU or memory.
     #[arg(long)]
     no_bind: bool,
+    /// Give each rank its nearest data NVMe drive for GPUDirect Storage (`PEERPATH_GDS_DRIVE`,
+    /// `PEERPATH_GDS_DIR`); the default where GDS is configured.
+    #[arg(long)]
+    storage: bool,
     /// The command and its arguments (after `--`).
     #[arg(
         required = true,
@@ -65,13 +69,11 @@ pub fn run(a: LaunchArgs) -> Result<u8> {
             None => topo.of_kind(peerpath::model::DeviceKind::Gpu).count(),
         },
     };
-    let plan = place::plan(
-        &topo,
-        &PlaceOptions {
-            ranks: n,
-            cores_per_rank: a.cores_per_rank,
-        },
-    )?;
+    let opts = PlaceOptions {
+        ranks: n,
+        cores_per_rank: a.cores_per_rank,
+    };
+    let plan = place::plan_for(&topo, &opts, a.storage)?;
     let Some(r) = plan.ranks.get(lr.rank) else {
         bail!(
             "local rank {} (from {}) but the plan has {} rank(s) (--ranks {n})",

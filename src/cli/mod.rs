@@ -12,6 +12,7 @@ mod flags;
 pub mod launch;
 pub mod place;
 pub mod probe;
+pub mod probe_storage;
 pub mod rails;
 pub mod report;
 

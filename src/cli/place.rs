@@ -40,6 +40,10 @@ pub struct PlaceArgs {
     /// Only this local rank (text, env, json).
     #[arg(long, value_name = "R")]
     rank: Option<usize>,
+    /// Give each rank its nearest data NVMe drive for GPUDirect Storage (`PEERPATH_GDS_DRIVE`,
+    /// `PEERPATH_GDS_DIR`); the default where GDS is configured.
+    #[arg(long)]
+    storage: bool,
 }
 
 /// Runs `place`.
@@ -49,12 +53,13 @@ pub fn run(a: PlaceArgs) -> Result<u8> {
         (Some(n), _) | (None, Some(n)) => n,
         (None, None) => bail!("say how many ranks: --ranks N (or --gpus N)"),
     };
-    let p = place::plan(
+    let p = place::plan_for(
         &topo,
         &PlaceOptions {
             ranks: n,
             cores_per_rank: a.cores_per_rank,
         },
+        a.storage,
     )?;
     if let Some(r) = a.rank {
         if r >= p.ranks.len() {

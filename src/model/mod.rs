@@ -14,6 +14,7 @@ pub mod pci_config;
 pub mod pcie;
 pub mod rdma_topo;
 pub mod serde_fmt;
+pub mod storage;
 pub mod topology;
 
 pub use bdf::Bdf;

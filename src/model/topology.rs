@@ -149,6 +149,13 @@ pub struct MachineInfo {
     /// peer-memory client registered, not "not captured".
     #[serde(default)]
     pub mm_visible: bool,
+    /// GPUDirect Storage facts: nvidia-fs, `/etc/cufile.json`, the P2PDMA prerequisites, the
+    /// mounts and their NVMe drives (see [`crate::model::storage`]).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::model::storage::StorageFacts::unread"
+    )]
+    pub storage: crate::model::storage::StorageFacts,
 }
 
 /// A NUMA node (`/sys/devices/system/node/node<N>`).

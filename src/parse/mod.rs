@@ -11,9 +11,11 @@ pub mod aer;
 pub mod attr;
 pub mod config;
 pub mod cpulist;
+pub mod cufile;
 pub mod hwloc;
 pub mod ib;
 pub mod joblog;
+pub mod mounts;
 pub mod nccl_env;
 pub mod nccl_log;
 pub mod nccl_tests;
@@ -81,6 +83,8 @@ pub enum Reason {
     NotVpd,
     /// Not the JSON `rdma_topo topology -j` prints (a list of complexes).
     NotRdmaTopo,
+    /// Not a line of `/proc/self/mountinfo` or `/proc/mounts`.
+    NotMountLine,
 }
 
 impl Reason {
@@ -113,6 +117,7 @@ impl Reason {
             Reason::NoStandardLink => "matches no standard PCIe speed and width",
             Reason::NotRdmaTopo => "is not rdma_topo topology JSON (a list of complexes)",
             Reason::NotVpd => "are not PCI VPD (no identifier or read-only resource)",
+            Reason::NotMountLine => "is not a mount table line",
         }
     }
 }

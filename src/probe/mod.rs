@@ -18,6 +18,7 @@
 
 pub mod counters;
 pub mod cuda;
+pub mod cufile;
 pub mod fabric;
 pub mod host;
 pub mod live;
@@ -26,6 +27,7 @@ pub mod outcome;
 pub mod pairs;
 pub mod plan;
 pub mod run;
+pub mod storage;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 

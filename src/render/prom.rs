@@ -123,6 +123,33 @@ pub fn render(p: &Paths, view: &NodeView, r: &Rails, i: &PromInputs) -> String {
             );
         }
     }
+    if !view.gpu_nvme.is_empty() {
+        o.metric(
+            "peerpath_gpu_nvme_path",
+            "Path label between a GPU and a data NVMe drive (GPUDirect Storage; one series per pair, value 1; nearest=\"true\" marks the GPU's nearest drive).",
+        );
+        for (g, c, nearest) in &view.gpu_nvme {
+            o.sample(
+                "peerpath_gpu_nvme_path",
+                &[
+                    ("gpu", g.to_string()),
+                    ("pci_bus_id", c.gpu.to_string()),
+                    ("nvme", c.nvme.clone().unwrap_or_default()),
+                    ("nvme_pci_bus_id", c.drive.to_string()),
+                    (
+                        "path",
+                        if c.label == crate::analysis::classify::Label::Unknown {
+                            "unknown".to_string()
+                        } else {
+                            c.label.to_string()
+                        },
+                    ),
+                    ("nearest", nearest.to_string()),
+                ],
+                1.0,
+            );
+        }
+    }
     // Every function on a GPU's or NIC's path up to its host bridge.
     let hops: BTreeSet<Bdf> = p.upward_closure(
         t.devices

@@ -19,6 +19,7 @@ pub mod nccl_xml;
 pub mod nvml;
 pub mod nvml_store;
 pub mod rdma_order;
+pub mod storage;
 pub mod sysfs;
 pub mod tree;
 pub mod xmltree;

@@ -548,7 +548,10 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
 
     // 4. NUMA nodes, CPUs, node-wide facts.
     let numa_nodes = numa(fs, &log);
-    let machine = machine_info(fs, &log);
+    let mut machine = machine_info(fs, &log);
+    let (storage, storage_warnings) = super::storage::read(fs, &by_path, &devices);
+    machine.storage = storage;
+    log.warnings.borrow_mut().extend(storage_warnings);
 
     // 5. Grace GPUs (C2C) and Data Direct DMA functions paired with their NIC functions.
     super::c2c::infer(&mut devices);

@@ -291,6 +291,67 @@ pub struct Nvme {
     pub name: String,
     /// `model`.
     pub model: String,
+    /// Namespaces (block devices) of the controller (`nvme0n1`), each with its partitions.
+    pub namespaces: Vec<BlockDev>,
+}
+
+/// A block device: an NVMe namespace (`<controller>/nvme0n1`) or one of its partitions
+/// (`nvme0n1/nvme0n1p1`), linked from `sys/class/block/<name>` and `sys/dev/block/<dev>`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct BlockDev {
+    /// Kernel name (`nvme0n1`, `nvme0n1p1`).
+    pub name: String,
+    /// `dev`: `major:minor` (`259:0`).
+    pub dev: String,
+    /// Partitions (a namespace's only).
+    pub partitions: Vec<BlockDev>,
+}
+
+/// A software RAID (`md0`, `sys/devices/virtual/block/md0`) over block devices (`slaves`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct MdRaid {
+    /// Kernel name (`md0`).
+    pub name: String,
+    /// `major:minor` (`9:0`).
+    pub dev: String,
+    /// Names of the member block devices (`nvme2n1`).
+    pub slaves: Vec<String>,
+}
+
+/// One line of `proc/self/mountinfo`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct MountSpec {
+    /// Mount point (spaces are written as `\040`).
+    pub mount_point: String,
+    /// File-system type.
+    pub fs_type: String,
+    /// Mount source (`/dev/nvme0n1p2`).
+    pub source: String,
+    /// `major:minor` (`0:52` for file systems without a block device).
+    pub dev: String,
+    /// Per-mount options.
+    pub options: String,
+    /// Per-superblock options.
+    pub super_options: String,
+}
+
+/// GPUDirect Storage files of the node (`sources::storage` reads them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct StorageNode {
+    /// `etc/cufile.json`, verbatim.
+    pub cufile_json: Option<String>,
+    /// `proc/sys/kernel/osrelease`.
+    pub kernel_release: Option<String>,
+    /// `sys/module/nvme_core/parameters/multipath` (`Y`/`N`).
+    pub nvme_multipath: Option<String>,
+    /// Software RAIDs.
+    pub md: Vec<MdRaid>,
+    /// `proc/self/mountinfo`, in order.
+    pub mounts: Vec<MountSpec>,
 }
 
 /// A hot-plug slot on a root or downstream port (`sys/bus/pci/slots/<name>/address` names the
@@ -466,6 +527,8 @@ pub struct NodeFacts {
     pub memory_peers: Vec<Module>,
     /// NVIDIA driver (`proc/driver/nvidia/version`), if loaded.
     pub nvidia: Option<NvidiaDriver>,
+    /// GPUDirect Storage files (cufile.json, mounts, md RAID), if any.
+    pub storage: Option<StorageNode>,
 }
 
 /// A kernel module or peer-memory client with an optional version.

@@ -548,6 +548,13 @@ pub fn build_entries(spec: &Spec, opts: &WriteOptions) -> Result<Vec<(PathBuf, E
             t.file(nd.join("model"), format!("{}\n", n.model));
             t.link(nd.join("device"), dir);
             t.link(PathBuf::from("sys/class/nvme").join(&n.name), &nd);
+            for ns in &n.namespaces {
+                let d = nd.join(&ns.name);
+                block_dev(&mut t, &d, ns, false);
+                for p in &ns.partitions {
+                    block_dev(&mut t, &d.join(&p.name), p, true);
+                }
+            }
         }
         // `vpd` is readable by root only: the unprivileged view has none.
         if let (Some(v), false) = (&f.vpd, opts.unprivileged) {
@@ -622,6 +629,77 @@ pub fn build_entries(spec: &Spec, opts: &WriteOptions) -> Result<Vec<(PathBuf, E
     t.link("sys/class/net/lo", &lo);
     node_files(&mut t, spec, &numa_cpus);
     Ok(t.nodes.into_iter().collect())
+}
+
+/// A block device directory (`dev`, `partition` for partitions) and its class and
+/// `sys/dev/block` links.
+fn block_dev(t: &mut Tree, dir: &Path, b: &super::BlockDev, partition: bool) {
+    t.file(dir.join("dev"), format!("{}\n", b.dev));
+    t.file(dir.join("size"), "7501476528\n");
+    if partition {
+        t.file(dir.join("partition"), "1\n");
+    }
+    t.link(PathBuf::from("sys/class/block").join(&b.name), dir);
+    t.link(PathBuf::from("sys/dev/block").join(&b.dev), dir);
+}
+
+/// GPUDirect Storage files: `etc/cufile.json`, the kernel release, nvme_core's multipath
+/// parameter, md RAIDs with their `slaves`, `proc/self/mountinfo`.
+fn storage_files(t: &mut Tree, s: &super::StorageNode) {
+    if let Some(c) = &s.cufile_json {
+        t.file("etc/cufile.json", c.clone());
+    }
+    if let Some(r) = &s.kernel_release {
+        t.file("proc/sys/kernel/osrelease", format!("{r}\n"));
+    }
+    if let Some(m) = &s.nvme_multipath {
+        t.file(
+            "sys/module/nvme_core/parameters/multipath",
+            format!("{m}\n"),
+        );
+    }
+    for md in &s.md {
+        let d = PathBuf::from("sys/devices/virtual/block").join(&md.name);
+        let b = super::BlockDev {
+            name: md.name.clone(),
+            dev: md.dev.clone(),
+            partitions: Vec::new(),
+        };
+        block_dev(t, &d, &b, false);
+        t.dir(&d.join("slaves"));
+        for sl in &md.slaves {
+            // To the member's own directory, as the kernel links it (not through the class).
+            let class = PathBuf::from("sys/class/block").join(sl);
+            let target = match t.nodes.get(&class) {
+                Some(Entry::Link(rel)) => crate::sources::fsroot::join_link(&class, Path::new(rel)),
+                _ => class,
+            };
+            t.link(d.join("slaves").join(sl), target);
+        }
+    }
+    let esc = |f: &str| {
+        f.replace('\\', "\\134")
+            .replace(' ', "\\040")
+            .replace('\t', "\\011")
+    };
+    let mut mi = String::new();
+    for (i, m) in s.mounts.iter().enumerate() {
+        mi.push_str(&format!(
+            "{} {} {} / {} {} shared:{} - {} {} {}\n",
+            30 + i,
+            if i == 0 { 1 } else { 30 },
+            m.dev,
+            esc(&m.mount_point),
+            m.options,
+            i + 1,
+            m.fs_type,
+            esc(&m.source),
+            m.super_options
+        ));
+    }
+    if !s.mounts.is_empty() {
+        t.file("proc/self/mountinfo", mi);
+    }
 }
 
 fn netdev_files(t: &mut Tree, nd: &Path, n: &super::Netdev) {
@@ -823,6 +901,9 @@ fn node_files(t: &mut Tree, spec: &Spec, numa_cpus: &HashMap<u32, Vec<u32>>) {
             "proc/driver/nvidia/version",
             format!("{line}GCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)\n"),
         );
+    }
+    if let Some(s) = &spec.node.storage {
+        storage_files(t, s);
     }
 }
 

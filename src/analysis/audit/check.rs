@@ -111,6 +111,20 @@ checks! {
     JobCpuset = "job-cpuset", "CPUS";
     /// `job-peer-memory`: peer memory or dma-buf as the job sees it, live (`--job`).
     JobPeerMemory = "job-peer-memory", "JPEER";
+    /// `gds-kernel`: GPUDirect Storage's kernel path (nvidia-fs, or PCI P2PDMA and its
+    /// prerequisites), or plainly no GDS on the node.
+    GdsKernel = "gds-kernel", "GDS";
+    /// `gds-config`: `/etc/cufile.json` (compat mode allowed or forced, RDMA addresses,
+    /// `max_direct_io_size_kb`, denylists).
+    GdsConfig = "gds-config", "CUFIL";
+    /// `gds-path`: ACS redirect and IOMMU translation between GPUs and data NVMe drives.
+    GdsPath = "gds-path", "GDSP";
+    /// `gds-drive-placement`: a data drive behind another root complex or socket than every
+    /// GPU; a volume spanning sockets.
+    GdsDrivePlacement = "gds-drive-placement", "DRIVE";
+    /// `gds-mounts`: the file systems on data drives or over RDMA, and whether GDS supports
+    /// them as mounted.
+    GdsMounts = "gds-mounts", "MOUNT";
 }
 
 /// The documentation page the anchors point into.

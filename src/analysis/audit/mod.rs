@@ -9,6 +9,7 @@ pub mod check;
 pub mod evidence;
 pub mod finding;
 pub mod gdr;
+pub mod gds;
 pub mod iommu;
 pub mod job;
 pub mod join;
@@ -325,6 +326,11 @@ pub fn run_with(cl: &Classifier, opts: &AuditOptions) -> Report {
     findings.extend(platform::virtualized(&ctx));
     findings.extend(platform::numa_unknown(&ctx));
     findings.extend(platform::input_limits(&ctx));
+    findings.extend(gds::gds_kernel(&ctx));
+    findings.extend(gds::gds_config(&ctx));
+    findings.extend(gds::gds_path(&ctx));
+    findings.extend(gds::gds_drive_placement(&ctx));
+    findings.extend(gds::gds_mounts(&ctx));
     if let Some(p) = &opts.profile {
         findings.extend(profile::diff(&ctx, p));
     }

@@ -7,6 +7,7 @@
 
 pub mod cuda;
 pub mod measured;
+pub mod storage;
 pub mod verdict;
 
 use crate::analysis::classify::Label;

@@ -242,6 +242,37 @@ pub fn without_peer_module(mut spec: Spec) -> Spec {
     spec
 }
 
+/// Unloads nvidia-fs (GPUDirect Storage's kernel module): cuFile can take only the P2PDMA
+/// path or compat mode.
+pub fn without_nvidia_fs(mut spec: Spec) -> Spec {
+    spec.node.modules.retain(|m| m.name != "nvidia_fs");
+    spec
+}
+
+/// Forces cuFile's compat mode: `"force_compat_mode": true` after `allow_compat_mode` in
+/// `etc/cufile.json` (every read through a host bounce buffer).
+pub fn with_compat_forced(mut spec: Spec) -> Result<Spec, SpecError> {
+    let c = spec
+        .node
+        .storage
+        .as_mut()
+        .and_then(|s| s.cufile_json.as_mut())
+        .ok_or_else(|| {
+            SpecError::Other("fault compat-forced: the layout has no cufile.json".into())
+        })?;
+    let key = "\"allow_compat_mode\": true,";
+    let Some(i) = c.find(key) else {
+        return Err(SpecError::Other(
+            "fault compat-forced: no `\"allow_compat_mode\": true,` line in cufile.json".into(),
+        ));
+    };
+    c.insert_str(
+        i + key.len(),
+        "\n                            \"force_compat_mode\": true,",
+    );
+    Ok(spec)
+}
+
 /// The same devices seen from inside a VM: `hypervisor` flag, DMI QEMU, `numa_node` -1, no
 /// IOMMU inside the guest, no ACS capability.
 pub fn as_vm(mut spec: Spec) -> Spec {
@@ -264,7 +295,8 @@ pub fn as_vm(mut spec: Spec) -> Spec {
 
 /// Applies a fault given as text (the CLI's `--fault`):
 /// `acs-redirect=BDF`, `acs=BDF,HEX`, `link-width=BDF,W`, `aer=BDF,COR,NONFATAL,FATAL`,
-/// `iommu-type=BDF,TYPE`, `move=BDF,NUMA`, `no-peermem`, `vm`.
+/// `iommu-type=BDF,TYPE`, `move=BDF,NUMA`, `no-peermem`, `vm`, `no-nvidia-fs`,
+/// `compat-forced`.
 pub fn apply_fault(spec: Spec, fault: &str) -> Result<Spec, SpecError> {
     let (kind, arg) = fault.split_once('=').unwrap_or((fault, ""));
     let args: Vec<&str> = arg.split(',').map(str::trim).collect();
@@ -306,8 +338,10 @@ pub fn apply_fault(spec: Spec, fault: &str) -> Result<Spec, SpecError> {
         "move" => with_moved_card(spec, bdf(0)?, num(1)? as u32),
         "no-peermem" => Ok(without_peer_module(spec)),
         "vm" => Ok(as_vm(spec)),
+        "no-nvidia-fs" => Ok(without_nvidia_fs(spec)),
+        "compat-forced" => with_compat_forced(spec),
         _ => Err(SpecError::Other(format!(
-            "unknown fault '{kind}' (known: acs-redirect=BDF, acs=BDF,HEX, link-width=BDF,W, aer=BDF,C,N,F, iommu-type=BDF,TYPE, move=BDF,NUMA, no-peermem, vm)"
+            "unknown fault '{kind}' (known: acs-redirect=BDF, acs=BDF,HEX, link-width=BDF,W, aer=BDF,C,N,F, iommu-type=BDF,TYPE, move=BDF,NUMA, no-peermem, vm, no-nvidia-fs, compat-forced)"
         ))),
     }
 }

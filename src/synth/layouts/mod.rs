@@ -59,6 +59,10 @@ pub const LAYOUTS: &[(&str, &str)] = &[
         "gb300-tray",
         "GB300 compute tray: 2x Grace (arm64), 4x GB300 with C2C, 4x ConnectX-8 with Data Direct DMA functions next to the GPUs (OCI's GB300 file, rdma_topo's DMA complex)",
     ),
+    (
+        "hgx-h100-gds",
+        "hgx-h100 with a data NVMe under every GPU switch (md RAID0 at /raid), nvidia-fs and NVIDIA's default cufile.json",
+    ),
 ];
 
 /// The spec of a named layout (`hgx-h100`, …, `scaling-N`, `many-vfs-N`), or `None`.
@@ -74,6 +78,7 @@ pub fn by_name(name: &str) -> Option<Spec> {
         "hgx-h100-field" => Some(hgx_h100_field()),
         "hgx-b300" => Some(hgx_b300()),
         "gb300-tray" => Some(gb300_tray()),
+        "hgx-h100-gds" => Some(hgx_h100_gds()),
         _ => {
             if let Some(n) = name
                 .strip_prefix("scaling-")
@@ -336,6 +341,7 @@ fn nvme(bdf: Bdf, parent: Option<Bdf>, name: &str) -> Function {
         nvme: vec![Nvme {
             name: name.into(),
             model: "SAMSUNG MZWLJ3T8HBLS-00007".into(),
+            namespaces: Vec::new(),
         }],
         ..Default::default()
     }
@@ -431,6 +437,7 @@ fn peer_stack(nv: &str, open: bool, ofed: &str) -> NodeFacts {
             version: nv.into(),
             open,
         }),
+        storage: None,
     }
 }
 
@@ -472,6 +479,7 @@ mod b300;
 mod dgx;
 mod faults;
 mod gb300;
+mod gds;
 mod hgx;
 mod nvsmi;
 mod scaling;
@@ -481,6 +489,7 @@ pub use b300::*;
 pub use dgx::*;
 pub use faults::*;
 pub use gb300::*;
+pub use gds::*;
 pub use hgx::*;
 pub use nvsmi::*;
 pub use scaling::*;
