@@ -23,5 +23,6 @@ pub mod paths;
 pub mod place;
 pub mod probe_report;
 pub mod rails;
+pub mod rocm_topo;
 
 pub mod testkit;

@@ -34,6 +34,9 @@ pub const DEVICE_ATTRS: &[&str] = &[
     // pair them); in the archive the serial number is masked and each board UUID replaced by the
     // board's number in the capture.
     "vpd",
+    // AMD GPUs: the amdgpu partition modes (SPX/CPX, NPS1/NPS4).
+    "current_compute_partition",
+    "current_memory_partition",
 ];
 
 /// Every other path (relative to the root) peerpath may copy into a capture, as component
@@ -77,6 +80,17 @@ pub const WHITELIST: &[&str] = &[
     "sys/module/nv_peer_mem/version",
     "sys/module/ib_core/version",
     "sys/kernel/mm/memory_peers/*/version",
+    // The KFD topology (AMD GPUs: nodes, xGMI and CPU io_links, memory banks).
+    "sys/class/kfd/kfd",
+    "sys/**/kfd/kfd/topology/nodes",
+    "sys/**/kfd/kfd/topology/nodes/*",
+    "sys/**/kfd/kfd/topology/nodes/*/properties",
+    "sys/**/kfd/kfd/topology/nodes/*/io_links",
+    "sys/**/kfd/kfd/topology/nodes/*/io_links/*",
+    "sys/**/kfd/kfd/topology/nodes/*/io_links/*/properties",
+    "sys/**/kfd/kfd/topology/nodes/*/mem_banks",
+    "sys/**/kfd/kfd/topology/nodes/*/mem_banks/*",
+    "sys/**/kfd/kfd/topology/nodes/*/mem_banks/*/properties",
 ];
 
 /// Whether one path component matches a component glob (`*` matches any text).

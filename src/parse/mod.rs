@@ -14,6 +14,7 @@ pub mod cpulist;
 pub mod hwloc;
 pub mod ib;
 pub mod joblog;
+pub mod kfd;
 pub mod nccl_env;
 pub mod nccl_log;
 pub mod nccl_tests;
@@ -81,6 +82,8 @@ pub enum Reason {
     NotVpd,
     /// Not the JSON `rdma_topo topology -j` prints (a list of complexes).
     NotRdmaTopo,
+    /// Not a KFD topology `properties` line (`name value`, decimal).
+    NotKfdProperty,
 }
 
 impl Reason {
@@ -113,6 +116,7 @@ impl Reason {
             Reason::NoStandardLink => "matches no standard PCIe speed and width",
             Reason::NotRdmaTopo => "is not rdma_topo topology JSON (a list of complexes)",
             Reason::NotVpd => "are not PCI VPD (no identifier or read-only resource)",
+            Reason::NotKfdProperty => "is not a KFD property line (name value)",
         }
     }
 }

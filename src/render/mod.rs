@@ -18,6 +18,7 @@ pub mod png;
 pub mod probe;
 pub mod prom;
 pub mod rails;
+pub mod rocm_smi;
 pub mod svg;
 pub mod terminal;
 pub mod tree;
