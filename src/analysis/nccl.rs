@@ -211,12 +211,11 @@ impl NcclPath {
         }
     }
 
-    /// Every path type, in the 2.28+ order (for decoding a code back into a name: NCCL's
-    /// `NVL` before RCCL's `XGMI`, which shares its code).
-    pub const ALL: [NcclPath; 13] = [
+    /// Every NCCL path type, in the 2.28+ order (for decoding a code back into a name). RCCL's
+    /// [`NcclPath::Xgmi`] shares NVL's code and is not listed.
+    pub const ALL: [NcclPath; 12] = [
         NcclPath::Loc,
         NcclPath::Nvl,
-        NcclPath::Xgmi,
         NcclPath::Nvb,
         NcclPath::C2c,
         NcclPath::Pix,
@@ -238,6 +237,9 @@ impl NcclPath {
     /// Reads a path type name as NCCL's `NCCL_*_LEVEL` variables accept it (`PHB`, `sys`).
     pub fn from_name(s: &str) -> Option<NcclPath> {
         let u = s.trim().to_ascii_uppercase();
+        if u == "XGMI" {
+            return Some(NcclPath::Xgmi);
+        }
         Self::ALL.into_iter().find(|p| p.as_str() == u)
     }
 
