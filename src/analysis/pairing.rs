@@ -100,9 +100,9 @@ impl PairCand {
     pub fn rank(&self) -> PathRank {
         self.label.rank() as PathRank
     }
-    /// Whether this is an NVLink relation.
+    /// Whether this is a scale-up fabric relation: NVLink, or xGMI between AMD GPUs.
     pub fn nvlink(&self) -> bool {
-        matches!(self.label, Label::Nv(_))
+        matches!(self.label, Label::Nv(_) | Label::Xgmi)
     }
 }
 
@@ -117,8 +117,11 @@ pub struct Candidates {
     pub gg: Vec<Vec<Option<PairCand>>>,
     /// `gn[i][k]`: GPU i to NIC k.
     pub gn: Vec<Vec<Option<PairCand>>>,
-    /// Whether NVLink state was visible (otherwise "no NVLink" is not a fact).
+    /// Whether NVLink state was visible (otherwise "no NVLink" is not a fact); on an AMD
+    /// node, whether xGMI state was.
     pub nvlink_visible: bool,
+    /// The GPUs' scale-up fabric, as the words name it: `NVLink`, or `xGMI` on an AMD node.
+    pub fabric: &'static str,
 }
 
 /// Rank used for a missing relation: worse than any label.
@@ -343,7 +346,12 @@ impl NodeView {
             },
             gg,
             gn,
-            nvlink_visible: t.nvlink_visible,
+            nvlink_visible: if cl.is_rccl() {
+                t.xgmi_visible
+            } else {
+                t.nvlink_visible
+            },
+            fabric: if cl.is_rccl() { "xGMI" } else { "NVLink" },
         };
         NodeView {
             gpus,
@@ -543,6 +551,7 @@ mod tests {
                 .map(|_| (0..nics).map(|_| next()).collect())
                 .collect(),
             nvlink_visible: false,
+            fabric: "NVLink",
         }
     }
 

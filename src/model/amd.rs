@@ -129,6 +129,10 @@ pub struct AmdGpu {
     pub gfx_target_version: Option<u32>,
     /// `drm_render_minor`: the render node `/dev/dri/renderD<minor>` Slurm's gres names.
     pub drm_render_minor: Option<u32>,
+    /// `unique_id`: the GPU's UUID as ROCr spells it, `GPU-<16 hex digits>` (`rocminfo`'s
+    /// `Uuid`; accepted by `ROCR_VISIBLE_DEVICES`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unique_id: Option<u64>,
     /// `num_xcc` of the (first) KFD node: the compute dies (XCDs) of that partition.
     pub num_xcc: Option<u32>,
     /// `current_compute_partition` of the PCI device (`SPX`, `DPX`, `QPX`, `CPX`).
@@ -142,6 +146,15 @@ pub struct AmdGpu {
     pub vram_bytes: Option<u64>,
     /// The KFD node directory the facts were read from (the first partition's).
     pub source: String,
+}
+
+impl AmdGpu {
+    /// The ROCr UUID (`GPU-<16 hex digits>` of `unique_id`), when read.
+    pub fn rocr_uuid(&self) -> Option<String> {
+        self.unique_id
+            .filter(|&u| u != 0)
+            .map(|u| format!("GPU-{u:016x}"))
+    }
 }
 
 /// xGMI (Infinity Fabric) between two AMD GPUs of one hive, as a source reported it.

@@ -539,6 +539,45 @@ fn write_endpoint(cx: &Ctx, w: &mut Out, b: &Bdf) -> Result<()> {
         return Ok(());
     }
     match d.kind {
+        // RCCL's element for an AMD GPU: `gcn` and one `<xgmi target count tclass>` per direct
+        // xGMI peer (ROCm/rccl `src/graph/xml.cc`; read by `ncclTopoAddXGMI`).
+        DeviceKind::Gpu if crate::model::amd::is_amd_gpu(d) && cx.t.xgmi_visible => {
+            w.start(e)?;
+            let mut g = BytesStart::new("gpu");
+            if let Some(i) = cx.gpu_index.get(b) {
+                g.push_attribute(("dev", i.to_string().as_str()));
+            }
+            if let Some(v) = d.amd.as_ref().and_then(|a| a.gfx_target_version) {
+                g.push_attribute((
+                    "gcn",
+                    format!("gfx{}{:x}{:x}", v / 10000, (v / 100) % 100, v % 100).as_str(),
+                ));
+            }
+            let links: Vec<BytesStart> =
+                cx.t.xgmi
+                    .iter()
+                    .filter(|l| l.direct != Some(false) && (l.a == *b || l.b == *b))
+                    .map(|l| {
+                        let o = if l.a == *b { l.b } else { l.a };
+                        let tclass = cx.t.device(&o).map(|d| d.class).unwrap_or(0x120000);
+                        BytesStart::new("xgmi").with_attributes([
+                            ("target", o.to_string().as_str()),
+                            ("count", l.count.unwrap_or(1).to_string().as_str()),
+                            ("tclass", format!("0x{tclass:06x}").as_str()),
+                        ])
+                    })
+                    .collect();
+            if links.is_empty() {
+                w.empty(g)?;
+            } else {
+                w.start(g)?;
+                for l in links {
+                    w.empty(l)?;
+                }
+                w.end()?;
+            }
+            w.end()?;
+        }
         DeviceKind::Gpu if cx.t.nvlink_visible => {
             w.start(e)?;
             let mut g = BytesStart::new("gpu");

@@ -191,6 +191,7 @@ pub fn read(fs: &dyn FsRoot, devices: &mut [Device]) -> KfdScan {
             a.hive_id = n.props.get("hive_id");
             a.gfx_target_version = n.props.get_u32("gfx_target_version");
             a.drm_render_minor = n.props.get_u32("drm_render_minor");
+            a.unique_id = n.props.get("unique_id");
             a.num_xcc = n.props.get_u32("num_xcc");
             a.cpu_link = n.links.iter().find(|l| is_cpu(l.node_to)).cloned();
             a.vram_bytes = vram(fs, &n.dir, &mut out.warnings);
