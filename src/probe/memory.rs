@@ -50,6 +50,63 @@ pub trait Buffer {
     }
 }
 
+/// A GPU runtime the probe allocates device memory from: CUDA's driver
+/// ([`super::cuda::Cuda`]) or ROCm's HIP ([`super::hip::Hip`]).
+pub trait GpuRuntime {
+    /// The runtime's name in messages (`CUDA`, `HIP`).
+    fn name(&self) -> &'static str;
+    /// Number of devices it sees.
+    fn count(&self) -> usize;
+    /// PCI address of a device (`0000:17:00.0`).
+    fn pci_bus_id(&self, ordinal: usize) -> Result<String, String>;
+    /// The ordinal of the GPU at a PCI address, if the runtime sees it.
+    fn ordinal_of(&self, bdf: &str) -> Option<usize>;
+    /// `len` bytes of device memory on `ordinal`.
+    fn alloc_buffer(&self, ordinal: usize, len: usize) -> Result<Box<dyn Buffer + '_>, String>;
+}
+
+impl GpuRuntime for super::cuda::Cuda {
+    fn name(&self) -> &'static str {
+        "CUDA"
+    }
+    fn count(&self) -> usize {
+        super::cuda::Cuda::count(self)
+    }
+    fn pci_bus_id(&self, ordinal: usize) -> Result<String, String> {
+        super::cuda::Cuda::pci_bus_id(self, ordinal)
+    }
+    fn ordinal_of(&self, bdf: &str) -> Option<usize> {
+        super::cuda::Cuda::ordinal_of(self, bdf)
+    }
+    fn alloc_buffer(&self, ordinal: usize, len: usize) -> Result<Box<dyn Buffer + '_>, String> {
+        Ok(Box::new(
+            self.alloc(ordinal, len)
+                .map_err(|e| format!("cuMemAlloc failed: {e}"))?,
+        ))
+    }
+}
+
+impl GpuRuntime for super::hip::Hip {
+    fn name(&self) -> &'static str {
+        "HIP"
+    }
+    fn count(&self) -> usize {
+        super::hip::Hip::count(self)
+    }
+    fn pci_bus_id(&self, ordinal: usize) -> Result<String, String> {
+        super::hip::Hip::pci_bus_id(self, ordinal)
+    }
+    fn ordinal_of(&self, bdf: &str) -> Option<usize> {
+        super::hip::Hip::ordinal_of(self, bdf)
+    }
+    fn alloc_buffer(&self, ordinal: usize, len: usize) -> Result<Box<dyn Buffer + '_>, String> {
+        Ok(Box::new(
+            self.alloc(ordinal, len)
+                .map_err(|e| format!("hipMalloc failed: {e}"))?,
+        ))
+    }
+}
+
 /// The pattern byte block for `seed` starting at absolute byte `offset` (multiple of 8).
 fn pattern_word(seed: u64, index: u64) -> u64 {
     // splitmix64 of (seed, index): every 8-byte word differs, every seed differs.

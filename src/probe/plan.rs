@@ -6,8 +6,8 @@
 
 use super::Unavailable;
 use super::counters;
-use super::cuda::Cuda;
 use super::fabric::verbs;
+use super::memory::GpuRuntime;
 use super::pairs::{self, RdmaNic};
 use super::run::ProbeOptions;
 use crate::analysis::classify::Label;
@@ -26,13 +26,16 @@ pub struct Job {
     pub expected_label: Option<Label>,
     /// Whether this is the control (worse) pair of its GPU.
     pub control: bool,
+    /// The memory of a GPU job (`cuda` or `hip`); host for baselines.
+    pub device_memory: MemoryKind,
 }
 
 impl Job {
-    /// The memory under test: CUDA for GPU jobs, host for baselines.
+    /// The memory under test: the GPU runtime's (CUDA or HIP) for GPU jobs, host for
+    /// baselines.
     pub fn memory(&self) -> MemoryKind {
         if self.gpu.is_some() {
-            MemoryKind::Cuda
+            self.device_memory
         } else {
             MemoryKind::Host
         }
@@ -68,7 +71,7 @@ pub fn cell_plan(memory: MemoryKind) -> Vec<(Direction, Op)> {
             (Direction::HostToHost, Op::Write),
             (Direction::HostToHost, Op::Read),
         ],
-        MemoryKind::Cuda => vec![
+        MemoryKind::Cuda | MemoryKind::Hip => vec![
             (Direction::GpuToHost, Op::Write),
             (Direction::GpuToHost, Op::Read),
             (Direction::HostToGpu, Op::Write),
@@ -90,11 +93,12 @@ pub fn buffer_len(sizes: &[usize], depth: usize) -> usize {
 }
 
 /// The jobs to run. `Err` when verbs lists no device the topology knows as an RDMA NIC, or
-/// GPU memory is asked for without a usable CUDA driver; GPUs CUDA does not see are noted.
+/// GPU memory is asked for without a usable GPU runtime (`gpu`: CUDA's driver, or HIP with
+/// `--memory hip`); GPUs the runtime does not see are noted.
 pub fn jobs(
     topo: Option<&Topology>,
     opts: &ProbeOptions,
-    cuda: &Result<Cuda, String>,
+    cuda: &Result<&dyn GpuRuntime, String>,
     notes: &mut Vec<String>,
 ) -> Result<Vec<Job>, Unavailable> {
     let baseline = |verbs: Option<RdmaNic>| Job {
@@ -102,6 +106,7 @@ pub fn jobs(
         gpu: None,
         expected_label: None,
         control: false,
+        device_memory: MemoryKind::Host,
     };
     let mut jobs = Vec::new();
     match opts.fabric {
@@ -124,7 +129,7 @@ pub fn jobs(
             }
             // Host baseline once per NIC.
             jobs.extend(nics.into_iter().map(|n| baseline(Some(n))));
-            if opts.memory == MemoryKind::Cuda {
+            if opts.memory.is_device() {
                 let c = cuda.as_ref().map_err(|e| Unavailable::device(e))?;
                 for p in pairs::select(t, opts.pairs)
                     .into_iter()
@@ -142,10 +147,12 @@ pub fn jobs(
                             )),
                             expected_label: Some(p.expected_label),
                             control: p.control,
+                            device_memory: opts.memory,
                         }),
                         None => notes.push(format!(
-                            "GPU {} is not visible to CUDA; its pairs were not run",
-                            p.gpu
+                            "GPU {} is not visible to {}; its pairs were not run",
+                            p.gpu,
+                            c.name()
                         )),
                     }
                 }
@@ -153,13 +160,14 @@ pub fn jobs(
         }
         FabricKind::Ofi => {
             jobs.push(baseline(None));
-            if opts.memory == MemoryKind::Cuda
+            if opts.memory.is_device()
                 && let Ok(c) = cuda
             {
                 for o in 0..c.count() {
                     let bdf = c.pci_bus_id(o).ok().and_then(|s| s.parse().ok());
                     jobs.push(Job {
                         gpu: Some((o, GpuRef { bdf, cuda: Some(o) })),
+                        device_memory: opts.memory,
                         ..baseline(None)
                     });
                 }
@@ -251,6 +259,7 @@ mod tests {
             gpu: None,
             expected_label: None,
             control: false,
+            device_memory: MemoryKind::Host,
         };
         assert_eq!(
             job.planned_nic("tcp").to_string(),
