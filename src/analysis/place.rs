@@ -667,6 +667,7 @@ mod tests {
         Some(PairCand {
             label: label.parse().unwrap(),
             bottleneck_gbps: Some(bw),
+            tie: 0,
         })
     }
 

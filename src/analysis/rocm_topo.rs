@@ -4,8 +4,8 @@
 //! `rsmi_topo_get_link_weight`, `rsmi_minmax_bandwidth_get` in ROCm/rocm_smi_lib
 //! `src/rocm_smi.cc`), plus what rocm-smi never shows: each GPU's class to each NIC.
 //!
-//! - xGMI pair (a KFD io_link of type 11 between the two GPU nodes): link type XGMI, hops 1,
-//!   weight and bandwidths of that io_link.
+//! - xGMI pair (a KFD io_link of type 11 between the two GPU nodes, an RCCL `<xgmi>`, hwloc's
+//!   XGMIHops): link type XGMI, hops 1, weight and bandwidths of that io_link.
 //! - Any other pair (rocm-smi's PCIe case): link type PCIE; hops 2 when both GPUs hang off the
 //!   same NUMA node, 3 otherwise; weight = each GPU's io_link weight to its CPU (20 each) plus,
 //!   across NUMA nodes, the CPU–CPU io_link weight (KFD sets it to the ACPI SLIT distance,
@@ -96,8 +96,6 @@ pub fn rocm_topo(cl: &Classifier) -> RocmTopo {
     let nics: Vec<usize> = (0..eps.len())
         .filter(|&i| eps[i].kind == DeviceKind::Nic)
         .collect();
-    let p = cl.paths();
-    let dev = |k: usize| p.index(&eps[k].bdf);
     let numa: Vec<Option<u32>> = gpus.iter().map(|&k| eps[k].numa_node).collect();
     let cpu_weight = |k: usize| {
         let d = t.device(&eps[k].bdf)?;
@@ -110,15 +108,12 @@ pub fn rocm_topo(cl: &Classifier) -> RocmTopo {
                 pairs.push(None);
                 continue;
             }
-            let xgmi = match (dev(a), dev(b)) {
-                (Some(x), Some(y)) => p.xgmi(x, y).is_some(),
-                _ => false,
-            };
-            let pair = if xgmi {
-                let link = t.xgmi.iter().find(|l| {
-                    (l.a == eps[a].bdf && l.b == eps[b].bdf)
-                        || (l.a == eps[b].bdf && l.b == eps[a].bdf)
-                });
+            // rocm-smi's XGMI: an io_link of type 11 between the two GPU nodes (KFD lists one
+            // to every GPU of the hive; a pair without one is rocm-smi's PCIe case).
+            let link = t.xgmi.iter().find(|l| {
+                (l.a == eps[a].bdf && l.b == eps[b].bdf) || (l.a == eps[b].bdf && l.b == eps[a].bdf)
+            });
+            let pair = if link.is_some() {
                 RocmPair {
                     link: RocmLink::Xgmi,
                     hops: Some(link.and_then(|l| l.hops).unwrap_or(1)),

@@ -184,4 +184,21 @@ mod tests {
             "sys/devices/system/node/node3/meminfo"
         )));
     }
+
+    #[test]
+    fn kfd_topology_and_amd_partitions_are_captured() {
+        for p in [
+            "sys/class/kfd/kfd",
+            "sys/class/kfd/kfd/topology/nodes",
+            "sys/class/kfd/kfd/topology/nodes/2/properties",
+            "sys/class/kfd/kfd/topology/nodes/2/io_links/1/properties",
+            "sys/devices/virtual/kfd/kfd/topology/nodes/2/mem_banks/0/properties",
+            "sys/devices/pci0000:00/0000:00:01.1/0000:05:00.0/current_compute_partition",
+        ] {
+            assert!(whitelisted(Path::new(p)), "{p}");
+        }
+        assert!(!whitelisted(Path::new(
+            "sys/class/kfd/kfd/topology/nodes/2/caches/0/properties"
+        )));
+    }
 }

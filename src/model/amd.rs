@@ -71,9 +71,16 @@ pub fn is_per_gpu_bridge(d: &Device) -> bool {
     MI300_PER_GPU_BRIDGES.contains(&id) || VEGA_PER_GPU_BRIDGES.contains(&id)
 }
 
-/// Whether a function is an AMD GPU (vendor `1002` and a GPU by its class).
+/// Whether a function is an AMD GPU: a GPU by its class with vendor `1002`, or one a ROCm
+/// source names (an RCCL `gpu` element with its `gcn` architecture, an hwloc RSMI device) where
+/// the file gives no vendor.
 pub fn is_amd_gpu(d: &Device) -> bool {
-    d.kind == super::DeviceKind::Gpu && d.vendor_id == Some(AMD_GPU_VENDOR)
+    d.kind == super::DeviceKind::Gpu
+        && (d.vendor_id == Some(AMD_GPU_VENDOR)
+            || (d.vendor_id.is_none()
+                && d.os_devices
+                    .iter()
+                    .any(|o| o.kind == super::OsDeviceKind::AmdGpu)))
 }
 
 /// Whether an AMD GPU is an APU (CPU and GPU in one package, MI300A): its device ID, or KFD

@@ -350,9 +350,12 @@ pub fn apu_gdr_level(ctx: &Ctx) -> Vec<Finding> {
                         "RCCL's default NCCL_NET_GDR_LEVEL (PXB) refuses this path: without a level it stages through host memory"
                     }
                 ),
-                "run RCCL with NCCL_NET_GDR_LEVEL=PHB (the APU's memory is the host's; the NIC on the same NUMA node is the intended path)",
+                if gdr {
+                    "none"
+                } else {
+                    "run RCCL with NCCL_NET_GDR_LEVEL=PHB (the APU's memory is the host's; the NIC on the same NUMA node is the intended path)"
+                },
             )
-            .remedy_only_if_error()
             .with_pairs([p.to_ref()]),
         );
     }

@@ -21,7 +21,7 @@ pub fn rccl_topology(t: &Topology) -> bool {
             .iter()
             .filter(|d| d.kind == DeviceKind::Gpu && !d.is_vf())
     };
-    gpus().any(is_amd_gpu) && gpus().all(|d| d.vendor_id == Some(AMD_GPU_VENDOR))
+    gpus().any(is_amd_gpu) && gpus().all(|d| is_amd_gpu(d) || d.vendor_id == Some(AMD_GPU_VENDOR))
 }
 
 impl Classifier<'_> {
