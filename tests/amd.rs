@@ -438,3 +438,50 @@ fn hwloc_of_an_mi300x_server_pairs_by_pcie_and_says_it_cannot_show_xgmi() {
             .any(|n| n.contains("xGMI not visible"))
     );
 }
+
+#[test]
+fn held_out_mi350x_model_and_tioga_hwloc() {
+    // RCCL's MI350X model (not in shared/reference while peerpath was built): every pair xGMI,
+    // each GPU with the Thor2 under its Broadcom switch, above its 1022:1500 bridge.
+    let f = fixture("rccl-topo-mi350x-8gpu-8thor2-topo_8p_950.xml");
+    let t = load(&f);
+    assert_eq!(t.xgmi.len(), 28);
+    let elems = xgmi_elements(&std::fs::read_to_string(&f).unwrap());
+    let c = Classifier::new(&t, &ClassifyOptions::default());
+    for (g, target) in &elems {
+        assert_eq!(c.summary_of(&b(g), &b(target)).unwrap().label, Label::Xgmi);
+    }
+    let r = audit::run(&t, &AuditOptions::default());
+    assert_eq!(r.pairs.len(), 8);
+    for (i, p) in r.pairs.iter().enumerate() {
+        assert_eq!(
+            p.rdma.as_deref(),
+            Some(format!("bnxt_re{i}").as_str()),
+            "{p:?}"
+        );
+        assert_eq!(p.label, peerpath::analysis::audit::PathLabel(Label::Pxb));
+        assert!(c.summary_of(&p.gpu, &p.nic).unwrap().gdr);
+    }
+    // LLNL's Tioga hwloc file: xGMI from the RSMI plugin's XGMIHops, with what it cannot say.
+    let t = load(&fixture("hwloc-llnl-tioga-mi250x-rsmi.xml"));
+    assert!(t.xgmi_visible);
+    assert_eq!(t.xgmi.len(), 28);
+    assert!(
+        t.xgmi
+            .iter()
+            .all(|l| l.hops == Some(1) && l.count.is_none())
+    );
+    assert!(
+        t.source
+            .limitations
+            .iter()
+            .any(|l| l.contains("XGMIHops is rocm-smi's hop count")),
+        "{:#?}",
+        t.source.limitations
+    );
+    let hive = t
+        .device(&b("0000:c1:00.0"))
+        .and_then(|d| d.amd.as_ref())
+        .and_then(|a| a.hive_id);
+    assert_eq!(hive, Some(0xdc41_93b3_799d_5078));
+}
