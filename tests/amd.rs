@@ -100,10 +100,13 @@ fn rccl_models_every_xgmi_pair_is_an_xgmi_link() {
     }
 }
 
+/// Each GPU's bus and the NICs its source names for it.
+type Want<'a> = &'a [(&'a str, &'a [&'a str])];
+
 #[test]
 fn rccl_models_pair_each_gpu_with_the_nic_its_source_names() {
     // (file, [(GPU bus, NICs the README lists for it)]): the NIC under the GPU's own switch.
-    let cases: &[(&str, &[(&str, &[&str])])] = &[
+    let cases: &[(&str, Want)] = &[
         (
             "rccl-topo-mi300x-8gpu-8cx7-topo_8p_940.xml",
             &[

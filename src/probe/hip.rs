@@ -214,6 +214,17 @@ impl Drop for HipBuffer<'_> {
 }
 
 impl HipBuffer<'_> {
+    /// The device address `offset` bytes in, where `n` bytes from there lie inside the
+    /// allocation; `what` (read, write) names the access in the error.
+    fn span(&self, offset: usize, n: usize, what: &str) -> Result<*mut c_void, String> {
+        match offset.checked_add(n) {
+            Some(end) if end <= self.len => Ok(self.ptr.wrapping_byte_add(offset)),
+            _ => Err(format!(
+                "{what} of {n} bytes at {offset} past {} bytes",
+                self.len
+            )),
+        }
+    }
     fn copy(
         &self,
         dst: *mut c_void,
@@ -241,18 +252,11 @@ impl Buffer for HipBuffer<'_> {
         self.ptr as u64
     }
     fn write_at(&mut self, offset: usize, bytes: &[u8]) -> Result<(), String> {
-        if offset.checked_add(bytes.len()).is_none_or(|e| e > self.len) {
-            return Err("write past the end of device buffer".into());
-        }
-        // SAFETY (of the pointer arithmetic): offset lies inside the allocation (checked).
-        let dst = self.ptr.wrapping_byte_add(offset);
+        let dst = self.span(offset, bytes.len(), "write")?;
         self.copy(dst, bytes.as_ptr().cast(), bytes.len(), H2D)
     }
     fn read_at(&self, offset: usize, out: &mut [u8]) -> Result<(), String> {
-        if offset.checked_add(out.len()).is_none_or(|e| e > self.len) {
-            return Err("read past the end of device buffer".into());
-        }
-        let src = self.ptr.wrapping_byte_add(offset);
+        let src = self.span(offset, out.len(), "read")?;
         self.copy(out.as_mut_ptr().cast(), src, out.len(), D2H)
     }
     fn dmabuf(&mut self) -> Result<DmaBuf, String> {

@@ -159,27 +159,28 @@ fn thor2(bdf: Bdf, parent: Bdf, i: usize, link: Link) -> Function {
 /// The ROCm peer-memory stack: amdgpu (and its amdkfd peer-memory client, registered through
 /// the RDMA stack's peer-memory API), ib_core and the NIC's RDMA driver.
 fn rocm_stack(nic_module: &str) -> NodeFacts {
-    let mut n = NodeFacts::default();
-    n.iommu_default_type = Some("identity".into());
-    n.modules = vec![
-        Module {
-            name: "amdgpu".into(),
-            version: Some("6.10.5".into()),
-        },
-        Module {
-            name: "ib_core".into(),
-            version: None,
-        },
-        Module {
-            name: nic_module.into(),
-            version: None,
-        },
-    ];
-    n.memory_peers = vec![Module {
-        name: "amdkfd".into(),
-        version: Some("1.0".into()),
-    }];
-    n
+    NodeFacts {
+        iommu_default_type: Some("identity".into()),
+        modules: vec![
+            Module {
+                name: "amdgpu".into(),
+                version: Some("6.10.5".into()),
+            },
+            Module {
+                name: "ib_core".into(),
+                version: None,
+            },
+            Module {
+                name: nic_module.into(),
+                version: None,
+            },
+        ],
+        memory_peers: vec![Module {
+            name: "amdkfd".into(),
+            version: Some("1.0".into()),
+        }],
+        ..NodeFacts::default()
+    }
 }
 
 /// An 8× MI300X node: 2 AMD EPYC 9654 (Genoa, 96 cores, SMT) in NPS1, one root complex per
@@ -262,40 +263,32 @@ pub fn mi300x_8gpu() -> Spec {
     node.iommu_units = (0..host_bridges.len())
         .map(|i| format!("ivhd{i}"))
         .collect();
-    let mut spec = Spec {
-        name: "mi300x-8gpu".into(),
-        machine: Machine {
-            cpu_vendor: "AuthenticAMD".into(),
-            cpu_model: "AMD EPYC 9654 96-Core Processor".into(),
-            cpu_family: 25,
-            cpu_model_number: 17,
-            sockets: 2,
-            cores_per_socket: 96,
-            threads_per_core: 2,
-            hypervisor: false,
-            dmi_vendor: Some("Supermicro".into()),
-            dmi_product: Some("AS -8125GS-TNMR2".into()),
-            memory_kib_per_node: 768 * 1024 * 1024,
-            arm: None,
+    let machine = zen4_supermicro(
+        ("AMD EPYC 9654 96-Core Processor", 17),
+        (2, 96),
+        "AS -8125GS-TNMR2",
+        768,
+    );
+    let numa_nodes = vec![
+        NumaSpec {
+            id: 0,
+            cpus: cpulist_of(&[(0, 95), (192, 287)]),
+            distances: vec![10, 32],
         },
-        numa_nodes: vec![
-            NumaSpec {
-                id: 0,
-                cpus: cpulist_of(&[(0, 95), (192, 287)]),
-                distances: vec![10, 32],
-            },
-            NumaSpec {
-                id: 1,
-                cpus: cpulist_of(&[(96, 191), (288, 383)]),
-                distances: vec![32, 10],
-            },
-        ],
+        NumaSpec {
+            id: 1,
+            cpus: cpulist_of(&[(96, 191), (288, 383)]),
+            distances: vec![32, 10],
+        },
+    ];
+    numbered(Spec {
+        name: "mi300x-8gpu".into(),
+        machine,
+        numa_nodes,
         host_bridges,
         functions: fns,
         node,
-    };
-    number_iommu_groups(&mut spec);
-    spec
+    })
 }
 
 /// Host bridge buses of the four sockets of [`mi300a_4apu`] (RCCL's `topo_4p_942.xml` puts
@@ -362,27 +355,44 @@ pub fn mi300a_4apu() -> Spec {
             distances: (0..4u32).map(|j| if i == j { 10 } else { 32 }).collect(),
         })
         .collect();
-    let mut spec = Spec {
+    let machine = zen4_supermicro(
+        ("AMD Instinct MI300A Accelerator", 144),
+        (4, 24),
+        "AS -2145GH-TNMR",
+        128,
+    );
+    numbered(Spec {
         name: "mi300a-4apu".into(),
-        machine: Machine {
-            cpu_vendor: "AuthenticAMD".into(),
-            cpu_model: "AMD Instinct MI300A Accelerator".into(),
-            cpu_family: 25,
-            cpu_model_number: 144,
-            sockets: 4,
-            cores_per_socket: 24,
-            threads_per_core: 2,
-            hypervisor: false,
-            dmi_vendor: Some("Supermicro".into()),
-            dmi_product: Some("AS -2145GH-TNMR".into()),
-            memory_kib_per_node: 128 * 1024 * 1024,
-            arm: None,
-        },
+        machine,
         numa_nodes,
         host_bridges,
         functions: fns,
         node,
-    };
+    })
+}
+
+/// The CPU and board facts of a Supermicro server with Zen 4 sockets (family 25, SMT on):
+/// `(model name, model)`, `(sockets, cores per socket)`, the product name and the memory of
+/// each NUMA node in GiB.
+fn zen4_supermicro(cpu: (&str, u32), shape: (u32, u32), product: &str, gib: u64) -> Machine {
+    Machine {
+        cpu_vendor: "AuthenticAMD".into(),
+        cpu_model: cpu.0.into(),
+        cpu_family: 25,
+        cpu_model_number: cpu.1,
+        sockets: shape.0,
+        cores_per_socket: shape.1,
+        threads_per_core: 2,
+        hypervisor: false,
+        dmi_vendor: Some("Supermicro".into()),
+        dmi_product: Some(product.into()),
+        memory_kib_per_node: gib * 1024 * 1024,
+        arm: None,
+    }
+}
+
+/// `spec` with its IOMMU groups numbered.
+fn numbered(mut spec: Spec) -> Spec {
     number_iommu_groups(&mut spec);
     spec
 }
