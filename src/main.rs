@@ -151,10 +151,18 @@ enum Command {
 }
 
 fn load(i: &InputArgs) -> Result<peerpath::model::Topology> {
+    load_named(i, true)
+}
+
+/// Loads the input; `names`: whether devices are named from the PCI ID database. `matrix`
+/// prints no device name (endpoints are `GPU0`/`NIC0`, the legend names netdevs and RDMA
+/// devices), so it does not read and parse the database (1.4 MB) on every run.
+fn load_named(i: &InputArgs, names: bool) -> Result<peerpath::model::Topology> {
     let topo = sources::load(
         i.input.as_deref(),
         &LoadOptions {
             pci_ids: i.pci_ids.clone(),
+            skip_names: !names,
             host: i.host.clone(),
             rdma_topo: i.rdma_topo.clone(),
             ..Default::default()
@@ -203,7 +211,7 @@ fn run(cli: Cli) -> Result<u8> {
             fold_vfs,
             detail,
         } => {
-            let topo = load(&input)?;
+            let topo = load_named(&input, false)?;
             use std::io::{IsTerminal, Write};
             let buffered = |print: fn(&str)| -> Result<()> {
                 let mut buf = Vec::new();

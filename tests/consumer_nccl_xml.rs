@@ -664,6 +664,8 @@ fn vm_pairing_and_nvlinks_pass_nccls_reader() {
 fn held_out_nodes_pass_nccls_reader() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
     let mut inputs: Vec<(PathBuf, Option<&str>)> = vec![
+        (root.join("real/h200-vm.tar.gz"), None),
+        (root.join("real/h200-vm.nccl-2.28.9-topo-dump.xml"), None),
         (root.join("nccl/azure-ndv4-a100.nccl-topo.xml"), None),
         (
             root.join("nccl/hgx-a100-icelake-bcm-5bond.nccl-topo-dump.xml"),
@@ -717,6 +719,7 @@ fn held_out_nodes_pass_nccls_reader() {
 fn reader_accepts_nccls_own_dumps() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
     for f in [
+        "real/h200-vm.nccl-2.28.9-topo-dump.xml",
         "nccl/hgx-a100-icelake-bcm-5bond.nccl-topo-dump.xml",
         "nccl/azure-ndv4-a100.nccl-topo.xml",
         "realworld/oci-bm-gpu-h100-8.nccl-topo.xml",
@@ -724,7 +727,53 @@ fn reader_accepts_nccls_own_dumps() {
     ] {
         let b = std::fs::read(root.join(f)).unwrap();
         let sys = nccl_read(&b).unwrap_or_else(|e| panic!("{f}: {e}"));
-        assert!(count(&sys) > 5, "{f}");
+        assert!(count(&sys) >= 5, "{f}");
+    }
+}
+
+/// The real H200 VM (fixtures/real/, issue 29): the export of its capture carries, for every
+/// element NCCL 2.28.9 wrote in its own dump of the same machine, NCCL's values — the `cpu`'s
+/// `numaid` is -1 (the GPU's `numa_node` reads -1) with no `affinity` (NCCL's
+/// `node-1/cpumap` does not exist, so NCCL pins nothing), and the GPU's `link_width` is 0 (it
+/// sits on the root bus: NCCL's `../max_link_width` is unreadable, `min(16, 0)`) — so NCCL
+/// takes the same decisions from the file as from its own detection (docs/exports.md).
+#[test]
+fn real_h200_export_carries_what_nccls_own_dump_says() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/real");
+    let t = sources::load(Some(&root.join("h200-vm.tar.gz")), &LoadOptions::default()).unwrap();
+    let ours = consume("h200-vm", &export(&t, &NcclXmlOptions::default()));
+    let dump = std::fs::read(root.join("h200-vm.nccl-2.28.9-topo-dump.xml")).unwrap();
+    let theirs = nccl_read(&dump).unwrap();
+    let (mut oc, mut tc) = (Vec::new(), Vec::new());
+    find(&ours, "cpu", &mut oc);
+    find(&theirs, "cpu", &mut tc);
+    assert_eq!((oc.len(), tc.len()), (1, 1));
+    for k in [
+        "numaid", "affinity", "arch", "vendor", "familyid", "modelid",
+    ] {
+        assert_eq!(oc[0].attr(k), tc[0].attr(k), "cpu {k}");
+    }
+    let (mut op, mut tp) = (Vec::new(), Vec::new());
+    find(&ours, "pci", &mut op);
+    find(&theirs, "pci", &mut tp);
+    assert!(!tp.is_empty());
+    for p in tp {
+        let busid = p.attr("busid").unwrap();
+        let o = op
+            .iter()
+            .find(|o| o.attr("busid") == Some(busid))
+            .unwrap_or_else(|| panic!("{busid} missing from the export"));
+        for k in [
+            "class",
+            "vendor",
+            "device",
+            "subsystem_vendor",
+            "subsystem_device",
+            "link_speed",
+            "link_width",
+        ] {
+            assert_eq!(o.attr(k), p.attr(k), "{busid} {k}");
+        }
     }
 }
 

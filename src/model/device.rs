@@ -227,6 +227,25 @@ impl OsDevice {
     }
 }
 
+/// Where a device's name came from when the PCI ID database has none for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NameSource {
+    /// The NVIDIA driver's own record: the `Model:` line of
+    /// `/proc/driver/nvidia/gpus/<bdf>/information` (kept as the `Model` attribute of the
+    /// GPU's `nvidia_gpu` OS device, which a capture also stores in `peerpath-nvml.json`).
+    #[serde(rename = "nvidia-driver")]
+    NvidiaDriver,
+}
+
+impl NameSource {
+    /// How text output says where the name came from.
+    pub fn describe(self) -> &'static str {
+        match self {
+            NameSource::NvidiaDriver => "name from the NVIDIA driver; pci.ids has none",
+        }
+    }
+}
+
 /// One PCI function.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Device {
@@ -259,8 +278,14 @@ pub struct Device {
     pub revision: Option<u8>,
     /// Vendor name from the PCI ID database.
     pub vendor_name: Option<String>,
-    /// Device name from the PCI ID database.
+    /// Device name from the PCI ID database, else from the device's driver (then
+    /// [`Device::name_source`] says so).
     pub device_name: Option<String>,
+    /// Where `device_name` came from when it is not the PCI ID database (nor the input's own
+    /// name, hwloc's `PCIDevice`): set by `sources::naming` for a device the database has no
+    /// entry for. Absent (`None`) otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name_source: Option<NameSource>,
     /// `numa_node` (`None` when -1 or absent).
     pub numa_node: Option<u32>,
     /// `local_cpulist` (else `local_cpus`), sorted CPU numbers; a cpulist string in JSON.
@@ -370,6 +395,7 @@ impl Device {
             revision: None,
             vendor_name: None,
             device_name: None,
+            name_source: None,
             numa_node: None,
             local_cpus: None,
             link: None,
@@ -409,9 +435,11 @@ impl Device {
             .filter(|o| o.kind == OsDeviceKind::Net)
             .map(|o| o.name.as_str())
     }
-    /// The name to show: PCI ID database name, else `vvvv:dddd`.
+    /// The name to show: PCI ID database name (vendor and device), else the driver's own name
+    /// (which is whole, `NVIDIA H200`), else `[vvvv:dddd]`.
     pub fn display_name(&self) -> String {
         match (&self.vendor_name, &self.device_name) {
+            (_, Some(d)) if self.name_source.is_some() => d.clone(),
             (Some(v), Some(d)) => format!("{v} {d}"),
             _ => format!(
                 "[{:04x}:{:04x}]",

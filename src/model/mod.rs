@@ -19,7 +19,7 @@ pub mod topology;
 
 pub use bdf::Bdf;
 pub use device::{
-    C2cLink, DataDirect, Device, DeviceKind, LinkInfo, OsDevice, OsDeviceKind, RdmaPort,
+    C2cLink, DataDirect, Device, DeviceKind, LinkInfo, NameSource, OsDevice, OsDeviceKind, RdmaPort,
 };
 pub use fact::Fact;
 pub use topology::{

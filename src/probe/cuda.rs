@@ -107,6 +107,16 @@ pub fn open() -> Result<Result<Cuda, String>, Unavailable> {
     }))
 }
 
+/// The plan's view of the driver: its devices and their `cuDeviceGetPCIBusId` addresses.
+impl super::plan::CudaGpus for Cuda {
+    fn count(&self) -> usize {
+        Cuda::count(self)
+    }
+    fn pci_bus_id(&self, ordinal: usize) -> Result<String, String> {
+        Cuda::pci_bus_id(self, ordinal)
+    }
+}
+
 impl Drop for Cuda {
     fn drop(&mut self) {
         for (d, _) in &self.devices {
@@ -174,14 +184,6 @@ impl Cuda {
                 sys::cuDeviceGetAttribute(&mut v, a, d)
             })?;
             Ok(v)
-        })
-    }
-
-    /// The ordinal of the GPU at a PCI address, if CUDA sees it.
-    pub fn ordinal_of(&self, bdf: &str) -> Option<usize> {
-        (0..self.count()).find(|&i| {
-            self.pci_bus_id(i)
-                .is_ok_and(|b| b.eq_ignore_ascii_case(bdf) || b.ends_with(bdf))
         })
     }
 

@@ -155,14 +155,6 @@ impl Hip {
             .to_lowercase())
     }
 
-    /// The ordinal of the GPU at a PCI address, if HIP sees it.
-    pub fn ordinal_of(&self, bdf: &str) -> Option<usize> {
-        (0..self.count).find(|&i| {
-            self.pci_bus_id(i)
-                .is_ok_and(|b| b.eq_ignore_ascii_case(bdf) || b.ends_with(bdf))
-        })
-    }
-
     fn set_device(&self, ordinal: usize) -> Result<(), String> {
         // SAFETY: the ordinal is checked by the runtime; no other precondition.
         self.check("hipSetDevice", unsafe {

@@ -2,6 +2,7 @@
 //! CUDA device memory (`cuMemAlloc`). The transfer loop fills a buffer with a seeded pattern,
 //! lets the fabric move it, and reads the destination back to check every byte.
 
+use super::plan::CudaGpus;
 use crate::analysis::probe_report::MemoryKind;
 
 /// A dma-buf export of a buffer: the fd and the buffer's offset inside the exported range.
@@ -51,33 +52,14 @@ pub trait Buffer {
 }
 
 /// A GPU runtime the probe allocates device memory from: CUDA's driver
-/// ([`super::cuda::Cuda`]) or ROCm's HIP ([`super::hip::Hip`]).
-pub trait GpuRuntime {
-    /// The runtime's name in messages (`CUDA`, `HIP`).
-    fn name(&self) -> &'static str;
-    /// Number of devices it sees.
-    fn count(&self) -> usize;
-    /// PCI address of a device (`0000:17:00.0`).
-    fn pci_bus_id(&self, ordinal: usize) -> Result<String, String>;
-    /// The ordinal of the GPU at a PCI address, if the runtime sees it.
-    fn ordinal_of(&self, bdf: &str) -> Option<usize>;
+/// ([`super::cuda::Cuda`]) or ROCm's HIP ([`super::hip::Hip`]); the plan sees its devices
+/// through [`CudaGpus`].
+pub trait GpuRuntime: CudaGpus {
     /// `len` bytes of device memory on `ordinal`.
     fn alloc_buffer(&self, ordinal: usize, len: usize) -> Result<Box<dyn Buffer + '_>, String>;
 }
 
 impl GpuRuntime for super::cuda::Cuda {
-    fn name(&self) -> &'static str {
-        "CUDA"
-    }
-    fn count(&self) -> usize {
-        super::cuda::Cuda::count(self)
-    }
-    fn pci_bus_id(&self, ordinal: usize) -> Result<String, String> {
-        super::cuda::Cuda::pci_bus_id(self, ordinal)
-    }
-    fn ordinal_of(&self, bdf: &str) -> Option<usize> {
-        super::cuda::Cuda::ordinal_of(self, bdf)
-    }
     fn alloc_buffer(&self, ordinal: usize, len: usize) -> Result<Box<dyn Buffer + '_>, String> {
         Ok(Box::new(
             self.alloc(ordinal, len)
@@ -86,19 +68,20 @@ impl GpuRuntime for super::cuda::Cuda {
     }
 }
 
-impl GpuRuntime for super::hip::Hip {
-    fn name(&self) -> &'static str {
-        "HIP"
-    }
+/// The plan's view of HIP: its devices and their `hipDeviceGetPCIBusId` addresses.
+impl CudaGpus for super::hip::Hip {
     fn count(&self) -> usize {
         super::hip::Hip::count(self)
     }
     fn pci_bus_id(&self, ordinal: usize) -> Result<String, String> {
         super::hip::Hip::pci_bus_id(self, ordinal)
     }
-    fn ordinal_of(&self, bdf: &str) -> Option<usize> {
-        super::hip::Hip::ordinal_of(self, bdf)
+    fn name(&self) -> &'static str {
+        "HIP"
     }
+}
+
+impl GpuRuntime for super::hip::Hip {
     fn alloc_buffer(&self, ordinal: usize, len: usize) -> Result<Box<dyn Buffer + '_>, String> {
         Ok(Box::new(
             self.alloc(ordinal, len)

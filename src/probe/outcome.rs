@@ -216,6 +216,7 @@ mod tests {
             }),
             expected_label: label,
             control: false,
+            blocked: None,
             device_memory: MemoryKind::Cuda,
         }
     }

@@ -11,8 +11,7 @@ use super::fabric::ofi::{self, OfiFabric};
 use super::fabric::verbs::{self, VerbsFabric};
 use super::fabric::{Completion, Fabric, OpenError, Posted, RegKey, Registration, Transfer};
 use super::host::{CpuPin, HostBuffer};
-use super::memory::GpuRuntime;
-use super::memory::{self, Buffer};
+use super::memory::{self, Buffer, GpuRuntime};
 use super::outcome::{self, Baselines, JobFacts, JobRows};
 use super::pairs::PairMode;
 use super::plan::{self, Job};
@@ -496,15 +495,15 @@ pub fn run(topo: Option<&Topology>, opts: &ProbeOptions) -> Result<ProbeReport, 
     let mut notes = Vec::new();
 
     // The fabric library first (the more fundamental absence), then CUDA (GPU memory needs it;
-    // the copy probes run either way and say why not).
-    match opts.fabric {
-        FabricKind::Verbs => {
-            verbs::list_devices()?;
-        }
+    // the copy probes run either way and say why not). A verbs fabric without devices is not
+    // the end when there are GPUs to measure: the plan says (`plan::jobs`).
+    let devices = match opts.fabric {
+        FabricKind::Verbs => verbs::list_devices(),
         FabricKind::Ofi => {
             ofi::runtime_version()?;
+            Ok(Vec::new())
         }
-    }
+    };
     let cuda_handle = match cuda::open() {
         Ok(Ok(c)) => Ok(c),
         Ok(Err(e)) => Err(format!("CUDA driver present but not usable: {e}")),
@@ -513,32 +512,36 @@ pub fn run(topo: Option<&Topology>, opts: &ProbeOptions) -> Result<ProbeReport, 
     if opts.memory == MemoryKind::Cuda
         && let Err(e) = &cuda_handle
     {
+        devices?;
         return Err(Unavailable::device(&format!("--memory cuda: {e}")));
     }
+
     // AMD GPU memory: ROCm's HIP runtime, or the probe says there is none.
     let hip_handle = match opts.memory {
         MemoryKind::Hip => match super::hip::open() {
             Ok(Ok(h)) => Some(h),
             Ok(Err(e)) => {
+                devices?;
                 return Err(Unavailable::device(&format!(
                     "--memory hip: HIP runtime present but not usable: {e}"
                 )));
             }
             Err(u) => {
+                devices?;
                 return Err(Unavailable::device(&format!("--memory hip: {}", u.message)));
             }
         },
         _ => None,
     };
-    let gpu_runtime: Result<&dyn GpuRuntime, String> = match &hip_handle {
+    let gpu_runtime: Result<&dyn GpuRuntime, &str> = match &hip_handle {
         Some(h) => Ok(h),
         None => cuda_handle
             .as_ref()
             .map(|c| c as &dyn GpuRuntime)
-            .map_err(Clone::clone),
+            .map_err(String::as_str),
     };
-
-    let jobs = plan::jobs(topo, opts, &gpu_runtime, &mut notes)?;
+    let cuda_gpus = gpu_runtime.map(|g| g as &dyn plan::CudaGpus);
+    let jobs = plan::jobs(topo, opts, &devices, cuda_gpus, &mut notes)?;
     let (window, total_cells) = plan::cell_window(&jobs, opts);
     let watch = plan::counter_watch(topo, opts, &jobs, &mut notes);
     let before = opts
@@ -548,7 +551,7 @@ pub fn run(topo: Option<&Topology>, opts: &ProbeOptions) -> Result<ProbeReport, 
 
     let mut runner = Runner {
         opts,
-        cuda: gpu_runtime.as_ref().ok().copied(),
+        cuda: gpu_runtime.ok(),
         window,
         buffer_len: plan::buffer_len(&opts.sizes, opts.depth),
         seed: 0x5eed,
@@ -562,6 +565,11 @@ pub fn run(topo: Option<&Topology>, opts: &ProbeOptions) -> Result<ProbeReport, 
             break;
         }
         let rows = JobRows::new(job, &opts.sizes);
+        if let Some(why) = &job.blocked {
+            let nic = job.planned_nic(opts.fabric, &opts.provider);
+            runner.skipped(rows.skip_all(&nic, Verdict::NotRun, why, &[], false));
+            continue;
+        }
         let opened = open(job, opts);
         // Providers may have replaced our SIGINT handler while initialising.
         super::install_interrupt_handler();
@@ -572,7 +580,7 @@ pub fn run(topo: Option<&Topology>, opts: &ProbeOptions) -> Result<ProbeReport, 
             }
             Err(e) => {
                 let why = format!("could not open the fabric: {e}");
-                let nic = job.planned_nic(&opts.provider);
+                let nic = job.planned_nic(opts.fabric, &opts.provider);
                 runner.skipped(rows.skip_all(&nic, Verdict::NotRun, &why, &[], false));
                 continue;
             }

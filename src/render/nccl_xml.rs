@@ -1,6 +1,7 @@
 //! An `NCCL_TOPO_FILE` (NCCL topology XML) for the node's GPUs and NICs.
 //!
-//! Data: the topology's NUMA nodes (`cpulist` → `affinity` mask), `/proc/cpuinfo` vendor,
+//! Data: the NUMA node NCCL itself would give each device (its `numa_node`, -1 kept: see
+//! [`nccl_numa`]), the topology's NUMA nodes (`cpulist` → `affinity` mask), `/proc/cpuinfo` vendor,
 //! family and model (→ `vendor`, `familyid`, `modelid`; `arch` from the vendor), the PCIe
 //! switches (one `pci` element per switch, keyed by its upstream port, nested as cascaded),
 //! each GPU's and NIC's class/vendor/device/subsystem ids, and link widths and speeds taken the
@@ -100,8 +101,18 @@ pub fn speed_str(gts: f64) -> String {
     format!("{gts:.1} GT/s PCIe")
 }
 
-/// Min of the device's and its parent port's max link speed and width (NCCL's rule for non-GPU
-/// devices; kept for GPUs too since the sysfs scan has no NVML current values).
+/// Min of the device's and its parent port's max link speed and width, as NCCL's sysfs
+/// detection takes them (`ncclTopoGetXmlFromSys`, src/graph/xml.cc; NCCL ≥ 2.30.7 asks NVML
+/// for a GPU's current link instead, which the scan does not have, so the rule is kept for GPUs
+/// too). NCCL reads `max_link_width` and `../max_link_width` and writes `min(device, port)`,
+/// where an unreadable file is `strtol("") = 0`: a device directly on a root bus, whose
+/// sysfs parent is the host bridge (`pci0000:00`, no link files), gets `link_width="0"`, which
+/// NCCL's reader (`ncclTopoAddPci`, topo.cc: `if (width == 0) width = 16`) takes as x16. The
+/// speed's unreadable port is `FLT_MAX`, so there the device's own speed stands (a device with
+/// no link figures at all gets neither attribute: NCCL fills both itself). A width the
+/// input does not give next to a known speed is written 0 the same way (an NCCL dump's own
+/// `link_width="0"`, read back as unknown). An NCCL XML input has no root ports (a top-level
+/// element may sit under one), so its own figures are kept. docs/exports.md says why.
 fn nccl_link(t: &Topology, d: &Device) -> (Option<f64>, Option<u32>) {
     let own = d.link.unwrap_or_default();
     let parent = d
@@ -109,6 +120,7 @@ fn nccl_link(t: &Topology, d: &Device) -> (Option<f64>, Option<u32>) {
         .and_then(|p| t.device(&p))
         .and_then(|p| p.link)
         .unwrap_or_default();
+    let on_root_bus = d.parent.is_none() && t.source.kind != "nccl-xml";
     let min_f = |a: Option<f64>, b: Option<f64>| match (a, b) {
         (Some(x), Some(y)) => Some(x.min(y)),
         (x, y) => x.or(y),
@@ -117,10 +129,22 @@ fn nccl_link(t: &Topology, d: &Device) -> (Option<f64>, Option<u32>) {
         (Some(x), Some(y)) => Some(x.min(y)),
         (x, y) => x.or(y),
     };
-    (
-        min_f(own.max_gts, parent.max_gts),
-        min_u(own.max_width, parent.max_width),
-    )
+    let speed = min_f(own.max_gts, parent.max_gts);
+    let width = if on_root_bus {
+        speed.map(|_| 0)
+    } else {
+        min_u(own.max_width, parent.max_width).or(speed.map(|_| 0))
+    };
+    (speed, width)
+}
+
+/// The NUMA node NCCL gives the `cpu` element above a device: `ncclTopoGetXmlFromSys` reads the
+/// `numa_node` file of the topmost device it records (a switch's upstream port, else the
+/// endpoint itself) and writes it as is, so -1 (`None`: a VM, or firmware without proximity
+/// information) stays -1 even where the machine has one NUMA node. `numa_node` is that file for
+/// every source that read sysfs, and the `cpu numaid` for an NCCL XML input.
+fn nccl_numa(d: &Device) -> Option<u32> {
+    d.numa_node
 }
 
 fn hex16(v: Option<u16>) -> String {
@@ -343,11 +367,11 @@ pub fn render(t: &Topology, o: &NcclXmlOptions) -> Result<String> {
             Node::Switch(si) => t.device(&t.switches[*si].upstream),
             _ => Some(*d),
         };
-        let numa = top_dev.and_then(|x| t.numa_of(x)).or(d.numa_node);
+        let numa = top_dev.map_or(d.numa_node, nccl_numa);
         add(numa_key(numa), cur_sort, cur, &mut children);
     }
     for (i, (g, _)) in o.pairs.iter().enumerate() {
-        let numa = t.device(g).and_then(|d| t.numa_of(d));
+        let numa = t.device(g).and_then(nccl_numa);
         add(
             numa_key(numa),
             format!("ffff:ff:{:02x}.0", i + 1),
@@ -409,21 +433,21 @@ pub fn render(t: &Topology, o: &NcclXmlOptions) -> Result<String> {
         .collect();
     numa_ids.sort_unstable();
     for id in numa_ids {
-        let cpus: Vec<u32> = if id < 0 {
-            t.numa_nodes
-                .iter()
-                .flat_map(|n| cpulist::parse_list(n.cpus.as_bytes()).unwrap_or_default())
-                .collect()
-        } else {
-            t.numa_nodes
+        let mut e = BytesStart::new("cpu");
+        e.push_attribute(("numaid", id.to_string().as_str()));
+        // NCCL fills a missing affinity from /sys/devices/system/node/node<numaid>/cpumap
+        // (`ncclTopoGetXmlFromCpu`); for numaid -1 that file never exists, so NCCL's own
+        // topology has no affinity there and NCCL pins nothing ("Affinity for GPU 0 is empty,
+        // ignoring"). The file leaves it out the same way.
+        if id >= 0 {
+            let cpus: Vec<u32> = t
+                .numa_nodes
                 .iter()
                 .find(|n| n.id as i64 == id)
                 .and_then(|n| cpulist::parse_list(n.cpus.as_bytes()).ok())
-                .unwrap_or_default()
-        };
-        let mut e = BytesStart::new("cpu");
-        e.push_attribute(("numaid", id.to_string().as_str()));
-        e.push_attribute(("affinity", cpumask(&cpus, words).as_str()));
+                .unwrap_or_default();
+            e.push_attribute(("affinity", cpumask(&cpus, words).as_str()));
+        }
         e.push_attribute(("arch", arch.as_str()));
         // NCCL writes (and reads) the CPUID vendor, family and model on x86 only.
         if arch == "x86_64" {

@@ -54,6 +54,9 @@ fn link_part(p: &Paths, d: &Device) -> String {
 
 fn describe(p: &Paths, d: &Device) -> String {
     let mut s = format!("{} {} \"{}\"", label(d.kind), d.bdf, d.display_name());
+    if let Some(src) = d.name_source {
+        s.push_str(&format!(" ({})", src.describe()));
+    }
     let os: Vec<&str> = d
         .os_devices
         .iter()

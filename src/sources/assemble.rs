@@ -135,7 +135,8 @@ impl RawTopology {
 }
 
 /// Assembles discovered facts into a [`Topology`]: structure, index and graph, NVLinks, then
-/// names from the PCI ID database at `pci_ids` (`None`: no names from a database). Warnings
+/// names from the PCI ID database at `pci_ids` (`None`: no names from a database) and, for
+/// devices it does not name, from their driver's record. Warnings
 /// keep the order discovery, structure, naming.
 pub fn assemble(raw: RawTopology, pci_ids: Option<&Path>) -> Topology {
     let RawTopology {
@@ -173,6 +174,7 @@ pub fn assemble(raw: RawTopology, pci_ids: Option<&Path>) -> Topology {
     if let Some(p) = pci_ids {
         super::naming::name_devices(p, &mut topo);
     }
+    super::naming::name_from_driver(&mut topo);
     topo
 }
 

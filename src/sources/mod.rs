@@ -170,13 +170,16 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
             path: "/".into(),
             limitations: vec![],
         };
+        // NVML starts on its own thread while sysfs is read (its start is most of the time a
+        // live scan takes on a GPU node); it is folded in below as before.
+        let nvml_pending = nvml::start(&fs);
         let mut topo = sysfs::scan(&fs, src, &scan_opts)?;
         // Supported link modes (the port's SKU speed) are only on the live machine.
         ethtool::enrich(&mut topo);
         // The RDMA registration order (nvidia-smi's NIC numbering) is only live, over netlink.
         rdma_order::apply(&mut topo, &rdma_order::read_live());
         // NVLink state is only on the live machine, through NVML; never panics without it.
-        let status = nvml::enrich(&mut topo);
+        let status = nvml::enrich_with(&mut topo, nvml_pending);
         if let Some(w) = status.warning() {
             topo.warnings.push(w);
         }

@@ -1,8 +1,11 @@
 //! Device names from the PCI ID database (`pci.ids`), read at run time through the input layer
-//! and parsed by [`crate::parse::pci_ids`] for the vendors present only.
+//! and parsed by [`crate::parse::pci_ids`] for the vendors present only; for a GPU the database
+//! does not know (a system `pci.ids` older than the card: Debian 12's of April 2023 has no H200),
+//! the NVIDIA driver's own name for it ([`name_from_driver`]), marked with its
+//! [`NameSource`] so every output can say where the name came from.
 //! Names are decoration: a missing database or entry leaves the numeric IDs and never fails.
 
-use crate::model::Topology;
+use crate::model::{NameSource, OsDeviceKind, Topology};
 use crate::parse::pci_ids::parse_stream;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -65,6 +68,30 @@ pub fn name_devices(path: &Path, topo: &mut Topology) {
                 .get(&(v, dev))
                 .cloned()
                 .or(d.device_name.take());
+        }
+    }
+}
+
+/// Names each device the database left without a device name from its driver's own record,
+/// and says so in [`crate::model::Device::name_source`]: an NVIDIA GPU from the `Model:` line
+/// of `/proc/driver/nvidia/gpus/<bdf>/information` (the `Model` attribute of its `nvidia_gpu` OS
+/// device; a capture stores the same attributes in `peerpath-nvml.json`). A name the
+/// database or the input gave is never replaced. Runs whether or not a database was found.
+pub fn name_from_driver(topo: &mut Topology) {
+    for d in &mut topo.devices {
+        if d.device_name.is_some() {
+            continue;
+        }
+        let model = d
+            .os_devices
+            .iter()
+            .filter(|o| o.kind == OsDeviceKind::NvidiaGpu)
+            .flat_map(|o| o.attrs.iter())
+            .find(|(k, v)| k == "Model" && !v.trim().is_empty())
+            .map(|(_, v)| v.trim().to_string());
+        if let Some(m) = model {
+            d.device_name = Some(m);
+            d.name_source = Some(NameSource::NvidiaDriver);
         }
     }
 }

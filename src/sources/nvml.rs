@@ -132,12 +132,53 @@ fn explain(e: &nvml_wrapper::error::NvmlError) -> String {
     }
 }
 
+/// What NVML answered: the GPUs and their C2C field values, or why it could not.
+type Answer = Result<(Vec<NvmlGpu>, C2cFacts), String>;
+
+/// NVML asked on a thread of its own while the sysfs scan runs ([`start`]).
+pub struct Pending(std::thread::JoinHandle<Answer>);
+
+/// Starts asking NVML on a thread of its own when the NVIDIA driver is bound to a PCI device
+/// (`sys/bus/pci/drivers/nvidia` lists one), so that NVML's start — `nvmlInit` opens every GPU,
+/// tens of milliseconds, what `nvidia-smi topo -m` pays too — overlaps the sysfs scan instead
+/// of following it. `None` otherwise: [`enrich_with`] then asks NVML after the scan, if the
+/// scan finds an NVIDIA device at all. Nothing about the answer depends on the scan, and only
+/// the scan decides whether the answer is used, so the topology is the same either way.
+pub fn start(fs: &dyn super::fsroot::FsRoot) -> Option<Pending> {
+    let bound = fs
+        .read_dir(std::path::Path::new("sys/bus/pci/drivers/nvidia"))
+        .ok()?
+        .iter()
+        .any(|e| e.name.parse::<Bdf>().is_ok());
+    bound.then(|| Pending(std::thread::spawn(ask)))
+}
+
+/// [`query`], a panic inside NVML turned into an error.
+fn ask() -> Answer {
+    std::panic::catch_unwind(query).unwrap_or_else(|_| Err("NVML query panicked".to_string()))
+}
+
 /// Loads NVML on the live machine and folds what it says into `topo`: per GPU its NVML index
 /// and UUID (as attributes of its `NvidiaGpu` OS device), NVLinks into `topo.nvlinks` (links to
 /// NVSwitches fold into one fabric link per GPU), P2P status, and `nvlink_visible = true`.
 /// Without NVIDIA PCI devices NVML is not loaded at all. Never panics.
 pub fn enrich(topo: &mut Topology) -> NvmlStatus {
+    enrich_with(topo, None)
+}
+
+/// [`enrich`], taking NVML's answer from `pending` ([`start`]) when NVML was already asked.
+pub fn enrich_with(topo: &mut Topology, pending: Option<Pending>) -> NvmlStatus {
+    let answer = |p: Option<Pending>| match p {
+        Some(Pending(h)) => h
+            .join()
+            .unwrap_or_else(|_| Err("NVML query panicked".to_string())),
+        None => ask(),
+    };
     if !topo.devices.iter().any(|d| d.vendor_id == Some(NVIDIA)) {
+        // Asked for nothing: the answer is not used (and the thread is not left running).
+        if let Some(Pending(h)) = pending {
+            let _ = h.join();
+        }
         return NvmlStatus {
             attempted: false,
             loaded: false,
@@ -145,9 +186,7 @@ pub fn enrich(topo: &mut Topology) -> NvmlStatus {
             gpus: 0,
         };
     }
-    let res =
-        std::panic::catch_unwind(query).unwrap_or_else(|_| Err("NVML query panicked".to_string()));
-    match res {
+    match answer(pending) {
         Ok((gpus, c2c)) => {
             let warnings = apply(topo, &gpus);
             apply_c2c(topo, &c2c);
@@ -173,11 +212,11 @@ pub fn enrich(topo: &mut Topology) -> NvmlStatus {
     }
 }
 
-/// Asks NVML about every GPU.
 /// C2C field values per GPU (by bus ID), from [`query`].
 type C2cFacts = Vec<(Bdf, NvmlC2c)>;
 
-fn query() -> Result<(Vec<NvmlGpu>, C2cFacts), String> {
+/// Asks NVML about every GPU.
+fn query() -> Answer {
     use nvml_wrapper::Nvml;
     use nvml_wrapper::enum_wrappers::device::P2pCapabilitiesIndex as P;
     let nvml = Nvml::init().map_err(|e| explain(&e))?;

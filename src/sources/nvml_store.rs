@@ -49,6 +49,8 @@ pub fn apply_nvml_facts(topo: &mut Topology, f: &NvmlFacts) {
         topo.nvlink_visible = f.nvlink_visible;
     }
     topo.warnings.extend(f.warnings.iter().cloned());
+    // The stored OS devices carry the driver's record too: a GPU still unnamed gets its name.
+    super::naming::name_from_driver(topo);
     topo.rebuild();
 }
 

@@ -152,6 +152,18 @@ impl NicRef {
             domain: None,
         }
     }
+    /// A fabric with no device to name: a GPU's cells on a node where the fabric found no RDMA
+    /// NIC (they are `not_run`, saying why).
+    pub fn no_device(fabric: FabricKind) -> Self {
+        NicRef {
+            fabric,
+            rdma: None,
+            port: None,
+            bdf: None,
+            provider: None,
+            domain: None,
+        }
+    }
     /// A libfabric provider, with the domain it opened when known.
     pub fn ofi(provider: &str, domain: Option<&str>) -> Self {
         NicRef {
@@ -170,6 +182,9 @@ impl NicRef {
 impl fmt::Display for NicRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.fabric {
+            FabricKind::Verbs if self.rdma.is_none() && self.bdf.is_none() => {
+                f.write_str("verbs (no RDMA device)")
+            }
             FabricKind::Verbs => {
                 write!(f, "verbs:{}", self.rdma.as_deref().unwrap_or("?"))?;
                 if let Some(p) = self.port {
