@@ -94,11 +94,7 @@ pub fn render(t: &Topology, cores: &CoreMap, o: &GresOptions) -> String {
         return s;
     }
     let _ = writeln!(s, "AutoDetect=off");
-    let prefix = o
-        .node_name
-        .as_ref()
-        .map(|n| format!("NodeName={n} "))
-        .unwrap_or_default();
+    let prefix = node_prefix(o);
     for (i, g) in gs.iter().enumerate() {
         let (minor, minor_note) = match nvidia_minor(g) {
             Some(m) => (m, None),
@@ -109,16 +105,7 @@ pub fn render(t: &Topology, cores: &CoreMap, o: &GresOptions) -> String {
                 ),
             ),
         };
-        let mut line = format!("{prefix}Name=gpu");
-        if let Some(ty) = &o.gpu_type {
-            let _ = write!(line, " Type={ty}");
-        }
-        let _ = write!(line, " File=/dev/nvidia{minor}");
-        if let Some(ids) = g.local_cpus.as_deref().and_then(|c| cores.slurm_ids_for(c))
-            && !ids.is_empty()
-        {
-            let _ = write!(line, " Cores={}", cpulist::format_list(&ids));
-        }
+        let mut line = gpu_line(&prefix, o, &format!("/dev/nvidia{minor}"), g, cores);
         if let Some(row) = nvlink::nvlink_row(t, &gs, g, o.nvswitch) {
             let cells: Vec<String> = row
                 .iter()
@@ -155,27 +142,11 @@ fn render_amd(
         "# AMD GPUs: File= is the DRM render node AutoDetect=rsmi uses (/dev/dri/renderD<minor>, KFD drm_render_minor); Links= as AutoDetect=rsmi writes them (PCI order only; xGMI links are not counted). Slurm exports ROCR_VISIBLE_DEVICES to jobs."
     );
     let _ = writeln!(s, "AutoDetect=off");
-    let prefix = o
-        .node_name
-        .as_ref()
-        .map(|n| format!("NodeName={n} "))
-        .unwrap_or_default();
+    let prefix = node_prefix(o);
     for (i, g) in gs.iter().enumerate() {
         let minor = g.amd.as_ref().and_then(|a| a.drm_render_minor);
-        let mut line = format!("{prefix}Name=gpu");
-        if let Some(ty) = &o.gpu_type {
-            let _ = write!(line, " Type={ty}");
-        }
-        let _ = write!(
-            line,
-            " File=/dev/dri/renderD{}",
-            minor.unwrap_or(128 + i as u32)
-        );
-        if let Some(ids) = g.local_cpus.as_deref().and_then(|c| cores.slurm_ids_for(c))
-            && !ids.is_empty()
-        {
-            let _ = write!(line, " Cores={}", cpulist::format_list(&ids));
-        }
+        let file = format!("/dev/dri/renderD{}", minor.unwrap_or(128 + i as u32));
+        let mut line = gpu_line(&prefix, o, &file, g, cores);
         let links: Vec<&str> = (0..gs.len())
             .map(|k| if k == i { "-1" } else { "0" })
             .collect();
@@ -192,6 +163,30 @@ fn render_amd(
     }
     nic_lines(t, cores, &prefix, &mut s);
     s
+}
+
+/// `NodeName=<name> ` when a node name is given, else nothing.
+fn node_prefix(o: &GresOptions) -> String {
+    o.node_name
+        .as_ref()
+        .map(|n| format!("NodeName={n} "))
+        .unwrap_or_default()
+}
+
+/// A GPU's `Name=gpu` line up to its `Links=`: the type, the device file and the GPU's
+/// `Cores=` (when its local CPUs map to Slurm core ids).
+fn gpu_line(prefix: &str, o: &GresOptions, file: &str, g: &Device, cores: &CoreMap) -> String {
+    let mut line = format!("{prefix}Name=gpu");
+    if let Some(ty) = &o.gpu_type {
+        let _ = write!(line, " Type={ty}");
+    }
+    let _ = write!(line, " File={file}");
+    if let Some(ids) = g.local_cpus.as_deref().and_then(|c| cores.slurm_ids_for(c))
+        && !ids.is_empty()
+    {
+        let _ = write!(line, " Cores={}", cpulist::format_list(&ids));
+    }
+    line
 }
 
 /// One comment per RDMA NIC with its `Cores=`.

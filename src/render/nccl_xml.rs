@@ -553,6 +553,18 @@ fn write_children(cx: &Ctx, w: &mut Out, key: &str) -> Result<()> {
     Ok(())
 }
 
+/// The `gpu` element `g` with its link elements (`nvlink`, `xgmi`) inside, empty without any.
+fn gpu_with_links(w: &mut Out, g: BytesStart, links: Vec<BytesStart>) -> Result<()> {
+    if links.is_empty() {
+        return w.empty(g);
+    }
+    w.start(g)?;
+    for l in links {
+        w.empty(l)?;
+    }
+    w.end()
+}
+
 fn write_endpoint(cx: &Ctx, w: &mut Out, b: &Bdf) -> Result<()> {
     let Some(d) = cx.t.device(b) else {
         return Ok(());
@@ -591,15 +603,7 @@ fn write_endpoint(cx: &Ctx, w: &mut Out, b: &Bdf) -> Result<()> {
                         ])
                     })
                     .collect();
-            if links.is_empty() {
-                w.empty(g)?;
-            } else {
-                w.start(g)?;
-                for l in links {
-                    w.empty(l)?;
-                }
-                w.end()?;
-            }
+            gpu_with_links(w, g, links)?;
             w.end()?;
         }
         DeviceKind::Gpu if cx.t.nvlink_visible => {
@@ -642,15 +646,7 @@ fn write_endpoint(cx: &Ctx, w: &mut Out, b: &Bdf) -> Result<()> {
                     ("tclass", "0x068000"),
                 ]));
             }
-            if links.is_empty() {
-                w.empty(g)?;
-            } else {
-                w.start(g)?;
-                for l in links {
-                    w.empty(l)?;
-                }
-                w.end()?;
-            }
+            gpu_with_links(w, g, links)?;
             w.end()?;
         }
         DeviceKind::Nic if d.rdma_names().next().is_some() => {
