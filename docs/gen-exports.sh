@@ -408,5 +408,32 @@ width (red when running below capability), NVLinks as bold green edges. Render w
 MD
 echo '```console'; echo '$ peerpath export -i hgx-h100.tar.gz --format dot | head -20'; echo '```'
 echo '```dot'; "$BIN" export -i "$FX" --format dot | head -20 | show; echo '```'
+AMD=$TMP/mi300x-8gpu.tar.gz
+"$BIN" fixture mi300x-8gpu -o "$AMD" 2>/dev/null
+amd() { # command args..., with the AMD fixture's path shown as typed
+  echo '```console'
+  echo "\$ peerpath $*" | sed -e "s#$AMD#mi300x-8gpu.tar.gz#g"
+  echo '```'
+  echo '```text'
+  "$BIN" "$@" 2>&1 | sed -e "s#$AMD#mi300x-8gpu.tar.gz#g" || true
+  echo '```'
+}
+cat <<'MD'
+
+## AMD Instinct nodes
+
+The same commands on the synthesized 8× MI300X node (`peerpath fixture mi300x-8gpu`;
+docs/amd.md): ranks get `ROCR_VISIBLE_DEVICES` with the GPU's ROCr UUID; gres follows Slurm's
+`AutoDetect=rsmi` (`File=/dev/dri/renderD<minor>`, `Links=` recording PCI order only); the DRA
+slice names AMD's DRA driver for the GPUs (`gpuDriver: gpu.amd.com`, matched by `pciBusID`) and
+their xGMI hive; the topology file carries RCCL's `<xgmi>` elements.
+
+MD
+amd place -i "$AMD" --ranks 2 --format env
+amd export -i "$AMD" --format gres
+echo '```console'; echo '$ peerpath export -i mi300x-8gpu.tar.gz --format dra --node-name node-01 | head -28'; echo '```'
+echo '```yaml'; "$BIN" export -i "$AMD" --format dra --node-name node-01 | head -28 | sed -e "s#$AMD#mi300x-8gpu.tar.gz#g"; echo '```'
+echo '```console'; echo '$ peerpath export -i mi300x-8gpu.tar.gz --format nccl-xml | head -18'; echo '```'
+echo '```xml'; "$BIN" export -i "$AMD" --format nccl-xml | head -18 | sed -e "s#$AMD#mi300x-8gpu.tar.gz#g"; echo '```'
 } > docs/exports.md
 echo "wrote docs/exports.md"

@@ -233,7 +233,9 @@ fn run(cli: Cli) -> Result<u8> {
                 Ok(())
             };
             match format {
-                cli::classify::MatrixFormat::Table => buffered(cli::print_text)?,
+                cli::classify::MatrixFormat::Table | cli::classify::MatrixFormat::RocmSmi => {
+                    buffered(cli::print_text)?
+                }
                 // A terminal gets the document with control characters escaped.
                 cli::classify::MatrixFormat::Json if std::io::stdout().is_terminal() => {
                     buffered(|s| cli::print_document(s, true))?

@@ -527,6 +527,24 @@ fn gds_faults(r: &Report) -> Vec<(CheckId, Severity, String)> {
         .collect()
 }
 
+// ---- AMD Instinct (issue 34): each AMD check's fault against the clean MI300X / MI300A twin.
+
+fn amd(spec: Spec, faults: &[&str]) -> Report {
+    let mut s = spec;
+    for f in faults {
+        s = layouts::apply_fault(s, f).unwrap();
+    }
+    audit(&s)
+}
+
+fn ids(r: &Report, sev: Severity) -> Vec<(CheckId, String)> {
+    r.findings
+        .iter()
+        .filter(|f| f.severity == sev)
+        .map(|f| (f.id, f.subject.to_string()))
+        .collect()
+}
+
 #[test]
 fn gds_clean_twin_passes_and_says_what_it_read() {
     let r = audit(&layouts::hgx_h100_gds());
@@ -658,4 +676,109 @@ fn gds_drive_on_the_far_socket() {
         .unwrap();
     let b = moved.subject.bdf().unwrap();
     assert_eq!(ev(moved, &p(b, "numa_node")), "1");
+}
+
+#[test]
+fn amd_clean_twins() {
+    // MI300X: every GPU paired PXB with its Thor2 under the Broadcom switch (not the per-GPU
+    // 1022:1500/1002:1501 bridges), GDR ready, nothing wrong or unknown.
+    let r = amd(layouts::mi300x_8gpu(), &[]);
+    assert_eq!(r.verdict, "pass", "{:#?}", errors(&r));
+    assert_eq!(r.counts.warning + r.counts.unknown, 0, "{:#?}", r.findings);
+    for i in 0..8 {
+        let p = r
+            .pairs
+            .iter()
+            .find(|p| p.gpu == layouts::mi300x_gpu(i))
+            .unwrap();
+        assert_eq!(p.nic, layouts::mi300x_nic(i), "GPU{i}");
+        assert_eq!(p.label, PathLabel(Label::Pxb));
+    }
+    assert_eq!(r.gdr_ready().ready, Some(true), "{:?}", r.gdr_ready());
+    find(&r, CheckId::AmdPeerMemory, "node");
+    // MI300A: each APU paired with the NIC of its own NUMA node (PHB, no switch), no
+    // gpu-nic-path finding; RCCL's default level refuses PHB, which amd-apu-gdr-level says.
+    let r = amd(layouts::mi300a_4apu(), &[]);
+    assert_eq!(r.verdict, "pass", "{:#?}", errors(&r));
+    assert!(
+        !r.findings
+            .iter()
+            .any(|f| f.id == CheckId::GpuNicPath && f.severity != Severity::Info)
+    );
+    for i in 0..4 {
+        let p = r
+            .pairs
+            .iter()
+            .find(|p| p.gpu == layouts::mi300a_apu(i))
+            .unwrap();
+        assert_eq!(
+            (p.nic, p.label),
+            (layouts::mi300a_nic(i), PathLabel(Label::Phb))
+        );
+        let f = find(
+            &r,
+            CheckId::AmdApuGdrLevel,
+            &layouts::mi300a_apu(i).to_string(),
+        );
+        assert_eq!(f.severity, Severity::Warning);
+        assert!(f.remedy.contains("NCCL_NET_GDR_LEVEL=PHB"), "{}", f.remedy);
+    }
+}
+
+#[test]
+fn amd_faults_each_found_by_its_check() {
+    let g = |i| layouts::mi300x_gpu(i).to_string();
+    let clean = amd(layouts::mi300x_8gpu(), &[]);
+    let r = amd(
+        layouts::mi300x_8gpu(),
+        &[
+            &format!("small-bar={}", g(0)),
+            &format!("no-atomics={}", g(1)),
+            &format!("xgmi-down={},{}", g(2), g(3)),
+            "no-amdkfd-peer",
+            &format!("acs-redirect={}", layouts::mi300x_switch(4).1),
+            &format!("iommu-type={},DMA", g(5)),
+        ],
+    );
+    let errs = ids(&r, Severity::Error);
+    for want in [
+        (CheckId::AmdLargeBar, g(0)),
+        (CheckId::AmdXgmi, g(2)),
+        (CheckId::AmdXgmi, g(3)),
+        (CheckId::AmdPeerMemory, "node".to_string()),
+        (
+            CheckId::AcsRedirect,
+            layouts::mi300x_switch(4).1.to_string(),
+        ),
+        (CheckId::IommuTranslation, g(5)),
+    ] {
+        assert!(errs.contains(&want), "{want:?} in {errs:#?}");
+        assert!(!ids(&clean, Severity::Error).contains(&want));
+    }
+    assert!(ids(&r, Severity::Warning).contains(&(CheckId::AmdAtomics, g(1))));
+    let f = find(&r, CheckId::AmdLargeBar, &g(0));
+    assert!(f.summary.contains("256 MiB of 192 GiB"), "{}", f.summary);
+    assert!(
+        f.evidence
+            .iter()
+            .any(|e| e.path.ends_with("io_links/0/properties"))
+    );
+    let f = find(&r, CheckId::AmdAtomics, &g(1));
+    assert!(
+        f.evidence[0].value.contains("0x8000000d"),
+        "{:?}",
+        f.evidence
+    );
+    assert!(
+        f.evidence[0]
+            .path
+            .starts_with("/sys/class/kfd/kfd/topology/nodes/")
+    );
+    let f = find(&r, CheckId::AmdXgmi, &g(2));
+    assert!(
+        f.summary.contains(&format!("no xGMI link to {}", g(3))),
+        "{}",
+        f.summary
+    );
+    assert_eq!(r.gdr_ready().ready, Some(false));
 }

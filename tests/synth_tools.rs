@@ -328,3 +328,12 @@ fn unprivileged_tree_looks_unprivileged_to_lspci() {
     check_lspci_shape(&spec, dir.path());
     check_lstopo(&spec, dir.path());
 }
+
+#[test]
+fn lspci_and_lstopo_read_the_amd_layouts() {
+    for spec in [layouts::mi300x_8gpu(), layouts::mi300a_4apu()] {
+        let dir = write(&spec, WriteOptions::default());
+        check_lspci_shape(&spec, dir.path());
+        check_lstopo(&spec, dir.path());
+    }
+}

@@ -24,5 +24,6 @@ pub mod place;
 pub mod probe_report;
 pub mod rails;
 pub mod storage;
+pub mod rocm_topo;
 
 pub mod testkit;

@@ -101,6 +101,10 @@ pub enum NcclPath {
     Loc,
     /// NVLink only (direct or through the NVSwitch node).
     Nvl,
+    /// RCCL's name for the same path type over xGMI (RCCL keeps NCCL's `PATH_NVL` slot and
+    /// prints it `XGMI`, `topoPathTypeStr` in ROCm/rccl `src/graph/topo.cc`): two AMD GPUs of
+    /// one xGMI hive, directly or over several xGMI hops (RCCL's NVB rule is commented out).
+    Xgmi,
     /// NVLink through exactly one intermediate GPU.
     Nvb,
     /// NVLink-C2C to the CPU (Grace).
@@ -129,6 +133,7 @@ impl NcclPath {
         match self {
             NcclPath::Loc => "LOC",
             NcclPath::Nvl => "NVL",
+            NcclPath::Xgmi => "XGMI",
             NcclPath::Nvb => "NVB",
             NcclPath::C2c => "C2C",
             NcclPath::Pix => "PIX",
@@ -151,7 +156,7 @@ impl NcclPath {
             // 2.6–2.7 (`topo.h` of v2.6.4, v2.7.8): no NVB yet, so every later type is one lower.
             return match self {
                 Loc => Some(0),
-                Nvl => Some(1),
+                Nvl | Xgmi => Some(1),
                 Pix => Some(2),
                 Pxb => Some(3),
                 Phb => Some(4),
@@ -162,7 +167,7 @@ impl NcclPath {
         }
         match self {
             Loc => Some(0),
-            Nvl => Some(1),
+            Nvl | Xgmi => Some(1),
             Nvb => Some(2),
             C2c => (m >= 26).then_some(3),
             Pix => Some(if m >= 26 { 4 } else { 3 }),
@@ -206,7 +211,8 @@ impl NcclPath {
         }
     }
 
-    /// Every path type, in the 2.28+ order (for decoding a code back into a name).
+    /// Every NCCL path type, in the 2.28+ order (for decoding a code back into a name). RCCL's
+    /// [`NcclPath::Xgmi`] shares NVL's code and is not listed.
     pub const ALL: [NcclPath; 12] = [
         NcclPath::Loc,
         NcclPath::Nvl,
@@ -231,6 +237,9 @@ impl NcclPath {
     /// Reads a path type name as NCCL's `NCCL_*_LEVEL` variables accept it (`PHB`, `sys`).
     pub fn from_name(s: &str) -> Option<NcclPath> {
         let u = s.trim().to_ascii_uppercase();
+        if u == "XGMI" {
+            return Some(NcclPath::Xgmi);
+        }
         Self::ALL.into_iter().find(|p| p.as_str() == u)
     }
 
@@ -357,6 +366,54 @@ pub fn p2p_cutoff_level(v: NcclVersion, cpu: Option<CpuClass>, gpus: usize) -> N
             Some(CpuClass::Intel) | Some(CpuClass::Arm) | Some(CpuClass::Zhaoxin) => NcclPath::Pxb,
             _ => NcclPath::Sys,
         }
+    }
+}
+
+/// RCCL's default GPU–GPU P2P cut-off (`ncclTopoCheckP2p` in ROCm/rccl `src/graph/paths.cc`,
+/// the same in the October 2024 tree and in ROCm/rocm-systems' `projects/rccl`): `PATH_SYS`,
+/// lowered to PXB on Intel, Arm and Zhaoxin CPUs; RCCL never took NCCL 2.23's AMD-CPU
+/// exception. With its rule text.
+pub fn rccl_p2p_cutoff(v: NcclVersion, cpu: Option<CpuClass>) -> (NcclPath, String) {
+    match cpu {
+        Some(CpuClass::Intel) | Some(CpuClass::Arm) | Some(CpuClass::Zhaoxin) => (
+            NcclPath::Pxb,
+            format!("RCCL {v}: P2P cut-off PXB on Intel, ARM and Zhaoxin CPUs"),
+        ),
+        Some(_) => (
+            NcclPath::Sys,
+            format!("RCCL {v}: default P2P cut-off SYS (AMD and other CPUs)"),
+        ),
+        None => (
+            NcclPath::Sys,
+            format!(
+                "RCCL {v}: default P2P cut-off SYS (CPU vendor unknown: PXB if it is Intel, ARM or Zhaoxin)"
+            ),
+        ),
+    }
+}
+
+/// The level of [`rccl_p2p_cutoff`] without its words.
+pub fn rccl_p2p_cutoff_level(cpu: Option<CpuClass>) -> NcclPath {
+    match cpu {
+        Some(CpuClass::Intel) | Some(CpuClass::Arm) | Some(CpuClass::Zhaoxin) => NcclPath::Pxb,
+        _ => NcclPath::Sys,
+    }
+}
+
+/// Whether RCCL buckets the CPU as "Rome" (`NCCL_TOPO_CPU_TYPE_ROME`, renamed
+/// `NCCL_TOPO_CPU_MODEL_AMD_ROME`; `ncclTopoAddCpu` in ROCm/rccl `src/graph/topo.cc`: "Treat
+/// Milan also as Rome"): an AMD x86 CPU with RCCL's `familyid` 143 and `modelid` ≥ 49 (Zen 2,
+/// cpuinfo family 23) or `familyid` 175 (cpuinfo family 25: Milan, Genoa, MI300A's Zen 4).
+/// RCCL's XML writes the family as `(extended << 4) | base` (143 = 0x8F, 175 = 0xAF); /proc/cpuinfo
+/// and hwloc give the summed family (23, 25): both spellings are accepted.
+pub fn rccl_rome_class(vendor: Option<&str>, family: Option<u32>, model: Option<u32>) -> bool {
+    if vendor.map(str::trim) != Some("AuthenticAMD") {
+        return false;
+    }
+    match (family, model) {
+        (Some(143 | 23), Some(m)) => m >= 49,
+        (Some(175 | 25), _) => true,
+        _ => false,
     }
 }
 

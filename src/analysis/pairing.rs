@@ -93,6 +93,10 @@ pub struct PairCand {
     pub label: Label,
     /// Bottleneck bandwidth of the path in GB/s, when known.
     pub bottleneck_gbps: Option<f64>,
+    /// A last tie-break between NICs of one label and bandwidth: on an AMD node (RCCL), the
+    /// bridge units on a PIX/PXB path, so a GCD takes the NIC under its own switch before one a
+    /// switch level further (MI250's nested Broadcom levels); 0 everywhere else.
+    pub tie: u32,
 }
 
 impl PairCand {
@@ -100,9 +104,9 @@ impl PairCand {
     pub fn rank(&self) -> PathRank {
         self.label.rank() as PathRank
     }
-    /// Whether this is an NVLink relation.
+    /// Whether this is a scale-up fabric relation: NVLink, or xGMI between AMD GPUs.
     pub fn nvlink(&self) -> bool {
-        matches!(self.label, Label::Nv(_))
+        matches!(self.label, Label::Nv(_) | Label::Xgmi)
     }
 }
 
@@ -117,8 +121,11 @@ pub struct Candidates {
     pub gg: Vec<Vec<Option<PairCand>>>,
     /// `gn[i][k]`: GPU i to NIC k.
     pub gn: Vec<Vec<Option<PairCand>>>,
-    /// Whether NVLink state was visible (otherwise "no NVLink" is not a fact).
+    /// Whether NVLink state was visible (otherwise "no NVLink" is not a fact); on an AMD
+    /// node, whether xGMI state was.
     pub nvlink_visible: bool,
+    /// The GPUs' scale-up fabric, as the words name it: `NVLink`, or `xGMI` on an AMD node.
+    pub fabric: &'static str,
 }
 
 /// Rank used for a missing relation: worse than any label.
@@ -163,6 +170,9 @@ pub fn nvlink_domains(c: &Candidates) -> Vec<Vec<usize>> {
 const W_LABEL: i64 = 1_000_000_000_000;
 /// Scale of the bandwidth term (MB/s, below 10^6 for any real path).
 const W_BW: i64 = 1_000;
+/// Scale of the tie-break term ([`PairCand::tie`]): below one MB/s of the bandwidth term,
+/// above any slot number (bridge units stay below 10, ranks below 100).
+const W_TIE: i64 = 100;
 /// Bandwidth ceiling in MB/s used to turn "more is better" into a cost.
 const BW_CEIL_MBPS: i64 = 999_999;
 
@@ -192,7 +202,8 @@ fn slot_cost(c: &Candidates, gpus: &[usize], row: usize, nic: usize, slot: usize
         .map(|g| ((g * 1000.0) / (slot as f64 + 1.0)).round() as i64)
         .unwrap_or(0)
         .clamp(0, BW_CEIL_MBPS);
-    rank * W_LABEL + (BW_CEIL_MBPS - bw_mbps) * W_BW + slot as i64
+    let tie = p.as_ref().map_or(0, |p| i64::from(p.tie.min(9)));
+    rank * W_LABEL + (BW_CEIL_MBPS - bw_mbps) * W_BW + tie * W_TIE + slot as i64
 }
 
 /// The min-cost assignment of [`assign_nics`]: its total cost and each rank's (NIC, slot);
@@ -277,10 +288,14 @@ pub struct NodeView {
     pub gpu_nvme: Vec<(usize, crate::analysis::storage::DriveChoice, bool)>,
 }
 
-fn cand_of(p: &PairSummary) -> PairCand {
+fn cand_of(p: &PairSummary, rccl: bool) -> PairCand {
     PairCand {
         label: p.label,
         bottleneck_gbps: p.bottleneck_gbytes_per_s,
+        tie: match p.why {
+            crate::analysis::classify::Why::CommonBridge { units, .. } if rccl => units,
+            _ => 0,
+        },
     }
 }
 
@@ -311,13 +326,13 @@ impl NodeView {
         for (i, &a) in gpu_ix.iter().enumerate() {
             for (j, &b) in gpu_ix.iter().enumerate() {
                 if i < j {
-                    let p = cl.summary(a, b).map(|p| cand_of(&p));
+                    let p = cl.summary(a, b).map(|p| cand_of(&p, cl.is_rccl()));
                     gg[i][j] = p.clone();
                     gg[j][i] = p;
                 }
             }
             for (k, &n) in nic_ix.iter().enumerate() {
-                gn[i][k] = cl.summary(a, n).map(|p| cand_of(&p));
+                gn[i][k] = cl.summary(a, n).map(|p| cand_of(&p, cl.is_rccl()));
             }
         }
         let cand = Candidates {
@@ -346,7 +361,12 @@ impl NodeView {
             },
             gg,
             gn,
-            nvlink_visible: t.nvlink_visible,
+            nvlink_visible: if cl.is_rccl() {
+                t.xgmi_visible
+            } else {
+                t.nvlink_visible
+            },
+            fabric: if cl.is_rccl() { "xGMI" } else { "NVLink" },
         };
         let gpu_nvme = crate::analysis::storage::gpu_drive_pairs(
             cl,
@@ -394,7 +414,8 @@ pub fn assign_rails(c: &Candidates, gpus: &[usize]) -> Vec<Option<usize>> {
             .map(|g| (g * 1000.0).round() as i64)
             .unwrap_or(0)
             .clamp(0, BW_CEIL_MBPS);
-        pair_rank(p) as i64 * W_LABEL + (BW_CEIL_MBPS - bw_mbps) * W_BW
+        let tie = p.as_ref().map_or(0, |p| i64::from(p.tie.min(9)));
+        pair_rank(p) as i64 * W_LABEL + (BW_CEIL_MBPS - bw_mbps) * W_BW + tie * W_TIE
     });
     let (_, assignment) = pathfinding::kuhn_munkres::kuhn_munkres_min(&weights);
     assignment
@@ -529,6 +550,7 @@ mod tests {
             (l < 5).then(|| PairCand {
                 label: labels[l as usize].parse().unwrap(),
                 bottleneck_gbps: bws[b as usize % 4],
+                tie: 0,
             })
         };
         Candidates {
@@ -551,6 +573,7 @@ mod tests {
                 .map(|_| (0..nics).map(|_| next()).collect())
                 .collect(),
             nvlink_visible: false,
+            fabric: "NVLink",
         }
     }
 

@@ -200,14 +200,18 @@ pub fn choose_gpus(c: &Candidates, n: usize) -> Option<(Vec<usize>, String)> {
     let nvl_domains = domains.iter().filter(|d| d.len() > 1).count();
     if nvl_domains > 0 {
         why.push_str(&format!(
-            "; {} NVLink domain{}",
+            "; {} {} domain{}",
             nd,
+            c.fabric,
             if nd == 1 { "" } else { "s" }
         ));
     } else if c.nvlink_visible {
-        why.push_str("; no NVLink between GPUs");
+        why.push_str(&format!("; no {} between GPUs", c.fabric));
     } else {
-        why.push_str("; NVLink not visible, so chosen on PCIe and NUMA only");
+        why.push_str(&format!(
+            "; {} not visible, so chosen on PCIe and NUMA only",
+            c.fabric
+        ));
     }
     why.push_str(&format!(
         "; {} NUMA node{}",
@@ -433,9 +437,18 @@ pub fn plan_with(t: &Topology, view: &NodeView, o: &PlaceOptions) -> anyhow::Res
         let netdev = nic.and_then(|n| n.net.first().cloned());
         let mut env = BTreeMap::new();
         let vendor = dev.and_then(|d| d.vendor_id);
-        env.insert("CUDA_DEVICE_ORDER".to_string(), "PCI_BUS_ID".to_string());
+        if vendor != Some(0x1002) {
+            env.insert("CUDA_DEVICE_ORDER".to_string(), "PCI_BUS_ID".to_string());
+        }
         if vendor == Some(0x1002) {
-            env.insert("HIP_VISIBLE_DEVICES".to_string(), g.to_string());
+            // ROCr's own filter (what Slurm's AutoDetect=rsmi exports): by the GPU's UUID when
+            // KFD gave it (immune to enumeration order), else its index in PCI order. Only one
+            // of ROCR_/HIP_VISIBLE_DEVICES is set: HIP's indexes the list ROCr already filtered.
+            let id = dev
+                .and_then(|d| d.amd.as_ref())
+                .and_then(|a| a.rocr_uuid())
+                .unwrap_or_else(|| g.to_string());
+            env.insert("ROCR_VISIBLE_DEVICES".to_string(), id);
         } else {
             env.insert("CUDA_VISIBLE_DEVICES".to_string(), g.to_string());
         }
@@ -470,10 +483,11 @@ pub fn plan_with(t: &Topology, view: &NodeView, o: &PlaceOptions) -> anyhow::Res
         // Why, one line per choice.
         let mut why = Vec::new();
         why.push(format!(
-            "GPU: {} ({}) on NUMA {}, CUDA index {g}: local rank {r} takes the {} chosen GPU in PCI order (set: see notes)",
+            "GPU: {} ({}) on NUMA {}, {} index {g}: local rank {r} takes the {} chosen GPU in PCI order (set: see notes)",
             gpu.name,
             gpu.bdf,
             numa_s(gpu.numa_node),
+            if vendor == Some(0x1002) { "HIP" } else { "CUDA" },
             ordinal(r + 1)
         ));
         why.push(match (nic, &pair) {
@@ -715,6 +729,7 @@ mod tests {
         Some(PairCand {
             label: label.parse().unwrap(),
             bottleneck_gbps: Some(bw),
+            tie: 0,
         })
     }
 
@@ -761,6 +776,7 @@ mod tests {
             gg,
             gn,
             nvlink_visible: true,
+            fabric: "NVLink",
         }
     }
 
@@ -877,6 +893,7 @@ mod tests {
                     .map(|i| (0..4).map(|k| rel(24 * 24 + i * 4 + k)).collect())
                     .collect(),
                 nvlink_visible: true,
+            fabric: "NVLink",
             };
             proptest::prop_assert!(binomial(24, 8) > MAX_SUBSETS);
             let (chosen, _) = choose_gpus(&c, 8).unwrap();

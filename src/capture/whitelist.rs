@@ -34,6 +34,9 @@ pub const DEVICE_ATTRS: &[&str] = &[
     // pair them); in the archive the serial number is masked and each board UUID replaced by the
     // board's number in the capture.
     "vpd",
+    // AMD GPUs: the amdgpu partition modes (SPX/CPX, NPS1/NPS4).
+    "current_compute_partition",
+    "current_memory_partition",
 ];
 
 /// Every other path (relative to the root) peerpath may copy into a capture, as component
@@ -98,6 +101,17 @@ pub const WHITELIST: &[&str] = &[
     "sys/devices/**/block/*/*",
     "sys/devices/virtual/nvme-subsystem/*/nvme*",
     "sys/devices/virtual/nvme-subsystem/*/nvme*/nvme*",
+    // The KFD topology (AMD GPUs: nodes, xGMI and CPU io_links, memory banks).
+    "sys/class/kfd/kfd",
+    "sys/**/kfd/kfd/topology/nodes",
+    "sys/**/kfd/kfd/topology/nodes/*",
+    "sys/**/kfd/kfd/topology/nodes/*/properties",
+    "sys/**/kfd/kfd/topology/nodes/*/io_links",
+    "sys/**/kfd/kfd/topology/nodes/*/io_links/*",
+    "sys/**/kfd/kfd/topology/nodes/*/io_links/*/properties",
+    "sys/**/kfd/kfd/topology/nodes/*/mem_banks",
+    "sys/**/kfd/kfd/topology/nodes/*/mem_banks/*",
+    "sys/**/kfd/kfd/topology/nodes/*/mem_banks/*/properties",
 ];
 
 /// Whether one path component matches a component glob (`*` matches any text).
@@ -202,6 +216,23 @@ mod tests {
         assert!(!whitelisted(Path::new("etc/shadow")));
         assert!(!whitelisted(Path::new(
             "sys/devices/pci0000:59/0000:59:01.0/0000:5a:00.0/nvme/nvme0/serial"
+        )));
+    }
+
+    #[test]
+    fn kfd_topology_and_amd_partitions_are_captured() {
+        for p in [
+            "sys/class/kfd/kfd",
+            "sys/class/kfd/kfd/topology/nodes",
+            "sys/class/kfd/kfd/topology/nodes/2/properties",
+            "sys/class/kfd/kfd/topology/nodes/2/io_links/1/properties",
+            "sys/devices/virtual/kfd/kfd/topology/nodes/2/mem_banks/0/properties",
+            "sys/devices/pci0000:00/0000:00:01.1/0000:05:00.0/current_compute_partition",
+        ] {
+            assert!(whitelisted(Path::new(p)), "{p}");
+        }
+        assert!(!whitelisted(Path::new(
+            "sys/class/kfd/kfd/topology/nodes/2/caches/0/properties"
         )));
     }
 }

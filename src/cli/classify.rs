@@ -14,6 +14,9 @@ pub enum MatrixFormat {
     Table,
     /// `peerpath.matrix/2` JSON: endpoints, one row of codes per pair (docs/matrix.md).
     Json,
+    /// rocm-smi `--showtopo` layout for AMD nodes: weight, hops and link-type tables, NUMA
+    /// nodes, then each GPU's class to each NIC (docs/matrix.md).
+    RocmSmi,
 }
 
 /// Parses `--nccl-version`.
@@ -40,6 +43,14 @@ pub fn run_matrix(
         MatrixFormat::Table => out.write_all(
             matrix::render_table_with(&c.label_matrix(), matrix::TableOptions { fold_vfs })
                 .as_bytes(),
+        )?,
+        MatrixFormat::RocmSmi => out.write_all(
+            peerpath::render::rocm_smi::render(
+                &peerpath::analysis::rocm_topo::rocm_topo(&c),
+                c.endpoints(),
+                &c.matrix_notes(),
+            )
+            .as_bytes(),
         )?,
         MatrixFormat::Json => {
             let notes = c.matrix_notes();

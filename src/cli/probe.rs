@@ -36,6 +36,9 @@ pub enum MemoryArg {
     Host,
     /// CUDA device memory (GPUDirect RDMA) next to the host baseline.
     Cuda,
+    /// AMD GPU memory through ROCm's HIP (libamdhip64.so): GPUDirect RDMA by dma-buf or peer
+    /// memory, next to the host baseline.
+    Hip,
 }
 
 /// `--pairs`: which GPU–NIC pairs.
@@ -122,6 +125,7 @@ pub fn run(
         memory: match a.memory {
             MemoryArg::Host => MemoryKind::Host,
             MemoryArg::Cuda => MemoryKind::Cuda,
+            MemoryArg::Hip => MemoryKind::Hip,
         },
         pairs: match a.pairs {
             PairsArg::Best => PairMode::Best,

@@ -154,6 +154,9 @@ pub enum OsDeviceKind {
     Block,
     /// GPU as the NVIDIA driver lists it (`/proc/driver/nvidia/gpus/<bdf>`).
     NvidiaGpu,
+    /// AMD GPU as ROCm lists it: an RCCL XML `gpu` element (`hip<dev>`), an hwloc RSMI OS
+    /// device (`rsmi<N>`).
+    AmdGpu,
 }
 
 /// One RDMA port (`/sys/class/infiniband/<dev>/ports/<n>/…`).
@@ -335,6 +338,10 @@ pub struct Device {
     /// inferred on a Grace host).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub c2c: Option<C2cLink>,
+    /// For an AMD GPU: what the amdgpu/KFD driver says about it (KFD topology node, hive,
+    /// partition modes, its link to the CPU; [`crate::model::amd::AmdGpu`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amd: Option<crate::model::amd::AmdGpu>,
 }
 
 /// A NIC function's Data Direct DMA function (ConnectX-8 "Data Direct": the NIC reaches GPU
@@ -410,6 +417,7 @@ impl Device {
             vpd: Vec::new(),
             data_direct: None,
             c2c: None,
+            amd: None,
         }
     }
 

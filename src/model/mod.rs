@@ -2,6 +2,7 @@
 //! built by a source (sysfs, snapshot, XML, JSON) and read by every analysis and renderer.
 
 pub mod aer;
+pub mod amd;
 pub mod bandwidth;
 pub mod bar;
 pub mod bdf;

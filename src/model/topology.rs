@@ -270,6 +270,14 @@ pub struct Topology {
     /// Whether NVLink state was visible (NVML loaded, or the source carries it).
     #[serde(default)]
     pub nvlink_visible: bool,
+    /// xGMI (Infinity Fabric) links between AMD GPUs of one hive (KFD topology, RCCL XML,
+    /// hwloc's RSMI plugin), one per GPU pair.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub xgmi: Vec<crate::model::amd::XgmiLink>,
+    /// Whether xGMI state was visible (the KFD topology was read, the RCCL XML lists AMD GPUs,
+    /// the hwloc file has RSMI devices): an empty [`Topology::xgmi`] then means "none".
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub xgmi_visible: bool,
     /// Warnings from the source.
     pub warnings: Vec<Warning>,
     /// The host this topology describes when the input holds several, or names its one host
@@ -310,6 +318,8 @@ impl Topology {
             switches,
             nvlinks: Vec::new(),
             nvlink_visible: false,
+            xgmi: Vec::new(),
+            xgmi_visible: false,
             warnings,
             host_scope: None,
             rdma_topo: None,

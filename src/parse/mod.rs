@@ -16,6 +16,7 @@ pub mod hwloc;
 pub mod ib;
 pub mod joblog;
 pub mod mounts;
+pub mod kfd;
 pub mod nccl_env;
 pub mod nccl_log;
 pub mod nccl_tests;
@@ -85,6 +86,8 @@ pub enum Reason {
     NotRdmaTopo,
     /// Not a line of `/proc/self/mountinfo` or `/proc/mounts`.
     NotMountLine,
+    /// Not a KFD topology `properties` line (`name value`, decimal).
+    NotKfdProperty,
 }
 
 impl Reason {
@@ -118,6 +121,7 @@ impl Reason {
             Reason::NotRdmaTopo => "is not rdma_topo topology JSON (a list of complexes)",
             Reason::NotVpd => "are not PCI VPD (no identifier or read-only resource)",
             Reason::NotMountLine => "is not a mount table line",
+            Reason::NotKfdProperty => "is not a KFD property line (name value)",
         }
     }
 }

@@ -2,6 +2,7 @@
 //! CUDA device memory (`cuMemAlloc`). The transfer loop fills a buffer with a seeded pattern,
 //! lets the fabric move it, and reads the destination back to check every byte.
 
+use super::plan::CudaGpus;
 use crate::analysis::probe_report::MemoryKind;
 
 /// A dma-buf export of a buffer: the fd and the buffer's offset inside the exported range.
@@ -47,6 +48,45 @@ pub trait Buffer {
     /// GPU memory and not a host copy. `None` for host memory.
     fn is_device_memory(&self) -> Option<bool> {
         None
+    }
+}
+
+/// A GPU runtime the probe allocates device memory from: CUDA's driver
+/// ([`super::cuda::Cuda`]) or ROCm's HIP ([`super::hip::Hip`]); the plan sees its devices
+/// through [`CudaGpus`].
+pub trait GpuRuntime: CudaGpus {
+    /// `len` bytes of device memory on `ordinal`.
+    fn alloc_buffer(&self, ordinal: usize, len: usize) -> Result<Box<dyn Buffer + '_>, String>;
+}
+
+impl GpuRuntime for super::cuda::Cuda {
+    fn alloc_buffer(&self, ordinal: usize, len: usize) -> Result<Box<dyn Buffer + '_>, String> {
+        Ok(Box::new(
+            self.alloc(ordinal, len)
+                .map_err(|e| format!("cuMemAlloc failed: {e}"))?,
+        ))
+    }
+}
+
+/// The plan's view of HIP: its devices and their `hipDeviceGetPCIBusId` addresses.
+impl CudaGpus for super::hip::Hip {
+    fn count(&self) -> usize {
+        super::hip::Hip::count(self)
+    }
+    fn pci_bus_id(&self, ordinal: usize) -> Result<String, String> {
+        super::hip::Hip::pci_bus_id(self, ordinal)
+    }
+    fn name(&self) -> &'static str {
+        "HIP"
+    }
+}
+
+impl GpuRuntime for super::hip::Hip {
+    fn alloc_buffer(&self, ordinal: usize, len: usize) -> Result<Box<dyn Buffer + '_>, String> {
+        Ok(Box::new(
+            self.alloc(ordinal, len)
+                .map_err(|e| format!("hipMalloc failed: {e}"))?,
+        ))
     }
 }
 

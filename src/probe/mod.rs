@@ -4,7 +4,7 @@
 //! NIC, verify every byte, and turn the bandwidth ratios into verdicts that confirm or
 //! contradict the topology's classification. Plus CUDA copy probes that need no NIC.
 //!
-//! Hardware libraries (libibverbs, libfabric, libcuda) are loaded at run time; a missing one
+//! Hardware libraries (libibverbs, libfabric, libcuda, libamdhip64) are loaded at run time; a missing one
 //! is an [`Unavailable`] naming the package that brings it.
 //!
 //! Stages: [`plan`] (which jobs and cells), [`run`] (fabrics, registrations, the transfer
@@ -20,6 +20,7 @@ pub mod counters;
 pub mod cuda;
 pub mod cufile;
 pub mod fabric;
+pub mod hip;
 pub mod host;
 pub mod live;
 pub mod memory;

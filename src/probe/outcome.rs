@@ -144,7 +144,7 @@ impl<'a> JobRows<'a> {
                     && matches!(reg.method, "dmabuf" | "peer" | "hmem"),
             })
         };
-        if memory == MemoryKind::Cuda {
+        if memory.is_device() {
             reason = format!("{reason}; registered by {}", reg.method);
         }
         let mut r = self.row(nic, cell, size, v, reason, reg.attempts.to_vec());
@@ -217,6 +217,7 @@ mod tests {
             expected_label: label,
             control: false,
             blocked: None,
+            device_memory: MemoryKind::Cuda,
         }
     }
 

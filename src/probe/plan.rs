@@ -32,11 +32,18 @@ pub struct Job {
     /// Why this job cannot run (its fabric is unavailable on this node): its cells are reported
     /// `not_run` with this reason, and nothing is opened for it. `None`: it runs.
     pub blocked: Option<String>,
+    /// The memory of a GPU job (`cuda`, or `hip` on AMD GPUs); host for baselines.
+    pub device_memory: MemoryKind,
 }
 
 /// What the plan needs of the CUDA driver: its devices and their PCI addresses
-/// (`super::cuda::Cuda` answers from `cuDeviceGetPCIBusId`).
+/// (`super::cuda::Cuda` answers from `cuDeviceGetPCIBusId`; ROCm's HIP answers the same for
+/// `--memory hip`, `super::hip::Hip`).
 pub trait CudaGpus {
+    /// The runtime's name in notes (`CUDA`, `HIP`).
+    fn name(&self) -> &'static str {
+        "CUDA"
+    }
     /// Number of CUDA devices.
     fn count(&self) -> usize;
     /// PCI address of a device, lower case (`0000:17:00.0`).
@@ -51,10 +58,11 @@ pub trait CudaGpus {
 }
 
 impl Job {
-    /// The memory under test: CUDA for GPU jobs, host for baselines.
+    /// The memory under test: the GPU runtime's (CUDA or HIP) for GPU jobs, host for
+    /// baselines.
     pub fn memory(&self) -> MemoryKind {
         if self.gpu.is_some() {
-            MemoryKind::Cuda
+            self.device_memory
         } else {
             MemoryKind::Host
         }
@@ -92,7 +100,7 @@ pub fn cell_plan(memory: MemoryKind) -> Vec<(Direction, Op)> {
             (Direction::HostToHost, Op::Write),
             (Direction::HostToHost, Op::Read),
         ],
-        MemoryKind::Cuda => vec![
+        MemoryKind::Cuda | MemoryKind::Hip => vec![
             (Direction::GpuToHost, Op::Write),
             (Direction::GpuToHost, Op::Read),
             (Direction::HostToGpu, Op::Write),
@@ -121,20 +129,23 @@ fn host_job(verbs: Option<RdmaNic>) -> Job {
         expected_label: None,
         control: false,
         blocked: None,
+        device_memory: MemoryKind::Host,
     }
 }
 
-/// GPU memory of CUDA device `o` on the libfabric provider's NIC (or, blocked, on none).
-fn cuda_job(c: &dyn CudaGpus, o: usize) -> Job {
+/// GPU memory (`memory`: CUDA or HIP) of device `o` on the libfabric provider's NIC (or,
+/// blocked, on none).
+fn cuda_job(c: &dyn CudaGpus, o: usize, memory: MemoryKind) -> Job {
     let bdf = c.pci_bus_id(o).ok().and_then(|s| s.parse().ok());
     Job {
         gpu: Some((o, GpuRef { bdf, cuda: Some(o) })),
+        device_memory: memory,
         ..host_job(None)
     }
 }
 
-/// A chosen GPU–NIC pair, its GPU being CUDA device `o`.
-fn pair_job(p: pairs::Pair, o: usize) -> Job {
+/// A chosen GPU–NIC pair, its GPU being device `o` of the runtime of `memory`.
+fn pair_job(p: pairs::Pair, o: usize, memory: MemoryKind) -> Job {
     Job {
         verbs: Some(p.nic),
         gpu: Some((
@@ -147,6 +158,7 @@ fn pair_job(p: pairs::Pair, o: usize) -> Job {
         expected_label: Some(p.expected_label),
         control: p.control,
         blocked: None,
+        device_memory: memory,
     }
 }
 
@@ -165,10 +177,11 @@ fn pair_jobs(
         .filter(|p| keep(&p.nic))
     {
         match c.ordinal_of(&p.gpu.to_string()) {
-            Some(o) => out.push(pair_job(p, o)),
+            Some(o) => out.push(pair_job(p, o, opts.memory)),
             None => notes.push(format!(
-                "GPU {} is not visible to CUDA; its pairs were not run",
-                p.gpu
+                "GPU {} is not visible to {}; its pairs were not run",
+                p.gpu,
+                c.name()
             )),
         }
     }
@@ -215,17 +228,17 @@ pub fn jobs(
             };
             // Host baseline once per NIC.
             jobs.extend(nics.into_iter().map(|n| host_job(Some(n))));
-            if opts.memory == MemoryKind::Cuda {
+            if opts.memory.is_device() {
                 let c = cuda.map_err(Unavailable::device)?;
                 jobs.extend(pair_jobs(t, opts, c, |n| devs.contains(&n.rdma), notes));
             }
         }
         FabricKind::Ofi => {
             jobs.push(host_job(None));
-            if opts.memory == MemoryKind::Cuda
+            if opts.memory.is_device()
                 && let Ok(c) = cuda
             {
-                jobs.extend((0..c.count()).map(|o| cuda_job(c, o)));
+                jobs.extend((0..c.count()).map(|o| cuda_job(c, o, opts.memory)));
             }
         }
     }
@@ -257,7 +270,7 @@ fn blocked_jobs(
         .collect();
     jobs.extend(pair_jobs(t, opts, c, |_| true, notes));
     if jobs.is_empty() {
-        jobs.extend((0..c.count()).map(|o| cuda_job(c, o)));
+        jobs.extend((0..c.count()).map(|o| cuda_job(c, o, opts.memory)));
     }
     for j in &mut jobs {
         j.blocked = Some(why.message.clone());

@@ -6,12 +6,12 @@
 //! slot of the destination. [`super::outcome`] turns what happened into result rows.
 
 use super::counters;
-use super::cuda::{self, Cuda};
+use super::cuda;
 use super::fabric::ofi::{self, OfiFabric};
 use super::fabric::verbs::{self, VerbsFabric};
 use super::fabric::{Completion, Fabric, OpenError, Posted, RegKey, Registration, Transfer};
 use super::host::{CpuPin, HostBuffer};
-use super::memory::{self, Buffer};
+use super::memory::{self, Buffer, GpuRuntime};
 use super::outcome::{self, Baselines, JobFacts, JobRows};
 use super::pairs::PairMode;
 use super::plan::{self, Job};
@@ -366,7 +366,7 @@ impl Progress {
 /// The state of a run across its jobs.
 struct Runner<'a> {
     opts: &'a ProbeOptions,
-    cuda: Option<&'a Cuda>,
+    cuda: Option<&'a dyn GpuRuntime>,
     window: Duration,
     buffer_len: usize,
     seed: u64,
@@ -404,10 +404,9 @@ impl Runner<'_> {
             }
         };
         let mut other: Box<dyn Buffer + '_> = match (&job.gpu, self.cuda) {
-            (Some((o, _)), Some(c)) => match c.alloc(*o, self.buffer_len) {
-                Ok(b) => Box::new(b),
-                Err(e) => {
-                    let why = format!("cuMemAlloc failed: {e}");
+            (Some((o, _)), Some(c)) => match c.alloc_buffer(*o, self.buffer_len) {
+                Ok(b) => b,
+                Err(why) => {
                     self.skipped(rows.skip_all(nic, Verdict::NotRun, &why, &[], false));
                     return;
                 }
@@ -432,9 +431,10 @@ impl Runner<'_> {
                 return;
             }
         };
-        let attempts = match job.memory() {
-            MemoryKind::Cuda => other_reg.attempts().to_vec(),
-            MemoryKind::Host => Vec::new(),
+        let attempts = if job.memory().is_device() {
+            other_reg.attempts().to_vec()
+        } else {
+            Vec::new()
         };
         let method = other_reg.method().to_string();
         let reg = JobFacts {
@@ -520,10 +520,31 @@ pub fn run(topo: Option<&Topology>, opts: &ProbeOptions) -> Result<ProbeReport, 
         return Err(Unavailable::device(&format!("--memory cuda: {e}")));
     }
 
-    let cuda_gpus = cuda_handle
-        .as_ref()
-        .map(|c| c as &dyn plan::CudaGpus)
-        .map_err(String::as_str);
+    // AMD GPU memory: ROCm's HIP runtime, or the probe says there is none.
+    let hip_handle = match opts.memory {
+        MemoryKind::Hip => match super::hip::open() {
+            Ok(Ok(h)) => Some(h),
+            Ok(Err(e)) => {
+                devices?;
+                return Err(Unavailable::device(&format!(
+                    "--memory hip: HIP runtime present but not usable: {e}"
+                )));
+            }
+            Err(u) => {
+                devices?;
+                return Err(Unavailable::device(&format!("--memory hip: {}", u.message)));
+            }
+        },
+        _ => None,
+    };
+    let gpu_runtime: Result<&dyn GpuRuntime, &str> = match &hip_handle {
+        Some(h) => Ok(h),
+        None => cuda_handle
+            .as_ref()
+            .map(|c| c as &dyn GpuRuntime)
+            .map_err(String::as_str),
+    };
+    let cuda_gpus = gpu_runtime.map(|g| g as &dyn plan::CudaGpus);
     let jobs = plan::jobs(topo, opts, &devices, cuda_gpus, &mut notes)?;
     let (window, total_cells) = plan::cell_window(&jobs, opts);
     let watch = plan::counter_watch(topo, opts, &jobs, &mut notes);
@@ -534,7 +555,7 @@ pub fn run(topo: Option<&Topology>, opts: &ProbeOptions) -> Result<ProbeReport, 
 
     let mut runner = Runner {
         opts,
-        cuda: cuda_handle.as_ref().ok(),
+        cuda: gpu_runtime.ok(),
         window,
         buffer_len: plan::buffer_len(&opts.sizes, opts.depth),
         seed: 0x5eed,

@@ -13,7 +13,8 @@
 //! root port: two devices with the same value are within PXB, which `pcieRoot` equality does not
 //! promise), `rail` (GPU i's rail is the NIC it is matched to; that NIC carries the same value,
 //! so `matchAttribute: <driver>/rail` gives a GPU and its NIC), `railPath` (the GPU–NIC label of
-//! that pair), and `rdmaDevice`/`netdev` on NICs. Schema: kubernetes `ResourceSlice` v1 (at most
+//! that pair), and `rdmaDevice`/`netdev` on NICs; AMD GPUs also carry `gpuDriver` (`gpu.amd.com`,
+//! AMD's DRA driver, which allocates them) and `xgmiHive` (the KFD `hive_id`). Schema: kubernetes `ResourceSlice` v1 (at most
 //! 128 devices per slice, so larger nodes get several slices of one pool; attribute strings at
 //! most 64 characters); `tests/consumer_dra.rs` validates the output with
 //! `kubernetes-validate --strict`.
@@ -29,6 +30,8 @@ use std::fmt::Write;
 
 /// API group and version of the objects.
 pub const API_VERSION: &str = "resource.k8s.io/v1";
+/// AMD's DRA driver (ROCm/k8s-gpu-dra-driver), which allocates AMD GPUs.
+pub const AMD_GPU_DRIVER: &str = "gpu.amd.com";
 /// Default `spec.driver`.
 pub const DEFAULT_DRIVER: &str = "peerpath.io";
 /// `resource.kubernetes.io/pcieRoot`.
@@ -129,6 +132,15 @@ pub fn devices(p: &Paths, view: &NodeView, r: &Rails) -> Result<Vec<Value>> {
             }
             if let Some(nd) = e.net.first() {
                 a.insert("netdev".into(), string_attr(nd)?);
+            }
+            // AMD GPUs are allocated by AMD's DRA driver (`gpu.amd.com`, devices of `type`
+            // `amdgpu`): name it, so a claim pairs its GPU with this rail by `pciBusID`, and the
+            // xGMI hive, so `matchAttribute` keeps a claim's GPUs in one hive.
+            if let Some(d) = d.filter(|d| kind == "gpu" && crate::model::amd::is_amd_gpu(d)) {
+                a.insert("gpuDriver".into(), string_attr(AMD_GPU_DRIVER)?);
+                if let Some(h) = d.amd.as_ref().and_then(|x| x.hive_id).filter(|&h| h != 0) {
+                    a.insert("xgmiHive".into(), string_attr(&format!("{h:#x}"))?);
+                }
             }
             out.push(json!({ "name": device_name(kind, &e.bdf), "attributes": a }));
         }

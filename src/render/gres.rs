@@ -62,19 +62,26 @@ pub fn render(t: &Topology, cores: &CoreMap, o: &GresOptions) -> String {
         s,
         "# Cores= are Slurm abstract core ids (core 0 = first core of the first socket, SMT siblings counted once), not OS CPU numbers."
     );
-    let _ = writeln!(
-        s,
-        "# Links= counts NVLinks to GPU k in PCI bus order (-1 = self, 0 = none); NVSwitch pairs: {}.",
-        match o.nvswitch {
-            NvSwitchLinks::Slurm => "0, as AutoDetect=nvml writes",
-            NvSwitchLinks::Fabric => "the fabric link count",
-        }
-    );
+    let gs = gpus(t);
+    let amd = !gs.is_empty() && gs.iter().all(|g| crate::model::amd::is_amd_gpu(g));
+    if !amd {
+        let _ = writeln!(
+            s,
+            "# Links= counts NVLinks to GPU k in PCI bus order (-1 = self, 0 = none); NVSwitch pairs: {}.",
+            match o.nvswitch {
+                NvSwitchLinks::Slurm => "0, as AutoDetect=nvml writes",
+                NvSwitchLinks::Fabric => "the fabric link count",
+            }
+        );
+    }
     if !cores.smt_known() {
         let _ = writeln!(
             s,
             "# Cores= omitted: /proc/cpuinfo was not captured, so Slurm core ids cannot be derived."
         );
+    }
+    if amd {
+        return render_amd(t, cores, o, &gs, s);
     }
     if !t.nvlink_visible {
         let _ = writeln!(
@@ -82,17 +89,12 @@ pub fn render(t: &Topology, cores: &CoreMap, o: &GresOptions) -> String {
             "# Links= omitted: NVLink state was not visible to this scan (no NVML); Slurm reads it with AutoDetect=nvml."
         );
     }
-    let gs = gpus(t);
     if gs.is_empty() {
         let _ = writeln!(s, "# no GPU found: nothing to declare");
         return s;
     }
     let _ = writeln!(s, "AutoDetect=off");
-    let prefix = o
-        .node_name
-        .as_ref()
-        .map(|n| format!("NodeName={n} "))
-        .unwrap_or_default();
+    let prefix = node_prefix(o);
     for (i, g) in gs.iter().enumerate() {
         let (minor, minor_note) = match nvidia_minor(g) {
             Some(m) => (m, None),
@@ -103,16 +105,7 @@ pub fn render(t: &Topology, cores: &CoreMap, o: &GresOptions) -> String {
                 ),
             ),
         };
-        let mut line = format!("{prefix}Name=gpu");
-        if let Some(ty) = &o.gpu_type {
-            let _ = write!(line, " Type={ty}");
-        }
-        let _ = write!(line, " File=/dev/nvidia{minor}");
-        if let Some(ids) = g.local_cpus.as_deref().and_then(|c| cores.slurm_ids_for(c))
-            && !ids.is_empty()
-        {
-            let _ = write!(line, " Cores={}", cpulist::format_list(&ids));
-        }
+        let mut line = gpu_line(&prefix, o, &format!("/dev/nvidia{minor}"), g, cores);
         if let Some(row) = nvlink::nvlink_row(t, &gs, g, o.nvswitch) {
             let cells: Vec<String> = row
                 .iter()
@@ -129,6 +122,75 @@ pub fn render(t: &Topology, cores: &CoreMap, o: &GresOptions) -> String {
         }
         let _ = writeln!(s, "\n{line}");
     }
+    nic_lines(t, cores, &prefix, &mut s);
+    s
+}
+
+/// The AMD GPUs' lines as Slurm's `AutoDetect=rsmi` (`src/plugins/gpu/rsmi/gpu_rsmi.c`) would
+/// declare them: `File=/dev/dri/renderD<minor>` from the GPU's KFD `drm_render_minor` (rsmi's
+/// render minor; `128 + index` assumed, with a note, when not captured), `Links=` that record
+/// only the PCI order (`-1` for the GPU itself, `0` elsewhere: rsmi counts no xGMI links).
+fn render_amd(
+    t: &Topology,
+    cores: &CoreMap,
+    o: &GresOptions,
+    gs: &[&Device],
+    mut s: String,
+) -> String {
+    let _ = writeln!(
+        s,
+        "# AMD GPUs: File= is the DRM render node AutoDetect=rsmi uses (/dev/dri/renderD<minor>, KFD drm_render_minor); Links= as AutoDetect=rsmi writes them (PCI order only; xGMI links are not counted). Slurm exports ROCR_VISIBLE_DEVICES to jobs."
+    );
+    let _ = writeln!(s, "AutoDetect=off");
+    let prefix = node_prefix(o);
+    for (i, g) in gs.iter().enumerate() {
+        let minor = g.amd.as_ref().and_then(|a| a.drm_render_minor);
+        let file = format!("/dev/dri/renderD{}", minor.unwrap_or(128 + i as u32));
+        let mut line = gpu_line(&prefix, o, &file, g, cores);
+        let links: Vec<&str> = (0..gs.len())
+            .map(|k| if k == i { "-1" } else { "0" })
+            .collect();
+        let _ = write!(line, " Links={}", links.join(","));
+        let _ = write!(s, "# GPU {i}: {}", g.bdf);
+        if minor.is_none() {
+            let _ = write!(
+                s,
+                " (render minor not captured; renderD{} assumed from PCI order — check `ls -l /sys/class/drm/` or `rocm-smi --showbus`)",
+                128 + i
+            );
+        }
+        let _ = writeln!(s, "\n{line}");
+    }
+    nic_lines(t, cores, &prefix, &mut s);
+    s
+}
+
+/// `NodeName=<name> ` when a node name is given, else nothing.
+fn node_prefix(o: &GresOptions) -> String {
+    o.node_name
+        .as_ref()
+        .map(|n| format!("NodeName={n} "))
+        .unwrap_or_default()
+}
+
+/// A GPU's `Name=gpu` line up to its `Links=`: the type, the device file and the GPU's
+/// `Cores=` (when its local CPUs map to Slurm core ids).
+fn gpu_line(prefix: &str, o: &GresOptions, file: &str, g: &Device, cores: &CoreMap) -> String {
+    let mut line = format!("{prefix}Name=gpu");
+    if let Some(ty) = &o.gpu_type {
+        let _ = write!(line, " Type={ty}");
+    }
+    let _ = write!(line, " File={file}");
+    if let Some(ids) = g.local_cpus.as_deref().and_then(|c| cores.slurm_ids_for(c))
+        && !ids.is_empty()
+    {
+        let _ = write!(line, " Cores={}", cpulist::format_list(&ids));
+    }
+    line
+}
+
+/// One comment per RDMA NIC with its `Cores=`.
+fn nic_lines(t: &Topology, cores: &CoreMap, prefix: &str, s: &mut String) {
     for n in t.of_kind(DeviceKind::Nic) {
         let Some(rdma) = n.rdma_names().next() else {
             continue;
@@ -144,5 +206,4 @@ pub fn render(t: &Topology, cores: &CoreMap, o: &GresOptions) -> String {
             n.bdf
         );
     }
-    s
 }

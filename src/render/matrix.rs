@@ -456,8 +456,14 @@ pub fn render_explain(p: &PairClass, name_a: &str, name_b: &str) -> String {
         out.push('\n');
     }
     out.push_str(&format!(
-        "\nnvidia-smi label: {}\n  why: {}\n",
-        p.label, p.reason
+        "\n{}: {}\n  why: {}\n",
+        if p.nccl.library == "RCCL" {
+            "label (nvidia-smi's classes, rocm-smi's XGMI)"
+        } else {
+            "nvidia-smi label"
+        },
+        p.label,
+        p.reason
     ));
     match (p.bottleneck_gbytes_per_s, p.bottleneck_hop) {
         (Some(g), Some(i)) => {
@@ -492,8 +498,8 @@ pub fn render_explain(p: &PairClass, name_a: &str, name_b: &str) -> String {
         .map(|c| format!(" (code {c})"))
         .unwrap_or_default();
     out.push_str(&format!(
-        "\nNCCL {}: path {}{code}; GDR {gdr}; P2P {p2p}\n",
-        n.version, n.path
+        "\n{} {}: path {}{code}; GDR {gdr}; P2P {p2p}\n",
+        n.library, n.version, n.path
     ));
     if let Some(v) = n.pxn_via {
         out.push_str(&format!(

@@ -19,6 +19,7 @@ pub mod probe;
 pub mod prom;
 pub mod rails;
 pub mod storage_probe;
+pub mod rocm_smi;
 pub mod svg;
 pub mod terminal;
 pub mod tree;

@@ -553,6 +553,18 @@ fn write_children(cx: &Ctx, w: &mut Out, key: &str) -> Result<()> {
     Ok(())
 }
 
+/// The `gpu` element `g` with its link elements (`nvlink`, `xgmi`) inside, empty without any.
+fn gpu_with_links(w: &mut Out, g: BytesStart, links: Vec<BytesStart>) -> Result<()> {
+    if links.is_empty() {
+        return w.empty(g);
+    }
+    w.start(g)?;
+    for l in links {
+        w.empty(l)?;
+    }
+    w.end()
+}
+
 fn write_endpoint(cx: &Ctx, w: &mut Out, b: &Bdf) -> Result<()> {
     let Some(d) = cx.t.device(b) else {
         return Ok(());
@@ -563,6 +575,37 @@ fn write_endpoint(cx: &Ctx, w: &mut Out, b: &Bdf) -> Result<()> {
         return Ok(());
     }
     match d.kind {
+        // RCCL's element for an AMD GPU: `gcn` and one `<xgmi target count tclass>` per direct
+        // xGMI peer (ROCm/rccl `src/graph/xml.cc`; read by `ncclTopoAddXGMI`).
+        DeviceKind::Gpu if crate::model::amd::is_amd_gpu(d) && cx.t.xgmi_visible => {
+            w.start(e)?;
+            let mut g = BytesStart::new("gpu");
+            if let Some(i) = cx.gpu_index.get(b) {
+                g.push_attribute(("dev", i.to_string().as_str()));
+            }
+            if let Some(v) = d.amd.as_ref().and_then(|a| a.gfx_target_version) {
+                g.push_attribute((
+                    "gcn",
+                    format!("gfx{}{:x}{:x}", v / 10000, (v / 100) % 100, v % 100).as_str(),
+                ));
+            }
+            let links: Vec<BytesStart> =
+                cx.t.xgmi
+                    .iter()
+                    .filter(|l| l.direct != Some(false) && (l.a == *b || l.b == *b))
+                    .map(|l| {
+                        let o = if l.a == *b { l.b } else { l.a };
+                        let tclass = cx.t.device(&o).map(|d| d.class).unwrap_or(0x120000);
+                        BytesStart::new("xgmi").with_attributes([
+                            ("target", o.to_string().as_str()),
+                            ("count", l.count.unwrap_or(1).to_string().as_str()),
+                            ("tclass", format!("0x{tclass:06x}").as_str()),
+                        ])
+                    })
+                    .collect();
+            gpu_with_links(w, g, links)?;
+            w.end()?;
+        }
         DeviceKind::Gpu if cx.t.nvlink_visible => {
             w.start(e)?;
             let mut g = BytesStart::new("gpu");
@@ -603,15 +646,7 @@ fn write_endpoint(cx: &Ctx, w: &mut Out, b: &Bdf) -> Result<()> {
                     ("tclass", "0x068000"),
                 ]));
             }
-            if links.is_empty() {
-                w.empty(g)?;
-            } else {
-                w.start(g)?;
-                for l in links {
-                    w.empty(l)?;
-                }
-                w.end()?;
-            }
+            gpu_with_links(w, g, links)?;
             w.end()?;
         }
         DeviceKind::Nic if d.rdma_names().next().is_some() => {

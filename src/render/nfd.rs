@@ -165,6 +165,13 @@ pub fn labels(t: &Topology, r: &Rails, gdr: &GdrReadiness) -> Vec<(String, Strin
     if t.nvlink_visible {
         v.push(("nvlink-domains".to_string(), nvl_domains.to_string()));
     }
+    // AMD nodes: whether xGMI was visible and its hives (KFD `hive_id`s of the GPUs).
+    if t.devices.iter().any(crate::model::amd::is_amd_gpu) {
+        v.push(("xgmi-visible".to_string(), tf(t.xgmi_visible)));
+        if t.xgmi_visible {
+            v.push(("xgmi-hives".to_string(), xgmi_hives(t).to_string()));
+        }
+    }
     if let Some(speed) = r.ports.first().map(|p| p.speed.clone())
         && r.ports.iter().all(|p| p.speed == speed)
     {
@@ -173,10 +180,26 @@ pub fn labels(t: &Topology, r: &Rails, gdr: &GdrReadiness) -> Vec<(String, Strin
     v
 }
 
+/// xGMI hives of a topology: connected sets of its xGMI links with more than one GPU.
+pub fn xgmi_hives(t: &Topology) -> usize {
+    let mut groups: Vec<std::collections::BTreeSet<crate::model::Bdf>> = Vec::new();
+    for l in &t.xgmi {
+        let hit: Vec<usize> = (0..groups.len())
+            .filter(|&k| groups[k].contains(&l.a) || groups[k].contains(&l.b))
+            .collect();
+        let mut merged: std::collections::BTreeSet<crate::model::Bdf> = [l.a, l.b].into();
+        for &k in hit.iter().rev() {
+            merged.extend(groups.remove(k));
+        }
+        groups.push(merged);
+    }
+    groups.len()
+}
+
 /// Order of path labels from best to worst, for "worst" (`?` last).
 fn label_order(l: &str) -> u32 {
     match l {
-        "PIX" => 1,
+        "PIX" | "XGMI" => 1,
         "PXB" => 2,
         "PHB" => 3,
         "NODE" => 4,

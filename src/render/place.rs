@@ -33,15 +33,26 @@ fn numa(r: &RankPlan) -> String {
         .unwrap_or_else(|| "?".into())
 }
 
+/// The runtime whose device index a rank's GPU index is: `hip` when the rank's environment
+/// selects it through ROCr (an AMD GPU), else `cuda`.
+fn runtime(r: &RankPlan) -> &'static str {
+    if r.env.contains_key("ROCR_VISIBLE_DEVICES") {
+        "hip"
+    } else {
+        "cuda"
+    }
+}
+
 /// Human text: one block per rank with its reasons, then the notes.
 pub fn text(p: &Placement) -> String {
     let mut s = String::new();
     for r in &p.ranks {
         let _ = writeln!(
             s,
-            "rank {}: GPU {} (cuda {}) -> NIC {} [{}] -> NUMA {} cpus {}",
+            "rank {}: GPU {} ({} {}) -> NIC {} [{}] -> NUMA {} cpus {}",
             r.rank,
             r.gpu,
+            runtime(r),
             r.cuda_index,
             nic(r),
             path(r),
@@ -125,10 +136,11 @@ pub fn launch_plan(
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "# peerpath launch: local rank {} of {} (from {source}): GPU {} (cuda {}) -> NIC {} [{}] -> NUMA {}",
+        "# peerpath launch: local rank {} of {} (from {source}): GPU {} ({} {}) -> NIC {} [{}] -> NUMA {}",
         r.rank,
         p.ranks.len(),
         r.gpu,
+        runtime(r),
         r.cuda_index,
         nic(r),
         path(r),

@@ -219,6 +219,19 @@ pub fn render(p: &Paths, view: &NodeView, r: &Rails, i: &PromInputs) -> String {
             r.domains.iter().filter(|d| d.nvlink).count() as f64,
         );
     }
+    if t.devices.iter().any(crate::model::amd::is_amd_gpu) && t.xgmi_visible {
+        o.metric(
+            "peerpath_xgmi_hives",
+            "Number of xGMI (Infinity Fabric) hives of AMD GPUs (KFD hive_id groups).",
+        );
+        o.sample("peerpath_xgmi_hives", &[], super::nfd::xgmi_hives(t) as f64);
+        o.metric("peerpath_xgmi_links", "GPU pairs joined directly by xGMI.");
+        o.sample(
+            "peerpath_xgmi_links",
+            &[],
+            t.xgmi.iter().filter(|l| l.direct != Some(false)).count() as f64,
+        );
+    }
     if let Some(g) = i.audit.and_then(|a| a.gdr_ready().ready) {
         o.metric("peerpath_gdr_ready", "1 if GPUDirect RDMA prerequisites are met for every rail pair (left out when unknown).");
         o.sample("peerpath_gdr_ready", &[], if g { 1.0 } else { 0.0 });

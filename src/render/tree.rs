@@ -60,7 +60,12 @@ fn describe(p: &Paths, d: &Device) -> String {
     let os: Vec<&str> = d
         .os_devices
         .iter()
-        .filter(|o| o.kind != crate::model::OsDeviceKind::NvidiaGpu)
+        .filter(|o| {
+            !matches!(
+                o.kind,
+                crate::model::OsDeviceKind::NvidiaGpu | crate::model::OsDeviceKind::AmdGpu
+            )
+        })
         .map(|o| o.name.as_str())
         .collect();
     if !os.is_empty() {

@@ -105,6 +105,10 @@ pub struct RawTopology {
     pub nvlinks: NvLinkTally,
     /// Whether NVLink state was visible at all (an empty tally then means "no NVLinks").
     pub nvlink_visible: bool,
+    /// xGMI pairs observed (each GPU of a pair may report it; assembly folds them).
+    pub xgmi: Vec<crate::model::amd::XgmiLink>,
+    /// Whether xGMI state was visible at all (an empty list then means "no xGMI").
+    pub xgmi_visible: bool,
     /// What discovery had to assume or skip.
     pub warnings: Vec<Warning>,
     /// The host described, when the input holds several or names its one host.
@@ -122,6 +126,8 @@ impl RawTopology {
             structure: Structure::Infer,
             nvlinks: NvLinkTally::default(),
             nvlink_visible: false,
+            xgmi: Vec::new(),
+            xgmi_visible: false,
             warnings: Vec::new(),
             host_scope: None,
         }
@@ -141,6 +147,8 @@ pub fn assemble(raw: RawTopology, pci_ids: Option<&Path>) -> Topology {
         structure,
         nvlinks,
         nvlink_visible,
+        xgmi,
+        xgmi_visible,
         mut warnings,
         host_scope,
     } = raw;
@@ -160,6 +168,8 @@ pub fn assemble(raw: RawTopology, pci_ids: Option<&Path>) -> Topology {
     );
     topo.nvlinks = nvlinks.into_links();
     topo.nvlink_visible = nvlink_visible;
+    topo.xgmi = crate::model::amd::fold_xgmi(xgmi);
+    topo.xgmi_visible = xgmi_visible;
     topo.host_scope = host_scope;
     if let Some(p) = pci_ids {
         super::naming::name_devices(p, &mut topo);

@@ -43,6 +43,13 @@ pub const LIMITATIONS: &[&str] = &[
 /// The limitation added when a file has NVML OS devices but no `NVLinkBandwidth` matrix.
 pub const NVLINK_NOT_RECORDED: &str = "this file has NVML GPU devices but no NVLinkBandwidth matrix: hwloc did not record NVLinks here (an older hwloc, or an export without distances), so GPU-GPU NVLinks are unknown, not absent";
 
+/// The limitation added when a file has AMD GPUs but no RSMI OS devices: nothing in it can
+/// show xGMI.
+pub const XGMI_NOT_RECORDED: &str = "this hwloc file has AMD GPUs but no RSMI devices (hwloc's ROCm SMI plugin did not run here, or hwloc was built without it): it cannot show xGMI (Infinity Fabric) links, so GPU pairs are labelled by PCIe alone and may be xGMI-connected";
+
+/// The limitation added when a file has RSMI OS devices: what hwloc records of xGMI.
+pub const XGMI_FROM_RSMI: &str = "xGMI comes from hwloc's RSMI plugin: XGMIHops is rocm-smi's hop count (1 for every pair of a hive, also where no direct link exists, as on MI250X) and XGMIBandwidth a fixed 100 GB/s per reachable pair, so link counts, weights and real bandwidths are unknown";
+
 /// Format version of the document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum XmlVersion {
@@ -422,6 +429,10 @@ pub fn discover(doc: &Doc, source: SourceInfo) -> Result<RawTopology> {
             {
                 Some(OsDeviceKind::NvidiaGpu)
             }
+            // hwloc's ROCm SMI plugin: `rsmi<N>`, subtype RSMI (AMD GPUs).
+            OsType::Gpu | OsType::CoProc if subtype == "RSMI" || name.starts_with("rsmi") => {
+                Some(OsDeviceKind::AmdGpu)
+            }
             _ => None,
         };
         let Some(kind) = kind else {
@@ -455,6 +466,19 @@ pub fn discover(doc: &Doc, source: SourceInfo) -> Result<RawTopology> {
             od.attrs.push((k, v));
         }
         od.ports = ports.into_values().collect();
+        if kind == OsDeviceKind::AmdGpu {
+            let hive = od
+                .attrs
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case("XGMIHiveID"))
+                .and_then(|(_, v)| u64::from_str_radix(v.trim().trim_start_matches("0x"), 16).ok());
+            let d = &mut ctx.devices[di];
+            let a = d.amd.get_or_insert_with(|| crate::model::amd::AmdGpu {
+                source: format!("hwloc-xml line {} (OSDev {})", e.line, od.name),
+                ..Default::default()
+            });
+            a.hive_id = a.hive_id.or(hive);
+        }
         ctx.devices[di].os_devices.push(od);
     }
     if !dropped.is_empty() {
@@ -483,11 +507,25 @@ pub fn discover(doc: &Doc, source: SourceInfo) -> Result<RawTopology> {
     if nvml_devices && !nvlink_visible {
         source.limitations.push(NVLINK_NOT_RECORDED.to_string());
     }
+    let (xgmi, xgmi_visible) = xgmi(&ctx);
+    let amd_gpus = ctx.devices.iter().any(crate::model::amd::is_amd_gpu);
+    if amd_gpus {
+        source.limitations.push(
+            if xgmi_visible {
+                XGMI_FROM_RSMI
+            } else {
+                XGMI_NOT_RECORDED
+            }
+            .to_string(),
+        );
+    }
     let mut raw = RawTopology::new(source, machine);
     raw.numa_nodes = numa_nodes;
     raw.devices = ctx.devices;
     raw.nvlinks = nvlinks;
     raw.nvlink_visible = nvlink_visible;
+    raw.xgmi = xgmi;
+    raw.xgmi_visible = xgmi_visible;
     raw.warnings = ctx.warnings.into_inner();
     Ok(raw)
 }
@@ -714,6 +752,96 @@ fn nvlinks(ctx: &Ctx<'_>) -> (NvLinkTally, bool) {
         });
     }
     (tally, true)
+}
+
+/// xGMI pairs from hwloc's RSMI plugin: the `XGMIHops` matrix (else `XGMIBandwidth`, else
+/// each device's `XGMIPeers` info), and whether any RSMI device was there to say so.
+fn xgmi(ctx: &Ctx<'_>) -> (Vec<crate::model::amd::XgmiLink>, bool) {
+    // RSMI OS device element → its GPU's address, by element, gp_index and name.
+    let mut by_el: HashMap<usize, Bdf> = HashMap::new();
+    let mut by_gp: HashMap<u64, usize> = HashMap::new();
+    let mut by_name: HashMap<String, Bdf> = HashMap::new();
+    for (i, e) in ctx.doc.elements.iter().enumerate() {
+        if !ctx.is_object(i, "OSDev") {
+            continue;
+        }
+        let name = e.attr("name").unwrap_or("");
+        if !(e.attr("subtype") == Some("RSMI") || name.starts_with("rsmi")) {
+            continue;
+        }
+        let Some(&di) = ctx.pci_parent_el(i).and_then(|p| ctx.pci_of.get(&p)) else {
+            continue;
+        };
+        let bdf = ctx.devices[di].bdf;
+        by_el.insert(i, bdf);
+        by_name.insert(name.to_string(), bdf);
+        if let Some(g) = e.attr("gp_index").and_then(|g| g.parse().ok()) {
+            by_gp.insert(g, i);
+        }
+    }
+    if by_el.is_empty() {
+        return (Vec::new(), false);
+    }
+    let mut out = Vec::new();
+    let mats = matrices(ctx.doc);
+    let pick = |name: &str| mats.iter().find(|m| m.name == name);
+    if let Some((m, hops)) = pick("XGMIHops")
+        .map(|m| (m, true))
+        .or_else(|| pick("XGMIBandwidth").map(|m| (m, false)))
+    {
+        let ends: Vec<Option<Bdf>> = m
+            .entries
+            .iter()
+            .map(|(_, idx, os)| {
+                if *os {
+                    None
+                } else {
+                    by_gp.get(idx).and_then(|el| by_el.get(el)).copied()
+                }
+            })
+            .collect();
+        let n = ends.len();
+        for a in 0..n {
+            for b in (a + 1)..n {
+                let v = m.values[a * n + b].max(m.values[b * n + a]);
+                let (Some(x), Some(y)) = (ends[a], ends[b]) else {
+                    continue;
+                };
+                if v == 0 || x == y {
+                    continue;
+                }
+                let mut l = crate::model::amd::XgmiLink::new(
+                    x,
+                    y,
+                    format!("hwloc-xml line {} ({} = {v})", m.line, m.name),
+                );
+                if hops {
+                    l.hops = u32::try_from(v).ok();
+                }
+                out.push(l);
+            }
+        }
+    } else {
+        for (i, e) in ctx.doc.elements.iter().enumerate() {
+            let Some(&x) = by_el.get(&i) else { continue };
+            let peers = ctx
+                .infos(i)
+                .into_iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case("XGMIPeers") || k == "XGMILinks");
+            for p in peers.iter().flat_map(|(_, v)| v.split_whitespace()) {
+                if let Some(&y) = by_name.get(p)
+                    && y != x
+                {
+                    out.push(crate::model::amd::XgmiLink::new(
+                        x,
+                        y,
+                        format!("hwloc-xml line {} (XGMIPeers {p})", e.line),
+                    ));
+                }
+            }
+        }
+    }
+    (out, true)
 }
 
 fn classify_end(ctx: &Ctx<'_>, i: usize) -> End {

@@ -14,6 +14,7 @@ pub mod ethtool;
 pub mod fsroot;
 pub mod hwloc_xml;
 pub mod json;
+pub mod kfd;
 pub mod naming;
 pub mod nccl_xml;
 pub mod nvml;

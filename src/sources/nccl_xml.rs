@@ -38,6 +38,52 @@ pub const LIMITATIONS: &[&str] = &[
 /// Added to [`SourceInfo::limitations`] when the file holds a Data Direct NIC.
 pub const DATA_DIRECT_LIMITATION: &str = "a Data Direct NIC is recorded as its DMA function (class 0x080100, nets named <dev>_dma): the RDMA function NCCL pairs it with, and that function's own path, are not in the file";
 
+/// Added to [`SourceInfo::limitations`] when the file holds AMD GPUs (an RCCL topology).
+pub const XGMI_LIMITATION: &str = "RCCL XML lists an xGMI pair only where rocm-smi reports it as one xGMI hop with weight 15, 41 or 13 (RCCL's own filter, rocm_smi_getLinkInfo), with count = max/min xGMI bandwidth: rocm-smi's weights, hops and bandwidths are not recorded, and GPU pairs reached over several xGMI hops (MI250X GCDs without a direct link) are absent";
+
+/// xGMI links of the `xgmi` elements: a target that is a GPU of this file becomes an
+/// [`XgmiLink`](crate::model::amd::XgmiLink) (both GPUs list the pair; assembly folds them);
+/// any other target is not kept, with a warning.
+fn xgmi_links(
+    ctx: &mut Ctx<'_>,
+    gpus: &HashMap<Bdf, Option<u32>>,
+) -> Vec<crate::model::amd::XgmiLink> {
+    let mut out = Vec::new();
+    for (gpu, target, tclass, count, el) in std::mem::take(&mut ctx.xgmi) {
+        match target.parse::<Bdf>().ok() {
+            Some(t) if gpus.contains_key(&t) && t != gpu => {
+                let mut x = crate::model::amd::XgmiLink::new(
+                    gpu,
+                    t,
+                    format!(
+                        "rccl-xml line {}: <xgmi target=\"{target}\" count=\"{count}\"{}> under GPU {gpu}",
+                        ctx.doc.elements[el].line,
+                        tclass
+                            .map(|c| format!(" tclass=\"0x{c:06x}\""))
+                            .unwrap_or_default()
+                    ),
+                );
+                // RCCL writes the element only for a one-hop xGMI pair (weight 15, 41 or 13).
+                x.count = Some(count);
+                x.direct = Some(true);
+                x.hops = Some(1);
+                out.push(x);
+            }
+            _ => ctx.warn(
+                el,
+                format!(
+                    "xgmi from GPU {gpu} to {target:?} ({}), which is not a GPU of this file; not kept",
+                    match tclass {
+                        Some(c) => format!("class 0x{c:06x}"),
+                        None => "unknown class".to_string(),
+                    }
+                ),
+            ),
+        }
+    }
+    out
+}
+
 /// Name of the host bridge synthesized for a `cpu` element.
 pub fn host_bridge_for(numaid: Option<u32>) -> String {
     match numaid {
@@ -89,6 +135,10 @@ struct Ctx<'a> {
     /// NVLink version per GPU (from `sm`).
     gpu_version: HashMap<Bdf, Option<u32>>,
     any_gpu_element: bool,
+    /// (GPU, target text, target class, count, element) for every `xgmi` element (RCCL).
+    xgmi: Vec<(Bdf, String, Option<u32>, u32, usize)>,
+    /// A `gpu` element of an AMD GPU (vendor 0x1002 or RCCL's `gcn` attribute) was read.
+    amd_gpu_element: bool,
     /// A Data Direct NIC was read.
     data_direct: bool,
 }
@@ -261,7 +311,15 @@ impl Ctx<'_> {
             self.any_gpu_element = true;
             let ge = &doc.elements[g];
             let dev = ge.attr("dev").unwrap_or("?");
-            let mut od = OsDevice::new(OsDeviceKind::NvidiaGpu, format!("nvml{dev}"));
+            // RCCL writes the same element for an AMD GPU, with its `gcn` architecture.
+            let amd =
+                d.vendor_id == Some(crate::model::amd::AMD_GPU_VENDOR) || ge.attr("gcn").is_some();
+            self.amd_gpu_element |= amd;
+            let mut od = if amd {
+                OsDevice::new(OsDeviceKind::AmdGpu, format!("hip{dev}"))
+            } else {
+                OsDevice::new(OsDeviceKind::NvidiaGpu, format!("nvml{dev}"))
+            };
             for (k, v) in &ge.attrs {
                 od.attrs.push((k.clone(), v.clone()));
             }
@@ -297,6 +355,28 @@ impl Ctx<'_> {
                     le.attr("target").unwrap_or("").to_string(),
                     tclass,
                     count,
+                ));
+            }
+            for l in doc.children_named(g, "xgmi") {
+                let le = &doc.elements[l];
+                let count = match attr_value(le.attr("count"), attr::uint) {
+                    Ok(Some(c)) if c > 0 => c,
+                    Ok(_) => {
+                        self.warn(l, "xgmi without a count above 0; link not kept");
+                        continue;
+                    }
+                    Err(r) => {
+                        self.warn(l, format!("xgmi count {r}; link not kept"));
+                        continue;
+                    }
+                };
+                let tclass = self.value(l, "tclass", attr::hex_u32, "target class unknown");
+                self.xgmi.push((
+                    bdf,
+                    le.attr("target").unwrap_or("").to_string(),
+                    tclass,
+                    count,
+                    l,
                 ));
             }
         }
@@ -468,6 +548,8 @@ pub fn discover_host(doc: &Doc, source: SourceInfo, host: Option<&str>) -> Resul
         nvlinks: Vec::new(),
         gpu_version: HashMap::new(),
         any_gpu_element: false,
+        xgmi: Vec::new(),
+        amd_gpu_element: false,
         data_direct: false,
     };
     match root.attr("version") {
@@ -642,6 +724,10 @@ pub fn discover_host(doc: &Doc, source: SourceInfo, host: Option<&str>) -> Resul
     if ctx.data_direct {
         source.limitations.push(DATA_DIRECT_LIMITATION.to_string());
     }
+    let xgmi = xgmi_links(&mut ctx, &gpus);
+    if ctx.amd_gpu_element {
+        source.limitations.push(XGMI_LIMITATION.to_string());
+    }
     let mut raw = RawTopology::new(source, machine);
     raw.numa_nodes = numa.into_values().collect();
     raw.devices = ctx.devices;
@@ -651,6 +737,8 @@ pub fn discover_host(doc: &Doc, source: SourceInfo, host: Option<&str>) -> Resul
     };
     raw.nvlinks = tally;
     raw.nvlink_visible = ctx.any_gpu_element;
+    raw.xgmi = xgmi;
+    raw.xgmi_visible = ctx.amd_gpu_element;
     raw.warnings = ctx.warnings;
     raw.host_scope = host_scope;
     Ok(raw)

@@ -545,6 +545,8 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
     attach_class(fs, &log, "nvme", OsDeviceKind::Nvme, &by_path, &mut devices);
     nvidia_gpus(fs, &log, &mut devices);
     slots(fs, &log, &mut devices);
+    let kfd = super::kfd::read(fs, &mut devices);
+    log.warnings.borrow_mut().extend(kfd.warnings);
 
     // 4. NUMA nodes, CPUs, node-wide facts.
     let numa_nodes = numa(fs, &log);
@@ -562,6 +564,8 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
     let mut raw = RawTopology::new(source, machine);
     raw.numa_nodes = numa_nodes;
     raw.devices = devices;
+    raw.xgmi = kfd.xgmi;
+    raw.xgmi_visible = kfd.visible;
     raw.warnings = log.warnings.into_inner();
     Ok(raw)
 }

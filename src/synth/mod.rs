@@ -443,6 +443,46 @@ pub struct Function {
     /// NUMA node the GPU's memory is onlined as (`proc/driver/nvidia/gpus/<bdf>/numa_status`,
     /// Grace systems).
     pub gpu_memory_numa: Option<u32>,
+    /// An AMD GPU as the amdgpu/KFD driver shows it (its KFD topology node, xGMI hive,
+    /// partition modes); `None` for every other function.
+    pub amd: Option<AmdGpuSpec>,
+}
+
+/// What the amdgpu/KFD driver shows of one AMD GPU: the writer adds a KFD topology node for it
+/// (`sys/devices/virtual/kfd/kfd/topology/nodes/<N>`, after one node per NUMA node with CPUs,
+/// as KFD numbers them), its io_link to its CPU node, xGMI io_links (type 11) to every other
+/// GPU of its hive, a memory bank, and the partition attributes in its device directory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct AmdGpuSpec {
+    /// `hive_id` (0: in no hive; GPUs with the same non-zero id are joined by xGMI).
+    pub hive_id: u64,
+    /// `gfx_target_version` (90402 = gfx942).
+    pub gfx_target_version: u32,
+    /// `simd_count` (4 per CU).
+    pub simd_count: u32,
+    /// `num_xcc`.
+    pub num_xcc: u32,
+    /// `drm_render_minor` (`/dev/dri/renderD<minor>`).
+    pub render_minor: u32,
+    /// VRAM in bytes (the memory bank's `size_in_bytes`).
+    pub vram_bytes: u64,
+    /// The whole VRAM is visible through the BAR: the GPU→CPU io_link carries
+    /// `CRAT_IOLINK_FLAGS_BI_DIRECTIONAL` and the bank heap type 1 (public), else 2.
+    pub large_bar: bool,
+    /// PCIe atomics were enabled for the GPU: without, the GPU→CPU io_link carries the
+    /// `NO_ATOMICS_32/64` flags.
+    pub atomics: bool,
+    /// An APU (MI300A): its link to the CPU is xGMI with weight 13.
+    pub apu: bool,
+    /// `current_compute_partition` (`SPX`), `None`: no file.
+    pub compute_partition: Option<String>,
+    /// `current_memory_partition` (`NPS1`), `None`: no file.
+    pub memory_partition: Option<String>,
+    /// xGMI io_link weight, min and max bandwidth (MB/s) to each hive peer.
+    pub xgmi: (u32, u32, u32),
+    /// Hive peers with no xGMI io_link to this GPU (a link down).
+    pub xgmi_down: Vec<Bdf>,
 }
 
 /// A VPD image: identifier string and read-only keywords (`parse::vpd::build`).
@@ -497,6 +537,7 @@ impl Default for Function {
             vpd: None,
             ats: false,
             gpu_memory_numa: None,
+            amd: None,
         }
     }
 }

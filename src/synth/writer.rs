@@ -628,6 +628,7 @@ pub fn build_entries(spec: &Spec, opts: &WriteOptions) -> Result<Vec<(PathBuf, E
     );
     t.link("sys/class/net/lo", &lo);
     node_files(&mut t, spec, &numa_cpus);
+    kfd_files(&mut t, spec, &lay.dirs);
     Ok(t.nodes.into_iter().collect())
 }
 
@@ -699,6 +700,188 @@ fn storage_files(t: &mut Tree, s: &super::StorageNode) {
     }
     if !s.mounts.is_empty() {
         t.file("proc/self/mountinfo", mi);
+    }
+}
+
+/// The KFD topology of the spec's AMD GPUs ([`super::AmdGpuSpec`]), as `kfd_topology.c` writes
+/// it: one node per NUMA node with CPUs (numbered first), one per AMD GPU in address order,
+/// `properties` files of `name value` lines, io_links and memory banks; `sys/class/kfd/kfd`
+/// links to `sys/devices/virtual/kfd/kfd`. Nothing is written without an AMD GPU.
+fn kfd_files(t: &mut Tree, spec: &Spec, dirs: &HashMap<Bdf, PathBuf>) {
+    let mut gpus: Vec<&Function> = spec.functions.iter().filter(|f| f.amd.is_some()).collect();
+    if gpus.is_empty() {
+        return;
+    }
+    gpus.sort_by_key(|f| f.bdf);
+    let root = PathBuf::from("sys/devices/virtual/kfd/kfd");
+    t.link("sys/class/kfd/kfd", &root);
+    // Every kernel has /sys/kernel/mm (hugepages, transparent_hugepage): a node without a
+    // peer-memory client shows an empty one, not none.
+    t.dir(Path::new("sys/kernel/mm"));
+    let nodes = root.join("topology/nodes");
+    let cpus: Vec<&super::NumaSpec> = spec
+        .numa_nodes
+        .iter()
+        .filter(|n| !n.cpus.trim().is_empty())
+        .collect();
+    let cpu_node =
+        |numa: i32| -> u32 { cpus.iter().position(|n| n.id as i32 == numa).unwrap_or(0) as u32 };
+    let gpu_node = |b: Bdf| -> Option<u32> {
+        gpus.iter()
+            .position(|g| g.bdf == b)
+            .map(|k| (cpus.len() + k) as u32)
+    };
+    let link = |t: &mut Tree,
+                dir: &Path,
+                i: usize,
+                ty: u32,
+                from: u32,
+                to: u32,
+                w: u32,
+                bw: (u32, u32),
+                flags: u32| {
+        t.file(
+            dir.join(format!("io_links/{i}/properties")),
+            format!(
+                "type {ty}\nversion_major 0\nversion_minor 0\nnode_from {from}\nnode_to {to}\nweight {w}\nmin_latency 0\nmax_latency 0\nmin_bandwidth {}\nmax_bandwidth {}\nrecommended_transfer_size 0\nrecommended_sdma_engine_id_mask 0\nflags {flags}\n",
+                bw.0, bw.1
+            ),
+        );
+    };
+    const ENABLED: u32 = 1;
+    const NO_ATOMICS: u32 = (1 << 2) | (1 << 3);
+    const BI_DIR: u32 = 1 << 31;
+    for (k, n) in cpus.iter().enumerate() {
+        let dir = nodes.join(k.to_string());
+        let cores = crate::parse::cpulist::parse_list(n.cpus.as_bytes())
+            .map(|v| v.len())
+            .unwrap_or(0);
+        t.file(dir.join("gpu_id"), "0\n");
+        t.file(dir.join("name"), "\n");
+        t.file(
+            dir.join("properties"),
+            format!(
+                "cpu_cores_count {cores}\nsimd_count 0\nmem_banks_count 1\ncaches_count 0\nio_links_count {}\np2p_links_count 0\ncpu_core_id_base 0\nsimd_id_base 0\nmax_waves_per_simd 0\nlds_size_in_kb 0\ngds_size_in_kb 0\nnum_gws 0\nwave_front_size 0\narray_count 0\nsimd_arrays_per_engine 0\ncu_per_simd_array 0\nsimd_per_cu 0\nmax_slots_scratch_cu 0\ngfx_target_version 0\nvendor_id 0\ndevice_id 0\nlocation_id 0\ndomain 0\ndrm_render_minor 0\nhive_id 0\nnum_sdma_engines 0\nnum_sdma_xgmi_engines 0\nnum_sdma_queues_per_engine 0\nnum_cp_queues 0\nmax_engine_clk_ccompute 3700\n",
+                cpus.len() - 1
+            ),
+        );
+        let mut i = 0;
+        for (j, m) in cpus.iter().enumerate() {
+            if j == k {
+                continue;
+            }
+            let col = spec
+                .numa_nodes
+                .iter()
+                .position(|x| x.id == m.id)
+                .unwrap_or(0);
+            let w = n.distances.get(col).copied().unwrap_or(32);
+            link(
+                t,
+                &dir,
+                i,
+                1,
+                k as u32,
+                j as u32,
+                w,
+                (0, 0),
+                ENABLED | BI_DIR,
+            );
+            i += 1;
+        }
+        t.file(
+            dir.join("mem_banks/0/properties"),
+            format!(
+                "heap_type 0\nsize_in_bytes {}\nflags 0\nwidth 64\nmem_clk_max 4800\n",
+                spec.machine.memory_kib_per_node * 1024
+            ),
+        );
+    }
+    for g in &gpus {
+        let Some(a) = &g.amd else { continue };
+        let Some(me) = gpu_node(g.bdf) else { continue };
+        let dir = nodes.join(me.to_string());
+        let loc = (u32::from(g.bdf.bus) << 8)
+            | (u32::from(g.bdf.device) << 3)
+            | u32::from(g.bdf.function);
+        let peers: Vec<&&Function> = gpus
+            .iter()
+            .filter(|p| {
+                p.bdf != g.bdf
+                    && a.hive_id != 0
+                    && p.amd.as_ref().is_some_and(|pa| pa.hive_id == a.hive_id)
+                    && !a.xgmi_down.contains(&p.bdf)
+                    && !p
+                        .amd
+                        .as_ref()
+                        .is_some_and(|pa| pa.xgmi_down.contains(&g.bdf))
+            })
+            .collect();
+        t.file(
+            dir.join("gpu_id"),
+            format!("{}\n", 10000 + u32::from(g.bdf.bus)),
+        );
+        t.file(dir.join("name"), "\n");
+        t.file(
+            dir.join("properties"),
+            format!(
+                "cpu_cores_count 0\nsimd_count {}\nmem_banks_count 1\ncaches_count 0\nio_links_count {}\np2p_links_count 0\ncpu_core_id_base 0\nsimd_id_base 2147487744\nmax_waves_per_simd 8\nlds_size_in_kb 64\ngds_size_in_kb 0\nnum_gws 64\nwave_front_size 64\narray_count {}\nsimd_arrays_per_engine 1\ncu_per_simd_array 10\nsimd_per_cu 4\nmax_slots_scratch_cu 32\ngfx_target_version {}\nvendor_id {}\ndevice_id {}\nlocation_id {loc}\ndomain {}\ndrm_render_minor {}\nhive_id {}\nnum_sdma_engines 2\nnum_sdma_xgmi_engines 14\nnum_sdma_queues_per_engine 8\nnum_cp_queues 64\nmax_engine_clk_fcompute 2100\nlocal_mem_size 0\nfw_version 177\ncapability 1013424768\ndebug_prop 1495\nsdma_fw_version 19\nunique_id {}\nnum_xcc {}\nmax_engine_clk_ccompute 3700\n",
+                a.simd_count,
+                1 + peers.len(),
+                4 * a.num_xcc.max(1),
+                a.gfx_target_version,
+                g.vendor,
+                g.device,
+                g.bdf.domain,
+                a.render_minor,
+                a.hive_id,
+                0x5f00_0000_0000u64 + u64::from(loc),
+                a.num_xcc,
+            ),
+        );
+        let cpu = cpu_node(spec.numa_of(g));
+        if a.apu {
+            link(t, &dir, 0, 11, me, cpu, 13, (0, 0), ENABLED | BI_DIR);
+        } else {
+            let mut flags = ENABLED;
+            if a.large_bar {
+                flags |= BI_DIR;
+            }
+            if !a.atomics {
+                flags |= NO_ATOMICS;
+            }
+            link(t, &dir, 0, 2, me, cpu, 20, (0, 0), flags);
+        }
+        for (i, p) in peers.iter().enumerate() {
+            let Some(to) = gpu_node(p.bdf) else { continue };
+            link(
+                t,
+                &dir,
+                i + 1,
+                11,
+                me,
+                to,
+                a.xgmi.0,
+                (a.xgmi.1, a.xgmi.2),
+                ENABLED | BI_DIR,
+            );
+        }
+        t.file(
+            dir.join("mem_banks/0/properties"),
+            format!(
+                "heap_type {}\nsize_in_bytes {}\nflags 0\nwidth 8192\nmem_clk_max 1300\n",
+                if a.large_bar { 1 } else { 2 },
+                a.vram_bytes
+            ),
+        );
+        if let Some(d) = dirs.get(&g.bdf) {
+            if let Some(c) = &a.compute_partition {
+                t.file(d.join("current_compute_partition"), format!("{c}\n"));
+            }
+            if let Some(m) = &a.memory_partition {
+                t.file(d.join("current_memory_partition"), format!("{m}\n"));
+            }
+        }
     }
 }
 

@@ -125,6 +125,21 @@ checks! {
     /// `gds-mounts`: the file systems on data drives or over RDMA, and whether GDS supports
     /// them as mounted.
     GdsMounts = "gds-mounts", "MOUNT";
+    /// `amd-driver`: each AMD GPU bound to amdgpu.
+    AmdDriver = "amd-driver", "AMDGP";
+    /// `amd-peer-memory`: the amdkfd peer-memory client RCCL's GDR check looks for.
+    AmdPeerMemory = "amd-peer-memory", "KFDPM";
+    /// `amd-pcie-atomics`: KFD found PCIe atomics for each AMD GPU.
+    AmdAtomics = "amd-pcie-atomics", "ATOM";
+    /// `amd-large-bar`: each AMD GPU's whole VRAM visible through its BAR.
+    AmdLargeBar = "amd-large-bar", "LBAR";
+    /// `amd-xgmi`: the GPUs of a hive joined by xGMI.
+    AmdXgmi = "amd-xgmi", "XGMI";
+    /// `amd-apu-gdr-level`: an MI300A APU and its NIC on one NUMA node, beyond RCCL's default
+    /// GDR level.
+    AmdApuGdrLevel = "amd-apu-gdr-level", "APU";
+    /// `amd-partition`: compute/memory partition modes of AMD GPUs.
+    AmdPartition = "amd-partition", "PART";
 }
 
 /// The documentation page the anchors point into.

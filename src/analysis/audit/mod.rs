@@ -5,6 +5,7 @@
 //! together, folds in probe evidence and an expected-layout profile, and derives the verdict.
 //! Sources of every fact: see `docs/audit.md` and shared/reference/gdr-probe-and-audit.md §2.
 
+pub mod amd;
 pub mod check;
 pub mod evidence;
 pub mod finding;
@@ -309,7 +310,7 @@ pub fn run_with(cl: &Classifier, opts: &AuditOptions) -> Report {
     let mut ctx = Ctx::new(cl);
     let mut findings = Vec::new();
     ctx.pairs = placement::pair(&ctx, &mut findings);
-    let peer_memory = gdr::peer_memory(&ctx);
+    let peer_memory = amd::mechanism(&ctx).unwrap_or_else(|| gdr::peer_memory(&ctx));
     findings.extend(gdr::peer_module(&ctx));
     findings.extend(gdr::driver_mismatch(&ctx));
     findings.extend(gdr::gpu_excluded(&ctx));
@@ -331,6 +332,13 @@ pub fn run_with(cl: &Classifier, opts: &AuditOptions) -> Report {
     findings.extend(gds::gds_path(&ctx));
     findings.extend(gds::gds_drive_placement(&ctx));
     findings.extend(gds::gds_mounts(&ctx));
+    findings.extend(amd::driver(&ctx));
+    findings.extend(amd::peer_memory(&ctx));
+    findings.extend(amd::atomics(&ctx));
+    findings.extend(amd::large_bar(&ctx));
+    findings.extend(amd::xgmi(&ctx));
+    findings.extend(amd::apu_gdr_level(&ctx));
+    findings.extend(amd::partition(&ctx));
     if let Some(p) = &opts.profile {
         findings.extend(profile::diff(&ctx, p));
     }

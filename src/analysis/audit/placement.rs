@@ -292,6 +292,11 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
         if best.local() {
             continue;
         }
+        // An APU (MI300A) with its NIC on its own NUMA node and no switch between them is the
+        // platform's intended pairing: `amd-apu-gdr-level` judges it (RCCL's GDR level).
+        if crate::model::amd::is_apu(g) && matches!(best.label, Label::Phb | Label::Node) {
+            continue;
+        }
         // The matched NIC has the best label (label first); name it when it is the best.
         let ni = if judged[gi][assignment[gi]].label == best.label {
             assignment[gi]
@@ -412,6 +417,15 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
             continue;
         }
         if judged.iter().any(|row| row[ni].local()) {
+            continue;
+        }
+        // The NIC of an APU on the APU's own NUMA node (`amd-apu-gdr-level` judges it).
+        let apu_nic = assignment.iter().enumerate().any(|(gi, &k)| {
+            k == ni
+                && crate::model::amd::is_apu(ctx.gpus[gi])
+                && matches!(judged[gi][ni].label, Label::Phb | Label::Node)
+        });
+        if apu_nic {
             continue;
         }
         let used = assignment.contains(&ni);

@@ -11,6 +11,9 @@ pub enum Label {
     X,
     /// A bonded set of this many NVLinks (`NV12`).
     Nv(u32),
+    /// Two AMD GPUs of one xGMI (Infinity Fabric) hive: `XGMI`, rocm-smi's link type. Ranked
+    /// with `NV#` (an NVLink label sorts first should both ever meet).
+    Xgmi,
     /// At most a single PCIe bridge (one switch, or two functions of one adapter).
     Pix,
     /// Multiple PCIe bridges (switches) without the host bridge.
@@ -34,7 +37,7 @@ impl Label {
     pub fn rank(self) -> u8 {
         match self {
             Label::X => 0,
-            Label::Nv(_) => 1,
+            Label::Nv(_) | Label::Xgmi => 1,
             Label::Pix => 2,
             Label::Pxb => 3,
             Label::Phb => 4,
@@ -61,6 +64,8 @@ impl Ord for Label {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         match (self, other) {
             (Label::Nv(a), Label::Nv(b)) => b.cmp(a),
+            (Label::Nv(_), Label::Xgmi) => std::cmp::Ordering::Less,
+            (Label::Xgmi, Label::Nv(_)) => std::cmp::Ordering::Greater,
             _ => self.rank().cmp(&other.rank()),
         }
     }
@@ -71,6 +76,7 @@ impl fmt::Display for Label {
         match self {
             Label::X => f.write_str("X"),
             Label::Nv(n) => write!(f, "NV{n}"),
+            Label::Xgmi => f.write_str("XGMI"),
             Label::Pix => f.write_str("PIX"),
             Label::Pxb => f.write_str("PXB"),
             Label::Phb => f.write_str("PHB"),
@@ -84,7 +90,8 @@ impl fmt::Display for Label {
 impl std::str::FromStr for Label {
     type Err = String;
     /// Parses an nvidia-smi cell: `X`, `NV<n>`, `PIX`, `PXB`, `PHB`, `NODE`, `SYS`, the 2017
-    /// spelling `SOC` (= SYS), and `?`; surrounding whitespace is ignored.
+    /// spelling `SOC` (= SYS), and `?`, and rocm-smi's `XGMI`; surrounding whitespace is
+    /// ignored.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let t = s.trim();
         Ok(match t {
@@ -95,6 +102,7 @@ impl std::str::FromStr for Label {
             "NODE" => Label::Node,
             "SYS" | "SOC" => Label::Sys,
             "?" => Label::Unknown,
+            "XGMI" => Label::Xgmi,
             _ => match t.strip_prefix("NV").and_then(|n| n.parse::<u32>().ok()) {
                 Some(n) if n > 0 => Label::Nv(n),
                 _ => return Err(format!("not an nvidia-smi topology label: {s:?}")),
@@ -119,6 +127,7 @@ mod tests {
             Label::X,
             Label::Nv(18),
             Label::Nv(4),
+            Label::Xgmi,
             Label::Pix,
             Label::Pxb,
             Label::Phb,

@@ -16,6 +16,7 @@ pub mod label;
 mod nccl_rules;
 mod nvsmi;
 mod platform_words;
+mod rccl;
 mod wording;
 
 pub use super::nccl::{NcclPath, NcclVersion};
@@ -53,6 +54,9 @@ pub struct NcclView {
     pub rules: Vec<String>,
     /// The NCCL version the rules are for (`2.30`).
     pub version: String,
+    /// The library whose rules these are: `NCCL`, or `RCCL` on AMD GPUs (written only then).
+    #[serde(skip_serializing_if = "is_nccl")]
+    pub library: &'static str,
     /// `path` as the number NCCL prints in that version (`PATH_*` value; log lines such as
     /// `distance 7 > 4`), `None` where the type did not exist yet.
     pub path_code: Option<u32>,
@@ -62,6 +66,10 @@ pub struct NcclView {
     /// GPU→NIC sends go through this NVLink peer GPU (PXN), when NCCL would reroute them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pxn_via: Option<Bdf>,
+}
+
+fn is_nccl(l: &&'static str) -> bool {
+    *l == "NCCL"
 }
 
 /// One node of a pair's path, in order from `a` to `b`.
@@ -222,6 +230,13 @@ pub enum Why {
         /// Counted into the NVSwitch fabric rather than directly between the two.
         fabric: bool,
     },
+    /// Two AMD GPUs of one xGMI hive (rocm-smi link type XGMI).
+    Xgmi {
+        /// Direct links reported (0: none reported, or reached over other GPUs of the hive).
+        count: u32,
+        /// A direct link between the two was reported.
+        direct: bool,
+    },
     /// Two functions of one adapter.
     SameAdapter,
     /// Two NIC functions whose traffic goes through one Data Direct DMA function (device
@@ -279,6 +294,10 @@ pub struct Classifier<'t> {
     opts: ClassifyOptions,
     cpu: Option<CpuClass>,
     gpu_count: usize,
+    /// The GPUs are AMD (and none NVIDIA): RCCL's decisions apply, not NCCL's.
+    rccl: bool,
+    /// RCCL buckets the CPU as "Rome" ([`super::nccl::rccl_rome_class`]).
+    rome: bool,
     /// NCCL's inter-CPU bandwidth and bucket for this machine.
     inter_cpu: Option<(f64, &'static str)>,
     endpoints: Vec<Endpoint>,
@@ -322,6 +341,12 @@ impl<'t> Classifier<'t> {
                 .iter()
                 .filter(|e| e.kind == DeviceKind::Gpu)
                 .count(),
+            rccl: rccl::rccl_topology(t),
+            rome: super::nccl::rccl_rome_class(
+                t.machine.cpu_vendor.as_deref(),
+                t.machine.cpu_family,
+                t.machine.cpu_model_number,
+            ),
             inter_cpu: bandwidth::inter_socket_gbytes(
                 t.machine.cpu_vendor.as_deref(),
                 t.machine.cpu_family,
@@ -393,6 +418,7 @@ impl<'t> Classifier<'t> {
                 self.opts.nccl_version.minor,
             ),
             inter_cpu: self.inter_cpu.map(|x| x.0),
+            xgmi_per_link: crate::model::amd::rccl_xgmi_link_gbytes(p.device(a).device_id).0,
         }
     }
 

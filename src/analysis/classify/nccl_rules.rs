@@ -14,6 +14,8 @@ use crate::model::DeviceKind;
 pub(super) enum BaseWhy {
     Same,
     NvLink(u32, bool),
+    /// xGMI: direct links (0: not reported or not direct) and whether a direct link was seen.
+    Xgmi(u32, bool),
     /// Through the GPU at this device index.
     Nvb(DevIx),
     SameAdapter,
@@ -42,6 +44,8 @@ pub(super) struct Decision {
     /// that CPU over C2C; `true` when NCCL upgraded it to P2C (the NIC is one of the GPU's
     /// local NICs and the version has P2C).
     pub c2c_phb: Option<bool>,
+    /// GPU–NIC under RCCL: its AMD Rome-class relaxation raised the GDR level to PHB.
+    pub rome_phb: bool,
 }
 
 impl Classifier<'_> {
@@ -53,6 +57,9 @@ impl Classifier<'_> {
         }
         if let Some((n, fabric)) = p.nvlink(a, b) {
             return (NcclPath::Nvl, BaseWhy::NvLink(n, fabric));
+        }
+        if let Some((n, direct)) = p.xgmi(a, b) {
+            return (NcclPath::Xgmi, BaseWhy::Xgmi(n, direct));
         }
         if self.kind(a) == DeviceKind::Gpu && self.kind(b) == DeviceKind::Gpu {
             // NVB: NVLink through exactly one intermediate GPU (direct links only).
@@ -175,11 +182,16 @@ impl Classifier<'_> {
             p2p_rerouted: false,
             pxn: None,
             c2c_phb: None,
+            rome_phb: false,
         };
         use DeviceKind::*;
         match (self.kind(a), self.kind(b)) {
             (Gpu, Gpu) => {
-                let cut = nccl::p2p_cutoff_level(v, self.cpu, self.gpu_count);
+                let cut = if self.rccl {
+                    nccl::rccl_p2p_cutoff_level(self.cpu)
+                } else {
+                    nccl::p2p_cutoff_level(v, self.cpu, self.gpu_count)
+                };
                 d.p2p = base.le(cut, v);
                 if !d.p2p && base.le(NcclPath::Pxb, v) {
                     d.path = if p.nccl_numa(a) == p.nccl_numa(b) {
@@ -191,15 +203,20 @@ impl Classifier<'_> {
                 }
             }
             (Gpu, Nic) | (Nic, Gpu) => {
-                let level = nccl::gdr_level_path(v);
+                let mut level = nccl::gdr_level_path(v);
                 let (g, n) = if self.kind(a) == Gpu { (a, b) } else { (b, a) };
+                if self.rccl && self.rccl_rome_pair(g, n) {
+                    level = NcclPath::Phb;
+                    d.rome_phb = true;
+                }
                 let (path, c2c_phb) = self.nccl_gpu_nic(g, base, why);
                 d.path = path;
                 d.c2c_phb = c2c_phb;
                 d.gdr = path.le(level, v);
                 // PXN only where the GPU's own path is worse than PXN (its other condition, a
-                // relay with more bandwidth, is not modelled).
-                if v.at_least(12) && !path.le(NcclPath::Pxn, v) {
+                // relay with more bandwidth, is not modelled); RCCL keeps it off by default
+                // (`NCCL_PARAM(PxnDisable, "PXN_DISABLE", 1)`).
+                if !self.rccl && v.at_least(12) && !path.le(NcclPath::Pxn, v) {
                     let computed;
                     let locals = match local_gpus_b {
                         Some(l) if n == b => l,

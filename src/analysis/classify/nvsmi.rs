@@ -1,5 +1,5 @@
 //! nvidia-smi's label rules (classification.md §1.5), in order: same device → `X`; GPU pair
-//! with NVLinks → `NV#`; two functions of one adapter → `PIX`; a common ancestor below the host
+//! with NVLinks → `NV#`; AMD GPU pair of one xGMI hive → `XGMI` (rocm-smi's link type); two functions of one adapter → `PIX`; a common ancestor below the host
 //! bridge → count the distinct bridge units on the path (a switch — upstream plus downstream
 //! ports — counts once, so do a plain bridge and a root port): one → `PIX`, more → `PXB`; same
 //! host bridge → `PHB`; same NUMA node → `NODE`; different NUMA nodes → `SYS`; NUMA node unknown
@@ -15,6 +15,7 @@ impl Why {
     pub fn shape(self) -> Shape {
         match self {
             Why::NvLink { count, fabric } => Shape::NvLink { count, fabric },
+            Why::Xgmi { count, .. } => Shape::Xgmi { count },
             Why::SameAdapter | Why::SharedDma { .. } => Shape::SameAdapter,
             Why::DifferentNuma(x, y) => Shape::Pcie(Crossing::Smp(x, y)),
             Why::NumaUnknown(..) => Shape::Pcie(Crossing::Unknown),
@@ -34,6 +35,9 @@ impl Classifier<'_> {
         }
         if let Some((count, fabric)) = p.nvlink(a, b) {
             return (Label::Nv(count), Why::NvLink { count, fabric });
+        }
+        if let Some((count, direct)) = p.xgmi(a, b) {
+            return (Label::Xgmi, Why::Xgmi { count, direct });
         }
         let (a, b) = (p.data_path(a), p.data_path(b));
         if a == b {

@@ -38,6 +38,18 @@ impl Classifier<'_> {
                 count,
                 fabric: false,
             } => format!("{count} NVLinks directly between the two GPUs (NV#)"),
+            Why::Xgmi {
+                count,
+                direct: true,
+            } => format!(
+                "xGMI (Infinity Fabric) directly between the two GPUs{}: rocm-smi link type XGMI",
+                if count > 0 {
+                    format!(" ({count} link{})", if count == 1 { "" } else { "s" })
+                } else {
+                    String::new()
+                }
+            ),
+            Why::Xgmi { direct: false, .. } => "both GPUs are in one xGMI hive without a direct link reported between them: reached over xGMI through other GPUs of the hive (rocm-smi link type XGMI)".into(),
             Why::SameAdapter => format!(
                 "two functions of one adapter ({}): PIX",
                 da.map(|d| d.bdf).unwrap_or(*a).adapter()
@@ -334,6 +346,21 @@ impl Classifier<'_> {
                     h.kind = format!("{} (nvlink)", h.kind);
                     h
                 }
+                Step::XgmiPeer { dev, count } => {
+                    let mut h = self.dev_hop(p.device(dev), dev, None);
+                    let (per, generation) =
+                        crate::model::amd::rccl_xgmi_link_gbytes(p.device(dev).device_id);
+                    h.note = Some(if count > 0 {
+                        format!(
+                            "{count} xGMI link(s) × {per} GB/s (RCCL's figure for {generation})"
+                        )
+                    } else {
+                        "xGMI within the hive (no direct link or count reported): bandwidth unknown"
+                            .into()
+                    });
+                    h.kind = format!("{} (xgmi)", h.kind);
+                    h
+                }
                 Step::SameAdapter { dev } => {
                     let mut h = self.dev_hop(p.device(dev), dev, None);
                     h.note = Some("another function of the same adapter".into());
@@ -359,6 +386,13 @@ impl Classifier<'_> {
                 )
             }
             BaseWhy::NvLink(n, false) => format!("{n} direct NVLinks: NVL"),
+            BaseWhy::Xgmi(n, true) if n > 0 => format!(
+                "{n} direct xGMI link(s): XGMI (RCCL's name for NCCL's NVL path type)"
+            ),
+            BaseWhy::Xgmi(_, true) => {
+                "direct xGMI link: XGMI (RCCL's name for NCCL's NVL path type)".into()
+            }
+            BaseWhy::Xgmi(_, false) => "same xGMI hive, no direct link: XGMI over other GPUs (RCCL's NVB rule is commented out; its path search crosses GPUs over xGMI)".into(),
             BaseWhy::Nvb(p) => format!(
                 "no direct NVLink, but NVLink through {} (NVB; disabled by NCCL_NVB_DISABLE=1)",
                 self.display(&self.paths.device(p).bdf)
@@ -414,7 +448,11 @@ impl Classifier<'_> {
         let v = self.opts.nccl_version;
         let d = self.nccl_decide(a, b, local_gpus_b);
         let path = d.base;
-        let mut rules = vec![format!("NCCL {v}: {}", self.base_rule(a, b, d.why))];
+        let mut rules = vec![format!(
+            "{} {v}: {}",
+            self.library(),
+            self.base_rule(a, b, d.why)
+        )];
         use DeviceKind::*;
         let scope = match (self.kind(a), self.kind(b)) {
             (Gpu, Gpu) => "gpu-gpu",
@@ -424,6 +462,11 @@ impl Classifier<'_> {
             _ => "other",
         };
         match (self.kind(a), self.kind(b)) {
+            (Gpu, Gpu) if self.rccl => rules.extend(self.rccl_p2p_rules(path, &d)),
+            (Gpu, Nic) | (Nic, Gpu) if self.rccl => {
+                let (g, n) = if self.kind(a) == Gpu { (a, b) } else { (b, a) };
+                rules.extend(self.rccl_gpu_nic_rules(g, n, &d));
+            }
             (Gpu, Gpu) => {
                 let (cut, r) = nccl::p2p_cutoff(v, self.cpu, self.gpu_count);
                 rules.push(format!(
@@ -481,6 +524,7 @@ impl Classifier<'_> {
             p2p: d.p2p,
             rules,
             version: v.to_string(),
+            library: self.library(),
             path_code: d.path.code(v),
             scope: scope.to_string(),
             pxn_via: d.pxn.map(|(k, _)| self.endpoints[k].bdf),
@@ -543,7 +587,9 @@ impl Classifier<'_> {
         if let Some(h) = &t.host_scope {
             notes.push(h.line());
         }
-        if !t.nvlink_visible && self.gpu_count > 0 {
+        if self.rccl {
+            notes.extend(self.rccl_notes());
+        } else if !t.nvlink_visible && self.gpu_count > 0 {
             notes.push(nvlink_note(&t.source.kind).to_string());
         }
         let unknown: Vec<&str> = self
@@ -583,7 +629,14 @@ impl Classifier<'_> {
         if !t.machine.hypervisor.is_empty() {
             notes.push("running in a virtual machine: the guest PCIe tree may be flattened or emulated; labels describe the guest's view, and emulated bridges' link figures are not the physical path (left out of bottlenecks)".to_string());
         }
-        notes.push(format!("NCCL view for NCCL {}", self.opts.nccl_version));
+        notes.push(if self.rccl {
+            format!(
+                "RCCL view for RCCL {} (RCCL releases are numbered by the NCCL release they track)",
+                self.opts.nccl_version
+            )
+        } else {
+            format!("NCCL view for NCCL {}", self.opts.nccl_version)
+        });
         notes.extend(input_limit_notes(&t.source));
         notes
     }

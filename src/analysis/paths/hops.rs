@@ -14,6 +14,12 @@ pub enum Shape {
         /// Through the NVSwitch fabric rather than directly.
         fabric: bool,
     },
+    /// Over xGMI between two AMD GPUs of one hive: `count` direct links (0: reached over other
+    /// GPUs of the hive, or the count is not reported).
+    Xgmi {
+        /// Direct links counted.
+        count: u32,
+    },
     /// Two functions of one adapter.
     SameAdapter,
     /// Over PCIe: up to the common ancestor, or through the host bridges with this crossing
@@ -71,6 +77,14 @@ pub enum Step {
         /// Links.
         count: u32,
     },
+    /// The second GPU, reached over xGMI (`count` direct links; 0 when not direct or not
+    /// reported).
+    XgmiPeer {
+        /// The GPU.
+        dev: DevIx,
+        /// Links.
+        count: u32,
+    },
     /// Another function of the first device's adapter.
     SameAdapter {
         /// The other function.
@@ -94,6 +108,8 @@ pub struct Rates {
     pub nvlink_per_link: f64,
     /// GB/s of the SMP interconnect, when the CPU is known.
     pub inter_cpu: Option<f64>,
+    /// GB/s per xGMI link (RCCL's figure for the GPU generation).
+    pub xgmi_per_link: f64,
 }
 
 /// Visits every hop of the path from `a` to `b` in order. A NIC function with a Data Direct
@@ -105,7 +121,7 @@ pub fn walk(p: &Paths, a: DevIx, b: DevIx, shape: Shape, mut f: impl FnMut(Step)
         link_from: None,
     });
     let (da, db) = (p.data_path(a), p.data_path(b));
-    if matches!(shape, Shape::NvLink { .. }) || (da == a && db == b) {
+    if matches!(shape, Shape::NvLink { .. } | Shape::Xgmi { .. }) || (da == a && db == b) {
         walk_between(p, a, b, shape, &mut f);
         return;
     }
@@ -129,6 +145,7 @@ fn walk_between(p: &Paths, a: DevIx, b: DevIx, shape: Shape, f: &mut impl FnMut(
             }
             f(Step::NvPeer { dev: b, count });
         }
+        Shape::Xgmi { count } => f(Step::XgmiPeer { dev: b, count }),
         Shape::SameAdapter => f(Step::SameAdapter { dev: b }),
         Shape::Pcie(crossing) => {
             let (ca, cb) = (p.chain(a), p.chain(b));
@@ -191,6 +208,7 @@ pub fn step_gbytes(p: &Paths, step: Step, rates: &Rates) -> Option<f64> {
         Step::NvSwitch { count } | Step::NvPeer { count, .. } => {
             Some(rates.nvlink_per_link * count as f64)
         }
+        Step::XgmiPeer { count, .. } if count > 0 => Some(rates.xgmi_per_link * count as f64),
         _ => None,
     }
 }

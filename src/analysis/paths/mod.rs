@@ -111,11 +111,56 @@ pub struct Paths<'t> {
     nv_fabric: HashMap<DevIx, u32>,
     /// NVLink version per GPU, when known.
     nv_version: HashMap<DevIx, u32>,
+    /// Direct xGMI pairs: normalised device indices → link count (0: count not reported).
+    xgmi_direct: HashMap<(DevIx, DevIx), u32>,
+    /// xGMI hive of each device (the connected set of its xGMI links), `NONE` outside any.
+    xgmi_hive: Vec<u32>,
     /// NUMA nodes with CPUs.
     cpu_nodes: usize,
     /// The device whose PCIe path a device's traffic really takes: a NIC function's Data
     /// Direct DMA function, else the device itself.
     data_path: Vec<DevIx>,
+}
+
+/// The xGMI tables: direct pairs with their counts (a pair a source did not call indirect), and
+/// each device's hive (connected component over every reported xGMI pair, union-find).
+fn xgmi_tables(t: &Topology) -> (HashMap<(DevIx, DevIx), u32>, Vec<u32>) {
+    let n = t.devices.len();
+    let mut parent: Vec<u32> = (0..n as u32).collect();
+    fn find(parent: &mut [u32], mut x: u32) -> u32 {
+        while parent[x as usize] != x {
+            parent[x as usize] = parent[parent[x as usize] as usize];
+            x = parent[x as usize];
+        }
+        x
+    }
+    let mut direct = HashMap::new();
+    let mut member = vec![false; n];
+    for l in &t.xgmi {
+        let (Some(a), Some(b)) = (t.device_index(&l.a), t.device_index(&l.b)) else {
+            continue;
+        };
+        if a == b {
+            continue;
+        }
+        member[a] = true;
+        member[b] = true;
+        let (ra, rb) = (find(&mut parent, a as u32), find(&mut parent, b as u32));
+        parent[ra as usize] = rb;
+        if l.direct != Some(false) {
+            direct.insert(norm(a as DevIx, b as DevIx), l.count.unwrap_or(0));
+        }
+    }
+    let hive = (0..n)
+        .map(|i| {
+            if member[i] {
+                find(&mut parent, i as u32)
+            } else {
+                NONE
+            }
+        })
+        .collect();
+    (direct, hive)
 }
 
 fn norm(a: DevIx, b: DevIx) -> (DevIx, DevIx) {
@@ -305,6 +350,8 @@ impl<'t> Paths<'t> {
             v.sort_unstable();
         }
 
+        let (xgmi_direct, xgmi_hive) = xgmi_tables(t);
+
         let acs = t
             .devices
             .iter()
@@ -335,6 +382,8 @@ impl<'t> Paths<'t> {
             nv_peers,
             nv_fabric,
             nv_version,
+            xgmi_direct,
+            xgmi_hive,
             cpu_nodes: t.numa_nodes.iter().filter(|n| !n.cpus.is_empty()).count(),
             data_path: Vec::new(),
         };
@@ -563,6 +612,21 @@ impl<'t> Paths<'t> {
         self.count_units(&self.unit, a, b, m)
     }
 
+    /// NCCL's PCI nodes between device `i` and its CPU (after Broadcom flattening): the
+    /// switches and plain bridges on its chain, each counted once (root ports are no node).
+    pub fn nccl_pci_nodes_above(&self, i: DevIx) -> u32 {
+        let mut n = 0;
+        let mut last = NONE;
+        for &d in self.chain(i).iter().skip(1) {
+            let u = self.nccl_unit[d as usize];
+            if u != NONE && u != last {
+                n += 1;
+                last = u;
+            }
+        }
+        n
+    }
+
     /// NCCL's PCI switch nodes on the path meeting at `m`: after Broadcom flattening, and as
     /// found before it.
     pub fn nccl_switch_nodes(&self, a: DevIx, b: DevIx, m: Meet) -> (u32, u32) {
@@ -631,6 +695,26 @@ impl<'t> Paths<'t> {
         let fa = self.nv_fabric.get(&a).copied().unwrap_or(0);
         let fb = self.nv_fabric.get(&b).copied().unwrap_or(0);
         (fa > 0 && fb > 0).then(|| (fa.min(fb), true))
+    }
+
+    /// xGMI between two GPUs: `Some((count, direct))` when both are in one xGMI hive (joined
+    /// by xGMI links, directly or through other GPUs of the hive); `count` is the direct links
+    /// a source reported (0: none reported or not direct), `direct` whether a direct link was
+    /// reported.
+    pub fn xgmi(&self, a: DevIx, b: DevIx) -> Option<(u32, bool)> {
+        let hive = |i: DevIx| self.xgmi_hive.get(i as usize).copied().unwrap_or(NONE);
+        if a == b || hive(a) == NONE || hive(a) != hive(b) {
+            return None;
+        }
+        match self.xgmi_direct.get(&norm(a, b)) {
+            Some(&n) => Some((n, true)),
+            None => Some((0, false)),
+        }
+    }
+
+    /// Whether any xGMI link is in the topology.
+    pub fn any_xgmi(&self) -> bool {
+        !self.xgmi_direct.is_empty() || self.xgmi_hive.iter().any(|&h| h != NONE)
     }
 
     /// Direct NVLink peers of a GPU with their link counts, ascending by device index.

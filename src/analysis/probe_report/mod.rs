@@ -33,6 +33,8 @@ pub enum MemoryKind {
     Host,
     /// CUDA device memory from `cuMemAlloc` (never managed memory).
     Cuda,
+    /// AMD GPU memory from HIP's `hipMalloc` (ROCm).
+    Hip,
 }
 
 impl MemoryKind {
@@ -41,7 +43,13 @@ impl MemoryKind {
         match self {
             MemoryKind::Host => "host",
             MemoryKind::Cuda => "cuda",
+            MemoryKind::Hip => "hip",
         }
+    }
+
+    /// Whether this is GPU memory (CUDA or HIP), not host memory.
+    pub fn is_device(self) -> bool {
+        self != MemoryKind::Host
     }
 }
 

@@ -84,7 +84,7 @@ pub enum Expectation {
 /// Maps a classification label to what it predicts.
 pub fn expectation(label: Option<Label>) -> Expectation {
     match label {
-        Some(Label::Pix | Label::Pxb | Label::X | Label::Nv(_)) => Expectation::Fast,
+        Some(Label::Pix | Label::Pxb | Label::X | Label::Nv(_) | Label::Xgmi) => Expectation::Fast,
         Some(Label::Phb | Label::Node) => Expectation::Slow,
         Some(Label::Sys) => Expectation::CrossSocket,
         Some(Label::Unknown) | None => Expectation::Unknown,

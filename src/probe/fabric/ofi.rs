@@ -187,7 +187,7 @@ impl OfiFabric {
             threading: 0,
             target_driven: AtomicBool::new(false),
         };
-        f.open_fabric(memory == MemoryKind::Cuda)?;
+        f.open_fabric(memory.is_device())?;
         f.eq_s = f.open_eq()?;
         f.eq_c = f.open_eq()?;
         let port = f.listen()?;

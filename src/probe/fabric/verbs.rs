@@ -12,7 +12,6 @@
 use super::layout::Zeroable;
 use super::verbs_sys::*;
 use super::{Completion, Fabric, OpenError, Posted, RawRegistration, RegTable, Transfer};
-use crate::analysis::probe_report::MemoryKind;
 use crate::analysis::probe_report::NicRef;
 use crate::analysis::probe_report::{Op, RegAttempt};
 use crate::probe::Unavailable;
@@ -452,7 +451,7 @@ impl Fabric for VerbsFabric {
             | IBV_ACCESS_RELAXED_ORDERING;
         let mut attempts = Vec::new();
         let mut chosen: Option<(*mut ibv_mr, &str)> = None;
-        let plain = if buf.kind() == MemoryKind::Cuda {
+        let plain = if buf.kind().is_device() {
             // SAFETY: the caller's contract (register_raw) covers this registration.
             match unsafe { self.reg_dmabuf(buf, access) } {
                 Ok(mr) => {

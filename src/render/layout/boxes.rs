@@ -165,7 +165,7 @@ impl Builder<'_> {
         let os: Vec<&str> = d
             .os_devices
             .iter()
-            .filter(|o| o.kind != OsDeviceKind::NvidiaGpu)
+            .filter(|o| !matches!(o.kind, OsDeviceKind::NvidiaGpu | OsDeviceKind::AmdGpu))
             .map(|o| o.name.as_str())
             .collect();
         if !os.is_empty() {

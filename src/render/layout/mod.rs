@@ -172,7 +172,7 @@ impl BoxKind {
 pub fn label_colour(l: Label) -> &'static str {
     match l {
         Label::X => "#2b2b2b",
-        Label::Nv(_) => "#006837",
+        Label::Nv(_) | Label::Xgmi => "#006837",
         Label::Pix => "#1a9850",
         Label::Pxb => "#66bd63",
         Label::Phb => "#e0b000",

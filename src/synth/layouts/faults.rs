@@ -293,10 +293,37 @@ pub fn as_vm(mut spec: Spec) -> Spec {
     spec
 }
 
+/// Changes what the amdgpu/KFD driver shows of the AMD GPU at `bdf` (and its function).
+fn amd_gpu_fault(
+    mut spec: Spec,
+    bdf: Bdf,
+    change: impl FnOnce(&mut crate::synth::AmdGpuSpec, &mut crate::synth::Function),
+) -> Result<Spec, SpecError> {
+    let f = spec
+        .function_mut(bdf)
+        .ok_or(SpecError::NoSuchFunction(bdf))?;
+    let mut a = f
+        .amd
+        .take()
+        .ok_or_else(|| SpecError::Other(format!("{bdf} is not an AMD GPU of this layout")))?;
+    change(&mut a, f);
+    f.amd = Some(a);
+    Ok(spec)
+}
+
+/// Removes the amdkfd peer-memory client (`sys/kernel/mm/memory_peers/amdkfd`): the RDMA stack
+/// has no peer-memory API, or amdgpu did not register with it.
+pub fn without_amdkfd_peer(mut spec: Spec) -> Spec {
+    spec.node.memory_peers.retain(|m| m.name != "amdkfd");
+    spec
+}
+
 /// Applies a fault given as text (the CLI's `--fault`):
 /// `acs-redirect=BDF`, `acs=BDF,HEX`, `link-width=BDF,W`, `aer=BDF,COR,NONFATAL,FATAL`,
-/// `iommu-type=BDF,TYPE`, `move=BDF,NUMA`, `no-peermem`, `vm`, `no-nvidia-fs`,
-/// `compat-forced`.
+/// `iommu-type=BDF,TYPE`, `move=BDF,NUMA`, `no-peermem`, `vm`; GPUDirect Storage:
+/// `no-nvidia-fs`, `compat-forced`; AMD GPUs: `small-bar=BDF` (a 256 MiB BAR0, KFD's small-BAR
+/// flags), `no-atomics=BDF` (KFD's no-PCIe-atomics flags), `xgmi-down=BDF,BDF` (no xGMI io_link
+/// between the two), `no-amdkfd-peer`.
 pub fn apply_fault(spec: Spec, fault: &str) -> Result<Spec, SpecError> {
     let (kind, arg) = fault.split_once('=').unwrap_or((fault, ""));
     let args: Vec<&str> = arg.split(',').map(str::trim).collect();
@@ -340,8 +367,20 @@ pub fn apply_fault(spec: Spec, fault: &str) -> Result<Spec, SpecError> {
         "vm" => Ok(as_vm(spec)),
         "no-nvidia-fs" => Ok(without_nvidia_fs(spec)),
         "compat-forced" => with_compat_forced(spec),
+        "small-bar" => amd_gpu_fault(spec, bdf(0)?, |a, f| {
+            a.large_bar = false;
+            for b in f.bars.iter_mut().filter(|b| b.index == 0) {
+                b.size = 256 << 20;
+            }
+        }),
+        "no-atomics" => amd_gpu_fault(spec, bdf(0)?, |a, _| a.atomics = false),
+        "xgmi-down" => {
+            let peer = bdf(1)?;
+            amd_gpu_fault(spec, bdf(0)?, |a, _| a.xgmi_down.push(peer))
+        }
+        "no-amdkfd-peer" => Ok(without_amdkfd_peer(spec)),
         _ => Err(SpecError::Other(format!(
-            "unknown fault '{kind}' (known: acs-redirect=BDF, acs=BDF,HEX, link-width=BDF,W, aer=BDF,C,N,F, iommu-type=BDF,TYPE, move=BDF,NUMA, no-peermem, vm, no-nvidia-fs, compat-forced)"
+            "unknown fault '{kind}' (known: acs-redirect=BDF, acs=BDF,HEX, link-width=BDF,W, aer=BDF,C,N,F, iommu-type=BDF,TYPE, move=BDF,NUMA, no-peermem, vm, no-nvidia-fs, compat-forced, small-bar=BDF, no-atomics=BDF, xgmi-down=BDF,BDF, no-amdkfd-peer)"
         ))),
     }
 }

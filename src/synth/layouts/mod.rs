@@ -63,6 +63,14 @@ pub const LAYOUTS: &[(&str, &str)] = &[
         "hgx-h100-gds",
         "hgx-h100 with a data NVMe under every GPU switch (md RAID0 at /raid), nvidia-fs and NVIDIA's default cufile.json",
     ),
+    (
+        "mi300x-8gpu",
+        "2x EPYC Genoa, 8x AMD MI300X in one xGMI hive (KFD topology), each behind its 1022:1500/1002:1501 bridges under a Broadcom switch with its Thor2 400G NIC",
+    ),
+    (
+        "mi300a-4apu",
+        "4x AMD MI300A APU, one per NUMA node, each with a ConnectX-7 on the same host bridge and no switch (RCCL's topo_4p_942 shape), xGMI hive",
+    ),
 ];
 
 /// The spec of a named layout (`hgx-h100`, …, `scaling-N`, `many-vfs-N`), or `None`.
@@ -79,6 +87,8 @@ pub fn by_name(name: &str) -> Option<Spec> {
         "hgx-b300" => Some(hgx_b300()),
         "gb300-tray" => Some(gb300_tray()),
         "hgx-h100-gds" => Some(hgx_h100_gds()),
+        "mi300x-8gpu" => Some(mi300x_8gpu()),
+        "mi300a-4apu" => Some(mi300a_4apu()),
         _ => {
             if let Some(n) = name
                 .strip_prefix("scaling-")
@@ -475,6 +485,7 @@ fn host_bridge_on(bus: u8, numa_node: Option<u32>) -> Vec<HostBridgeSpec> {
     }]
 }
 
+mod amd;
 mod b300;
 mod dgx;
 mod faults;
@@ -485,6 +496,7 @@ mod nvsmi;
 mod scaling;
 mod vm;
 
+pub use amd::*;
 pub use b300::*;
 pub use dgx::*;
 pub use faults::*;

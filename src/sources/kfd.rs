@@ -1,0 +1,289 @@
+//! The KFD topology in sysfs (`/sys/class/kfd/kfd/topology/nodes/<N>/`): which AMD GPU each
+//! GPU node is (by `domain` and `location_id`, as RCCL's `alt_rsmi.cc` and rocm_smi_lib map
+//! them), its hive, render node and memory, its io_link to the CPU, and the xGMI io_links
+//! (type 11) between GPU nodes; plus the amdgpu partition attributes of each AMD GPU's device
+//! directory (`current_compute_partition`, `current_memory_partition`).
+//!
+//! A node is a GPU node when its `simd_count` is above 0 (CPU nodes have `cpu_cores_count`
+//! and no SIMDs); its PCI function is `domain:bus:dev.fn` with bus = `location_id` bits 8–15,
+//! device bits 3–7, function bits 0–2; bits 28–31 carry the partition number of a partitioned
+//! GPU (each compute partition is its own node on the same function).
+
+use super::fsroot::FsRoot;
+use crate::model::amd::{AmdGpu, KFD_LINK_XGMI, KfdLink, XgmiLink, is_amd_gpu};
+use crate::model::bdf::Bdf;
+use crate::model::device::Device;
+use crate::model::topology::Warning;
+use crate::parse::kfd::{KfdProperties, properties};
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Where the kernel publishes the KFD topology.
+pub const NODES: &str = "sys/class/kfd/kfd/topology/nodes";
+
+/// What the KFD topology said, ready to fold into the scan.
+#[derive(Debug, Default)]
+pub struct KfdScan {
+    /// Whether the node directory could be listed (amdgpu loaded, or captured).
+    pub visible: bool,
+    /// xGMI io_links between GPU nodes, one observation per link file.
+    pub xgmi: Vec<XgmiLink>,
+    /// What could not be read or matched.
+    pub warnings: Vec<Warning>,
+}
+
+struct Node {
+    id: u32,
+    dir: PathBuf,
+    props: KfdProperties,
+    /// The PCI function of a GPU node.
+    gpu: Option<Bdf>,
+    links: Vec<KfdLink>,
+}
+
+fn warn(out: &mut Vec<Warning>, path: &Path, message: impl Into<String>) {
+    out.push(Warning {
+        path: path.display().to_string(),
+        message: message.into(),
+    });
+}
+
+/// Reads and parses one `properties` file; `None` (with a warning unless absent) when it
+/// cannot be read or holds no pair.
+fn read_props(fs: &dyn FsRoot, path: &Path, w: &mut Vec<Warning>) -> Option<KfdProperties> {
+    let b = match fs.read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
+        Err(e) => {
+            warn(w, path, format!("could not read ({e}); KFD facts unknown"));
+            return None;
+        }
+    };
+    match properties(&b) {
+        Ok((p, bad)) => {
+            for r in bad {
+                warn(w, path, format!("{r}; line skipped"));
+            }
+            Some(p)
+        }
+        Err(r) if r.is_empty() => None,
+        Err(r) => {
+            warn(w, path, format!("{r}; KFD facts unknown"));
+            None
+        }
+    }
+}
+
+/// Numbered subdirectories of `dir` (`nodes/0`, `io_links/3`), in number order.
+fn numbered(fs: &dyn FsRoot, dir: &Path) -> io::Result<Vec<(u32, PathBuf)>> {
+    let mut v: Vec<(u32, PathBuf)> = fs
+        .read_dir(dir)?
+        .into_iter()
+        .filter_map(|e| Some((e.name.parse::<u32>().ok()?, dir.join(&e.name))))
+        .collect();
+    v.sort_by_key(|(n, _)| *n);
+    Ok(v)
+}
+
+/// The PCI function a GPU node names (`domain` and `location_id`).
+fn node_bdf(p: &KfdProperties) -> Option<Bdf> {
+    let loc = p.get("location_id")?;
+    let domain = u32::try_from(p.get("domain").unwrap_or(0)).ok()?;
+    let bus = ((loc >> 8) & 0xff) as u8;
+    let device = ((loc >> 3) & 0x1f) as u8;
+    let function = (loc & 0x7) as u8;
+    format!("{domain:04x}:{bus:02x}:{device:02x}.{function}")
+        .parse()
+        .ok()
+}
+
+fn link_of(path: &Path, p: &KfdProperties) -> Option<KfdLink> {
+    Some(KfdLink {
+        path: path.display().to_string(),
+        link_type: p.get_u32("type")?,
+        node_to: p.get_u32("node_to")?,
+        weight: p.get_u32("weight"),
+        min_bandwidth: p.get_u32("min_bandwidth"),
+        max_bandwidth: p.get_u32("max_bandwidth"),
+        flags: p.get_u32("flags"),
+    })
+}
+
+/// Reads the KFD topology and folds what it says about each AMD GPU into `devices`
+/// ([`Device::amd`]); returns the xGMI links and whether the topology was there at all.
+pub fn read(fs: &dyn FsRoot, devices: &mut [Device]) -> KfdScan {
+    let mut out = KfdScan::default();
+    let root = Path::new(NODES);
+    let list = match numbered(fs, root) {
+        Ok(l) => l,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            partitions(fs, devices, &mut out.warnings);
+            return out;
+        }
+        Err(e) => {
+            warn(
+                &mut out.warnings,
+                root,
+                format!("could not list ({e}); xGMI and KFD facts unknown"),
+            );
+            partitions(fs, devices, &mut out.warnings);
+            return out;
+        }
+    };
+    out.visible = true;
+    let mut nodes: Vec<Node> = Vec::new();
+    for (id, dir) in list {
+        let Some(props) = read_props(fs, &dir.join("properties"), &mut out.warnings) else {
+            continue;
+        };
+        let gpu = (props.get("simd_count").unwrap_or(0) > 0)
+            .then(|| node_bdf(&props))
+            .flatten();
+        let mut links = Vec::new();
+        if let Ok(ls) = numbered(fs, &dir.join("io_links")) {
+            for (_, ld) in ls {
+                let path = ld.join("properties");
+                if let Some(p) = read_props(fs, &path, &mut out.warnings) {
+                    match link_of(&path, &p) {
+                        Some(l) => links.push(l),
+                        None => warn(
+                            &mut out.warnings,
+                            &path,
+                            "io_link without type or node_to; link skipped",
+                        ),
+                    }
+                }
+            }
+        }
+        nodes.push(Node {
+            id,
+            dir,
+            props,
+            gpu,
+            links,
+        });
+    }
+    let by_id: BTreeMap<u32, usize> = nodes.iter().enumerate().map(|(k, n)| (n.id, k)).collect();
+    let is_cpu = |id: u32| {
+        by_id.get(&id).is_some_and(|&k| {
+            nodes[k].gpu.is_none() && nodes[k].props.get("cpu_cores_count").unwrap_or(0) > 0
+        })
+    };
+    for n in &nodes {
+        let Some(bdf) = n.gpu else { continue };
+        let Some(d) = devices.iter_mut().find(|d| d.bdf == bdf) else {
+            warn(
+                &mut out.warnings,
+                &n.dir.join("properties"),
+                format!(
+                    "GPU node names PCI function {bdf}, which the PCI scan does not have; its facts are not kept"
+                ),
+            );
+            continue;
+        };
+        let a = d.amd.get_or_insert_with(|| AmdGpu {
+            source: n.dir.display().to_string(),
+            ..AmdGpu::default()
+        });
+        a.kfd_nodes.push(n.id);
+        if a.kfd_nodes.len() == 1 {
+            a.hive_id = n.props.get("hive_id");
+            a.gfx_target_version = n.props.get_u32("gfx_target_version");
+            a.drm_render_minor = n.props.get_u32("drm_render_minor");
+            a.unique_id = n.props.get("unique_id");
+            a.num_xcc = n.props.get_u32("num_xcc");
+            a.cpu_link = n.links.iter().find(|l| is_cpu(l.node_to)).cloned();
+            a.vram_bytes = vram(fs, &n.dir, &mut out.warnings);
+        }
+        for l in n.links.iter().filter(|l| l.link_type == KFD_LINK_XGMI) {
+            let Some(peer) = by_id.get(&l.node_to).and_then(|&k| nodes[k].gpu) else {
+                continue;
+            };
+            if peer == bdf {
+                continue; // two partitions of one GPU
+            }
+            let mut x = XgmiLink::new(
+                bdf,
+                peer,
+                format!(
+                    "{}: type 11 (xGMI) node_to {} weight {} min_bandwidth {} max_bandwidth {}",
+                    l.path,
+                    l.node_to,
+                    opt(l.weight),
+                    opt(l.min_bandwidth),
+                    opt(l.max_bandwidth)
+                ),
+            );
+            x.weight = l.weight;
+            x.hops = Some(1);
+            x.min_bandwidth = l.min_bandwidth;
+            x.max_bandwidth = l.max_bandwidth;
+            x.direct = l.max_bandwidth.map(|m| m > 0);
+            x.count = match (l.min_bandwidth, l.max_bandwidth) {
+                (Some(lo), Some(hi)) if lo > 0 && hi > 0 => Some(hi / lo),
+                _ => None,
+            };
+            out.xgmi.push(x);
+        }
+    }
+    partitions(fs, devices, &mut out.warnings);
+    out
+}
+
+fn opt(v: Option<u32>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_else(|| "?".into())
+}
+
+/// Local memory of a GPU node: `size_in_bytes` of its frame-buffer banks (heap types 1 and 2).
+fn vram(fs: &dyn FsRoot, dir: &Path, w: &mut Vec<Warning>) -> Option<u64> {
+    let banks = numbered(fs, &dir.join("mem_banks")).ok()?;
+    let mut total = None;
+    for (_, b) in banks {
+        let Some(p) = read_props(fs, &b.join("properties"), w) else {
+            continue;
+        };
+        if matches!(p.get("heap_type"), Some(1 | 2))
+            && let Some(s) = p.get("size_in_bytes")
+        {
+            total = Some(total.unwrap_or(0u64).saturating_add(s));
+        }
+    }
+    total
+}
+
+/// The amdgpu partition modes of each AMD GPU (`current_compute_partition`,
+/// `current_memory_partition` in its device directory; absent on GPUs that cannot be
+/// partitioned).
+fn partitions(fs: &dyn FsRoot, devices: &mut [Device], w: &mut Vec<Warning>) {
+    for d in devices.iter_mut().filter(|d| is_amd_gpu(d)) {
+        let dir = PathBuf::from(&d.sysfs_path);
+        let mut read = |name: &str| -> Option<String> {
+            let p = dir.join(name);
+            match fs.read(&p) {
+                Ok(b) => match crate::parse::attr::text(&b) {
+                    Ok(t) => Some(t.to_string()),
+                    Err(r) if r.is_empty() => None,
+                    Err(r) => {
+                        warn(w, &p, format!("{r}; value treated as unknown"));
+                        None
+                    }
+                },
+                Err(_) => None,
+            }
+        };
+        let (c, m) = (
+            read("current_compute_partition"),
+            read("current_memory_partition"),
+        );
+        if c.is_none() && m.is_none() {
+            continue;
+        }
+        let a = d.amd.get_or_insert_with(|| AmdGpu {
+            source: d.sysfs_path.clone(),
+            ..AmdGpu::default()
+        });
+        a.compute_partition = c;
+        a.memory_partition = m;
+    }
+}
