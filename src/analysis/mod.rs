@@ -23,7 +23,7 @@ pub mod paths;
 pub mod place;
 pub mod probe_report;
 pub mod rails;
-pub mod storage;
 pub mod rocm_topo;
+pub mod storage;
 
 pub mod testkit;
