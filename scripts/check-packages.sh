@@ -163,8 +163,8 @@ comp=$(bash --norc -c '
 ') || fail "bash completion did not load: $comp"
 echo "$comp" | grep -q '^au: audit$' || fail "bash completion of 'peerpath au': $comp"
 echo "$comp" | grep -q '^audit --for: --format$' || fail "bash completion of 'peerpath audit --for': $comp"
-echo "$comp" | grep -q '^audit --format: text json$' || fail "bash completion of 'audit --format ': $comp"
-ok "bash completion: loaded by bash-completion from /usr/share/bash-completion/completions/peerpath; 'au' -> audit, 'audit --for' -> --format, --format -> text json"
+echo "$comp" | grep -q '^audit --format: text json health$' || fail "bash completion of 'audit --format ': $comp"
+ok "bash completion: loaded by bash-completion from /usr/share/bash-completion/completions/peerpath; 'au' -> audit, 'audit --for' -> --format, --format -> text json health"
 
 # .rpm: fields, files, requirements.
 qi=$(rpm -qip "$rpm" 2>/dev/null)

@@ -16,6 +16,7 @@
 #   peerpath_live  every peerpath command on the live node, text and JSON; a capture, read back
 #                  and diffed against fixtures/real/h200-vm.tar.gz
 #   probes         `probe --memory cuda` with the default fabric and with `--fabric ofi`
+  hip            `probe --memory hip` on this NVIDIA machine: no ROCm, which it must say plainly
 #   torch_copy     PyTorch's pinned 64 MiB host↔device copies, the reference for the probe
 #   nccl           NCCL (one rank, through PyTorch) with its own detection and with our
 #                  NCCL_TOPO_FILE; whether NCCL warned about the file
@@ -34,7 +35,7 @@ set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-/tmp/gpu-check-out}
 BUDGET_S=${GPU_CHECK_BUDGET_S:-270}
-PHASES=${GPU_CHECK_PHASES:-"env_facts smi tools timing peerpath_live probes torch_copy nccl soft_rdma gds raw_sysfs"}
+PHASES=${GPU_CHECK_PHASES:-"env_facts smi tools timing peerpath_live probes hip torch_copy nccl soft_rdma gds raw_sysfs"}
 TOP=$(mktemp -d /tmp/gpu-check.XXXXXX)
 R=$TOP/gpu-check          # everything collected, packed as $OUT/gpu-check.tar.gz
 X=$TOP/x                  # private prefix of the carried packages
@@ -227,6 +228,11 @@ probes() {
   pp probe-cuda-text 30 probe --memory cuda --duration 8
   pp probe-ofi-cuda 40 probe --fabric ofi --provider tcp --memory cuda --format json --duration 10
   pp probe-ofi-cuda-text 30 probe --fabric ofi --provider tcp --memory cuda --duration 8
+}
+
+hip() {
+  pp hip-probe 20 probe --memory hip --format json --duration 2
+  pp hip-probe-text 20 probe --memory hip --duration 2
 }
 
 torch_copy() {

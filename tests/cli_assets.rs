@@ -140,7 +140,7 @@ fn bash_loads_the_completion_and_completes_commands_and_options() {
     ) else {
         return;
     };
-    assert_eq!(out, "audit\n--format\ntable json\n");
+    assert_eq!(out, "audit\n--format\ntable json rocm-smi\n");
 }
 
 #[test]

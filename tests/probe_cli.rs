@@ -260,6 +260,38 @@ fn without_cuda_the_cuda_probes_say_so() {
 }
 
 #[test]
+fn the_default_fabric_still_names_the_missing_gpu_runtime() {
+    // With the default fabric (verbs) on a machine without kernel RDMA, libibverbs or an RDMA
+    // device, the GPU runtime the user asked for is still what the message names first: on
+    // this machine `--memory hip` once said only "the kernel has no RDMA support".
+    let loads = |names: &[&str]| {
+        names
+            .iter()
+            .any(|n| unsafe { libloading::Library::new(n) }.is_ok())
+    };
+    for (memory, libs, says) in [
+        ("cuda", &["libcuda.so.1", "libcuda.so"][..], "libcuda.so.1"),
+        (
+            "hip",
+            &["libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so"][..],
+            "without ROCm there is no AMD GPU memory to probe",
+        ),
+    ] {
+        if loads(libs) {
+            continue;
+        }
+        let o = probe(&["--memory", memory, "--duration", "1"], &[]);
+        no_panic(&o);
+        assert_eq!(o.status.code(), Some(3), "--memory {memory}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(&format!("--memory {memory}: ")) && err.contains(says),
+            "--memory {memory}: {err}"
+        );
+    }
+}
+
+#[test]
 fn ctrl_c_stops_the_run_and_releases_everything() {
     let child = Command::new(env!("CARGO_BIN_EXE_peerpath"))
         .args([

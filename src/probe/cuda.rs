@@ -108,7 +108,7 @@ pub fn open() -> Result<Result<Cuda, String>, Unavailable> {
 }
 
 /// The plan's view of the driver: its devices and their `cuDeviceGetPCIBusId` addresses.
-impl super::plan::CudaGpus for Cuda {
+impl super::memory::CudaGpus for Cuda {
     fn count(&self) -> usize {
         Cuda::count(self)
     }

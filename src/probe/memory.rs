@@ -2,7 +2,6 @@
 //! CUDA device memory (`cuMemAlloc`). The transfer loop fills a buffer with a seeded pattern,
 //! lets the fabric move it, and reads the destination back to check every byte.
 
-use super::plan::CudaGpus;
 use crate::analysis::probe_report::MemoryKind;
 
 /// A dma-buf export of a buffer: the fd and the buffer's offset inside the exported range.
@@ -48,6 +47,27 @@ pub trait Buffer {
     /// GPU memory and not a host copy. `None` for host memory.
     fn is_device_memory(&self) -> Option<bool> {
         None
+    }
+}
+
+/// A GPU runtime's devices and their PCI addresses, what the probe's plan needs of it
+/// (`super::cuda::Cuda` answers from `cuDeviceGetPCIBusId`; ROCm's HIP answers the same for
+/// `--memory hip`, `super::hip::Hip`).
+pub trait CudaGpus {
+    /// The runtime's name in notes (`CUDA`, `HIP`).
+    fn name(&self) -> &'static str {
+        "CUDA"
+    }
+    /// Number of CUDA devices.
+    fn count(&self) -> usize;
+    /// PCI address of a device, lower case (`0000:17:00.0`).
+    fn pci_bus_id(&self, ordinal: usize) -> Result<String, String>;
+    /// The ordinal of the GPU at a PCI address, if CUDA sees it.
+    fn ordinal_of(&self, bdf: &str) -> Option<usize> {
+        (0..self.count()).find(|&i| {
+            self.pci_bus_id(i)
+                .is_ok_and(|b| b.eq_ignore_ascii_case(bdf) || b.ends_with(bdf))
+        })
     }
 }
 

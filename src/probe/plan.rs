@@ -11,6 +11,7 @@
 
 use super::Unavailable;
 use super::counters;
+use super::memory::CudaGpus;
 use super::pairs::{self, RdmaNic};
 use super::run::ProbeOptions;
 use crate::analysis::classify::Label;
@@ -34,27 +35,6 @@ pub struct Job {
     pub blocked: Option<String>,
     /// The memory of a GPU job (`cuda`, or `hip` on AMD GPUs); host for baselines.
     pub device_memory: MemoryKind,
-}
-
-/// What the plan needs of the CUDA driver: its devices and their PCI addresses
-/// (`super::cuda::Cuda` answers from `cuDeviceGetPCIBusId`; ROCm's HIP answers the same for
-/// `--memory hip`, `super::hip::Hip`).
-pub trait CudaGpus {
-    /// The runtime's name in notes (`CUDA`, `HIP`).
-    fn name(&self) -> &'static str {
-        "CUDA"
-    }
-    /// Number of CUDA devices.
-    fn count(&self) -> usize;
-    /// PCI address of a device, lower case (`0000:17:00.0`).
-    fn pci_bus_id(&self, ordinal: usize) -> Result<String, String>;
-    /// The ordinal of the GPU at a PCI address, if CUDA sees it.
-    fn ordinal_of(&self, bdf: &str) -> Option<usize> {
-        (0..self.count()).find(|&i| {
-            self.pci_bus_id(i)
-                .is_ok_and(|b| b.eq_ignore_ascii_case(bdf) || b.ends_with(bdf))
-        })
-    }
 }
 
 impl Job {

@@ -498,14 +498,21 @@ pub fn run(topo: Option<&Topology>, opts: &ProbeOptions) -> Result<ProbeReport, 
     let started = Instant::now();
     let mut notes = Vec::new();
 
-    // The fabric library first (the more fundamental absence), then CUDA (GPU memory needs it;
-    // the copy probes run either way and say why not). A verbs fabric without devices is not
-    // the end when there are GPUs to measure: the plan says (`plan::jobs`).
+    // A verbs fabric without devices is not the end when there are GPUs to measure: the plan
+    // says (`plan::jobs`). Without the asked GPU runtime the probe cannot run; when the fabric
+    // cannot run either, both absences are said (the runtime the user asked for first).
     let devices = match opts.fabric {
         FabricKind::Verbs => verbs::list_devices(),
         FabricKind::Ofi => {
             ofi::runtime_version()?;
             Ok(Vec::new())
+        }
+    };
+    let without_gpu = |why: String| -> Unavailable {
+        match &devices {
+            Ok(_) => Unavailable::device(&why),
+            // Only verbs lists devices; libfabric's absence returned above.
+            Err(u) => Unavailable::device(&format!("{why}; verbs cannot run either: {u}")),
         }
     };
     let cuda_handle = match cuda::open() {
@@ -516,8 +523,7 @@ pub fn run(topo: Option<&Topology>, opts: &ProbeOptions) -> Result<ProbeReport, 
     if opts.memory == MemoryKind::Cuda
         && let Err(e) = &cuda_handle
     {
-        devices?;
-        return Err(Unavailable::device(&format!("--memory cuda: {e}")));
+        return Err(without_gpu(format!("--memory cuda: {e}")));
     }
 
     // AMD GPU memory: ROCm's HIP runtime, or the probe says there is none.
@@ -525,15 +531,11 @@ pub fn run(topo: Option<&Topology>, opts: &ProbeOptions) -> Result<ProbeReport, 
         MemoryKind::Hip => match super::hip::open() {
             Ok(Ok(h)) => Some(h),
             Ok(Err(e)) => {
-                devices?;
-                return Err(Unavailable::device(&format!(
+                return Err(without_gpu(format!(
                     "--memory hip: HIP runtime present but not usable: {e}"
                 )));
             }
-            Err(u) => {
-                devices?;
-                return Err(Unavailable::device(&format!("--memory hip: {}", u.message)));
-            }
+            Err(u) => return Err(without_gpu(format!("--memory hip: {}", u.message))),
         },
         _ => None,
     };
@@ -544,7 +546,7 @@ pub fn run(topo: Option<&Topology>, opts: &ProbeOptions) -> Result<ProbeReport, 
             .map(|c| c as &dyn GpuRuntime)
             .map_err(String::as_str),
     };
-    let cuda_gpus = gpu_runtime.map(|g| g as &dyn plan::CudaGpus);
+    let cuda_gpus = gpu_runtime.map(|g| g as &dyn memory::CudaGpus);
     let jobs = plan::jobs(topo, opts, &devices, cuda_gpus, &mut notes)?;
     let (window, total_cells) = plan::cell_window(&jobs, opts);
     let watch = plan::counter_watch(topo, opts, &jobs, &mut notes);

@@ -980,7 +980,10 @@ fn nic_list(transport: String, list: &str, complete: bool) -> Parsed {
         nics.push(nic_entry(index, r[..end].trim()));
         rest = r[end..].trim_start();
     }
-    if nics.is_empty() && complete {
+    // NCCL prints the list even when no device passed its filters (net_ib's `NET/IB : Using%s
+    // %s; OOB …` with an empty device line, after `NET/IB : No device found.`): an empty list
+    // with its OOB interface is that statement, anything else without entries is not this form.
+    if nics.is_empty() && complete && !(rest.is_empty() && oob.is_some()) {
         return Parsed::Refused("a `Using` list without [index]name entries".into());
     }
     Parsed::Record(Record::NicList(NicList {

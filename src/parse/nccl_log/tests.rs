@@ -315,6 +315,16 @@ fn form_nic_lists() {
         ),
         ("Socket", "eth1", Some("10.0.1.1<0>"))
     );
+    // No IB device passed NCCL's filters: 2.28 still prints the list, empty, after `No device
+    // found.` (the lent H200 VM's own log, shared/reference/h200).
+    let e = l("NET/IB : Using [RO]; OOB eth0:192.0.2.2<0>");
+    assert!(e.nics.is_empty() && e.relaxed_ordering);
+    assert_eq!(e.oob.as_deref(), Some("eth0:192.0.2.2<0>"));
+    // Text that is not entries is still refused, not read as an empty list.
+    let log = parse_text(&format!(
+        "{H}NET/IB : Using mlx5_0 [RO]; OOB eth0:10.0.0.1<0>\n"
+    ));
+    assert_eq!(log.refused.len(), 1, "{log:#?}");
 }
 
 #[test]
