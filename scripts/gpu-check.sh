@@ -16,7 +16,7 @@
 #   peerpath_live  every peerpath command on the live node, text and JSON; a capture, read back
 #                  and diffed against fixtures/real/h200-vm.tar.gz
 #   probes         `probe --memory cuda` with the default fabric and with `--fabric ofi`
-  hip            `probe --memory hip` on this NVIDIA machine: no ROCm, which it must say plainly
+#   hip            `probe --memory hip` on this NVIDIA machine: no ROCm, which it must say plainly
 #   torch_copy     PyTorch's pinned 64 MiB host↔device copies, the reference for the probe
 #   nccl           NCCL (one rank, through PyTorch) with its own detection and with our
 #                  NCCL_TOPO_FILE; whether NCCL warned about the file
