@@ -161,6 +161,48 @@ fn clean_twin_is_equal_to_itself_to_a_renumbered_copy_and_keeps_its_fingerprint(
 }
 
 #[test]
+fn each_amd_and_gds_fault_changes_the_fingerprint_and_renumbering_does_not() {
+    // The fleet groups nodes by fingerprint and explains only outlier groups: a fault the
+    // audit finds but the fingerprint ignores would hide a broken node in a healthy group.
+    // Every AMD (issue 34) and GDS (issue 33) fault against its clean twin must split it.
+    let g = |i| layouts::mi300x_gpu(i).to_string();
+    let a = |i| layouts::mi300a_apu(i).to_string();
+    let cases: Vec<(Spec, String)> = vec![
+        (layouts::mi300x_8gpu(), format!("small-bar={}", g(3))),
+        (layouts::mi300x_8gpu(), format!("no-atomics={}", g(5))),
+        (
+            layouts::mi300x_8gpu(),
+            format!("xgmi-down={},{}", g(2), g(3)),
+        ),
+        (layouts::mi300x_8gpu(), "no-amdkfd-peer".into()),
+        (
+            layouts::mi300a_4apu(),
+            format!("xgmi-down={},{}", a(0), a(1)),
+        ),
+        (layouts::hgx_h100_gds(), "no-nvidia-fs".into()),
+        (layouts::hgx_h100_gds(), "compat-forced".into()),
+    ];
+    for (clean, fault) in cases {
+        let before = fleet::fingerprint(&scan(&clean));
+        let faulty = layouts::apply_fault(clean.clone(), &fault).unwrap();
+        assert_ne!(
+            before,
+            fleet::fingerprint(&scan(&faulty)),
+            "{}: {fault} keeps the clean twin's fingerprint",
+            clean.name
+        );
+    }
+    for clean in [layouts::mi300x_8gpu(), layouts::hgx_h100_gds()] {
+        assert_eq!(
+            fleet::fingerprint(&scan(&clean)),
+            fleet::fingerprint(&scan(&renumber(&clean, 2, 0x11))),
+            "{}: renumbered buses changed the fingerprint",
+            clean.name
+        );
+    }
+}
+
+#[test]
 fn kernel_renames_alone_are_one_rename_change_and_keep_the_fingerprint() {
     let clean = layouts::hgx_h100();
     let other = renamed(&clean);

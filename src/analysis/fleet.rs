@@ -9,9 +9,12 @@
 //! and no kernel name (`mlx5_N`, `ibN`) enters it, so renumbered buses and renamed devices keep
 //! it; everything the audit reads does (kinds, IDs, links, NUMA nodes, ACS control, IOMMU group
 //! type, whether AER counters are non-zero, MPS/MRRS, BAR sizes, RDMA port state and rate,
-//! NVLink counts, peer-memory modules, IOMMU units and kernel IOMMU options, hypervisor
-//! evidence, and whether the NVIDIA driver versions agree — not the versions themselves, so a
-//! rolling driver upgrade does not split the fleet).
+//! NVLink counts, AMD GPUs' KFD facts (the CPU link's type and flags: atomics, large BAR;
+//! partitions, XCCs, VRAM) and their xGMI links, peer-memory modules, IOMMU units and kernel
+//! IOMMU options, hypervisor evidence, GPUDirect Storage's facts (nvidia-fs present,
+//! cufile.json's settings, the P2PDMA prerequisites, the file systems on data drives), and
+//! whether the NVIDIA driver versions agree — not the versions themselves, so a rolling driver
+//! upgrade does not split the fleet).
 //!
 //! Streaming: [`Fleet::add`] keeps each node's name and fingerprint and, per distinct
 //! fingerprint, the first node's topology; [`Fleet::finish`] builds the layouts of the group
@@ -29,7 +32,7 @@ pub const FLEET_SCHEMA: &str = "peerpath.fleet/2";
 /// Tag of the fingerprint's definition (what [`fingerprint`] hashes); changes whenever the
 /// hashed features change, so a fingerprint recorded by `capture` under another tag is
 /// recomputed rather than compared.
-pub const FINGERPRINT_SCHEME: &str = "peerpath.fingerprint/2";
+pub const FINGERPRINT_SCHEME: &str = "peerpath.fingerprint/3";
 
 fn h_str(h: &mut fnv::FnvHasher, s: &str) {
     h.write(s.as_bytes());
@@ -50,8 +53,47 @@ fn h_f64(h: &mut fnv::FnvHasher, v: Option<f64>) {
     h_opt(h, v.map(|g| (g * 100.0).round() as u64));
 }
 
+/// Each device's links to its peers, sorted, without the peers' addresses: NVLinks
+/// (fabric-bound, count, version) and xGMI links (count, direct, weight, hops, bandwidths).
+struct PeerLinks {
+    nvlink: HashMap<Bdf, Vec<(bool, u32, u32)>>,
+    xgmi: HashMap<Bdf, Vec<[u32; 6]>>,
+}
+
+impl PeerLinks {
+    fn of(t: &Topology) -> Self {
+        let mut nvlink: HashMap<Bdf, Vec<(bool, u32, u32)>> = HashMap::new();
+        for l in &t.nvlinks {
+            let v = l.version.unwrap_or(0);
+            nvlink
+                .entry(l.a)
+                .or_default()
+                .push((l.b.is_none(), l.count, v));
+            if let Some(b) = l.b {
+                nvlink.entry(b).or_default().push((false, l.count, v));
+            }
+        }
+        let mut xgmi: HashMap<Bdf, Vec<[u32; 6]>> = HashMap::new();
+        for l in &t.xgmi {
+            let f = [
+                l.count.unwrap_or(u32::MAX),
+                l.direct.map_or(2, u32::from),
+                l.weight.unwrap_or(u32::MAX),
+                l.hops.unwrap_or(u32::MAX),
+                l.min_bandwidth.unwrap_or(u32::MAX),
+                l.max_bandwidth.unwrap_or(u32::MAX),
+            ];
+            xgmi.entry(l.a).or_default().push(f);
+            xgmi.entry(l.b).or_default().push(f);
+        }
+        nvlink.values_mut().for_each(|v| v.sort_unstable());
+        xgmi.values_mut().for_each(|v| v.sort_unstable());
+        PeerLinks { nvlink, xgmi }
+    }
+}
+
 /// The features of one device (no address, no kernel names).
-fn device_features(d: &Device, nvl: &HashMap<Bdf, Vec<(bool, u32, u32)>>, h: &mut fnv::FnvHasher) {
+fn device_features(d: &Device, links: &PeerLinks, h: &mut fnv::FnvHasher) {
     h_str(h, d.kind.as_str());
     h.write_u32(d.class);
     for v in [
@@ -132,12 +174,88 @@ fn device_features(d: &Device, nvl: &HashMap<Bdf, Vec<(bool, u32, u32)>>, h: &mu
     for o in os {
         h.write_u64(o);
     }
-    if let Some(links) = nvl.get(&d.bdf) {
-        for &(fabric, count, version) in links {
+    if let Some(nvl) = links.nvlink.get(&d.bdf) {
+        for &(fabric, count, version) in nvl {
             h.write_u8(fabric as u8);
             h.write_u32(count);
             h.write_u32(version);
         }
+    }
+    // AMD GPUs: what the amd-* checks read of KFD (no node numbers, render minors, hive or
+    // unique ids: those differ between identical nodes).
+    if let Some(a) = &d.amd {
+        h.write_u8(1);
+        h_opt(h, a.gfx_target_version);
+        h_opt(h, a.num_xcc);
+        h_str(h, a.compute_partition.as_deref().unwrap_or("-"));
+        h_str(h, a.memory_partition.as_deref().unwrap_or("-"));
+        h_opt(h, a.vram_bytes);
+        h.write_u8(a.hive_id.is_some_and(|id| id != 0) as u8);
+        match &a.cpu_link {
+            Some(l) => {
+                h.write_u32(l.link_type);
+                h_opt(h, l.weight);
+                h_opt(h, l.flags);
+            }
+            None => h.write_u8(0),
+        }
+    }
+    if let Some(xg) = links.xgmi.get(&d.bdf) {
+        h.write_usize(xg.len());
+        for f in xg {
+            for v in f {
+                h.write_u32(*v);
+            }
+        }
+    }
+}
+
+/// GPUDirect Storage's facts the gds-* checks read, without versions or device names.
+fn storage_features(s: &crate::model::storage::StorageFacts, h: &mut fnv::FnvHasher) {
+    for b in [s.read, s.nvidia_fs.is_some(), s.etc_visible] {
+        h.write_u8(b as u8);
+    }
+    match &s.cufile {
+        Some(f) => {
+            h.write_u8(1 + f.error.is_some() as u8);
+            if let Some(c) = &f.config {
+                for b in [c.compat_allowed(), c.compat_forced(), c.p2pdma()] {
+                    h.write_u8(b as u8);
+                }
+                h_opt(h, c.max_direct_io_size_kb);
+                h.write_usize(c.rdma_addrs().count());
+                h.write_usize(c.denylist.len());
+                h.write_usize(c.wrong_type.len());
+            }
+        }
+        None => h.write_u8(0),
+    }
+    h_opt(h, s.kernel_p2pdma.as_ref().map(|(_, on)| u8::from(*on)));
+    h_str(h, s.nvme_multipath.as_deref().unwrap_or("-"));
+    h_str(h, s.nvidia_registry_dwords.as_deref().unwrap_or("-"));
+    match &s.mounts {
+        Fact::Known(t) => {
+            let mut m: Vec<u64> = t
+                .mounts
+                .iter()
+                .filter(|m| !m.drives.is_empty())
+                .map(|m| {
+                    let mut g = fnv::FnvHasher::default();
+                    h_str(&mut g, &m.mount_point);
+                    h_str(&mut g, &m.fs_type);
+                    h_str(&mut g, m.option("data").unwrap_or("-"));
+                    h_str(&mut g, m.option("proto").unwrap_or("-"));
+                    g.write_usize(m.drives.len());
+                    g.finish()
+                })
+                .collect();
+            m.sort_unstable();
+            h.write_usize(m.len() + 1);
+            for v in m {
+                h.write_u64(v);
+            }
+        }
+        Fact::Unknown(_) => h.write_usize(0),
     }
 }
 
@@ -184,9 +302,11 @@ fn machine_features(t: &Topology, h: &mut fnv::FnvHasher) {
         m.mm_visible,
         !m.hypervisor.is_empty(),
         t.nvlink_visible,
+        t.xgmi_visible,
     ] {
         h.write_u8(b as u8);
     }
+    storage_features(&m.storage, h);
     match &m.iommu_units {
         Fact::Known(v) => h.write_u64(v.len() as u64 + 1),
         Fact::Unknown(_) => h.write_u64(0),
@@ -222,26 +342,14 @@ pub fn fingerprint(t: &Topology) -> u64 {
             _ => tops.entry(d.host_bridge.as_str()).or_default().push(i),
         }
     }
-    let mut nvl: HashMap<Bdf, Vec<(bool, u32, u32)>> = HashMap::new();
-    for l in &t.nvlinks {
-        let v = l.version.unwrap_or(0);
-        nvl.entry(l.a)
-            .or_default()
-            .push((l.b.is_none(), l.count, v));
-        if let Some(b) = l.b {
-            nvl.entry(b).or_default().push((false, l.count, v));
-        }
-    }
-    for v in nvl.values_mut() {
-        v.sort_unstable();
-    }
+    let links = PeerLinks::of(t);
     // Children before parents: an explicit post-order walk from every top (a parent loop is
     // cut at the first revisit, and devices never reached are hashed as tops).
     let mut hash: Vec<Option<u64>> = vec![None; n];
     let mut state = vec![0u8; n];
     let node_hash = |i: usize, hash: &[Option<u64>]| {
         let mut h = fnv::FnvHasher::default();
-        device_features(&t.devices[i], &nvl, &mut h);
+        device_features(&t.devices[i], &links, &mut h);
         let mut kids: Vec<u64> = children[i].iter().filter_map(|&c| hash[c]).collect();
         kids.sort_unstable();
         h.write_usize(kids.len());

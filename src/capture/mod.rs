@@ -88,7 +88,7 @@ pub struct Manifest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecordedFingerprint {
     /// [`crate::analysis::fleet::FINGERPRINT_SCHEME`] and the peerpath version that computed
-    /// it (`peerpath.fingerprint/2 0.1.0`); a reader of another scheme or version recomputes.
+    /// it (`peerpath.fingerprint/3 0.1.0`); a reader of another scheme or version recomputes.
     pub scheme: String,
     /// 16 hex digits.
     pub value: String,
