@@ -192,6 +192,12 @@ fn each_amd_and_gds_fault_changes_the_fingerprint_and_renumbering_does_not() {
             clean.name
         );
     }
+    // A fault that would change nothing is refused, not written as a clean twin.
+    let nic = layouts::mi300x_nic(0).to_string();
+    let e = layouts::apply_fault(layouts::mi300x_8gpu(), &format!("xgmi-down={},{nic}", g(0)));
+    assert!(format!("{:?}", e.unwrap_err()).contains("not an AMD GPU"));
+    let e = layouts::apply_fault(layouts::mi300a_4apu(), &format!("no-atomics={}", a(1)));
+    assert!(format!("{:?}", e.unwrap_err()).contains("APU"));
     for clean in [layouts::mi300x_8gpu(), layouts::hgx_h100_gds()] {
         assert_eq!(
             fleet::fingerprint(&scan(&clean)),

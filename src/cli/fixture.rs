@@ -21,7 +21,8 @@ pub struct FixtureArgs {
     /// Fault to inject (repeatable): acs-redirect=BDF, acs=BDF,HEX (exact ACS control),
     /// link-width=BDF,W, aer=BDF,C,N,F, iommu-type=BDF,TYPE, move=BDF,NUMA (the card to a new
     /// root port on that NUMA node; RDMA devices renamed in address order, as the kernel names
-    /// them), no-peermem, vm.
+    /// them), no-peermem, vm; GPUDirect Storage: no-nvidia-fs, compat-forced; AMD GPUs:
+    /// small-bar=BDF, no-atomics=BDF, xgmi-down=BDF,BDF, no-amdkfd-peer.
     #[arg(long, value_name = "FAULT")]
     fault: Vec<String>,
     /// List the layouts and exit.

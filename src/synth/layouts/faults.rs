@@ -373,9 +373,21 @@ pub fn apply_fault(spec: Spec, fault: &str) -> Result<Spec, SpecError> {
                 b.size = 256 << 20;
             }
         }),
+        "no-atomics"
+            if spec
+                .function(bdf(0)?)
+                .is_some_and(|f| f.amd.as_ref().is_some_and(|a| a.apu)) =>
+        {
+            Err(SpecError::Other(format!(
+                "fault no-atomics: {} is an APU, linked to its CPU over xGMI, where PCIe atomics do not apply",
+                bdf(0)?
+            )))
+        }
         "no-atomics" => amd_gpu_fault(spec, bdf(0)?, |a, _| a.atomics = false),
         "xgmi-down" => {
             let peer = bdf(1)?;
+            // The peer must be an AMD GPU too: an address of anything else removed no link.
+            let spec = amd_gpu_fault(spec, peer, |_, _| ())?;
             amd_gpu_fault(spec, bdf(0)?, |a, _| a.xgmi_down.push(peer))
         }
         "no-amdkfd-peer" => Ok(without_amdkfd_peer(spec)),
