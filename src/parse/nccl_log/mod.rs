@@ -12,7 +12,8 @@
 //! file without newline and the line before a gap marker are marked incomplete: a suffix they
 //! lack (`/GDRDMA`) is unknown, not absent. A line cut before its host has an empty host; a
 //! line printed with no `host:pid:tid` at all (`[0] NCCL INFO …`) gets an empty host and pid 0
-//! (one process of its own). Every message of a form not read is kept with its text
+//! (one process of its own). Releases before 2.3 printed `INFO` without `NCCL`; such a line is
+//! read when its header starts it. Every message of a form not read is kept with its text
 //! ([`NcclLog::unread`]). The forms of each message by version are listed in
 //! shared/reference/evidence/README.md and in docs/evidence.md; [`records`] reads them.
 
@@ -300,6 +301,22 @@ fn headerless(tag: &str, rest: &str) -> Option<Found> {
     })
 }
 
+/// A line of NCCL 2.2 or older (binary releases; no source was published before 2.3):
+/// `host:pid:tid [dev] INFO message`, without the `NCCL` word (horovod#492's log). Taken only
+/// as the whole line's header, with a host, so that another program's `INFO` text is not.
+fn before_2_3(rest: &str) -> Option<Found> {
+    let at = rest.find("] INFO ")? + 2;
+    let (start, header) = header_before(rest, at, Level::Info)?;
+    if header.host.is_empty() || !rest[..start].trim().is_empty() {
+        return None;
+    }
+    Some(Found {
+        start,
+        msg: at + 5,
+        header,
+    })
+}
+
 /// Parses the NCCL part of an input. `fragments` receives the non-NCCL text of every line (see
 /// [`Fragment`]), in order.
 pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclLog {
@@ -313,6 +330,9 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
         let mut found = find_headers(rest);
         if found.is_empty() {
             found.extend(headerless(tag, rest));
+        }
+        if found.is_empty() {
+            found.extend(before_2_3(rest));
         }
         let off = l.text.len() - rest.len();
         for f in &found {

@@ -523,6 +523,10 @@ pub fn parse_message(msg: &str, complete: bool) -> Parsed {
         if let Some(list) = rest.strip_prefix("Using") {
             return nic_list(transport, list, complete);
         }
+        // NCCL 2.2 and older: `NET/IB: [0] mlx4_0:1/IB`, the list without `Using`.
+        if rest.starts_with('[') {
+            return nic_list(transport, rest, complete);
+        }
         if let Some(v) = rest.strip_prefix("Made virtual device") {
             return virtual_nic(v);
         }

@@ -276,6 +276,23 @@ fn form_comm_lines() {
 }
 
 #[test]
+fn form_before_2_3_info_without_the_nccl_word() {
+    // NCCL 2.2 and older (horovod#492): `host:pid:tid [dev] INFO message`.
+    let log = parse_text("node07:2451:2473 [0] INFO Using internal Network IB\n");
+    assert_eq!(log.entries.len(), 1, "{log:#?}");
+    let h = log.entries[0].header.as_ref().unwrap();
+    assert_eq!((h.host.as_str(), h.pid), ("node07", 2451));
+    // Another program's INFO text is not taken: a header must start the line and name a host.
+    for other in [
+        "2024-01-01 12:00:00,123 [0] INFO Using internal Network IB\n",
+        "log: node07:2451:2473 [0] INFO Using internal Network IB\n",
+        ":2451:2473 [0] INFO Using internal Network IB\n",
+    ] {
+        assert!(parse_text(other).entries.is_empty(), "{other}");
+    }
+}
+
+#[test]
 fn form_nic_lists() {
     let l = |m: &str| match one(m) {
         Record::NicList(l) => l,
@@ -314,6 +331,12 @@ fn form_nic_lists() {
             d.nics[1].addr.as_deref()
         ),
         ("Socket", "eth1", Some("10.0.1.1<0>"))
+    );
+    // NCCL 2.2 and older printed the list without `Using` (horovod#492).
+    let f = l("NET/IB: [0] mlx4_0:1/IB");
+    assert_eq!(
+        (f.nics.len(), f.nics[0].name.as_str(), f.nics[0].port),
+        (1, "mlx4_0", Some(1))
     );
     // No IB device passed NCCL's filters: 2.28 still prints the list, empty, after `No device
     // found.` (the lent H200 VM's own log, shared/reference/h200).
