@@ -330,7 +330,8 @@ cat <<'MD'
 
 ## `peerpath export --format nccl-xml`
 
-An `NCCL_TOPO_FILE`: one `cpu` per NUMA node (affinity mask, arch, vendor, family, model), one
+An `NCCL_TOPO_FILE`: one `cpu` per NUMA node as NCCL numbers them (affinity mask, arch, vendor,
+family, model; `numaid="-1"` without a mask where `numa_node` reads -1, below), one
 `pci` per switch (keyed by its upstream port), GPUs and RDMA NICs with NCCL's link attributes
 (min of the device's and its parent port's max), `nic`/`net` for RDMA devices, `nvlink` children
 when NVLink state is known. `--skeleton` writes only `cpu`/`pci` (NCCL then finds GPUs, NVLinks
@@ -350,12 +351,48 @@ echo '```console'; echo '$ peerpath export -i hgx-h100.tar.gz --format nccl-xml 
 echo '```xml'; "$BIN" export -i "$FX" --format nccl-xml | head -24 | show; echo '```'
 cat <<'MD'
 
+### `numaid` and `link_width`: what NCCL itself would write
+
+The file carries what NCCL's own detection would put there, so that NCCL takes the same
+decisions from the file as without it (NCCL 2.18–2.30, `src/graph/xml.cc` and `topo.cc`; found on
+a real H200 VM whose NCCL 2.28.9 dump is `fixtures/real/h200-vm.nccl-2.28.9-topo-dump.xml`):
+
+- **`numaid`** is the `numa_node` file of the topmost device NCCL records under the `cpu` (a
+  switch's upstream port, else the endpoint), as read: `ncclTopoGetXmlFromSys` copies the file's
+  text. A device whose `numa_node` reads -1 (a VM; firmware without proximity data) goes under
+  `numaid="-1"` even on a one-node machine where `matrix` and `nvidia-smi topo -m` show NUMA
+  affinity 0 (they fall back to the only node; NCCL does not). Such a `cpu` has **no
+  `affinity`**: NCCL fills a missing one from `/sys/devices/system/node/node<numaid>/cpumap`
+  (`ncclTopoGetXmlFromCpu`), which for -1 never exists, so NCCL's own topology has none and NCCL
+  pins nothing ("Affinity for GPU 0 is empty, ignoring"). Writing `numaid="0"` with the node's
+  mask, as peerpath did before, made NCCL pin its threads to node 0's CPUs ("Affinity for GPU 0
+  is 0-15") — harmless on the one-node VM it was seen on, a different decision wherever the
+  process may run elsewhere.
+- **`link_width`** is `min(max_link_width, ../max_link_width)` of the device's sysfs directory,
+  an unreadable file counting as `strtol("") = 0`. A device directly on a root bus (every device
+  of a flat VM) has the host bridge `pci0000:00` as its sysfs parent, which has no link files, so
+  NCCL writes `link_width="0"`; its reader (`ncclTopoAddPci`: `if (width == 0) width = 16`) then
+  takes it as x16. The file writes 0 there too. The speed differs: an unreadable port speed is
+  `FLT_MAX`, so the device's own `max_link_speed` stands, as in the file. Writing the device's
+  real width (16 on the H200) would give the same bandwidth for a x16 card, but not for a
+  narrower one on a root bus, which NCCL itself treats as x16. NCCL ≥ 2.30.7 asks NVML for a
+  GPU's *current* link instead of sysfs; a file's attributes are kept over both, so a GPU
+  written `link_width="0"` is x16 to every NCCL version. A device with no link figures at all
+  (a conventional-PCI virtio function) gets neither attribute, and NCCL fills both itself.
+
+An NCCL XML input keeps its own figures (it has no root ports, so a top-level element may sit
+under one); a `link_width="0"` in it is read as unknown and written back as 0.
+
 Loaded in its consumers: `xmllint` for XML, and `tests/consumer_nccl_xml.rs`, a reader that
 follows NCCL's grammar rule by rule (`xmlGetNode`, `xmlGetToken`, `xmlGetValue`,
 `xmlSkipComment`, `xmlLoadSub` and its handler tables, then what `ncclTopoAddCpu`/`AddPci`/
 `AddNic`/`AddNvLinks` require), run over every synthesized layout, skeletons, the VM pairing,
-NVLinks and held-out published nodes, and checked against NCCL's own dumps. Real NCCL loading
-the file with `NCCL_TOPO_FILE` needs a GPU machine (not proven here).
+NVLinks and held-out published nodes, and checked against NCCL's own dumps: for the real H200
+VM (`fixtures/real/`), every element of NCCL 2.28.9's dump has the same attributes in the export
+of the capture (`real_h200_export_carries_what_nccls_own_dump_says`). Real NCCL loading the file
+with `NCCL_TOPO_FILE` is what `scripts/gpu-check.sh` runs on a GPU machine: NCCL 2.28.9 loaded
+the file of 6446a8e on that H200 without a warning and built the same paths, and again the
+file of 14d5ba4 (after the merges of issues 30–34).
 
 MD
 "$BIN" export -i "$FX" --format nccl-xml -o "$TMP/topo.xml" 2>/dev/null
