@@ -223,6 +223,8 @@ characters of `[A-Za-z0-9._-]`, alphanumeric at both ends; the prefix a DNS subd
 readiness"): `true` only when every GPU's NIC is within PXB and nothing breaks GPUDirect RDMA,
 `unknown` when the mechanism is not established (dma-buf only, peermem loaded but not
 registered, modules not captured), `false` otherwise.
+`worst-gpu-nic` is the worst class between a GPU and the NIC placed with it (`PIX` … `SYS`),
+`none` on a node without an RDMA NIC, where no GPUDirect RDMA path exists.
 
 MD
 run ini export -i "$FX" --format nfd

@@ -227,6 +227,10 @@ fn audit_gives_what_the_docs_promise_for_a_gpu_vm_without_rdma() {
     assert_eq!(a["pairs"].as_array().unwrap().len(), 0);
     let nfd = ok(&["export", "-i", &c, "--format", "nfd"]);
     assert!(nfd.contains("peerpath.io/gdr-ready=false\n"), "{nfd}");
+    // No RDMA NIC: no GPU–NIC path for GPUDirect, whatever the placement names for sockets
+    // (the label once said PHB, the path to the VM's virtio eth0).
+    assert!(nfd.contains("peerpath.io/rdma-nic-count=0\n"), "{nfd}");
+    assert!(nfd.contains("peerpath.io/worst-gpu-nic=none\n"), "{nfd}");
     let prom = ok(&["export", "-i", &c, "--format", "prom"]);
     assert!(prom.contains("\npeerpath_gdr_ready 0\n"), "{prom}");
 }

@@ -126,9 +126,16 @@ pub fn rfc3339(unix: u64) -> String {
 
 /// The labels, as (name, value) pairs, in output order.
 pub fn labels(t: &Topology, r: &Rails, gdr: &GdrReadiness) -> Vec<(String, String)> {
+    let rdma_nics = t
+        .of_kind(DeviceKind::Nic)
+        .filter(|d| d.rdma_names().next().is_some())
+        .count();
+    // The worst path of a GPU to its NIC, for GPUDirect RDMA: without an RDMA NIC there is no
+    // such path (the placement may still name an Ethernet NIC for sockets), so `none`.
     let worst = r
         .gpu_nic
         .iter()
+        .filter(|_| rdma_nics > 0)
         .map(|p| p.path.as_str())
         .max_by_key(|l| label_order(l))
         .map(|l| {
@@ -146,13 +153,7 @@ pub fn labels(t: &Topology, r: &Rails, gdr: &GdrReadiness) -> Vec<(String, Strin
             "gpu-count".to_string(),
             t.of_kind(DeviceKind::Gpu).count().to_string(),
         ),
-        (
-            "rdma-nic-count".to_string(),
-            t.of_kind(DeviceKind::Nic)
-                .filter(|d| d.rdma_names().next().is_some())
-                .count()
-                .to_string(),
-        ),
+        ("rdma-nic-count".to_string(), rdma_nics.to_string()),
         ("rail-aligned".to_string(), tf(r.rail_optimised)),
         ("worst-gpu-nic".to_string(), worst),
         (
