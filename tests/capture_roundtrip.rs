@@ -257,3 +257,54 @@ fn decompressed(gz: &[u8]) -> Vec<u8> {
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
 }
+
+#[test]
+fn lspci_reads_a_capture_as_it_reads_the_machine() {
+    // `lspci -A linux-sysfs` opens each function's vendor, device, class, irq… and resolves its
+    // driver link; the scan takes the IDs from `config`, so capture reads those files for
+    // lspci. Before, lspci refused every capture ("Cannot open …/vendor").
+    let d = tempfile::tempdir().unwrap();
+    let tree = d.path().join("tree");
+    let gz = d.path().join("c.tar.gz");
+    let x = d.path().join("x");
+    std::fs::create_dir(&x).unwrap();
+    let run = |args: &[&str]| {
+        let o = common::peerpath().args(args).output().unwrap();
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    run(&["fixture", "hgx-h100", "-o", tree.to_str().unwrap()]);
+    run(&[
+        "capture",
+        "-i",
+        tree.to_str().unwrap(),
+        "-o",
+        gz.to_str().unwrap(),
+    ]);
+    let Some(_) = common::tool(
+        "tar",
+        &["-xzf", gz.to_str().unwrap(), "-C", x.to_str().unwrap()],
+        &[],
+    ) else {
+        return;
+    };
+    let lspci = |root: &Path, args: &[&str]| {
+        let sysfs = format!("sysfs.path={}", root.join("sys/bus/pci").display());
+        let mut a = vec!["-A", "linux-sysfs", "-O", sysfs.as_str()];
+        a.extend_from_slice(args);
+        common::tool("lspci", &a, &[])
+    };
+    for args in [&["-nnvvv"][..], &["-tv"][..]] {
+        let (Some(machine), Some(captured)) = (lspci(&tree, args), lspci(&x, args)) else {
+            return;
+        };
+        assert!(
+            machine.contains("ConnectX-7") || machine.contains("15b3"),
+            "{machine}"
+        );
+        assert_eq!(captured, machine, "lspci {args:?} on the capture");
+    }
+}

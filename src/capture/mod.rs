@@ -4,8 +4,10 @@
 //! How the file set is chosen: the scan runs over a [`Recorder`], an [`FsRoot`] wrapper that
 //! logs every path the scanner read, listed, followed or tested, and keeps the bytes it read.
 //! The archive holds those paths and nothing else, each also checked against [`WHITELIST`] (the
-//! one list, in code, of what peerpath may ever copy off a machine). So the archive cannot hold
-//! a file the scanner did not need, and reading it back gives the scan the live machine gave:
+//! one list, in code, of what peerpath may ever copy off a machine), plus each PCI function's
+//! identity files that `lspci -A linux-sysfs` needs (`vendor`, `device`, `class`, …, `irq`).
+//! So the archive holds no file the scanner or lspci did not need, and reading it back gives
+//! the scan the live machine gave:
 //! the bytes archived are the bytes the scan saw (no second read that could race a changing
 //! counter).
 //!
@@ -147,10 +149,41 @@ pub enum Node {
     File(Vec<u8>),
 }
 
-/// Scans `fs` through a [`Recorder`] and collects exactly the touched, whitelisted paths.
+/// The identity files of each PCI function that `lspci -A linux-sysfs` opens and the scan
+/// does not (it takes the IDs from `config`): without them `lspci` refuses the capture
+/// ("Cannot open …/vendor"). Read through the recorder, so they are archived as read; a file
+/// the machine lacks stays absent.
+const LSPCI_FILES: [&str; 7] = [
+    "vendor",
+    "device",
+    "subsystem_vendor",
+    "subsystem_device",
+    "class",
+    "revision",
+    "irq",
+];
+
+fn read_lspci_files(rec: &Recorder, topology: &Topology) {
+    for d in &topology.devices {
+        let dir = PathBuf::from(format!("sys/bus/pci/devices/{}", d.bdf));
+        for f in LSPCI_FILES {
+            // An absent or unreadable file is left out of the archive, as lspci would find it.
+            let _ = rec.read_limited(&dir.join(f), 64);
+        }
+        // lspci resolves the `driver` link (realpath) to name the driver: its directory is
+        // archived empty, as every directory the recorder touched is.
+        if let Some(name) = &d.driver {
+            let _ = rec.kind(&PathBuf::from(format!("sys/bus/pci/drivers/{name}")));
+        }
+    }
+}
+
+/// Scans `fs` through a [`Recorder`] and collects exactly the touched, whitelisted paths,
+/// and the identity files `lspci` needs to read the archive ([`LSPCI_FILES`]).
 pub fn capture(fs: &dyn FsRoot, source: SourceInfo, opts: &CaptureOptions) -> io::Result<Capture> {
     let rec = Recorder::new(fs);
     let topology = sysfs::scan(&rec, source.clone(), &sysfs::ScanOptions::default())?;
+    read_lspci_files(&rec, &topology);
     let log = rec.into_log()?;
     let mut b = Builder {
         fs,

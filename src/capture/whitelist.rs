@@ -34,6 +34,8 @@ pub const DEVICE_ATTRS: &[&str] = &[
     // pair them); in the archive the serial number is masked and each board UUID replaced by the
     // board's number in the capture.
     "vpd",
+    // Read by capture only, for `lspci -A linux-sysfs` on the archive (capture::LSPCI_FILES).
+    "irq",
     // AMD GPUs: the amdgpu partition modes (SPX/CPX, NPS1/NPS4).
     "current_compute_partition",
     "current_memory_partition",
