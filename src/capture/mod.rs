@@ -29,7 +29,7 @@ pub use crate::sources::nvml_store::{
 pub use archive::{REDACTED, redact_dsn, redact_information};
 pub use nvml_store::{facts_of, nvml_facts};
 pub use recorder::Recorder;
-pub use whitelist::{DEVICE_ATTRS, WHITELIST, whitelisted};
+pub use whitelist::{DEVICE_ATTRS, LSPCI_ATTRS, WHITELIST, whitelisted};
 
 use crate::model::topology::{SourceInfo, Topology};
 use crate::sources::fsroot::{EntryKind, FsRoot};
@@ -149,24 +149,14 @@ pub enum Node {
     File(Vec<u8>),
 }
 
-/// The identity files of each PCI function that `lspci -A linux-sysfs` opens and the scan
-/// does not (it takes the IDs from `config`): without them `lspci` refuses the capture
-/// ("Cannot open …/vendor"). Read through the recorder, so they are archived as read; a file
-/// the machine lacks stays absent.
-const LSPCI_FILES: [&str; 7] = [
-    "vendor",
-    "device",
-    "subsystem_vendor",
-    "subsystem_device",
-    "class",
-    "revision",
-    "irq",
-];
-
+/// Reads each PCI function's identity files ([`LSPCI_ATTRS`]) through the recorder, so they
+/// are archived as read: `lspci -A linux-sysfs` opens them (the scan takes the IDs from
+/// `config`) and without them refuses the capture ("Cannot open …/vendor"). A file the machine
+/// lacks stays absent.
 fn read_lspci_files(rec: &Recorder, topology: &Topology) {
     for d in &topology.devices {
         let dir = PathBuf::from(format!("sys/bus/pci/devices/{}", d.bdf));
-        for f in LSPCI_FILES {
+        for f in LSPCI_ATTRS {
             // An absent or unreadable file is left out of the archive, as lspci would find it.
             let _ = rec.read_limited(&dir.join(f), 64);
         }
@@ -179,7 +169,7 @@ fn read_lspci_files(rec: &Recorder, topology: &Topology) {
 }
 
 /// Scans `fs` through a [`Recorder`] and collects exactly the touched, whitelisted paths,
-/// and the identity files `lspci` needs to read the archive ([`LSPCI_FILES`]).
+/// and the identity files `lspci` needs to read the archive ([`LSPCI_ATTRS`]).
 pub fn capture(fs: &dyn FsRoot, source: SourceInfo, opts: &CaptureOptions) -> io::Result<Capture> {
     let rec = Recorder::new(fs);
     let topology = sysfs::scan(&rec, source.clone(), &sysfs::ScanOptions::default())?;

@@ -1,6 +1,7 @@
 //! The capture whitelist: the one list, in code, of what peerpath may ever copy off a
-//! machine ([`DEVICE_ATTRS`] in a device directory, [`WHITELIST`] globs elsewhere). A path is
-//! archived only when the scanner touched it *and* it is on this list.
+//! machine ([`DEVICE_ATTRS`] and [`LSPCI_ATTRS`] in a device directory, [`WHITELIST`] globs
+//! elsewhere). A path is archived only when the scanner (or capture, for lspci) touched it
+//! *and* it is on this list.
 
 use std::path::{Component, Path};
 
@@ -9,12 +10,6 @@ use std::path::{Component, Path};
 /// `sys/devices/**` (the kernel's layout) or directly under `sys/bus/pci/devices/*` (some
 /// hand-made snapshots).
 pub const DEVICE_ATTRS: &[&str] = &[
-    "vendor",
-    "device",
-    "subsystem_vendor",
-    "subsystem_device",
-    "class",
-    "revision",
     "numa_node",
     "local_cpulist",
     "local_cpus",
@@ -34,11 +29,22 @@ pub const DEVICE_ATTRS: &[&str] = &[
     // pair them); in the archive the serial number is masked and each board UUID replaced by the
     // board's number in the capture.
     "vpd",
-    // Read by capture only, for `lspci -A linux-sysfs` on the archive (capture::LSPCI_FILES).
-    "irq",
     // AMD GPUs: the amdgpu partition modes (SPX/CPX, NPS1/NPS4).
     "current_compute_partition",
     "current_memory_partition",
+];
+
+/// The identity files of a PCI device directory that `lspci -A linux-sysfs` opens (the scan
+/// takes the IDs from `config`; capture reads these for lspci). Whitelisted like
+/// [`DEVICE_ATTRS`].
+pub const LSPCI_ATTRS: [&str; 7] = [
+    "vendor",
+    "device",
+    "subsystem_vendor",
+    "subsystem_device",
+    "class",
+    "revision",
+    "irq",
 ];
 
 /// Every other path (relative to the root) peerpath may copy into a capture, as component
@@ -159,7 +165,8 @@ pub fn whitelisted(path: &Path) -> bool {
     let Some((name, dir)) = comps.split_last() else {
         return false;
     };
-    let device_attr = DEVICE_ATTRS.contains(name) || name.starts_with("virtfn");
+    let device_attr =
+        DEVICE_ATTRS.contains(name) || LSPCI_ATTRS.contains(name) || name.starts_with("virtfn");
     let in_device_dir = (dir.len() >= 3 && dir[..2] == ["sys", "devices"])
         || (dir.len() == 5 && dir[..4] == ["sys", "bus", "pci", "devices"]);
     if device_attr && in_device_dir && dir[2] != "system" && dir[2] != "virtual" {
