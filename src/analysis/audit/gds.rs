@@ -488,9 +488,9 @@ pub fn gds_path(ctx: &Ctx) -> Vec<Finding> {
                     drives_here.join(", "),
                     pairs.len()
                 ),
-                format!("disable ACS redirect on {port}: in the BIOS (ACS / PCIe P2P setting), or boot with `pci=disable_acs_redir={port}`; for a test, `setpci -s {port} ECAP_ACS+0x6.w=0000` (lost on reboot)"),
+                super::pcie::acs_redirect_remedy(&port),
             )
-            .with(pci_path(&port, "config"), format!("ACSCtl @0x{:03x} = 0x{:04x}: {names}", acs.offset + 6, acs.control)),
+            .with(pci_path(&port, "config"), super::pcie::acs_control_value(&acs)),
         );
     }
     for d in &drives {

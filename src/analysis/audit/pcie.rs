@@ -123,12 +123,13 @@ pub fn acs_redirect(ctx: &Ctx) -> Vec<Finding> {
                 if ctx.virtualized { " (VM: guest bridge, advisory)" } else { "" }
             ),
             format!(
-                "disable ACS redirect on {port}: in the BIOS (ACS / PCIe P2P setting), or boot with `pci=disable_acs_redir={port}`; for a test, `setpci -s {port} ECAP_ACS+0x6.w=0000` (lost on reboot). In a VM, enable ATS on the NIC and ACS Direct Translated P2P on the host instead"
+                "{}. In a VM, enable ATS on the NIC and ACS Direct Translated P2P on the host instead",
+                acs_redirect_remedy(&port)
             ),
         )
         .with(
             pci_path(&port, "config"),
-            format!("ACSCtl @0x{:03x} = 0x{:04x}: {names}", acs.offset + 6, acs.control),
+            acs_control_value(&acs),
         )
         .with_pairs(pairs);
         out.push(f);
@@ -518,4 +519,23 @@ pub fn mps_mrrs(ctx: &Ctx) -> Vec<Finding> {
         ROOT_REMEDY,
     ));
     out
+}
+
+/// How to stop ACS redirecting peer traffic on `port` (the BIOS, the kernel's
+/// `pci=disable_acs_redir`, or `setpci` for a test): the GPU–NIC and GPU–drive checks share it.
+pub(super) fn acs_redirect_remedy(port: &Bdf) -> String {
+    format!(
+        "disable ACS redirect on {port}: in the BIOS (ACS / PCIe P2P setting), or boot with `pci=disable_acs_redir={port}`; for a test, `setpci -s {port} ECAP_ACS+0x6.w=0000` (lost on reboot)"
+    )
+}
+
+/// The evidence value of a port's ACS control register (from its `config`): offset, raw value
+/// and the enabled bits by name.
+pub(super) fn acs_control_value(acs: &crate::model::pci_config::AcsCap) -> String {
+    format!(
+        "ACSCtl @0x{:03x} = 0x{:04x}: {}",
+        acs.offset + 6,
+        acs.control,
+        acs.enabled_names().join(" ")
+    )
 }

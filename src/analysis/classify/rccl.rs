@@ -124,19 +124,8 @@ impl Classifier<'_> {
         path: crate::analysis::nccl::NcclPath,
         d: &Decision,
     ) -> Vec<String> {
-        let v = self.opts.nccl_version;
-        let (cut, r) = nccl::rccl_p2p_cutoff(v, self.cpu);
-        let mut out = vec![format!(
-            "P2P {}: {path} {} cut-off {cut} ({r}; NCCL_P2P_LEVEL overrides)",
-            if d.p2p { "on" } else { "off" },
-            if d.p2p { "≤" } else { ">" }
-        )];
-        if d.p2p_rerouted {
-            out.push(format!(
-                "P2P refused: the path is rebuilt through the CPU ({})",
-                d.path
-            ));
-        }
+        let cut = nccl::rccl_p2p_cutoff(self.opts.nccl_version, self.cpu);
+        let mut out = super::wording::p2p_rule_words(path, d, cut);
         out.push("RCCL assumes P2P between GPUs of one host (hipDeviceCanAccessPeer is not checked here)".into());
         out
     }

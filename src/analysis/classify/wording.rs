@@ -2,7 +2,7 @@
 //! label with its evidence, NCCL's rules in the order they applied, the hop list (a fold over
 //! [`crate::analysis::paths::hops::walk`]) with its bottleneck, and the matrix-wide notes.
 
-use super::nccl_rules::BaseWhy;
+use super::nccl_rules::{BaseWhy, Decision};
 use super::{Classifier, Hop, Label, NcclView, NicOrder, PairClass, Why};
 use crate::analysis::nccl;
 use crate::analysis::paths::hops::{self, Step};
@@ -468,18 +468,8 @@ impl Classifier<'_> {
                 rules.extend(self.rccl_gpu_nic_rules(g, n, &d));
             }
             (Gpu, Gpu) => {
-                let (cut, r) = nccl::p2p_cutoff(v, self.cpu, self.gpu_count);
-                rules.push(format!(
-                    "P2P {}: {path} {} cut-off {cut} ({r}; NCCL_P2P_LEVEL overrides)",
-                    if d.p2p { "on" } else { "off" },
-                    if d.p2p { "≤" } else { ">" }
-                ));
-                if d.p2p_rerouted {
-                    rules.push(format!(
-                        "P2P refused: the path is rebuilt through the CPU ({})",
-                        d.path
-                    ));
-                }
+                let cut = nccl::p2p_cutoff(v, self.cpu, self.gpu_count);
+                rules.extend(p2p_rule_words(path, &d, cut));
                 rules.push("NVML P2P read/write status not checked (needs the live driver: nvidia-smi topo -p2p r / w)".into());
             }
             (Gpu, Nic) | (Nic, Gpu) => {
@@ -662,4 +652,26 @@ pub fn input_limit_notes(source: &crate::model::SourceInfo) -> Vec<String> {
         .iter()
         .map(|l| format!("input limit ({}): {l}", source.kind))
         .collect()
+}
+
+/// The P2P decision of a GPU pair in words, NCCL's and RCCL's alike: on or off against the
+/// cut-off (`cut`: the level and why, from `nccl::p2p_cutoff` or `nccl::rccl_p2p_cutoff`), and
+/// whether the path was rebuilt through the CPU.
+pub(super) fn p2p_rule_words(
+    path: nccl::NcclPath,
+    d: &Decision,
+    (cut, why): (nccl::NcclPath, String),
+) -> Vec<String> {
+    let mut out = vec![format!(
+        "P2P {}: {path} {} cut-off {cut} ({why}; NCCL_P2P_LEVEL overrides)",
+        if d.p2p { "on" } else { "off" },
+        if d.p2p { "≤" } else { ">" }
+    )];
+    if d.p2p_rerouted {
+        out.push(format!(
+            "P2P refused: the path is rebuilt through the CPU ({})",
+            d.path
+        ));
+    }
+    out
 }
