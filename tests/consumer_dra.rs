@@ -62,6 +62,21 @@ fn resource_slices_pass_the_kubernetes_schemas() {
         std::fs::write(&f, &json).unwrap();
         files.push(f);
     }
+    // An AMD node (issue 34): its GPUs under AMD's driver name, with their xGMI hive.
+    let mi300x = dir.path().join("mi300x.tar.gz");
+    assert!(
+        Command::new(bin())
+            .args(["fixture", "mi300x-8gpu", "-o"])
+            .arg(&mi300x)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let yaml = ok(export(&mi300x, &["--node-name", "mi300x-node-01"]));
+    assert!(yaml.contains("gpu.amd.com"), "{yaml}");
+    let f = dir.path().join("mi300x.yaml");
+    std::fs::write(&f, &yaml).unwrap();
+    files.push(f);
     // A node with more than 128 devices: several slices of one pool.
     let big = dir.path().join("scaling.tar.gz");
     assert!(

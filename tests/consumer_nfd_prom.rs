@@ -187,6 +187,33 @@ fn nfd_reads_every_label_and_the_gdr_verdict() {
 }
 
 #[test]
+fn nfd_reads_the_labels_of_an_amd_node() {
+    // Issue 34's labels (xgmi-visible, xgmi-hives) pass NFD's own label rules too.
+    let d = tempfile::tempdir().unwrap();
+    let fx = d.path().join("mi300x.tar.gz");
+    assert!(
+        Command::new(bin())
+            .args(["fixture", "mi300x-8gpu", "-o"])
+            .arg(&fx)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = export(&fx, &["--format", "nfd"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let labels = nfd_parse(&text, now()).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(labels["peerpath.io/gpu-count"], "8", "{labels:?}");
+    assert_eq!(labels["peerpath.io/xgmi-visible"], "true", "{labels:?}");
+    assert_eq!(labels["peerpath.io/xgmi-hives"], "1", "{labels:?}");
+    assert_eq!(labels["peerpath.io/gdr-ready"], "true", "{labels:?}");
+}
+
+#[test]
 fn nfd_denied_prefixes_are_refused_with_the_rule() {
     for prefix in ["node.kubernetes.io", "kubernetes.io", "Peerpath.io", "a..b"] {
         let out = export(&synth("hgx-h100"), &["--format", "nfd", "--prefix", prefix]);
