@@ -167,10 +167,22 @@ fn load(i: &InputArgs) -> Result<peerpath::model::Topology> {
     load_named(i, true)
 }
 
+/// Loads the input for `scan`, which judges nothing: the node's own files (its
+/// `/etc/nccl.conf`), not the command's environment.
+fn load_node(i: &InputArgs) -> Result<peerpath::model::Topology> {
+    load_with(i, true, false)
+}
+
 /// Loads the input; `names`: whether devices are named from the PCI ID database. `matrix`
 /// prints no device name (endpoints are `GPU0`/`NIC0`, the legend names netdevs and RDMA
 /// devices), so it does not read and parse the database (1.4 MB) on every run.
 fn load_named(i: &InputArgs, names: bool) -> Result<peerpath::model::Topology> {
+    load_with(i, names, true)
+}
+
+/// [`load_named`]; `job`: the command judges GPUDirect RDMA, so the job's environment is layered
+/// over the node's NCCL settings (`cli::job_environment`).
+fn load_with(i: &InputArgs, names: bool, job: bool) -> Result<peerpath::model::Topology> {
     let topo = sources::load(
         i.input.as_deref(),
         &LoadOptions {
@@ -178,6 +190,7 @@ fn load_named(i: &InputArgs, names: bool) -> Result<peerpath::model::Topology> {
             skip_names: !names,
             host: i.host.clone(),
             rdma_topo: i.rdma_topo.clone(),
+            nccl_env: job.then(cli::job_environment),
             ..Default::default()
         },
     )?;
@@ -191,7 +204,7 @@ fn load_named(i: &InputArgs, names: bool) -> Result<peerpath::model::Topology> {
 fn run(cli: Cli) -> Result<u8> {
     match cli.command {
         Command::Scan { input, format, all } => {
-            let topo = load(&input)?;
+            let topo = load_node(&input)?;
             match format {
                 ScanFormat::Tree => cli::print_text(&render::tree::render(
                     &topo,
@@ -280,9 +293,15 @@ fn run(cli: Cli) -> Result<u8> {
         }
         Command::Report { input, args } => cli::report::run(&load(&input)?, &args),
         Command::Fixture(a) => cli::fixture::run(a),
-        Command::Probe(args) => {
-            cli::probe::run(args, |input| sources::load(input, &LoadOptions::default()))
-        }
+        Command::Probe(args) => cli::probe::run(args, |input| {
+            sources::load(
+                input,
+                &LoadOptions {
+                    nccl_env: Some(cli::job_environment()),
+                    ..Default::default()
+                },
+            )
+        }),
         Command::Evidence(a) => cli::evidence::run(a),
         Command::Capture(a) => cli::capture::run_capture(&a),
         Command::Diff(a) => cli::capture::run_diff(&a),

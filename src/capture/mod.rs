@@ -45,7 +45,7 @@ use std::path::PathBuf;
 pub const CAPTURE_SCHEMA: &str = "peerpath.capture/1";
 
 /// Name of the manifest file at the top of a capture tarball.
-pub const MANIFEST_NAME: &str = "peerpath-capture.json";
+pub const MANIFEST_NAME: &str = crate::sources::nccl_conf::CAPTURE_MANIFEST;
 
 /// Options of a capture.
 #[derive(Debug, Clone, Default)]

@@ -57,6 +57,7 @@ pub const WHITELIST: &[&str] = &[
     "sys/kernel/iommu_groups/*/type",
     // Class devices and the attributes read under them.
     "sys/class/infiniband/*",
+    "sys/class/cxi/*",
     "sys/class/net/*",
     "sys/class/nvme/*",
     "sys/**/infiniband/*/ports/*/rate",
@@ -93,6 +94,8 @@ pub const WHITELIST: &[&str] = &[
     "sys/module/nvidia_fs/version",
     "proc/driver/nvidia-fs/version",
     "etc/cufile.json",
+    // NCCL's own configuration file (sources/nccl_conf.rs): the node's NCCL settings.
+    "etc/nccl.conf",
     "proc/sys/kernel/osrelease",
     "boot/config-*",
     "sys/module/nvme_core/parameters/multipath",

@@ -19,6 +19,17 @@ pub mod report;
 use peerpath::render::terminal;
 use std::io::{IsTerminal, Write};
 
+/// The job's environment as NCCL reads it: every `NCCL_*` variable of this process and `HOME`
+/// (for `~/.nccl.conf`). Every command that judges GPUDirect RDMA hands it to the load
+/// (`LoadOptions::nccl_env`), so its verdict reads what NCCL would read; `fleet` and `diff`
+/// compare nodes by their own files and do not.
+pub fn job_environment() -> Vec<(String, String)> {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(k, _)| k.starts_with("NCCL_") || k == "HOME")
+        .collect()
+}
+
 /// Prints text meant for people: every control character from the input is escaped first
 /// ([`terminal::for_terminal`]), whether standard output is a terminal or not.
 pub fn print_text(s: &str) {

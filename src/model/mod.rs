@@ -10,6 +10,7 @@ pub mod cpulist;
 pub mod device;
 pub mod fact;
 pub mod linkfmt;
+pub mod nccl_settings;
 pub mod parts;
 pub mod pci_config;
 pub mod pcie;

@@ -156,6 +156,15 @@ pub struct MachineInfo {
         skip_serializing_if = "crate::model::storage::StorageFacts::unread"
     )]
     pub storage: crate::model::storage::StorageFacts,
+    /// The NCCL settings a job here would run with and where each came from: the node's
+    /// `/etc/nccl.conf` (read by the scan, inside the input root), and the command's
+    /// environment with `NCCL_CONF_FILE` or `~/.nccl.conf` when the command hands them in
+    /// (`sources::LoadOptions::nccl_env`).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::model::nccl_settings::NcclSettings::is_empty"
+    )]
+    pub nccl: crate::model::nccl_settings::NcclSettings,
 }
 
 /// A NUMA node (`/sys/devices/system/node/node<N>`).

@@ -17,6 +17,7 @@ pub mod ib;
 pub mod joblog;
 pub mod kfd;
 pub mod mounts;
+pub mod nccl_conf;
 pub mod nccl_env;
 pub mod nccl_log;
 pub mod nccl_tests;

@@ -16,6 +16,7 @@ pub mod hwloc_xml;
 pub mod json;
 pub mod kfd;
 pub mod naming;
+pub mod nccl_conf;
 pub mod nccl_xml;
 pub mod nvml;
 pub mod nvml_store;
@@ -121,12 +122,19 @@ pub struct LoadOptions {
     /// A budget shared by loads running in parallel: the input file's bytes and a snapshot's
     /// decompressed bytes are taken from it while the load runs (`fleet -j`).
     pub budget: Option<std::sync::Arc<budget::ByteBudget>>,
+    /// The job's environment (`NCCL_*` and `HOME`), as the command hands it in: layered over
+    /// the node's `/etc/nccl.conf` in NCCL's order, with `NCCL_CONF_FILE` or (live only)
+    /// `~/.nccl.conf` ([`nccl_conf::apply_environment`]). `None`: the node's files alone.
+    pub nccl_env: Option<Vec<(String, String)>>,
 }
 
 /// Loads a topology from `--input` (`None`: the live machine at `/`) for the host
 /// [`LoadOptions::host`] names, then folds in rdma_topo's JSON when `--rdma-topo` names one.
 pub fn load(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
     let mut topo = load_input(input, opts)?;
+    if let Some(env) = &opts.nccl_env {
+        nccl_conf::apply_environment(&mut topo.machine.nccl, env, input.is_none());
+    }
     if let Some(want) = opts.host.as_deref()
         && topo.source.kind != "nccl-xml"
     {

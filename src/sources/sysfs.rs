@@ -541,6 +541,9 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
         &by_path,
         &mut devices,
     );
+    // HPE Slingshot (Cassini) adapters are RDMA devices of the cxi driver (libfabric's cxi
+    // provider, NCCL through aws-ofi-nccl), listed in their own class.
+    attach_class(fs, &log, "cxi", OsDeviceKind::Rdma, &by_path, &mut devices);
     attach_class(fs, &log, "net", OsDeviceKind::Net, &by_path, &mut devices);
     attach_class(fs, &log, "nvme", OsDeviceKind::Nvme, &by_path, &mut devices);
     nvidia_gpus(fs, &log, &mut devices);
@@ -553,6 +556,7 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
     let mut machine = machine_info(fs, &log);
     let (storage, storage_warnings) = super::storage::read(fs, &by_path, &devices);
     machine.storage = storage;
+    machine.nccl = super::nccl_conf::read_node(fs, source.kind == "snapshot");
     log.warnings.borrow_mut().extend(storage_warnings);
 
     // 5. Grace GPUs (C2C) and Data Direct DMA functions paired with their NIC functions.
