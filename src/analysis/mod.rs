@@ -5,12 +5,14 @@
 //! and `fleet` compare nodes by role; `pairing` decides which devices pair up for the picture's
 //! rail lines and gres.conf's `Links=`; `nvcx` finds NVIDIA's ConnectX–GPU complexes (Data
 //! Direct, inline, NUMA) and the ACS each of their ports needs; `launch` picks the local rank
-//! and checks the CPUs before `peerpath launch` binds. Analyses return data; renderers write
-//! their text.
+//! and checks the CPUs before `peerpath launch` binds; `settings` reads the job's NCCL settings
+//! as NCCL does and `design` recognises the node's platform and its documented settings.
+//! Analyses return data; renderers write their text.
 
 pub mod audit;
 pub mod classify;
 pub mod cores;
+pub mod design;
 pub mod diff;
 pub mod evidence;
 pub mod fleet;
@@ -24,6 +26,7 @@ pub mod place;
 pub mod probe_report;
 pub mod rails;
 pub mod rocm_topo;
+pub mod settings;
 pub mod storage;
 
 pub mod testkit;

@@ -97,6 +97,9 @@ pub struct PairCand {
     /// bridge units on a PIX/PXB path, so a GCD takes the NIC under its own switch before one a
     /// switch level further (MI250's nested Broadcom levels); 0 everywhere else.
     pub tie: u32,
+    /// GPU–NIC: NCCL uses GPUDirect RDMA on the pair under the job's effective settings (the
+    /// classifier's decision); false for other pairs.
+    pub gdr: bool,
 }
 
 impl PairCand {
@@ -296,6 +299,7 @@ fn cand_of(p: &PairSummary, rccl: bool) -> PairCand {
             crate::analysis::classify::Why::CommonBridge { units, .. } if rccl => units,
             _ => 0,
         },
+        gdr: p.gdr,
     }
 }
 
@@ -547,10 +551,14 @@ mod tests {
         let mut it = rel.iter().cycle();
         let mut next = || {
             let &(l, b) = it.next().unwrap();
-            (l < 5).then(|| PairCand {
-                label: labels[l as usize].parse().unwrap(),
-                bottleneck_gbps: bws[b as usize % 4],
-                tie: 0,
+            (l < 5).then(|| {
+                let label: Label = labels[l as usize].parse().unwrap();
+                PairCand {
+                    label,
+                    bottleneck_gbps: bws[b as usize % 4],
+                    tie: 0,
+                    gdr: label.within_pxb(),
+                }
             })
         };
         Candidates {

@@ -309,6 +309,9 @@ pub struct Classifier<'t> {
     local_gpus: Vec<Vec<usize>>,
     /// Per endpoint index: for GPUs, the best base path rank to any NIC (its local NICs).
     best_nic: Vec<Option<u32>>,
+    /// The job's NCCL settings as this release reads them (`MachineInfo::nccl`): the GDR and
+    /// P2P levels, C2C, the transport. Every GDR and P2P decision reads them.
+    settings: super::settings::Effective,
 }
 
 impl<'t> Classifier<'t> {
@@ -358,6 +361,7 @@ impl<'t> Classifier<'t> {
             ep_of,
             local_gpus: Vec::new(),
             best_nic: Vec::new(),
+            settings: super::settings::Effective::of(&t.machine.nccl, opts.nccl_version),
             paths,
         };
         c.best_nic = (0..c.ep_dev.len())
@@ -391,6 +395,41 @@ impl<'t> Classifier<'t> {
     /// The options.
     pub fn options(&self) -> &ClassifyOptions {
         &self.opts
+    }
+
+    /// The job's NCCL settings as the modelled release reads them (from the topology's
+    /// [`crate::model::MachineInfo::nccl`]).
+    pub fn settings(&self) -> &super::settings::Effective {
+        &self.settings
+    }
+
+    /// The GPUDirect RDMA level NCCL (or RCCL) applies to a GPU–NIC pair, before the setting:
+    /// the release's default, or RCCL's PHB on Rome-class CPUs; and what decided it, in words.
+    pub fn default_gdr_level(&self, gpu: &Bdf, nic: &Bdf) -> (NcclPath, String) {
+        let (Some(g), Some(n)) = (self.paths.index(gpu), self.paths.index(nic)) else {
+            return (self.settings.default_gdr_level(), "default".into());
+        };
+        self.library_gdr_level(g, n)
+    }
+
+    /// [`Classifier::default_gdr_level`] by device index.
+    pub(super) fn library_gdr_level(&self, g: DevIx, n: DevIx) -> (NcclPath, String) {
+        let v = self.opts.nccl_version;
+        if self.rccl && self.rccl_rome_pair(g, n) {
+            return (
+                NcclPath::Phb,
+                format!("RCCL {v}: PHB on an AMD Rome-class CPU (ncclTopoCheckGdr's relaxation)"),
+            );
+        }
+        let d = self.settings.default_gdr_level();
+        let words = match (self.rccl, d) {
+            (true, _) => format!("RCCL's default level, as NCCL {v}'s"),
+            (false, NcclPath::P2c) => format!(
+                "NCCL {v}'s default level with NCCL_NET_GDR_C2C on: PIX and PXB on PCIe paths, P2C through Grace"
+            ),
+            (false, _) => format!("NCCL {v}'s default level"),
+        };
+        (d, words)
     }
 
     /// The endpoints, in matrix order.

@@ -187,10 +187,10 @@ impl Classifier<'_> {
         use DeviceKind::*;
         match (self.kind(a), self.kind(b)) {
             (Gpu, Gpu) => {
-                let cut = if self.rccl {
-                    nccl::rccl_p2p_cutoff_level(self.cpu)
-                } else {
-                    nccl::p2p_cutoff_level(v, self.cpu, self.gpu_count)
+                let cut = match &self.settings.p2p_level {
+                    Some(a) => a.value,
+                    None if self.rccl => nccl::rccl_p2p_cutoff_level(self.cpu),
+                    None => nccl::p2p_cutoff_level(v, self.cpu, self.gpu_count),
                 };
                 d.p2p = base.le(cut, v);
                 if !d.p2p && base.le(NcclPath::Pxb, v) {
@@ -203,16 +203,16 @@ impl Classifier<'_> {
                 }
             }
             (Gpu, Nic) | (Nic, Gpu) => {
-                let mut level = nccl::gdr_level_path(v);
                 let (g, n) = if self.kind(a) == Gpu { (a, b) } else { (b, a) };
-                if self.rccl && self.rccl_rome_pair(g, n) {
-                    level = NcclPath::Phb;
-                    d.rome_phb = true;
-                }
+                let (fallback, _) = self.library_gdr_level(g, n);
+                d.rome_phb = self.rccl && fallback == NcclPath::Phb;
+                let level = self.settings.gdr_level_or(fallback);
                 let (path, c2c_phb) = self.nccl_gpu_nic(g, base, why);
                 d.path = path;
                 d.c2c_phb = c2c_phb;
-                d.gdr = path.le(level, v);
+                let gpu_c2c = p.c2c(g).is_some();
+                d.gdr = self.settings.gdr_allows(path, level, gpu_c2c)
+                    && self.settings.transport_off(p.device(n)).is_none();
                 // PXN only where the GPU's own path is worse than PXN (its other condition, a
                 // relay with more bandwidth, is not modelled); RCCL keeps it off by default
                 // (`NCCL_PARAM(PxnDisable, "PXN_DISABLE", 1)`).

@@ -473,15 +473,27 @@ impl Classifier<'_> {
                 rules.push("NVML P2P read/write status not checked (needs the live driver: nvidia-smi topo -p2p r / w)".into());
             }
             (Gpu, Nic) | (Nic, Gpu) => {
-                let (_, lr) = nccl::gdr_level(v);
                 let (g, n) = if self.kind(a) == Gpu { (a, b) } else { (b, a) };
                 rules.extend(self.nextgen_rules(g, n, &d));
+                let lr = match &self.settings.gdr_level {
+                    Some(x) => format!("{}; the default stays unused", x.setting.described()),
+                    None => format!("{}; NCCL_NET_GDR_LEVEL overrides", nccl::gdr_level(v).1),
+                };
+                let gpu_c2c = self.paths.c2c(g).is_some();
+                let level = self.settings.gdr_level_or(self.library_gdr_level(g, n).0);
+                let within = self.settings.gdr_allows(d.path, level, gpu_c2c);
                 rules.push(format!(
-                    "GDR {} (NIC writes into the GPU): distance {} {} level ({lr}; NCCL_NET_GDR_LEVEL overrides)",
+                    "GDR {} (NIC writes into the GPU): distance {} {} level {level} ({lr})",
                     if d.gdr { "on" } else { "off" },
                     d.path,
-                    if d.gdr { "within" } else { "beyond" }
+                    if within { "within" } else { "beyond" }
                 ));
+                if let Some(x) = self.settings.transport_off(self.paths.device(n)) {
+                    rules.push(format!(
+                        "{}: NCCL does not drive this NIC over RDMA (NET/Socket), so no GDR",
+                        x.described()
+                    ));
+                }
                 rules.extend(self.c2c_gdr_rules(g, &d));
                 if !d.gdr {
                     rules.push(
