@@ -12,7 +12,9 @@
 //! NVLink counts, AMD GPUs' KFD facts (the CPU link's type and flags: atomics, large BAR;
 //! partitions, XCCs, VRAM) and their xGMI links, peer-memory modules, IOMMU units and kernel
 //! IOMMU options, hypervisor evidence, GPUDirect Storage's facts (nvidia-fs present,
-//! cufile.json's settings, the P2PDMA prerequisites, the file systems on data drives), and
+//! cufile.json's settings, the P2PDMA prerequisites, the file systems on data drives), the
+//! node's NCCL settings from its own files (`/etc/nccl.conf`: every `NAME=value` NCCL would
+//! use, which change the GPUDirect RDMA verdict; not the job environment of the command), and
 //! whether the NVIDIA driver versions agree — not the versions themselves, so a rolling driver
 //! upgrade does not split the fleet).
 //!
@@ -32,7 +34,7 @@ pub const FLEET_SCHEMA: &str = "peerpath.fleet/2";
 /// Tag of the fingerprint's definition (what [`fingerprint`] hashes); changes whenever the
 /// hashed features change, so a fingerprint recorded by `capture` under another tag is
 /// recomputed rather than compared.
-pub const FINGERPRINT_SCHEME: &str = "peerpath.fingerprint/3";
+pub const FINGERPRINT_SCHEME: &str = "peerpath.fingerprint/4";
 
 fn h_str(h: &mut fnv::FnvHasher, s: &str) {
     h.write(s.as_bytes());
@@ -307,6 +309,20 @@ fn machine_features(t: &Topology, h: &mut fnv::FnvHasher) {
         h.write_u8(b as u8);
     }
     storage_features(&m.storage, h);
+    // The node's own NCCL configuration files (not the environment of the command reading
+    // the fleet): their effective entries, name and value.
+    let mut conf: Vec<(&str, &str)> = m
+        .nccl
+        .used()
+        .filter(|e| e.source != crate::model::nccl_settings::SettingSource::Environment)
+        .map(|e| (e.name.as_str(), e.value.as_str()))
+        .collect();
+    conf.sort_unstable();
+    h.write_usize(conf.len());
+    for (k, v) in conf {
+        h_str(h, k);
+        h_str(h, v);
+    }
     match &m.iommu_units {
         Fact::Known(v) => h.write_u64(v.len() as u64 + 1),
         Fact::Unknown(_) => h.write_u64(0),
@@ -693,4 +709,36 @@ pub fn node_name(path: &std::path::Path) -> String {
         }
     }
     n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::nccl_settings::{NcclSetting, SettingSource};
+
+    /// A node whose own `/etc/nccl.conf` changes a GDR level is not its healthy twin; the
+    /// environment of the command reading the fleet does not enter.
+    #[test]
+    fn the_nodes_own_nccl_conf_enters_the_fingerprint_and_the_environment_does_not() {
+        let mut b = crate::analysis::testkit::TopoBuilder::new(&["0-7"]);
+        b.bridge("0000:10:01.0", None, Some(0));
+        b.gpu("0000:11:00.0", Some("0000:10:01.0"), Some(0));
+        let t = b.build();
+        let base = fingerprint(&t);
+        let mut conf = t.clone();
+        conf.machine.nccl.entries.push(NcclSetting {
+            name: "NCCL_NET_GDR_LEVEL".into(),
+            value: "PHB".into(),
+            source: SettingSource::File {
+                path: "/etc/nccl.conf".into(),
+                line: 1,
+            },
+        });
+        assert_ne!(fingerprint(&conf), base);
+        let mut env = t.clone();
+        env.machine
+            .nccl
+            .layer_environment(&[("NCCL_NET_GDR_LEVEL".into(), "PHB".into())]);
+        assert_eq!(fingerprint(&env), base);
+    }
 }

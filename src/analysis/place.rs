@@ -19,7 +19,7 @@
 //!   (its NIC's node when the GPU's is unknown), split evenly among the ranks on that node; no
 //!   core is given twice.
 
-use super::classify::Endpoint;
+use super::classify::{Endpoint, Label};
 use super::cores::CoreMap;
 pub use super::pairing::{
     Candidates, GpuCand, NicCand, NodeView, PairCand, PathRank, UNKNOWN_RANK, assign_nics,
@@ -323,6 +323,86 @@ pub struct Placement {
     pub ranks: Vec<RankPlan>,
     /// Node-wide facts and caveats (NIC sharing, unknown SMT, no RDMA NIC).
     pub notes: Vec<String>,
+    /// Settings the node's platform operators document for GPUDirect RDMA that this job does
+    /// not set and that would give ranks GDR their design denies by default
+    /// ([`crate::analysis::design`]): marked as the platform's, not peerpath's choice.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub platform_settings: Vec<PlatformSetting>,
+}
+
+/// A documented platform setting `place` passes on (see [`Placement::platform_settings`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlatformSetting {
+    /// Variable name.
+    pub name: String,
+    /// Value.
+    pub value: String,
+    /// The platform recognised.
+    pub platform: String,
+    /// Who documents it.
+    pub documented_by: String,
+    /// Where.
+    pub source: String,
+    /// Local ranks it gives GPUDirect RDMA.
+    pub ranks: Vec<usize>,
+}
+
+/// The documented GDR-level settings of the node's design that would admit the paths of ranks
+/// NCCL now stages through host memory, when the job sets no GDR level itself.
+fn platform_settings(
+    t: &Topology,
+    ranks: &[RankPlan],
+    far: &[(usize, Label)],
+) -> Vec<PlatformSetting> {
+    if far.is_empty() {
+        return Vec::new();
+    }
+    let v = crate::analysis::nccl::NcclVersion::NEWEST;
+    if crate::analysis::settings::Effective::of(&t.machine.nccl, v)
+        .gdr_level
+        .is_some()
+    {
+        return Vec::new();
+    }
+    let paths = crate::analysis::paths::Paths::new(t);
+    let Some(d) = crate::analysis::design::recognise(&paths) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for doc in &d.settings {
+        let Some((name, value)) = doc.setting.split_once('=') else {
+            continue;
+        };
+        if name != "NCCL_NET_GDR_LEVEL" {
+            continue;
+        }
+        let Some(level) = crate::analysis::settings::read_level(value, v) else {
+            continue;
+        };
+        // NCCL's PHB is nvidia-smi's PHB and NODE; SYS admits every path.
+        let worst = match level {
+            crate::analysis::nccl::NcclPath::Sys => Label::Sys,
+            crate::analysis::nccl::NcclPath::Phb => Label::Node,
+            crate::analysis::nccl::NcclPath::Pix => Label::Pix,
+            _ => Label::Pxb,
+        };
+        let admitted: Vec<usize> = far
+            .iter()
+            .filter(|(_, l)| *l <= worst)
+            .map(|(r, _)| ranks[*r].rank)
+            .collect();
+        if !admitted.is_empty() {
+            out.push(PlatformSetting {
+                name: name.to_string(),
+                value: value.to_string(),
+                platform: d.name.clone(),
+                documented_by: format!("{} ({})", doc.who, doc.note),
+                source: doc.source.to_string(),
+                ranks: admitted,
+            });
+        }
+    }
+    out
 }
 
 /// Options of a placement run.
@@ -552,10 +632,33 @@ pub fn plan_with(t: &Topology, view: &NodeView, o: &PlaceOptions) -> anyhow::Res
             port_unknown.join(", ")
         ));
     }
+    let far: Vec<(usize, Label)> = ranks
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| {
+            let g: usize = r.cuda_index;
+            let k = nic_of[i]?;
+            let p = c.gn[g][k].as_ref()?;
+            (!p.gdr && !p.label.within_pxb()).then_some((i, p.label))
+        })
+        .collect();
+    let platform_settings = platform_settings(t, &ranks, &far);
+    for ps in &platform_settings {
+        notes.push(format!(
+            "{}={} is documented for this platform ({}) by {} ({}), not chosen by peerpath: it gives GPUDirect RDMA to rank(s) {} that the design's path otherwise stages through host memory",
+            ps.name,
+            ps.value,
+            ps.platform,
+            ps.documented_by,
+            ps.source,
+            ps.ranks.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", ")
+        ));
+    }
     Ok(Placement {
         schema: PLACEMENT_SCHEMA.to_string(),
         ranks,
         notes,
+        platform_settings,
     })
 }
 
@@ -685,8 +788,17 @@ fn nic_why(
             rail.name, rp.label
         ));
     }
-    if !p.label.within_pxb() {
-        s.push_str("; no NIC within PXB of this GPU: NCCL keeps GPUDirect RDMA off for it (staged through host memory)");
+    match (p.label.within_pxb(), p.gdr) {
+        (true, false) => s.push_str(
+            "; a setting of this job turns GPUDirect RDMA off on this pair (see `peerpath audit`): staged through host memory",
+        ),
+        (false, false) => s.push_str(
+            "; no NIC within NCCL's GDR level of this GPU: NCCL keeps GPUDirect RDMA off for it (staged through host memory)",
+        ),
+        (false, true) => s.push_str(
+            "; beyond PXB, but the job's NCCL GDR level admits it: GPUDirect RDMA on",
+        ),
+        (true, true) => {}
     }
     s
 }
@@ -726,10 +838,12 @@ mod tests {
     use super::*;
 
     fn p(label: &str, bw: f64) -> Option<PairCand> {
+        let label: Label = label.parse().unwrap();
         Some(PairCand {
-            label: label.parse().unwrap(),
+            label,
             bottleneck_gbps: Some(bw),
             tie: 0,
+            gdr: label.within_pxb(),
         })
     }
 

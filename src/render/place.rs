@@ -103,6 +103,18 @@ pub fn env(p: &Placement, rank: Option<usize>) -> String {
             );
         }
     }
+    for ps in p
+        .platform_settings
+        .iter()
+        .filter(|ps| rank.is_none_or(|n| ps.ranks.contains(&n)))
+    {
+        let _ = writeln!(
+            s,
+            "# documented for this platform ({}) by {} ({}), not chosen by peerpath",
+            ps.platform, ps.documented_by, ps.source
+        );
+        let _ = writeln!(s, "export {}={}", ps.name, shell_quote(&ps.value));
+    }
     for r in p.ranks.iter().filter(|r| rank.is_none_or(|n| r.rank == n)) {
         let _ = writeln!(
             s,

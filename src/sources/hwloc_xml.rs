@@ -420,6 +420,17 @@ pub fn discover(doc: &Doc, source: SourceInfo) -> Result<RawTopology> {
         let infos = ctx.infos(i);
         let kind = match ty {
             OsType::OpenFabrics => Some(OsDeviceKind::Rdma),
+            // hwloc ≥ 2.10 lists an HPE Slingshot (Cassini) adapter's CXI device as a network
+            // OS device `hsi<N>` of subtype `Slingshot`: the fabric device NCCL uses through
+            // aws-ofi-nccl's cxi provider, as OpenFabrics devices are for verbs.
+            // (hwloc 2.8 names it `hsi<N>` without the subtype: the Cassini function, vendor
+            // 0x17db, says it.)
+            OsType::Net
+                if subtype == "Slingshot"
+                    || (ctx.devices[di].vendor_id == Some(0x17db) && name.starts_with("hsi")) =>
+            {
+                Some(OsDeviceKind::Rdma)
+            }
             OsType::Net => Some(OsDeviceKind::Net),
             OsType::Block => Some(OsDeviceKind::Block),
             OsType::Gpu | OsType::CoProc

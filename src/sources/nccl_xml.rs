@@ -38,6 +38,11 @@ pub const LIMITATIONS: &[&str] = &[
 /// Added to [`SourceInfo::limitations`] when the file holds a Data Direct NIC.
 pub const DATA_DIRECT_LIMITATION: &str = "a Data Direct NIC is recorded as its DMA function (class 0x080100, nets named <dev>_dma): the RDMA function NCCL pairs it with, and that function's own path, are not in the file";
 
+/// Added to [`SourceInfo::limitations`] when the file's PCI tree holds bridges of an invented
+/// domain (`ffff:`, as the topology files Azure's HPC images ship): the tree NCCL is told, which
+/// replaces the kernel's for the devices it lists, not the machine's PCIe tree.
+pub const INVENTED_TREE_LIMITATION: &str = "the file's switches are invented (PCI domain ffff, as a cloud image's NCCL_TOPO_FILE writes them): this is the tree NCCL is told, which replaces the kernel's for the devices it lists, not the machine's PCIe tree; judge the machine itself from a live audit or a capture";
+
 /// Added to [`SourceInfo::limitations`] when the file holds AMD GPUs (an RCCL topology).
 pub const XGMI_LIMITATION: &str = "RCCL XML lists an xGMI pair only where rocm-smi reports it as one xGMI hop with weight 15, 41 or 13 (RCCL's own filter, rocm_smi_getLinkInfo), with count = max/min xGMI bandwidth: rocm-smi's weights, hops and bandwidths are not recorded, and GPU pairs reached over several xGMI hops (MI250X GCDs without a direct link) are absent";
 
@@ -723,6 +728,11 @@ pub fn discover_host(doc: &Doc, source: SourceInfo, host: Option<&str>) -> Resul
     }
     if ctx.data_direct {
         source.limitations.push(DATA_DIRECT_LIMITATION.to_string());
+    }
+    if ctx.devices.iter().any(|d| d.bdf.domain == 0xffff) {
+        source
+            .limitations
+            .push(INVENTED_TREE_LIMITATION.to_string());
     }
     let xgmi = xgmi_links(&mut ctx, &gpus);
     if ctx.amd_gpu_element {

@@ -76,6 +76,9 @@ checks! {
     NumaUnknown = "numa-unknown", "NUMA";
     /// `gpu-nic-path`: the GPU → NIC matching and misplaced adapters.
     GpuNicPath = "gpu-nic-path", "GPU";
+    /// `nccl-settings`: the NCCL settings the verdicts read, with their sources, and every
+    /// value NCCL would not read as written.
+    NcclSettings = "nccl-settings", "NCONF";
     /// `nic-sharing`: GPUs sharing a rail NIC, with each NIC's port speed (bandwidth, not
     /// path).
     NicSharing = "nic-sharing", "SHARE";

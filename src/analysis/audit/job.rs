@@ -403,22 +403,29 @@ fn cuda_visible(ctx: &Ctx, env: &JobEnv) -> Vec<Finding> {
     out
 }
 
-/// `job-nccl-levels`: `NCCL_NET_GDR_LEVEL` and `NCCL_P2P_LEVEL`.
+/// `job-nccl-levels`: `NCCL_NET_GDR_LEVEL` and `NCCL_P2P_LEVEL` as the job sets them, read by
+/// the one reading every verdict uses ([`crate::analysis::settings`]: NCCL's `ncclGetLevel`):
+/// what each pair gets is the classifier's GDR decision (`Pair::gdr`), never a second rule.
 fn levels(ctx: &Ctx, env: &JobEnv) -> Vec<Finding> {
     let id = CheckId::JobNcclLevels;
+    let st = ctx.cl.settings();
     let mut out = Vec::new();
     for var in ["NCCL_NET_GDR_LEVEL", "NCCL_P2P_LEVEL"] {
         let Some(v) = env.var(var) else { continue };
         let (e, k) = env_ev(var, v);
-        let level = if let Some(p) = NcclPath::from_name(v) {
-            p
-        } else if let Ok(n) = v.trim().parse::<u32>() {
-            out.push(Finding::new(id, Severity::Warning, Subject::Node, format!("{var}={v}: a number means different levels in different NCCL releases ({})", nver::decode(n, (6, 0), ANY.1)), format!("use the level's name ({var}=PXB, PHB, SYS …), which every release reads the same")).with(e, k));
-            continue;
+        let applied = if var == "NCCL_NET_GDR_LEVEL" {
+            st.gdr_level.as_ref()
         } else {
-            out.push(Finding::new(id, Severity::Error, Subject::Node, format!("{var}={v} is not a level NCCL knows (LOC, NVL, PIX, PXB, PXN, P2C, PHB, SYS)"), "fix the value").with(e, k));
+            st.p2p_level.as_ref()
+        }
+        .filter(|a| a.setting.name == var && a.setting.value == v);
+        let Some(level) = applied.map(|a| a.value) else {
+            out.push(Finding::new(id, Severity::Error, Subject::Node, format!("{var}={v} is not a level NCCL {} reads ({}): NCCL ignores it without a warning and keeps its default", st.version, "names LOC NVL NVB C2C PIX PXB P2C PXN PHB SYS, exact and case-sensitive, or a number 0–4"), "write the level's name exactly (PXB, PHB, SYS …)").with(e, k));
             continue;
         };
+        if v.starts_with(|c: char| c.is_ascii_digit()) {
+            out.push(Finding::new(id, Severity::Warning, Subject::Node, format!("{var}={v}: NCCL ≥ 2.6 reads a number in its old numbering (0 LOC, 1 PIX, 2 PXB, 3 PHB, 4 and up SYS), here {level}; NCCL 2.4–2.5 compared it with the path-type code ({})", nver::decode(v.trim().parse().unwrap_or(0), (6, 0), ANY.1)), format!("write the level's name ({var}={level}), which every release reads the same")).with(e.clone(), k.clone()));
+        }
         if var == "NCCL_NET_GDR_LEVEL" {
             if level == NcclPath::Loc {
                 out.push(
@@ -433,27 +440,34 @@ fn levels(ctx: &Ctx, env: &JobEnv) -> Vec<Finding> {
                 );
                 continue;
             }
-            let v30 = crate::analysis::nccl::NcclVersion::NEWEST;
-            let (mut cut, mut allowed) = (Vec::new(), 0);
-            for p in &ctx.pairs {
-                let Some(s) = ctx.cl.summary_of(&p.gpu, &p.nic) else {
-                    continue;
-                };
-                if s.nccl_path.le(level, v30) {
-                    allowed += 1;
-                } else if s.nccl_path.le(NcclPath::Pxb, v30) {
-                    cut.push(format!("{} ({})", p.gpu, s.nccl_path));
-                }
-            }
+            let allowed = ctx.pairs.iter().filter(|p| p.gdr).count();
+            let cut: Vec<String> = ctx
+                .pairs
+                .iter()
+                .filter(|p| p.local && !p.gdr)
+                .map(|p| format!("{} ({})", p.gpu, p.label))
+                .collect();
+            let widened: Vec<String> = ctx
+                .pairs
+                .iter()
+                .filter(|p| !p.local && p.gdr)
+                .map(|p| format!("{} ({})", p.gpu, p.label))
+                .collect();
             let sev = if cut.is_empty() {
                 Severity::Info
             } else {
                 Severity::Warning
             };
             let mut s = format!(
-                "{var}={v}: {allowed} of {} GPU–NIC pair(s) within the level",
+                "{var}={v}: NCCL uses GPUDirect RDMA on {allowed} of {} GPU–NIC pair(s)",
                 ctx.pairs.len()
             );
+            if !widened.is_empty() {
+                s.push_str(&format!(
+                    "; beyond PXB, admitted by this level: {}",
+                    widened.join(", ")
+                ));
+            }
             if !cut.is_empty() {
                 s.push_str(&format!(
                     "; GDR turned off for pairs NCCL would otherwise use it on: {}",

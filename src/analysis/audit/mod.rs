@@ -6,6 +6,7 @@
 //! Sources of every fact: see `docs/audit.md` and shared/reference/gdr-probe-and-audit.md §2.
 
 pub mod amd;
+pub mod arrangement;
 pub mod check;
 pub mod evidence;
 pub mod finding;
@@ -14,6 +15,7 @@ pub mod gds;
 pub mod iommu;
 pub mod job;
 pub mod join;
+pub mod nccl_settings;
 pub mod nextgen;
 pub mod pcie;
 pub mod placement;
@@ -52,8 +54,49 @@ pub struct Pair {
     /// Bottleneck bandwidth of the path in GB/s, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bottleneck_gbytes: Option<f64>,
-    /// Whether the label is PIX or PXB (GPUDirect RDMA is used by NCCL by default).
+    /// Whether the label is PIX or PXB (GPUDirect RDMA is used by NCCL by default): the path
+    /// fact, whatever the settings.
     pub local: bool,
+    /// Whether NCCL uses GPUDirect RDMA on this pair under the job's effective settings (the
+    /// classifier's one decision: distance against the GDR level, C2C, transport).
+    #[serde(default)]
+    pub gdr: bool,
+    /// What would give this pair GPUDirect RDMA when it has none; `none` when it has it.
+    #[serde(default)]
+    pub remedy: RemedyClass,
+}
+
+/// What would give a GPU–NIC pair GPUDirect RDMA (the audit's remedy class, docs/audit.md
+/// `#gpu-nic-path`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RemedyClass {
+    /// Nothing: NCCL uses GPUDirect RDMA on the pair.
+    #[default]
+    None,
+    /// Another arrangement of this node's own adapters does better: move a NIC (an error).
+    Misplaced,
+    /// No arrangement does better: the node is built this way (a warning, remedied by what the
+    /// platform's operators document, or information once the settings admit the path).
+    Design,
+    /// The path allows GPUDirect RDMA but a setting turns it off, or a setting NCCL does not
+    /// read as written keeps it off (an error).
+    Setting,
+    /// The input cannot show what decides (a POWER CPU's NVLink to the GPU, an unknown label).
+    Unknown,
+}
+
+impl RemedyClass {
+    /// The word JSON and text use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RemedyClass::None => "none",
+            RemedyClass::Misplaced => "misplaced",
+            RemedyClass::Design => "design",
+            RemedyClass::Setting => "setting",
+            RemedyClass::Unknown => "unknown",
+        }
+    }
 }
 
 impl Pair {
@@ -301,6 +344,15 @@ pub struct AuditOptions {
 
 /// Runs every check over a topology and returns the report.
 pub fn run(topo: &Topology, opts: &AuditOptions) -> Report {
+    // The job's environment (`--job`) is what NCCL reads first: a topology loaded without it
+    // gets it layered on, so every verdict reads the job's settings.
+    if let Some(j) = opts.job.as_ref().filter(|j| {
+        !topo.machine.nccl.environment_read && j.vars.iter().any(|(k, _)| k.starts_with("NCCL_"))
+    }) {
+        let mut t = topo.clone();
+        t.machine.nccl.layer_environment(&j.vars);
+        return run_with(&Classifier::new(&t, &ClassifyOptions::default()), opts);
+    }
     run_with(&Classifier::new(topo, &ClassifyOptions::default()), opts)
 }
 
@@ -311,6 +363,7 @@ pub fn run_with(cl: &Classifier, opts: &AuditOptions) -> Report {
     let mut findings = Vec::new();
     ctx.pairs = placement::pair(&ctx, &mut findings);
     let peer_memory = amd::mechanism(&ctx).unwrap_or_else(|| gdr::peer_memory(&ctx));
+    findings.extend(nccl_settings::check(&ctx));
     findings.extend(gdr::peer_module(&ctx));
     findings.extend(gdr::driver_mismatch(&ctx));
     findings.extend(gdr::gpu_excluded(&ctx));

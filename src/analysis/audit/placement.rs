@@ -12,7 +12,10 @@
 //! Facts: the classification (labels, bottlenecks), the switches of the topology, and each
 //! NIC's port rate (`/sys/class/infiniband/<dev>/ports/<p>/rate`, NCCL XML `speed`).
 
-use super::{CheckId, Ctx, Evidence, Finding, Pair, PathLabel, Severity, Subject, pci_path};
+use super::arrangement::{Arrangement, DesignWhy, Placement};
+use super::{
+    CheckId, Ctx, Evidence, Finding, Pair, PathLabel, RemedyClass, Severity, Subject, pci_path,
+};
 use crate::analysis::classify::Label;
 use crate::analysis::pairing::{RAIL_FRACTION, assign_nics, nic_speed_gbps, rail_mask};
 use crate::model::{Bdf, Device, DeviceKind, Switch, Topology};
@@ -26,6 +29,10 @@ pub struct Judgement {
     pub label: Label,
     /// Bottleneck bandwidth in GB/s, when the links are known.
     pub bottleneck_gbytes: Option<f64>,
+    /// NCCL's path type (NCCL has no NODE: it is PHB there).
+    pub nccl_path: crate::analysis::nccl::NcclPath,
+    /// Whether NCCL uses GPUDirect RDMA on the pair under the effective settings.
+    pub gdr: bool,
 }
 
 impl Judgement {
@@ -47,10 +54,14 @@ impl Ctx<'_> {
             Some(s) => Judgement {
                 label: s.label,
                 bottleneck_gbytes: s.bottleneck_gbytes_per_s,
+                nccl_path: s.nccl_path,
+                gdr: s.gdr,
             },
             None => Judgement {
                 label: Label::Unknown,
                 bottleneck_gbytes: None,
+                nccl_path: crate::analysis::nccl::NcclPath::Dis,
+                gdr: false,
             },
         }
     }
@@ -241,13 +252,14 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
         .iter()
         .map(|e| ctx.nics.iter().position(|n| n.bdf == e.bdf))
         .collect();
-    // Best rail NIC by label, then bottleneck (the matching's own order).
+    // Best rail NIC: GDR under the effective settings first, then label, then bottleneck (the
+    // matching's own order after GDR).
     let best_rail = |gi: usize| -> usize {
         (0..ctx.nics.len())
             .filter(|&k| rail[k])
             .min_by(|&x, &y| {
                 let (a, b) = (&judged[gi][x], &judged[gi][y]);
-                a.label.cmp(&b.label).then(
+                b.gdr.cmp(&a.gdr).then(a.label.cmp(&b.label)).then(
                     b.bottleneck_gbytes
                         .unwrap_or(0.0)
                         .total_cmp(&a.bottleneck_gbytes.unwrap_or(0.0)),
@@ -267,6 +279,12 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
     } else {
         (0..ctx.gpus.len()).map(best_rail).collect()
     };
+    let local: Vec<Vec<bool>> = judged
+        .iter()
+        .map(|row| row.iter().map(Judgement::local).collect())
+        .collect();
+    let arrangement = Arrangement::new(ctx, &rail, &local);
+    let design = crate::analysis::design::recognise(ctx.paths());
     let mut pairs = Vec::new();
     for (gi, &ni) in assignment.iter().enumerate() {
         let (g, n, j) = (ctx.gpus[gi], ctx.nics[ni], &judged[gi][ni]);
@@ -278,40 +296,51 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
             reason: ctx.reason(&g.bdf, &n.bdf),
             bottleneck_gbytes: j.bottleneck_gbytes,
             local: j.local(),
+            gdr: j.gdr,
+            remedy: RemedyClass::None,
         });
     }
-    let far_sev = if ctx.virtualized {
-        Severity::Warning
-    } else {
-        Severity::Error
-    };
+    let mut misplaced_gpu = None;
     // Path: each GPU by the best rail NIC it can reach.
     for (gi, g) in ctx.gpus.iter().enumerate() {
         let bi = best_rail(gi);
         let best = &judged[gi][bi];
-        if best.local() {
+        if best.local() && best.gdr {
             continue;
         }
         // An APU (MI300A) with its NIC on its own NUMA node and no switch between them is the
         // platform's intended pairing: `amd-apu-gdr-level` judges it (RCCL's GDR level).
         if crate::model::amd::is_apu(g) && matches!(best.label, Label::Phb | Label::Node) {
+            // The design's pairing: what would give it GDR is the setting its operators
+            // document (RCCL's level), which `amd-apu-gdr-level` names.
+            if let Some(p) = pairs.get_mut(gi).filter(|p| !p.gdr) {
+                p.remedy = RemedyClass::Design;
+            }
             continue;
         }
         // The matched NIC has the best label (label first); name it when it is the best.
-        let ni = if judged[gi][assignment[gi]].label == best.label {
+        let ni = if judged[gi][assignment[gi]].label == best.label
+            && judged[gi][assignment[gi]].gdr == best.gdr
+        {
             assignment[gi]
         } else {
             bi
         };
-        let (n, j) = (ctx.nics[ni], &judged[gi][ni]);
-        // On POWER8/9 an NVIDIA GPU can reach the CPU over NVLink, a link no input here can
-        // represent: the PCIe label may not be the route NCCL takes.
-        let cpu_nvlink = power_cpu(&topo.machine) && g.vendor_id == Some(0x10de);
-        let sev = if j.label == Label::Unknown || cpu_nvlink {
-            Severity::Unknown
-        } else {
-            far_sev
-        };
+        let verdict = judge_gpu(ctx, gi, ni, &judged, &arrangement, design.as_ref());
+        if verdict.class == RemedyClass::Misplaced && misplaced_gpu.is_none() {
+            misplaced_gpu = Some(gi);
+        }
+        if let Some(p) = pairs.get_mut(gi).filter(|p| p.nic == ctx.nics[ni].bdf) {
+            p.remedy = verdict.class;
+        } else if let Some(p) = pairs.get_mut(gi) {
+            p.remedy = if p.gdr {
+                RemedyClass::None
+            } else {
+                verdict.class
+            };
+        }
+        let n = ctx.nics[ni];
+        let j = &judged[gi][ni];
         let slow_closer: Vec<String> = (0..ctx.nics.len())
             .filter(|&k| !rail[k] && judged[gi][k].label < j.label)
             .map(|k| {
@@ -324,39 +353,15 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
             })
             .collect();
         let nic_name = ctx.name(&n.bdf);
-        // The adapter to move: a rail NIC that no GPU can use at PIX/PXB and no GPU is paired
-        // with (the misplaced card), else the best NIC unless a GPU it is local to needs it.
-        let stray = (0..ctx.nics.len()).find(|&k| {
-            rail[k] && !assignment.contains(&k) && !judged.iter().any(|row| row[k].local())
-        });
-        let serves_local = pairs
-            .iter()
-            .any(|q| q.nic == n.bdf && q.local && q.gpu != g.bdf);
-        let remedy = match (stray, serves_local) {
-            (Some(k), _) => {
-                let m = ctx.nics[k];
-                format!(
-                    "move NIC {} — now at {}, where no GPU can use it — {}",
-                    ctx.name(&m.bdf),
-                    location(ctx, m),
-                    target(ctx, g)
-                )
-            }
-            (None, true) => format!(
-                "add an RDMA NIC {} ({nic_name} is local to another GPU and stays)",
-                target(ctx, g)
-            ),
-            (None, false) => format!(
-                "move NIC {nic_name} — now at {} — {}",
-                location(ctx, n),
-                target(ctx, g)
-            ),
-        };
         let reason = ctx.reason(&g.bdf, &n.bdf);
+        let moved = match verdict.class {
+            RemedyClass::Misplaced => verdict.move_nic,
+            _ => None,
+        };
         findings.push(
             Finding::new(
                 CheckId::GpuNicPath,
-                sev,
+                verdict.severity,
                 Subject::Device(g.bdf),
                 format!(
                     "GPU {}: best NIC it can reach, {nic_name} at {}, is {} ({reason}){}; {}",
@@ -368,30 +373,19 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
                     } else {
                         format!("; {}", slow_closer.join("; "))
                     },
-                    if cpu_nvlink {
-                        "on this POWER CPU the GPU may reach the CPU over NVLink, which this input cannot show, so whether NCCL uses GPUDirect RDMA is unknown from the PCIe path alone"
-                    } else {
-                        "NCCL will not use GPUDirect RDMA beyond PXB"
-                    }
+                    verdict.words
                 ),
-                if ctx.virtualized {
-                    format!(
-                        "this is a VM: the guest PCIe tree may not show the host's; run `peerpath probe` and audit with --evidence. On the host, place NIC {nic_name} (guest view: {}) behind the GPU's PCIe switch",
-                        location(ctx, n)
-                    )
-                } else {
-                    remedy
-                },
+                verdict.remedy,
             )
             .with_all(path_evidence(topo, &g.bdf, &n.bdf))
             .with_all(
-                stray
-                    .filter(|_| !ctx.virtualized)
+                moved
                     .map(|k| path_evidence(topo, &ctx.nics[k].bdf, &ctx.nics[k].bdf))
                     .unwrap_or_default()
                     .into_iter()
                     .take(1),
             )
+            .with_all(verdict.evidence)
             .with_pairs(pairs.get(gi).map(|p| p.to_ref())),
         );
     }
@@ -429,32 +423,30 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
             continue;
         }
         let used = assignment.contains(&ni);
-        let needy = (0..ctx.gpus.len()).find(|&gi| !judged[gi][best_rail(gi)].local());
-        // Unpaired while some GPU has no NIC within PXB: most likely that GPU's NIC in the
-        // wrong slot.
-        let (sev, tail) = match (used, needy) {
-            (true, _) => (Severity::Warning, String::new()),
-            (false, Some(gi)) => (
+        // Unpaired while a GPU's NIC is misplaced: most likely that GPU's NIC.
+        let needy = misplaced_gpu.filter(|_| !used && arrangement.can_move(ni));
+        let (sev, tail, remedy) = match needy {
+            Some(gi) => (
                 Severity::Warning,
                 format!(
                     " and no GPU is paired with it, while GPU {} has no NIC within PXB: likely that GPU's NIC in the wrong slot",
                     ctx.gpus[gi].bdf
                 ),
+                format!(
+                    "if it carries GPU traffic, move it — now at {} — {}",
+                    location(ctx, n),
+                    target(ctx, ctx.gpus[gi])
+                ),
             ),
-            (false, None) => (
+            None if used => (
+                Severity::Info,
+                " (it serves the GPUs paired with it across the host bridge or the CPUs: see their gpu-nic-path findings)".to_string(),
+                "none beyond the GPUs' own remedies".to_string(),
+            ),
+            None => (
                 Severity::Info,
                 " (not paired with a GPU: fine for storage or in-band traffic)".to_string(),
-            ),
-        };
-        let remedy = match needy {
-            Some(gi) => format!(
-                "if it carries GPU traffic, move it — now at {} — {}",
-                location(ctx, n),
-                target(ctx, ctx.gpus[gi])
-            ),
-            None => format!(
-                "none if it serves storage/in-band; else move it (now at {}) behind a GPU's PCIe switch",
-                location(ctx, n)
+                "none if it serves storage/in-band traffic".to_string(),
             ),
         };
         findings.push(
@@ -565,6 +557,360 @@ fn path_evidence(topo: &Topology, a: &Bdf, b: &Bdf) -> Vec<Evidence> {
             )
         })
         .collect()
+}
+
+/// A setting as finding evidence: `env NAME` = value, or `FILE line N` = `NAME=value`.
+pub fn setting_evidence(s: &crate::model::nccl_settings::NcclSetting) -> Evidence {
+    use crate::model::nccl_settings::SettingSource;
+    match &s.source {
+        SettingSource::Environment => Evidence::new(format!("env {}", s.name), s.value.clone()),
+        SettingSource::File { path, line } => Evidence::new(
+            format!("{path} line {line}"),
+            format!("{}={}", s.name, s.value),
+        ),
+    }
+}
+
+/// The audit's judgement of one GPU whose best rail NIC gives it no GPUDirect RDMA, or gives
+/// it only because a setting admits the path.
+struct GpuVerdict {
+    class: RemedyClass,
+    severity: Severity,
+    /// What NCCL does on the pair and why (the end of the summary).
+    words: String,
+    remedy: String,
+    evidence: Vec<Evidence>,
+    /// The NIC to move, when misplaced (index into `Ctx::nics`).
+    move_nic: Option<usize>,
+}
+
+/// The GDR level a documented setting names (`NCCL_NET_GDR_LEVEL=PHB` → PHB).
+fn documented_level(
+    d: &crate::analysis::design::Documented,
+) -> Option<crate::analysis::nccl::NcclPath> {
+    d.setting.strip_prefix("NCCL_NET_GDR_LEVEL=").and_then(|v| {
+        crate::analysis::settings::read_level(v, crate::analysis::nccl::NcclVersion::NEWEST)
+    })
+}
+
+/// Judges GPU `gi` against rail NIC `ni` (its best): unknown, GDR admitted by a setting, a
+/// setting that turns GDR off, a misplaced adapter or the node's design (module docs).
+fn judge_gpu(
+    ctx: &Ctx,
+    gi: usize,
+    ni: usize,
+    judged: &[Vec<Judgement>],
+    arrangement: &Arrangement,
+    design: Option<&crate::analysis::design::Design>,
+) -> GpuVerdict {
+    use crate::analysis::settings::Effective;
+    let topo = ctx.topo;
+    let (g, n, j) = (ctx.gpus[gi], ctx.nics[ni], &judged[gi][ni]);
+    let st = ctx.cl.settings();
+    let v = st.version;
+    let lib = ctx.cl.library();
+    let (fallback, fallback_words) = ctx.cl.default_gdr_level(&g.bdf, &n.bdf);
+    let level = st.gdr_level_or(fallback);
+    let level_words = st.gdr_level_words(fallback, &fallback_words);
+    let gpu_c2c = ctx
+        .paths()
+        .index(&g.bdf)
+        .and_then(|i| ctx.paths().c2c(i))
+        .is_some();
+    let mut evidence: Vec<Evidence> = st
+        .gdr_level
+        .iter()
+        .map(|a| setting_evidence(&a.setting))
+        .collect();
+    let design_ev = || -> Vec<Evidence> {
+        design
+            .map(|d| {
+                d.evidence
+                    .iter()
+                    .map(|(p, r)| Evidence::new(p.clone(), r.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let verdict = |class, severity, words: String, remedy: String, evidence| GpuVerdict {
+        class,
+        severity,
+        words,
+        remedy,
+        evidence,
+        move_nic: None,
+    };
+    // On POWER8/9 an NVIDIA GPU can reach the CPU over NVLink, a link no input here can
+    // represent: the PCIe label may not be the route NCCL takes.
+    if power_cpu(&topo.machine) && g.vendor_id == Some(0x10de) {
+        return verdict(
+            RemedyClass::Unknown,
+            Severity::Unknown,
+            "on this POWER CPU the GPU may reach the CPU over NVLink, which this input cannot show, so whether NCCL uses GPUDirect RDMA is unknown from the PCIe path alone".into(),
+            "run `peerpath probe` on the node, or read the job's NCCL log (`peerpath evidence`), to see whether GDR is used".into(),
+            evidence,
+        );
+    }
+    if j.label == Label::Unknown {
+        return verdict(
+            RemedyClass::Unknown,
+            Severity::Unknown,
+            "the input cannot decide the path class, so whether NCCL uses GPUDirect RDMA is unknown".into(),
+            "audit the live machine or a `peerpath capture` snapshot".into(),
+            evidence,
+        );
+    }
+    if let Some(x) = st.transport_off(n) {
+        return verdict(
+            RemedyClass::Setting,
+            Severity::Error,
+            format!(
+                "{}: {lib} does not drive this NIC over RDMA (NET/Socket), so no GPUDirect RDMA on any path",
+                x.described()
+            ),
+            format!("unset {} (set in {})", x.name, x.source),
+            vec![setting_evidence(x)],
+        );
+    }
+    if j.gdr
+        && !j.local()
+        && !ctx.virtualized
+        && let Placement::Misplaced { nic: k } = arrangement.placement(gi)
+    {
+        let words = format!(
+            "{level_words} admits {} so {lib} uses GPUDirect RDMA across the host bridge, but the NIC is misplaced",
+            j.nccl_path
+        );
+        return misplaced(ctx, g, k, judged, words, evidence);
+    }
+    if j.gdr {
+        let mut words = format!(
+            "{level_words}: it admits {}, so {lib} uses GPUDirect RDMA on this pair",
+            j.nccl_path
+        );
+        if let Some(d) = design {
+            words.push_str(&format!(" (by design on this {}: {})", d.name, d.note));
+            evidence.extend(design_ev());
+        }
+        return verdict(
+            RemedyClass::None,
+            Severity::Info,
+            words,
+            "none; GDR across the host bridge pays where it is faster than staging through host memory: `peerpath probe` (or ib_write_bw --use_cuda) on this pair shows it".into(),
+            evidence,
+        );
+    }
+    // The release's own rule without any GDR setting: does it admit this path?
+    let bare = Effective {
+        version: v,
+        ..Default::default()
+    };
+    let bare_level = if fallback == crate::analysis::nccl::NcclPath::Phb {
+        fallback
+    } else {
+        bare.default_gdr_level()
+    };
+    if bare.gdr_allows(j.nccl_path, bare_level, gpu_c2c) {
+        let culprit = st.gdr_level.as_ref().map(|a| &a.setting).or(st
+            .gdr_c2c
+            .as_ref()
+            .filter(|a| !a.value)
+            .map(|a| &a.setting));
+        if let Some(x) = culprit {
+            return verdict(
+                RemedyClass::Setting,
+                Severity::Error,
+                format!(
+                    "{} turns GPUDirect RDMA off on this {} path, which NCCL {v}'s default ({bare_level}) admits",
+                    x.described(),
+                    j.nccl_path
+                ),
+                format!(
+                    "unset {} (set in {}), or raise it to at least {}",
+                    x.name, x.source, j.nccl_path
+                ),
+                vec![setting_evidence(x)],
+            );
+        }
+    }
+    // A setting NCCL does not read as written, whose meaning would admit the path.
+    for m in &st.misread {
+        let Some(meant) = m.meant.as_deref() else {
+            continue;
+        };
+        let Some(lv) = meant
+            .strip_prefix("NCCL_NET_GDR_LEVEL=")
+            .and_then(|x| crate::analysis::settings::read_level(x, v))
+        else {
+            continue;
+        };
+        if st.gdr_allows(j.nccl_path, lv, gpu_c2c) {
+            return verdict(
+                RemedyClass::Setting,
+                Severity::Error,
+                format!(
+                    "{}: {}; so GPUDirect RDMA stays off on this {} path, which `{meant}` would admit",
+                    m.setting.described(),
+                    m.why,
+                    j.nccl_path
+                ),
+                format!("write `{meant}` in {}", m.setting.source),
+                vec![setting_evidence(&m.setting)],
+            );
+        }
+    }
+    let staged = format!(
+        "{lib} does not use GPUDirect RDMA beyond {level} ({level_words}): it stages this GPU's traffic through host memory"
+    );
+    if ctx.virtualized {
+        let n_name = ctx.name(&n.bdf);
+        let mut words = format!("{staged}; this is a VM, whose PCIe tree may not be the host's");
+        let mut remedy = format!(
+            "run `peerpath probe` and audit with --evidence; on the host, place NIC {n_name} (guest view: {}) behind the GPU's PCIe switch",
+            location(ctx, n)
+        );
+        if let Some(d) = design {
+            if let Some(h) = d.hides_tree {
+                words.push_str(&format!(" ({}: {h})", d.name));
+            }
+            for s in &d.settings {
+                remedy = format!(
+                    "{} documents {} for this design ({}; {}); {remedy}",
+                    s.who, s.setting, s.note, s.source
+                );
+            }
+            evidence.extend(design_ev());
+        }
+        return verdict(
+            RemedyClass::Design,
+            Severity::Warning,
+            words,
+            remedy,
+            evidence,
+        );
+    }
+    match arrangement.placement(gi) {
+        Placement::Misplaced { nic: k } => misplaced(ctx, g, k, judged, staged, evidence),
+        Placement::FreePortUnknown { nic: k, switch } => {
+            let m = ctx.nics[k];
+            GpuVerdict {
+                class: RemedyClass::Unknown,
+                severity: Severity::Unknown,
+                words: format!(
+                    "{staged}; whether a NIC can move under its switch (upstream port {switch}) is unknown: this input ({}) does not list empty switch ports",
+                    topo.source.kind
+                ),
+                remedy: format!(
+                    "check the switch for a free slot (`lspci -tv` on the node, or audit a `peerpath capture` snapshot); if it has one, move NIC {} — now at {} — there",
+                    ctx.name(&m.bdf),
+                    location(ctx, m)
+                ),
+                evidence,
+                move_nic: None,
+            }
+        }
+        Placement::Design(why) => {
+            let mut words = format!(
+                "{staged}; no arrangement of this node's adapters does better: {}",
+                why.words(&g.bdf)
+            );
+            let mut remedy = None;
+            if let Some(d) = design {
+                words.push_str(&format!("; by design on this {}: {}", d.name, d.note));
+                evidence.extend(design_ev());
+                let admits: Vec<_> = d
+                    .settings
+                    .iter()
+                    .filter(|s| {
+                        documented_level(s)
+                            .is_some_and(|lv| st.gdr_allows(j.nccl_path, lv, gpu_c2c))
+                    })
+                    .collect();
+                let others: Vec<_> = d
+                    .settings
+                    .iter()
+                    .filter(|s| documented_level(s).is_some())
+                    .collect();
+                remedy = if let Some(s) = admits.first() {
+                    Some(format!(
+                        "set {}, as {} documents for this design ({}; {}): it admits this {} path",
+                        s.setting, s.who, s.note, s.source, j.nccl_path
+                    ))
+                } else if let Some(s) = others.first() {
+                    Some(format!(
+                        "none that moves a card: {} (documented by {}) admits GPUs on a NIC's own CPU, and this GPU is {} from its best NIC, so its traffic stays staged by design",
+                        s.setting,
+                        s.who,
+                        j.word()
+                    ))
+                } else {
+                    d.settings.first().map(|s| {
+                        format!(
+                            "none that moves a card; {} documents {} for this design ({}; {})",
+                            s.who, s.setting, s.note, s.source
+                        )
+                    })
+                };
+            }
+            let remedy = remedy.unwrap_or_else(|| {
+                if matches!(why, DesignWhy::NoSpareNic { .. }) {
+                    format!(
+                        "none that moves a card (each NIC serves its own switch's GPUs); adding an RDMA NIC {} gives this GPU one within PXB",
+                        target(ctx, g)
+                    )
+                } else if j.nccl_path == crate::analysis::nccl::NcclPath::Phb {
+                    "none that moves a card; NCCL_NET_GDR_LEVEL=PHB lets NCCL use GPUDirect RDMA across the host bridge (NCCL's PHB covers nvidia-smi's NODE): set it where `peerpath probe` (or ib_write_bw --use_cuda) shows it faster than staging".to_string()
+                } else {
+                    format!(
+                        "none that moves a card: the GPU is {} from every NIC (across NUMA nodes or CPUs), where GPUDirect RDMA is rarely faster than staging; a NIC on this GPU's own NUMA node would change it",
+                        j.word()
+                    )
+                }
+            });
+            GpuVerdict {
+                class: RemedyClass::Design,
+                severity: Severity::Warning,
+                words,
+                remedy,
+                evidence,
+                move_nic: None,
+            }
+        }
+    }
+}
+
+/// The verdict of a GPU whose NIC is misplaced: rail NIC `k` can move under its switch.
+fn misplaced(
+    ctx: &Ctx,
+    g: &Device,
+    k: usize,
+    judged: &[Vec<Judgement>],
+    what: String,
+    evidence: Vec<Evidence>,
+) -> GpuVerdict {
+    let m = ctx.nics[k];
+    let serves = judged.iter().any(|row| row[k].local());
+    let remedy = format!(
+        "move NIC {} — now at {}{} — {}",
+        ctx.name(&m.bdf),
+        location(ctx, m),
+        if serves {
+            ", beside another NIC that keeps serving its switch's GPUs"
+        } else {
+            ", where no GPU can use it"
+        },
+        target(ctx, g)
+    );
+    GpuVerdict {
+        class: RemedyClass::Misplaced,
+        severity: Severity::Error,
+        words: format!(
+            "{what}; moving one of this node's own NICs under the GPU's switch gives it one within PXB"
+        ),
+        remedy,
+        evidence,
+        move_nic: Some(k),
+    }
 }
 
 #[cfg(test)]
@@ -751,8 +1097,12 @@ mod tests {
             .iter()
             .find(|f| f.id == CheckId::GpuNicPath && f.subject.to_string() == "0000:93:00.0")
             .unwrap_or_else(|| panic!("{:#?}", r.findings));
-        assert_eq!(f.severity, Severity::Error);
+        // Its switch has a free port but the node has no NIC to spare (mlx5_0 serves the AMD
+        // GPUs' switch): the design, and the remedy adds a NIC there.
+        assert_eq!(f.severity, Severity::Warning);
         assert!(f.summary.contains("best NIC it can reach"), "{}", f.summary);
+        assert!(f.summary.contains("already serves"), "{}", f.summary);
+        assert!(f.remedy.contains("adding an RDMA NIC"), "{}", f.remedy);
         assert!(!f.remedy.contains("mlx5_2"), "{}", f.remedy);
         // An internal bridge's port is never proposed, for any GPU.
         let far = r.findings.iter().filter(|f| f.id == CheckId::GpuNicPath);

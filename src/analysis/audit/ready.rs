@@ -45,15 +45,18 @@ fn mechanism(m: PeerMemory) -> Option<bool> {
 pub enum GdrReason {
     /// The node has no GPU–RDMA NIC pair (no GPU, or no NIC with an RDMA device).
     NoPair,
-    /// A GPU's rail pair is beyond PXB, NCCL's default GPUDirect RDMA level
-    /// (`NCCL_NET_GDR_LEVEL`): NCCL stages that GPU's traffic through host memory.
-    BeyondPxb {
+    /// NCCL does not use GPUDirect RDMA on a GPU's rail pair under the job's effective
+    /// settings (beyond the GDR level, or a setting turns it off): NCCL stages that GPU's
+    /// traffic through host memory.
+    NoGdr {
         /// GPU address.
         gpu: Bdf,
         /// Its matched NIC.
         nic: Bdf,
         /// The path class.
         label: PathLabel,
+        /// What would give it GDR (misplaced, design, setting).
+        remedy: super::RemedyClass,
     },
     /// The peer-memory mechanism is missing (`Some(false)` verdict) or not established
     /// (unknown verdict).
@@ -71,16 +74,25 @@ impl fmt::Display for GdrReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             GdrReason::NoPair => f.write_str("no GPU–RDMA NIC pair"),
-            GdrReason::BeyondPxb { gpu, nic, label } => {
-                write!(f, "GPU {gpu} ↔ NIC {nic} is {label}, beyond PXB")
-            }
+            GdrReason::NoGdr {
+                gpu,
+                nic,
+                label,
+                remedy,
+            } => write!(
+                f,
+                "GPU {gpu} ↔ NIC {nic} is {label}: no GPUDirect RDMA under the effective NCCL settings ({})",
+                remedy.as_str()
+            ),
             GdrReason::Mechanism(m) => write!(f, "peer-memory mechanism: {m:?}"),
             GdrReason::Broken { check, subject } => write!(f, "{check} error on {subject}"),
         }
     }
 }
 
-/// The verdict: `ready` is `Some(true)` only when every GPU has a NIC within PXB and nothing
+/// The verdict: `ready` is `Some(true)` only when NCCL uses GPUDirect RDMA on every GPU's rail
+/// pair under the effective settings (within PXB by default; across the host bridge where a
+/// setting such as `NCCL_NET_GDR_LEVEL=PHB` admits it) and nothing
 /// breaks GPUDirect RDMA; `None` (unknown) when a needed fact is unknown and nothing says
 /// false; `Some(false)` otherwise. `reasons` says why it is not `true` (empty when it is).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,11 +128,12 @@ pub fn gdr_readiness(r: &Report) -> GdrReadiness {
     if r.pairs.is_empty() {
         not.push(GdrReason::NoPair);
     }
-    for p in r.pairs.iter().filter(|p| !p.local) {
-        not.push(GdrReason::BeyondPxb {
+    for p in r.pairs.iter().filter(|p| !p.gdr) {
+        not.push(GdrReason::NoGdr {
             gpu: p.gpu,
             nic: p.nic,
             label: p.label,
+            remedy: p.remedy,
         });
     }
     let mech = mechanism(r.peer_memory);
@@ -179,18 +192,29 @@ mod tests {
         r.peer_memory = PeerMemory::DmaBufOnly;
         assert_eq!(r.gdr_ready().ready, None);
         r.pairs[1].local = false;
+        r.pairs[1].gdr = false;
+        r.pairs[1].remedy = super::super::RemedyClass::Misplaced;
         r.pairs[1].label = PathLabel(Label::Phb);
         let g = r.gdr_ready();
         assert_eq!(g.ready, Some(false));
         assert_eq!(
             g.reasons,
-            vec![GdrReason::BeyondPxb {
+            vec![GdrReason::NoGdr {
                 gpu: r.pairs[1].gpu,
                 nic: r.pairs[1].nic,
-                label: PathLabel(Label::Phb)
+                label: PathLabel(Label::Phb),
+                remedy: super::super::RemedyClass::Misplaced,
             }]
         );
-        assert!(g.reasons[0].to_string().contains("is PHB, beyond PXB"));
+        assert!(
+            g.reasons[0]
+                .to_string()
+                .contains("is PHB: no GPUDirect RDMA")
+        );
+        // A PHB pair a setting admits is ready.
+        r.pairs[1].gdr = true;
+        r.pairs[1].remedy = super::super::RemedyClass::None;
+        assert_eq!(r.gdr_ready().ready, None);
     }
 
     #[test]
