@@ -63,13 +63,10 @@ pub fn differences(spec: &Spec, topo: &Topology, opts: VerifyOptions) -> Vec<Str
         }
         match (&d.link, f.link.filter(|_| f.pcie)) {
             (Some(l), Some(s)) => {
+                // A link that is down (width 0) reads its current speed as `Unknown`.
+                let speed = (s.width > 0 || s.speed > 0.0).then_some(s.speed);
                 if (l.current_gts, l.current_width, l.max_gts, l.max_width)
-                    != (
-                        Some(s.speed),
-                        Some(s.width),
-                        Some(s.max_speed),
-                        Some(s.max_width),
-                    )
+                    != (speed, Some(s.width), Some(s.max_speed), Some(s.max_width))
                 {
                     diff(format!("{b}: link {l:?}, spec {s:?}"));
                 }

@@ -516,6 +516,13 @@ pub fn build_entries(spec: &Spec, opts: &WriteOptions) -> Result<Vec<(PathBuf, E
         }
         // Class devices.
         for r in &f.rdma {
+            // An HPE Cassini's CXI device is in its own class (`cxi_core`), not infiniband.
+            if f.vendor == 0x17db && r.name.starts_with("cxi") {
+                let cd = dir.join("cxi").join(&r.name);
+                t.link(cd.join("device"), dir);
+                t.link(PathBuf::from("sys/class/cxi").join(&r.name), &cd);
+                continue;
+            }
             let rd = dir.join("infiniband").join(&r.name);
             t.file(rd.join("fw_ver"), format!("{}\n", r.fw_ver));
             t.file(rd.join("hca_type"), format!("{}\n", r.hca_type));

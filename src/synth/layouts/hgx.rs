@@ -190,16 +190,26 @@ pub const MISPLACED_NIC: Bdf = Bdf {
 };
 
 /// [`hgx_h100`] with GPU3's NIC (`mlx5_3`) moved out of GPU3's switch to a root port on a host
-/// bridge of the other socket (NUMA 1), so GPU3's best NIC is SYS. GPU3's switch keeps only its
-/// GPU port.
+/// bridge of the other socket (NUMA 1), so GPU3's best NIC is SYS. GPU3's switch keeps its GPU
+/// port and the NIC's empty downstream port (link down), where the card belongs.
 pub fn misplaced_nic() -> Spec {
     let mut s = hgx_h100();
     s.name = "misplaced-nic".into();
     let old_nic = hgx_nic(3);
     let old_port = hgx_nic_port(3);
     let mut nic = s.function(old_nic).cloned().unwrap_or_default();
-    s.functions
-        .retain(|f| f.bdf != old_nic && f.bdf != old_port);
+    s.functions.retain(|f| f.bdf != old_nic);
+    // The switch's downstream port stays, empty, its link down (as sysfs shows a slot whose
+    // card was taken out): the place the NIC belongs.
+    if let Some(port) = s.function_mut(old_port) {
+        if let Some(l) = port.link.as_mut() {
+            // Link down: width 0, speed `Unknown` (as the empty slot of hgx-h100-field).
+            l.width = 0;
+            l.speed = 0.0;
+        }
+        // The empty port keeps its bus range: the secondary bus the card was on.
+        port.secondary_bus = Some(old_nic.bus);
+    }
     add_host_bridge(&mut s, 0, 0xe0, 1);
     let rp = b(0, 0xe0, 1, 0);
     let mut root = xeon_root_port(rp, Link::full(32.0, 16));

@@ -68,6 +68,14 @@ pub const LAYOUTS: &[(&str, &str)] = &[
         "2x EPYC Genoa, 8x AMD MI300X in one xGMI hive (KFD topology), each behind its 1022:1500/1002:1501 bridges under a Broadcom switch with its Thor2 400G NIC",
     ),
     (
+        "cray-ex-a100",
+        "HPE Cray EX Slingshot node (Perlmutter class): 1x EPYC 7763 NPS4, 4x A100, 4x Cassini on the GPUs' host bridges, no PCIe switch (PHB by design)",
+    ),
+    (
+        "polaris-a100",
+        "ALCF Polaris class: 1x EPYC 7543P NPS4, 4x A100 (one per NUMA node), 2x HDR on GPU1's and GPU3's host bridges, no PCIe switch",
+    ),
+    (
         "mi300a-4apu",
         "4x AMD MI300A APU, one per NUMA node, each with a ConnectX-7 on the same host bridge and no switch (RCCL's topo_4p_942 shape), xGMI hive",
     ),
@@ -89,6 +97,8 @@ pub fn by_name(name: &str) -> Option<Spec> {
         "hgx-h100-gds" => Some(hgx_h100_gds()),
         "mi300x-8gpu" => Some(mi300x_8gpu()),
         "mi300a-4apu" => Some(mi300a_4apu()),
+        "cray-ex-a100" => Some(cray_ex_a100()),
+        "polaris-a100" => Some(polaris_a100()),
         _ => {
             if let Some(n) = name
                 .strip_prefix("scaling-")
@@ -494,6 +504,7 @@ mod gds;
 mod hgx;
 mod nvsmi;
 mod scaling;
+mod switchless;
 mod vm;
 
 pub use amd::*;
@@ -505,4 +516,5 @@ pub use gds::*;
 pub use hgx::*;
 pub use nvsmi::*;
 pub use scaling::*;
+pub use switchless::*;
 pub use vm::*;
