@@ -450,14 +450,14 @@ fn gdr_readiness_verdicts() {
     assert_eq!(g.reasons.len(), vm.pairs.len(), "{g:?}");
     assert!(g.reasons.iter().all(|r| matches!(
         r,
-        GdrReason::BeyondPxb { label, .. } if *label == PathLabel(Label::Phb)
+        GdrReason::NoGdr { label, remedy, .. } if *label == PathLabel(Label::Phb) && *remedy == audit::RemedyClass::Design
     )));
 
     let mis = audit(&layouts::misplaced_nic()).gdr_ready();
     assert_eq!(mis.ready, Some(false));
     assert!(mis.reasons.iter().any(|r| matches!(
         r,
-        GdrReason::BeyondPxb { gpu, .. } if *gpu == hgx_gpu(3)
+        GdrReason::NoGdr { gpu, remedy, .. } if *gpu == hgx_gpu(3) && *remedy == audit::RemedyClass::Misplaced
     )));
 
     let acs = audit(&layouts::with_acs_redirect(layouts::hgx_h100(), hgx_nic_port(2)).unwrap());

@@ -558,9 +558,17 @@ fn generate() -> String {
         .args(["audit", "--job", "-i", OCI])
         .env("NCCL_IB_HCA", "mlx5_1")
         .env("CUDA_VISIBLE_DEVICES", "0,1,2,3"));
+    // Each `job-` finding with its `env` evidence lines (other checks cite the environment too).
+    let mut in_job = false;
     let job: Vec<&str> = out
         .lines()
-        .filter(|l| l.contains("[job-") || l.trim_start().starts_with("env "))
+        .filter(|l| {
+            if l.trim_start().starts_with('[') {
+                in_job = l.contains("[job-");
+                return in_job;
+            }
+            in_job && l.trim_start().starts_with("env ")
+        })
         .collect();
     doc.push_str(&format!(
         "\n### The job's environment on OCI's H100 node\n\n`{OCI}` is `oracle-quickstart/oci-hpc`'s published topology (mlx5_2 and mlx5_11 are not compute HCAs and are absent). The `job-` findings of:\n\n```console\n$ NCCL_IB_HCA=mlx5_1 CUDA_VISIBLE_DEVICES=0,1,2,3 peerpath audit --job -i {OCI}\n{}\n```\n",

@@ -197,6 +197,7 @@ fn audit_gives_what_the_docs_promise_for_a_gpu_vm_without_rdma() {
         ("gdr-peer-module", "info"),
         ("gds-kernel", "info"),
         ("gpu-nic-path", "info"),
+        ("nccl-settings", "info"),
     ]
     .iter()
     .map(|(i, s)| (i.to_string(), s.to_string()))

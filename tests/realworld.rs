@@ -652,11 +652,13 @@ fn juwels_booster_matches_jsc_description() {
 
 /// A path error is false when the GPU it names reaches some NIC at PIX/PXB (the rccl#1185
 /// defect). Every path error on the published machines must name a GPU with no NIC within PXB:
+/// No published machine gets a GPU–NIC path error: each is built the way it is on purpose.
 /// NVIDIA/nccl#2397 (no switch: GPU0 PHB, GPU1 SYS) and AWS g4dn.metal (one EFA for 8 T4s,
-/// NODE/SYS) are built without GPU-local NICs, and the audit says so truly.
+/// NODE/SYS) have no GPU-local NIC by design: warnings of class `design`, whose remedy never
+/// says "move" (issue 38; every published design is in tests/design_verdicts.rs).
 #[test]
 fn no_published_machine_gets_a_false_path_error() {
-    let mut true_errors = Vec::new();
+    let mut by_design = Vec::new();
     for f in ALL {
         let p = fixture(f);
         let hosts = load(f).host_scope.map(|s| s.hosts.len()).unwrap_or(1);
@@ -664,11 +666,18 @@ fn no_published_machine_gets_a_false_path_error() {
             let t = load_host(&p, Some(&h.to_string())).unwrap();
             let m = classify_all(&t, &ClassifyOptions::default());
             let r = audit::run(&t, &AuditOptions::default());
-            for x in r
-                .findings
-                .iter()
-                .filter(|x| x.id == CheckId::GpuNicPath && x.severity == Severity::Error)
-            {
+            assert!(
+                r.findings
+                    .iter()
+                    .all(|x| x.id != CheckId::GpuNicPath || x.severity != Severity::Error),
+                "{f} host {h}: a path error on a published machine {:#?}",
+                r.findings
+            );
+            for x in r.findings.iter().filter(|x| {
+                x.id == CheckId::GpuNicPath
+                    && x.severity == Severity::Warning
+                    && x.summary.starts_with("GPU ")
+            }) {
                 let g = x.subject.bdf().expect("a GPU");
                 let best = m
                     .endpoints
@@ -677,8 +686,18 @@ fn no_published_machine_gets_a_false_path_error() {
                     .map(|n| m.pair(&g, &n.bdf).unwrap().label)
                     .min()
                     .unwrap();
-                assert!(!best.within_pxb(), "{f} host {h}: false path error {x:#?}");
-                true_errors.push(f);
+                assert!(
+                    !best.within_pxb(),
+                    "{f} host {h}: false path warning {x:#?}"
+                );
+                assert!(!x.remedy.contains("move NIC"), "{f}: {}", x.remedy);
+                assert!(
+                    x.summary
+                        .contains("no arrangement of this node's adapters does better"),
+                    "{}",
+                    x.summary
+                );
+                by_design.push(f);
             }
             assert!(
                 r.findings.iter().any(|x| x.id == CheckId::InputLimits),
@@ -686,8 +705,8 @@ fn no_published_machine_gets_a_false_path_error() {
             );
         }
     }
-    true_errors.dedup();
-    assert_eq!(true_errors, [NCCL2397, G4DN]);
+    by_design.dedup();
+    assert_eq!(by_design, [NCCL2397, G4DN]);
 }
 
 /// LLNL Lassen: the V100s reach the POWER9 CPUs over NVLink, which neither hwloc nor peerpath's

@@ -274,8 +274,20 @@ fn misplaced_nic_is_on_the_other_socket() {
     let sw = t.switch(gpu3.switch.as_deref().unwrap()).unwrap();
     assert_eq!(
         sw.downstream.len(),
-        1,
-        "GPU3's switch keeps only the GPU port"
+        2,
+        "GPU3's switch keeps the GPU port and the NIC's empty port"
+    );
+    let empty = layouts::hgx_nic_port(3);
+    assert!(sw.downstream.contains(&empty));
+    assert!(t.children(&empty).is_empty(), "the NIC's port is empty");
+    assert_eq!(
+        t.device(&empty)
+            .unwrap()
+            .link
+            .as_ref()
+            .unwrap()
+            .current_width,
+        Some(0)
     );
 }
 
