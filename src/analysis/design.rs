@@ -161,6 +161,12 @@ pub fn recognise(paths: &Paths) -> Option<Design> {
         let mut evidence: Vec<_> = efa.map(id_ev).into_iter().collect();
         evidence.extend(dmi_ev);
         let product = m.dmi_product_name.clone().unwrap_or_default();
+        // The plugin's topology files cover p4d/p4de and g5 (and p5 before 2025); AWS documents
+        // no GDR setting for other types (g4dn).
+        let plugin_file = product.is_empty()
+            || ["p4d", "p4de", "g5.", "p5."]
+                .iter()
+                .any(|t| product.starts_with(t));
         return Some(Design {
             id: "aws-ec2",
             name: if product.is_empty() {
@@ -169,7 +175,7 @@ pub fn recognise(paths: &Paths) -> Option<Design> {
                 format!("AWS EC2 {product}")
             },
             evidence,
-            settings: vec![AWS],
+            settings: if plugin_file { vec![AWS] } else { Vec::new() },
             note: "AWS places its EFA adapters; on p4d/p5/p5en/p6 a PCIe switch holds GPUs and EFAs (PIX), on g4dn and g5 one EFA serves every GPU from one socket",
             hides_tree: (!m.hypervisor.is_empty()).then_some(
                 "an EC2 instance's PCIe tree is the hypervisor's view; the aws-ofi-nccl plugin hands NCCL its own topology file for the instance type",

@@ -609,14 +609,22 @@ fn judge_gpu(
     let st = ctx.cl.settings();
     let v = st.version;
     let lib = ctx.cl.library();
-    let (fallback, fallback_words) = ctx.cl.default_gdr_level(&g.bdf, &n.bdf);
-    let level = st.gdr_level_or(fallback);
-    let level_words = st.gdr_level_words(fallback, &fallback_words);
     let gpu_c2c = ctx
         .paths()
         .index(&g.bdf)
         .and_then(|i| ctx.paths().c2c(i))
         .is_some();
+    let (fallback, fallback_words) = ctx.cl.default_gdr_level(&g.bdf, &n.bdf);
+    let level = st.gdr_level_or(fallback);
+    // P2C admits what PXB admits unless the GPU reaches its CPU over C2C: say PXB there.
+    let shown = |p: crate::analysis::nccl::NcclPath| {
+        if p == crate::analysis::nccl::NcclPath::P2c && !gpu_c2c {
+            crate::analysis::nccl::NcclPath::Pxb
+        } else {
+            p
+        }
+    };
+    let level_words = st.gdr_level_words(shown(fallback), &fallback_words);
     let mut evidence: Vec<Evidence> = st
         .gdr_level
         .iter()
@@ -721,9 +729,10 @@ fn judge_gpu(
                 RemedyClass::Setting,
                 Severity::Error,
                 format!(
-                    "{} turns GPUDirect RDMA off on this {} path, which NCCL {v}'s default ({bare_level}) admits",
+                    "{} turns GPUDirect RDMA off on this {} path, which NCCL {v}'s default ({}) admits",
                     x.described(),
-                    j.nccl_path
+                    j.nccl_path,
+                    shown(bare_level)
                 ),
                 format!(
                     "unset {} (set in {}), or raise it to at least {}",
@@ -760,7 +769,8 @@ fn judge_gpu(
         }
     }
     let staged = format!(
-        "{lib} does not use GPUDirect RDMA beyond {level} ({level_words}): it stages this GPU's traffic through host memory"
+        "{lib} does not use GPUDirect RDMA beyond {} ({level_words}): it stages this GPU's traffic through host memory",
+        shown(level)
     );
     if ctx.virtualized {
         let n_name = ctx.name(&n.bdf);

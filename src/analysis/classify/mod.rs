@@ -422,12 +422,10 @@ impl<'t> Classifier<'t> {
             );
         }
         let d = self.settings.default_gdr_level();
-        let words = match (self.rccl, d) {
-            (true, _) => format!("RCCL's default level, as NCCL {v}'s"),
-            (false, NcclPath::P2c) => format!(
-                "NCCL {v}'s default level with NCCL_NET_GDR_C2C on: PIX and PXB on PCIe paths, P2C through Grace"
-            ),
-            (false, _) => format!("NCCL {v}'s default level"),
+        let words = if self.rccl {
+            format!("RCCL's default level, as NCCL {v}'s")
+        } else {
+            format!("NCCL {v}'s default level")
         };
         (d, words)
     }

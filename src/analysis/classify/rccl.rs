@@ -55,7 +55,12 @@ impl Classifier<'_> {
     pub(super) fn rccl_gpu_nic_rules(&self, g: DevIx, n: DevIx, d: &Decision) -> Vec<String> {
         let v = self.opts.nccl_version;
         let p = &self.paths;
-        let level = if d.rome_phb {
+        let level = if let Some(x) = &self.settings.gdr_level {
+            format!(
+                "RCCL {v}: {} (the default and the Rome-class relaxation stay unused)",
+                x.setting.described()
+            )
+        } else if d.rome_phb {
             format!(
                 "RCCL {v}: AMD Rome-class CPU (RCCL's familyid 143 with modelid ≥ 49, or 175): GPU one PCI switch below CPU {cpu}, NIC directly on it, bus numbers {:02x}/{:02x} share their high nibble → level PHB",
                 p.device(g).bdf.bus,
