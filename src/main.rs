@@ -152,7 +152,8 @@ enum Command {
     Fleet(cli::capture::FleetArgs),
     /// Read what a job printed (NCCL INFO logs, nccl-tests, perftest, probe JSON) into per-rank
     /// GDR and bandwidth verdicts, joined to a topology with -i (docs/evidence.md).
-    /// Exit 0: nothing wrong shown; 1: GDR off, low bandwidth or errors; 2: unreadable input.
+    /// Exit 0: nothing wrong shown; 1: GDR off, low bandwidth or errors; 2: unreadable input;
+    /// 3: nothing read (no GDR shown, no nccl-tests or perftest run, no error).
     Evidence(cli::evidence::EvidenceArgs),
     /// Live transfer probe: loopback RDMA WRITE/READ from GPU and host memory on each chosen
     /// GPU–NIC pair, verified and judged against the classification (docs/probe.md).
