@@ -25,7 +25,9 @@ pub mod rdma;
 pub mod ready;
 
 pub use check::CheckId;
-pub use finding::{Evidence, Finding, PairRef, PathLabel, Severity, Subject, pci_path};
+pub use finding::{
+    Evidence, Finding, PairRef, PathLabel, Severity, Subject, device_place, pci_path,
+};
 pub use ready::{GdrReadiness, GdrReason};
 
 use crate::analysis::classify::{Classifier, ClassifyOptions};
