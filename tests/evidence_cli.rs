@@ -423,6 +423,43 @@ fn bad_inputs_are_clear_errors() {
     assert!(err.contains("N×SPEED"), "{err}");
 }
 
+/// `audit --evidence LOG` runs the audit once: the logs are joined to the audit's own report and
+/// folded into it. That one pass gives the report the audit that folds already-joined evidence
+/// in while it runs gives, GDR and bandwidth findings included.
+#[test]
+fn audit_evidence_in_one_pass_equals_folding_it_during_the_audit() {
+    use peerpath::analysis::audit::{self, AuditOptions, CheckId, join::Topo};
+    use peerpath::analysis::classify::{Classifier, ClassifyOptions};
+    use peerpath::analysis::evidence::{self, Input, Options};
+    let t = tempfile::tempdir().unwrap();
+    let snap = hgx_acs(t.path());
+    let log = t.path().join("gdr-on-but-slow.log");
+    std::fs::write(&log, gdr_on_but_slow("node-a")).unwrap();
+    let topo = peerpath::sources::load(Some(&snap), &Default::default()).unwrap();
+    let cl = Classifier::new(&topo, &ClassifyOptions::default());
+    let joined = Topo::with_report(&cl, audit::run_with(&cl, &AuditOptions::default()));
+    let ev = evidence::analyze(
+        &[Input::load(&log).unwrap()],
+        Some(&joined),
+        &Options { nic: None },
+    );
+    let once = audit::add_job_evidence(&topo, joined.into_report(), &ev);
+    let folded = audit::run(
+        &topo,
+        &AuditOptions {
+            job_evidence: Some(ev),
+            ..Default::default()
+        },
+    );
+    assert_eq!(
+        serde_json::to_value(&once).unwrap(),
+        serde_json::to_value(&folded).unwrap()
+    );
+    for id in [CheckId::EvidenceGdr, CheckId::EvidenceBandwidth] {
+        assert!(once.findings.iter().any(|f| f.id == id), "{id:?}");
+    }
+}
+
 #[test]
 fn nothing_read_has_its_own_headline_and_exit_code() {
     let t = tempfile::tempdir().unwrap();
