@@ -101,7 +101,8 @@ enum Command {
         #[arg(long)]
         fold_vfs: bool,
         /// JSON: add every pair's reason, NCCL rules and hops (`detail`, the objects of
-        /// `explain --format json`); large on big nodes.
+        /// `explain --format json`); large on big nodes. Refused with the table formats, which
+        /// have no room for words (`explain A B` words one pair).
         #[arg(long)]
         detail: bool,
     },
@@ -116,11 +117,11 @@ enum Command {
         /// NCCL version whose rules the NCCL view follows (e.g. 2.19; default: the newest modelled).
         #[arg(long, value_name = "X.Y", value_parser = cli::classify::parse_nccl_version)]
         nccl_version: Option<peerpath::analysis::nccl::NcclVersion>,
-        /// Output format (`--json` is `--format json`).
+        /// Output format.
         #[arg(long, value_enum, default_value = "text")]
         format: ExplainFormat,
-        /// Same as --format json.
-        #[arg(long)]
+        /// Hidden: the old spelling of `--format json`, kept for scripts (tests/cli_flags.rs).
+        #[arg(long, hide = true, conflicts_with = "format")]
         json: bool,
     },
     /// Audit the node for every known cause of a silent GPUDirect RDMA fallback.
@@ -152,7 +153,8 @@ enum Command {
     Fleet(cli::capture::FleetArgs),
     /// Read what a job printed (NCCL INFO logs, nccl-tests, perftest, probe JSON) into per-rank
     /// GDR and bandwidth verdicts, joined to a topology with -i (docs/evidence.md).
-    /// Exit 0: nothing wrong shown; 1: GDR off, low bandwidth or errors; 2: unreadable input.
+    /// Exit 0: nothing wrong shown; 1: GDR off, low bandwidth or errors; 2: unreadable input;
+    /// 3: nothing read (no GDR shown, no nccl-tests or perftest run, no error).
     Evidence(cli::evidence::EvidenceArgs),
     /// Live transfer probe: loopback RDMA WRITE/READ from GPU and host memory on each chosen
     /// GPU–NIC pair, verified and judged against the classification (docs/probe.md).
@@ -237,6 +239,11 @@ fn run(cli: Cli) -> Result<u8> {
             fold_vfs,
             detail,
         } => {
+            if detail && format != cli::classify::MatrixFormat::Json {
+                anyhow::bail!(
+                    "--detail adds each pair's words to the JSON document (--format json); the table has no room for them: use `peerpath explain A B` for one pair"
+                );
+            }
             let topo = load_named(&input, false)?;
             use std::io::{IsTerminal, Write};
             let buffered = |print: fn(&str)| -> Result<()> {

@@ -423,6 +423,93 @@ fn bad_inputs_are_clear_errors() {
     assert!(err.contains("N×SPEED"), "{err}");
 }
 
+/// `audit --evidence LOG` runs the audit once: the logs are joined to the audit's own report and
+/// folded into it. That one pass gives the report the audit that folds already-joined evidence
+/// in while it runs gives, GDR and bandwidth findings included.
+#[test]
+fn audit_evidence_in_one_pass_equals_folding_it_during_the_audit() {
+    use peerpath::analysis::audit::{self, AuditOptions, CheckId, join::Topo};
+    use peerpath::analysis::classify::{Classifier, ClassifyOptions};
+    use peerpath::analysis::evidence::{self, Input, Options};
+    let t = tempfile::tempdir().unwrap();
+    let snap = hgx_acs(t.path());
+    let log = t.path().join("gdr-on-but-slow.log");
+    std::fs::write(&log, gdr_on_but_slow("node-a")).unwrap();
+    let topo = peerpath::sources::load(Some(&snap), &Default::default()).unwrap();
+    let cl = Classifier::new(&topo, &ClassifyOptions::default());
+    let joined = Topo::with_report(&cl, audit::run_with(&cl, &AuditOptions::default()));
+    let ev = evidence::analyze(
+        &[Input::load(&log).unwrap()],
+        Some(&joined),
+        &Options { nic: None },
+    );
+    let once = audit::add_job_evidence(&topo, joined.into_report(), &ev);
+    let folded = audit::run(
+        &topo,
+        &AuditOptions {
+            job_evidence: Some(ev),
+            ..Default::default()
+        },
+    );
+    assert_eq!(
+        serde_json::to_value(&once).unwrap(),
+        serde_json::to_value(&folded).unwrap()
+    );
+    for id in [CheckId::EvidenceGdr, CheckId::EvidenceBandwidth] {
+        assert!(once.findings.iter().any(|f| f.id == id), "{id:?}");
+    }
+}
+
+#[test]
+fn nothing_read_has_its_own_headline_and_exit_code() {
+    let t = tempfile::tempdir().unwrap();
+    // A prose summary: no NCCL line, table or perftest run.
+    let (code, out, _) = run(bin().args([
+        "evidence",
+        "fixtures/evidence/nccl-issue-2409-2x8xh100-8x400g-roce.nccl-tests+perftest-summary.EXCERPT.md",
+    ]));
+    assert_eq!(code, 3, "{out}");
+    let head = out.lines().next().unwrap();
+    assert!(head.starts_with("NOTHING READ: "), "{head}");
+    assert!(
+        head.contains("not read: 30 line(s) not understood, no NCCL line"),
+        "{head}"
+    );
+    // A log whose only network line is refused (a channel line whose channel number is not a
+    // number): the headline names it, and the exit says nothing was read.
+    let log = t.path().join("refused.log");
+    std::fs::write(
+        &log,
+        "h1:10:11 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB eth0:10.0.0.1<0>\n\
+         h1:10:11 [0] NCCL INFO Channel x0/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA\n",
+    )
+    .unwrap();
+    let (code, out, _) = run(bin().arg("evidence").arg(&log));
+    assert_eq!(code, 3, "{out}");
+    let head = out.lines().next().unwrap();
+    assert!(
+        head.starts_with("NOTHING READ: ")
+            && head
+                .contains("not read: 1 line(s) refused (line 2: channel number is not a number)"),
+        "{head}"
+    );
+    // A read log keeps 0 and says what it refused.
+    std::fs::write(
+        &log,
+        "h1:10:11 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA\n\
+         h1:10:11 [0] NCCL INFO Channel x1/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA\n",
+    )
+    .unwrap();
+    let (code, out, _) = run(bin().arg("evidence").arg(&log));
+    assert_eq!(code, 0, "{out}");
+    let head = out.lines().next().unwrap();
+    assert!(
+        head.starts_with("NO PROBLEM SHOWN: GDR used on 1")
+            && head.contains("; not read: 1 line(s) refused"),
+        "{head}"
+    );
+}
+
 // ---- docs/evidence.md ----
 
 /// (title, what it shows, arguments after `peerpath evidence`).

@@ -141,6 +141,9 @@ struct Score {
     /// (expected, got) → count.
     tally: BTreeMap<(String, String), usize>,
     failures: Vec<String>,
+    /// Lines of every input, and those counted as not understood (`unrecognised_lines`).
+    lines: usize,
+    unrecognised: usize,
 }
 
 impl Score {
@@ -152,6 +155,12 @@ impl Score {
         for ((want, got), n) in &self.tally {
             lines.push(format!("  {want:>12} → {got:<8} {n}"));
         }
+        lines.push(format!(
+            "lines not understood: {} of {} ({:.1} %)",
+            self.unrecognised,
+            self.lines,
+            100.0 * self.unrecognised as f64 / self.lines.max(1) as f64
+        ));
         lines
     }
 }
@@ -174,6 +183,7 @@ fn score(name: &str) -> Score {
     let mut failures: Vec<String> = Vec::new();
     let mut tally: BTreeMap<(String, String), usize> = BTreeMap::new();
     let mut checks = 0usize;
+    let (mut all_lines, mut unrecognised) = (0usize, 0usize);
     for log in &m.log {
         assert!(log.source.starts_with("https://"), "{}: source", log.file);
         for f in [&log.part, &log.nccl, &log.network, &log.thread] {
@@ -292,6 +302,8 @@ fn score(name: &str) -> Score {
         }
         // Every line is read, counted as not understood, or blank: nothing dropped silently.
         let input = &report.inputs[0];
+        all_lines += input.lines;
+        unrecognised += input.unrecognised_lines.count;
         assert!(
             input.unrecognised_lines.count >= input.unrecognised_lines.lines.len(),
             "{}",
@@ -303,6 +315,8 @@ fn score(name: &str) -> Score {
         checks,
         tally,
         failures,
+        lines: all_lines,
+        unrecognised,
     }
 }
 

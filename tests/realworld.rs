@@ -168,6 +168,35 @@ fn every_output_names_the_hosts() {
         out.contains("host 0xceea43a840550885 (2 GPUs, 2 NIC ports)"),
         "{out}"
     );
+    // An NCCL dump whose only `net` is a socket interface under the `cpu` (NCCL 2.28.9 on the
+    // lent H200 VM): the scan keeps no NIC, and the host line counts none.
+    let vm = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/real/h200-vm.nccl-2.28.9-topo-dump.xml");
+    let (_, out, _) = peerpath(&["matrix", "-i", vm.to_str().unwrap()]);
+    assert!(
+        out.contains("host 0xe2f821a66edf9183 (1 GPUs, 0 NIC ports)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn audit_evidence_points_at_the_xml_file_and_line() {
+    // A device read from XML has no sysfs path: the evidence names the input and the line of
+    // its element (`<pci busid="0000:16:00.0"` is line 3 of the NCCL dump, line 369 of the
+    // hwloc file holds the T4 at 18:00.0).
+    for (name, want) in [
+        (NCCL2397, "0000:16:00.0 = {} line 3"),
+        (G4DN, "0000:18:00.0 = {} line 369 (object gp_index 356)"),
+    ] {
+        let p = fixture(name);
+        let p = p.to_str().unwrap();
+        let (_, out, _) = peerpath(&["audit", "-i", p]);
+        assert!(out.contains(&want.replace("{}", p)), "{name}: {out}");
+        assert!(
+            !out.contains("-> /nccl-xml") && !out.contains("-> /hwloc-xml"),
+            "{out}"
+        );
+    }
 }
 
 // ---- RDMA ports ----

@@ -74,21 +74,25 @@ pub fn run(topo: &peerpath::model::Topology, a: &AuditArgs, live: bool) -> Resul
             i => logs.push(i),
         }
     }
-    let job_evidence = (!logs.is_empty()).then(|| {
-        let cl = Classifier::new(topo, &ClassifyOptions::default());
-        let t = Topo::new(&cl);
-        jobev::analyze(&logs, Some(&t), &jobev::Options { nic: a.nic_gbps })
-    });
     let job = a.job.then(|| job_env(live));
-    let report = audit::run(
-        topo,
+    // One classification and one audit: the job's logs are joined to the audit's own report
+    // and folded into it afterwards.
+    let t = audit::job_topology(topo, job.as_ref());
+    let cl = Classifier::new(&t, &ClassifyOptions::default());
+    let mut report = audit::run_with(
+        &cl,
         &AuditOptions {
             profile,
             evidence: probe,
-            job_evidence,
+            job_evidence: None,
             job,
         },
     );
+    if !logs.is_empty() {
+        let joined = Topo::with_report(&cl, report);
+        let ev = jobev::analyze(&logs, Some(&joined), &jobev::Options { nic: a.nic_gbps });
+        report = audit::add_job_evidence(&t, joined.into_report(), &ev);
+    }
     match a.format {
         AuditFormat::Text => super::print_text(&peerpath::render::audit::render(&report)),
         AuditFormat::Json => {

@@ -2,7 +2,9 @@
 //! what a job printed (NCCL logs, nccl-tests, perftest, probe documents; kind detected from
 //! content) into GDR and bandwidth verdicts, joined to a topology when `-i` is given.
 //! Exit 0: nothing wrong shown; 1: a rank without GDR, low or broken bandwidth, a flagged
-//! GPU-vs-host comparison or completion errors; 2: an input could not be read.
+//! GPU-vs-host comparison or completion errors; 2: an input could not be read; 3: nothing was
+//! read (no GDR verdict, judged bandwidth, perftest run or error: prose, another tool's output,
+//! a log whose only network line was refused).
 
 use crate::InputArgs;
 use anyhow::Result;
@@ -65,5 +67,5 @@ pub fn run(a: EvidenceArgs) -> Result<u8> {
         EvidenceFormat::Text => print!("{}", render::evidence::text(&report)),
         EvidenceFormat::Json => println!("{}", render::evidence::json(&report)?),
     }
-    Ok(u8::from(render::evidence::failed(&report)))
+    Ok(render::evidence::exit_code(&report))
 }

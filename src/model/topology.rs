@@ -34,9 +34,10 @@ pub struct SourceInfo {
 pub struct HostInfo {
     /// How the input names it: the `host_hash` value as written (`0xffa2647d9c5a65e8`).
     pub name: String,
-    /// GPUs the input lists for it (`gpu` elements).
+    /// GPUs the input lists for it that the scan keeps (`gpu` elements inside a `pci`).
     pub gpus: usize,
-    /// NIC ports the input lists for it (`net` elements).
+    /// NIC ports the input lists for it that the scan keeps (`net` elements inside a `pci`; a
+    /// `nic` directly under a `cpu`, NCCL's socket or virtual NIC, makes no device).
     pub nics: usize,
 }
 

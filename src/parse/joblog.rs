@@ -63,8 +63,9 @@ pub fn parse(bytes: &[u8]) -> JobOutput {
     }
 }
 
-/// The lines none of the three parsers read: every line is read by one of them, counted here,
-/// blank, or a gap marker — nothing is dropped silently. A line counts as read when any part
+/// The lines none of the three parsers read: every line is read by one of them, is an NCCL
+/// line of a known form skipped knowingly, is counted here, blank, or a gap marker — nothing is
+/// dropped silently, and what is counted here is a form peerpath does not know. A line counts as read when any part
 /// of it was (an NCCL message after another tool's prefix, a row split by NCCL lines).
 fn unrecognised(
     lines: &[text::Line],
@@ -82,6 +83,12 @@ fn unrecognised(
     nccl.refused.iter().for_each(|r| mark(r.line));
     nccl.commands.iter().for_each(|c| mark(c.line));
     nccl.gaps.iter().for_each(|&g| mark(g));
+    nccl.cut_ends.iter().for_each(|&(l, _)| mark(l));
+    // NCCL lines of known forms skipped knowingly; those of unknown forms stay counted.
+    nccl.unread
+        .iter()
+        .filter(|u| u.form.is_some())
+        .for_each(|u| mark(u.line));
     tests.lines.iter().for_each(|&l| mark(l));
     tests.refused.iter().for_each(|r| mark(r.line));
     for r in &perftest.runs {

@@ -57,7 +57,8 @@ pub fn lines(text: &str) -> Vec<Line<'_>> {
 /// Intel MPI / MPICH `-l` (`[0] `), Slurm `srun --label` (`0: `, ` 12: `), torchrun
 /// (`[rank0]:`, `[default0]:`), kubectl `--prefix` (`[pod/name/container] `), and pdsh's
 /// `host: ` when what follows starts like tool output (`#` or a number), and a Markdown quote
-/// (`> `, logs pasted into an issue as a quotation). Tags can repeat
+/// (`> `, logs pasted into an issue as a quotation), and Ray's worker prefix (`(Name pid=N, ip=A) `).
+/// Tags can repeat
 /// (`[pod/a/b] [1,0]<stdout>:`). Returns (tag, rest); the tag is empty when there is none.
 pub fn split_launcher(line: &str) -> (&str, &str) {
     let mut rest = line;
@@ -72,6 +73,25 @@ pub fn split_launcher(line: &str) -> (&str, &str) {
     (&line[..cut], rest)
 }
 
+/// The worker's pid in the last of Ray's tags in `tag` (`(Name pid=N[, ip=A])`), if any.
+pub fn ray_pid(tag: &str) -> Option<u32> {
+    let inner = tag.trim_end().strip_suffix(')')?;
+    let inner = &inner[inner.rfind('(')? + 1..];
+    let at = inner.find("pid=")?;
+    if at > 0 && !inner[..at].ends_with(' ') {
+        return None;
+    }
+    let digits: String = inner[at + 4..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    let rest = &inner[at + 4 + digits.len()..];
+    if !(rest.is_empty() || rest.starts_with(',')) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
 /// One launcher tag at the start of `t` (already left-trimmed), or `None`.
 fn strip_one_tag(t: &str) -> Option<&str> {
     // A Markdown quote (`> `): logs pasted into an issue as a quotation.
@@ -80,6 +100,17 @@ fn strip_one_tag(t: &str) -> Option<&str> {
     }
     if t == ">" {
         return Some("");
+    }
+    // Ray's prefix of a worker's lines: `(RayWorkerWrapper pid=2981, ip=169.254.28.198) `,
+    // `(pid=2981) `.
+    if t.starts_with('(')
+        && let Some(close) = t.find(')')
+        && ray_pid(&t[..=close]).is_some()
+    {
+        let after = &t[close + 1..];
+        if after.is_empty() || after.starts_with([' ', '\t']) {
+            return Some(after);
+        }
     }
     if let Some(inner_end) = t.strip_prefix('[').and_then(|r| r.find(']')) {
         let inner = &t[1..1 + inner_end];
@@ -211,6 +242,12 @@ mod tests {
             ("[default3]:x", "x"),
             ("[pod/mpi-worker-0/c] [1,3]<stdout>:   8  2", "   8  2"),
             ("pod01:    8388608  2097152", "   8388608  2097152"),
+            // Ray's worker prefix, nested as vLLM prints it.
+            (
+                "(EngineCore_DP0 pid=2301) (RayWorkerWrapper pid=2981, ip=169.254.28.198) /GDRDMA",
+                " /GDRDMA",
+            ),
+            ("(pid=2981) h:1:2 [0] NCCL INFO x", " h:1:2 [0] NCCL INFO x"),
         ] {
             assert_eq!(split_launcher(line).1, rest, "{line}");
         }
@@ -221,9 +258,15 @@ mod tests {
             "[0x07] A100",
             "[0]x",
             "host:1:2 [0] NCCL INFO",
+            "(see pid=12x) text",
+            "(pid=12)x",
         ] {
             assert_eq!(split_launcher(line), ("", line), "{line}");
         }
+        assert_eq!(
+            ray_pid("(EngineCore_DP0 pid=2301) (RayWorkerWrapper pid=2981, ip=1.2.3.4) "),
+            Some(2981)
+        );
     }
 
     #[test]

@@ -5,15 +5,20 @@
 use crate::analysis::evidence::{BwVerdict, EvidenceReport, Gdr, NicUse, RankVerdict};
 use std::fmt::Write;
 
-/// The one-line verdict: counts of ranks by GDR verdict and of bandwidth verdicts.
+/// The one-line verdict: PROBLEMS, NOTHING READ (see [`nothing_read`]) or NO PROBLEM SHOWN,
+/// counts of ranks by GDR verdict and of bandwidth verdicts, and what was not read (lines
+/// refused, lines not understood) whenever a line was refused or nothing was read.
 pub fn verdict_line(r: &EvidenceReport) -> String {
     let n = |g: Gdr| r.ranks.iter().filter(|x| x.gdr == g).count();
     let bw = |v: BwVerdict| r.bandwidth.iter().filter(|x| x.verdict == v).count();
     let flagged = r.comparisons.iter().filter(|c| c.flagged).count();
+    let nothing = nothing_read(r);
     let mut s = format!(
         "{}: GDR used on {}, off on {}, unknown on {} rank(s)/GPU(s); bandwidth ok {}, low {}, broken {}, not judged {}",
         if failed(r) {
             "PROBLEMS"
+        } else if nothing {
+            "NOTHING READ"
         } else {
             "NO PROBLEM SHOWN"
         },
@@ -35,7 +40,57 @@ pub fn verdict_line(r: &EvidenceReport) -> String {
     if !r.errors.is_empty() {
         let _ = write!(s, "; {} completion error kind(s)", r.errors.len());
     }
+    let refused: usize = r.inputs.iter().map(|i| i.refused.len()).sum();
+    let not_understood: usize = r.inputs.iter().map(|i| i.unrecognised_lines.count).sum();
+    if refused > 0 || nothing {
+        let mut parts = Vec::new();
+        if refused > 0 {
+            let first = r
+                .inputs
+                .iter()
+                .flat_map(|i| &i.refused)
+                .next()
+                .map(|x| format!(" (line {}: {})", x.line, x.why))
+                .unwrap_or_default();
+            parts.push(format!("{refused} line(s) refused{first}"));
+        }
+        if nothing && not_understood > 0 {
+            parts.push(format!("{not_understood} line(s) not understood"));
+        }
+        if nothing && r.inputs.iter().all(|i| i.kinds.is_empty()) {
+            parts.push("no NCCL line, nccl-tests table or perftest run found".into());
+        }
+        let _ = write!(s, "; not read: {}", parts.join(", "));
+    }
     s
+}
+
+/// Whether nothing that bears on a verdict was read: no rank's GDR shown used or off, no
+/// nccl-tests run, perftest run, completion error or probe result — a prose summary, another
+/// tool's output, or a log whose only network line was refused. `evidence` exits
+/// [`EXIT_NOTHING_READ`] then, not 0.
+pub fn nothing_read(r: &EvidenceReport) -> bool {
+    r.ranks.iter().all(|x| x.gdr == Gdr::Unknown)
+        && r.bandwidth.is_empty()
+        && r.perftest.is_empty()
+        && r.errors.is_empty()
+        && r.probe.is_empty()
+}
+
+/// `peerpath evidence`'s exit code when nothing was read ([`nothing_read`]): neither "nothing
+/// wrong" (0) nor a problem (1) nor an unreadable input (2).
+pub const EXIT_NOTHING_READ: u8 = 3;
+
+/// The exit code of `peerpath evidence`: 1 a problem shown ([`failed`]), 3 nothing read
+/// ([`nothing_read`]), else 0.
+pub fn exit_code(r: &EvidenceReport) -> u8 {
+    if failed(r) {
+        1
+    } else if nothing_read(r) {
+        EXIT_NOTHING_READ
+    } else {
+        0
+    }
 }
 
 /// Whether the report shows a problem: a rank without GDR, bandwidth low or broken or

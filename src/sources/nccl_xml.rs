@@ -486,12 +486,17 @@ pub fn hosts(doc: &Doc) -> Vec<(Option<String>, Vec<usize>)> {
 }
 
 /// Elements named `name` in the subtree of element `i` (itself included).
-fn count_named(doc: &Doc, i: usize, name: &str) -> usize {
+/// How many `name` elements (`gpu`, `net`) under element `i` the scan keeps: only those inside
+/// a `<pci>` element. A `<nic>` directly under a `<cpu>` makes no device (NCCL dumps a socket
+/// interface or a virtual NIC there, once per CPU: the scan warns and drops it), so a host
+/// line never counts a NIC port the scan did not find.
+fn count_kept(doc: &Doc, i: usize, name: &str, in_pci: bool) -> usize {
     let e = &doc.elements[i];
-    usize::from(e.name == name)
+    let in_pci = in_pci || e.name == "pci";
+    usize::from(in_pci && e.name == name)
         + e.children
             .iter()
-            .map(|&c| count_named(doc, c, name))
+            .map(|&c| count_kept(doc, c, name, in_pci))
             .sum::<usize>()
 }
 
@@ -597,8 +602,8 @@ pub fn discover_host(doc: &Doc, source: SourceInfo, host: Option<&str>) -> Resul
             .zip(&names)
             .map(|((_, cpus), name)| HostInfo {
                 name: name.clone(),
-                gpus: cpus.iter().map(|&c| count_named(doc, c, "gpu")).sum(),
-                nics: cpus.iter().map(|&c| count_named(doc, c, "net")).sum(),
+                gpus: cpus.iter().map(|&c| count_kept(doc, c, "gpu", false)).sum(),
+                nics: cpus.iter().map(|&c| count_kept(doc, c, "net", false)).sum(),
             })
             .collect(),
         selected,

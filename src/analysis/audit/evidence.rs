@@ -165,10 +165,11 @@ pub fn fold(ctx: &Ctx, ev: &ProbeEvidence, findings: &mut Vec<Finding>) {
 /// Folds the verdicts read from the job's own output (`audit --evidence LOG`, an
 /// [`EvidenceReport`] joined to this audit's topology) into findings: `evidence-gdr` for each GPU
 /// the log shows without GDR (error), with GDR (info) or not at all (unknown), and for
-/// completion errors; `evidence-bandwidth` for nccl-tests runs and perftest comparisons.
-pub fn fold_job(ctx: &Ctx, ev: &EvidenceReport, findings: &mut Vec<Finding>) {
+/// completion errors; `evidence-bandwidth` for nccl-tests runs and perftest comparisons. The
+/// pairs are the audit's own (each finding names its GPU's).
+pub fn fold_job(pairs: &[Pair], ev: &EvidenceReport, findings: &mut Vec<Finding>) {
     use crate::analysis::evidence::{BwVerdict, Gdr};
-    let pair_of = |gpu: &Bdf| ctx.pairs.iter().find(|p| p.gpu == *gpu).map(Pair::to_ref);
+    let pair_of = |gpu: &Bdf| pairs.iter().find(|p| p.gpu == *gpu).map(Pair::to_ref);
     for j in &ev.joined {
         let Ok(gpu) = j.gpu.parse::<Bdf>() else {
             continue;

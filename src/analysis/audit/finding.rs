@@ -305,6 +305,28 @@ pub fn pci_path(bdf: &crate::model::Bdf, attr: &str) -> String {
     format!("/sys/bus/pci/devices/{bdf}/{attr}")
 }
 
+/// Where a device was read, as finding evidence. From sysfs: `/sys/bus/pci/devices/BDF` and
+/// the canonical path it links to. From an XML input, whose devices carry their element's place
+/// instead of a sysfs path (`nccl-xml:line 8`, `hwloc-xml:line 8 (object gp_index 4)`, set by
+/// `sources::nccl_xml`/`hwloc_xml`): the address and `FILE line 8`, the input's own path. From
+/// an input with no place for it (peerpath JSON without one): the address alone.
+pub fn device_place(topo: &crate::model::Topology, d: &crate::model::Device) -> Evidence {
+    let xml = ["nccl-xml:", "hwloc-xml:"]
+        .iter()
+        .find_map(|p| d.sysfs_path.strip_prefix(p));
+    match xml {
+        Some(at) => Evidence::new(d.bdf.to_string(), format!("{} {at}", topo.source.path)),
+        None if d.sysfs_path.is_empty() => Evidence::new(
+            d.bdf.to_string(),
+            format!("{} (no sysfs path in this input)", topo.source.path),
+        ),
+        None => Evidence::new(
+            pci_path(&d.bdf, "").trim_end_matches('/').to_string(),
+            format!("-> /{}", d.sysfs_path),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

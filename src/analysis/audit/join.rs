@@ -37,9 +37,19 @@ pub struct Topo<'a> {
 impl<'a> Topo<'a> {
     /// Runs the audit once over the classification.
     pub fn new(cl: &'a Classifier<'a>) -> Self {
-        let audit = audit::run_with(cl, &AuditOptions::default());
+        Self::with_report(cl, audit::run_with(cl, &AuditOptions::default()))
+    }
+
+    /// Joins to an audit already run over this classification (`audit --evidence`: the
+    /// command's own audit, so it runs once).
+    pub fn with_report(cl: &'a Classifier<'a>, audit: Report) -> Self {
         let gpus = cl.topo().of_kind(DeviceKind::Gpu).collect();
         Topo { cl, audit, gpus }
+    }
+
+    /// The audit, given back once the join is done.
+    pub fn into_report(self) -> Report {
+        self.audit
     }
 
     /// The GPU of a rank, and how it was matched.

@@ -25,7 +25,9 @@ pub mod rdma;
 pub mod ready;
 
 pub use check::CheckId;
-pub use finding::{Evidence, Finding, PairRef, PathLabel, Severity, Subject, pci_path};
+pub use finding::{
+    Evidence, Finding, PairRef, PathLabel, Severity, Subject, device_place, pci_path,
+};
 pub use ready::{GdrReadiness, GdrReason};
 
 use crate::analysis::classify::{Classifier, ClassifyOptions};
@@ -344,16 +346,47 @@ pub struct AuditOptions {
 
 /// Runs every check over a topology and returns the report.
 pub fn run(topo: &Topology, opts: &AuditOptions) -> Report {
-    // The job's environment (`--job`) is what NCCL reads first: a topology loaded without it
-    // gets it layered on, so every verdict reads the job's settings.
-    if let Some(j) = opts.job.as_ref().filter(|j| {
+    let t = job_topology(topo, opts.job.as_ref());
+    run_with(&Classifier::new(&t, &ClassifyOptions::default()), opts)
+}
+
+/// The topology the audit classifies: the job's environment (`--job`) is what NCCL reads
+/// first, so a topology loaded without it gets it layered on and every verdict reads the job's
+/// settings; else `topo` itself.
+pub fn job_topology<'t>(
+    topo: &'t Topology,
+    job: Option<&job::JobEnv>,
+) -> std::borrow::Cow<'t, Topology> {
+    match job.filter(|j| {
         !topo.machine.nccl.environment_read && j.vars.iter().any(|(k, _)| k.starts_with("NCCL_"))
     }) {
-        let mut t = topo.clone();
-        t.machine.nccl.layer_environment(&j.vars);
-        return run_with(&Classifier::new(&t, &ClassifyOptions::default()), opts);
+        Some(j) => {
+            let mut t = topo.clone();
+            t.machine.nccl.layer_environment(&j.vars);
+            std::borrow::Cow::Owned(t)
+        }
+        None => std::borrow::Cow::Borrowed(topo),
     }
-    run_with(&Classifier::new(topo, &ClassifyOptions::default()), opts)
+}
+
+/// A report of [`run_with`] with the job's own output folded in (`audit --evidence LOG`): the
+/// `evidence-*` findings over the report's own pairs ([`evidence::fold_job`]), then sorted and
+/// counted again. The evidence is joined to that same report (`join::Topo::with_report`), so a
+/// command runs the audit once.
+pub fn add_job_evidence(
+    topo: &Topology,
+    report: Report,
+    ev: &crate::analysis::evidence::EvidenceReport,
+) -> Report {
+    let Report {
+        profile,
+        pairs,
+        mut findings,
+        peer_memory,
+        ..
+    } = report;
+    evidence::fold_job(&pairs, ev, &mut findings);
+    finish(topo, pairs, profile, findings, peer_memory)
 }
 
 /// [`run`] over a classification a command already built (one paths model per command).
@@ -399,7 +432,7 @@ pub fn run_with(cl: &Classifier, opts: &AuditOptions) -> Report {
         evidence::fold(&ctx, ev, &mut findings);
     }
     if let Some(ev) = &opts.job_evidence {
-        evidence::fold_job(&ctx, ev, &mut findings);
+        evidence::fold_job(&ctx.pairs, ev, &mut findings);
     }
     if let Some(j) = &opts.job {
         findings.extend(job::check(&ctx, j));

@@ -14,7 +14,7 @@
 
 use super::arrangement::{Arrangement, DesignWhy, Placement};
 use super::{
-    CheckId, Ctx, Evidence, Finding, Pair, PathLabel, RemedyClass, Severity, Subject, pci_path,
+    CheckId, Ctx, Evidence, Finding, Pair, PathLabel, RemedyClass, Severity, Subject, device_place,
 };
 use crate::analysis::classify::Label;
 use crate::analysis::pairing::{RAIL_FRACTION, assign_nics, nic_speed_gbps, rail_mask};
@@ -545,17 +545,13 @@ fn port_rate_evidence(n: &Device) -> Vec<Evidence> {
         .collect()
 }
 
-/// The canonical sysfs paths of both endpoints (their `realpath`s show the tree).
+/// Where both endpoints were read: their canonical sysfs paths (whose `realpath`s show the
+/// tree), or their place in an XML input ([`device_place`]).
 fn path_evidence(topo: &Topology, a: &Bdf, b: &Bdf) -> Vec<Evidence> {
     [a, b]
         .iter()
         .filter_map(|x| topo.device(x))
-        .map(|d| {
-            Evidence::new(
-                pci_path(&d.bdf, "").trim_end_matches('/').to_string(),
-                format!("-> /{}", d.sysfs_path),
-            )
-        })
+        .map(|d| device_place(topo, d))
         .collect()
 }
 

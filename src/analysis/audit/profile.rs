@@ -6,7 +6,7 @@
 //! extra and moved devices by role as `profile-diff` findings.
 
 use super::placement::{location, target};
-use super::{CheckId, Ctx, Evidence, Finding, Severity, Subject, pci_path};
+use super::{CheckId, Ctx, Evidence, Finding, Severity, Subject, device_place, pci_path};
 use crate::analysis::classify::Label;
 use crate::analysis::pairing::assign_rails;
 use crate::model::{Bdf, Device};
@@ -502,10 +502,7 @@ pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
                         target(ctx, g)
                     ),
                 )
-                .with(
-                    format!("/sys/bus/pci/devices/{}", n.bdf),
-                    format!("-> /{}", n.sysfs_path),
-                ),
+                .with_all([device_place(ctx.topo, n)]),
             );
         }
         if p.nics.same_numa {

@@ -402,7 +402,8 @@ pub struct InputSummary {
     pub lines: usize,
     /// NCCL messages read / of other forms.
     pub nccl_read: usize,
-    /// NCCL lines of forms not read (no bearing on GDR or NICs).
+    /// NCCL lines of known forms skipped knowingly (no bearing on GDR or NICs); NCCL lines of
+    /// forms peerpath does not know are counted in `unrecognised_lines`.
     pub nccl_other: usize,
     /// Gap markers (text missing from the copy).
     pub gaps: usize,

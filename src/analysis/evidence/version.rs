@@ -84,6 +84,8 @@ fn form_range(e: &Entry) -> Option<(Release, Release, &'static str)> {
     const MAXP: u32 = u32::MAX;
     let r = |lo: Release, hi: Release, w: &'static str| Some((lo, hi, w));
     match &e.record {
+        // ≤ 2.2: no source was published and the releases modelled start at 2.3.
+        Record::NetChannel(c) if c.ring && c.channel.is_none() => None,
         Record::NetChannel(c) if c.ring && c.from_bracket.is_empty() => r(
             (3, 0),
             (4, MAXP),

@@ -142,6 +142,10 @@ pub struct NcclLog {
     pub commands: Vec<CommandLine>,
     /// Gap markers (`[... text missing here …]`): text left out of the copy.
     pub gaps: Vec<usize>,
+    /// Lines that are only the end of a connection line another output cut (`/GDRDMA` alone),
+    /// with the line of the connection they end: that connection is read as cut (its GDR
+    /// unknown), never as complete without `/GDRDMA`.
+    pub cut_ends: Vec<(usize, usize)>,
 }
 
 /// An NCCL line of a form the parser does not read: still a line its process printed.
@@ -153,6 +157,10 @@ pub struct Unread {
     pub header: Header,
     /// The message (at most 160 characters).
     pub text: String,
+    /// The known form it takes, skipped knowingly ([`records::skipped_form`]); `None` for a
+    /// form peerpath does not know (then also counted as not understood).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub form: Option<&'static str>,
 }
 
 /// One NCCL header found in a line: byte offsets of where it starts and where its message
@@ -400,6 +408,15 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
             log.gaps.push(l.no);
             continue;
         }
+        if found.is_empty() {
+            let (tag, rest) = split_launcher(l.text);
+            if records::is_cut_connection_end(rest)
+                && let Some(at) = cut_connection(&mut log.entries, tag, l.no)
+            {
+                log.cut_ends.push((l.no, at));
+                continue;
+            }
+        }
         // Repair glued hosts: keep the longest known host of that pid the token ends with.
         for f in found.iter_mut() {
             let Some(known) = clean_hosts.get(&f.header.pid) else {
@@ -467,6 +484,7 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
                     line: l.no,
                     header: f.header.clone(),
                     text: msg.trim().chars().take(160).collect(),
+                    form: records::skipped_form(msg),
                 }),
                 Parsed::Refused(why) => log.refused.push(Refused {
                     line: l.no,
@@ -477,6 +495,27 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
         }
     }
     log
+}
+
+/// How many lines back the start of a cut connection line is looked for.
+const CUT_WINDOW: usize = 64;
+
+/// The connection line whose end (`/GDRDMA`, …) came on line `no`: the latest one before it,
+/// within [`CUT_WINDOW`] lines, read as ended without a suffix, from the process a Ray tag
+/// names (`(Worker pid=2981, …)`) when the end carries one. It is marked cut, its GDR unknown;
+/// returns its line.
+fn cut_connection(entries: &mut [Entry], tag: &str, no: usize) -> Option<usize> {
+    let pid = super::text::ray_pid(tag);
+    let e = entries.iter_mut().rev().find(|e| {
+        e.line + CUT_WINDOW >= no
+            && matches!(&e.record, Record::NetChannel(c) if c.gdr == Some(false))
+            && pid.is_none_or(|p| e.header.as_ref().is_some_and(|h| h.pid == p))
+    })?;
+    if let Record::NetChannel(c) = &mut e.record {
+        c.gdr = None;
+    }
+    e.complete = false;
+    Some(e.line)
 }
 
 /// `NCCL version 2.21.5+cuda12.4` (printed without a header by most versions); RCCL's

@@ -124,10 +124,12 @@ pub struct Version {
 /// NET/%s/%d[/GDRDMA][/GDCopy]` (2.3, the receiving side's line).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NetChannel {
-    /// `Ring` (≤ 2.6) rather than `Channel`.
+    /// `Ring` (≤ 2.6) rather than `Channel`; also the ≤ 2.2 form, which prints neither word
+    /// (its `channel` is `None`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub ring: bool,
-    /// Channel id; `None` for a line quoted without its `Channel NN : ` (from the ranks on).
+    /// Channel id; `None` for a line quoted without its `Channel NN : ` (from the ranks on) and
+    /// for the ≤ 2.2 form.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub channel: Option<u32>,
     /// Connection index (`/%d`, 2.12+); `None` in the ≤ 2.11 form.
@@ -415,6 +417,16 @@ pub fn parse_message(msg: &str, complete: bool) -> Parsed {
     if (ts.starts_with("Channel ") || ts.starts_with("Ring ")) && ts.contains(" via NET/") {
         return net_channel(ts, complete);
     }
+    // NCCL 2.2 and older (no source published; the line quoted in issue 43): `%d -> %d via
+    // NET/%s/%d[/GDRDMA]`, neither `Ring %02d : ` nor a direction word. Read as 2.3's line, of
+    // which it is the older spelling: printed by the receiving side (2.3's `netRecvSetup`
+    // prints `peer -> me`).
+    if ts.starts_with(|c: char| c.is_ascii_digit())
+        && ts.contains(" -> ")
+        && ts.contains(" via NET/")
+    {
+        return net_connection(true, None, None, ts, complete);
+    }
     if (ts.starts_with("Channel ") || ts.starts_with("Ring "))
         && let Some((_, via)) = ts.split_once(" via ")
         && (via.starts_with("P2P/") || via.starts_with("SHM/") || via.starts_with("direct shared"))
@@ -459,7 +471,8 @@ pub fn parse_message(msg: &str, complete: bool) -> Parsed {
     }
     if let Some(r) = ts.strip_prefix("Connected all rings") {
         let r = r.trim_start_matches(',').trim();
-        if r.is_empty() {
+        // RCCL: `Connected all rings comm %p nRanks %02d busId %lx` (rccl `init.cc`), no flags.
+        if r.is_empty() || r.starts_with("comm 0x") || r.starts_with("comm (nil)") {
             return Parsed::Record(Record::RingsConnected {
                 pxn: None,
                 gdr: None,
@@ -537,6 +550,157 @@ pub fn parse_message(msg: &str, complete: bool) -> Parsed {
     Parsed::Other
 }
 
+/// NCCL INFO messages (and RCCL's) of known forms that say nothing about GDR, NICs or ranks,
+/// skipped knowingly: by the start NCCL's format string gives them, with where it is printed
+/// (NVIDIA/nccl `src/`, ROCm/rccl for RCCL's). An NCCL line of none of these forms and of no
+/// form [`parse_message`] reads is one peerpath does not know: it is counted as not
+/// understood.
+const SKIPPED: &[(&str, &str)] = &[
+    ("Setting affinity for GPU ", "CPU affinity (init.cc)"),
+    ("cudaDriverVersion ", "CUDA driver version (init.cc)"),
+    (
+        "threadThresholds ",
+        "protocol thresholds (enqueue/tuning.cc)",
+    ),
+    ("Trees", "tree shape (init.cc `Trees%s`)"),
+    ("Tree ", "tree shape (≤ 2.6)"),
+    ("Connected all trees", "tree connected (graph/connect.cc)"),
+    ("Connected NVLS", "NVLS connected (transport/nvls.cc)"),
+    ("NVLS ", "NVLS setup (transport/nvls.cc)"),
+    ("P2P Chunksize set to ", "p2p chunk size (init.cc)"),
+    (
+        "Using non-device net plugin version ",
+        "net plugin API (init.cc)",
+    ),
+    (
+        "DMA-BUF is available on GPU device ",
+        "dma-buf support (init.cc)",
+    ),
+    ("Dmabuf feature ", "RCCL dma-buf setting (rccl init.cc)"),
+    ("[Proxy Progress] ", "proxy thread (proxy.cc)"),
+    ("[Proxy Service", "proxy thread (proxy.cc)"),
+    ("New proxy ", "proxy connection (proxy.cc)"),
+    ("Connected to proxy ", "proxy connection (proxy.cc)"),
+    ("Launch mode ", "kernel launch mode (≤ 2.x init.cc)"),
+    ("Pattern ", "graph search result (graph/search.cc)"),
+    ("CC On", "confidential computing (init.cc)"),
+    ("CC Off", "confidential computing (init.cc)"),
+    ("TUNER/Plugin", "tuner plugin (plugin/tuner.cc)"),
+    ("Check P2P Type ", "P2P mode (init.cc)"),
+    ("MNNVL ", "multi-node NVLink (init.cc)"),
+    ("Topology detection", "topology file (graph/topo.cc)"),
+    ("Comm config ", "communicator config (init.cc)"),
+    (
+        "Enabled NCCL Func/Proto/Algo Matrix",
+        "tuning matrix (enqueue.cc)",
+    ),
+    ("Using NCCL Low-latency algorithm", "≤ 2.2 algorithm note"),
+    ("Threads per block", "≤ 2.5 launch shape"),
+    ("Min Comp Cap ", "≤ 2.4 compute capability"),
+    ("Kernel version", "RCCL kernel version (rccl init.cc)"),
+    ("ROCr version", "RCCL ROCr version (rccl init.cc)"),
+    ("rocm_smi_lib", "RCCL rocm_smi version (rccl)"),
+    ("NET/Socket : ", "Socket transport setup (net_socket.cc)"),
+    ("NET/Socket: ", "Socket transport setup (net_socket.cc)"),
+    ("NCCL_SOCKET_IFNAME set to ", "≤ 2.4 interface echo"),
+    ("NCCL_IB_HCA set to ", "≤ 2.4 HCA echo"),
+    ("Allocated ", "buffer allocation"),
+    ("Mem Realloc ", "buffer allocation"),
+    ("Ib Alloc", "IB buffer allocation"),
+    ("Cuda Alloc", "CUDA buffer allocation"),
+    ("Cuda Host Alloc", "CUDA host buffer allocation"),
+    ("Latency/AlgBw", "tuning table (tuning.cc)"),
+    (
+        "PXN Disabled as plugin is v",
+        "PXN off for an old net plugin (init.cc)",
+    ),
+    (
+        "NET : Using interface ",
+        "≤ 2.3 out-of-band interface (net_socket)",
+    ),
+    ("KV Convert to int", "parameter parsing (misc/param.cc)"),
+    ("proxyProgressAsync ", "proxy trace (proxy.cc)"),
+    ("ncclPollProxyResponse ", "proxy trace (proxy.cc)"),
+    ("resp.opId=", "proxy trace (proxy.cc)"),
+    (
+        "NET/OFI Using aws-ofi-nccl ",
+        "aws-ofi-nccl's version (plugin)",
+    ),
+];
+
+/// The known form a message not otherwise read takes, if it has one ([`SKIPPED`], NCCL's
+/// error trace `%s:%d -> %d` of `NCCLCHECK`, a channel or ring order print `Channel %02d/%02d :
+/// 0 1 …`, a `%d coll channels, …` count); `None` for a form peerpath does not know.
+pub fn skipped_form(msg: &str) -> Option<&'static str> {
+    let t = msg.trim();
+    if let Some((_, what)) = SKIPPED.iter().find(|(p, _)| t.starts_with(p)) {
+        return Some(what);
+    }
+    // `%s:%d Cuda Alloc Size %ld pointer %p` and the like (include/alloc.h, net_ib.cc): a
+    // buffer allocation, traced at INFO with the caller's file and line.
+    if let Some((place, what)) = t.split_once(' ')
+        && place
+            .rsplit_once(':')
+            .is_some_and(|(f, l)| f.contains('.') && l.parse::<u32>().is_ok())
+        && ["Cuda Alloc", "Cuda Host Alloc", "Ib Alloc", "Mem Realloc"]
+            .iter()
+            .any(|p| what.starts_with(p))
+    {
+        return Some("buffer allocation (include/alloc.h)");
+    }
+    // `%2d : NET/0 GPU/1 NET/0` (graph/search.cc `ncclTopoPrintGraph`): a searched channel.
+    if let Some((n, path)) = t.split_once(" : ")
+        && n.trim().parse::<u32>().is_ok()
+        && path.split_whitespace().all(|w| {
+            w.split_once('/')
+                .is_some_and(|(k, _)| k.bytes().all(|b| b.is_ascii_uppercase()))
+        })
+    {
+        return Some("searched channel (graph/search.cc)");
+    }
+    // `Ring %02d : %d -> %d -> %d` (≤ 2.5 init): a ring's previous, own and next rank.
+    if let Some(ranks) = t
+        .strip_prefix("Ring ")
+        .and_then(|r| r.split_once(" : "))
+        .map(|x| x.1)
+        && ranks.split(" -> ").count() == 3
+        && ranks.split(" -> ").all(|w| w.trim().parse::<i64>().is_ok())
+    {
+        return Some("ring neighbours (≤ 2.5 init)");
+    }
+    // `%s:%d -> %d` (include/checks.h): a call returned an error, traced at INFO.
+    if let Some((place, res)) = t.split_once(" -> ")
+        && res
+            .split_whitespace()
+            .next()
+            .is_some_and(|r| r.parse::<i32>().is_ok())
+        && place
+            .rsplit_once(':')
+            .is_some_and(|(f, l)| f.contains('.') && l.parse::<u32>().is_ok())
+    {
+        return Some("error trace (include/checks.h)");
+    }
+    // `Channel %02d/%02d : 0 1 2 …` (graph/connect.cc) and `Ring %02d : 0 1 …` (≤ 2.6): the
+    // order of ranks in a ring, no transport.
+    if let Some((head, ranks)) = t.split_once(" : ")
+        && (head.starts_with("Channel ") || head.starts_with("Ring "))
+        && !ranks.contains(" via ")
+        && ranks
+            .split_whitespace()
+            .all(|w| w.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Some("ring order (graph/connect.cc)");
+    }
+    // `%d coll channels, %d collnet channels, …` / `%d coll channels, %d p2p channels, …`.
+    if let Some((n, rest)) = t.split_once(' ')
+        && n.parse::<u32>().is_ok()
+        && rest.starts_with("coll channels")
+    {
+        return Some("channel counts (init.cc)");
+    }
+    None
+}
+
 /// `NET/IB : rest` or `NET/IB: rest` → (`IB`, rest).
 fn net_prefix(t: &str) -> Option<(String, &str)> {
     let r = t.strip_prefix("NET/")?;
@@ -584,7 +748,13 @@ fn peer_channel(t: &str) -> Parsed {
                 from_bracket,
                 to_rank,
                 to_bracket,
-                via: via.trim().to_string(),
+                // RCCL adds ` comm %p nRanks %02d` (rccl `transport/p2p.cc`, `shm.cc`).
+                via: via
+                    .split(" comm 0x")
+                    .next()
+                    .unwrap_or(via)
+                    .trim()
+                    .to_string(),
             }))
         }
         None => Parsed::Refused("a P2P/SHM channel line without `a -> b via`".into()),
@@ -646,6 +816,33 @@ pub fn bare_net_channel(t: &str, complete: bool) -> Option<Record> {
     }
 }
 
+/// Whether a line (launcher tags taken off) is only the end of a connection line that another
+/// output cut: its suffixes (`/GDRDMA`, `(PCI)`, `/Shared`, `/GDCopy`), perhaps RCCL's ` comm %p
+/// nRanks %02d`, and nothing else — the rest of a line whose start was printed earlier.
+pub fn is_cut_connection_end(t: &str) -> bool {
+    let mut r = t.trim_start();
+    let mut any = false;
+    while let Some(rest) = ["/GDRDMA", "(PCI)", "/Shared", "/GDCopy"]
+        .iter()
+        .find_map(|s| r.strip_prefix(s))
+    {
+        r = rest;
+        any = true;
+    }
+    any && (r.trim().is_empty() || is_rccl_comm_suffix(r.trim_end(), true))
+}
+
+/// Whether `t` (what follows a connection's suffixes) is RCCL's ` comm %p nRanks %02d`
+/// (`comm 0x2035d540 nRanks 02`; `%p` of a null pointer is `(nil)`): it has begun when
+/// ` comm 0x` or ` comm (nil)` is there, whatever follows (another output may cut it); on a
+/// line that may have been cut, a start of it is enough.
+fn is_rccl_comm_suffix(t: &str, complete: bool) -> bool {
+    if t.starts_with(" comm 0x") || t.starts_with(" comm (nil)") {
+        return true;
+    }
+    !complete && t.len() >= 3 && (" comm 0x".starts_with(t) || " comm (nil)".starts_with(t))
+}
+
 /// `from -> to [send|receive] via NET/…` (or, 2.3, `from -> to via NET/…`).
 fn net_connection(
     ring: bool,
@@ -691,17 +888,13 @@ fn net_connection(
         dev
     };
     let mut proxy = None;
-    if let Some(r) = tail.strip_prefix('(') {
-        match r.split_once(')') {
-            Some((p, r)) if p != "PCI" => {
-                proxy = p.parse().ok();
-                if proxy.is_none() {
-                    return refuse("PXN proxy rank is not a number");
-                }
-                tail = r;
-            }
-            _ => {}
-        }
+    // `(%d)`: PXN's proxy rank; `(PCI)` is a suffix; other text in parentheses is not NCCL's
+    // (the line was cut by another output) and is left in the tail.
+    if let Some((p, r)) = tail.strip_prefix('(').and_then(|r| r.split_once(')'))
+        && let Ok(n) = p.parse()
+    {
+        proxy = Some(n);
+        tail = r;
     }
     let (mut gdr, mut gdr_pci, mut shared) = (false, false, false);
     loop {
@@ -720,19 +913,25 @@ fn net_connection(
             break;
         }
     }
-    let tail = tail.trim();
+    // RCCL prints ` comm %p nRanks %02d` after the suffixes (rccl `transport/net.cc` since
+    // bd6dbca8, 2021): the suffixes are over where it starts, so what they say is certain even
+    // when the line is cut inside it.
+    let rccl_comm = is_rccl_comm_suffix(tail, complete);
+    let tail = if rccl_comm { "" } else { tail.trim() };
+    // Text that is no suffix NCCL prints means another output cut the line (an interleaved
+    // process, a launcher's tag): the line did not end as NCCL printed it, and a suffix it lacks
+    // is unknown, not absent.
+    let mut ended = complete || rccl_comm;
     if !tail.is_empty() {
-        if complete {
-            return Parsed::Refused(format!("unknown text after the NET device: {tail:?}"));
-        }
+        ended = false;
         // Cut inside a suffix: `/GDR` is GDRDMA cut short; anything else says nothing.
-        if "/GDRDMA".starts_with(tail) && tail.len() > 1 {
+        if !complete && "/GDRDMA".starts_with(tail) && tail.len() > 1 {
             gdr = true;
         }
     }
     let gdr = if gdr {
         Some(true)
-    } else if complete && net.is_some() && dev.is_some() {
+    } else if ended && net.is_some() && dev.is_some() {
         Some(false)
     } else {
         None

@@ -865,3 +865,135 @@ fn a_connection_quoted_without_its_header_is_read() {
     let log = parse_text("2 -> 3 is slow via NET/IB but why\n");
     assert!(log.entries.is_empty());
 }
+
+#[test]
+fn form_net_connection_before_2_3_without_ring_or_direction() {
+    // ≤ 2.2 (no source published; the line issue 43 quotes): `%d -> %d via NET/%s/%d[/GDRDMA]`
+    // after a header without `NCCL`, printed like 2.3's by the receiving side.
+    let log = parse_text("node07:2451:2473 [4] INFO 3 -> 12 via NET/IB/0/GDRDMA\n");
+    assert!(log.refused.is_empty() && log.unread.is_empty(), "{log:#?}");
+    let Record::NetChannel(c) = &log.entries[0].record else {
+        panic!("{log:#?}")
+    };
+    assert!(c.ring && !c.send && c.channel.is_none());
+    assert_eq!((c.from_rank, c.to_rank), (3, 12));
+    assert_eq!(
+        (c.net.as_deref(), c.dev, c.gdr),
+        (Some("IB"), Some(0), Some(true))
+    );
+    let log = parse_text("node07:2451:2473 [4] INFO 3 -> 12 via NET/IB/0\n");
+    let Record::NetChannel(c) = &log.entries[0].record else {
+        panic!("{log:#?}")
+    };
+    assert_eq!(c.gdr, Some(false));
+}
+
+#[test]
+fn form_net_channel_rccl_comm_suffix() {
+    // rccl transport/net.cc: "Channel %02d/%d : %d[%lx] -> %d[%lx] [send] via NET/%s/%d%s%s comm
+    // %p nRanks %02d" (and `/%d(%d)` with PXN's proxy).
+    let c = chan("Channel 01/0 : 0[0] -> 1[0] [send] via NET/IB/0 comm 0x2035d540 nRanks 02");
+    assert!(c.send);
+    assert_eq!((c.dev, c.gdr), (Some(0), Some(false)));
+    let c = chan(
+        "Channel 00/0 : 1[7000] -> 0[b7000] [receive] via NET/UCX/0/GDRDMA comm 0x22fcfb0 nRanks 02",
+    );
+    assert_eq!((c.net.as_deref(), c.gdr), (Some("UCX"), Some(true)));
+    let c = chan(
+        "Channel 02/1 : 3[3b000] -> 11[3b000] [send] via NET/IB/3(5)/GDRDMA/Shared comm (nil) nRanks 16",
+    );
+    assert_eq!((c.proxy, c.gdr, c.shared), (Some(5), Some(true), true));
+    // Cut inside the comm suffix: the GDR suffixes came before it, so their absence is certain.
+    let log = parse_text(&format!(
+        "{H}Channel 01/0 : 0[0] -> 1[0] [send] via NET/IB/0 comm 0x2035"
+    ));
+    let Record::NetChannel(c) = &log.entries[0].record else {
+        panic!("{log:#?}")
+    };
+    assert!(!log.entries[0].complete);
+    assert_eq!(c.gdr, Some(false));
+    // rccl init.cc: "Connected all rings comm %p nRanks %02d busId %lx"; the P2P/SHM lines'
+    // suffix is not part of the transport.
+    assert_eq!(
+        one("Connected all rings comm 0x2b6520000c00 nRanks 08 busId 4000"),
+        Record::RingsConnected {
+            pxn: None,
+            gdr: None
+        }
+    );
+    match one("Channel 00/0 : 0[d6000] -> 3[c6000] via P2P/IPC comm 0x9bbf3b0 nRanks 4096") {
+        Record::PeerChannel(p) => assert_eq!(p.via, "P2P/IPC"),
+        r => panic!("{r:?}"),
+    }
+}
+
+#[test]
+fn a_connection_cut_by_other_output_is_not_complete() {
+    // Text after the NET device that is no suffix NCCL prints: another output cut the line,
+    // so `/GDRDMA` is unknown — neither absent nor a refusal.
+    for line in [
+        "Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0(RayWorkerWrapper pid=2982, ip=10.0.0.2) INFO 12-05 loading",
+        "Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0 INFO 12-05 12:00:01 worker.py:12] ready",
+    ] {
+        let log = parse_text(&format!("{H}{line}\n"));
+        assert!(log.refused.is_empty(), "{line}: {:?}", log.refused);
+        let Record::NetChannel(c) = &log.entries[0].record else {
+            panic!("{log:#?}")
+        };
+        assert_eq!((c.dev, c.gdr), (Some(0), None), "{line}");
+    }
+    // The end of a cut line printed on a later line of its own (Ray's prefix naming the same
+    // worker): the connection it ends is cut, not complete without /GDRDMA.
+    let text = "(RayWorkerWrapper pid=2981, ip=10.0.0.1) h:2981:3113 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [receive] via NET/IB/0\n\
+                (RayWorkerWrapper pid=2982, ip=10.0.0.1) h:2982:3120 [1] NCCL INFO Channel 00/0 : 2[1] -> 3[1] [receive] via NET/IB/1\n\
+                (RayWorkerWrapper pid=2981, ip=10.0.0.1) /GDRDMA\n";
+    let log = parse_text(text);
+    assert_eq!(log.cut_ends, vec![(3, 1)], "{log:#?}");
+    let gdr = |i: usize| match &log.entries[i].record {
+        Record::NetChannel(c) => (c.gdr, log.entries[i].complete),
+        r => panic!("{r:?}"),
+    };
+    assert_eq!(gdr(0), (None, false));
+    assert_eq!(
+        gdr(1),
+        (Some(false), true),
+        "another worker's line stays complete"
+    );
+    // A suffix alone with no connection before it is not taken.
+    assert!(parse_text("/GDRDMA\n").cut_ends.is_empty());
+}
+
+#[test]
+fn ordinary_info_lines_are_known_forms_skipped_knowingly() {
+    // Format strings of NVIDIA/nccl's src/ (init.cc, enqueue, graph/connect.cc, include/checks.h).
+    for (msg, known) in [
+        ("cudaDriverVersion 12020", true),
+        ("Setting affinity for GPU 3 to ffff,ffffffff", true),
+        (
+            "32 coll channels, 32 collnet channels, 0 nvls channels, 32 p2p channels, 32 p2p channels per peer",
+            true,
+        ),
+        ("threadThresholds 8/8/64 | 128/8/64 | 512 | 512", true),
+        ("Trees [0] 1/-1/-1->0->-1 [1] -1/-1/-1->0->1", true),
+        ("Channel 00/04 :    0   1", true),
+        ("Ring 00 :    0   1", true),
+        ("transport/net.cc:858 -> 3", true),
+        ("P2P Chunksize set to 131072", true),
+        ("[Proxy Progress] Device 0 CPU core 19", true),
+        (
+            "channel.cc:55 Cuda Alloc Size 8 pointer 0x7f4fe7e00000",
+            true,
+        ),
+        (" 0 : NET/0 GPU/1 NET/0", true),
+        ("Ring 00 : 1 -> 0 -> 1", true),
+        ("Something NCCL will print one day 42", false),
+        ("Channel 00 : 1 2 via something", false),
+    ] {
+        assert_eq!(skipped_form(msg).is_some(), known, "{msg}");
+    }
+    let log = parse_text(&format!(
+        "{H}cudaDriverVersion 12020\n{H}A form not known\n"
+    ));
+    assert_eq!(log.unread.len(), 2);
+    assert!(log.unread[0].form.is_some() && log.unread[1].form.is_none());
+}
