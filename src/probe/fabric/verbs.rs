@@ -120,7 +120,7 @@ fn no_devices(e: i32) -> Unavailable {
 /// kernel has no RDMA support, an empty list: no RDMA device).
 pub fn list_devices() -> Result<Vec<String>, Unavailable> {
     let lib = Lib::shared()?;
-    let list = DeviceList::get(&lib).map_err(no_devices)?;
+    let list = DeviceList::get(lib).map_err(no_devices)?;
     let out: Vec<String> = list.devices().map(|d| list.name(d)).collect();
     if out.is_empty() {
         return Err(Unavailable::device(
@@ -193,7 +193,7 @@ impl VerbsFabric {
 
     /// Opens the device by name.
     fn open_context(&self) -> Result<*mut ibv_context, OpenError> {
-        let list = DeviceList::get(&self.lib).map_err(|e| OpenError::Unavailable(no_devices(e)))?;
+        let list = DeviceList::get(self.lib).map_err(|e| OpenError::Unavailable(no_devices(e)))?;
         let Some(dev) = list.devices().find(|&d| list.name(d) == self.device) else {
             return Err(OpenError::Unavailable(Unavailable::device(&format!(
                 "RDMA device {} not found by libibverbs",
