@@ -246,7 +246,8 @@ def probe(peerpath):
     budget = None
     for line in r.stdout.splitlines():
         f = line.split()
-        if not f or f[0] not in ("RESULT", "LOOP"):
+        # MEDIAN: the medians of probe_tcp.sh's paired rounds (RESULT lines are single rounds).
+        if not f or f[0] not in ("MEDIAN", "LOOP"):
             continue
         kv = dict(x.split("=", 1) for x in f[1:] if "=" in x)
         if f[0] == "LOOP":
@@ -260,11 +261,12 @@ def probe(peerpath):
             f"3. probe / fi_pingpong at {kv['size']} B, like for like (depth 1): "
             f"write {float(kv['ratio_d1_write']):.2f}, read {float(kv['ratio_d1_read']):.2f}; "
             f"depth {n}: write {float(kv['ratio_dN_write']):.2f}, read {float(kv['ratio_dN_read']):.2f} "
-            f"(pingpong {float(kv['pingpong_gbps']):.2f} GB/s; benches/probe_tcp.sh {' '.join(sizes)})")
+            f"(pingpong {float(kv['pingpong_gbps']):.2f} GB/s; medians of {kv['runs']} paired rounds, "
+            f"busy {float(kv['busy_pct']):.0f} %; benches/probe_tcp.sh {' '.join(sizes)})")
     if loop:
         out.append(f"   probe loop per operation over a fabric that completes at once: {', '.join(loop)} "
                    f"(400 Gb/s at 64 KiB allows {budget or '1310.7'} ns; cargo bench --bench probe_loop)")
-    return out or ["3. probe / fi_pingpong: probe_tcp.sh printed no RESULT line"]
+    return out or ["3. probe / fi_pingpong: probe_tcp.sh printed no MEDIAN line"]
 
 
 def median_time_any(cmd, env, runs):

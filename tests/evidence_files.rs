@@ -669,6 +669,7 @@ fn a_probe_document_is_read_as_probe_evidence() {
         counter_changes: Vec::new(),
         notes: Vec::new(),
         interrupted: false,
+        wall_seconds: 0.0,
     })
     .unwrap();
     let r = report_of("probe.json", doc.as_bytes(), None);

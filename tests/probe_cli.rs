@@ -89,6 +89,14 @@ fn tcp_loopback_moves_and_verifies_real_bytes() {
         ops.insert(r["op"].as_str().unwrap().to_string());
     }
     assert_eq!(ops.into_iter().collect::<Vec<_>>(), ["read", "write"]);
+    // The whole run's wall time is reported beside the timed windows it holds (each cell's
+    // warm-up, a fifth of its window, is outside `seconds` and inside the wall time).
+    let wall = v["wall_seconds"].as_f64().expect("wall_seconds");
+    let timed: f64 = results.iter().map(|r| r["seconds"].as_f64().unwrap()).sum();
+    assert!(
+        wall > 1.1 * timed && timed > 0.0,
+        "wall {wall} s, timed {timed} s"
+    );
 }
 
 #[test]

@@ -193,6 +193,7 @@ pub fn finish(
         counter_changes,
         notes,
         interrupted: interrupted(),
+        wall_seconds: started.elapsed().as_secs_f64(),
     }
 }
 

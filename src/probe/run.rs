@@ -32,7 +32,8 @@ pub const MAX_DEPTH: usize = 64;
 /// A fault to inject in a test build (honoured only with debug assertions).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
-    /// Flip one byte of the destination after the transfers complete.
+    /// Flip one byte of the destination after the transfers complete, in the last slot the
+    /// cell used (so that checking fewer slots than were moved would miss it).
     Corrupt,
     /// Move only half of each message.
     Truncate,
@@ -312,9 +313,10 @@ fn run_cell(
     let (bytes, seconds) = (stats.ops * msg as u64, stats.seconds);
     let dbuf = dst.buffer();
     if fault == Some(Fault::Corrupt) {
+        let at = used.iter().rposition(|u| *u).unwrap_or(0) * msg + msg / 2;
         let mut b = [0u8];
-        if dbuf.read_at(msg / 2, &mut b).is_ok() {
-            let _ = dbuf.write_at(msg / 2, &[b[0] ^ 0x5a]);
+        if dbuf.read_at(at, &mut b).is_ok() {
+            let _ = dbuf.write_at(at, &[b[0] ^ 0x5a]);
         }
     }
     let mut verified = true;
@@ -775,13 +777,17 @@ mod tests {
 
     #[test]
     fn loop_detects_truncation_corruption_and_error_completions() {
-        for fault in [Fault::Truncate, Fault::Corrupt] {
+        // Truncation leaves every slot half moved: the first slot checked fails. Corruption
+        // sits in the last of the 4 slots in flight (MemFabric's bound): found only because
+        // every slot moved is checked.
+        for (fault, slot) in [(Fault::Truncate, 0), (Fault::Corrupt, 3)] {
             let o = cell(Op::Write, Some(fault), false);
             assert!(!o.verified, "{fault:?} not detected");
+            assert_eq!(o.depth, 4);
+            let e = o.error.unwrap();
             assert!(
-                o.error
-                    .unwrap()
-                    .contains("first wrong byte at offset 32768")
+                e.starts_with(&format!("slot {slot}: first wrong byte at offset 32768")),
+                "{fault:?}: {e}"
             );
         }
         let o = cell(Op::Read, None, true);

@@ -112,6 +112,12 @@ pub fn render_text(r: &ProbeReport) -> String {
             "interrupted: remaining cells not run; every registration, endpoint and buffer was released"
         );
     }
+    let timed: f64 = r.results.iter().map(|c| c.seconds).sum();
+    let _ = writeln!(
+        s,
+        "wall time: {:.2} s for the whole run, {timed:.2} s of it in the cells' timed windows",
+        r.wall_seconds
+    );
     s
 }
 
@@ -157,9 +163,16 @@ mod tests {
             counter_changes: vec![],
             notes: vec!["a note".into()],
             interrupted: false,
+            wall_seconds: 1.5,
         };
         let t = render_text(&r);
         assert!(t.starts_with("probe over verbs (1 cells)\n"), "{t}");
+        assert!(
+            t.ends_with(
+                "wall time: 1.50 s for the whole run, 0.00 s of it in the cells' timed windows\n"
+            ),
+            "{t}"
+        );
         assert!(
             t.contains("  0000:13:00.0   verbs:mlx5_0:1 (0000:14:00.0) cuda  host_to_gpu  read    8 MiB    12.500 GB/s  verified  degraded            [expected PIX] CONTRADICTS: 0.70 of host baseline\n"),
             "{t}"

@@ -350,6 +350,7 @@ mod tests {
             counter_changes: Vec::new(),
             notes: Vec::new(),
             interrupted: false,
+            wall_seconds: 0.0,
         })
         .unwrap()
     }

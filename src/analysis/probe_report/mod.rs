@@ -330,6 +330,12 @@ pub struct ProbeReport {
     /// Whether Ctrl-C stopped the run early.
     #[serde(default)]
     pub interrupted: bool,
+    /// Seconds the whole run took by the probe's monotonic clock, from before the fabric
+    /// library is loaded to the report: setup, every cell's warm-up, timed window, drain and
+    /// byte-for-byte verification, and the CUDA probes. Each cell's `seconds` is its timed
+    /// window only. 0 in documents that predate the field.
+    #[serde(default)]
+    pub wall_seconds: f64,
 }
 
 impl ProbeReport {
@@ -485,6 +491,7 @@ mod tests {
             counter_changes: vec![],
             notes: vec!["n".into()],
             interrupted: false,
+            wall_seconds: 0.0,
         };
         let j = serde_json::to_string_pretty(&r).unwrap();
         assert!(j.contains("\"rdma\": \"mlx5_0\"") && j.contains("\"bdf\": \"0000:14:00.0\""));

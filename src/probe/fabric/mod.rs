@@ -4,9 +4,9 @@
 //! Slingshot, Ultra Ethernet, and here its `tcp` provider). Both load their library at run time.
 
 /// Declares a struct of C entry points resolved by name from a library opened at run time
-/// (`$soname`, or in a debug build the path in `$env`), and its `open`. Fields are named as the
-/// C symbols; `optional` ones are `None` when the library predates them. A missing library or
-/// required symbol is an [`Unavailable`] naming `$package`.
+/// (`$soname`, or in a debug build the path in `$env`), and `shared`, which opens it once per
+/// process. Fields are named as the C symbols; `optional` ones are `None` when the library
+/// predates them. A missing library or required symbol is an [`Unavailable`] naming `$package`.
 macro_rules! dyn_library {
     ($(#[$m:meta])* struct $name:ident from $soname:ident ($env:literal, $package:literal) {
         $( $sym:ident : $ty:ty ),* $(,)?
@@ -23,6 +23,16 @@ macro_rules! dyn_library {
         }
 
         impl $name {
+            /// The library, opened on first use and kept loaded for the rest of the process
+            /// (a failure to open it is kept too). Loading runs the library's initialisers —
+            /// libfabric 1.17's dependencies calibrate PSM's clock for about 0.2 s — and each
+            /// `dlclose` + `dlopen` pair would run them again for every fabric opened.
+            fn shared() -> Result<&'static $name, $crate::probe::Unavailable> {
+                static LIB: std::sync::OnceLock<Result<$name, $crate::probe::Unavailable>> =
+                    std::sync::OnceLock::new();
+                LIB.get_or_init($name::open).as_ref().map_err(Clone::clone)
+            }
+
             fn open() -> Result<$name, $crate::probe::Unavailable> {
                 let unavailable = |detail: &str| {
                     $crate::probe::Unavailable::library($soname, $package, detail)

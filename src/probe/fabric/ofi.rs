@@ -74,7 +74,7 @@ impl Lib {
 
 /// libfabric's runtime version as `major.minor`, or why it could not be read.
 pub fn runtime_version() -> Result<String, Unavailable> {
-    let lib = Lib::open()?;
+    let lib = Lib::shared()?;
     // SAFETY: fi_version has no arguments and no preconditions.
     let v = unsafe { (lib.fi_version)() };
     Ok(format!("{}.{}", v >> 16, v & 0xffff))
@@ -113,7 +113,7 @@ unsafe fn close(f: *mut fid) {
 
 /// A libfabric loopback pair (see module doc).
 pub struct OfiFabric {
-    lib: Lib,
+    lib: &'static Lib,
     srv_info: *mut fi_info,
     cli_info: *mut fi_info,
     fabric: *mut fid_fabric,
@@ -159,7 +159,7 @@ impl OfiFabric {
     /// device memory will be registered (then `FI_HMEM` is asked for, and its absence noted).
     /// Whatever was opened before a failure is closed by `Drop`.
     pub fn open(provider: &str, memory: MemoryKind) -> Result<OfiFabric, OpenError> {
-        let lib = Lib::open().map_err(OpenError::Unavailable)?;
+        let lib = Lib::shared().map_err(OpenError::Unavailable)?;
         let mut f = OfiFabric {
             lib,
             srv_info: null_mut(),

@@ -119,8 +119,8 @@ fn no_devices(e: i32) -> Unavailable {
 /// The RDMA devices libibverbs lists, or why there are none (library absent, `ENOSYS`: the
 /// kernel has no RDMA support, an empty list: no RDMA device).
 pub fn list_devices() -> Result<Vec<String>, Unavailable> {
-    let lib = Lib::open()?;
-    let list = DeviceList::get(&lib).map_err(no_devices)?;
+    let lib = Lib::shared()?;
+    let list = DeviceList::get(lib).map_err(no_devices)?;
     let out: Vec<String> = list.devices().map(|d| list.name(d)).collect();
     if out.is_empty() {
         return Err(Unavailable::device(
@@ -132,7 +132,7 @@ pub fn list_devices() -> Result<Vec<String>, Unavailable> {
 
 /// A verbs loopback pair on one device and port.
 pub struct VerbsFabric {
-    lib: Lib,
+    lib: &'static Lib,
     ctx: *mut ibv_context,
     pd: *mut ibv_pd,
     cq: *mut ibv_cq,
@@ -158,7 +158,7 @@ impl VerbsFabric {
     /// connects two RC QPs to each other. `rate_gbps` is the port rate from sysfs. Whatever
     /// was created before a failure is released by `Drop`.
     pub fn open(device: &str, port: u8, rate_gbps: Option<f64>) -> Result<VerbsFabric, OpenError> {
-        let lib = Lib::open().map_err(OpenError::Unavailable)?;
+        let lib = Lib::shared().map_err(OpenError::Unavailable)?;
         let mut f = VerbsFabric {
             lib,
             ctx: null_mut(),
@@ -193,7 +193,7 @@ impl VerbsFabric {
 
     /// Opens the device by name.
     fn open_context(&self) -> Result<*mut ibv_context, OpenError> {
-        let list = DeviceList::get(&self.lib).map_err(|e| OpenError::Unavailable(no_devices(e)))?;
+        let list = DeviceList::get(self.lib).map_err(|e| OpenError::Unavailable(no_devices(e)))?;
         let Some(dev) = list.devices().find(|&d| list.name(d) == self.device) else {
             return Err(OpenError::Unavailable(Unavailable::device(&format!(
                 "RDMA device {} not found by libibverbs",
