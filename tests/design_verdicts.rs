@@ -208,6 +208,29 @@ fn slingshot_node_under_the_documented_setting_in_env_or_nccl_conf() {
     assert!(out.contains("HPE"), "{out}");
     let (_, nfd) = run(&["export", "--format", "nfd", "-i", root], &[]);
     assert!(nfd.contains("gdr-ready=false"), "{nfd}");
+    // `place --format env` passes the platform's documented level on, marked, and a shell
+    // (its consumer) sets it.
+    let (_, env_out) = run(
+        &[
+            "place", "-i", root, "--ranks", "4", "--format", "env", "--rank", "1",
+        ],
+        &[],
+    );
+    assert!(
+        env_out.contains("documented for this platform"),
+        "{env_out}"
+    );
+    let sh = Command::new("sh")
+        .arg("-c")
+        .arg(format!("{env_out}\nprintf %s \"$NCCL_NET_GDR_LEVEL\""))
+        .output()
+        .unwrap();
+    assert!(
+        sh.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sh.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&sh.stdout), "PHB");
 
     let env_phb = [("NCCL_NET_GDR_LEVEL", "PHB")];
     // And the same value in the node's own /etc/nccl.conf.
@@ -235,13 +258,20 @@ fn slingshot_node_under_the_documented_setting_in_env_or_nccl_conf() {
         }
         let (_, job) = run(&["audit", "-i", root, "--job"], env);
         assert!(
-            !job.contains("will not use GPUDirect RDMA"),
-            "{label}: {job}"
-        );
-        assert!(
             !job.contains("does not use GPUDirect RDMA"),
             "{label}: {job}"
         );
+        assert!(
+            job.contains("uses GPUDirect RDMA on this pair"),
+            "{label}: {job}"
+        );
+        if label == "env" {
+            // The job check counts the pairs' own decision.
+            assert!(
+                job.contains("NCCL_NET_GDR_LEVEL=PHB: NCCL uses GPUDirect RDMA on 4 of 4"),
+                "{job}"
+            );
+        }
         let (_, place) = run(&["place", "-i", root, "--ranks", "4"], env);
         assert!(
             !place.contains("keeps GPUDirect RDMA off"),

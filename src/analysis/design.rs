@@ -21,6 +21,16 @@ pub struct Documented {
     pub source: &'static str,
 }
 
+impl Documented {
+    /// The GPUDirect RDMA level the setting names (`NCCL_NET_GDR_LEVEL=PHB` → PHB), read as
+    /// NCCL reads a level; `None` for a setting of another variable.
+    pub fn gdr_level(&self) -> Option<super::nccl::NcclPath> {
+        self.setting
+            .strip_prefix("NCCL_NET_GDR_LEVEL=")
+            .and_then(|v| super::settings::read_level(v, super::nccl::NcclVersion::NEWEST))
+    }
+}
+
 /// A recognised design.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Design {

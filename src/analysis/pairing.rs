@@ -100,6 +100,8 @@ pub struct PairCand {
     /// GPU–NIC: NCCL uses GPUDirect RDMA on the pair under the job's effective settings (the
     /// classifier's decision); false for other pairs.
     pub gdr: bool,
+    /// NCCL's path type of the pair (the classifier's; NCCL has no NODE: it is PHB there).
+    pub nccl_path: super::nccl::NcclPath,
 }
 
 impl PairCand {
@@ -300,6 +302,7 @@ fn cand_of(p: &PairSummary, rccl: bool) -> PairCand {
             _ => 0,
         },
         gdr: p.gdr,
+        nccl_path: p.nccl_path,
     }
 }
 
@@ -558,6 +561,7 @@ mod tests {
                     bottleneck_gbps: bws[b as usize % 4],
                     tie: 0,
                     gdr: label.within_pxb(),
+                    nccl_path: crate::analysis::nccl::NcclPath::Pxb,
                 }
             })
         };

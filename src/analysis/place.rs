@@ -19,7 +19,7 @@
 //!   (its NIC's node when the GPU's is unknown), split evenly among the ranks on that node; no
 //!   core is given twice.
 
-use super::classify::{Endpoint, Label};
+use super::classify::Endpoint;
 use super::cores::CoreMap;
 pub use super::pairing::{
     Candidates, GpuCand, NicCand, NodeView, PairCand, PathRank, UNKNOWN_RANK, assign_nics,
@@ -352,16 +352,14 @@ pub struct PlatformSetting {
 fn platform_settings(
     t: &Topology,
     ranks: &[RankPlan],
-    far: &[(usize, Label)],
+    far: &[(usize, crate::analysis::nccl::NcclPath)],
 ) -> Vec<PlatformSetting> {
     if far.is_empty() {
         return Vec::new();
     }
     let v = crate::analysis::nccl::NcclVersion::NEWEST;
-    if crate::analysis::settings::Effective::of(&t.machine.nccl, v)
-        .gdr_level
-        .is_some()
-    {
+    let settings = crate::analysis::settings::Effective::of(&t.machine.nccl, v);
+    if settings.gdr_level.is_some() {
         return Vec::new();
     }
     let paths = crate::analysis::paths::Paths::new(t);
@@ -370,25 +368,14 @@ fn platform_settings(
     };
     let mut out = Vec::new();
     for doc in &d.settings {
-        let Some((name, value)) = doc.setting.split_once('=') else {
+        let (Some(level), Some((name, value))) = (doc.gdr_level(), doc.setting.split_once('='))
+        else {
             continue;
         };
-        if name != "NCCL_NET_GDR_LEVEL" {
-            continue;
-        }
-        let Some(level) = crate::analysis::settings::read_level(value, v) else {
-            continue;
-        };
-        // NCCL's PHB is nvidia-smi's PHB and NODE; SYS admits every path.
-        let worst = match level {
-            crate::analysis::nccl::NcclPath::Sys => Label::Sys,
-            crate::analysis::nccl::NcclPath::Phb => Label::Node,
-            crate::analysis::nccl::NcclPath::Pix => Label::Pix,
-            _ => Label::Pxb,
-        };
+        // NCCL's own comparison (the ranks here have no C2C path: those are P2C, admitted).
         let admitted: Vec<usize> = far
             .iter()
-            .filter(|(_, l)| *l <= worst)
+            .filter(|(_, p)| settings.gdr_allows(*p, level, false))
             .map(|(r, _)| ranks[*r].rank)
             .collect();
         if !admitted.is_empty() {
@@ -632,14 +619,14 @@ pub fn plan_with(t: &Topology, view: &NodeView, o: &PlaceOptions) -> anyhow::Res
             port_unknown.join(", ")
         ));
     }
-    let far: Vec<(usize, Label)> = ranks
+    let far: Vec<(usize, crate::analysis::nccl::NcclPath)> = ranks
         .iter()
         .enumerate()
         .filter_map(|(i, r)| {
             let g: usize = r.cuda_index;
             let k = nic_of[i]?;
             let p = c.gn[g][k].as_ref()?;
-            (!p.gdr && !p.label.within_pxb()).then_some((i, p.label))
+            (!p.gdr && !p.label.within_pxb()).then_some((i, p.nccl_path))
         })
         .collect();
     let platform_settings = platform_settings(t, &ranks, &far);
@@ -836,6 +823,7 @@ fn cpu_why(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::classify::Label;
 
     fn p(label: &str, bw: f64) -> Option<PairCand> {
         let label: Label = label.parse().unwrap();
@@ -844,6 +832,7 @@ mod tests {
             bottleneck_gbps: Some(bw),
             tie: 0,
             gdr: label.within_pxb(),
+            nccl_path: crate::analysis::nccl::NcclPath::Pxb,
         })
     }
 

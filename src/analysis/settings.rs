@@ -370,6 +370,23 @@ mod tests {
         assert!(e.ib_disable.is_some());
         let e = Effective::of(&env(&[("NCCL_IB_DISABLE", "0")]), v("2.30"));
         assert!(e.ib_disable.is_none());
+        // NCCL_IB_DISABLE stops NCCL's IB transport, not the plugin that carries an EFA or a
+        // Slingshot adapter; NCCL_NET=Socket stops every NIC.
+        let nic = |vendor| {
+            let mut d = Device::new(
+                "0000:01:00.0".parse().unwrap(),
+                "pci0000:00".into(),
+                String::new(),
+            );
+            d.vendor_id = Some(vendor);
+            d
+        };
+        let e = Effective::of(&env(&[("NCCL_IB_DISABLE", "1")]), v("2.30"));
+        assert!(e.transport_off(&nic(0x15b3)).is_some());
+        assert!(e.transport_off(&nic(0x1d0f)).is_none());
+        assert!(e.transport_off(&nic(0x17db)).is_none());
+        let e = Effective::of(&env(&[("NCCL_NET", "socket")]), v("2.30"));
+        assert!(e.transport_off(&nic(0x1d0f)).is_some());
     }
 
     #[test]

@@ -18,6 +18,7 @@
 
 use super::Ctx;
 use crate::model::{Bdf, DeviceKind, Switch};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// Why no arrangement of this node's adapters gives a GPU a NIC within PXB.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,18 +93,45 @@ pub struct Arrangement {
     ports_visible: bool,
 }
 
-/// The top non-internal switch above a device (its upstream port), walking `parent_switch`.
-fn top_switch<'t>(ctx: &Ctx<'t>, start: Option<&str>) -> Option<&'t Switch> {
-    let topo = ctx.topo;
-    let mut cur = start.and_then(|id| topo.switch(id));
-    let mut top = None;
-    while let Some(s) = cur {
-        if !super::placement::is_internal_switch(topo, s) {
-            top = Some(s);
-        }
-        cur = s.parent_switch.as_deref().and_then(|id| topo.switch(id));
+/// The top non-internal switch above each switch (its upstream port), walking `parent_switch`
+/// once per switch: whether a switch is an endpoint's internal bridge is decided once each
+/// ([`super::placement::is_internal_switch`] walks the switch's subtree).
+struct Tops<'t> {
+    topo: &'t crate::model::Topology,
+    internal: HashMap<&'t str, bool>,
+}
+
+impl<'t> Tops<'t> {
+    fn new(topo: &'t crate::model::Topology) -> Self {
+        let internal = topo
+            .switches
+            .iter()
+            .map(|s| (s.id.as_str(), super::placement::is_internal_switch(topo, s)))
+            .collect();
+        Tops { topo, internal }
     }
-    top
+
+    fn internal(&self, s: &Switch) -> bool {
+        self.internal.get(s.id.as_str()).copied().unwrap_or(false)
+    }
+
+    /// The top non-internal switch at or above switch `start`.
+    fn top(&self, start: Option<&str>) -> Option<&'t Switch> {
+        let mut cur = start.and_then(|id| self.topo.switch(id));
+        let mut top = None;
+        // A malformed input could loop: at most one step per switch.
+        for _ in 0..=self.topo.switches.len() {
+            let Some(s) = cur else { break };
+            if !self.internal(s) {
+                top = Some(s);
+            }
+            cur = s
+                .parent_switch
+                .as_deref()
+                .and_then(|id| self.topo.switch(id));
+        }
+        top
+    }
 }
 
 impl Arrangement {
@@ -111,21 +139,20 @@ impl Arrangement {
     /// `local[gi][k]`: GPU `gi` has NIC `k` within PXB.
     pub fn new(ctx: &Ctx, rail: &[bool], local: &[Vec<bool>]) -> Self {
         let topo = ctx.topo;
+        let tops = Tops::new(topo);
         let group: Vec<Option<Bdf>> = ctx
             .gpus
             .iter()
-            .map(|g| top_switch(ctx, g.switch.as_deref()).map(|s| s.upstream))
+            .map(|g| tops.top(g.switch.as_deref()).map(|s| s.upstream))
             .collect();
         let nic_group: Vec<Option<Bdf>> = ctx
             .nics
             .iter()
-            .map(|n| top_switch(ctx, n.switch.as_deref()).map(|s| s.upstream))
+            .map(|n| tops.top(n.switch.as_deref()).map(|s| s.upstream))
             .collect();
-        let mut groups: Vec<Bdf> = group.iter().flatten().copied().collect();
-        groups.sort();
-        groups.dedup();
+        let groups: BTreeSet<Bdf> = group.iter().flatten().copied().collect();
         // Ports of each group's switches whose subtree holds no GPU and no rail NIC.
-        let rail_bdfs: Vec<Bdf> = ctx
+        let rail_bdfs: HashSet<Bdf> = ctx
             .nics
             .iter()
             .zip(rail)
@@ -149,17 +176,16 @@ impl Arrangement {
             }
             false
         };
-        let receiving: Vec<Bdf> = groups
-            .iter()
-            .copied()
-            .filter(|up| {
-                topo.switches.iter().any(|s| {
-                    !super::placement::is_internal_switch(topo, s)
-                        && top_switch(ctx, Some(&s.id)).map(|t| t.upstream) == Some(*up)
-                        && s.downstream.iter().any(|p| !blocks(p))
-                })
-            })
-            .collect();
+        let mut receiving: BTreeSet<Bdf> = BTreeSet::new();
+        for s in topo.switches.iter().filter(|s| !tops.internal(s)) {
+            if let Some(up) = tops.top(Some(&s.id)).map(|t| t.upstream)
+                && groups.contains(&up)
+                && !receiving.contains(&up)
+                && s.downstream.iter().any(|p| !blocks(p))
+            {
+                receiving.insert(up);
+            }
+        }
         let mut strays = Vec::new();
         let mut excess = Vec::new();
         for k in (0..ctx.nics.len()).filter(|&k| rail[k]) {
@@ -176,7 +202,7 @@ impl Arrangement {
         strays.extend(excess);
         Arrangement {
             group,
-            receiving,
+            receiving: receiving.into_iter().collect(),
             movable: strays,
             rails: rail.iter().filter(|r| **r).count(),
             groups: groups.len(),

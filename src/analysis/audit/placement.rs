@@ -283,8 +283,9 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
         .iter()
         .map(|row| row.iter().map(Judgement::local).collect())
         .collect();
-    let arrangement = Arrangement::new(ctx, &rail, &local);
-    let design = crate::analysis::design::recognise(ctx.paths());
+    // Built only when a GPU has to be judged (most nodes have every GPU within PXB).
+    let arrangement = std::cell::OnceCell::new();
+    let design = std::cell::OnceCell::new();
     let mut pairs = Vec::new();
     for (gi, &ni) in assignment.iter().enumerate() {
         let (g, n, j) = (ctx.gpus[gi], ctx.nics[ni], &judged[gi][ni]);
@@ -326,14 +327,23 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
         } else {
             bi
         };
-        let verdict = judge_gpu(ctx, gi, ni, &judged, &arrangement, design.as_ref());
+        let verdict = judge_gpu(
+            ctx,
+            gi,
+            ni,
+            &judged,
+            arrangement.get_or_init(|| Arrangement::new(ctx, &rail, &local)),
+            design
+                .get_or_init(|| crate::analysis::design::recognise(ctx.paths()))
+                .as_ref(),
+        );
         if verdict.class == RemedyClass::Misplaced && misplaced_gpu.is_none() {
             misplaced_gpu = Some(gi);
         }
-        if let Some(p) = pairs.get_mut(gi).filter(|p| p.nic == ctx.nics[ni].bdf) {
-            p.remedy = verdict.class;
-        } else if let Some(p) = pairs.get_mut(gi) {
-            p.remedy = if p.gdr {
+        // The pair's class is this verdict's, unless the matching gave the GPU another NIC
+        // on which it has GDR.
+        if let Some(p) = pairs.get_mut(gi) {
+            p.remedy = if p.nic != ctx.nics[ni].bdf && p.gdr {
                 RemedyClass::None
             } else {
                 verdict.class
@@ -424,7 +434,8 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
         }
         let used = assignment.contains(&ni);
         // Unpaired while a GPU's NIC is misplaced: most likely that GPU's NIC.
-        let needy = misplaced_gpu.filter(|_| !used && arrangement.can_move(ni));
+        let needy =
+            misplaced_gpu.filter(|_| !used && arrangement.get().is_some_and(|a| a.can_move(ni)));
         let (sev, tail, remedy) = match needy {
             Some(gi) => (
                 Severity::Warning,
@@ -578,15 +589,6 @@ struct GpuVerdict {
     evidence: Vec<Evidence>,
     /// The NIC to move, when misplaced (index into `Ctx::nics`).
     move_nic: Option<usize>,
-}
-
-/// The GDR level a documented setting names (`NCCL_NET_GDR_LEVEL=PHB` → PHB).
-fn documented_level(
-    d: &crate::analysis::design::Documented,
-) -> Option<crate::analysis::nccl::NcclPath> {
-    d.setting.strip_prefix("NCCL_NET_GDR_LEVEL=").and_then(|v| {
-        crate::analysis::settings::read_level(v, crate::analysis::nccl::NcclVersion::NEWEST)
-    })
 }
 
 /// Judges GPU `gi` against rail NIC `ni` (its best): unknown, GDR admitted by a setting, a
@@ -828,14 +830,14 @@ fn judge_gpu(
                     .settings
                     .iter()
                     .filter(|s| {
-                        documented_level(s)
+                        s.gdr_level()
                             .is_some_and(|lv| st.gdr_allows(j.nccl_path, lv, gpu_c2c))
                     })
                     .collect();
                 let others: Vec<_> = d
                     .settings
                     .iter()
-                    .filter(|s| documented_level(s).is_some())
+                    .filter(|s| s.gdr_level().is_some())
                     .collect();
                 remedy = if let Some(s) = admits.first() {
                     Some(format!(

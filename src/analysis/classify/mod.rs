@@ -412,22 +412,28 @@ impl<'t> Classifier<'t> {
         self.library_gdr_level(g, n)
     }
 
-    /// [`Classifier::default_gdr_level`] by device index.
+    /// [`Classifier::default_gdr_level`] by device index, with its words.
     pub(super) fn library_gdr_level(&self, g: DevIx, n: DevIx) -> (NcclPath, String) {
         let v = self.opts.nccl_version;
-        if self.rccl && self.rccl_rome_pair(g, n) {
-            return (
-                NcclPath::Phb,
-                format!("RCCL {v}: PHB on an AMD Rome-class CPU (ncclTopoCheckGdr's relaxation)"),
-            );
-        }
-        let d = self.settings.default_gdr_level();
-        let words = if self.rccl {
+        let level = self.library_gdr_path(g, n);
+        let words = if self.rccl && level == NcclPath::Phb {
+            format!("RCCL {v}: PHB on an AMD Rome-class CPU (ncclTopoCheckGdr's relaxation)")
+        } else if self.rccl {
             format!("RCCL's default level, as NCCL {v}'s")
         } else {
             format!("NCCL {v}'s default level")
         };
-        (d, words)
+        (level, words)
+    }
+
+    /// The level of [`Classifier::library_gdr_level`] without words (read for every GPU–NIC
+    /// pair the classifier decides, so it allocates nothing).
+    pub(super) fn library_gdr_path(&self, g: DevIx, n: DevIx) -> NcclPath {
+        if self.rccl && self.rccl_rome_pair(g, n) {
+            NcclPath::Phb
+        } else {
+            self.settings.default_gdr_level()
+        }
     }
 
     /// The endpoints, in matrix order.

@@ -204,7 +204,7 @@ impl Classifier<'_> {
             }
             (Gpu, Nic) | (Nic, Gpu) => {
                 let (g, n) = if self.kind(a) == Gpu { (a, b) } else { (b, a) };
-                let (fallback, _) = self.library_gdr_level(g, n);
+                let fallback = self.library_gdr_path(g, n);
                 d.rome_phb = self.rccl && fallback == NcclPath::Phb;
                 let level = self.settings.gdr_level_or(fallback);
                 let (path, c2c_phb) = self.nccl_gpu_nic(g, base, why);

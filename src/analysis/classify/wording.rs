@@ -480,7 +480,7 @@ impl Classifier<'_> {
                     None => format!("{}; NCCL_NET_GDR_LEVEL overrides", nccl::gdr_level(v).1),
                 };
                 let gpu_c2c = self.paths.c2c(g).is_some();
-                let level = self.settings.gdr_level_or(self.library_gdr_level(g, n).0);
+                let level = self.settings.gdr_level_or(self.library_gdr_path(g, n));
                 let within = self.settings.gdr_allows(d.path, level, gpu_c2c);
                 rules.push(format!(
                     "GDR {} (NIC writes into the GPU): distance {} {} level {level} ({lr})",
