@@ -147,10 +147,10 @@ enum Command {
     Capture(cli::capture::CaptureArgs),
     /// Compare two nodes by role (GPU index, NIC rail), not by PCI address.
     /// Exit 0: equal; 1: they differ; 2: an input could not be read.
-    Diff(cli::capture::DiffArgs),
+    Diff(cli::diff::DiffArgs),
     /// Group many snapshots or JSON reports by topology fingerprint and show the outliers.
     /// Exit 0: no outlier; 1: outliers or unreadable inputs; 2: nothing could be read.
-    Fleet(cli::capture::FleetArgs),
+    Fleet(cli::fleet::FleetArgs),
     /// Read what a job printed (NCCL INFO logs, nccl-tests, perftest, probe JSON) into per-rank
     /// GDR and bandwidth verdicts, joined to a topology with -i (docs/evidence.md).
     /// Exit 0: nothing wrong shown; 1: GDR off, low bandwidth or errors; 2: unreadable input;
@@ -311,8 +311,8 @@ fn run(cli: Cli) -> Result<u8> {
         }),
         Command::Evidence(a) => cli::evidence::run(a),
         Command::Capture(a) => cli::capture::run_capture(&a),
-        Command::Diff(a) => cli::capture::run_diff(&a),
-        Command::Fleet(a) => cli::capture::run_fleet(&a),
+        Command::Diff(a) => cli::diff::run_diff(&a),
+        Command::Fleet(a) => cli::fleet::run_fleet(&a),
         Command::ProbeStorage(a) => cli::probe_storage::run(a),
     }
 }

@@ -18,6 +18,7 @@
 //! archived.
 
 mod archive;
+pub mod fleet;
 mod nvml_store;
 mod recorder;
 mod whitelist;

@@ -4,11 +4,13 @@ pub mod assets;
 pub mod audit;
 pub mod capture;
 pub mod classify;
+pub mod diff;
 pub mod evidence;
 pub mod export;
 pub mod fixture;
 #[cfg(test)]
 mod flags;
+pub mod fleet;
 pub mod launch;
 pub mod place;
 pub mod probe;
@@ -18,6 +20,15 @@ pub mod report;
 
 use peerpath::render::terminal;
 use std::io::{IsTerminal, Write};
+
+/// Output format of `diff` and `fleet`.
+#[derive(Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
+pub enum Format {
+    /// Lines for people.
+    Text,
+    /// JSON (`peerpath.diff/1`, `peerpath.fleet/1`).
+    Json,
+}
 
 /// The job's environment as NCCL reads it: every `NCCL_*` variable of this process and `HOME`
 /// (for `~/.nccl.conf`). Every command that judges GPUDirect RDMA hands it to the load

@@ -1,0 +1,200 @@
+//! Reading a fleet of inputs for `peerpath fleet`: directories expanded into their entries,
+//! each input read on a worker thread — the fingerprint its capture manifest recorded when this
+//! build's scheme made it (trusted for a group only once one capture recording it was scanned
+//! and matched), else a scan of every host it holds — and the nodes added to an
+//! [`analysis::fleet::Fleet`](crate::analysis::fleet::Fleet) in input order.
+
+use crate::analysis::fleet;
+use crate::capture;
+use crate::model::Topology;
+use crate::sources::{self, LoadOptions, fsroot};
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+
+/// One host read from an input: its host name (an input of several hosts), fingerprint and
+/// topology.
+type ScannedHost = (Option<String>, u64, Box<Topology>);
+
+/// Loads one input and fingerprints each of its hosts.
+fn scan_node(p: &Path, opts: &LoadOptions) -> std::result::Result<Vec<ScannedHost>, String> {
+    sources::load_hosts(p, opts)
+        .map(|ts| {
+            ts.into_iter()
+                .map(|t| {
+                    let host = sources::host_name(&t).map(str::to_string);
+                    (host, fleet::fingerprint(&t), Box::new(t))
+                })
+                .collect()
+        })
+        .map_err(|e| format!("{e:#}"))
+}
+
+/// What a worker thread made of one input.
+enum Read {
+    /// The fingerprint its capture manifest recorded (this build's scheme); not scanned.
+    Recorded(u64),
+    /// Scanned: every host's fingerprint and topology (one for an input of one host).
+    Scanned(Vec<ScannedHost>),
+    /// Unreadable, and why.
+    Failed(String),
+}
+
+/// The fingerprint a `peerpath capture` tarball recorded in its manifest, the archive's first
+/// entry, when this build's scheme computed it; `None` for anything else (another scheme or
+/// version, no manifest, not a gzip tar, a manifest over 1 MiB). Only the head of the file is
+/// decompressed. The file is opened as every input is ([`fsroot::input::open_input_file`]:
+/// without blocking, a FIFO, socket or device refused by type), so a named pipe in a fleet
+/// directory is reported unreadable by the scan that follows instead of hanging the fleet.
+fn recorded_fingerprint(p: &Path) -> Option<u64> {
+    use std::io::{BufRead, Read as _};
+    let f = fsroot::input::open_input_file(p, fsroot::MAX_SNAPSHOT_BYTES).ok()?;
+    let mut r = std::io::BufReader::new(f);
+    if !r.fill_buf().ok()?.starts_with(&[0x1f, 0x8b]) {
+        return None;
+    }
+    let mut archive = tar::Archive::new(flate2::bufread::GzDecoder::new(r));
+    let mut first = archive.entries().ok()?.next()?.ok()?;
+    if first.path().ok()?.as_os_str() != capture::MANIFEST_NAME || first.size() > 1 << 20 {
+        return None;
+    }
+    let mut text = String::new();
+    first.read_to_string(&mut text).ok()?;
+    let m: capture::Manifest = serde_json::from_str(&text).ok()?;
+    let fp = m.fingerprint?;
+    if fp.scheme != capture::fingerprint_scheme() {
+        return None;
+    }
+    u64::from_str_radix(&fp.value, 16).ok()
+}
+
+/// Reads one input on a worker thread: the recorded fingerprint when allowed and present,
+/// else a scan.
+fn read_node(p: &Path, opts: &LoadOptions, recorded: bool) -> Read {
+    if recorded && let Some(fp) = recorded_fingerprint(p) {
+        return Read::Recorded(fp);
+    }
+    match scan_node(p, opts) {
+        Ok(hosts) => Read::Scanned(hosts),
+        Err(e) => Read::Failed(e),
+    }
+}
+
+/// Expands the inputs: directories into their entries (sorted), files as given.
+pub fn expand(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for p in inputs {
+        if p.is_dir() && !p.join("sys").is_dir() {
+            let mut v: Vec<PathBuf> = std::fs::read_dir(p)
+                .with_context(|| format!("cannot list {}", p.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|q| {
+                    let n = q
+                        .file_name()
+                        .map(|s| s.to_string_lossy())
+                        .unwrap_or_default();
+                    !n.starts_with('.') && !n.ends_with(".partial")
+                })
+                .collect();
+            v.sort();
+            out.extend(v);
+        } else {
+            out.push(p.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Reads every input into a [`fleet::Fleet`] on `jobs` worker threads, in batches of four
+/// inputs per worker: each worker takes every jobs-th input of the batch, the nodes are added
+/// in input order, and their topologies dropped unless one starts a group. `recorded` allows
+/// fingerprints from capture manifests; `stop` is asked before each batch (a true answer ends
+/// the reading, reported as interrupted); `after_batch` hears how many inputs a batch held.
+/// Returns the fleet and whether it was interrupted.
+pub fn read_fleet(
+    files: &[PathBuf],
+    opts: &LoadOptions,
+    jobs: usize,
+    recorded: bool,
+    stop: impl Fn() -> bool,
+    mut after_batch: impl FnMut(usize, &fleet::Fleet),
+) -> (fleet::Fleet, bool) {
+    let jobs = jobs.max(1);
+    let mut f = fleet::Fleet::new();
+    let mut interrupted = false;
+    // Recorded fingerprints checked against their files: fingerprint → whether they matched.
+    let mut checked: std::collections::HashMap<u64, bool> = std::collections::HashMap::new();
+    // Batches of 4 inputs per worker: each worker takes every jobs-th input of the batch, the
+    // nodes are added in input order, and their topologies dropped unless one starts a group.
+    for batch in files.chunks(jobs * 4) {
+        if stop() {
+            interrupted = true;
+            break;
+        }
+        let mut results: Vec<Option<Read>> = (0..batch.len()).map(|_| None).collect();
+        std::thread::scope(|sc| {
+            let handles: Vec<_> = (0..jobs.min(batch.len()))
+                .map(|w| {
+                    let no_names = opts;
+                    sc.spawn(move || {
+                        (w..batch.len())
+                            .step_by(jobs)
+                            .map(|i| (i, read_node(&batch[i], no_names, recorded)))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            for h in handles {
+                // A panicking worker leaves its inputs as `None`: reported as unreadable below.
+                if let Ok(v) = h.join() {
+                    for (i, r) in v {
+                        results[i] = Some(r);
+                    }
+                }
+            }
+        });
+        for (p, r) in batch.iter().zip(results) {
+            let name = fleet::node_name(p);
+            let shown = p.display().to_string();
+            let r = match r {
+                // A recorded fingerprint joins its group once that group's first capture was
+                // scanned and matched it; a fingerprint that did not match is never trusted.
+                Some(Read::Recorded(fp)) => match checked.get(&fp) {
+                    Some(true) if f.add_known(&name, fp) => continue,
+                    Some(false) => Some(read_node(p, opts, false)),
+                    _ => {
+                        let r = read_node(p, opts, false);
+                        if let Read::Scanned(hosts) = &r
+                            && let [(_, got, _)] = &hosts[..]
+                        {
+                            checked.insert(fp, *got == fp);
+                            if *got != fp {
+                                f.add_note(format!(
+                                    "{shown}: the fingerprint its manifest records ({fp:016x}) is not that of its files ({got:016x}); captures recording {fp:016x} are scanned"
+                                ));
+                            }
+                        }
+                        Some(r)
+                    }
+                },
+                r => r,
+            };
+            match r {
+                // Every host of a multi-host input is its own node, named by its host hash.
+                Some(Read::Scanned(hosts)) => {
+                    for (host, fp, t) in hosts {
+                        match host {
+                            Some(h) => f.add_fingerprinted(&format!("{name}:{h}"), fp, *t),
+                            None => f.add_fingerprinted(&name, fp, *t),
+                        }
+                    }
+                }
+                Some(Read::Failed(e)) => f.add_error(&shown, e),
+                Some(Read::Recorded(_)) | None => {
+                    f.add_error(&shown, "worker thread failed".into())
+                }
+            }
+        }
+        after_batch(batch.len(), &f);
+    }
+    (f, interrupted)
+}
