@@ -157,7 +157,8 @@ enum Command {
     /// 3: nothing read (no GDR shown, no nccl-tests or perftest run, no error).
     Evidence(cli::evidence::EvidenceArgs),
     /// Live transfer probe: loopback RDMA WRITE/READ from GPU and host memory on each chosen
-    /// GPU–NIC pair, verified and judged against the classification (docs/probe.md).
+    /// GPU–NIC pair, verified and judged against the classification (docs/probe.md). Link
+    /// counters are re-read only when the input is the live machine.
     Probe(cli::probe::ProbeArgs),
     /// GPUDirect Storage probe: read a file on each chosen drive into each GPU with cuFile and
     /// with pread + copy, verified, with the path cuFile took (docs/probe.md).
@@ -300,15 +301,7 @@ fn run(cli: Cli) -> Result<u8> {
         }
         Command::Report { input, args } => cli::report::run(&load(&input)?, &args),
         Command::Fixture(a) => cli::fixture::run(a),
-        Command::Probe(args) => cli::probe::run(args, |input| {
-            sources::load(
-                input,
-                &LoadOptions {
-                    nccl_env: Some(cli::job_environment()),
-                    ..Default::default()
-                },
-            )
-        }),
+        Command::Probe(args) => cli::probe::run(args),
         Command::Evidence(a) => cli::evidence::run(a),
         Command::Capture(a) => cli::capture::run_capture(&a),
         Command::Diff(a) => cli::diff::run_diff(&a),

@@ -1166,4 +1166,24 @@ fn each_host_of_a_fused_nccl_xml_is_its_own_node_in_fleet_and_diff() {
     );
     assert_eq!(pairs[1]["equal"], false, "{v}");
     assert!(v["only_a"].as_array().unwrap().is_empty());
+    // `--host-a`/`--host-b` pick one host of each side, as `--host` does for every topology
+    // command: the first trays are equal, the second differ, a tray against another names
+    // the x8 link.
+    let one = |ha: &str, hb: &str| {
+        common::peerpath()
+            .args(["diff", "--host-a", ha, "--host-b", hb])
+            .arg(&fused)
+            .arg(&slow)
+            .output()
+            .unwrap()
+    };
+    assert_eq!(one("0", "0").status.code(), Some(0));
+    let out = one("0xb93bee07ef6f4564", "1");
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("x8"), "{text}");
+    let out = one("2", "0");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no such host"), "{err}");
 }

@@ -402,3 +402,48 @@ fn probe_json_reads_back_as_typed_evidence() {
         "{err}"
     );
 }
+
+#[test]
+fn probe_reads_its_input_as_every_topology_command_does() {
+    // A fused two-tray NCCL XML: `--host` picks a tray (one that is not there is refused by
+    // name before anything is loaded), `--pci-ids` and `--rdma-topo` are read as elsewhere.
+    let fused = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/nccl/oci-gb300-2tray-fused.nccl-topo.xml"
+    );
+    let o = probe(&["-i", fused, "--host", "7"], &[]);
+    no_panic(&o);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--host 7: no such host"), "{err}");
+    assert!(
+        err.contains("0xb93bee07ef6f4564"),
+        "the hosts are named: {err}"
+    );
+    let o = probe(
+        &["-i", fused, "--rdma-topo", "/nonexistent/rdma_topo.json"],
+        &[],
+    );
+    no_panic(&o);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("/nonexistent/rdma_topo.json"), "{err}");
+    // A chosen host is loaded: the probe then fails for want of RDMA, not of a topology.
+    let o = probe(
+        &[
+            "-i",
+            fused,
+            "--host",
+            "1",
+            "--pci-ids",
+            "/dev/null",
+            "--duration",
+            "1",
+        ],
+        &[],
+    );
+    no_panic(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("no such host"), "{err}");
+    assert_eq!(o.status.code(), Some(3), "{err}");
+}

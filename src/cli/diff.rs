@@ -24,12 +24,36 @@ pub struct DiffArgs {
     /// PCI ID database for device names (default: $PCI_IDS, then the system's pci.ids).
     #[arg(long, value_name = "FILE")]
     pci_ids: Option<PathBuf>,
+    /// Which host of A, when A holds several (NCCL XML fused across hosts): its index or
+    /// host_hash. Default: every host of A is compared with its namesake in B.
+    #[arg(long, value_name = "NAME|INDEX")]
+    host_a: Option<String>,
+    /// Which host of B, as `--host-a` for A.
+    #[arg(long, value_name = "NAME|INDEX")]
+    host_b: Option<String>,
+    /// `rdma_topo topology -j` JSON of node A (pairs ConnectX-8 Data Direct functions where
+    /// the scan cannot), as `--rdma-topo` of every topology command.
+    #[arg(long, value_name = "FILE")]
+    rdma_topo_a: Option<PathBuf>,
+    /// `rdma_topo topology -j` JSON of node B.
+    #[arg(long, value_name = "FILE")]
+    rdma_topo_b: Option<PathBuf>,
 }
 
-/// Every host of one side of `diff` (the live machine is one host).
-fn load_named(s: &str, pci_ids: &Option<PathBuf>) -> Result<diff::Hosts> {
+/// How one side of `diff` is read: the shared `--pci-ids`, and its own host and `rdma_topo`.
+struct Side<'a> {
+    pci_ids: &'a Option<PathBuf>,
+    host: &'a Option<String>,
+    rdma_topo: &'a Option<PathBuf>,
+}
+
+/// Every host of one side of `diff` (the live machine is one host), or the one `--host-a/-b`
+/// names.
+fn load_named(s: &str, side: Side) -> Result<diff::Hosts> {
     let opts = LoadOptions {
-        pci_ids: pci_ids.clone(),
+        pci_ids: side.pci_ids.clone(),
+        host: side.host.clone(),
+        rdma_topo: side.rdma_topo.clone(),
         ..Default::default()
     };
     let all = if s == "live" && !Path::new(s).exists() {
@@ -46,8 +70,15 @@ fn load_named(s: &str, pci_ids: &Option<PathBuf>) -> Result<diff::Hosts> {
 /// Runs `peerpath diff`; exit 0 when equal, 1 when they differ. An input of several hosts
 /// makes each host its own node ([`diff::diff_hosts`]).
 pub fn run_diff(a: &DiffArgs) -> Result<u8> {
-    let ha = load_named(&a.a, &a.pci_ids).with_context(|| format!("A ({})", a.a))?;
-    let hb = load_named(&a.b, &a.pci_ids).with_context(|| format!("B ({})", a.b))?;
+    let side = |host, rdma_topo| Side {
+        pci_ids: &a.pci_ids,
+        host,
+        rdma_topo,
+    };
+    let ha = load_named(&a.a, side(&a.host_a, &a.rdma_topo_a))
+        .with_context(|| format!("A ({})", a.a))?;
+    let hb = load_named(&a.b, side(&a.host_b, &a.rdma_topo_b))
+        .with_context(|| format!("B ({})", a.b))?;
     if ha.len() > 1 || hb.len() > 1 {
         let h = diff::diff_hosts(&a.a, &ha, &a.b, &hb);
         match a.format {

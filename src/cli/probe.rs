@@ -62,10 +62,11 @@ pub enum ProbeFormat {
 /// Options of `peerpath probe`.
 #[derive(Args)]
 pub struct ProbeArgs {
-    /// Topology to choose GPU–NIC pairs from (sysfs root, snapshot, XML, JSON); default: the
-    /// live machine. Counters are re-read only when this is the live machine.
-    #[arg(short, long, value_name = "PATH")]
-    pub input: Option<PathBuf>,
+    /// Topology to choose GPU–NIC pairs from (`-i`: sysfs root, snapshot, XML, JSON, with
+    /// `--pci-ids`, `--host` and `--rdma-topo` as every topology command reads them); default:
+    /// the live machine. Counters are re-read only when this is the live machine.
+    #[command(flatten)]
+    pub input: crate::InputArgs,
     /// Fabric library: libibverbs (InfiniBand/RoCE) or libfabric.
     #[arg(long, value_enum, default_value = "verbs")]
     pub fabric: FabricArg,
@@ -95,10 +96,7 @@ pub struct ProbeArgs {
 }
 
 /// Runs the subcommand; returns the exit code.
-pub fn run(
-    a: ProbeArgs,
-    load: impl Fn(Option<&std::path::Path>) -> anyhow::Result<peerpath::model::Topology>,
-) -> anyhow::Result<u8> {
+pub fn run(a: ProbeArgs) -> anyhow::Result<u8> {
     if !(a.duration > 0.0 && a.duration.is_finite()) {
         anyhow::bail!("--duration must be a positive number of seconds");
     }
@@ -111,10 +109,11 @@ pub fn run(
         FabricArg::Ofi => FabricKind::Ofi,
     };
     let topo = match fabric {
-        FabricKind::Verbs => Some(load(a.input.as_deref())?),
+        FabricKind::Verbs => Some(crate::load(&a.input)?),
         FabricKind::Ofi => None,
     };
     let live = a
+        .input
         .input
         .as_ref()
         .is_none_or(|p| p == std::path::Path::new("/"));
