@@ -1,5 +1,5 @@
 //! `export --format gres` loaded by real Slurm: slurmctld and slurmd (Debian's 22.05) start on
-//! this machine with slurmd's hwloc reading a synthesized HGX H100 root (`HWLOC_FSROOT`) and our
+//! this machine with slurmd's hwloc reading a synthesized HGX H100 (and AMD MI300X) root (`HWLOC_FSROOT`) and our
 //! gres.conf, `/dev/nvidia*` faked in a private mount namespace (`tests/slurm/run.sh`). Checked:
 //! `sinfo` shows the 8 GPUs with their socket affinity, `slurmd -G` reads each GPU's `Cores=`
 //! as written, a job asking for one GPU gets `CUDA_VISIBLE_DEVICES`, and with socket 0's CPUs
@@ -114,15 +114,14 @@ fn in_namespace(script: &str, args: &[String], logs: &Path, limit: Duration) -> 
     (o.status.success() && text.contains("\ndone"), why)
 }
 
-#[test]
-fn slurm_reads_our_gres_conf() {
-    if !slurm_available() {
-        return;
-    }
+/// Writes `fixture` and its `export --format gres`, then runs real Slurm on them
+/// (tests/slurm/run.sh): returns what Slurm printed (and the daemons' log tails) after
+/// asserting the run finished.
+fn slurm_on(fixture: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let fx = dir.path().join("fx");
     let st = Command::new(bin())
-        .args(["fixture", "hgx-h100", "-o"])
+        .args(["fixture", fixture, "-o"])
         .arg(&fx)
         .stderr(Stdio::null())
         .status()
@@ -158,8 +157,24 @@ fn slurm_reads_our_gres_conf() {
         &dir.path().join("w/log"),
         Duration::from_secs(180),
     );
-    let text = why.clone();
     assert!(ok, "{why}");
+    why
+}
+
+/// The value `NAME=` takes on the line of `text` starting with `prefix` (`job2: CVD=4 ROCR=…`).
+fn job_var<'a>(text: &'a str, prefix: &str, name: &str) -> Option<&'a str> {
+    let line = text.lines().find_map(|l| l.strip_prefix(prefix))?;
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(name)?.strip_prefix('='))
+}
+
+#[test]
+fn slurm_reads_our_gres_conf() {
+    if !slurm_available() {
+        return;
+    }
+    let text = slurm_on("hgx-h100");
+    let why = &text;
     // slurmd's hwloc read the fixture: 2 sockets of 56 cores with 2 threads.
     assert!(
         text.contains("CPUs=224 Boards=1 SocketsPerBoard=2 CoresPerSocket=56 ThreadsPerCore=2"),
@@ -180,12 +195,57 @@ fn slurm_reads_our_gres_conf() {
             "{l}"
         );
     }
-    assert!(text.contains("job1: CVD=0"), "{why}");
-    let job2 = text
-        .lines()
-        .find_map(|l| l.strip_prefix("job2: CVD="))
+    assert_eq!(job_var(&text, "job1: ", "CVD"), Some("0"), "{why}");
+    let gpu: u32 = job_var(&text, "job2: ", "CVD")
+        .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("{why}"));
-    let gpu: u32 = job2.trim().parse().unwrap_or_else(|_| panic!("{why}"));
+    assert!(
+        (4..8).contains(&gpu),
+        "socket 0 busy: a socket-1 GPU, got {gpu}\n{why}"
+    );
+}
+
+/// The AMD gres.conf (`File=/dev/dri/renderD<minor>` from KFD, as `AutoDetect=rsmi` declares
+/// them) loaded by the same real Slurm: slurmd reads all 8 MI300X with their render nodes and
+/// socket cores (2 sockets of 96), a one-GPU job gets `ROCR_VISIBLE_DEVICES`, and with socket 0's CPUs taken a
+/// GPU-bound job gets a socket-1 GPU.
+#[test]
+fn slurm_reads_our_amd_gres_conf() {
+    if !slurm_available() {
+        return;
+    }
+    let text = slurm_on("mi300x-8gpu");
+    let why = &text;
+    assert!(text.contains("sinfo: pp 384 gpu:8(S:0-1) idle"), "{why}");
+    let g: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("G Name=gpu"))
+        .collect();
+    assert_eq!(g.len(), 8, "{why}");
+    let per_socket = text
+        .lines()
+        .find_map(|l| l.split("CoresPerSocket=").nth(1))
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse::<u32>().ok())
+        .unwrap_or_else(|| panic!("{why}"));
+    for (i, l) in g.iter().enumerate() {
+        let cores = if i < 4 {
+            format!("0-{}", per_socket - 1)
+        } else {
+            format!("{per_socket}-{}", 2 * per_socket - 1)
+        };
+        // Slurm numbers a device by its file's digits (renderD128 is Index=128); the job's
+        // ROCR_VISIBLE_DEVICES is the GPU's position, checked below.
+        assert!(
+            l.contains(&format!("Index={} ", 128 + i))
+                && l.ends_with(&format!("File=/dev/dri/renderD{} Cores={cores}", 128 + i)),
+            "{l}"
+        );
+    }
+    assert_eq!(job_var(&text, "job1: ", "ROCR"), Some("0"), "{why}");
+    let gpu: u32 = job_var(&text, "job2: ", "ROCR")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{why}"));
     assert!(
         (4..8).contains(&gpu),
         "socket 0 busy: a socket-1 GPU, got {gpu}\n{why}"

@@ -6,8 +6,8 @@
 # Usage: run.sh WORKDIR FIXTURE_ROOT GRES_CONF CTLD_PORT SLURMD_PORT
 #   FIXTURE_ROOT  a synthesized sysfs root; slurmd's hwloc reads it (HWLOC_FSROOT)
 #   GRES_CONF     `peerpath export --format gres` of that root
-# Prints what Slurm says (sinfo, slurmd -G, the jobs' CUDA_VISIBLE_DEVICES) for the test to
-# check. /dev/nvidia* are created in an overlay on /dev visible only in this namespace.
+# Prints what Slurm says (sinfo, slurmd -G, the jobs' CUDA_/ROCR_VISIBLE_DEVICES) for the test
+# to check. The device files gres.conf names are created in an overlay on /dev visible only in this namespace.
 set -euo pipefail
 . "$(dirname "$0")/conf.sh"
 W=$1 FX=$2 GRES=$3 CPORT=$4 DPORT=$5
@@ -19,7 +19,17 @@ mount -t tmpfs tmpfs "$W/devup"
 mkdir -p "$W/devup/u" "$W/devup/w"
 mount -t overlay overlay -o "lowerdir=/dev,upperdir=$W/devup/u,workdir=$W/devup/w" /dev
 n=$(grep -c '^Name=gpu' "$GRES")
-for i in $(seq 0 $((n - 1))); do mknod "/dev/nvidia$i" c 195 "$i" 2>/dev/null || touch "/dev/nvidia$i"; done
+# Every device file gres.conf names (NVIDIA: /dev/nvidiaN, char 195; AMD: /dev/dri/renderDN,
+# char 226), as the driver would create it.
+i=0
+for f in $(grep '^Name=gpu' "$GRES" | grep -o 'File=[^ ]*' | cut -d= -f2); do
+  mkdir -p "$(dirname "$f")"
+  case $f in
+    /dev/dri/renderD*) mknod "$f" c 226 "${f#/dev/dri/renderD}" 2>/dev/null || touch "$f" ;;
+    *) mknod "$f" c 195 "$i" 2>/dev/null || touch "$f" ;;
+  esac
+  i=$((i + 1))
+done
 
 export HWLOC_FSROOT=$FX HWLOC_COMPONENTS=-x86
 H=$(hostname)
@@ -44,11 +54,11 @@ done
 echo "sinfo: $(sinfo -h -N -o '%N %c %G %t')"
 echo "gres: $(scontrol show node pp | grep -o 'Gres=[^ ]*')"
 slurmd -G -N pp 2>&1 | sed -n 's/^slurmd: Gres \(Name=gpu .*File=[^ ]* Cores=[^ ]*\).*/G \1/p'
-echo "job1: $(timeout 60 srun -N1 -n1 --gres=gpu:1 sh -c 'echo CVD=$CUDA_VISIBLE_DEVICES')"
+echo "job1: $(timeout 60 srun -N1 -n1 --gres=gpu:1 sh -c 'echo CVD=$CUDA_VISIBLE_DEVICES ROCR=${ROCR_VISIBLE_DEVICES-unset}')"
 # Hold every CPU of socket 0; a one-GPU job bound to its cores must get a socket-1 GPU.
 half=$(( $(sinfo -h -o '%c') / 2 ))
 sbatch -o /dev/null -c "$half" --gres=gpu:1 --gres-flags=enforce-binding --wrap 'sleep 30' >/dev/null
 for _ in $(seq 1 40); do squeue -h -t R | grep -q . && break; sleep 0.5; done
-echo "job2: $(timeout 60 srun -N1 -n1 -c 2 --gres=gpu:1 --gres-flags=enforce-binding sh -c 'echo CVD=$CUDA_VISIBLE_DEVICES')"
+echo "job2: $(timeout 60 srun -N1 -n1 -c 2 --gres=gpu:1 --gres-flags=enforce-binding sh -c 'echo CVD=$CUDA_VISIBLE_DEVICES ROCR=${ROCR_VISIBLE_DEVICES-unset}')"
 scancel -u root || true
 echo done
