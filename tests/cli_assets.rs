@@ -140,7 +140,95 @@ fn bash_loads_the_completion_and_completes_commands_and_options() {
     ) else {
         return;
     };
+    // bash's own order; the set is that of zsh and fish.
     assert_eq!(out, "audit\n--format\ntable json rocm-smi\n");
+}
+
+/// What `peerpath au⇥`, `peerpath audit --for⇥` and `peerpath matrix --format ⇥` complete to, in
+/// the order asked, as the same answer from every shell.
+const EXPECTED_COMPLETIONS: &str = "audit\n--format\njson rocm-smi table\n";
+
+#[test]
+fn zsh_loads_the_completion_through_compinit_and_completes() {
+    let d = tempfile::tempdir().unwrap();
+    generate(d.path());
+    // An interactive zsh on a pseudo-terminal (zsh/zpty), `_peerpath` found on $fpath by
+    // compinit as an installed completion is, a Tab typed after each line; the candidates are
+    // what the completion functions hand to compadd (tests/shells/complete.zsh).
+    let script = common::repo().join("tests/shells/complete.zsh");
+    let dir = d.path().join("completions");
+    let Some(out) = common::tool(
+        "timeout",
+        &[
+            "60",
+            "zsh",
+            "-f",
+            script.to_str().unwrap(),
+            dir.to_str().unwrap(),
+            "peerpath au",
+            "peerpath audit --for",
+            "peerpath matrix --format ",
+        ],
+        &[],
+    ) else {
+        return;
+    };
+    if out.is_empty() && std::env::var_os("CI").is_none() && !has("zsh") {
+        eprintln!("note: zsh not installed; skipped");
+        return;
+    }
+    let got: Vec<String> = out
+        .split("END\n")
+        .filter(|b| !b.is_empty())
+        .map(|b| {
+            b.lines()
+                .filter_map(|l| l.strip_prefix("HIT:"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    assert_eq!(
+        got.join("\n") + "\n",
+        EXPECTED_COMPLETIONS,
+        "zsh said:\n{out}"
+    );
+}
+
+#[test]
+fn fish_loads_the_completion_and_completes() {
+    let d = tempfile::tempdir().unwrap();
+    generate(d.path());
+    let script = d.path().join("completions/peerpath.fish");
+    // `source` runs the file as fish does from vendor_completions.d: an error in it (an
+    // unescaped quote, a command substitution) is printed on stderr and fails the run.
+    let prog = r#"source $argv[1]; or exit 3
+        for line in "peerpath au" "peerpath audit --for" "peerpath matrix --format "
+            complete -C "$line" | string replace -r '\t.*' '' | sort | string join ' '
+        end"#;
+    let out = std::process::Command::new("fish")
+        .args(["--no-config", "-c", prog, script.to_str().unwrap()])
+        .env("LANG", "C")
+        .output();
+    let out = match out {
+        Ok(o) => o,
+        Err(e) => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "fish is required in CI (installed by .ci/run): {e}"
+            );
+            eprintln!("note: fish not installed ({e}); skipped");
+            return;
+        }
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && err.is_empty(), "fish: {err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), EXPECTED_COMPLETIONS);
+}
+
+/// Whether `tool` is on PATH.
+fn has(tool: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
 }
 
 #[test]
