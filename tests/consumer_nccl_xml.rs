@@ -58,6 +58,19 @@ struct NcclReader<'a> {
     pos: usize,
     /// `xml->maxIndex`: elements stored so far.
     stored: usize,
+    /// Whose handler tables: NCCL's, or RCCL's fork of them.
+    dialect: Dialect,
+}
+
+/// The reader of NCCL (NVIDIA/nccl) or of RCCL (ROCm/rccl, a fork of NCCL's `xml.cc` and
+/// `topo.cc`, read at commit `0cbce2a7`): the same lexer and rules; an AMD build of RCCL
+/// (`__HIP_PLATFORM_AMD__`) stores `xgmi` under `gpu` where NCCL stores `nvlink` and `c2c`
+/// (rccl src/graph/xml.cc:345-351, `ncclTopoXmlLoadGpu`), and its limits are looser (xml.h:21
+/// `MAX_SUBS` 512, topo.h:332 8192 nodes), so NCCL's stricter ones hold for both.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Dialect {
+    Nccl,
+    Rccl,
 }
 
 type R<T> = Result<T, String>;
@@ -232,14 +245,15 @@ impl<'a> NcclReader<'a> {
     }
 
     /// The handler table of an element (xml.cc:344-405): which children NCCL stores.
-    fn handlers(parent: Option<&str>) -> &'static [&'static str] {
+    fn handlers(parent: Option<&str>, dialect: Dialect) -> &'static [&'static str] {
         match parent {
-            None => &["system"],                              // xml.cc:419
-            Some("system") => &["cpu"],                       // xml.cc:402
-            Some("cpu") => &["pci", "nic"],                   // xml.cc:385
-            Some("pci") => &["pci", "gpu", "nic", "pcilink"], // xml.cc:376-379
-            Some("gpu") => &["nvlink", "c2c"],                // xml.cc:359
-            Some("nic") => &["net"],                          // xml.cc:370
+            Some("gpu") if dialect == Dialect::Rccl => &["xgmi"], // rccl xml.cc:347
+            None => &["system"],                                  // xml.cc:419
+            Some("system") => &["cpu"],                           // xml.cc:402
+            Some("cpu") => &["pci", "nic"],                       // xml.cc:385
+            Some("pci") => &["pci", "gpu", "nic", "pcilink"],     // xml.cc:376-379
+            Some("gpu") => &["nvlink", "c2c"],                    // xml.cc:359
+            Some("nic") => &["net"],                              // xml.cc:370
             _ => &[],
         }
     }
@@ -253,7 +267,7 @@ impl<'a> NcclReader<'a> {
             return Err("nested too deep for this test".into());
         }
         let head_name = head.as_ref().map(|h| h.name.clone());
-        let handlers = Self::handlers(head_name.as_deref());
+        let handlers = Self::handlers(head_name.as_deref(), self.dialect);
         let mut subs = Vec::new();
         loop {
             // xml.cc:201-204: checked before every read, closing tags and EOF included.
@@ -301,10 +315,17 @@ impl<'a> NcclReader<'a> {
 /// Reads a file the way `ncclTopoGetXmlFromFile` (xml.cc:409-429) does, then checks what
 /// `ncclTopoXmlLoadSystem` and `ncclTopoGetSystemFromXml` need. Returns the `system` element.
 fn nccl_read(bytes: &[u8]) -> R<Node> {
+    read_as(bytes, Dialect::Nccl)
+}
+
+/// [`nccl_read`] by NCCL's or RCCL's handler tables; RCCL's then checks every `xgmi`
+/// ([`check_xgmi`]).
+fn read_as(bytes: &[u8], dialect: Dialect) -> R<Node> {
     let mut r = NcclReader {
         b: bytes,
         pos: 0,
         stored: 0,
+        dialect,
     };
     let mut top = r.load_sub(None, false, 0)?;
     // topo.cc:963-967: no system element is an error.
@@ -312,16 +333,89 @@ fn nccl_read(bytes: &[u8]) -> R<Node> {
         return Err("ncclTopoGetSystemFromXml: system node not found in XML".into());
     }
     let system = top.remove(0);
-    // xml.cc:391-396: version must be NCCL_TOPO_XML_VERSION (1).
+    // xml.cc:391-396: version must be NCCL_TOPO_XML_VERSION: 1 for NCCL, 2 for RCCL (rccl
+    // src/graph/xml.h:47, xml.cc:381-384).
+    let need = match dialect {
+        Dialect::Nccl => 1,
+        Dialect::Rccl => 2,
+    };
     match system.attr("version").map(c_strtol) {
-        Some(1) => {}
-        Some(v) => return Err(format!("XML Topology has wrong version {v}, 1 needed")),
+        Some(v) if v == need => {}
+        Some(v) => return Err(format!("XML Topology has wrong version {v}, {need} needed")),
         None => return Err("Attribute version of node system not found".into()),
     }
     for cpu in &system.subs {
         check_cpu(cpu)?;
     }
+    if dialect == Dialect::Rccl {
+        check_xgmi(&system)?;
+    }
     Ok(system)
+}
+
+/// RCCL's `busIdToInt64` (rccl src/misc/utils.cc:29-45): the hex digits of the string, `.` and
+/// `:` skipped, up to the first other character (at most 16 digits), read base 16.
+fn bus_id_to_int(s: &str) -> i64 {
+    let hex: String = s
+        .chars()
+        .filter(|c| *c != '.' && *c != ':')
+        .take_while(|c| c.is_ascii_hexdigit())
+        .take(16)
+        .collect();
+    i64::from_str_radix(&hex, 16).unwrap_or(0)
+}
+
+/// The GPUs RCCL creates from a file: a `pci` element with a `gpu` child, by `busid`
+/// (`ncclTopoAddPci`, rccl topo.cc:419-476), with that `gpu` element.
+fn rccl_gpus<'n>(n: &'n Node, out: &mut Vec<(i64, &'n Node)>) {
+    if n.name == "pci"
+        && let (Some(b), Some(g)) = (n.attr("busid"), n.subs.iter().find(|s| s.name == "gpu"))
+    {
+        out.push((bus_id_to_int(b), g));
+    }
+    for s in &n.subs {
+        rccl_gpus(s, out);
+    }
+}
+
+/// `ncclTopoAddXGMI` (rccl topo.cc:557-605) and `ncclTopoAddGpu` (topo.cc:390-412) on every
+/// GPU: a `gcn` given is not empty; each `xgmi` has an integer
+/// `count` (`xmlGetAttrInt`: an error when absent), a `tclass` that `kvDictPciClass` maps to a
+/// GPU (a prefix match, rccl xml.h:353-365 — any other class makes the link go to the CPU or an
+/// NVSwitch node), and a `target` whose bus id is another GPU of the file (RCCL drops a link to
+/// an id it does not find without a word, so that is an error here).
+fn check_xgmi(system: &Node) -> R<()> {
+    let mut gpus = Vec::new();
+    rccl_gpus(system, &mut gpus);
+    for (id, g) in &gpus {
+        // rccl xml.cc:741-755: an absent `gcn` is filled for RCCL's own GPUs; one given is
+        // converted (`906` or `gfx906`), so it must say something.
+        if g.attr("gcn").is_some_and(|v| v.trim().is_empty()) {
+            return Err("<gpu gcn=\"\">: no architecture".into());
+        }
+        for l in g.subs.iter().filter(|s| s.name == "xgmi") {
+            let count = int_attr(l, "count")?;
+            if count < 1 {
+                return Err(format!("<xgmi count={count}>: no link"));
+            }
+            let class = l
+                .attr("tclass")
+                .ok_or("Attribute tclass of node xgmi not found")?;
+            if !(class.starts_with("0x03") || class.starts_with("0x120000")) {
+                return Err(format!("<xgmi tclass={class:?}>: not a GPU class"));
+            }
+            let target = l
+                .attr("target")
+                .ok_or("Attribute target of node xgmi not found")?;
+            let t = bus_id_to_int(target);
+            if t == *id || !gpus.iter().any(|(o, _)| *o == t) {
+                return Err(format!(
+                    "<xgmi target={target:?}>: not another GPU of the file (RCCL drops the link)"
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `strtol(str, NULL, 0)` as `xmlGetAttrInt` (xml.h) uses it: decimal, `0x` hex or `0` octal.
@@ -864,4 +958,109 @@ fn exporter_refuses_or_sanitises_what_nccl_cannot_read() {
         m.contains("255 XML elements") || m.contains("32 children"),
         "{m}"
     );
+}
+
+/// Every `xgmi` link RCCL reads from a file: (GPU bus id, target bus id, count).
+fn xgmi_links(system: &Node) -> std::collections::BTreeSet<(i64, i64, i64)> {
+    let mut gpus = Vec::new();
+    rccl_gpus(system, &mut gpus);
+    gpus.iter()
+        .flat_map(|(id, g)| {
+            g.subs.iter().filter(|s| s.name == "xgmi").map(move |l| {
+                (
+                    *id,
+                    bus_id_to_int(l.attr("target").unwrap_or_default()),
+                    int_attr(l, "count").unwrap_or(0),
+                )
+            })
+        })
+        .collect()
+}
+
+/// RCCL's `<xgmi>` elements in our topology export, read as an AMD build of RCCL reads them:
+/// `<system version="2">` (RCCL's `NCCL_TOPO_XML_VERSION`; our export wrote NCCL's 1, which
+/// RCCL refuses, until this test read it), every direct xGMI link of the node, both ways, with
+/// its count, and nothing else.
+#[test]
+fn amd_exports_pass_rccls_reader_with_every_xgmi_link() {
+    for spec in [layouts::mi300x_8gpu(), layouts::mi300a_4apu()] {
+        let (_d, t) = load_spec(&spec);
+        let xml = export(&t, &NcclXmlOptions::default());
+        xmllint(&spec.name, &xml);
+        let sys = read_as(xml.as_bytes(), Dialect::Rccl)
+            .unwrap_or_else(|e| panic!("{}: RCCL: {e}\n{xml}", spec.name));
+        let want: std::collections::BTreeSet<(i64, i64, i64)> = t
+            .xgmi
+            .iter()
+            .filter(|l| l.direct != Some(false))
+            .flat_map(|l| {
+                let (a, b) = (
+                    bus_id_to_int(&l.a.to_string()),
+                    bus_id_to_int(&l.b.to_string()),
+                );
+                let c = i64::from(l.count.unwrap_or(1));
+                [(a, b, c), (b, a, c)]
+            })
+            .collect();
+        assert!(
+            !want.is_empty(),
+            "{}: the layout has an xGMI hive",
+            spec.name
+        );
+        assert_eq!(xgmi_links(&sys), want, "{}", spec.name);
+        // The file is RCCL's: NCCL (version 1) refuses it by its version, as it would.
+        let e = nccl_read(xml.as_bytes()).unwrap_err();
+        assert!(e.contains("wrong version 2, 1 needed"), "{e}");
+    }
+}
+
+/// RCCL's own topology files (ROCm/rccl `tools/topo_expl/models`, fixtures/amd/) pass the RCCL
+/// reader; read by peerpath and exported again, RCCL reads the same xGMI links from our file
+/// as from its own. And the reader can fail: a link without `count`, to a NIC, or of a class
+/// that is not a GPU is refused.
+#[test]
+fn rccls_own_files_round_trip_their_xgmi_links_and_broken_links_are_refused() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/amd");
+    let mut with_links = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if !(name.starts_with("rccl-topo-") && name.ends_with(".xml")) {
+            continue;
+        }
+        let own = std::fs::read(&p).unwrap();
+        let sys = read_as(&own, Dialect::Rccl).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let theirs = xgmi_links(&sys);
+        let t = sources::load(Some(&p), &LoadOptions::default()).unwrap();
+        let xml = export(&t, &NcclXmlOptions::default());
+        let ours = read_as(xml.as_bytes(), Dialect::Rccl)
+            .unwrap_or_else(|e| panic!("{name} exported: {e}\n{xml}"));
+        assert_eq!(xgmi_links(&ours), theirs, "{name}");
+        with_links += usize::from(!theirs.is_empty());
+    }
+    assert!(
+        with_links >= 8,
+        "RCCL files with xGMI links read: {with_links}"
+    );
+    let (_d, t) = load_spec(&layouts::mi300x_8gpu());
+    let xml = export(&t, &NcclXmlOptions::default());
+    let first = r#"<xgmi target="0000:25:00.0" count="1" tclass="0x120000"/>"#;
+    assert!(xml.contains(first), "{xml}");
+    for (broken, why) in [
+        (
+            r#"<xgmi target="0000:25:00.0" tclass="0x120000"/>"#,
+            "Attribute count of node xgmi not found",
+        ),
+        (
+            r#"<xgmi target="0000:06:00.0" count="1" tclass="0x120000"/>"#,
+            "not another GPU",
+        ),
+        (
+            r#"<xgmi target="0000:25:00.0" count="1" tclass="0x068000"/>"#,
+            "not a GPU class",
+        ),
+    ] {
+        let e = read_as(xml.replacen(first, broken, 1).as_bytes(), Dialect::Rccl).unwrap_err();
+        assert!(e.contains(why), "{broken}: {e}");
+    }
 }

@@ -9,6 +9,9 @@
 //! NVLinks (when the source saw them) become `nvlink` children of `gpu`; RDMA devices become
 //! `nic`/`net` children. Format: shared/reference/classification.md §3 and ecosystem.md §1.7.
 //!
+//! For a node of AMD GPUs the file is RCCL's: `<system version="2">` (RCCL's version; NCCL's
+//! is 1) and `<gpu gcn>` with one `<xgmi>` per direct xGMI peer.
+//!
 //! NCCL loads this file before its own detection and merges: attributes already present are
 //! kept, missing ones filled. `--skeleton` writes only `cpu`/`pci`, the form NCCL's
 //! maintainers advise for VMs (NCCL then finds GPUs, NVLinks and NICs itself).
@@ -36,6 +39,20 @@ use anyhow::{Context, Result, bail};
 use quick_xml::Writer;
 use quick_xml::events::{BytesStart, BytesText, Event};
 use std::collections::{BTreeMap, BTreeSet};
+
+/// The `<system version>` the library that reads the file demands, exactly (a file of another
+/// version is refused, "XML Topology has wrong version"): NCCL's `NCCL_TOPO_XML_VERSION` is 1
+/// (NVIDIA/nccl `src/graph/xml.h`); RCCL's is 2 (ROCm/rccl `src/graph/xml.h:47`, and every
+/// topology file in its `tools/topo_expl/models`). A node whose GPUs are all AMD is written
+/// for RCCL; any other for NCCL.
+fn topology_file_version(t: &Topology) -> &'static str {
+    let mut gpus = t.of_kind(DeviceKind::Gpu).peekable();
+    if gpus.peek().is_some() && gpus.all(crate::model::amd::is_amd_gpu) {
+        "2"
+    } else {
+        "1"
+    }
+}
 
 /// Most elements NCCL's topology reader takes from a file: `NCCL_TOPO_XML_MAX_NODES` is 256
 /// (`src/graph/topo.h`, 2.21 and later) and `xmlLoadSub` refuses to read anything more, even a
@@ -417,7 +434,7 @@ pub fn render(t: &Topology, o: &NcclXmlOptions) -> Result<String> {
             "Synthetic switches ffff:ff:NN.0 hold GPU-NIC pairs DECLARED by the operator (they share a PCIe switch on the host); the guest cannot observe this.",
         )?;
     }
-    w.start(BytesStart::new("system").with_attributes([("version", "1")]))?;
+    w.start(BytesStart::new("system").with_attributes([("version", topology_file_version(t))]))?;
     let max_cpu = t
         .numa_nodes
         .iter()
@@ -583,11 +600,22 @@ fn write_endpoint(cx: &Ctx, w: &mut Out, b: &Bdf) -> Result<()> {
             if let Some(i) = cx.gpu_index.get(b) {
                 g.push_attribute(("dev", i.to_string().as_str()));
             }
-            if let Some(v) = d.amd.as_ref().and_then(|a| a.gfx_target_version) {
-                g.push_attribute((
-                    "gcn",
-                    format!("gfx{}{:x}{:x}", v / 10000, (v / 100) % 100, v % 100).as_str(),
-                ));
+            // The architecture from KFD's `gfx_target_version`, else as an RCCL file wrote it
+            // (`906`, `gfx942`: RCCL converts either); absent, RCCL fills it for its own GPUs.
+            let gcn = d
+                .amd
+                .as_ref()
+                .and_then(|a| a.gfx_target_version)
+                .map(|v| format!("gfx{}{:x}{:x}", v / 10000, (v / 100) % 100, v % 100))
+                .or_else(|| {
+                    d.os_devices
+                        .iter()
+                        .flat_map(|o| o.attrs.iter())
+                        .find(|(k, _)| k == "gcn")
+                        .map(|(_, v)| v.clone())
+                });
+            if let Some(gcn) = gcn {
+                g.push_attribute(("gcn", gcn.as_str()));
             }
             let links: Vec<BytesStart> =
                 cx.t.xgmi

@@ -266,10 +266,20 @@ impl Ctx<'_> {
             }
         };
         if self.seen.contains_key(&bdf) {
+            // NCCL's `ncclTopoAddPci` finds the node of that bus id and adds the element's
+            // children under it (topo.cc: `ncclTopoGetNode` before `ncclTopoCreateNode`): the
+            // two elements are one switch, as RCCL's own model files rely on.
+            let kids: Vec<usize> = doc.children_named(i, "pci").collect();
             self.warn(
                 i,
-                format!("duplicate busid {bdf}; duplicate and its children skipped"),
+                format!(
+                    "duplicate busid {bdf}; merged into the first element as NCCL merges it ({} pci children read under it; its own attributes and gpu/nic not kept)",
+                    kids.len()
+                ),
             );
+            for c in kids {
+                self.pci(c, Some(bdf), hb, numa, cpus);
+            }
             return;
         }
         let mut d = Device::new(bdf, hb.to_string(), format!("nccl-xml:line {}", e.line));
