@@ -168,35 +168,38 @@ fn job_var<'a>(text: &'a str, prefix: &str, name: &str) -> Option<&'a str> {
         .find_map(|w| w.strip_prefix(name)?.strip_prefix('='))
 }
 
-#[test]
-fn slurm_reads_our_gres_conf() {
-    if !slurm_available() {
-        return;
-    }
-    let text = slurm_on("hgx-h100");
-    let why = &text;
-    // slurmd's hwloc read the fixture: 2 sockets of 56 cores with 2 threads.
-    assert!(
-        text.contains("CPUs=224 Boards=1 SocketsPerBoard=2 CoresPerSocket=56 ThreadsPerCore=2"),
-        "{why}"
-    );
-    assert!(text.contains("sinfo: pp 224 gpu:8(S:0-1) idle"), "{why}");
-    // Each GPU's Cores= as gres.conf says (Slurm's abstract core ids, one socket each).
+/// What every gres.conf test checks of Slurm's answer: 8 GPUs, socket 0's cores for GPUs 0–3
+/// and socket 1's for 4–7 (Slurm's abstract core ids, `cores_per_socket` each), GPU i on the
+/// line `Index=index(i) … File=file(i) Cores=…`; a one-GPU job gets GPU 0 in `var`, and with
+/// socket 0's CPUs held a bound job gets a socket-1 GPU.
+fn check_gpus(
+    text: &str,
+    cores_per_socket: u32,
+    index: impl Fn(usize) -> usize,
+    file: impl Fn(usize) -> String,
+    var: &str,
+) {
+    let why = text;
     let g: Vec<&str> = text
         .lines()
         .filter(|l| l.starts_with("G Name=gpu"))
         .collect();
     assert_eq!(g.len(), 8, "{why}");
+    let n = cores_per_socket;
     for (i, l) in g.iter().enumerate() {
-        let cores = if i < 4 { "0-55" } else { "56-111" };
+        let cores = if i < 4 {
+            format!("0-{}", n - 1)
+        } else {
+            format!("{n}-{}", 2 * n - 1)
+        };
         assert!(
-            l.contains(&format!("Index={i} "))
-                && l.ends_with(&format!("File=/dev/nvidia{i} Cores={cores}")),
+            l.contains(&format!("Index={} ", index(i)))
+                && l.ends_with(&format!("File={} Cores={cores}", file(i))),
             "{l}"
         );
     }
-    assert_eq!(job_var(&text, "job1: ", "CVD"), Some("0"), "{why}");
-    let gpu: u32 = job_var(&text, "job2: ", "CVD")
+    assert_eq!(job_var(text, "job1: ", var), Some("0"), "{why}");
+    let gpu: u32 = job_var(text, "job2: ", var)
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("{why}"));
     assert!(
@@ -205,50 +208,44 @@ fn slurm_reads_our_gres_conf() {
     );
 }
 
+#[test]
+fn slurm_reads_our_gres_conf() {
+    if !slurm_available() {
+        return;
+    }
+    let text = slurm_on("hgx-h100");
+    // slurmd's hwloc read the fixture: 2 sockets of 56 cores with 2 threads.
+    assert!(
+        text.contains("CPUs=224 Boards=1 SocketsPerBoard=2 CoresPerSocket=56 ThreadsPerCore=2"),
+        "{text}"
+    );
+    assert!(text.contains("sinfo: pp 224 gpu:8(S:0-1) idle"), "{text}");
+    check_gpus(&text, 56, |i| i, |i| format!("/dev/nvidia{i}"), "CVD");
+}
+
 /// The AMD gres.conf (`File=/dev/dri/renderD<minor>` from KFD, as `AutoDetect=rsmi` declares
 /// them) loaded by the same real Slurm: slurmd reads all 8 MI300X with their render nodes and
-/// socket cores (2 sockets of 96), a one-GPU job gets `ROCR_VISIBLE_DEVICES`, and with socket 0's CPUs taken a
-/// GPU-bound job gets a socket-1 GPU.
+/// socket cores (2 sockets of 96), a one-GPU job gets `ROCR_VISIBLE_DEVICES`, and with socket
+/// 0's CPUs taken a GPU-bound job gets a socket-1 GPU.
 #[test]
 fn slurm_reads_our_amd_gres_conf() {
     if !slurm_available() {
         return;
     }
     let text = slurm_on("mi300x-8gpu");
-    let why = &text;
-    assert!(text.contains("sinfo: pp 384 gpu:8(S:0-1) idle"), "{why}");
-    let g: Vec<&str> = text
-        .lines()
-        .filter(|l| l.starts_with("G Name=gpu"))
-        .collect();
-    assert_eq!(g.len(), 8, "{why}");
-    let per_socket = text
-        .lines()
-        .find_map(|l| l.split("CoresPerSocket=").nth(1))
-        .and_then(|r| r.split_whitespace().next())
-        .and_then(|n| n.parse::<u32>().ok())
-        .unwrap_or_else(|| panic!("{why}"));
-    for (i, l) in g.iter().enumerate() {
-        let cores = if i < 4 {
-            format!("0-{}", per_socket - 1)
-        } else {
-            format!("{per_socket}-{}", 2 * per_socket - 1)
-        };
-        // Slurm numbers a device by its file's digits (renderD128 is Index=128); the job's
-        // ROCR_VISIBLE_DEVICES is the GPU's position, checked below.
-        assert!(
-            l.contains(&format!("Index={} ", 128 + i))
-                && l.ends_with(&format!("File=/dev/dri/renderD{} Cores={cores}", 128 + i)),
-            "{l}"
-        );
-    }
-    assert_eq!(job_var(&text, "job1: ", "ROCR"), Some("0"), "{why}");
-    let gpu: u32 = job_var(&text, "job2: ", "ROCR")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("{why}"));
     assert!(
-        (4..8).contains(&gpu),
-        "socket 0 busy: a socket-1 GPU, got {gpu}\n{why}"
+        text.contains("CPUs=384 Boards=1 SocketsPerBoard=2 CoresPerSocket=96 ThreadsPerCore=2"),
+        "{text}"
+    );
+    assert!(text.contains("sinfo: pp 384 gpu:8(S:0-1) idle"), "{text}");
+    // Slurm numbers a device by its file's digits (renderD128 is Index=128); the job's
+    // ROCR_VISIBLE_DEVICES is the GPU's position.
+    check_gpus(
+        &text,
+        96,
+        |i| 128 + i,
+        |i| format!("/dev/dri/renderD{}", 128 + i),
+        "ROCR",
     );
 }
 
