@@ -108,9 +108,11 @@ pub(super) fn parse_topology(text: &str, name: &str) -> Result<FabricMap, MapErr
         let first = head.split_whitespace().next().unwrap_or("");
         match first {
             "Switch" | "Ca" | "Rt" => {
-                let mut w = head.splitn(3, char::is_whitespace).skip(1);
-                let _ports = w.next();
-                let rest = w.next().unwrap_or("").trim();
+                // `%s\t%d %s`: the type, the port count, the quoted name (blanks vary).
+                let after_type = head[first.len()..].trim_start();
+                let rest = after_type
+                    .split_once(char::is_whitespace)
+                    .map_or("", |(_, r)| r.trim());
                 let Some((kind, g, _)) = node_name(rest) else {
                     return Err(MapError::at(n, raw, "node line without \"X-<guid>\" name"));
                 };
