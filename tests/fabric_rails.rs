@@ -277,3 +277,193 @@ fn kept_aside_pod() {
         ]
     );
 }
+
+fn pod_file(dir: &std::path::Path, n: usize, faults: &[PodFault]) -> PathBuf {
+    let p = dir.join(format!("pod{n}.ibnetdiscover"));
+    std::fs::write(&p, ibnetdiscover(&Pod::new(n), faults)).unwrap();
+    p
+}
+
+fn node_layout(dir: &std::path::Path, name: &str) -> PathBuf {
+    let out = dir.join(name);
+    let st = common::peerpath()
+        .args(["fixture", "hgx-h100", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(st.status.success());
+    out
+}
+
+#[test]
+fn cli_rails_fabric_exit_codes_text_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = node_layout(dir.path(), "h100.tar.gz");
+    let run = |map: &std::path::Path, json: bool| {
+        let mut c = common::peerpath();
+        c.args(["rails", "-i"]).arg(&node).arg("--fabric").arg(map);
+        if json {
+            c.args(["--format", "json"]);
+        }
+        c.output().unwrap()
+    };
+    // A clean pod exits 0.
+    let clean = pod_file(dir.path(), 8, &[]);
+    let o = run(&clean, false);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(text.contains("64 host adapter ports matched"), "{text}");
+    // Swapped rail-2/rail-5 cables on gpu0003: exit 1, both adapters and both leaves named.
+    let bad = dir.path().join("swapped.ibnetdiscover");
+    std::fs::write(
+        &bad,
+        ibnetdiscover(
+            &Pod::new(8),
+            &[PodFault::SwapRails {
+                host: 2,
+                a: 2,
+                b: 5,
+            }],
+        ),
+    )
+    .unwrap();
+    let o = run(&bad, false);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("gpu0003 mlx5_2 (GPU2) is rail 2 but is cabled to leaf-r5-su0 port 3, a rail-5 leaf; it should reach leaf-r2-su0"),
+        "{text}"
+    );
+    assert!(text.contains("gpu0003 mlx5_5 (GPU5) is rail 5"), "{text}");
+    assert_eq!(text.matches("WRONG RAIL").count(), 2, "{text}");
+    let o = run(&bad, true);
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["schema"], peerpath::analysis::cabling::CABLING_SCHEMA);
+    assert_eq!(v["findings"][0]["kind"], "wrong_rail");
+    assert_eq!(v["findings"][0]["host"], "gpu0003");
+    assert_eq!(v["findings"][1]["should_reach"][0], "leaf-r5-su0");
+    // Not a map: a clear error, exit 2.
+    let o = run(&node, false);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("not a fabric map peerpath reads") || err.contains("UTF-8"),
+        "{err}"
+    );
+}
+
+#[test]
+fn cli_directory_of_captures_named_by_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let caps = dir.path().join("caps");
+    std::fs::create_dir(&caps).unwrap();
+    node_layout(&caps, "gpu0001.tar.gz");
+    std::fs::copy(caps.join("gpu0001.tar.gz"), caps.join("gpu0002.tar.gz")).unwrap();
+    // gpu0002's rail-6 cable unplugged: absent, named with the capture's evidence.
+    let map = pod_file(dir.path(), 4, &[PodFault::Unplugged { host: 1, rail: 6 }]);
+    let o = common::peerpath()
+        .args(["rails", "--format", "json", "-i"])
+        .arg(&caps)
+        .arg("--fabric")
+        .arg(&map)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["hosts"], 2);
+    assert_eq!(v["adapters_matched"], 15);
+    assert_eq!(
+        v["unmatched_total"], 16,
+        "gpu0003 and gpu0004 have no capture"
+    );
+    let f = &v["findings"];
+    assert_eq!(f.as_array().unwrap().len(), 1, "{f}");
+    assert_eq!(f[0]["kind"], "absent");
+    assert_eq!(f[0]["host"], "gpu0002");
+    assert_eq!(f[0]["adapters"][0], "mlx5_6");
+    assert!(
+        f[0]["evidence"][0]
+            .as_str()
+            .unwrap()
+            .contains("mlx5_6 port 1 state ACTIVE"),
+        "{f}"
+    );
+}
+
+#[test]
+fn cli_lldp_directory_per_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = node_layout(dir.path(), "h100.tar.gz");
+    // The layout's netdevs: which interface names the capture gives mlx5_0..7.
+    let o = common::peerpath()
+        .args(["scan", "--format", "json", "-i"])
+        .arg(&node)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mut netdev_of: std::collections::BTreeMap<String, String> = Default::default();
+    for d in v["devices"].as_array().unwrap() {
+        let os = d["os_devices"].as_array().cloned().unwrap_or_default();
+        let rdma = os.iter().find(|o| o["kind"] == "rdma");
+        let net = os.iter().find(|o| o["kind"] == "net");
+        if let (Some(r), Some(n)) = (rdma, net) {
+            netdev_of.insert(
+                r["name"].as_str().unwrap().to_string(),
+                n["name"].as_str().unwrap().to_string(),
+            );
+        }
+    }
+    assert_eq!(
+        netdev_of.len(),
+        8,
+        "the hgx-h100 fixture gives each RDMA device a netdev"
+    );
+    let maps = dir.path().join("lldp");
+    std::fs::create_dir(&maps).unwrap();
+    for h in ["gpu0001", "gpu0002", "gpu0003"] {
+        let mut ifs = Vec::new();
+        for r in 0..8 {
+            // gpu0002's rail 1 and rail 6 swapped.
+            let leaf_rail = match (h, r) {
+                ("gpu0002", 1) => 6,
+                ("gpu0002", 6) => 1,
+                _ => r,
+            };
+            let ifname = &netdev_of[&format!("mlx5_{r}")];
+            ifs.push(serde_json::json!({ ifname.clone(): {
+                "via": "LLDP",
+                "chassis": { format!("leaf-r{leaf_rail}"): { "id": { "type": "mac", "value": "aa:bb:cc:00:00:0{leaf_rail}" } } },
+                "port": { "id": { "type": "ifname", "value": format!("swp{}", &h[3..]) } }
+            }}));
+        }
+        let doc = serde_json::json!({ "lldp": { "interface": ifs } });
+        std::fs::write(maps.join(format!("{h}.json")), doc.to_string()).unwrap();
+    }
+    let o = common::peerpath()
+        .args(["rails", "--format", "json", "-i"])
+        .arg(&node)
+        .arg("--fabric")
+        .arg(&maps)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["adapters_matched"], 24);
+    let f = v["findings"].as_array().unwrap();
+    assert_eq!(f.len(), 2, "{f:?}");
+    assert!(f.iter().all(|x| x["host"] == "gpu0002"));
+    assert_eq!(f[0]["adapters"][0], "mlx5_1");
+    assert_eq!(f[0]["leaf"], "leaf-r6");
+    assert_eq!(f[0]["should_reach"][0], "leaf-r1");
+}

@@ -231,3 +231,30 @@ pub(crate) fn ib_rate(width: &str, speed: &str, raw: String) -> LinkRate {
 pub(crate) fn at(name: &str, line: usize) -> String {
     format!("{name} line {line}")
 }
+
+/// One map from several of one producer (lldpctl: one per host): nodes joined by key (a
+/// switch seen by many hosts is one node), each cable once.
+pub fn merge(maps: Vec<FabricMap>) -> Option<FabricMap> {
+    let producer = maps.first()?.producer;
+    let mut b = Builder::new(producer);
+    for m in maps {
+        let idx: Vec<usize> = m
+            .nodes
+            .iter()
+            .map(|n| b.node(&n.key, n.kind, n.guid, Some(&n.desc)))
+            .collect();
+        for l in m.links {
+            let map_end = |e: LinkEnd| LinkEnd {
+                node: idx[e.node],
+                ..e
+            };
+            b.link(map_end(l.a), map_end(l.b), l.port_names, l.rate, l.evidence);
+        }
+        for lim in m.limitations {
+            if !b.map.limitations.contains(&lim) {
+                b.map.limitations.push(lim);
+            }
+        }
+    }
+    Some(b.finish())
+}
