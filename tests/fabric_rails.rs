@@ -467,3 +467,117 @@ fn cli_lldp_directory_per_host() {
     assert_eq!(f[0]["leaf"], "leaf-r6");
     assert_eq!(f[0]["should_reach"][0], "leaf-r1");
 }
+
+/// A capture records each adapter's node GUID, node description and GID 0; the map is matched
+/// through the GUID when the description does not name the host (the driver's default before
+/// the host name is set). Fails without the sysfs reads and the whitelist entries.
+#[test]
+fn capture_records_guids_and_the_map_matches_by_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = node_layout(dir.path(), "h100.tar.gz");
+    let (_guard, root) = common::extract(&node);
+    // Host gpu0007 of the synthesized pod: its adapters' GUIDs are a088c203000006<rail>.
+    for r in 0..8 {
+        let d = root.join(format!("sys/class/infiniband/mlx5_{r}"));
+        let d = std::fs::canonicalize(&d).unwrap();
+        std::fs::write(d.join("node_guid"), format!("a088:c203:0000:060{r}\n")).unwrap();
+        std::fs::write(d.join("node_desc"), format!("gpu0007 mlx5_{r}\n")).unwrap();
+        let g = d.join("ports/1/gids");
+        std::fs::create_dir_all(&g).unwrap();
+        std::fs::write(
+            g.join("0"),
+            format!("fe80:0000:0000:0000:a088:c203:0000:060{r}\n"),
+        )
+        .unwrap();
+    }
+    let caps = dir.path().join("caps");
+    std::fs::create_dir(&caps).unwrap();
+    let cap = caps.join("gpu0007.tar.gz");
+    let o = common::peerpath()
+        .args(["capture", "--keep-serials", "-i"])
+        .arg(&root)
+        .arg("-o")
+        .arg(&cap)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The capture holds the three files for every adapter.
+    let names: Vec<String> = {
+        let f = std::fs::File::open(&cap).unwrap();
+        let mut a = tar::Archive::new(flate2::read::GzDecoder::new(f));
+        a.entries()
+            .unwrap()
+            .map(|e| e.unwrap().path().unwrap().to_string_lossy().into_owned())
+            .collect()
+    };
+    for f in ["node_guid", "node_desc", "ports/1/gids/0"] {
+        let n = names
+            .iter()
+            .filter(|p| p.contains("/infiniband/mlx5_") && p.ends_with(f))
+            .count();
+        assert_eq!(n, 8, "{f} archived for every adapter");
+    }
+    // Without --keep-serials the GUIDs are left out whole, the description kept.
+    let plain = dir.path().join("plain.tar.gz");
+    let o = common::peerpath()
+        .args(["capture", "-i"])
+        .arg(&root)
+        .arg("-o")
+        .arg(&plain)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let names_plain: Vec<String> = {
+        let f = std::fs::File::open(&plain).unwrap();
+        let mut a = tar::Archive::new(flate2::read::GzDecoder::new(f));
+        a.entries()
+            .unwrap()
+            .map(|e| e.unwrap().path().unwrap().to_string_lossy().into_owned())
+            .collect()
+    };
+    assert!(
+        !names_plain
+            .iter()
+            .any(|n| n.ends_with("node_guid") || n.ends_with("gids/0"))
+    );
+    assert_eq!(
+        names_plain
+            .iter()
+            .filter(|n| n.ends_with("node_desc"))
+            .count(),
+        8
+    );
+    // The map names gpu0007's adapters by the driver's default description only.
+    let pod = Pod::new(8);
+    let text = ibnetdiscover(
+        &pod,
+        &[PodFault::SwapRails {
+            host: 6,
+            a: 0,
+            b: 7,
+        }],
+    )
+    .replace("\"gpu0007 mlx5_", "\"MT4129 ConnectX-7 mlx5_");
+    let map = dir.path().join("pod.ibnetdiscover");
+    std::fs::write(&map, text).unwrap();
+    let o = common::peerpath()
+        .args(["rails", "--format", "json", "-i"])
+        .arg(&caps)
+        .arg("--fabric")
+        .arg(&map)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["matched_by"]["guid"], 8, "{v}");
+    let f = v["findings"].as_array().unwrap();
+    assert_eq!(f.len(), 2, "{f:?}");
+    assert_eq!(f[0]["host"], "gpu0007");
+    assert_eq!(f[0]["adapters"][0], "mlx5_0");
+    assert_eq!(f[0]["leaf"], "leaf-r7-su0");
+}

@@ -258,6 +258,10 @@ struct Placed {
     leaf: usize,
     leaf_port: String,
     link: usize,
+    /// Whether the host has a layout of its own (or the one every host shares); `false`: a
+    /// host without a capture, placed by the first capture's layout only to vote on its
+    /// leaves' rails, never judged.
+    judged: bool,
 }
 
 /// Splits a node description `<host> <adapter>` at its last blank.
@@ -314,11 +318,11 @@ pub fn judge(map: &FabricMap, layouts: &[NodeLayout]) -> Cabling {
             })
             .unwrap_or_else(|| sw.port.to_string());
         // 1. GUID.
-        let mut found: Option<(String, usize, usize, &str)> = None;
+        let mut found: Option<(String, usize, usize, &str, bool)> = None;
         for g in [node.guid, ca.port_guid].into_iter().flatten() {
             if let Some(&(li, ai)) = by_guid.get(&g) {
                 let host = layouts[li].host.clone().unwrap_or_default();
-                found = Some((host, li, ai, "guid"));
+                found = Some((host, li, ai, "guid", true));
                 break;
             }
         }
@@ -326,7 +330,10 @@ pub fn judge(map: &FabricMap, layouts: &[NodeLayout]) -> Cabling {
         if found.is_none()
             && let Some((h, a)) = split_desc(&node.desc)
         {
-            let li = by_host.get(h).copied().or(template);
+            let (li, judged) = match (by_host.get(h), template) {
+                (Some(&li), _) | (None, Some(li)) => (Some(li), true),
+                (None, None) => ((!layouts.is_empty()).then_some(0), false),
+            };
             if let Some(li) = li {
                 let l = &layouts[li];
                 let by_name = l.adapters.iter().enumerate().find(|(_, x)| {
@@ -343,29 +350,34 @@ pub fn judge(map: &FabricMap, layouts: &[NodeLayout]) -> Cabling {
                         .find(|(_, x)| x.netdevs.iter().any(|n| n == a || Some(n) == ca_port_name))
                 };
                 if let Some((ai, _)) = by_name {
-                    found = Some((h.to_string(), li, ai, "description"));
+                    found = Some((h.to_string(), li, ai, "description", judged));
                 } else if let Some((ai, _)) = by_if() {
-                    found = Some((h.to_string(), li, ai, "interface"));
+                    found = Some((h.to_string(), li, ai, "interface", judged));
                 }
             }
         }
-        match found {
-            Some((host, li, ai, how)) => {
+        if let Some((host, li, ai, how, judged)) = found {
+            if judged {
                 *matched_by.entry(how.to_string()).or_default() += 1;
-                placed.push(Placed {
-                    host,
-                    adapter: ai,
-                    layout: li,
-                    leaf: sw.node,
-                    leaf_port,
-                    link: ki,
-                });
-            }
-            None => {
+            } else {
                 unmatched_total += 1;
                 if unmatched.len() < 20 {
                     unmatched.push(node.desc.clone());
                 }
+            }
+            placed.push(Placed {
+                host,
+                adapter: ai,
+                layout: li,
+                leaf: sw.node,
+                leaf_port,
+                link: ki,
+                judged,
+            });
+        } else {
+            unmatched_total += 1;
+            if unmatched.len() < 20 {
+                unmatched.push(node.desc.clone());
             }
         }
     }
@@ -411,7 +423,7 @@ pub fn judge(map: &FabricMap, layouts: &[NodeLayout]) -> Cabling {
             hosts_on.entry(*l).or_default().insert(h);
         }
     }
-    for p in &placed {
+    for p in placed.iter().filter(|p| p.judged) {
         let a = adapter(p);
         let (Some(r), Some(lr)) = (a.rail, leaf_rail.get(&p.leaf).copied().flatten()) else {
             continue;
@@ -451,7 +463,7 @@ pub fn judge(map: &FabricMap, layouts: &[NodeLayout]) -> Cabling {
     }
     // Two adapters of one host on one leaf.
     let mut per_host_leaf: BTreeMap<(&str, usize), Vec<&Placed>> = BTreeMap::new();
-    for p in &placed {
+    for p in placed.iter().filter(|p| p.judged) {
         per_host_leaf
             .entry((p.host.as_str(), p.leaf))
             .or_default()
@@ -493,7 +505,11 @@ pub fn judge(map: &FabricMap, layouts: &[NodeLayout]) -> Cabling {
             || map.nodes[l.b.node].kind != NodeKind::Switch;
         kinds[usize::from(!hostlink)].push((ki, g));
     }
-    let placed_at: HashMap<usize, &Placed> = placed.iter().map(|p| (p.link, p)).collect();
+    let placed_at: HashMap<usize, &Placed> = placed
+        .iter()
+        .filter(|p| p.judged)
+        .map(|p| (p.link, p))
+        .collect();
     for group in &kinds {
         let mut count: BTreeMap<u64, usize> = BTreeMap::new();
         for &(_, g) in group {
@@ -536,7 +552,7 @@ pub fn judge(map: &FabricMap, layouts: &[NodeLayout]) -> Cabling {
     // Absent adapters.
     let mut seen: HashSet<(&str, usize, usize)> = HashSet::new();
     let mut hosts: Vec<&str> = Vec::new();
-    for p in &placed {
+    for p in placed.iter().filter(|p| p.judged) {
         seen.insert((p.host.as_str(), p.layout, p.adapter));
         if !hosts.contains(&p.host.as_str()) {
             hosts.push(p.host.as_str());
@@ -604,19 +620,25 @@ pub fn judge(map: &FabricMap, layouts: &[NodeLayout]) -> Cabling {
             "one node layout stands for every host: an adapter up in the capture but absent from the map can only be judged against that layout".into(),
         );
     }
-    if placed.is_empty() {
+    if placed.iter().any(|p| !p.judged) {
+        limitations.push(format!(
+            "hosts without a capture vote on their leaves' rails as {} places their adapters by name; they are not judged",
+            layouts.first().map_or("-", |l| l.source.as_str())
+        ));
+    }
+    if !placed.iter().any(|p| p.judged) {
         limitations.push("no host adapter of the map matched a layout (by GUID, `<host> mlx5_N` description or interface name): nothing was judged".into());
     }
     Cabling {
         schema: CABLING_SCHEMA.to_string(),
         producer: map.producer.tool().to_string(),
         hosts: hosts.len(),
-        adapters_matched: placed.len(),
+        adapters_matched: placed.iter().filter(|p| p.judged).count(),
         matched_by,
         unmatched,
         unmatched_total,
         leaves,
-        ok: findings.is_empty() && !placed.is_empty(),
+        ok: findings.is_empty() && placed.iter().any(|p| p.judged),
         findings,
         limitations,
     }
