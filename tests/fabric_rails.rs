@@ -581,3 +581,53 @@ fn capture_records_guids_and_the_map_matches_by_them() {
     assert_eq!(f[0]["adapters"][0], "mlx5_0");
     assert_eq!(f[0]["leaf"], "leaf-r7-su0");
 }
+
+/// Bad input: every published map and a small pod, cut at many points and with bytes changed,
+/// is read or refused with a line number, never a panic.
+#[test]
+fn truncated_and_corrupted_maps_never_panic() {
+    let mut inputs: Vec<String> = [
+        "ibnetdiscover-manpage.txt",
+        "iblinkinfo-archwiki.txt",
+        "iblinkinfo-teaker.txt",
+        "lldpctl-json-lldpd-tests.json",
+        "lldpctl-json0-lldpd-tests.json",
+    ]
+    .iter()
+    .map(|f| published(f))
+    .collect();
+    inputs.push(ibnetdiscover(&Pod::new(4), &[]));
+    let mut seed: u64 = 40;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for t in &inputs {
+        let b = t.as_bytes();
+        for i in 0..200 {
+            let mut v = b[..(next() as usize % (b.len() + 1))].to_vec();
+            if i % 2 == 1 && !v.is_empty() {
+                for _ in 0..4 {
+                    let at = next() as usize % v.len();
+                    v[at] = [b'[', b']', b'"', b'#', b'(', 0xff, b' ', b'\n', b'x']
+                        [next() as usize % 9];
+                }
+            }
+            let s = String::from_utf8_lossy(&v);
+            for p in [
+                Producer::Ibnetdiscover,
+                Producer::IbnetdiscoverPorts,
+                Producer::Iblinkinfo,
+                Producer::IbdiagnetCsv,
+            ] {
+                if let Ok(m) = parse(&s, p, "x") {
+                    let _ = judge(&m, &[layout(&Pod::new(4))]);
+                }
+            }
+            let _ = parse_lldpctl(&s, "h", "x");
+            let _ = detect(&s);
+        }
+    }
+}

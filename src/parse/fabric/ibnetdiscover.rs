@@ -73,7 +73,7 @@ fn header_desc(comment: &str) -> Option<&str> {
 fn port_comment(comment: &str) -> Option<(&str, &str)> {
     let open = comment.find('"')?;
     let close = comment.rfind("\" lid ")?;
-    if close < open {
+    if close <= open {
         return None;
     }
     let desc = &comment[open + 1..close];

@@ -53,7 +53,11 @@ impl MapError {
 /// Which producer wrote `text`, from the marks only that producer prints; `None` when none
 /// is recognised.
 pub fn detect(text: &str) -> Option<Producer> {
-    let head: &str = &text[..text.len().min(64 * 1024)];
+    let mut cut = text.len().min(64 * 1024);
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let head: &str = &text[..cut];
     let trimmed = head.trim_start();
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
         return Some(Producer::Lldpctl);
