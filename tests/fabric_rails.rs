@@ -7,7 +7,9 @@ mod common;
 use peerpath::analysis::cabling::{Cabling, FindingKind, judge};
 use peerpath::model::fabric::{NodeKind, Producer};
 use peerpath::parse::fabric::{detect, parse, parse_lldpctl};
-use peerpath::synth::fabric::{Pod, PodFault, ibnetdiscover, layout};
+use peerpath::synth::fabric::{
+    Pod, PodFault, iblinkinfo, ibnetdiscover, ibnetdiscover_ports, layout,
+};
 use std::path::PathBuf;
 
 fn published(name: &str) -> String {
@@ -630,4 +632,53 @@ fn truncated_and_corrupted_maps_never_panic() {
             let _ = detect(&s);
         }
     }
+}
+
+/// One pod, its faults, printed by three producers (`ibnetdiscover`, `ibnetdiscover -p`,
+/// `iblinkinfo`), judged alike: the same hosts, adapters, leaves and ports named.
+#[test]
+fn three_producers_one_verdict() {
+    let pod = Pod::new(96);
+    let faults = [
+        PodFault::SwapRails {
+            host: 70,
+            a: 2,
+            b: 5,
+        },
+        PodFault::Slow {
+            host: 3,
+            rail: 1,
+            rate: "4xHDR",
+        },
+        PodFault::Unplugged { host: 40, rail: 7 },
+    ];
+    let key = |c: &Cabling| -> Vec<String> {
+        c.findings
+            .iter()
+            .map(|f| {
+                format!(
+                    "{:?} {:?} {:?} {:?} {:?} {:?}",
+                    f.kind, f.host, f.adapters, f.leaf, f.leaf_ports, f.should_reach
+                )
+            })
+            .collect()
+    };
+    let mut verdicts = Vec::new();
+    for (producer, text) in [
+        (Producer::Ibnetdiscover, ibnetdiscover(&pod, &faults)),
+        (
+            Producer::IbnetdiscoverPorts,
+            ibnetdiscover_ports(&pod, &faults),
+        ),
+        (Producer::Iblinkinfo, iblinkinfo(&pod, &faults)),
+    ] {
+        assert_eq!(detect(&text), Some(producer));
+        let m = parse(&text, producer, "pod").unwrap();
+        let c = judge(&m, &[layout(&pod)]);
+        assert_eq!(c.adapters_matched, 96 * 8 - 1, "{producer:?}");
+        verdicts.push(key(&c));
+    }
+    assert_eq!(verdicts[0].len(), 4, "{:#?}", verdicts[0]);
+    assert_eq!(verdicts[0], verdicts[1]);
+    assert_eq!(verdicts[0], verdicts[2]);
 }

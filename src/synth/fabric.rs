@@ -101,11 +101,12 @@ fn spine_guid(s: usize) -> u64 {
     0xfc6a_1c03_ff00_0000 | s as u64
 }
 
-/// The pod's `ibnetdiscover` topology file with `faults` applied.
-pub fn ibnetdiscover(pod: &Pod, faults: &[PodFault]) -> String {
-    let groups = pod.groups();
-    // (host, rail) → (leaf rail, leaf group, leaf port, rate); None: unplugged.
-    let mut cable: Vec<Vec<Option<(usize, usize, usize, &str)>>> = (0..pod.nodes)
+/// Where each host adapter's cable lands: `[host][rail]` → (leaf rail, leaf group, leaf
+/// port, rate as ibnetdiscover prints it); `None`: unplugged.
+type Cables = Vec<Vec<Option<(usize, usize, usize, &'static str)>>>;
+
+fn cables(pod: &Pod, faults: &[PodFault]) -> Cables {
+    let mut cable: Cables = (0..pod.nodes)
         .map(|h| {
             (0..pod.rails)
                 .map(|r| {
@@ -144,9 +145,14 @@ pub fn ibnetdiscover(pod: &Pod, faults: &[PodFault]) -> String {
             PodFault::Unplugged { host, rail } => cable[host][rail] = None,
         }
     }
-    // Leaf ports: (leaf rail, group) → [(port, host, rail, rate)].
-    let mut leaf_ports: Vec<Vec<Vec<(usize, usize, usize, &str)>>> =
-        vec![vec![Vec::new(); groups]; pod.rails];
+    cable
+}
+
+/// Leaf ports: `[leaf rail][group]` → [(port, host, rail, rate)], in port order.
+type LeafPorts = Vec<Vec<Vec<(usize, usize, usize, &'static str)>>>;
+
+fn leaf_ports(pod: &Pod, cable: &Cables) -> LeafPorts {
+    let mut leaf_ports: LeafPorts = vec![vec![Vec::new(); pod.groups()]; pod.rails];
     for (h, rs) in cable.iter().enumerate() {
         for (r, c) in rs.iter().enumerate() {
             if let Some((lr, g, p, rate)) = *c {
@@ -154,6 +160,17 @@ pub fn ibnetdiscover(pod: &Pod, faults: &[PodFault]) -> String {
             }
         }
     }
+    for l in leaf_ports.iter_mut().flatten() {
+        l.sort();
+    }
+    leaf_ports
+}
+
+/// The pod's `ibnetdiscover` topology file with `faults` applied.
+pub fn ibnetdiscover(pod: &Pod, faults: &[PodFault]) -> String {
+    let groups = pod.groups();
+    let cable = cables(pod, faults);
+    let leaf_ports = leaf_ports(pod, &cable);
     let mut out = String::with_capacity(pod.nodes * pod.rails * 400);
     out.push_str("#\n# Topology file: generated on Sat Dec  5 12:00:00 2026\n#\n");
     let _ = writeln!(
@@ -172,9 +189,7 @@ pub fn ibnetdiscover(pod: &Pod, faults: &[PodFault]) -> String {
                 Pod::leaf(r, g),
                 1 + r * groups + g
             );
-            let mut ps = leaf_ports[r][g].clone();
-            ps.sort();
-            for (p, h, hr, rate) in ps {
+            for &(p, h, hr, rate) in &leaf_ports[r][g] {
                 let _ = writeln!(
                     out,
                     "[{p}]\t\"H-{:016x}\"[1]({:x}) \t\t# \"{} mlx5_{hr}\" lid {} {rate}",
@@ -256,4 +271,138 @@ pub fn layout(pod: &Pod) -> NodeLayout {
             })
             .collect(),
     }
+}
+
+/// `4xNDR` → (`4x`, `NDR`).
+fn split_rate(rate: &str) -> (&str, &str) {
+    rate.split_at(rate.find('x').map_or(0, |i| i + 1))
+}
+
+/// The lane signalling rate `iblinkinfo` prints for a generation.
+fn lane_signal(generation: &str) -> &'static str {
+    match generation {
+        "HDR" => "53.125 Gbps",
+        "EDR" => "25.78125 Gbps",
+        "XDR" => "212.5 Gbps",
+        _ => "106.25 Gbps",
+    }
+}
+
+/// The same pod as `ibnetdiscover -p` prints it (`dump_ports_report`: both ends of every
+/// cable, a line each).
+pub fn ibnetdiscover_ports(pod: &Pod, faults: &[PodFault]) -> String {
+    let groups = pod.groups();
+    let lp = leaf_ports(pod, &cables(pod, faults));
+    let mut out = String::new();
+    for r in 0..pod.rails {
+        for g in 0..groups {
+            let (lid, gu, name) = (1 + r * groups + g, leaf_guid(r, g), Pod::leaf(r, g));
+            for &(p, h, hr, rate) in &lp[r][g] {
+                let (w, sp) = split_rate(rate);
+                let (cl, cg, cd) = (
+                    1000 + h * pod.rails + hr,
+                    ca_guid(h, hr),
+                    format!("{} mlx5_{hr}", Pod::host(h)),
+                );
+                let _ = writeln!(
+                    out,
+                    "SW {lid:5} {p:2} 0x{gu:016x} {w} {sp} - CA {cl:5} {:2} 0x{cg:016x} ( '{name}' - '{cd}' )",
+                    1
+                );
+                let _ = writeln!(
+                    out,
+                    "CA {cl:5} {:2} 0x{cg:016x} {w} {sp} - SW {lid:5} {p:2} 0x{gu:016x} ( '{cd}' - '{name}' )",
+                    1
+                );
+            }
+            for s in 0..pod.spines {
+                let _ = writeln!(
+                    out,
+                    "SW {lid:5} {:2} 0x{gu:016x} 4x NDR - SW {:5} {:2} 0x{:016x} ( '{name}' - 'spine{s}' )",
+                    pod.hosts_per_leaf + 1 + s,
+                    900 + s,
+                    lid,
+                    spine_guid(s)
+                );
+            }
+        }
+    }
+    out
+}
+
+/// The same pod as `iblinkinfo` prints it by default (`print_node_header`, `print_port`): a
+/// header per switch and adapter, a line per cabled port.
+pub fn iblinkinfo(pod: &Pod, faults: &[PodFault]) -> String {
+    let groups = pod.groups();
+    let cable = cables(pod, faults);
+    let lp = leaf_ports(pod, &cable);
+    let mut out = String::new();
+    let port = |out: &mut String,
+                lead: &str,
+                lid: usize,
+                p: usize,
+                rate: &str,
+                rlid: usize,
+                rp: usize,
+                rdesc: &str| {
+        let (w, sp) = split_rate(rate);
+        let _ = writeln!(
+            out,
+            "{lead}{lid:6} {p:4}[  ] ==({:>3} {:>18} {:>6}/{:>8})==>  {rlid:6} {rp:4}[  ] \"{rdesc}\" ( )",
+            w.to_uppercase(),
+            lane_signal(sp),
+            "Active",
+            "LinkUp"
+        );
+    };
+    for r in 0..pod.rails {
+        for g in 0..groups {
+            let (lid, name) = (1 + r * groups + g, Pod::leaf(r, g));
+            let _ = writeln!(out, "Switch: 0x{:016x} {name}:", leaf_guid(r, g));
+            for &(p, h, hr, rate) in &lp[r][g] {
+                let d = format!("{} mlx5_{hr}", Pod::host(h));
+                port(
+                    &mut out,
+                    "      ",
+                    lid,
+                    p,
+                    rate,
+                    1000 + h * pod.rails + hr,
+                    1,
+                    &d,
+                );
+            }
+            for s in 0..pod.spines {
+                let d = format!("spine{s}");
+                port(
+                    &mut out,
+                    "      ",
+                    lid,
+                    pod.hosts_per_leaf + 1 + s,
+                    "4xNDR",
+                    900 + s,
+                    lid,
+                    &d,
+                );
+            }
+        }
+    }
+    for (h, rs) in cable.iter().enumerate() {
+        for (r, c) in rs.iter().enumerate() {
+            let Some((lr, g, p, rate)) = *c else { continue };
+            let _ = writeln!(out, "CA: {} mlx5_{r}:", Pod::host(h));
+            let lead = format!("      0x{:016x} ", ca_guid(h, r));
+            port(
+                &mut out,
+                &lead,
+                1000 + h * pod.rails + r,
+                1,
+                rate,
+                1 + lr * groups + g,
+                p,
+                &Pod::leaf(lr, g),
+            );
+        }
+    }
+    out
 }
