@@ -362,8 +362,13 @@ fn cli_directory_of_captures_named_by_host() {
     std::fs::create_dir(&caps).unwrap();
     node_layout(&caps, "gpu0001.tar.gz");
     std::fs::copy(caps.join("gpu0001.tar.gz"), caps.join("gpu0002.tar.gz")).unwrap();
-    // gpu0002's rail-6 cable unplugged: absent, named with the capture's evidence.
+    // gpu0002's rail-6 cable unplugged: absent, named with the capture's evidence. The map
+    // names hosts by FQDN, the captures by short name.
     let map = pod_file(dir.path(), 4, &[PodFault::Unplugged { host: 1, rail: 6 }]);
+    let fqdn = std::fs::read_to_string(&map)
+        .unwrap()
+        .replace(" mlx5_", ".cluster.example mlx5_");
+    std::fs::write(&map, fqdn).unwrap();
     let o = common::peerpath()
         .args(["rails", "--format", "json", "-i"])
         .arg(&caps)

@@ -330,10 +330,18 @@ pub fn judge(map: &FabricMap, layouts: &[NodeLayout]) -> Cabling {
         if found.is_none()
             && let Some((h, a)) = split_desc(&node.desc)
         {
-            let (li, judged) = match (by_host.get(h), template) {
+            // A capture named by the short host name matches an FQDN description.
+            let own = by_host
+                .get(h)
+                .or_else(|| h.split_once('.').and_then(|(short, _)| by_host.get(short)));
+            let (li, judged) = match (own, template) {
                 (Some(&li), _) | (None, Some(li)) => (Some(li), true),
                 (None, None) => ((!layouts.is_empty()).then_some(0), false),
             };
+            // The host as its layout names it (the short name), else as the map does.
+            let hname = own
+                .and_then(|&li| layouts[li].host.clone())
+                .unwrap_or_else(|| h.to_string());
             if let Some(li) = li {
                 let l = &layouts[li];
                 let by_name = l.adapters.iter().enumerate().find(|(_, x)| {
@@ -350,9 +358,9 @@ pub fn judge(map: &FabricMap, layouts: &[NodeLayout]) -> Cabling {
                         .find(|(_, x)| x.netdevs.iter().any(|n| n == a || Some(n) == ca_port_name))
                 };
                 if let Some((ai, _)) = by_name {
-                    found = Some((h.to_string(), li, ai, "description", judged));
+                    found = Some((hname.clone(), li, ai, "description", judged));
                 } else if let Some((ai, _)) = by_if() {
-                    found = Some((h.to_string(), li, ai, "interface", judged));
+                    found = Some((hname.clone(), li, ai, "interface", judged));
                 }
             }
         }
