@@ -27,7 +27,14 @@ fn main() {
     let pod = Pod::new(512);
     let dir = tempfile::tempdir().expect("temporary directory");
     let path = dir.path().join("pod512.ibnetdiscover");
-    let text = ibnetdiscover(&pod, &[PodFault::SwapRails { host: 300, a: 2, b: 5 }]);
+    let text = ibnetdiscover(
+        &pod,
+        &[PodFault::SwapRails {
+            host: 300,
+            a: 2,
+            b: 5,
+        }],
+    );
     std::fs::write(&path, &text).expect("write the map");
     let lines = text.lines().count();
     let bytes = text.len();
@@ -63,8 +70,14 @@ fn main() {
     let (o, w) = (median(ours), median(wc));
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("pod of 512 nodes: {lines} lines, {bytes} bytes, 4096 host adapters");
-    println!("read + parse + judge (in process), median of {runs}: {:.1} ms", o.as_secs_f64() * 1e3);
-    println!("wc -l (process spawn included), median of {runs}: {:.1} ms", w.as_secs_f64() * 1e3);
+    println!(
+        "read + parse + judge (in process), median of {runs}: {:.1} ms",
+        o.as_secs_f64() * 1e3
+    );
+    println!(
+        "wc -l (process spawn included), median of {runs}: {:.1} ms",
+        w.as_secs_f64() * 1e3
+    );
     println!("ratio: {:.2}x wc -l", o.as_secs_f64() / w.as_secs_f64());
     println!("load average: {}", load.trim());
 }

@@ -180,8 +180,8 @@ pub fn ibnetdiscover(pod: &Pod, faults: &[PodFault]) -> String {
         ca_guid(0, 0)
     );
     let ports = pod.hosts_per_leaf * (pod.rails + 1) + pod.spines;
-    for r in 0..pod.rails {
-        for g in 0..groups {
+    for (r, of_rail) in leaf_ports.iter().enumerate() {
+        for (g, on_leaf) in of_rail.iter().enumerate() {
             let gu = leaf_guid(r, g);
             let _ = write!(
                 out,
@@ -189,7 +189,7 @@ pub fn ibnetdiscover(pod: &Pod, faults: &[PodFault]) -> String {
                 Pod::leaf(r, g),
                 1 + r * groups + g
             );
-            for &(p, h, hr, rate) in &leaf_ports[r][g] {
+            for &(p, h, hr, rate) in on_leaf {
                 let _ = writeln!(
                     out,
                     "[{p}]\t\"H-{:016x}\"[1]({:x}) \t\t# \"{} mlx5_{hr}\" lid {} {rate}",
@@ -294,10 +294,10 @@ pub fn ibnetdiscover_ports(pod: &Pod, faults: &[PodFault]) -> String {
     let groups = pod.groups();
     let lp = leaf_ports(pod, &cables(pod, faults));
     let mut out = String::new();
-    for r in 0..pod.rails {
-        for g in 0..groups {
+    for (r, of_rail) in lp.iter().enumerate() {
+        for (g, on_leaf) in of_rail.iter().enumerate() {
             let (lid, gu, name) = (1 + r * groups + g, leaf_guid(r, g), Pod::leaf(r, g));
-            for &(p, h, hr, rate) in &lp[r][g] {
+            for &(p, h, hr, rate) in on_leaf {
                 let (w, sp) = split_rate(rate);
                 let (cl, cg, cd) = (
                     1000 + h * pod.rails + hr,
@@ -355,11 +355,11 @@ pub fn iblinkinfo(pod: &Pod, faults: &[PodFault]) -> String {
             "LinkUp"
         );
     };
-    for r in 0..pod.rails {
-        for g in 0..groups {
+    for (r, of_rail) in lp.iter().enumerate() {
+        for (g, on_leaf) in of_rail.iter().enumerate() {
             let (lid, name) = (1 + r * groups + g, Pod::leaf(r, g));
             let _ = writeln!(out, "Switch: 0x{:016x} {name}:", leaf_guid(r, g));
-            for &(p, h, hr, rate) in &lp[r][g] {
+            for &(p, h, hr, rate) in on_leaf {
                 let d = format!("{} mlx5_{hr}", Pod::host(h));
                 port(
                     &mut out,
