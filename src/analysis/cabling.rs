@@ -560,9 +560,10 @@ pub fn judge(map: &FabricMap, layouts: &[NodeLayout]) -> Cabling {
     // Absent adapters.
     let mut seen: HashSet<(&str, usize, usize)> = HashSet::new();
     let mut hosts: Vec<&str> = Vec::new();
+    let mut host_set: HashSet<&str> = HashSet::new();
     for p in placed.iter().filter(|p| p.judged) {
         seen.insert((p.host.as_str(), p.layout, p.adapter));
-        if !hosts.contains(&p.host.as_str()) {
+        if host_set.insert(p.host.as_str()) {
             hosts.push(p.host.as_str());
         }
     }
@@ -605,7 +606,7 @@ pub fn judge(map: &FabricMap, layouts: &[NodeLayout]) -> Cabling {
     // A layout with a host that the map does not show at all.
     for (li, l) in layouts.iter().enumerate() {
         if let Some(h) = &l.host
-            && !hosts.contains(&h.as_str())
+            && !host_set.contains(h.as_str())
         {
             check_absent(h, li, &mut findings);
         }
