@@ -687,3 +687,37 @@ fn three_producers_one_verdict() {
     assert_eq!(verdicts[0], verdicts[1]);
     assert_eq!(verdicts[0], verdicts[2]);
 }
+
+/// The HTML report draws the cabling: both wrong cables and the leaves they should reach.
+#[test]
+fn report_draws_the_cabling() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = node_layout(dir.path(), "h100.tar.gz");
+    let map = common::repo().join("fixtures/fabric/pods/pod16-gpu0007-r2r5-swapped.ibnetdiscover");
+    let out = dir.path().join("r.html");
+    let o = common::peerpath()
+        .args(["report", "-i"])
+        .arg(&node)
+        .arg("--fabric")
+        .arg(&map)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(&out).unwrap();
+    let at = html
+        .find("<h2>Rail cabling</h2>")
+        .expect("a cabling section");
+    let sec = &html[at..];
+    assert!(sec.contains("2 cabling error(s)"));
+    assert!(sec.contains(r#"class="cabling""#));
+    assert!(sec.contains("<title>should reach leaf-r2-su0</title>"));
+    assert!(sec.contains("<title>should reach leaf-r5-su0</title>"));
+    assert!(sec.contains("mlx5_2 (GPU2)"));
+    assert_eq!(
+        sec.matches(r##"stroke="#c00""##).count(),
+        2,
+        "two wrong cables drawn"
+    );
+}
