@@ -54,7 +54,6 @@ pub(super) fn parse(text: &str, name: &str) -> Result<FabricMap, MapError> {
     let mut b = Builder::new(Producer::Iblinkinfo);
     // The node a default-form port line belongs to: kind, GUID (switches), description.
     let mut header: Option<(NodeKind, Option<u64>, String)> = None;
-    let mut line_mode_nodes: HashMap<usize, u32> = HashMap::new();
     let mut any = false;
     for (i, raw) in text.lines().enumerate() {
         let n = i + 1;
@@ -164,7 +163,6 @@ pub(super) fn parse(text: &str, name: &str) -> Result<FabricMap, MapError> {
         // The peer's kind is not printed: an adapter until it shows a second cabled port or
         // a Switch: header of its own (Builder keeps the kind first given; fixed below).
         let peer = b.node(&format!("lid:{rlid}"), NodeKind::Ca, None, Some(rdesc));
-        *line_mode_nodes.entry(me).or_default() += 1;
         b.link(
             LinkEnd {
                 node: me,
