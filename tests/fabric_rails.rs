@@ -403,14 +403,11 @@ fn cli_directory_of_captures_named_by_host() {
     );
 }
 
-#[test]
-fn cli_lldp_directory_per_host() {
-    let dir = tempfile::tempdir().unwrap();
-    let node = node_layout(dir.path(), "h100.tar.gz");
-    // The layout's netdevs: which interface names the capture gives mlx5_0..7.
+/// Which netdev the hgx-h100 capture gives each RDMA device (`mlx5_3` → its interface).
+fn netdevs(node: &std::path::Path) -> std::collections::BTreeMap<String, String> {
     let o = common::peerpath()
         .args(["scan", "--format", "json", "-i"])
-        .arg(&node)
+        .arg(node)
         .output()
         .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -426,6 +423,14 @@ fn cli_lldp_directory_per_host() {
             );
         }
     }
+    netdev_of
+}
+
+#[test]
+fn cli_lldp_directory_per_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = node_layout(dir.path(), "h100.tar.gz");
+    let netdev_of = netdevs(&node);
     assert_eq!(
         netdev_of.len(),
         8,
@@ -720,4 +725,56 @@ fn report_draws_the_cabling() {
         2,
         "two wrong cables drawn"
     );
+}
+
+/// LLDP as the switches see it (lldpd on Cumulus Linux / SONiC): one file per leaf, each port
+/// naming the host and its interface; gpu0002's rail-1 and rail-6 cables swapped.
+#[test]
+fn cli_lldp_from_switches() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = node_layout(dir.path(), "h100.tar.gz");
+    let netdev_of = netdevs(&node);
+    assert_eq!(netdev_of.len(), 8);
+    let maps = dir.path().join("lldp-sw");
+    std::fs::create_dir(&maps).unwrap();
+    for leaf in 0..8 {
+        let mut ifs = Vec::new();
+        for (i, h) in ["gpu0001", "gpu0002", "gpu0003"].iter().enumerate() {
+            let rail = match (*h, leaf) {
+                ("gpu0002", 1) => 6,
+                ("gpu0002", 6) => 1,
+                _ => leaf,
+            };
+            let ifname = &netdev_of[&format!("mlx5_{rail}")];
+            ifs.push(serde_json::json!({ format!("swp{}", i + 1): {
+                "via": "LLDP",
+                "chassis": { h.to_string(): { "id": { "type": "mac", "value": "aa:bb:cc:00:00:01" } } },
+                "port": { "id": { "type": "ifname", "value": ifname } }
+            }}));
+        }
+        let doc = serde_json::json!({ "lldp": { "interface": ifs } });
+        std::fs::write(maps.join(format!("leaf-r{leaf}.json")), doc.to_string()).unwrap();
+    }
+    let o = common::peerpath()
+        .args(["rails", "--format", "json", "--lldp-from", "switch", "-i"])
+        .arg(&node)
+        .arg("--fabric")
+        .arg(&maps)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["adapters_matched"], 24);
+    let f = v["findings"].as_array().unwrap();
+    assert_eq!(f.len(), 2, "{f:?}");
+    assert!(f.iter().all(|x| x["host"] == "gpu0002"));
+    assert_eq!(f[0]["adapters"][0], "mlx5_1");
+    assert_eq!(f[0]["leaf"], "leaf-r6");
+    assert_eq!(f[0]["leaf_ports"][0], "swp2");
+    assert_eq!(f[0]["should_reach"][0], "leaf-r1");
 }

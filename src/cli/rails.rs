@@ -38,6 +38,20 @@ pub struct RailsArgs {
     /// the node layout every host shares, or a directory of captures named `<host>.tar.gz`.
     #[arg(long, value_name = "FILE|DIR")]
     fabric: Option<PathBuf>,
+    /// Which end printed the `lldpctl -f json` files of `--fabric`: `host` (each file a host's
+    /// interfaces, named `<host>.json`) or `switch` (each a switch's ports, as Cumulus Linux and
+    /// SONiC run lldpd, named `<switch>.json`).
+    #[arg(long, value_enum, value_name = "SIDE", default_value = "host")]
+    lldp_from: LldpFrom,
+}
+
+/// Which end printed the `lldpctl` files.
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum LldpFrom {
+    /// The hosts.
+    Host,
+    /// The switches.
+    Switch,
 }
 
 /// Runs `rails`; exit code 1 when the node is not rail-optimised, or with `--fabric` when the
@@ -119,7 +133,11 @@ fn layouts(i: &InputArgs) -> Result<Vec<NodeLayout>> {
 }
 
 fn run_fabric(a: &RailsArgs, map_path: &Path) -> Result<u8> {
-    let map = sources::fabric::load_map(map_path)?;
+    let side = match a.lldp_from {
+        LldpFrom::Host => sources::fabric::LldpSide::Host,
+        LldpFrom::Switch => sources::fabric::LldpSide::Switch,
+    };
+    let map = sources::fabric::load_map(map_path, side)?;
     let layouts = layouts(&a.input)?;
     if layouts
         .iter()

@@ -99,7 +99,8 @@ pub fn run(topo: &Topology, a: &ReportArgs) -> Result<u8> {
     };
     let cabling = match &a.fabric {
         Some(p) => {
-            let map = peerpath::sources::fabric::load_map(p)?;
+            let map =
+                peerpath::sources::fabric::load_map(p, peerpath::sources::fabric::LldpSide::Host)?;
             let view = peerpath::analysis::place::NodeView::new(topo);
             let rails = peerpath::analysis::rails::build(topo, &view, 1);
             let layout = peerpath::analysis::cabling::NodeLayout::from_rails(

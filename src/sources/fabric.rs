@@ -20,7 +20,18 @@ fn read_text(p: &Path) -> Result<String> {
     String::from_utf8(b).with_context(|| format!("{} is not UTF-8 text", p.display()))
 }
 
-/// The host an `lldpctl` file speaks for: its file name without `.json` (`gpu0001.json`).
+/// Which end printed an `lldpctl` file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LldpSide {
+    /// A host: its interfaces and the switch ports they reach (file `<host>.json`).
+    #[default]
+    Host,
+    /// A switch running lldpd (Cumulus Linux, SONiC): its ports and the host interfaces they
+    /// reach (file `<switch>.json`).
+    Switch,
+}
+
+/// The host (or switch) an `lldpctl` file speaks for: its file name without `.json`.
 pub fn lldp_host(p: &Path) -> String {
     let n = p
         .file_name()
@@ -30,8 +41,12 @@ pub fn lldp_host(p: &Path) -> String {
 }
 
 /// Reads a map: a file of any producer `parse::fabric` reads, or a directory of `lldpctl -f
-/// json` files, one per host, each named after its host.
-pub fn load_map(p: &Path) -> Result<FabricMap> {
+/// json` files, one per host (or per switch, `side`), each named after its host or switch.
+pub fn load_map(p: &Path, side: LldpSide) -> Result<FabricMap> {
+    let lldp = |t: &str, f: &Path, fname: &str| match side {
+        LldpSide::Host => fabric::parse_lldpctl(t, &lldp_host(f), fname),
+        LldpSide::Switch => fabric::parse_lldpctl_switch(t, &lldp_host(f), fname),
+    };
     let name = p.display().to_string();
     if p.is_dir() {
         let mut files: Vec<_> = std::fs::read_dir(p)
@@ -50,12 +65,11 @@ pub fn load_map(p: &Path) -> Result<FabricMap> {
             let t = read_text(f)?;
             let fname = f.display().to_string();
             if fabric::detect(&t) != Some(Producer::Lldpctl) {
-                bail!("{fname}: a directory map holds lldpctl -f json files only, one per host");
+                bail!(
+                    "{fname}: a directory map holds lldpctl -f json files only, one per host or switch"
+                );
             }
-            maps.push(
-                fabric::parse_lldpctl(&t, &lldp_host(f), &fname)
-                    .map_err(|e| anyhow::anyhow!("{fname}: {e}"))?,
-            );
+            maps.push(lldp(&t, f, &fname).map_err(|e| anyhow::anyhow!("{fname}: {e}"))?);
         }
         return fabric::merge(maps).with_context(|| format!("{name}: no lldpctl file in it"));
     }
@@ -66,7 +80,7 @@ pub fn load_map(p: &Path) -> Result<FabricMap> {
         );
     };
     let m = if producer == Producer::Lldpctl {
-        fabric::parse_lldpctl(&t, &lldp_host(p), &name)
+        lldp(&t, p, &name)
     } else {
         fabric::parse(&t, producer, &name)
     };

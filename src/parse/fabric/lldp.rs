@@ -87,6 +87,31 @@ fn interfaces(ifs: &Value) -> Vec<(String, &Value)> {
 /// Parses one host's `lldpctl -f json` output; `host` is the host's name, `name` the file
 /// name for evidence.
 pub fn parse(text_in: &str, host: &str, name: &str) -> Result<FabricMap, MapError> {
+    parse_side(text_in, host, name, false)
+}
+
+/// Parses one switch's `lldpctl -f json` output (lldpd as Cumulus Linux and SONiC run it:
+/// each interface is a switch port, each neighbour a host's interface): `switch` is the
+/// switch's name. A host that names its port only by MAC cannot be matched to an adapter (the
+/// capture reads no MAC address) and is said so in the map's limitations.
+pub fn parse_switch(text_in: &str, switch: &str, name: &str) -> Result<FabricMap, MapError> {
+    parse_side(text_in, switch, name, true)
+}
+
+/// Whether `s` is a MAC address (`aa:bb:cc:dd:ee:ff`).
+fn is_mac(s: &str) -> bool {
+    let g: Vec<&str> = s.split(':').collect();
+    g.len() == 6
+        && g.iter()
+            .all(|x| x.len() == 2 && x.chars().all(|c| c.is_ascii_hexdigit()))
+}
+
+fn parse_side(
+    text_in: &str,
+    own: &str,
+    name: &str,
+    switch_side: bool,
+) -> Result<FabricMap, MapError> {
     let doc: Value = serde_json::from_str(text_in)
         .map_err(|e| MapError::at(e.line(), "", format!("not JSON: {e}")))?;
     if doc.get("lldp").is_none() {
@@ -100,22 +125,32 @@ pub fn parse(text_in: &str, host: &str, name: &str) -> Result<FabricMap, MapErro
     b.limitation("LLDP carries no link rate: widths and speeds are not judged");
     let lldp = first(&doc["lldp"]);
     let named = lldp.get("interface").map(interfaces).unwrap_or_default();
+    let mut by_mac = 0;
     for (ifname, v) in named {
         let (Some(ch), Some(p)) = (v.get("chassis"), v.get("port")) else {
             continue;
         };
-        let (Some(sw), Some(sp)) = (chassis_name(ch), port_name(p)) else {
+        let (Some(peer), Some(peer_port)) = (chassis_name(ch), port_name(p)) else {
             return Err(MapError::at(
                 0,
                 "",
                 format!("interface {ifname}: neighbour without chassis name/id or port"),
             ));
         };
+        // (host, host interface, switch, switch port) from whichever side printed it.
+        let (host, host_if, sw, sp) = if switch_side {
+            if is_mac(&peer_port) {
+                by_mac += 1;
+            }
+            (peer, peer_port, own.to_string(), ifname.clone())
+        } else {
+            (own.to_string(), ifname.clone(), peer, peer_port)
+        };
         let h = b.node(
-            &format!("host:{host}/{ifname}"),
+            &format!("host:{host}/{host_if}"),
             NodeKind::Ca,
             None,
-            Some(&format!("{host} {ifname}")),
+            Some(&format!("{host} {host_if}")),
         );
         let s = b.node(&format!("switch:{sw}"), NodeKind::Switch, None, Some(&sw));
         b.link(
@@ -129,10 +164,15 @@ pub fn parse(text_in: &str, host: &str, name: &str) -> Result<FabricMap, MapErro
                 port: 1,
                 port_guid: None,
             },
-            Some((sp, ifname.clone())),
+            Some((sp, host_if)),
             None,
             format!("{name} interface {ifname}"),
         );
+    }
+    if by_mac > 0 {
+        b.limitation(&format!(
+            "{name}: {by_mac} neighbour(s) name their port by MAC address only: not matched to an adapter (peerpath reads no MAC address)"
+        ));
     }
     Ok(b.finish())
 }
@@ -140,6 +180,26 @@ pub fn parse(text_in: &str, host: &str, name: &str) -> Result<FabricMap, MapErro
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn switch_side() {
+        let t = r#"{"lldp": {"interface": [
+            {"swp7": {"chassis": {"gpu0007": {"id": {"type": "mac", "value": "aa"}}}, "port": {"id": {"type": "ifname", "value": "ens2np0"}}}},
+            {"swp8": {"chassis": {"gpu0008": {"id": {"type": "mac", "value": "bb"}}}, "port": {"id": {"type": "mac", "value": "b8:ce:f6:00:00:01"}}}}]}}"#;
+        let m = parse_switch(t, "leaf-r2", "leaf-r2.json").unwrap();
+        assert_eq!(m.links.len(), 2);
+        assert_eq!(m.nodes[1].desc, "gpu0007 ens2np0");
+        assert_eq!(m.nodes[0].desc, "leaf-r2");
+        assert_eq!(
+            m.links[0].port_names,
+            Some(("swp7".to_string(), "ens2np0".to_string()))
+        );
+        assert!(
+            m.limitations
+                .iter()
+                .any(|l| l.contains("1 neighbour(s) name their port by MAC"))
+        );
+    }
 
     #[test]
     fn one_object_and_array_forms() {

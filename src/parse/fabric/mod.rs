@@ -15,7 +15,7 @@ use crate::model::fabric::{
 use std::collections::HashMap;
 use std::fmt;
 
-pub use lldp::parse as parse_lldpctl;
+pub use lldp::{parse as parse_lldpctl, parse_switch as parse_lldpctl_switch};
 
 /// Why a map was refused: the line and what was wrong with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
