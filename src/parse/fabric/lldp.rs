@@ -188,8 +188,10 @@ mod tests {
             {"swp8": {"chassis": {"gpu0008": {"id": {"type": "mac", "value": "bb"}}}, "port": {"id": {"type": "mac", "value": "b8:ce:f6:00:00:01"}}}}]}}"#;
         let m = parse_switch(t, "leaf-r2", "leaf-r2.json").unwrap();
         assert_eq!(m.links.len(), 2);
-        assert_eq!(m.nodes[1].desc, "gpu0007 ens2np0");
-        assert_eq!(m.nodes[0].desc, "leaf-r2");
+        assert_eq!(m.nodes[0].desc, "gpu0007 ens2np0");
+        assert_eq!(m.nodes[0].kind, NodeKind::Ca);
+        assert_eq!(m.nodes[1].desc, "leaf-r2");
+        assert_eq!(m.nodes[1].kind, NodeKind::Switch);
         assert_eq!(
             m.links[0].port_names,
             Some(("swp7".to_string(), "ens2np0".to_string()))
