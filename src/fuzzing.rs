@@ -63,6 +63,10 @@ pub const TARGETS: &[Target] = &[
         name: "nccl_xml",
         run: nccl_xml,
     },
+    Target {
+        name: "fabric_map",
+        run: fabric_map,
+    },
 ];
 
 /// An XML document through the XML reader, then the source reader for its root element, then
@@ -96,6 +100,30 @@ pub fn hwloc_xml(data: &[u8]) {
 /// NCCL topology XML (`NCCL_TOPO_FILE`, `NCCL_TOPO_DUMP_FILE`).
 pub fn nccl_xml(data: &[u8]) {
     xml_document(data, "system");
+}
+
+/// The fabric's own map (`rails --fabric`): every producer's grammar, and the judgement of
+/// whatever a grammar accepts against an 8-rail layout.
+pub fn fabric_map(data: &[u8]) {
+    use crate::model::fabric::Producer;
+    let s = String::from_utf8_lossy(data);
+    let _ = parse::fabric::detect(&s);
+    for p in [
+        Producer::Ibnetdiscover,
+        Producer::IbnetdiscoverPorts,
+        Producer::Iblinkinfo,
+        Producer::IbdiagnetCsv,
+    ] {
+        if let Ok(m) = parse::fabric::parse(&s, p, "fuzz") {
+            let _ = crate::analysis::cabling::judge(
+                &m,
+                &[crate::synth::fabric::layout(
+                    &crate::synth::fabric::Pod::new(4),
+                )],
+            );
+        }
+    }
+    let _ = parse::fabric::parse_lldpctl(&s, "h", "fuzz");
 }
 
 /// Single-value attributes (`vendor`, `numa_node`, `current_link_speed`, …).

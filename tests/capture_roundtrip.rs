@@ -196,7 +196,9 @@ fn serials_and_unlisted_files_stay_out() {
         "{:?}",
         c.manifest.redacted
     );
-    // With --keep-serials the UUID is kept, the unlisted files still are not.
+    // With --keep-serials the UUID and the adapter's node GUID are kept (issue 40: the fabric's
+    // map names adapters by GUID), the unlisted files still are not (sys_image_guid is read by
+    // nothing and stays out).
     let c = capture::capture(
         &fs,
         src("/"),
@@ -209,7 +211,8 @@ fn serials_and_unlisted_files_stay_out() {
     let raw = decompressed(&c.to_tar_gz().unwrap());
     assert!(contains(&raw, b"GPU-0f1e2d3c"));
     assert!(!contains(&raw, b"TOKEN-DO-NOT-SHIP"));
-    assert!(!contains(&raw, b"b8ce:f603:00aa:bb01"));
+    assert!(contains(&raw, b"b8ce:f603:00aa:bb01"));
+    assert!(!contains(&raw, b"b8ce:f603:00aa:bb00"));
 }
 
 /// Every archived file is whitelisted (or the manifest), and the manifest says what it is.

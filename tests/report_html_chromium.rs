@@ -125,6 +125,7 @@ fn gpu_selector_recolours_in_chromium() {
         matrix: &matrix,
         audit: &report,
         probe: Some(&probe),
+        cabling: None,
     });
     for bad in [
         "src=\"http",

@@ -10,6 +10,7 @@
 //! Analyses return data; renderers write their text.
 
 pub mod audit;
+pub mod cabling;
 pub mod classify;
 pub mod cores;
 pub mod design;

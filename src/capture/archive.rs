@@ -89,6 +89,9 @@ impl Builder<'_> {
                             Some(b) => b.clone(),
                             None => self.fs.read(&cand)?,
                         };
+                        if self.guid_left_out(&cand) {
+                            return Ok(());
+                        }
                         let bytes = self.redact(&cand, bytes);
                         self.out.insert(cand, Node::File(bytes));
                     }
@@ -98,6 +101,34 @@ impl Builder<'_> {
             }
         }
         Ok(())
+    }
+
+    /// An RDMA device's GUIDs (`node_guid`, `ports/<p>/gids/0`: derived from the adapter's
+    /// burnt-in address, as a serial number is) are archived only with `keep_serials`; without
+    /// it they are left out whole and the manifest says so (the scanner read them; `rails
+    /// --fabric` then matches the capture by node description instead).
+    fn guid_left_out(&mut self, path: &Path) -> bool {
+        if self.keep_serials {
+            return false;
+        }
+        let s = path.to_string_lossy();
+        let guid = s.contains("/infiniband/")
+            && (s.ends_with("/node_guid") || (s.ends_with("/gids/0") && s.contains("/ports/")));
+        if guid {
+            // Named by the device directory: the note itself must not spell the files.
+            let dev: PathBuf = path
+                .ancestors()
+                .find(|a| a.parent().is_some_and(|p| p.ends_with("infiniband")))
+                .map_or_else(|| path.to_path_buf(), Path::to_path_buf);
+            let note = format!(
+                "{}: adapter GUIDs left out (kept with --keep-serials)",
+                dev.display()
+            );
+            if !self.redacted.contains(&note) {
+                self.redacted.push(note);
+            }
+        }
+        guid
     }
 
     fn redact(&mut self, path: &Path, bytes: Vec<u8>) -> Vec<u8> {

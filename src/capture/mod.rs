@@ -14,8 +14,12 @@
 //! Serial numbers are redacted unless `keep_serials` is set: the `GPU UUID` (and any `Serial`)
 //! line of `proc/driver/nvidia/gpus/*/information`, and the serial of the PCIe Device Serial
 //! Number extended capability in `config` (often derived from a MAC address or GUID). The
-//! scanner never reads `node_guid`, MAC `address` files, DMI serials or `vpd`, so they are never
-//! archived.
+//! scanner never reads MAC `address` files, DMI serials or `vpd`, so they are never archived.
+//! It does read an RDMA device's `node_guid`, `node_desc` and `ports/<p>/gids/0` (subnet prefix
+//! and port GUID): the fabric's own map names adapters by them, and `rails --fabric` matches a
+//! capture to the map through them. The description is archived as read; the two GUIDs, derived
+//! from the adapter's burnt-in address like a serial number, only with `keep_serials` (left out
+//! whole otherwise, the manifest saying so).
 
 mod archive;
 pub mod fleet;

@@ -68,6 +68,11 @@ pub const WHITELIST: &[&str] = &[
     "sys/**/infiniband/*/hca_type",
     "sys/**/infiniband/*/board_id",
     "sys/**/infiniband/*/node_type",
+    // How the fabric's own map names an adapter (`rails --fabric`): node GUID, the node
+    // description the driver sets (`<host> mlx5_N`), GID 0 (subnet prefix + port GUID).
+    "sys/**/infiniband/*/node_guid",
+    "sys/**/infiniband/*/node_desc",
+    "sys/**/infiniband/*/ports/*/gids/0",
     "sys/**/net/*/operstate",
     "sys/**/net/*/speed",
     "sys/**/nvme/*/model",
@@ -202,8 +207,14 @@ mod tests {
         assert!(!whitelisted(Path::new(
             "sys/devices/pci0000:00/0000:00:01.0/net/eth0/address"
         )));
-        assert!(!whitelisted(Path::new(
+        assert!(whitelisted(Path::new(
             "sys/devices/pci0000:00/0000:00:01.0/infiniband/mlx5_0/node_guid"
+        )));
+        assert!(whitelisted(Path::new(
+            "sys/devices/pci0000:00/0000:00:01.0/infiniband/mlx5_0/ports/1/gids/0"
+        )));
+        assert!(!whitelisted(Path::new(
+            "sys/devices/pci0000:00/0000:00:01.0/infiniband/mlx5_0/ports/1/gids/3"
         )));
         assert!(whitelisted(Path::new(
             "sys/devices/pci0000:00/0000:00:01.0/infiniband/mlx5_0/ports/1/rate"

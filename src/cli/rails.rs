@@ -1,18 +1,23 @@
-//! `peerpath rails`: the scale-up boundary and the fabric ports that leave it.
+//! `peerpath rails`: the scale-up boundary and the fabric ports that leave it; with
+//! `--fabric`, the cabling of those ports as the fabric's own map shows it.
 
 use crate::InputArgs;
-use anyhow::Result;
+use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
+use peerpath::analysis::cabling::{self, NodeLayout};
 use peerpath::analysis::place::NodeView;
 use peerpath::analysis::rails;
+use peerpath::model::Topology;
 use peerpath::render;
+use peerpath::sources::{self, LoadOptions};
+use std::path::{Path, PathBuf};
 
 /// Output formats of `rails`.
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum RailsFormat {
     /// Tables.
     Text,
-    /// `peerpath.rails/1` JSON.
+    /// `peerpath.rails/2` JSON (`peerpath.cabling/1` with `--fabric`).
     Json,
 }
 
@@ -27,10 +32,34 @@ pub struct RailsArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     format: RailsFormat,
+    /// The fabric's own map: `ibnetdiscover` (topology file or `-p`), `iblinkinfo`,
+    /// `ibdiagnet2.db_csv`, or `lldpctl -f json` (a file, or a directory of one file per host
+    /// named `<host>.json`). Checks that each GPU's NIC is cabled to its rail's leaf; `-i` is
+    /// the node layout every host shares, or a directory of captures named `<host>.tar.gz`.
+    #[arg(long, value_name = "FILE|DIR")]
+    fabric: Option<PathBuf>,
+    /// Which end printed the `lldpctl -f json` files of `--fabric`: `host` (each file a host's
+    /// interfaces, named `<host>.json`) or `switch` (each a switch's ports, as Cumulus Linux and
+    /// SONiC run lldpd, named `<switch>.json`).
+    #[arg(long, value_enum, value_name = "SIDE", default_value = "host")]
+    lldp_from: LldpFrom,
 }
 
-/// Runs `rails`; exit code 1 when the node is not rail-optimised.
+/// Which end printed the `lldpctl` files.
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum LldpFrom {
+    /// The hosts.
+    Host,
+    /// The switches.
+    Switch,
+}
+
+/// Runs `rails`; exit code 1 when the node is not rail-optimised, or with `--fabric` when the
+/// cabling has an error.
 pub fn run(a: RailsArgs) -> Result<u8> {
+    if let Some(map) = &a.fabric {
+        return run_fabric(&a, map);
+    }
     let topo = crate::load(&a.input)?;
     let view = NodeView::new(&topo);
     let r = rails::build(&topo, &view, a.nodes);
@@ -41,4 +70,99 @@ pub fn run(a: RailsArgs) -> Result<u8> {
         }
     }
     Ok(if r.rail_optimised { 0 } else { 1 })
+}
+
+/// The host a capture file speaks for: its file name without the archive extension.
+fn host_of(p: &Path) -> String {
+    let n = p
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    for ext in [".tar.gz", ".tgz", ".tar.bz2", ".tar", ".xml", ".json"] {
+        if let Some(h) = n.strip_suffix(ext) {
+            return h.to_string();
+        }
+    }
+    n
+}
+
+fn layout_of(t: &Topology, host: Option<String>, source: String) -> NodeLayout {
+    let view = NodeView::new(t);
+    let r = rails::build(t, &view, 1);
+    NodeLayout::from_rails(t, &r, host, source)
+}
+
+/// The node layouts: one for every host (a single input), or one per capture of a directory.
+fn layouts(i: &InputArgs) -> Result<Vec<NodeLayout>> {
+    match i.input.as_deref() {
+        Some(d) if d.is_dir() && !d.join("sys").is_dir() => {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(d)
+                .with_context(|| format!("cannot list {}", d.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|q| {
+                    !q.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+                })
+                .collect();
+            files.sort();
+            let opts = LoadOptions {
+                pci_ids: i.pci_ids.clone(),
+                skip_names: true,
+                ..Default::default()
+            };
+            let mut out = Vec::new();
+            for f in files {
+                let t = sources::load(Some(&f), &opts)
+                    .with_context(|| format!("cannot read the node layout {}", f.display()))?;
+                let host = sources::host_name(&t)
+                    .map(str::to_string)
+                    .unwrap_or_else(|| host_of(&f));
+                out.push(layout_of(&t, Some(host), f.display().to_string()));
+            }
+            if out.is_empty() {
+                bail!("{}: no capture in it", d.display());
+            }
+            Ok(out)
+        }
+        _ => {
+            let t = crate::load(i)?;
+            let src = t.source.path.clone();
+            Ok(vec![layout_of(&t, None, src)])
+        }
+    }
+}
+
+fn run_fabric(a: &RailsArgs, map_path: &Path) -> Result<u8> {
+    let side = match a.lldp_from {
+        LldpFrom::Host => sources::fabric::LldpSide::Host,
+        LldpFrom::Switch => sources::fabric::LldpSide::Switch,
+    };
+    let map = sources::fabric::load_map(map_path, side)?;
+    let layouts = layouts(&a.input)?;
+    if layouts
+        .iter()
+        .all(|l| l.adapters.iter().all(|x| x.rail.is_none()))
+    {
+        bail!(
+            "the node layout has no GPU on a rail: nothing for the fabric to be checked against (see peerpath rails -i)"
+        );
+    }
+    let c = cabling::judge(&map, &layouts);
+    match a.format {
+        RailsFormat::Text => super::print_text(&render::cabling::render_text(
+            &c,
+            &map_path.display().to_string(),
+        )),
+        RailsFormat::Json => {
+            super::print_document(&(serde_json::to_string_pretty(&c)? + "\n"), true)
+        }
+    }
+    if c.adapters_matched == 0 {
+        eprintln!(
+            "peerpath: no host adapter of {} matched the node layout (by GUID, `<host> mlx5_N` or interface name)",
+            map_path.display()
+        );
+        return Ok(2);
+    }
+    Ok(if c.findings.is_empty() { 0 } else { 1 })
 }

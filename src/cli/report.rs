@@ -40,6 +40,10 @@ pub struct ReportArgs {
     /// Font file for PNG output (default: DejaVu Sans Mono from the system's font directory).
     #[arg(long, value_name = "FILE")]
     pub font: Option<PathBuf>,
+    /// The fabric's own map (as `peerpath rails --fabric`): the HTML report draws each
+    /// adapter's cable against its rail, this node's layout standing for every host.
+    #[arg(long, value_name = "FILE|DIR")]
+    pub fabric: Option<PathBuf>,
     /// PNG pixels per SVG unit.
     #[arg(long, default_value_t = 1.5)]
     pub scale: f32,
@@ -93,6 +97,25 @@ pub fn run(topo: &Topology, a: &ReportArgs) -> Result<u8> {
         }
         None => (None, None),
     };
+    let cabling = match &a.fabric {
+        Some(p) => {
+            let map =
+                peerpath::sources::fabric::load_map(p, peerpath::sources::fabric::LldpSide::Host)?;
+            let view = peerpath::analysis::place::NodeView::new(topo);
+            let rails = peerpath::analysis::rails::build(topo, &view, 1);
+            let layout = peerpath::analysis::cabling::NodeLayout::from_rails(
+                topo,
+                &rails,
+                None,
+                topo.source.path.clone(),
+            );
+            Some((
+                p.display().to_string(),
+                peerpath::analysis::cabling::judge(&map, &[layout]),
+            ))
+        }
+        None => None,
+    };
     let matrix = classify_all(topo, &ClassifyOptions::default());
     let report = audit::run(
         topo,
@@ -121,6 +144,7 @@ pub fn run(topo: &Topology, a: &ReportArgs) -> Result<u8> {
             matrix: &matrix,
             audit: &report,
             probe: probe_doc.as_ref(),
+            cabling: cabling.as_ref().map(|(n, c)| (n.as_str(), c)),
         })
         .into_bytes(),
     };

@@ -8,6 +8,7 @@ pub mod bar;
 pub mod bdf;
 pub mod cpulist;
 pub mod device;
+pub mod fabric;
 pub mod fact;
 pub mod linkfmt;
 pub mod nccl_settings;

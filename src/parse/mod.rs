@@ -12,6 +12,7 @@ pub mod attr;
 pub mod config;
 pub mod cpulist;
 pub mod cufile;
+pub mod fabric;
 pub mod hwloc;
 pub mod ib;
 pub mod joblog;

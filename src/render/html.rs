@@ -10,6 +10,7 @@
 use super::layout::{Layout, label_colour, severity_colour};
 use super::svg::{self, esc};
 use crate::analysis::audit::Report;
+use crate::analysis::cabling::Cabling;
 use crate::analysis::classify::{Label, Matrix};
 use crate::analysis::probe_report::ProbeReport;
 use anyhow::Result;
@@ -44,6 +45,9 @@ pub struct HtmlInputs<'a> {
     pub audit: &'a Report,
     /// Probe results, if given.
     pub probe: Option<&'a ProbeDoc>,
+    /// The rail cabling judged against the fabric's own map (`report --fabric`): the map's
+    /// name and the report.
+    pub cabling: Option<(&'a str, &'a Cabling)>,
 }
 
 const STYLE: &str = r#"
@@ -322,6 +326,42 @@ pub fn render(i: &HtmlInputs) -> String {
             for n in &r.notes {
                 let _ = writeln!(o, "<p>{}</p>", esc(n));
             }
+        }
+    }
+
+    // Rail cabling.
+    if let Some((name, c)) = i.cabling {
+        o.push_str("<h2>Rail cabling</h2>\n");
+        let _ = writeln!(
+            o,
+            "<p>From <code>{}</code> ({}): {} hosts, {} adapter ports judged; {}</p>",
+            esc(name),
+            esc(&c.producer),
+            c.hosts,
+            c.adapters_matched,
+            if c.findings.is_empty() {
+                "every adapter reaches a leaf of its own rail.".to_string()
+            } else {
+                format!("{} cabling error(s).", c.findings.len())
+            }
+        );
+        o.push_str(r#"<div class="picture">"#);
+        o.push_str(&super::cabling::render_svg(c));
+        o.push_str("</div>\n");
+        if !c.findings.is_empty() {
+            o.push_str("<table id=\"cabling\"><tr><th>finding</th><th>evidence</th></tr>\n");
+            for f in &c.findings {
+                let _ = writeln!(
+                    o,
+                    "<tr><td>{}</td><td class=\"mono\">{}</td></tr>",
+                    esc(&super::cabling::finding_line(f)),
+                    esc(&f.evidence.join("; "))
+                );
+            }
+            o.push_str("</table>\n");
+        }
+        for l in &c.limitations {
+            let _ = writeln!(o, "<p>{}</p>", esc(l));
         }
     }
 

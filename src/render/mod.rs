@@ -2,6 +2,7 @@
 //! computes anything the model or analysis did not.
 
 pub mod audit;
+pub mod cabling;
 pub mod diff;
 pub mod dot;
 pub mod dra;

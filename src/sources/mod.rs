@@ -11,6 +11,7 @@ pub mod budget;
 pub mod c2c;
 pub mod datadirect;
 pub mod ethtool;
+pub mod fabric;
 pub mod fsroot;
 pub mod hwloc_xml;
 pub mod json;

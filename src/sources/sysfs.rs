@@ -674,9 +674,23 @@ fn attach_class(
                                 .map(str::to_string),
                             link_layer: log.read_text(fs, &pd.join("link_layer")),
                         });
+                        // GID 0: on InfiniBand the subnet prefix and the port GUID, which
+                        // the fabric's map prints (analysis::cabling matches on it).
+                        if let Some(g) = log.read_text(fs, &pd.join("gids").join("0")) {
+                            od.attrs.push((format!("ports/{n}/gids/0"), g));
+                        }
                     }
                 }
-                for a in ["fw_ver", "hca_type", "board_id", "node_type"] {
+                // node_guid and node_desc: how the fabric's own map (ibnetdiscover,
+                // iblinkinfo, ibdiagnet) names this adapter.
+                for a in [
+                    "fw_ver",
+                    "hca_type",
+                    "board_id",
+                    "node_type",
+                    "node_guid",
+                    "node_desc",
+                ] {
                     if let Some(v) = log.read_text(fs, &target.join(a)) {
                         od.attrs.push((a.to_string(), v));
                     }

@@ -10,6 +10,7 @@
 //! - [`layouts`] holds named specs (HGX H100, DGX A100, VMs, scaling trees) and fault variants.
 
 pub mod config;
+pub mod fabric;
 mod host_files;
 pub mod hostile;
 pub mod layouts;

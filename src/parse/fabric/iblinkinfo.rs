@@ -1,0 +1,246 @@
+//! `iblinkinfo`'s output as rdma-core's `infiniband-diags/iblinkinfo.c` prints it:
+//!
+//! * default: a header per node (`Switch: 0x<port guid> <desc>:` or `CA: <desc>:`), then a line
+//!   per port: `<lid> <port>[<ext>] ==(<width> <speed> <state>/<phys>)==>  <peer lid> <peer
+//!   port>[<ext>] "<peer desc>" ( <could-be note> )`, an adapter's line led by its port GUID;
+//! * `-l`: every line whole: `0x<port guid> "<desc, %30s>" <lid> <port>[..] ==(…)==>  0x<peer
+//!   port guid> <peer lid> <peer port>[..] "<peer desc>" ( … )`.
+//!
+//! The width is `mad_dump_linkwidth` (`4X`), the speed the per-lane signalling rate
+//! (`106.25 Gbps` is NDR, `53.125 Gbps` HDR; `10.0 Gbps (FDR10)`). A down port prints no
+//! width and no peer; `Port not available` has no peer either. Nodes are keyed by LID, which
+//! both forms print for both ends (a switch's ports share its LID). `-l` prints no node
+//! type: a node with more than one cabled port is taken as a switch.
+
+use super::{Builder, MapError, at, guid};
+use crate::model::fabric::{FabricMap, LinkEnd, LinkRate, NodeKind, Producer, ib_lane_gbps};
+use std::collections::HashMap;
+
+/// The generation whose lane signalling rate `iblinkinfo` prints (`mad_dump_linkspeed`,
+/// `ibnd_dump_agg_linkspeedext`).
+fn generation_of_lane(s: &str) -> Option<&'static str> {
+    Some(match s {
+        "2.5" => "SDR",
+        "5.0" => "DDR",
+        "10.0" => "QDR",
+        "14.0625" => "FDR",
+        "25.78125" => "EDR",
+        "53.125" => "HDR",
+        "106.25" => "NDR",
+        "212.5" => "XDR",
+        _ => return None,
+    })
+}
+
+/// `lid port[ext]` at the end of `s` → (lid, port, the text before).
+fn lid_port(s: &str) -> Option<(u32, u32, &str)> {
+    let s = s.trim_end();
+    let s = if s.ends_with(']') {
+        &s[..s.rfind('[')?]
+    } else {
+        s
+    };
+    let s = s.trim_end();
+    let (before, port) = s.rsplit_once(char::is_whitespace)?;
+    let before = before.trim_end();
+    let (before, lid) = before
+        .rsplit_once(char::is_whitespace)
+        .unwrap_or(("", before));
+    Some((lid.parse().ok()?, port.parse().ok()?, before))
+}
+
+/// Parses either form.
+pub(super) fn parse(text: &str, name: &str) -> Result<FabricMap, MapError> {
+    let mut b = Builder::new(Producer::Iblinkinfo);
+    // The node a default-form port line belongs to: kind, GUID (switches), description.
+    let mut header: Option<(NodeKind, Option<u64>, String)> = None;
+    let mut any = false;
+    for (i, raw) in text.lines().enumerate() {
+        let n = i + 1;
+        let l = raw.trim();
+        if l.is_empty() {
+            continue;
+        }
+        if let Some(rest) = l.strip_prefix("Switch: ") {
+            let (g, desc) = rest.split_once(' ').unwrap_or((rest, ""));
+            header = Some((
+                NodeKind::Switch,
+                guid(g),
+                desc.strip_suffix(':').unwrap_or(desc).to_string(),
+            ));
+            continue;
+        }
+        if let Some(rest) = l
+            .strip_prefix("CA: ")
+            .or_else(|| l.strip_prefix("Router: "))
+        {
+            let kind = if l.starts_with("CA") {
+                NodeKind::Ca
+            } else {
+                NodeKind::Router
+            };
+            header = Some((
+                kind,
+                None,
+                rest.strip_suffix(':').unwrap_or(rest).to_string(),
+            ));
+            continue;
+        }
+        let (Some(open), Some(close)) = (l.find("==("), l.find(")==>")) else {
+            return Err(MapError::at(
+                n,
+                raw,
+                "neither a node header nor a port line (==(…)==>)",
+            ));
+        };
+        any = true;
+        let (left, mid, right) = (&l[..open], &l[open + 3..close], l[close + 4..].trim());
+        let Some((lid, port, before)) = lid_port(left) else {
+            return Err(MapError::at(n, raw, "no <lid> <port>[..] before ==("));
+        };
+        // Before the LID: the port GUID (adapters, and every line of -l), and in -l the
+        // node's quoted description first.
+        let before = before.trim();
+        let (own_desc, own_guid) = if let Some(q) = before.strip_prefix("0x") {
+            match q.split_once(char::is_whitespace) {
+                Some((g, d)) => (Some(d.trim().trim_matches('"').trim().to_string()), guid(g)),
+                None => (None, guid(q)),
+            }
+        } else {
+            (None, None)
+        };
+        let line_mode = own_desc.is_some();
+        // A down port, or a port whose peer is not available: no cable to record.
+        if right.starts_with('[') || right.starts_with("\"Port not available\"") {
+            continue;
+        }
+        let Some(q) = right.find('"') else {
+            return Err(MapError::at(n, raw, "peer without \"description\""));
+        };
+        let Some(qe) = right.rfind("\" (") else {
+            return Err(MapError::at(n, raw, "peer description not closed by \" ("));
+        };
+        if qe <= q {
+            return Err(MapError::at(n, raw, "peer description not closed"));
+        }
+        let rdesc = &right[q + 1..qe];
+        let Some((rlid, rport, rbefore)) = lid_port(&right[..q]) else {
+            return Err(MapError::at(n, raw, "no peer <lid> <port>[..]"));
+        };
+        let rguid = guid(rbefore.trim());
+        let words: Vec<&str> = mid.split_whitespace().collect();
+        let rate = match words.as_slice() {
+            [w, s, "Gbps", rest @ ..] if w.ends_with(['X', 'x']) => {
+                let generation = if rest.first() == Some(&"(FDR10)") {
+                    Some("FDR10")
+                } else {
+                    generation_of_lane(s)
+                };
+                let lanes = w[..w.len() - 1].parse::<u32>().ok();
+                Some(LinkRate {
+                    lanes,
+                    gbps: lanes
+                        .zip(generation.and_then(ib_lane_gbps))
+                        .map(|(l, g)| l as f64 * g),
+                    generation: generation.map(str::to_string),
+                    raw: format!("{w} {s} Gbps"),
+                })
+            }
+            _ => None,
+        };
+        let (kind, node_guid, desc) = match (&header, line_mode) {
+            (Some((k, g, d)), false) => (*k, *g, d.clone()),
+            (_, true) => (NodeKind::Ca, None, own_desc.clone().unwrap_or_default()),
+            (None, false) => {
+                return Err(MapError::at(
+                    n,
+                    raw,
+                    "port line before any Switch:/CA: header",
+                ));
+            }
+        };
+        let me = b.node(&format!("lid:{lid}"), kind, node_guid, Some(&desc));
+        // The peer's kind is not printed: an adapter until it shows a second cabled port or
+        // a Switch: header of its own (Builder keeps the kind first given; fixed below).
+        let peer = b.node(&format!("lid:{rlid}"), NodeKind::Ca, None, Some(rdesc));
+        b.link(
+            LinkEnd {
+                node: me,
+                port,
+                port_guid: if kind == NodeKind::Switch {
+                    None
+                } else {
+                    own_guid
+                },
+            },
+            LinkEnd {
+                node: peer,
+                port: rport,
+                port_guid: rguid,
+            },
+            None,
+            rate,
+            at(name, n),
+        );
+    }
+    if !any {
+        return Err(MapError::at(0, "", "no port line: not iblinkinfo output"));
+    }
+    let mut m = b.finish();
+    // Nodes with more than one cabled port are switches (a host adapter has one cable per
+    // node in every map this reads; a dual-port adapter cabled twice is named by its header).
+    let mut ports: HashMap<usize, usize> = HashMap::new();
+    for l in &m.links {
+        *ports.entry(l.a.node).or_default() += 1;
+        *ports.entry(l.b.node).or_default() += 1;
+    }
+    for (i, node) in m.nodes.iter_mut().enumerate() {
+        if node.kind == NodeKind::Ca && ports.get(&i).copied().unwrap_or(0) > 1 {
+            node.kind = NodeKind::Switch;
+        }
+    }
+    m.limitations.push(
+        "iblinkinfo names nodes by LID and prints no node GUID for an adapter: adapters are matched by description or port GUID".into(),
+    );
+    Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_form() {
+        let t = "Switch: 0xfc6a1c0300a1b2c3 leaf-r0-1:\n           1    1[  ] ==( 4X        106.25 Gbps Active/  LinkUp)==>      10    1[  ] \"gpu001 mlx5_0\" ( )\n           1    2[  ] ==(                Down/ Polling)==>             [  ] \"\" ( )\n           1    3[  ] ==( 2X        106.25 Gbps Active/  LinkUp)==>      11    1[  ] \"gpu002 mlx5_0\" ( Could be 4X 106.25 Gbps)\nCA: gpu001 mlx5_0:\n      0xa088c20300112233     10    1[  ] ==( 4X        106.25 Gbps Active/  LinkUp)==>       1    1[  ] \"leaf-r0-1\" ( )\n";
+        let m = parse(t, "l").unwrap();
+        assert_eq!(m.links.len(), 2);
+        assert_eq!(m.nodes[0].kind, NodeKind::Switch);
+        assert_eq!(m.nodes[0].guid, Some(0xfc6a1c0300a1b2c3));
+        assert_eq!(m.nodes[1].desc, "gpu001 mlx5_0");
+        assert_eq!(m.links[0].b.port_guid, Some(0xa088c20300112233));
+        assert_eq!(m.links[0].rate.as_ref().unwrap().gbps, Some(400.0));
+        assert_eq!(m.links[1].rate.as_ref().unwrap().gbps, Some(200.0));
+    }
+
+    #[test]
+    fn line_form() {
+        let t = "0x0002c90200404ad8 \"SwitchX -  Mellanox Technologies\"      4    3[  ] ==( 4X 25.78125 Gbps Active/  LinkUp)==>  0x0002c903000e0b72     15    1[  ] \"exe0002 HCA-1\" ( )\n0x0002c90200404ad8 \"SwitchX -  Mellanox Technologies\"      4   17[  ] ==( 4X 25.78125 Gbps Active/  LinkUp)==>  0x0011220300334455      5    1[  ] \"exe0001 HCA-1\" ( )\n";
+        let m = parse(t, "l").unwrap();
+        assert_eq!(m.links.len(), 2);
+        assert_eq!(m.nodes[0].kind, NodeKind::Switch);
+        assert_eq!(m.nodes[1].kind, NodeKind::Ca);
+        assert_eq!(m.links[0].b.port_guid, Some(0x0002c903000e0b72));
+        assert_eq!(m.links[0].rate.as_ref().unwrap().gbps, Some(100.0));
+    }
+
+    #[test]
+    fn refusals() {
+        assert!(parse("hello\n", "l").is_err());
+        let e = parse(
+            "      1    1[  ] ==( 4X 2.5 Gbps Active/  LinkUp)==>  2 1[ ] \"x\" ( )\n",
+            "l",
+        )
+        .unwrap_err();
+        assert!(e.reason.contains("before any"), "{e}");
+    }
+}

@@ -1,0 +1,264 @@
+//! The fabric's own map from the output of the tool that drew it: `ibnetdiscover` (default
+//! topology file and `-p`), `iblinkinfo` (default and `-l`), ibdiagnet's `ibdiagnet2.db_csv`
+//! and lldpd's `lldpctl -f json`. Each grammar follows the producer's own printing code
+//! (infiniband-diags' `ibnetdiscover.c` and `iblinkinfo.c` in rdma-core, lldpd's JSON writer);
+//! pure: bytes in, a [`FabricMap`] or a [`MapError`] naming the line out.
+
+mod ibdiag_csv;
+mod iblinkinfo;
+mod ibnetdiscover;
+mod lldp;
+
+use crate::model::fabric::{
+    FabricLink, FabricMap, FabricNode, LinkEnd, LinkRate, NodeKind, Producer, ib_lane_gbps,
+};
+use std::collections::HashMap;
+use std::fmt;
+
+pub use lldp::{parse as parse_lldpctl, parse_switch as parse_lldpctl_switch};
+
+/// Why a map was refused: the line and what was wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MapError {
+    /// 1-based line (0: the file as a whole).
+    pub line: usize,
+    /// What is wrong.
+    pub reason: String,
+    /// The line as read, shortened to 80 characters.
+    pub text: String,
+}
+
+impl fmt::Display for MapError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}", self.reason)
+        } else {
+            write!(f, "line {}: {}: {:?}", self.line, self.reason, self.text)
+        }
+    }
+}
+
+impl std::error::Error for MapError {}
+
+impl MapError {
+    fn at(line: usize, text: &str, reason: impl Into<String>) -> Self {
+        MapError {
+            line,
+            reason: reason.into(),
+            text: text.chars().take(80).collect(),
+        }
+    }
+}
+
+/// Which producer wrote `text`, from the marks only that producer prints; `None` when none
+/// is recognised.
+pub fn detect(text: &str) -> Option<Producer> {
+    let mut cut = text.len().min(64 * 1024);
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let head: &str = &text[..cut];
+    let trimmed = head.trim_start();
+    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        return Some(Producer::Lldpctl);
+    }
+    if head.contains("START_NODES") || head.contains("START_LINKS") {
+        return Some(Producer::IbdiagnetCsv);
+    }
+    if head.contains(")==>") {
+        return Some(Producer::Iblinkinfo);
+    }
+    for l in head.lines() {
+        let l = l.trim_start();
+        if l.starts_with("switchguid=")
+            || l.starts_with("caguid=")
+            || l.starts_with("Switch\t")
+            || l.starts_with("Ca\t")
+        {
+            return Some(Producer::Ibnetdiscover);
+        }
+        if ibnetdiscover::is_ports_line(l) {
+            return Some(Producer::IbnetdiscoverPorts);
+        }
+    }
+    None
+}
+
+/// Parses a map written by `producer` (see [`detect`]); `name` is the file name used in
+/// each link's evidence. lldpctl's output is one host's: parse it with [`parse_lldpctl`],
+/// which needs the host's name.
+pub fn parse(text: &str, producer: Producer, name: &str) -> Result<FabricMap, MapError> {
+    match producer {
+        Producer::Ibnetdiscover => ibnetdiscover::parse_topology(text, name),
+        Producer::IbnetdiscoverPorts => ibnetdiscover::parse_ports(text, name),
+        Producer::Iblinkinfo => iblinkinfo::parse(text, name),
+        Producer::IbdiagnetCsv => ibdiag_csv::parse(text, name),
+        Producer::Lldpctl => Err(MapError::at(
+            0,
+            "",
+            "lldpctl output is one host's: name the host (parse_lldpctl)",
+        )),
+    }
+}
+
+/// Builds a map: nodes by key, each cable once however many times it is printed.
+pub(crate) struct Builder {
+    map: FabricMap,
+    by_key: HashMap<String, usize>,
+    seen: HashMap<(usize, u32), usize>,
+}
+
+impl Builder {
+    pub(crate) fn new(producer: Producer) -> Self {
+        Builder {
+            map: FabricMap {
+                producer,
+                nodes: Vec::new(),
+                links: Vec::new(),
+                limitations: Vec::new(),
+            },
+            by_key: HashMap::new(),
+            seen: HashMap::new(),
+        }
+    }
+
+    /// The node with `key`, added when new; a description or GUID learnt later fills a blank.
+    pub(crate) fn node(
+        &mut self,
+        key: &str,
+        kind: NodeKind,
+        guid: Option<u64>,
+        desc: Option<&str>,
+    ) -> usize {
+        if let Some(&i) = self.by_key.get(key) {
+            let n = &mut self.map.nodes[i];
+            if n.desc.is_empty()
+                && let Some(d) = desc
+            {
+                n.desc = d.to_string();
+            }
+            if n.guid.is_none() {
+                n.guid = guid;
+            }
+            return i;
+        }
+        let i = self.map.nodes.len();
+        self.map.nodes.push(FabricNode {
+            kind,
+            guid,
+            desc: desc.unwrap_or_default().to_string(),
+            key: key.to_string(),
+        });
+        self.by_key.insert(key.to_string(), i);
+        i
+    }
+
+    /// Adds a cable unless either end already has one (the same cable printed from its other
+    /// end); a port GUID printed only on the second sighting is kept.
+    pub(crate) fn link(
+        &mut self,
+        a: LinkEnd,
+        b: LinkEnd,
+        names: Option<(String, String)>,
+        rate: Option<LinkRate>,
+        evidence: String,
+    ) {
+        let found = self
+            .seen
+            .get(&(a.node, a.port))
+            .or_else(|| self.seen.get(&(b.node, b.port)))
+            .copied();
+        if let Some(i) = found {
+            let l = &mut self.map.links[i];
+            for end in [&mut l.a, &mut l.b] {
+                for new in [a, b] {
+                    if end.node == new.node && end.port == new.port && end.port_guid.is_none() {
+                        end.port_guid = new.port_guid;
+                    }
+                }
+            }
+            if l.rate.is_none() {
+                l.rate = rate;
+            }
+            return;
+        }
+        let i = self.map.links.len();
+        self.seen.insert((a.node, a.port), i);
+        self.seen.insert((b.node, b.port), i);
+        self.map.links.push(FabricLink {
+            a,
+            b,
+            port_names: names,
+            rate,
+            evidence,
+        });
+    }
+
+    pub(crate) fn limitation(&mut self, s: &str) {
+        self.map.limitations.push(s.to_string());
+    }
+
+    pub(crate) fn finish(self) -> FabricMap {
+        self.map
+    }
+}
+
+/// `0x0002c903000e0b72` or `0002c903000e0b72` → the GUID.
+pub(crate) fn guid(s: &str) -> Option<u64> {
+    let h = s.trim();
+    let h = h
+        .strip_prefix("0x")
+        .or_else(|| h.strip_prefix("0X"))
+        .unwrap_or(h);
+    if h.is_empty() || h.len() > 16 {
+        return None;
+    }
+    u64::from_str_radix(h, 16).ok()
+}
+
+/// `ibnetdiscover`'s width and speed words (`4x` and `NDR`, printed together as `4xNDR` by the
+/// topology file and apart by `-p`): `??`/`???` (unknown) give no lanes or generation.
+pub(crate) fn ib_rate(width: &str, speed: &str, raw: String) -> LinkRate {
+    let lanes = width
+        .strip_suffix(['x', 'X'])
+        .and_then(|n| n.parse::<u32>().ok());
+    let generation = ib_lane_gbps(speed).map(|_| speed.to_string());
+    LinkRate {
+        lanes,
+        gbps: lanes.zip(ib_lane_gbps(speed)).map(|(l, g)| l as f64 * g),
+        generation,
+        raw,
+    }
+}
+
+/// Evidence of one line: `FILE line N`.
+pub(crate) fn at(name: &str, line: usize) -> String {
+    format!("{name} line {line}")
+}
+
+/// One map from several of one producer (lldpctl: one per host): nodes joined by key (a
+/// switch seen by many hosts is one node), each cable once.
+pub fn merge(maps: Vec<FabricMap>) -> Option<FabricMap> {
+    let producer = maps.first()?.producer;
+    let mut b = Builder::new(producer);
+    for m in maps {
+        let idx: Vec<usize> = m
+            .nodes
+            .iter()
+            .map(|n| b.node(&n.key, n.kind, n.guid, Some(&n.desc)))
+            .collect();
+        for l in m.links {
+            let map_end = |e: LinkEnd| LinkEnd {
+                node: idx[e.node],
+                ..e
+            };
+            b.link(map_end(l.a), map_end(l.b), l.port_names, l.rate, l.evidence);
+        }
+        for lim in m.limitations {
+            if !b.map.limitations.contains(&lim) {
+                b.map.limitations.push(lim);
+            }
+        }
+    }
+    Some(b.finish())
+}
