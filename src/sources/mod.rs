@@ -156,7 +156,8 @@ pub fn load(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
     }
     if let Some(p) = &opts.rdma_topo {
         let shown = p.display().to_string();
-        let bytes = std::fs::read(p).with_context(|| format!("cannot read {shown}"))?;
+        let bytes = fsroot::input::read_input(p, fsroot::input::MAX_SIDE_FILE_BYTES)
+            .with_context(|| format!("cannot read {shown}"))?;
         let complexes =
             crate::parse::rdma_topo::parse(&bytes).map_err(|r| anyhow::anyhow!("{shown}: {r}"))?;
         datadirect::apply_rdma_topo(&mut topo, &shown, complexes);
