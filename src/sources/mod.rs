@@ -24,6 +24,7 @@ pub mod rdma_order;
 pub mod storage;
 pub mod sysfs;
 pub mod tree;
+pub mod warn_cap;
 pub mod xmltree;
 
 use crate::model::{SourceInfo, Topology};

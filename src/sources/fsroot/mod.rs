@@ -201,6 +201,35 @@ fn push_components(out: &mut Vec<PathBuf>, p: &Path) {
     }
 }
 
+/// Reads a whole file inside a root, at most `cap` bytes: a longer file is an error saying so
+/// (`InvalidData`), never a silent cut that a parser would then misread (a mount table cut
+/// mid-line, a `properties` file cut mid-pair). Errors are the root's own (`NotFound` for an
+/// absent file; a FIFO, device or socket refused by its type).
+pub fn read_whole<F: FsRoot + ?Sized>(fs: &F, path: &Path, cap: usize) -> io::Result<Vec<u8>> {
+    let b = fs.read_limited(path, cap.saturating_add(1))?;
+    if b.len() > cap {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "larger than the {} peerpath reads of this file; not read",
+                shown_size(cap as u64)
+            ),
+        ));
+    }
+    Ok(b)
+}
+
+/// A cap in words (`4 MiB`, `64 KiB`, `300 bytes`).
+pub fn shown_size(n: u64) -> String {
+    if n >= 1 << 20 && n % (1 << 20) == 0 {
+        format!("{} MiB", n >> 20)
+    } else if n >= 1 << 10 && n % (1 << 10) == 0 {
+        format!("{} KiB", n >> 10)
+    } else {
+        format!("{n} bytes")
+    }
+}
+
 /// Joins a relative link target onto the directory holding the link, lexically.
 pub fn join_link(link: &Path, target: &Path) -> PathBuf {
     let mut out: Vec<std::ffi::OsString> = if target.is_absolute() {
