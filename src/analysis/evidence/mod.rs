@@ -318,7 +318,7 @@ pub fn analyze(inputs: &[Input], topo: Option<&dyn Node>, opts: &Options) -> Evi
                     processes: r.processes,
                     refused,
                     unrecognised_lines: Unrecognised {
-                        count: job.unrecognised.len(),
+                        count: job.unrecognised_count,
                         lines: job
                             .unrecognised
                             .iter()
