@@ -156,3 +156,26 @@ fn evidence_on_ten_thousand_ranks_is_linear() {
     );
     assert!(took < Duration::from_secs(8), "{took:?}");
 }
+
+/// A fleet directory with a planted `zz -> /`: that entry is reported unreadable (it made this
+/// machine a node), as is a FIFO; a link to a file inside the directory is read.
+#[test]
+fn fleet_reads_only_files_and_directories_under_the_given_path() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(HWLOC_XML),
+        dir.join("a.xml"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("/", dir.join("zz")).unwrap();
+    std::os::unix::fs::symlink("a.xml", dir.join("b.xml")).unwrap();
+    fifo(&dir.join("pipe"));
+    let o = peerpath(&["fleet", dir.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
+    assert!(out.starts_with("2 node(s), 1 group(s)"), "{out}");
+    assert!(out.contains("2 unreadable input(s)"), "{out}");
+    assert!(out.contains("zz: a link out of"), "{out}");
+    assert!(out.contains("pipe: a named pipe (FIFO)"), "{out}");
+}
