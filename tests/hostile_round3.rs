@@ -179,3 +179,20 @@ fn fleet_reads_only_files_and_directories_under_the_given_path() {
     assert!(out.contains("zz: a link out of"), "{out}");
     assert!(out.contains("pipe: a named pipe (FIFO)"), "{out}");
 }
+
+/// `fixture -o DIR` with a planted `DIR/sys -> elsewhere`: refused naming the link, nothing
+/// written elsewhere (the tree was written through the link). Writing a tree over itself is
+/// `output::tests::the_directory_writer_never_follows_a_planted_link` and `tests/synth_cli.rs`.
+#[test]
+fn fixture_output_never_writes_through_a_planted_link() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("tree");
+    let elsewhere = d.path().join("elsewhere");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, out.join("sys")).unwrap();
+    let o = peerpath(&["fixture", "hgx-h100", "-o", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is a symbolic link"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+}
