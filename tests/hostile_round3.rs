@@ -196,3 +196,38 @@ fn fixture_output_never_writes_through_a_planted_link() {
     assert!(stderr(&o).contains("is a symbolic link"), "{}", stderr(&o));
     assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
 }
+
+/// A bus link reaching its device through a chain of 100 links is "too many levels of
+/// symbolic links", not "vanished or access denied".
+#[test]
+fn a_long_link_chain_is_said_to_be_one() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path();
+    let dev = root.join("sys/devices/pci0000:00/0000:00:01.0");
+    std::fs::create_dir_all(&dev).unwrap();
+    for (f, v) in [
+        ("class", "0x020000"),
+        ("vendor", "0x15b3"),
+        ("device", "0x1021"),
+    ] {
+        std::fs::write(dev.join(f), format!("{v}\n")).unwrap();
+    }
+    let chain = root.join("chain");
+    std::fs::create_dir_all(&chain).unwrap();
+    std::os::unix::fs::symlink("../sys/devices/pci0000:00/0000:00:01.0", chain.join("l100"))
+        .unwrap();
+    for i in 1..100 {
+        std::os::unix::fs::symlink(format!("l{}", i + 1), chain.join(format!("l{i}"))).unwrap();
+    }
+    let bus = root.join("sys/bus/pci/devices");
+    std::fs::create_dir_all(&bus).unwrap();
+    std::os::unix::fs::symlink("../../../../chain/l1", bus.join("0000:00:01.0")).unwrap();
+    let o = peerpath(&["scan", "-i", root.to_str().unwrap(), "--format", "json"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("too many levels of symbolic links"),
+        "{out}{}",
+        stderr(&o)
+    );
+    assert!(!out.contains("vanished"), "{out}");
+}

@@ -305,6 +305,17 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
                 );
                 continue;
             }
+            Err(e) if is_link_loop(&e) => {
+                log.warn(
+                    &bus.join(bdf.to_string()),
+                    format!(
+                        "too many levels of symbolic links (more than {}) on the way to {}; device skipped",
+                        super::fsroot::MAX_LINKS,
+                        dir.display()
+                    ),
+                );
+                continue;
+            }
             Err(e) => {
                 log.warn(dir, format!("device directory unreadable ({e}); device vanished or access denied, skipped"));
                 continue;
@@ -923,6 +934,12 @@ fn machine_info(fs: &dyn FsRoot, log: &Log) -> MachineInfo {
         }
     }
     m
+}
+
+/// Whether an error is a chain of links too long or looping (`ELOOP` from the kernel, or the
+/// in-memory resolver's own "too many levels"), not a device gone or access denied.
+fn is_link_loop(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ELOOP) || e.to_string().contains("too many levels")
 }
 
 #[cfg(test)]
