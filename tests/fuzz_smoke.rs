@@ -32,8 +32,8 @@ fn every_target_has_a_seed_corpus() {
 fn smoke_every_target() {
     for t in TARGETS {
         let execs = match t.name {
-            "snapshot" | "json" => 300,
-            "hwloc_xml" | "nccl_xml" => 3_000,
+            "snapshot" | "json" | "evidence" => 300,
+            "hwloc_xml" | "nccl_xml" | "cufile" => 3_000,
             _ => 20_000,
         };
         let s = run_mutations(t.run, &corpus(t.name), execs, 0x9e37_79b9_7f4a_7c15);

@@ -474,9 +474,10 @@ fn walk_tar<'a>(
             // archive that stops without them (or inside a header) was cut.
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
-                if pos == data.len() {
+                if pos >= data.len() {
                     format!(
-                        "snapshot is truncated: the archive ends at byte {pos} without its end-of-archive blocks"
+                        "snapshot is truncated: the archive ends at byte {} without its end-of-archive blocks",
+                        data.len()
                     )
                 } else {
                     format!(
