@@ -54,6 +54,10 @@ fn main() {
         );
         if let Some(c) = s.first_crash {
             println!("  first crash input: {:?}", String::from_utf8_lossy(&c));
+            // Kept whole for a reproduction (`peerpath evidence FILE`, a seed once fixed).
+            if let Some(d) = std::env::var_os("FUZZ_CRASH_DIR") {
+                let _ = std::fs::write(std::path::Path::new(&d).join(t.name), &c);
+            }
         }
     }
 }
