@@ -231,3 +231,35 @@ fn a_long_link_chain_is_said_to_be_one() {
     );
     assert!(!out.contains("vanished"), "{out}");
 }
+
+/// An attribute over the 1 MiB read of a sysfs file (a 2 MiB sparse `numa_node`) is warned as
+/// not read, never parsed from its first MiB.
+#[test]
+fn an_oversized_attribute_is_said_not_cut() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path();
+    let dev = root.join("sys/devices/pci0000:00/0000:00:01.0");
+    std::fs::create_dir_all(&dev).unwrap();
+    for (f, v) in [
+        ("class", "0x020000"),
+        ("vendor", "0x15b3"),
+        ("device", "0x1021"),
+    ] {
+        std::fs::write(dev.join(f), format!("{v}\n")).unwrap();
+    }
+    sparse(&dev.join("numa_node"), 2 << 20);
+    let bus = root.join("sys/bus/pci/devices");
+    std::fs::create_dir_all(&bus).unwrap();
+    std::os::unix::fs::symlink(
+        "../../../devices/pci0000:00/0000:00:01.0",
+        bus.join("0000:00:01.0"),
+    )
+    .unwrap();
+    let o = peerpath(&["scan", "-i", root.to_str().unwrap(), "--format", "json"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        out.contains("numa_node") && out.contains("larger than the 1 MiB peerpath reads"),
+        "{out}"
+    );
+}

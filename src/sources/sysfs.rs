@@ -808,7 +808,13 @@ fn text_of(fs: &dyn FsRoot, log: &Log, p: &str) -> Option<String> {
 
 fn machine_info(fs: &dyn FsRoot, log: &Log) -> MachineInfo {
     let mut m = MachineInfo::default();
-    if let Some(b) = read_opt(fs, log, Path::new("proc/cpuinfo")) {
+    // 16 MiB: a machine of thousands of CPUs writes more than the 1 MiB of an attribute.
+    let cpuinfo = Path::new("proc/cpuinfo");
+    if let Some(b) = optional(
+        log,
+        cpuinfo,
+        super::fsroot::read_whole(fs, cpuinfo, 16 << 20),
+    ) {
         let s = String::from_utf8_lossy(&b);
         let mut sockets = std::collections::BTreeSet::new();
         let mut logical = 0;

@@ -75,9 +75,10 @@ pub trait FsRoot: Send + Sync {
     /// Human description (`/`, `fixtures/x.tar.bz2`).
     fn describe(&self) -> String;
 
-    /// Reads a whole file, up to 1 MiB (sysfs attributes are at most a page; `config` 4 KiB).
+    /// Reads a whole file of at most [`MAX_ATTR_BYTES`] (sysfs attributes are at most a page;
+    /// `config` 4 KiB): a longer one is an error saying so, never silently cut.
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        self.read_limited(path, 1 << 20)
+        read_whole(self, path, MAX_ATTR_BYTES)
     }
 
     /// Opens a directory once for several look-ups of names directly in it (a device's
@@ -158,9 +159,14 @@ pub trait OpenDir {
     /// Target of the link `name` in the directory, as stored.
     fn read_link(&self, name: &str) -> io::Result<PathBuf>;
 
-    /// Reads the file `name`, up to 1 MiB (as [`FsRoot::read`]).
+    /// Reads the file `name`, at most [`MAX_ATTR_BYTES`] (as [`FsRoot::read`]): a longer one
+    /// is an error saying so.
     fn read(&self, name: &str) -> io::Result<Vec<u8>> {
-        self.read_limited(name, 1 << 20)
+        let b = self.read_limited(name, MAX_ATTR_BYTES + 1)?;
+        if b.len() > MAX_ATTR_BYTES {
+            return Err(too_long(MAX_ATTR_BYTES));
+        }
+        Ok(b)
     }
 }
 
@@ -208,15 +214,23 @@ fn push_components(out: &mut Vec<PathBuf>, p: &Path) {
 pub fn read_whole<F: FsRoot + ?Sized>(fs: &F, path: &Path, cap: usize) -> io::Result<Vec<u8>> {
     let b = fs.read_limited(path, cap.saturating_add(1))?;
     if b.len() > cap {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!(
-                "larger than the {} peerpath reads of this file; not read",
-                shown_size(cap as u64)
-            ),
-        ));
+        return Err(too_long(cap));
     }
     Ok(b)
+}
+
+/// Largest file inside an input read by [`FsRoot::read`] (a sysfs attribute, `/proc/cpuinfo`
+/// of a few hundred CPUs).
+pub const MAX_ATTR_BYTES: usize = 1 << 20;
+
+fn too_long(cap: usize) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!(
+            "larger than the {} peerpath reads of this file; not read",
+            shown_size(cap as u64)
+        ),
+    )
 }
 
 /// A cap in words (`4 MiB`, `64 KiB`, `300 bytes`).
