@@ -17,8 +17,9 @@ pub const MAX_TEXT_INPUT_BYTES: u64 = 256 << 20;
 pub const MAX_SIDE_FILE_BYTES: u64 = 64 << 20;
 
 /// Largest job output `evidence` reads (an `NCCL_DEBUG=INFO` log of a 1,000-rank job is tens
-/// of MiB); the parsers hold about 4× the file while they read it (docs/bad-input.md).
-pub const MAX_EVIDENCE_BYTES: u64 = 256 << 20;
+/// of MiB): `evidence` holds about 9× a real log, up to ~40× one of a single line per process
+/// (its report and output are then several times the input; docs/bad-input.md).
+pub const MAX_EVIDENCE_BYTES: u64 = 128 << 20;
 
 /// An input path, opened and checked.
 pub enum Opened {
