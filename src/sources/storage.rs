@@ -357,7 +357,7 @@ mod tests {
         std::fs::create_dir_all(d.path().join("proc/self")).unwrap();
         rustix::fs::mknodat(
             rustix::fs::CWD,
-            &d.path().join(CUFILE_JSON),
+            d.path().join(CUFILE_JSON),
             rustix::fs::FileType::Fifo,
             rustix::fs::Mode::from_raw_mode(0o600),
             0,

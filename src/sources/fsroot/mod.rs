@@ -235,9 +235,9 @@ fn too_long(cap: usize) -> io::Error {
 
 /// A cap in words (`4 MiB`, `64 KiB`, `300 bytes`).
 pub fn shown_size(n: u64) -> String {
-    if n >= 1 << 20 && n % (1 << 20) == 0 {
+    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
         format!("{} MiB", n >> 20)
-    } else if n >= 1 << 10 && n % (1 << 10) == 0 {
+    } else if n >= 1 << 10 && n.is_multiple_of(1 << 10) {
         format!("{} KiB", n >> 10)
     } else {
         format!("{n} bytes")
