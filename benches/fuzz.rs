@@ -1,6 +1,8 @@
 //! Long fuzz runs of every target with the stable mutational harness: `cargo bench --bench fuzz
-//! -- [EXECS]` (default 10,000,000 per cheap target; tarball and JSON targets get 1/100 of it).
-//! Prints executions, crashes and rate per target. Coverage-guided runs: `fuzz/README.md`.
+//! -- [EXECS] [TARGET…]` (default 10,000,000 per cheap target; tarball, JSON and evidence
+//! targets get 1/100 of it, the XML ones 1/10, unless targets are named: then each named one
+//! gets EXECS). Prints executions, crashes and rate per target. Coverage-guided runs:
+//! `fuzz/README.md`.
 
 use peerpath::fuzzing::{TARGETS, run_mutations};
 use std::time::Instant;
@@ -17,7 +19,14 @@ fn main() {
         "{:<10} {:>12} {:>8} {:>12}",
         "target", "execs", "crashes", "execs/s"
     );
-    for t in TARGETS {
+    let named: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-') && a.parse::<u64>().is_err())
+        .collect();
+    for t in TARGETS
+        .iter()
+        .filter(|t| named.is_empty() || named.iter().any(|n| n == t.name))
+    {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("fuzz/corpus")
             .join(t.name);
@@ -28,7 +37,8 @@ fn main() {
             })
             .unwrap_or_default();
         let n = match t.name {
-            "snapshot" | "json" => execs / 100,
+            _ if !named.is_empty() => execs,
+            "snapshot" | "json" | "evidence" => execs / 100,
             "hwloc_xml" | "nccl_xml" => execs / 10,
             _ => execs,
         };
@@ -44,6 +54,10 @@ fn main() {
         );
         if let Some(c) = s.first_crash {
             println!("  first crash input: {:?}", String::from_utf8_lossy(&c));
+            // Kept whole for a reproduction (`peerpath evidence FILE`, a seed once fixed).
+            if let Some(d) = std::env::var_os("FUZZ_CRASH_DIR") {
+                let _ = std::fs::write(std::path::Path::new(&d).join(t.name), &c);
+            }
         }
     }
 }

@@ -67,7 +67,82 @@ pub const TARGETS: &[Target] = &[
         name: "fabric_map",
         run: fabric_map,
     },
+    Target {
+        name: "cufile",
+        run: cufile,
+    },
+    Target {
+        name: "kfd",
+        run: kfd,
+    },
+    Target {
+        name: "mountinfo",
+        run: mountinfo,
+    },
+    Target {
+        name: "evidence",
+        run: evidence,
+    },
 ];
+
+/// `/etc/cufile.json` (JSON with comments), then the facts the GDS audit reads of it; at most
+/// [`crate::parse::MAX_LINE_REFUSALS`] wrong-type notes are kept, each shortened.
+pub fn cufile(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    if let Ok(c) = parse::cufile::parse(&text) {
+        assert!(c.wrong_type.len() <= parse::MAX_LINE_REFUSALS);
+        let _ = (c.compat_allowed(), c.compat_forced(), c.p2pdma());
+        let _ = c.rdma_addrs().count();
+    }
+}
+
+/// A KFD topology `properties` file; refused lines are counted, at most
+/// [`crate::parse::MAX_LINE_REFUSALS`] kept.
+pub fn kfd(data: &[u8]) {
+    if let Ok((p, bad)) = parse::kfd::properties(data) {
+        assert!(bad.first.len() <= parse::MAX_LINE_REFUSALS && bad.count >= bad.first.len());
+        let _ = (p.get("location_id"), p.get_u32("node_to"));
+    }
+}
+
+/// `/proc/self/mountinfo` and `/proc/mounts`, each line read or counted as refused.
+pub fn mountinfo(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    for (mounts, bad) in [
+        parse::mounts::mountinfo(&text),
+        parse::mounts::mounts(&text),
+    ] {
+        assert!(bad.first.len() <= parse::MAX_LINE_REFUSALS);
+        for m in &mounts {
+            let _ = m.option("proto");
+        }
+    }
+}
+
+/// Job output for `evidence` (NCCL log lines, nccl-tests tables, perftest runs), read and
+/// judged without a topology, then rendered, as `peerpath evidence FILE` runs it; no figure
+/// judged may be non-finite.
+pub fn evidence(data: &[u8]) {
+    use crate::analysis::evidence;
+    let Ok(input) = evidence::Input::from_bytes("fuzz", data) else {
+        return;
+    };
+    let report = evidence::analyze(&[input], None, &Default::default());
+    for b in &report.bandwidth {
+        for v in [
+            b.peak.map(|p| p.0),
+            b.large.map(|p| p.0),
+            b.avg,
+            b.judged.as_ref().map(|j| j.0),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            assert!(v.is_finite(), "bandwidth {v} judged");
+        }
+    }
+    let _ = crate::render::evidence::text(&report);
+}
 
 /// An XML document through the XML reader, then the source reader for its root element, then
 /// the tree renderer (as `scan -i FILE.xml` runs them).

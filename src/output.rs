@@ -25,6 +25,10 @@ use std::io::{self, BufWriter, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+/// Bytes of the target's name kept in its temporary file's name (`.NAME.` + 10 random
+/// characters + `.tmp` is then at most 255 bytes, NAME_MAX).
+const TMP_NAME_KEPT: usize = 255 - 2 - 10 - 4;
+
 /// How the bytes reached the target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Delivery {
@@ -197,7 +201,11 @@ pub fn write_quietly(
                 Some(p) if !p.as_os_str().is_empty() => p,
                 _ => Path::new("."),
             };
-            let prefix = format!(".{}.", name.to_string_lossy());
+            // `.NAME.` + 10 random characters + `.tmp` must fit NAME_MAX (255 bytes) for any
+            // legal NAME: the name is cut to 239 bytes in the temporary name only.
+            use std::os::unix::ffi::{OsStrExt, OsStringExt};
+            let cut = &name.as_bytes()[..name.len().min(TMP_NAME_KEPT)];
+            let prefix = std::ffi::OsString::from_vec([&b"."[..], cut, &b"."[..]].concat());
             // Exclusive and random: O_CREAT|O_EXCL never follows a link at the name, and a
             // name taken is retried with another. Removed when dropped unless persisted.
             let tmp = tempfile::Builder::new()
@@ -256,6 +264,164 @@ pub fn write_output_with(
 /// Writes `bytes` to `path` (see the module doc) and says so on standard error.
 pub fn write_output(path: &Path, bytes: &[u8]) -> Result<Written> {
     write_output_with(path, |w| w.write_all(bytes))
+}
+
+/// Writes a tree of files under a directory (`fixture -o DIR`) without following a link
+/// placed inside it: every component below the root is opened relative to its parent's
+/// descriptor with `O_NOFOLLOW` (`openat`), so a planted `DIR/sys -> elsewhere` makes the write
+/// fail naming it instead of writing through it. The root itself is named by the caller and may
+/// be a link. Files are created `0644`, directories `0755`; a link the tree itself holds is
+/// replaced (`unlinkat`, then `symlinkat`), so a tree can be written again over itself.
+pub struct DirWriter {
+    root: PathBuf,
+    top: std::os::fd::OwnedFd,
+    /// The directory of the last entry written, and its descriptor (entries come parents first
+    /// and grouped, so this saves walking from the root for each one).
+    last: Option<(PathBuf, std::os::fd::OwnedFd)>,
+}
+
+impl DirWriter {
+    /// Creates `root` (and its parents) when absent and opens it.
+    pub fn new(root: &Path) -> io::Result<Self> {
+        std::fs::create_dir_all(root)?;
+        let top = rustix::fs::open(
+            root,
+            rustix::fs::OFlags::RDONLY
+                | rustix::fs::OFlags::DIRECTORY
+                | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )?;
+        Ok(DirWriter {
+            root: root.to_path_buf(),
+            top,
+            last: None,
+        })
+    }
+
+    fn refused(&self, rel: &Path, e: rustix::io::Errno) -> io::Error {
+        let full = self.root.join(rel);
+        if e == rustix::io::Errno::LOOP || e == rustix::io::Errno::NOTDIR {
+            io::Error::other(format!(
+                "{} is a symbolic link or not a directory; not written through",
+                full.display()
+            ))
+        } else {
+            io::Error::other(format!("{}: {}", full.display(), io::Error::from(e)))
+        }
+    }
+
+    /// The descriptor of directory `rel` (relative to the root; created when absent), every
+    /// component opened without following a link.
+    fn open_dir(&mut self, rel: &Path, create: bool) -> io::Result<std::os::fd::BorrowedFd<'_>> {
+        use rustix::fs::{Mode, OFlags};
+        use std::os::fd::AsFd;
+        if self.last.as_ref().is_none_or(|(p, _)| p != rel) {
+            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            // Walking down from the last directory (the common case: entries come parents
+            // first) opens only the components below it.
+            let (mut cur, mut sofar, rest) = match self.last.take() {
+                Some((p, fd)) if rel.starts_with(&p) => {
+                    let rest = rel.strip_prefix(&p).unwrap_or(rel).to_path_buf();
+                    (Some(fd), p, rest)
+                }
+                _ => (None, PathBuf::new(), rel.to_path_buf()),
+            };
+            for c in rest.components() {
+                let std::path::Component::Normal(name) = c else {
+                    return Err(io::Error::other(format!(
+                        "{}: not a plain relative path",
+                        rel.display()
+                    )));
+                };
+                sofar.push(name);
+                let parent = cur.as_ref().map_or(self.top.as_fd(), |f| f.as_fd());
+                if create {
+                    match rustix::fs::mkdirat(parent, name, Mode::from_raw_mode(0o755)) {
+                        Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                        Err(e) => return Err(self.refused(&sofar, e)),
+                    }
+                }
+                let fd = rustix::fs::openat(parent, name, flags, Mode::empty())
+                    .map_err(|e| self.refused(&sofar, e))?;
+                cur = Some(fd);
+            }
+            let fd = match cur {
+                Some(fd) => fd,
+                None => rustix::fs::openat(self.top.as_fd(), ".", flags, Mode::empty())?,
+            };
+            self.last = Some((rel.to_path_buf(), fd));
+        }
+        Ok(self
+            .last
+            .as_ref()
+            .map(|(_, f)| f.as_fd())
+            .expect("set above"))
+    }
+
+    fn split(rel: &Path) -> io::Result<(&Path, &std::ffi::OsStr)> {
+        let name = rel
+            .file_name()
+            .ok_or_else(|| io::Error::other(format!("{}: no file name", rel.display())))?;
+        Ok((rel.parent().unwrap_or(Path::new("")), name))
+    }
+
+    /// Creates directory `rel` and its parents.
+    pub fn dir(&mut self, rel: &Path) -> io::Result<()> {
+        self.open_dir(rel, true).map(|_| ())
+    }
+
+    /// Writes file `rel` (created or truncated; a link at its name is refused, not followed).
+    pub fn file(&mut self, rel: &Path, bytes: &[u8]) -> io::Result<()> {
+        use rustix::fs::{Mode, OFlags};
+        let (dir, name) = Self::split(rel)?;
+        let parent = self.open_dir(dir, true)?;
+        let fd = rustix::fs::openat(
+            parent,
+            name,
+            OFlags::WRONLY
+                | OFlags::CREATE
+                | OFlags::TRUNC
+                | OFlags::NOFOLLOW
+                | OFlags::NOCTTY
+                | OFlags::NONBLOCK
+                | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o644),
+        );
+        let fd = fd.map_err(|e| self.refused(rel, e))?;
+        let st = rustix::fs::fstat(&fd)?;
+        if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
+            return Err(io::Error::other(format!(
+                "{} is not a regular file; not written",
+                self.root.join(rel).display()
+            )));
+        }
+        File::from(fd).write_all(bytes)
+    }
+
+    /// Makes `rel` a symbolic link to `target` (verbatim), replacing what stands there.
+    pub fn link(&mut self, rel: &Path, target: &str) -> io::Result<()> {
+        let (dir, name) = Self::split(rel)?;
+        let parent = self.open_dir(dir, true)?;
+        match rustix::fs::unlinkat(parent, name, rustix::fs::AtFlags::empty()) {
+            Ok(()) | Err(rustix::io::Errno::NOENT) => {}
+            Err(e) => return Err(io::Error::from(e)),
+        }
+        rustix::fs::symlinkat(target, parent, name).map_err(io::Error::from)
+    }
+
+    /// Makes `rel` a FIFO (what the hostile corpus puts where a file should be).
+    pub fn fifo(&mut self, rel: &Path) -> io::Result<()> {
+        let (dir, name) = Self::split(rel)?;
+        let parent = self.open_dir(dir, true)?;
+        rustix::fs::mknodat(
+            parent,
+            name,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        )
+        .map_err(io::Error::from)
+    }
 }
 
 #[cfg(test)]
@@ -351,5 +517,39 @@ mod tests {
                     .is_char_device()
             );
         }
+    }
+
+    /// Issue 41: a legal 251-byte name is written (its temporary name was 267 bytes, past
+    /// NAME_MAX, and the write refused).
+    #[test]
+    fn a_name_near_name_max_is_written() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("n".repeat(251));
+        write_quietly(&p, |w| w.write_all(b"x")).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"x");
+    }
+
+    /// Issue 41: a link planted inside an output directory is not written through, at a
+    /// directory or at a file; the tree's own links are replaced.
+    #[test]
+    fn the_directory_writer_never_follows_a_planted_link() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("out");
+        let elsewhere = d.path().join("elsewhere");
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        symlink(&elsewhere, out.join("sys")).unwrap();
+        symlink(elsewhere.join("victim"), out.join("file")).unwrap();
+        let mut w = DirWriter::new(&out).unwrap();
+        let e = w.file(Path::new("sys/devices/x"), b"1").unwrap_err();
+        assert!(e.to_string().contains("out/sys is a symbolic link"), "{e}");
+        let e = w.file(Path::new("file"), b"1").unwrap_err();
+        assert!(e.to_string().contains("is a symbolic link"), "{e}");
+        assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+        w.file(Path::new("a/b/c"), b"abc").unwrap();
+        w.link(Path::new("a/l"), "b/c").unwrap();
+        w.link(Path::new("a/l"), "b").unwrap();
+        assert_eq!(std::fs::read(out.join("a/b/c")).unwrap(), b"abc");
+        assert_eq!(std::fs::read_link(out.join("a/l")).unwrap(), Path::new("b"));
     }
 }

@@ -32,8 +32,8 @@ fn every_target_has_a_seed_corpus() {
 fn smoke_every_target() {
     for t in TARGETS {
         let execs = match t.name {
-            "snapshot" | "json" => 300,
-            "hwloc_xml" | "nccl_xml" => 3_000,
+            "snapshot" | "json" | "evidence" => 300,
+            "hwloc_xml" | "nccl_xml" | "cufile" => 3_000,
             "fabric_map" => 2_000,
             _ => 20_000,
         };

@@ -79,26 +79,101 @@ fn read_node(p: &Path, opts: &LoadOptions, recorded: bool) -> Read {
     }
 }
 
-/// Expands the inputs: directories into their entries (sorted), files as given.
-pub fn expand(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
+/// One input of a fleet after [`expand`]: a path to read, or an entry of a fleet directory that
+/// is not read, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FleetInput {
+    /// The path as given, or the directory joined with the entry's name.
+    pub path: PathBuf,
+    /// Why the entry is not read (a link out of the directory, a FIFO or device): reported
+    /// as an unreadable input.
+    pub refused: Option<String>,
+}
+
+/// Why an entry of the fleet directory `dir` (canonical) is not read: only regular files and
+/// directories under it are; a link is followed only when where it leads is one of those and
+/// lies under `dir` (a planted `zz -> /` would otherwise make this machine a node).
+fn entry_refusal(dir: &Path, e: &std::fs::DirEntry) -> Option<String> {
+    let t = match e.file_type() {
+        Ok(t) => t,
+        Err(err) => return Some(format!("cannot read its type ({err})")),
+    };
+    if t.is_file() || t.is_dir() {
+        return None;
+    }
+    if !t.is_symlink() {
+        return Some(special_kind(&t).to_string() + ", not a regular file or directory; not read");
+    }
+    let to = std::fs::read_link(e.path())
+        .map(|l| l.display().to_string())
+        .unwrap_or_default();
+    match std::fs::canonicalize(e.path()) {
+        Ok(target) if target.starts_with(dir) && target != dir => {
+            match std::fs::metadata(&target) {
+                Ok(m) if m.is_file() || m.is_dir() => None,
+                Ok(m) => Some(format!(
+                    "a link to {}, {}, not a regular file or directory; not read",
+                    target.display(),
+                    special_kind(&m.file_type())
+                )),
+                Err(err) => Some(format!("a link to {to} that cannot be read ({err})")),
+            }
+        }
+        Ok(target) => Some(format!(
+            "a link out of {} (to {}); not read",
+            dir.display(),
+            target.display()
+        )),
+        Err(err) => Some(format!(
+            "a link to {to} that does not resolve ({err}); not read"
+        )),
+    }
+}
+
+fn special_kind(t: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_fifo() {
+        "a named pipe (FIFO)"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else {
+        "a special file"
+    }
+}
+
+/// Expands the inputs: directories into their entries (sorted; hidden and `.partial` names
+/// skipped; links out of the directory and special files refused, see [`FleetInput`]), files
+/// as given (a path named on the command line may be a link: the caller named it).
+pub fn expand(inputs: &[PathBuf]) -> Result<Vec<FleetInput>> {
     let mut out = Vec::new();
     for p in inputs {
         if p.is_dir() && !p.join("sys").is_dir() {
-            let mut v: Vec<PathBuf> = std::fs::read_dir(p)
+            let dir = std::fs::canonicalize(p)
+                .with_context(|| format!("cannot resolve {}", p.display()))?;
+            let mut v: Vec<FleetInput> = std::fs::read_dir(p)
                 .with_context(|| format!("cannot list {}", p.display()))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|q| {
-                    let n = q
-                        .file_name()
-                        .map(|s| s.to_string_lossy())
-                        .unwrap_or_default();
+                .filter_map(|e| e.ok())
+                .filter(|e| {
+                    let n = e.file_name();
+                    let n = n.to_string_lossy();
                     !n.starts_with('.') && !n.ends_with(".partial")
                 })
+                .map(|e| FleetInput {
+                    refused: entry_refusal(&dir, &e),
+                    path: e.path(),
+                })
                 .collect();
-            v.sort();
+            v.sort_by(|a, b| a.path.cmp(&b.path));
             out.extend(v);
         } else {
-            out.push(p.clone());
+            out.push(FleetInput {
+                path: p.clone(),
+                refused: None,
+            });
         }
     }
     Ok(out)
@@ -111,7 +186,7 @@ pub fn expand(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
 /// the reading, reported as interrupted); `after_batch` hears how many inputs a batch held.
 /// Returns the fleet and whether it was interrupted.
 pub fn read_fleet(
-    files: &[PathBuf],
+    files: &[FleetInput],
     opts: &LoadOptions,
     jobs: usize,
     recorded: bool,
@@ -138,7 +213,13 @@ pub fn read_fleet(
                     sc.spawn(move || {
                         (w..batch.len())
                             .step_by(jobs)
-                            .map(|i| (i, read_node(&batch[i], no_names, recorded)))
+                            .map(|i| {
+                                let r = match &batch[i].refused {
+                                    Some(why) => Read::Failed(why.clone()),
+                                    None => read_node(&batch[i].path, no_names, recorded),
+                                };
+                                (i, r)
+                            })
                             .collect::<Vec<_>>()
                     })
                 })
@@ -152,7 +233,8 @@ pub fn read_fleet(
                 }
             }
         });
-        for (p, r) in batch.iter().zip(results) {
+        for (input, r) in batch.iter().zip(results) {
+            let p = &input.path;
             let name = fleet::node_name(p);
             let shown = p.display().to_string();
             let r = match r {

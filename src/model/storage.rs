@@ -59,6 +59,9 @@ pub struct CufileFile {
     /// Why it did not parse (line and column), when it did not: cuFile then runs on its
     /// defaults or refuses to start.
     pub error: Option<String>,
+    /// The file is there but could not be read (a FIFO or device in its place, permission
+    /// denied, larger than peerpath reads): `error` says why, and its settings are unknown.
+    pub unreadable: bool,
 }
 
 /// The settings of `cufile.json` peerpath judges, as written (`None`: key absent, cuFile's
@@ -90,6 +93,9 @@ pub struct CufileConfig {
     /// Keys present with a value of the wrong type (`properties.allow_compat_mode: "yes"`):
     /// `(key, raw value)`; cuFile's own reading of them is not known.
     pub wrong_type: Vec<(String, String)>,
+    /// Values of the wrong type past the first [`crate::parse::MAX_LINE_REFUSALS`], counted
+    /// only (a list of 900,000 numbers is one count, not 900,000 copies of its key).
+    pub wrong_type_more: usize,
 }
 
 impl CufileConfig {

@@ -29,35 +29,34 @@ pub fn parse(text: &str) -> Result<CufileConfig, String> {
     };
     let mut c = CufileConfig::default();
     let props = top.get("properties").and_then(Value::as_object);
-    c.allow_compat_mode = boolean(&mut c.wrong_type, props, "properties", "allow_compat_mode");
-    c.force_compat_mode = boolean(&mut c.wrong_type, props, "properties", "force_compat_mode");
-    c.use_pci_p2pdma = boolean(&mut c.wrong_type, props, "properties", "use_pci_p2pdma");
+    c.allow_compat_mode = boolean(&mut c, props, "properties", "allow_compat_mode");
+    c.force_compat_mode = boolean(&mut c, props, "properties", "force_compat_mode");
+    c.use_pci_p2pdma = boolean(&mut c, props, "properties", "use_pci_p2pdma");
     c.max_direct_io_size_kb = props
         .and_then(|p| p.get("max_direct_io_size_kb"))
         .and_then(|v| {
             let n = v.as_u64();
             if n.is_none() {
-                c.wrong_type
-                    .push(("properties.max_direct_io_size_kb".into(), v.to_string()));
+                wrong(&mut c, "properties.max_direct_io_size_kb", v);
             }
             n
         });
     c.rdma_dev_addr_list = props
         .and_then(|p| p.get("rdma_dev_addr_list"))
-        .map(|v| strings(&mut c.wrong_type, "properties.rdma_dev_addr_list", v));
+        .map(|v| strings(&mut c, "properties.rdma_dev_addr_list", v));
     if let Some(fs) = top.get("fs").and_then(Value::as_object) {
         for (name, sec) in fs {
             let Some(sec) = sec.as_object() else { continue };
             if let Some(v) = sec.get("rdma_dev_addr_list") {
                 let key = format!("fs.{name}.rdma_dev_addr_list");
-                let l = strings(&mut c.wrong_type, &key, v);
+                let l = strings(&mut c, &key, v);
                 c.fs_rdma_dev_addr_lists.push((name.clone(), l));
             }
             if let Some(mt) = sec.get("mount_table").and_then(Value::as_object) {
                 for (mount, m) in mt {
                     if let Some(v) = m.get("rdma_dev_addr_list") {
                         let key = format!("fs.{name}.mount_table.{mount}.rdma_dev_addr_list");
-                        let l = strings(&mut c.wrong_type, &key, v);
+                        let l = strings(&mut c, &key, v);
                         c.fs_rdma_dev_addr_lists
                             .push((format!("{name}:{mount}"), l));
                     }
@@ -73,7 +72,7 @@ pub fn parse(text: &str) -> Result<CufileConfig, String> {
     if let Some(d) = top.get("denylist").and_then(Value::as_object) {
         for list in ["drivers", "devices", "mounts", "filesystems"] {
             if let Some(v) = d.get(list) {
-                let l = strings(&mut c.wrong_type, &format!("denylist.{list}"), v);
+                let l = strings(&mut c, &format!("denylist.{list}"), v);
                 if !l.is_empty() {
                     c.denylist.push((list.to_string(), l));
                 }
@@ -83,8 +82,36 @@ pub fn parse(text: &str) -> Result<CufileConfig, String> {
     Ok(c)
 }
 
+/// Characters of a key or value kept in a wrong-type note.
+const SHOWN: usize = 120;
+
+fn shorten(s: &str) -> String {
+    let mut out: String = s.chars().take(SHOWN).collect();
+    if out.len() < s.len() {
+        out.push('…');
+    }
+    out
+}
+
+/// Notes a value of the wrong type: the first [`crate::parse::MAX_LINE_REFUSALS`] kept (key and
+/// value shortened to [`SHOWN`] characters), the rest counted. Nothing is copied per value past
+/// the cap (a 1 MiB key over 900,000 bad items was copied per item: issue 41).
+fn wrong(c: &mut CufileConfig, key: &str, v: &Value) {
+    if c.wrong_type.len() < crate::parse::MAX_LINE_REFUSALS {
+        let shown = match v {
+            Value::Array(_) | Value::Object(_) => {
+                shorten(&serde_json::to_string(v).unwrap_or_default())
+            }
+            other => shorten(&other.to_string()),
+        };
+        c.wrong_type.push((shorten(key), shown));
+    } else {
+        c.wrong_type_more += 1;
+    }
+}
+
 fn boolean(
-    wrong: &mut Vec<(String, String)>,
+    c: &mut CufileConfig,
     sec: Option<&Map<String, Value>>,
     sec_name: &str,
     key: &str,
@@ -93,26 +120,26 @@ fn boolean(
     match v {
         Value::Bool(b) => Some(*b),
         other => {
-            wrong.push((format!("{sec_name}.{key}"), other.to_string()));
+            wrong(c, &format!("{sec_name}.{key}"), other);
             None
         }
     }
 }
 
-fn strings(wrong: &mut Vec<(String, String)>, key: &str, v: &Value) -> Vec<String> {
+fn strings(c: &mut CufileConfig, key: &str, v: &Value) -> Vec<String> {
     match v.as_array() {
         Some(a) => a
             .iter()
             .filter_map(|x| match x.as_str() {
                 Some(s) => Some(s.to_string()),
                 None => {
-                    wrong.push((key.to_string(), x.to_string()));
+                    wrong(c, key, x);
                     None
                 }
             })
             .collect(),
         None => {
-            wrong.push((key.to_string(), v.to_string()));
+            wrong(c, key, v);
             Vec::new()
         }
     }
@@ -183,5 +210,18 @@ mod tests {
                 .unwrap();
         assert_eq!(c.allow_compat_mode, None);
         assert_eq!(c.wrong_type.len(), 2, "{c:?}");
+    }
+
+    /// Issue 41: a 1 MiB section name over 100,000 bad list items keeps 20 short notes and a
+    /// count, not 100,000 copies of the key.
+    #[test]
+    fn wrong_types_are_capped_and_shortened() {
+        let name = "n".repeat(1 << 20);
+        let items = vec!["1"; 100_000].join(",");
+        let t = format!(r#"{{"fs": {{"{name}": {{"rdma_dev_addr_list": [{items}]}}}}}}"#);
+        let c = parse(&t).unwrap();
+        assert_eq!(c.wrong_type.len(), crate::parse::MAX_LINE_REFUSALS);
+        assert_eq!(c.wrong_type_more, 100_000 - crate::parse::MAX_LINE_REFUSALS);
+        assert!(c.wrong_type.iter().all(|(k, v)| k.len() < 400 && v == "1"));
     }
 }

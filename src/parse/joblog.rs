@@ -21,9 +21,16 @@ pub struct JobOutput {
     /// perftest runs.
     pub perftest: Perftest,
     /// Lines no parser understood (not blank, not a gap marker): line number and text (at most
-    /// 160 characters). NCCL lines of forms not read, another tool's output, prose.
+    /// 160 characters), the first [`UNRECOGNISED_KEPT`] of them. NCCL lines of forms not read,
+    /// another tool's output, prose.
     pub unrecognised: Vec<(usize, String)>,
+    /// How many lines no parser understood, those kept in `unrecognised` included (a log of a
+    /// million such lines is a count, not a million copies).
+    pub unrecognised_count: usize,
 }
+
+/// Lines not understood kept with their text; the rest are counted.
+pub const UNRECOGNISED_KEPT: usize = 50;
 
 impl JobOutput {
     /// The kinds of evidence found (`nccl-log`, `nccl-tests`, `perftest`), in that order.
@@ -53,13 +60,14 @@ pub fn parse(bytes: &[u8]) -> JobOutput {
     let nccl = nccl_log::parse(&lines, &mut fragments);
     let tests = nccl_tests::parse(&fragments);
     let perftest = perftest::parse(&fragments);
-    let unrecognised = unrecognised(&lines, &nccl, &tests, &perftest);
+    let (unrecognised, unrecognised_count) = unrecognised(&lines, &nccl, &tests, &perftest);
     JobOutput {
         lines: lines.len(),
         nccl,
         tests,
         perftest,
         unrecognised,
+        unrecognised_count,
     }
 }
 
@@ -72,7 +80,7 @@ fn unrecognised(
     nccl: &NcclLog,
     tests: &NcclTests,
     perftest: &Perftest,
-) -> Vec<(usize, String)> {
+) -> (Vec<(usize, String)>, usize) {
     let mut read = vec![false; lines.len() + 2];
     let mut mark = |n: usize| {
         if let Some(x) = read.get_mut(n) {
@@ -95,9 +103,16 @@ fn unrecognised(
         (r.line..=r.end_line).for_each(&mut mark);
     }
     perftest.refused.iter().for_each(|(l, _)| mark(*l));
-    lines
+    let mut kept = Vec::new();
+    let mut count = 0;
+    for l in lines
         .iter()
         .filter(|l| !read[l.no] && !l.text.trim().is_empty())
-        .map(|l| (l.no, l.text.trim().chars().take(160).collect()))
-        .collect()
+    {
+        count += 1;
+        if kept.len() < UNRECOGNISED_KEPT {
+            kept.push((l.no, l.text.trim().chars().take(160).collect()));
+        }
+    }
+    (kept, count)
 }

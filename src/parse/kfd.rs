@@ -3,7 +3,7 @@
 //! value a decimal integer (`sysfs_show_32bit_prop`/`sysfs_show_64bit_prop` in Linux
 //! `drivers/gpu/drm/amd/amdkfd/kfd_topology.c`, which print `"%s %u\n"` / `"%s %llu\n"`).
 
-use super::{Reason, Refusal};
+use super::{LineRefusals, Reason, Refusal};
 
 /// The pairs of one `properties` file, in file order.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -24,17 +24,22 @@ impl KfdProperties {
 /// Parses a `properties` file. Lines that are not `name value` with a decimal value are
 /// returned as refusals beside the pairs that parsed (one bad line does not hide the others);
 /// a file that is not UTF-8 or holds no pair at all is refused.
-pub fn properties(b: &[u8]) -> Result<(KfdProperties, Vec<Refusal>), Refusal> {
+pub fn properties(b: &[u8]) -> Result<(KfdProperties, LineRefusals), Refusal> {
     let s = std::str::from_utf8(b).map_err(|_| Refusal::of(b, Reason::NotUtf8))?;
     if s.trim().is_empty() {
         return Err(Refusal::of(b, Reason::Empty));
     }
     let mut out = Vec::new();
-    let mut bad = Vec::new();
-    for line in s.lines().map(str::trim).filter(|l| !l.is_empty()) {
+    let mut bad = LineRefusals::default();
+    for (n, line) in s.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let n = n + 1;
         let mut it = line.split_whitespace();
         let (Some(k), Some(v), None) = (it.next(), it.next(), it.next()) else {
-            bad.push(Refusal::of(line.as_bytes(), Reason::NotKfdProperty));
+            bad.push(n, || Refusal::of(line.as_bytes(), Reason::NotKfdProperty));
             continue;
         };
         match v.parse::<u64>() {
@@ -42,7 +47,7 @@ pub fn properties(b: &[u8]) -> Result<(KfdProperties, Vec<Refusal>), Refusal> {
             // `drm_render_minor` of a CPU node is -1 printed through `%d` on older kernels:
             // a known "none", not a refusal.
             Err(_) if v.parse::<i64>().is_ok_and(|n| n < 0) => {}
-            Err(_) => bad.push(Refusal::of(line.as_bytes(), Reason::NotKfdProperty)),
+            Err(_) => bad.push(n, || Refusal::of(line.as_bytes(), Reason::NotKfdProperty)),
         }
     }
     if out.is_empty() {
@@ -68,9 +73,10 @@ mod tests {
         assert_eq!(p.get("missing"), None);
         let (p, bad) = properties(b"type 11\nnode_to 3\nweight x\nflags 2147483649\n").unwrap();
         assert_eq!(p.get("flags"), Some(0x8000_0001));
-        assert_eq!(bad.len(), 1);
+        assert_eq!(bad.count, 1);
+        assert_eq!(bad.first[0].0, 3);
         assert_eq!(
-            bad[0].to_string(),
+            bad.first[0].1.to_string(),
             "\"weight x\" is not a KFD property line (name value)"
         );
         let (p, bad) = properties(b"drm_render_minor -1\ncpu_cores_count 64\n").unwrap();

@@ -192,6 +192,41 @@ impl fmt::Display for Refusal {
 
 impl std::error::Error for Refusal {}
 
+/// Refused lines of one file kept with their reason; the rest are counted only, so that a file
+/// of a million bad lines costs a count, not a million messages (issue 41).
+pub const MAX_LINE_REFUSALS: usize = 20;
+
+/// The lines of one file a parser refused: the first [`MAX_LINE_REFUSALS`] with their line
+/// number (from 1) and reason, and how many there were in all.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LineRefusals {
+    /// The first refused lines, in file order.
+    pub first: Vec<(usize, Refusal)>,
+    /// Every refused line, those in `first` included.
+    pub count: usize,
+}
+
+impl LineRefusals {
+    /// Counts a refused line, keeping it while fewer than [`MAX_LINE_REFUSALS`] are kept (the
+    /// refusal is only built then).
+    pub fn push(&mut self, line: usize, r: impl FnOnce() -> Refusal) {
+        self.count += 1;
+        if self.first.len() < MAX_LINE_REFUSALS {
+            self.first.push((line, r()));
+        }
+    }
+
+    /// Refused lines counted but not kept.
+    pub fn more(&self) -> usize {
+        self.count - self.first.len()
+    }
+
+    /// Whether no line was refused.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,7 @@
 //! decoded here. A line that does not follow the grammar is refused with its line number, the
 //! others are kept.
 
-use super::{Reason, Refusal};
+use super::{LineRefusals, Reason, Refusal};
 use crate::model::storage::Mount;
 
 /// Decodes the kernel's octal escapes (`\040` → space); a backslash not followed by three
@@ -35,20 +35,17 @@ pub fn unescape(field: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// One refused line: its number (from 1) and why.
-pub type LineRefusal = (usize, Refusal);
-
 /// Parses `/proc/self/mountinfo`.
-pub fn mountinfo(text: &str) -> (Vec<Mount>, Vec<LineRefusal>) {
+pub fn mountinfo(text: &str) -> (Vec<Mount>, LineRefusals) {
     let mut out = Vec::new();
-    let mut bad = Vec::new();
+    let mut bad = LineRefusals::default();
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
         match mountinfo_line(line) {
             Some(m) => out.push(m),
-            None => bad.push((n + 1, Refusal::of(line.as_bytes(), Reason::NotMountLine))),
+            None => bad.push(n + 1, || Refusal::of(line.as_bytes(), Reason::NotMountLine)),
         }
     }
     (out, bad)
@@ -82,16 +79,16 @@ fn mountinfo_line(line: &str) -> Option<Mount> {
 }
 
 /// Parses `/proc/mounts` (no device numbers; the per-superblock options are the same field).
-pub fn mounts(text: &str) -> (Vec<Mount>, Vec<LineRefusal>) {
+pub fn mounts(text: &str) -> (Vec<Mount>, LineRefusals) {
     let mut out = Vec::new();
-    let mut bad = Vec::new();
+    let mut bad = LineRefusals::default();
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
         let f: Vec<&str> = line.split(' ').collect();
         if f.len() != 6 || f[4].parse::<u32>().is_err() || f[5].parse::<u32>().is_err() {
-            bad.push((n + 1, Refusal::of(line.as_bytes(), Reason::NotMountLine)));
+            bad.push(n + 1, || Refusal::of(line.as_bytes(), Reason::NotMountLine));
             continue;
         }
         out.push(Mount {
@@ -137,9 +134,9 @@ mod tests {
         let t = "22 1 8:1 / / rw - ext4 /dev/sda1 rw\nnot a line\n23 22 0:5 / /proc rw -\n";
         let (m, bad) = mountinfo(t);
         assert_eq!(m.len(), 1);
-        assert_eq!(bad.len(), 2);
-        assert_eq!(bad[0].0, 2);
-        assert_eq!(bad[1].0, 3);
+        assert_eq!(bad.count, 2);
+        assert_eq!(bad.first[0].0, 2);
+        assert_eq!(bad.first[1].0, 3);
     }
 
     #[test]
@@ -149,7 +146,18 @@ mod tests {
         assert_eq!(m.len(), 1);
         assert_eq!(m[0].mount_point, "/data\\x");
         assert_eq!(m[0].dev, None);
-        assert_eq!(bad.len(), 1);
+        assert_eq!(bad.count, 1);
+    }
+
+    /// Issue 41: a million bad lines are counted, and only the first few kept.
+    #[test]
+    fn bad_lines_are_counted_not_all_kept() {
+        let t = "x\n".repeat(100_000);
+        let (m, bad) = mountinfo(&t);
+        assert!(m.is_empty());
+        assert_eq!(bad.count, 100_000);
+        assert_eq!(bad.first.len(), crate::parse::MAX_LINE_REFUSALS);
+        assert_eq!(bad.more(), 100_000 - crate::parse::MAX_LINE_REFUSALS);
     }
 
     #[test]

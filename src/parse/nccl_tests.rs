@@ -346,7 +346,15 @@ pub fn parse(fragments: &[Fragment]) -> NcclTests {
             if let Some(v) = r.strip_prefix("Avg bus bandwidth") {
                 let v = v.trim_start_matches([' ', ':']);
                 if let Some(run) = cur.as_mut() {
-                    run.avg_busbw = v.split_whitespace().next().and_then(|x| x.parse().ok());
+                    let w = v.split_whitespace().next().unwrap_or("");
+                    run.avg_busbw = super::text::finite(w);
+                    if super::text::non_finite(w) {
+                        out.refused.push(RefusedRow {
+                            line: f.no,
+                            text: r.chars().take(160).collect(),
+                            why: format!("{w:?} is not a finite bandwidth"),
+                        });
+                    }
                 }
                 continue;
             }
@@ -528,6 +536,9 @@ fn read_row(no: usize, t: &str, layout: Option<Layout>) -> RowRead {
     if toks[2].parse::<f64>().is_ok() || (redop_col && toks[3].parse::<f64>().is_ok()) {
         return RowRead::NotOurs;
     }
+    if let Some(w) = toks.iter().find(|w| super::text::non_finite(w)) {
+        return RowRead::Bad(format!("{w:?} is not a finite number"));
+    }
     let (redop, rest) = if redop_col {
         (toks[3], &toks[4..])
     } else {
@@ -576,7 +587,7 @@ fn read_row(no: usize, t: &str, layout: Option<Layout>) -> RowRead {
         };
         let body = &rest[usize::from(l.root)..];
         let half = |h: &[&str]| -> Result<Option<Measure>, ()> {
-            let num = |s: &str| s.parse::<f64>().map_err(|_| ());
+            let num = |s: &str| super::text::finite(s).ok_or(());
             Ok(Some(Measure {
                 time_us: num(h[0])?,
                 algbw: num(h[1])?,
@@ -775,5 +786,29 @@ mod tests {
         assert_eq!(run.nccl_library, Some((2, 28, 3)));
         assert_eq!(run.test.as_deref(), Some("alltoall_perf"));
         assert_eq!(run.devices[0].bus, "0000:4e:00");
+    }
+
+    /// Issue 41: `1e999` (infinity to Rust's parser), `inf` and `NaN` are refused with their
+    /// line, never read as a bandwidth that passes.
+    #[test]
+    fn non_finite_figures_are_refused_with_the_line() {
+        let t = format!(
+            "{HEAD}     1048576        262144     float     sum      -1   1e999   10.00   18.75      0    100.0   10.00   18.75      0\n# Avg bus bandwidth    : 1e999\n"
+        );
+        let got = parse(&whole_line_fragments(&t));
+        assert!(
+            got.runs
+                .iter()
+                .all(|r| r.avg_busbw.is_none() && r.rows.is_empty()),
+            "{got:#?}"
+        );
+        assert_eq!(got.refused.len(), 2, "{got:#?}");
+        assert!(
+            got.refused
+                .iter()
+                .all(|r| r.why.contains("\"1e999\" is not a finite")),
+            "{got:#?}"
+        );
+        assert_eq!(got.refused[1].line, 5);
     }
 }

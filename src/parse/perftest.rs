@@ -382,6 +382,10 @@ pub fn parse(fragments: &[Fragment]) -> Perftest {
                     None => 1.0,
                 };
                 let nums: Vec<f64> = toks.iter().filter_map(|w| w.parse().ok()).collect();
+                if toks.iter().any(|w| crate::parse::text::non_finite(w)) {
+                    out.refused.push((f.no, tt.chars().take(160).collect()));
+                    continue;
+                }
                 // Five fields: the average (fourth) is whole even if the line was cut after it.
                 if let Some(r) = cur.as_mut() {
                     r.end_line = f.no;

@@ -4,6 +4,17 @@
 //! have been cut), gap markers recognised, and launcher prefixes (`[1,0]<stdout>:`, `[0] `,
 //! `0: `, `[rank0]:`) split off. Pure: text in, slices out.
 
+/// A decimal figure as a job printed it, when it is a finite number: `inf`, `NaN` and values
+/// past f64's range (`1e999`, read by Rust as infinity) are refused, never judged.
+pub fn finite(s: &str) -> Option<f64> {
+    s.parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+/// A word that Rust reads as a number but is not a finite one (`1e999`, `inf`, `NaN`).
+pub fn non_finite(s: &str) -> bool {
+    s.parse::<f64>().is_ok_and(|v| !v.is_finite())
+}
+
 /// One physical line of the input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Line<'a> {

@@ -13,14 +13,23 @@ pub fn verdict_line(r: &EvidenceReport) -> String {
     let bw = |v: BwVerdict| r.bandwidth.iter().filter(|x| x.verdict == v).count();
     let flagged = r.comparisons.iter().filter(|c| c.flagged).count();
     let nothing = nothing_read(r);
+    let empty = inputs_read_nothing(r);
+    // Some inputs read, others not: said in the headline, never "no problem shown".
+    let some_empty = !nothing && !empty.is_empty();
     let mut s = format!(
         "{}: GDR used on {}, off on {}, unknown on {} rank(s)/GPU(s); bandwidth ok {}, low {}, broken {}, not judged {}",
         if failed(r) {
-            "PROBLEMS"
+            "PROBLEMS".to_string()
         } else if nothing {
-            "NOTHING READ"
+            "NOTHING READ".to_string()
+        } else if some_empty {
+            format!(
+                "NOTHING READ from {} of {} inputs",
+                empty.len(),
+                r.inputs.len()
+            )
         } else {
-            "NO PROBLEM SHOWN"
+            "NO PROBLEM SHOWN".to_string()
         },
         n(Gdr::Used),
         n(Gdr::Off),
@@ -42,8 +51,14 @@ pub fn verdict_line(r: &EvidenceReport) -> String {
     }
     let refused: usize = r.inputs.iter().map(|i| i.refused.len()).sum();
     let not_understood: usize = r.inputs.iter().map(|i| i.unrecognised_lines.count).sum();
-    if refused > 0 || nothing {
+    if refused > 0 || nothing || some_empty {
         let mut parts = Vec::new();
+        if some_empty {
+            parts.push(format!(
+                "no NCCL line, nccl-tests table or perftest run found in {}",
+                empty.join(", ")
+            ));
+        }
         if refused > 0 {
             let first = r
                 .inputs
@@ -77,16 +92,27 @@ pub fn nothing_read(r: &EvidenceReport) -> bool {
         && r.probe.is_empty()
 }
 
-/// `peerpath evidence`'s exit code when nothing was read ([`nothing_read`]): neither "nothing
-/// wrong" (0) nor a problem (1) nor an unreadable input (2).
+/// The job-output inputs in which nothing was recognised (no NCCL line, nccl-tests table or
+/// perftest run: prose, another tool's output, an empty file), by the name given.
+pub fn inputs_read_nothing(r: &EvidenceReport) -> Vec<&str> {
+    r.inputs
+        .iter()
+        .filter(|i| i.kinds.is_empty())
+        .map(|i| i.source.as_str())
+        .collect()
+}
+
+/// `peerpath evidence`'s exit code when nothing was read ([`nothing_read`]), or nothing from
+/// one of the inputs ([`inputs_read_nothing`]): neither "nothing wrong" (0) nor a problem (1)
+/// nor an unreadable input (2).
 pub const EXIT_NOTHING_READ: u8 = 3;
 
 /// The exit code of `peerpath evidence`: 1 a problem shown ([`failed`]), 3 nothing read
-/// ([`nothing_read`]), else 0.
+/// ([`nothing_read`]) or nothing from one of the inputs ([`inputs_read_nothing`]), else 0.
 pub fn exit_code(r: &EvidenceReport) -> u8 {
     if failed(r) {
         1
-    } else if nothing_read(r) {
+    } else if nothing_read(r) || !inputs_read_nothing(r).is_empty() {
         EXIT_NOTHING_READ
     } else {
         0

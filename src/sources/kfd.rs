@@ -9,18 +9,23 @@
 //! device bits 3–7, function bits 0–2; bits 28–31 carry the partition number of a partitioned
 //! GPU (each compute partition is its own node on the same function).
 
-use super::fsroot::FsRoot;
+use super::fsroot::{FsRoot, read_whole};
+use super::warn_cap::SourceWarnings;
 use crate::model::amd::{AmdGpu, KFD_LINK_XGMI, KfdLink, XgmiLink, is_amd_gpu};
 use crate::model::bdf::Bdf;
 use crate::model::device::Device;
 use crate::model::topology::Warning;
 use crate::parse::kfd::{KfdProperties, properties};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
 
 /// Where the kernel publishes the KFD topology.
 pub const NODES: &str = "sys/class/kfd/kfd/topology/nodes";
+
+/// Largest `properties` file read (the kernel prints each into one 4 KiB sysfs page; a larger
+/// one is refused, said, and not parsed).
+pub const MAX_PROPERTIES_BYTES: usize = 64 << 10;
 
 /// What the KFD topology said, ready to fold into the scan.
 #[derive(Debug, Default)]
@@ -42,17 +47,14 @@ struct Node {
     links: Vec<KfdLink>,
 }
 
-fn warn(out: &mut Vec<Warning>, path: &Path, message: impl Into<String>) {
-    out.push(Warning {
-        path: path.display().to_string(),
-        message: message.into(),
-    });
+fn warn(out: &mut SourceWarnings, path: &Path, message: impl Into<String>) {
+    out.push(path.display(), || message.into());
 }
 
 /// Reads and parses one `properties` file; `None` (with a warning unless absent) when it
 /// cannot be read or holds no pair.
-fn read_props(fs: &dyn FsRoot, path: &Path, w: &mut Vec<Warning>) -> Option<KfdProperties> {
-    let b = match fs.read(path) {
+fn read_props(fs: &dyn FsRoot, path: &Path, w: &mut SourceWarnings) -> Option<KfdProperties> {
+    let b = match read_whole(fs, path, MAX_PROPERTIES_BYTES) {
         Ok(b) => b,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
         Err(e) => {
@@ -62,8 +64,13 @@ fn read_props(fs: &dyn FsRoot, path: &Path, w: &mut Vec<Warning>) -> Option<KfdP
     };
     match properties(&b) {
         Ok((p, bad)) => {
-            for r in bad {
-                warn(w, path, format!("{r}; line skipped"));
+            for (n, r) in &bad.first {
+                w.push(path.display(), || format!("line {n}: {r}; line skipped"));
+            }
+            if bad.more() > 0 {
+                w.push(path.display(), || {
+                    format!("{} more line(s) refused; skipped", bad.more())
+                });
             }
             Some(p)
         }
@@ -113,28 +120,35 @@ fn link_of(path: &Path, p: &KfdProperties) -> Option<KfdLink> {
 /// Reads the KFD topology and folds what it says about each AMD GPU into `devices`
 /// ([`Device::amd`]); returns the xGMI links and whether the topology was there at all.
 pub fn read(fs: &dyn FsRoot, devices: &mut [Device]) -> KfdScan {
+    let mut w = SourceWarnings::new("KFD topology", format!("/{NODES}"));
+    let mut out = read_into(fs, devices, &mut w);
+    out.warnings = w.finish();
+    out
+}
+
+fn read_into(fs: &dyn FsRoot, devices: &mut [Device], w: &mut SourceWarnings) -> KfdScan {
     let mut out = KfdScan::default();
     let root = Path::new(NODES);
     let list = match numbered(fs, root) {
         Ok(l) => l,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            partitions(fs, devices, &mut out.warnings);
+            partitions(fs, devices, w);
             return out;
         }
         Err(e) => {
             warn(
-                &mut out.warnings,
+                w,
                 root,
                 format!("could not list ({e}); xGMI and KFD facts unknown"),
             );
-            partitions(fs, devices, &mut out.warnings);
+            partitions(fs, devices, w);
             return out;
         }
     };
     out.visible = true;
     let mut nodes: Vec<Node> = Vec::new();
     for (id, dir) in list {
-        let Some(props) = read_props(fs, &dir.join("properties"), &mut out.warnings) else {
+        let Some(props) = read_props(fs, &dir.join("properties"), w) else {
             continue;
         };
         let gpu = (props.get("simd_count").unwrap_or(0) > 0)
@@ -144,14 +158,10 @@ pub fn read(fs: &dyn FsRoot, devices: &mut [Device]) -> KfdScan {
         if let Ok(ls) = numbered(fs, &dir.join("io_links")) {
             for (_, ld) in ls {
                 let path = ld.join("properties");
-                if let Some(p) = read_props(fs, &path, &mut out.warnings) {
+                if let Some(p) = read_props(fs, &path, w) {
                     match link_of(&path, &p) {
                         Some(l) => links.push(l),
-                        None => warn(
-                            &mut out.warnings,
-                            &path,
-                            "io_link without type or node_to; link skipped",
-                        ),
+                        None => warn(w, &path, "io_link without type or node_to; link skipped"),
                     }
                 }
             }
@@ -165,6 +175,13 @@ pub fn read(fs: &dyn FsRoot, devices: &mut [Device]) -> KfdScan {
         });
     }
     let by_id: BTreeMap<u32, usize> = nodes.iter().enumerate().map(|(k, n)| (n.id, k)).collect();
+    // One map from PCI function to device: a look-up per GPU node, not a pass over the devices
+    // (300,000 nodes naming GPUs made that quadratic).
+    let by_bdf: HashMap<Bdf, usize> = devices
+        .iter()
+        .enumerate()
+        .map(|(k, d)| (d.bdf, k))
+        .collect();
     let is_cpu = |id: u32| {
         by_id.get(&id).is_some_and(|&k| {
             nodes[k].gpu.is_none() && nodes[k].props.get("cpu_cores_count").unwrap_or(0) > 0
@@ -172,9 +189,9 @@ pub fn read(fs: &dyn FsRoot, devices: &mut [Device]) -> KfdScan {
     };
     for n in &nodes {
         let Some(bdf) = n.gpu else { continue };
-        let Some(d) = devices.iter_mut().find(|d| d.bdf == bdf) else {
+        let Some(d) = by_bdf.get(&bdf).map(|&k| &mut devices[k]) else {
             warn(
-                &mut out.warnings,
+                w,
                 &n.dir.join("properties"),
                 format!(
                     "GPU node names PCI function {bdf}, which the PCI scan does not have; its facts are not kept"
@@ -194,7 +211,7 @@ pub fn read(fs: &dyn FsRoot, devices: &mut [Device]) -> KfdScan {
             a.unique_id = n.props.get("unique_id");
             a.num_xcc = n.props.get_u32("num_xcc");
             a.cpu_link = n.links.iter().find(|l| is_cpu(l.node_to)).cloned();
-            a.vram_bytes = vram(fs, &n.dir, &mut out.warnings);
+            a.vram_bytes = vram(fs, &n.dir, w);
         }
         for l in n.links.iter().filter(|l| l.link_type == KFD_LINK_XGMI) {
             let Some(peer) = by_id.get(&l.node_to).and_then(|&k| nodes[k].gpu) else {
@@ -227,7 +244,7 @@ pub fn read(fs: &dyn FsRoot, devices: &mut [Device]) -> KfdScan {
             out.xgmi.push(x);
         }
     }
-    partitions(fs, devices, &mut out.warnings);
+    partitions(fs, devices, w);
     out
 }
 
@@ -236,7 +253,7 @@ fn opt(v: Option<u32>) -> String {
 }
 
 /// Local memory of a GPU node: `size_in_bytes` of its frame-buffer banks (heap types 1 and 2).
-fn vram(fs: &dyn FsRoot, dir: &Path, w: &mut Vec<Warning>) -> Option<u64> {
+fn vram(fs: &dyn FsRoot, dir: &Path, w: &mut SourceWarnings) -> Option<u64> {
     let banks = numbered(fs, &dir.join("mem_banks")).ok()?;
     let mut total = None;
     for (_, b) in banks {
@@ -255,7 +272,7 @@ fn vram(fs: &dyn FsRoot, dir: &Path, w: &mut Vec<Warning>) -> Option<u64> {
 /// The amdgpu partition modes of each AMD GPU (`current_compute_partition`,
 /// `current_memory_partition` in its device directory; absent on GPUs that cannot be
 /// partitioned).
-fn partitions(fs: &dyn FsRoot, devices: &mut [Device], w: &mut Vec<Warning>) {
+fn partitions(fs: &dyn FsRoot, devices: &mut [Device], w: &mut SourceWarnings) {
     for d in devices.iter_mut().filter(|d| is_amd_gpu(d)) {
         let dir = PathBuf::from(&d.sysfs_path);
         let mut read = |name: &str| -> Option<String> {
@@ -285,5 +302,56 @@ fn partitions(fs: &dyn FsRoot, devices: &mut [Device], w: &mut Vec<Warning>) {
         });
         a.compute_partition = c;
         a.memory_partition = m;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sources::fsroot::DirRoot;
+    use std::os::unix::fs::symlink;
+
+    /// Issue 41: 200 io_links linked to one file of 1,000 bad lines give the capped warnings
+    /// and a count (they gave 200,000 warnings); a `properties` file over 64 KiB is refused
+    /// and said, not cut.
+    #[test]
+    fn bad_lines_shared_by_many_links_are_counted_not_repeated() {
+        let d = tempfile::tempdir().unwrap();
+        let node = d.path().join(NODES).join("1");
+        std::fs::create_dir_all(&node).unwrap();
+        std::fs::write(node.join("properties"), "cpu_cores_count 8\nsimd_count 0\n").unwrap();
+        let bad = d.path().join("bad");
+        std::fs::write(
+            &bad,
+            format!("type 2\nnode_to 0\n{}", "x y z\n".repeat(1000)),
+        )
+        .unwrap();
+        for i in 0..200 {
+            let l = node.join("io_links").join(i.to_string());
+            std::fs::create_dir_all(&l).unwrap();
+            symlink("/bad", l.join("properties")).unwrap();
+        }
+        let big = d.path().join(NODES).join("0");
+        std::fs::create_dir_all(&big).unwrap();
+        std::fs::write(big.join("properties"), "a 1\n".repeat(20_000)).unwrap();
+        let scan = read(&DirRoot::new(d.path()), &mut []);
+        assert!(scan.visible);
+        let w = &scan.warnings;
+        assert_eq!(
+            w.len(),
+            crate::sources::warn_cap::MAX_WARNINGS_PER_SOURCE + 1
+        );
+        assert!(
+            w.last()
+                .unwrap()
+                .message
+                .contains("more warning(s) of the KFD topology")
+        );
+        assert!(
+            w.iter().any(|w| w.path.ends_with("nodes/0/properties")
+                && w.message.contains("larger than the 64 KiB")),
+            "{:?}",
+            w[0]
+        );
     }
 }

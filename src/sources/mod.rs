@@ -25,6 +25,7 @@ pub mod rdma_order;
 pub mod storage;
 pub mod sysfs;
 pub mod tree;
+pub mod warn_cap;
 pub mod xmltree;
 
 use crate::model::{SourceInfo, Topology};
@@ -157,7 +158,8 @@ pub fn load(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
     }
     if let Some(p) = &opts.rdma_topo {
         let shown = p.display().to_string();
-        let bytes = std::fs::read(p).with_context(|| format!("cannot read {shown}"))?;
+        let bytes = fsroot::input::read_input(p, fsroot::input::MAX_SIDE_FILE_BYTES)
+            .with_context(|| format!("cannot read {shown}"))?;
         let complexes =
             crate::parse::rdma_topo::parse(&bytes).map_err(|r| anyhow::anyhow!("{shown}: {r}"))?;
         datadirect::apply_rdma_topo(&mut topo, &shown, complexes);

@@ -100,7 +100,7 @@ fn one_file(read: io::Result<Vec<u8>>, shown: &str, role: &str) -> (Vec<NcclSett
 /// fingerprint scheme /4 did not record it), so it is not called absent.
 pub fn read_node(fs: &dyn FsRoot, snapshot: bool) -> NcclSettings {
     let (entries, mut file) = one_file(
-        fs.read_limited(Path::new(ETC_NCCL_CONF), LIMIT),
+        super::fsroot::read_whole(fs, Path::new(ETC_NCCL_CONF), LIMIT),
         "/etc/nccl.conf",
         "/etc/nccl.conf (always read, last)",
     );

@@ -127,8 +127,7 @@ pub fn apply_stored(fs: &dyn FsRoot, topo: &mut Topology) -> anyhow::Result<()> 
     if fs.kind(p).is_none() {
         return Ok(());
     }
-    let b = fs
-        .read_limited(p, 1 << 20)
+    let b = super::fsroot::read_whole(fs, p, 1 << 20)
         .map_err(|e| anyhow::anyhow!("{}: {RDMA_NAME}: {e}", fs.describe()))?;
     let o: RdmaOrder = serde_json::from_slice(&b)
         .map_err(|e| anyhow::anyhow!("{}: {RDMA_NAME} is not {RDMA_SCHEMA}: {e}", fs.describe()))?;

@@ -7,18 +7,25 @@
 //! it through `/sys/dev/block/<maj:min>` (partitions, md/dm `slaves`, NVMe multipath
 //! subsystems). Parsing is in `parse::cufile` and `parse::mounts`.
 
-use super::fsroot::FsRoot;
+use super::fsroot::{FsRoot, read_whole, shown_size};
+use super::warn_cap::SourceWarnings;
 use crate::model::Bdf;
 use crate::model::device::{Device, DeviceKind};
 use crate::model::fact::Fact;
 use crate::model::storage::{CufileFile, Mount, MountTable, StorageFacts};
 use crate::model::topology::Warning;
 use crate::parse::{cufile, mounts};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::io;
 use std::path::{Path, PathBuf};
 
-/// Largest file read here (a mount table of a busy container host is a few hundred KiB).
+/// Largest file read here but the mount table: `cufile.json` (NVIDIA's default is 10 KiB), a
+/// kernel config (about 300 KiB), `/proc/driver/nvidia/params`. A larger file is not read, and
+/// said so.
 const LIMIT: usize = 4 << 20;
+/// Largest mount table read (a busy container host's is a few hundred KiB; 16 MiB is about
+/// 100,000 mounts). A larger one is not read, and said so: the mount table is then unknown.
+pub const MAX_MOUNT_TABLE_BYTES: usize = 16 << 20;
 /// How deep md/dm `slaves` are followed.
 const MAX_STACK: usize = 8;
 
@@ -26,14 +33,28 @@ const MAX_STACK: usize = 8;
 /// setting the node scan cannot see).
 pub const CUFILE_JSON: &str = "etc/cufile.json";
 
-fn text(fs: &dyn FsRoot, p: &str) -> Option<String> {
-    fs.read_limited(Path::new(p), LIMIT)
-        .ok()
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
+/// A file's text: `Ok(None)` when it is absent, `Err(why)` when it is there but was not read
+/// (a FIFO or device in its place, permission denied, larger than `cap`).
+fn read_text(fs: &dyn FsRoot, p: &str, cap: usize) -> Result<Option<String>, String> {
+    match read_whole(fs, Path::new(p), cap) {
+        Ok(b) => Ok(Some(String::from_utf8_lossy(&b).into_owned())),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
-fn line(fs: &dyn FsRoot, p: &str) -> Option<String> {
-    text(fs, p)
+/// A file's text, `None` when absent or not read (with a warning for the latter).
+fn text(fs: &dyn FsRoot, p: &str, w: &mut SourceWarnings) -> Option<String> {
+    read_text(fs, p, LIMIT).unwrap_or_else(|e| {
+        w.push(format_args!("/{p}"), || {
+            format!("not read ({e}); what it says is unknown")
+        });
+        None
+    })
+}
+
+fn line(fs: &dyn FsRoot, p: &str, w: &mut SourceWarnings) -> Option<String> {
+    text(fs, p, w)
         .map(|t| t.trim().to_string())
         .filter(|t| !t.is_empty())
 }
@@ -45,15 +66,25 @@ pub fn read(
     by_path: &HashMap<PathBuf, usize>,
     devices: &[Device],
 ) -> (StorageFacts, Vec<Warning>) {
-    let mut warnings = Vec::new();
+    let mut w = SourceWarnings::new("GPUDirect Storage files", "/etc/cufile.json");
+    let s = read_into(fs, by_path, devices, &mut w);
+    (s, w.finish())
+}
+
+fn read_into(
+    fs: &dyn FsRoot,
+    by_path: &HashMap<PathBuf, usize>,
+    devices: &[Device],
+    w: &mut SourceWarnings,
+) -> StorageFacts {
     let mut s = StorageFacts {
         read: true,
         ..Default::default()
     };
-    s.nvidia_fs = line(fs, "sys/module/nvidia_fs/version")
+    s.nvidia_fs = line(fs, "sys/module/nvidia_fs/version", w)
         .map(|v| ("/sys/module/nvidia_fs/version".to_string(), v))
         .or_else(|| {
-            line(fs, "proc/driver/nvidia-fs/version")
+            line(fs, "proc/driver/nvidia-fs/version", w)
                 .map(|v| ("/proc/driver/nvidia-fs/version".to_string(), v))
         })
         .or_else(|| {
@@ -65,78 +96,125 @@ pub fn read(
             })
         });
     s.etc_visible = fs.kind(Path::new("etc")).is_some();
-    if let Some(t) = text(fs, CUFILE_JSON) {
-        let path = format!("/{CUFILE_JSON}");
-        let (config, error) = match cufile::parse(&t) {
-            Ok(c) => {
-                for (k, v) in &c.wrong_type {
-                    warnings.push(Warning {
-                        path: path.clone(),
-                        message: format!("{k} is {v}, not of the type cuFile expects; ignored"),
-                    });
+    let path = format!("/{CUFILE_JSON}");
+    match read_text(fs, CUFILE_JSON, LIMIT) {
+        Ok(None) => {}
+        // There but not read (a FIFO, a device, permission denied, too large): not "absent".
+        Err(e) => {
+            w.push(&path, || {
+                format!("not read ({e}); its settings are unknown")
+            });
+            s.cufile = Some(CufileFile {
+                path: path.clone(),
+                config: None,
+                error: Some(e),
+                unreadable: true,
+            });
+        }
+        Ok(Some(t)) => {
+            let (config, error) = match cufile::parse(&t) {
+                Ok(c) => {
+                    for (k, v) in &c.wrong_type {
+                        w.push(&path, || {
+                            format!("{k} is {v}, not of the type cuFile expects; ignored")
+                        });
+                    }
+                    if c.wrong_type_more > 0 {
+                        w.push(&path, || {
+                            format!(
+                                "{} more value(s) of the wrong type; ignored",
+                                c.wrong_type_more
+                            )
+                        });
+                    }
+                    (Some(c), None)
                 }
-                (Some(c), None)
-            }
-            Err(e) => {
-                warnings.push(Warning {
-                    path: path.clone(),
-                    message: format!("not JSON with comments ({e}); its settings unknown"),
-                });
-                (None, Some(e))
-            }
-        };
-        s.cufile = Some(CufileFile {
-            path,
-            config,
-            error,
-        });
+                Err(e) => {
+                    w.push(&path, || {
+                        format!("not JSON with comments ({e}); its settings unknown")
+                    });
+                    (None, Some(e))
+                }
+            };
+            s.cufile = Some(CufileFile {
+                path,
+                config,
+                error,
+                unreadable: false,
+            });
+        }
     }
-    s.kernel_release = line(fs, "proc/sys/kernel/osrelease");
+    s.kernel_release = line(fs, "proc/sys/kernel/osrelease", w);
     if let Some(rel) = &s.kernel_release
         && !rel.contains('/')
     {
         let p = format!("boot/config-{rel}");
-        if let Some(t) = text(fs, &p) {
+        if let Some(t) = text(fs, &p, w) {
             let on = t.lines().any(|l| l.trim() == "CONFIG_PCI_P2PDMA=y");
             s.kernel_p2pdma = Some((format!("/{p}"), on));
         }
     }
-    s.nvme_multipath = line(fs, "sys/module/nvme_core/parameters/multipath");
-    s.nvidia_registry_dwords = text(fs, "proc/driver/nvidia/params").and_then(|t| {
+    s.nvme_multipath = line(fs, "sys/module/nvme_core/parameters/multipath", w);
+    s.nvidia_registry_dwords = text(fs, "proc/driver/nvidia/params", w).and_then(|t| {
         t.lines()
             .find(|l| l.starts_with("RegistryDwords:"))
             .map(|l| l.trim().to_string())
     });
-    s.mounts = mount_table(fs, by_path, devices, &mut warnings);
-    (s, warnings)
+    s.mounts = mount_table(fs, by_path, devices, w);
+    s
 }
 
 fn mount_table(
     fs: &dyn FsRoot,
     by_path: &HashMap<PathBuf, usize>,
     devices: &[Device],
-    warnings: &mut Vec<Warning>,
+    warnings: &mut SourceWarnings,
 ) -> Fact<MountTable> {
-    let (path, (mut list, bad)) = if let Some(t) = text(fs, "proc/self/mountinfo") {
-        ("/proc/self/mountinfo", mounts::mountinfo(&t))
-    } else if let Some(t) = text(fs, "proc/mounts") {
-        ("/proc/mounts", mounts::mounts(&t))
-    } else {
-        return Fact::Unknown("neither /proc/self/mountinfo nor /proc/mounts was read".into());
+    let mut not_read = Vec::new();
+    let mut table = None;
+    for (p, parse) in [
+        (
+            "proc/self/mountinfo",
+            mounts::mountinfo as fn(&str) -> (Vec<Mount>, crate::parse::LineRefusals),
+        ),
+        ("proc/mounts", mounts::mounts),
+    ] {
+        match read_text(fs, p, MAX_MOUNT_TABLE_BYTES) {
+            Ok(Some(t)) => {
+                table = Some((p, parse(&t)));
+                break;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                warnings.push(format_args!("/{p}"), || format!("not read ({e})"));
+                not_read.push(format!("/{p}: {e}"));
+            }
+        }
+    }
+    let Some((p, (mut list, bad))) = table else {
+        return Fact::Unknown(if not_read.is_empty() {
+            "neither /proc/self/mountinfo nor /proc/mounts was read".into()
+        } else {
+            format!(
+                "the mount table was not read ({}; peerpath reads at most {})",
+                not_read.join("; "),
+                shown_size(MAX_MOUNT_TABLE_BYTES as u64)
+            )
+        });
     };
-    for (n, r) in bad {
-        warnings.push(Warning {
-            path: path.to_string(),
-            message: format!("line {n}: {r}; skipped"),
+    let path = format!("/{p}");
+    for (n, r) in &bad.first {
+        warnings.push(&path, || format!("line {n}: {r}; skipped"));
+    }
+    if bad.more() > 0 {
+        warnings.push(&path, || {
+            format!("{} more line(s) refused; skipped", bad.more())
         });
     }
     for m in &mut list {
         resolve(fs, by_path, devices, m);
     }
-    Fact::Known(MountTable {
-        path: path.to_string(),
-        mounts: list,
-    })
+    Fact::Known(MountTable { path, mounts: list })
 }
 
 /// Ties a mount to its block devices and NVMe controllers.
@@ -154,7 +232,19 @@ fn resolve(fs: &dyn FsRoot, by_path: &HashMap<PathBuf, usize>, devices: &[Device
     let Ok(dir) = fs.resolve(&start) else { return };
     let mut block = Vec::new();
     let mut drives = Vec::new();
-    walk(fs, by_path, devices, &dir, 0, &mut block, &mut drives);
+    let mut seen = HashSet::new();
+    walk(
+        fs,
+        by_path,
+        devices,
+        &dir,
+        0,
+        &mut Walked {
+            block: &mut block,
+            drives: &mut drives,
+            seen: &mut seen,
+        },
+    );
     drives.sort();
     drives.dedup();
     m.block = block;
@@ -180,6 +270,16 @@ fn owner(by_path: &HashMap<PathBuf, usize>, devices: &[Device], p: &Path) -> Opt
         .map(|d| d.bdf)
 }
 
+/// What a walk down from one mount found, and where it has been.
+struct Walked<'a> {
+    block: &'a mut Vec<String>,
+    drives: &'a mut Vec<Bdf>,
+    /// Block device directories visited: each is walked once, so a `slaves/` link back to its
+    /// own device (or a diamond of md over dm over the same disks) costs one visit, not one per
+    /// path to it (issue 41: ~10^9 visits).
+    seen: &'a mut HashSet<PathBuf>,
+}
+
 /// Follows one block device down: a partition to its disk, a disk to its NVMe controller, an
 /// NVMe multipath namespace to its subsystem's controllers, md/dm to their `slaves`.
 fn walk(
@@ -188,12 +288,12 @@ fn walk(
     devices: &[Device],
     dir: &Path,
     depth: usize,
-    block: &mut Vec<String>,
-    drives: &mut Vec<Bdf>,
+    out: &mut Walked,
 ) {
-    if depth > MAX_STACK {
+    if depth > MAX_STACK || !out.seen.insert(dir.to_path_buf()) {
         return;
     }
+    let (block, drives) = (&mut *out.block, &mut *out.drives);
     let name = |p: &Path| p.file_name().and_then(|s| s.to_str()).map(str::to_string);
     let Some(mut n) = name(dir) else { return };
     let mut disk = dir.to_path_buf();
@@ -233,7 +333,82 @@ fn walk(
     let slaves = disk.join("slaves");
     for e in fs.read_dir(&slaves).unwrap_or_default() {
         if let Ok(p) = fs.resolve(&slaves.join(&e.name)) {
-            walk(fs, by_path, devices, &p, depth + 1, block, drives);
+            walk(fs, by_path, devices, &p, depth + 1, out);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sources::fsroot::DirRoot;
+    use std::os::unix::fs::symlink;
+
+    fn read_tree(root: &Path) -> (StorageFacts, Vec<Warning>) {
+        read(&DirRoot::new(root), &HashMap::new(), &[])
+    }
+
+    /// Issue 41: a cufile.json that is a FIFO is "there, not read", not absent; a mount table
+    /// over the cap is unknown with the reason, not cut and its cut line misreported.
+    #[test]
+    fn unreadable_and_oversized_files_are_said() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("etc")).unwrap();
+        std::fs::create_dir_all(d.path().join("proc/self")).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            d.path().join(CUFILE_JSON),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let mi = d.path().join("proc/self/mountinfo");
+        std::fs::File::create(&mi)
+            .unwrap()
+            .set_len(MAX_MOUNT_TABLE_BYTES as u64 + 1)
+            .unwrap();
+        let (s, w) = read_tree(d.path());
+        let c = s.cufile.expect("a FIFO is not an absent file");
+        assert!(c.unreadable && c.config.is_none(), "{c:?}");
+        assert!(c.error.unwrap().contains("named pipe"));
+        match &s.mounts {
+            Fact::Unknown(why) => assert!(why.contains("larger than the 16 MiB"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            w.iter()
+                .any(|w| w.path == "/proc/self/mountinfo" && w.message.contains("not read")),
+            "{w:?}"
+        );
+    }
+
+    /// Issue 41: an md device whose `slaves/` link back to itself is visited once (the walk
+    /// remembers where it has been; depth-limited only, it made 3^9 visits here).
+    #[test]
+    fn a_slaves_loop_is_walked_once() {
+        let d = tempfile::tempdir().unwrap();
+        let md = d.path().join("sys/devices/virtual/block/md0");
+        std::fs::create_dir_all(md.join("slaves")).unwrap();
+        for n in ["a", "b", "c"] {
+            symlink("../../md0", md.join("slaves").join(n)).unwrap();
+        }
+        std::fs::create_dir_all(d.path().join("sys/dev/block")).unwrap();
+        symlink(
+            "../../devices/virtual/block/md0",
+            d.path().join("sys/dev/block/9:0"),
+        )
+        .unwrap();
+        std::fs::create_dir_all(d.path().join("proc/self")).unwrap();
+        std::fs::write(
+            d.path().join("proc/self/mountinfo"),
+            "30 1 9:0 / /data rw - xfs /dev/md0 rw\n",
+        )
+        .unwrap();
+        let (s, _) = read_tree(d.path());
+        let Fact::Known(t) = &s.mounts else {
+            panic!("{:?}", s.mounts)
+        };
+        assert_eq!(t.mounts[0].block, ["md0"]);
     }
 }

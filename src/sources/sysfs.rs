@@ -305,6 +305,17 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
                 );
                 continue;
             }
+            Err(e) if is_link_loop(&e) => {
+                log.warn(
+                    &bus.join(bdf.to_string()),
+                    format!(
+                        "too many levels of symbolic links (more than {}) on the way to {}; device skipped",
+                        super::fsroot::MAX_LINKS,
+                        dir.display()
+                    ),
+                );
+                continue;
+            }
             Err(e) => {
                 log.warn(dir, format!("device directory unreadable ({e}); device vanished or access denied, skipped"));
                 continue;
@@ -811,7 +822,13 @@ fn text_of(fs: &dyn FsRoot, log: &Log, p: &str) -> Option<String> {
 
 fn machine_info(fs: &dyn FsRoot, log: &Log) -> MachineInfo {
     let mut m = MachineInfo::default();
-    if let Some(b) = read_opt(fs, log, Path::new("proc/cpuinfo")) {
+    // 16 MiB: a machine of thousands of CPUs writes more than the 1 MiB of an attribute.
+    let cpuinfo = Path::new("proc/cpuinfo");
+    if let Some(b) = optional(
+        log,
+        cpuinfo,
+        super::fsroot::read_whole(fs, cpuinfo, 16 << 20),
+    ) {
         let s = String::from_utf8_lossy(&b);
         let mut sockets = std::collections::BTreeSet::new();
         let mut logical = 0;
@@ -937,6 +954,12 @@ fn machine_info(fs: &dyn FsRoot, log: &Log) -> MachineInfo {
         }
     }
     m
+}
+
+/// Whether an error is a chain of links too long or looping (`ELOOP` from the kernel, or the
+/// in-memory resolver's own "too many levels"), not a device gone or access denied.
+fn is_link_loop(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ELOOP) || e.to_string().contains("too many levels")
 }
 
 #[cfg(test)]

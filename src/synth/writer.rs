@@ -673,27 +673,14 @@ pub(super) fn nodes(entries: Vec<(PathBuf, Entry)>) -> Vec<(PathBuf, Node)> {
 /// Writes nodes under `root` on disk, in their order (parents first). A link replaces what
 /// stands at its path, so a tree can be written again over itself.
 pub(super) fn write_dir(nodes: &[(PathBuf, Node)], root: &Path) -> io::Result<()> {
-    std::fs::create_dir_all(root)?;
+    // Through the output layer's directory writer: no link placed inside `root` is followed.
+    let mut w = crate::output::DirWriter::new(root)?;
     for (p, node) in nodes {
-        let full = root.join(p);
         match node {
-            Node::Dir => std::fs::create_dir_all(&full)?,
-            Node::File(b) => std::fs::write(&full, b)?,
-            Node::Link(t) => {
-                match std::fs::symlink_metadata(&full) {
-                    Ok(_) => std::fs::remove_file(&full)?,
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(e),
-                }
-                std::os::unix::fs::symlink(t, &full)?;
-            }
-            Node::Fifo => rustix::fs::mknodat(
-                rustix::fs::CWD,
-                &full,
-                rustix::fs::FileType::Fifo,
-                rustix::fs::Mode::from_raw_mode(0o644),
-                0,
-            )?,
+            Node::Dir => w.dir(p)?,
+            Node::File(b) => w.file(p, b)?,
+            Node::Link(t) => w.link(p, t)?,
+            Node::Fifo => w.fifo(p)?,
         }
     }
     Ok(())

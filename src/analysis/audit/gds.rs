@@ -306,7 +306,11 @@ pub fn gds_config(ctx: &Ctx) -> Vec<Finding> {
             id,
             Severity::Unknown,
             Subject::Node,
-            format!("{path} does not parse as JSON with comments: {}; how cuFile reads it is unknown", file.error.clone().unwrap_or_default()),
+            if file.unreadable {
+                format!("{path} is there but was not read: {}; how cuFile reads it is unknown", file.error.clone().unwrap_or_default())
+            } else {
+                format!("{path} does not parse as JSON with comments: {}; how cuFile reads it is unknown", file.error.clone().unwrap_or_default())
+            },
             format!("fix the syntax of {path} (cuFile also honours CUFILE_ENV_PATH_JSON)"),
         )
         .with(path, file.error.clone().unwrap_or_default())];

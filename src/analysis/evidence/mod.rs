@@ -63,8 +63,13 @@ impl Input {
 
     /// Reads a file.
     pub fn load(path: &std::path::Path) -> Result<Input> {
-        let b = std::fs::read(path)
-            .with_context(|| format!("cannot read evidence {}", path.display()))?;
+        // One bounded read: a FIFO or device is refused by its type, a file over the cap
+        // by its size, never waited on or read until memory runs out.
+        let b = crate::sources::fsroot::input::read_input(
+            path,
+            crate::sources::fsroot::input::MAX_EVIDENCE_BYTES,
+        )
+        .with_context(|| format!("cannot read evidence {}", path.display()))?;
         Self::from_bytes(&path.display().to_string(), &b)
     }
 }
@@ -313,7 +318,7 @@ pub fn analyze(inputs: &[Input], topo: Option<&dyn Node>, opts: &Options) -> Evi
                     processes: r.processes,
                     refused,
                     unrecognised_lines: Unrecognised {
-                        count: job.unrecognised.len(),
+                        count: job.unrecognised_count,
                         lines: job
                             .unrecognised
                             .iter()

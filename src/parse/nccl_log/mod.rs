@@ -458,7 +458,13 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
             });
         }
         for (i, f) in found.iter().enumerate() {
-            let end = found.get(i + 1).map_or(l.text.len(), |n| n.start);
+            // A header glued onto the previous one's level word (`NCCL INFOer_name>:920:920 [1]
+            // NCCL INFO …`, found by fuzzing) starts before that one's message: its message is
+            // then empty, never a reversed slice.
+            let end = found
+                .get(i + 1)
+                .map_or(l.text.len(), |n| n.start)
+                .max(f.msg);
             let complete = i + 1 == found.len() && l.ended;
             let msg = &l.text[f.msg..end];
             if msg.trim().is_empty() && i + 1 < found.len() && f.header.level == Level::Info {

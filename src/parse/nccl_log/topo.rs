@@ -109,6 +109,12 @@ pub enum TopoLine {
 pub fn parse_line(msg: &str) -> Option<TopoLine> {
     let t = msg.trim();
     if let Some(r) = t.strip_prefix("=== System :") {
+        if let Some(w) = r
+            .split_whitespace()
+            .find(|w| crate::parse::text::non_finite(w))
+        {
+            return Some(TopoLine::Refused(format!("{w:?} is not a finite number")));
+        }
         let nums: Vec<f64> = r
             .split_whitespace()
             .filter_map(|w| w.parse().ok())
@@ -128,7 +134,13 @@ pub fn parse_line(msg: &str) -> Option<TopoLine> {
         // `+ PCI[24.0] - GPU/84000 (4)`
         let (link, node) = r.split_once(" - ")?;
         let (lt, bw) = link.split_once('[')?;
-        let bw: f64 = bw.strip_suffix(']')?.parse().ok()?;
+        let bw = bw.strip_suffix(']')?;
+        if crate::parse::text::non_finite(bw) {
+            return Some(TopoLine::Refused(format!(
+                "link bandwidth {bw:?} is not a finite number"
+            )));
+        }
+        let bw: f64 = bw.parse().ok()?;
         let (id, info) = split_info(node);
         let node = NodeId::parse(id)?;
         return Some(TopoLine::Node(TopoNodeLine {

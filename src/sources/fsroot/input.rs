@@ -16,6 +16,11 @@ pub const MAX_TEXT_INPUT_BYTES: u64 = 256 << 20;
 /// Largest small side file read whole (`--evidence`, `--profile`, spec files, fonts, pci.ids).
 pub const MAX_SIDE_FILE_BYTES: u64 = 64 << 20;
 
+/// Largest job output `evidence` reads (an `NCCL_DEBUG=INFO` log of a 1,000-rank job is tens
+/// of MiB): `evidence` holds about 9× a real log, up to ~40× one of a single line per process
+/// (its report and output are then several times the input; docs/bad-input.md).
+pub const MAX_EVIDENCE_BYTES: u64 = 128 << 20;
+
 /// An input path, opened and checked.
 pub enum Opened {
     /// A directory.

@@ -75,9 +75,10 @@ pub trait FsRoot: Send + Sync {
     /// Human description (`/`, `fixtures/x.tar.bz2`).
     fn describe(&self) -> String;
 
-    /// Reads a whole file, up to 1 MiB (sysfs attributes are at most a page; `config` 4 KiB).
+    /// Reads a whole file of at most [`MAX_ATTR_BYTES`] (sysfs attributes are at most a page;
+    /// `config` 4 KiB): a longer one is an error saying so, never silently cut.
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        self.read_limited(path, 1 << 20)
+        read_whole(self, path, MAX_ATTR_BYTES)
     }
 
     /// Opens a directory once for several look-ups of names directly in it (a device's
@@ -158,9 +159,14 @@ pub trait OpenDir {
     /// Target of the link `name` in the directory, as stored.
     fn read_link(&self, name: &str) -> io::Result<PathBuf>;
 
-    /// Reads the file `name`, up to 1 MiB (as [`FsRoot::read`]).
+    /// Reads the file `name`, at most [`MAX_ATTR_BYTES`] (as [`FsRoot::read`]): a longer one
+    /// is an error saying so.
     fn read(&self, name: &str) -> io::Result<Vec<u8>> {
-        self.read_limited(name, 1 << 20)
+        let b = self.read_limited(name, MAX_ATTR_BYTES + 1)?;
+        if b.len() > MAX_ATTR_BYTES {
+            return Err(too_long(MAX_ATTR_BYTES));
+        }
+        Ok(b)
     }
 }
 
@@ -198,6 +204,43 @@ fn push_components(out: &mut Vec<PathBuf>, p: &Path) {
             Component::ParentDir => out.push(PathBuf::from("..")),
             Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
         }
+    }
+}
+
+/// Reads a whole file inside a root, at most `cap` bytes: a longer file is an error saying so
+/// (`InvalidData`), never a silent cut that a parser would then misread (a mount table cut
+/// mid-line, a `properties` file cut mid-pair). Errors are the root's own (`NotFound` for an
+/// absent file; a FIFO, device or socket refused by its type).
+pub fn read_whole<F: FsRoot + ?Sized>(fs: &F, path: &Path, cap: usize) -> io::Result<Vec<u8>> {
+    let b = fs.read_limited(path, cap.saturating_add(1))?;
+    if b.len() > cap {
+        return Err(too_long(cap));
+    }
+    Ok(b)
+}
+
+/// Largest file inside an input read by [`FsRoot::read`] (a sysfs attribute, `/proc/cpuinfo`
+/// of a few hundred CPUs).
+pub const MAX_ATTR_BYTES: usize = 1 << 20;
+
+fn too_long(cap: usize) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!(
+            "larger than the {} peerpath reads of this file; not read",
+            shown_size(cap as u64)
+        ),
+    )
+}
+
+/// A cap in words (`4 MiB`, `64 KiB`, `300 bytes`).
+pub fn shown_size(n: u64) -> String {
+    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
+        format!("{} MiB", n >> 20)
+    } else if n >= 1 << 10 && n.is_multiple_of(1 << 10) {
+        format!("{} KiB", n >> 10)
+    } else {
+        format!("{n} bytes")
     }
 }
 
@@ -336,14 +379,16 @@ fn parent_key(k: &[u8]) -> Option<&[u8]> {
         .filter(|p| !p.is_empty())
 }
 
-/// A tar stream's bytes: decompressed (gzip or bzip2 by magic bytes, at most
+/// A tar stream's bytes: decompressed (gzip or bzip2 by magic bytes, every member of a
+/// multi-member stream — `cat a.tar.gz b.tar.gz`, `pigz`, `pbzip2` — read in turn, at most
 /// [`MAX_SNAPSHOT_BYTES`], every byte taken from `charge`), or the input itself when it is a
-/// plain tar.
+/// plain tar. A stream cut short or corrupt is an error naming the compressed byte where
+/// decompression stopped, never a silently shorter archive.
 fn tar_bytes<'b>(
     bytes: &'b [u8],
     charge: Option<&mut super::budget::Charge>,
 ) -> io::Result<Cow<'b, [u8]>> {
-    let (reader, hint): (Box<dyn Read>, usize) = if bytes.starts_with(&[0x1f, 0x8b]) {
+    if bytes.starts_with(&[0x1f, 0x8b]) {
         // The gzip trailer's ISIZE (the size modulo 2^32) sizes the buffer once; a lying
         // trailer only costs a regrowth, never more than deflate's 1032:1 bound allows.
         let isize = bytes
@@ -355,23 +400,54 @@ fn tar_bytes<'b>(
             .len()
             .saturating_mul(1032)
             .min(MAX_SNAPSHOT_BYTES as usize);
-        (
-            Box::new(flate2::read::GzDecoder::new(bytes)),
-            isize.min(bound),
-        )
+        let mut d = flate2::bufread::MultiGzDecoder::new(bytes);
+        let r = decompress(&mut d, isize.min(bound), charge);
+        let left = d.get_ref().len();
+        named_offset(r, "gzip", bytes.len() - left, bytes.len())
     } else if bytes.starts_with(b"BZh") {
-        (Box::new(bzip2::read::BzDecoder::new(bytes)), 0)
+        let mut d = bzip2::bufread::MultiBzDecoder::new(bytes);
+        let r = decompress(&mut d, 0, charge);
+        let left = d.get_ref().len();
+        named_offset(r, "bzip2", bytes.len() - left, bytes.len())
     } else {
-        return Ok(Cow::Borrowed(bytes));
-    };
+        Ok(Cow::Borrowed(bytes))
+    }
+}
+
+/// Reads a decompressor to its end, at most [`MAX_SNAPSHOT_BYTES`].
+fn decompress(
+    d: &mut dyn Read,
+    hint: usize,
+    charge: Option<&mut super::budget::Charge>,
+) -> io::Result<Vec<u8>> {
     let mut out = Vec::with_capacity(hint);
     LimitedReader {
-        inner: reader,
+        inner: d,
         left: MAX_SNAPSHOT_BYTES,
         charge,
     }
     .read_to_end(&mut out)?;
-    Ok(Cow::Owned(out))
+    Ok(out)
+}
+
+/// A decompression error with the compressed byte where it stopped (the size cap's own error
+/// is kept as it is).
+fn named_offset(
+    r: io::Result<Vec<u8>>,
+    what: &str,
+    at: usize,
+    of: usize,
+) -> io::Result<Cow<'static, [u8]>> {
+    match r {
+        Ok(v) => Ok(Cow::Owned(v)),
+        Err(e) if e.to_string().contains("MiB uncompressed") => Err(e),
+        Err(e) => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{what} stream is truncated or corrupt: decompression stopped at compressed byte {at} of {of} ({e})"
+            ),
+        )),
+    }
 }
 
 /// One member of a tar archive held in memory, as [`walk_tar`] gives it.
@@ -406,7 +482,25 @@ fn walk_tar<'a>(
     let mut long_name: Option<&[u8]> = None;
     let mut long_link: Option<&[u8]> = None;
     let mut pax: Option<&[u8]> = None;
-    while let Some(block) = data.get(pos..pos + BLOCK) {
+    loop {
+        let Some(block) = data.get(pos..pos + BLOCK) else {
+            // GNU tar, bsdtar and the `tar` crate all end an archive with zero blocks; an
+            // archive that stops without them (or inside a header) was cut.
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                if pos >= data.len() {
+                    format!(
+                        "snapshot is truncated: the archive ends at byte {} without its end-of-archive blocks",
+                        data.len()
+                    )
+                } else {
+                    format!(
+                        "snapshot is truncated: a header at byte {pos} is cut after {} of its 512 bytes",
+                        data.len() - pos
+                    )
+                },
+            ));
+        };
         if block.iter().all(|&b| b == 0) {
             break;
         }
@@ -454,8 +548,9 @@ fn walk_tar<'a>(
                 io::Error::new(
                     io::ErrorKind::UnexpectedEof,
                     format!(
-                        "snapshot is truncated: {} ends past the archive's end",
-                        String::from_utf8_lossy(&h.path_bytes())
+                        "snapshot is truncated: {} (header at byte {pos}) ends past the archive's end at byte {}",
+                        String::from_utf8_lossy(&h.path_bytes()),
+                        data.len()
                     ),
                 )
             })?;
@@ -812,6 +907,53 @@ mod tests {
             .unwrap();
         assert!(e.to_string().contains("truncated"), "{e}");
         assert!(MemRoot::from_tar_bytes("t", &gz[..gz.len() / 2]).is_err());
+    }
+
+    /// Issue 41: an archive cut inside a header or before its end blocks, and a gzip stream
+    /// cut short, are errors naming the byte; two gzip members joined with `cat` are read whole.
+    #[test]
+    fn cut_archives_are_errors_naming_the_byte_and_gzip_members_are_all_read() {
+        let tar_of = |name: &str, body: &[u8]| {
+            let mut b = tar::Builder::new(Vec::new());
+            let mut h = tar::Header::new_gnu();
+            h.set_size(body.len() as u64);
+            h.set_mode(0o644);
+            b.append_data(&mut h, name, body).unwrap();
+            b.into_inner().unwrap()
+        };
+        let mut two = tar_of("sys/a", b"one");
+        // A second member after the first (its end blocks dropped), then cut mid-header.
+        two.truncate(1024);
+        let second = tar_of("sys/b", b"two");
+        two.extend_from_slice(&second[..300]);
+        let e = MemRoot::from_tar_bytes("t", &two).err().unwrap();
+        assert!(
+            e.to_string()
+                .contains("header at byte 1024 is cut after 300"),
+            "{e}"
+        );
+        two.truncate(1024);
+        let e = MemRoot::from_tar_bytes("t", &two).err().unwrap();
+        assert!(e.to_string().contains("ends at byte 1024 without"), "{e}");
+        let gz = |b: &[u8]| {
+            let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            std::io::Write::write_all(&mut z, b).unwrap();
+            z.finish().unwrap()
+        };
+        // `cat first.gz second.gz`: the first member holds the first entry without its end
+        // blocks, the second the rest; read whole, both entries are there.
+        let mut joined = gz(&two);
+        joined.extend(gz(&second));
+        let m = MemRoot::from_tar_bytes("t", &joined).unwrap();
+        assert_eq!(m.read(Path::new("sys/b")).unwrap(), b"two");
+        assert_eq!(m.read(Path::new("sys/a")).unwrap(), b"one");
+        let cut = &joined[..joined.len() - 10];
+        let e = MemRoot::from_tar_bytes("t", cut).err().unwrap();
+        assert!(
+            e.to_string().contains(&format!("of {}", cut.len()))
+                && e.to_string().contains("gzip stream is truncated"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -90,9 +90,9 @@ pub(super) fn nic_text(n: &crate::parse::nccl_log::NicEntry) -> String {
 }
 
 /// Names a NIC index from the process's (or its host's) NIC list and virtual devices.
-pub(super) fn name_nic(procs: &[Proc], me: usize, n: &mut NicUse, hi: version::Release) {
-    let list = from_host(procs, me, |p| p.nic_list());
-    let virt = from_host(procs, me, |p| {
+pub(super) fn name_nic(procs: &Procs, me: usize, n: &mut NicUse, hi: version::Release) {
+    let list = from_host(procs, me, "nic list", |p| p.nic_list());
+    let virt = from_host(procs, me, "virtual nics", |p| {
         let v = p.virtual_nics();
         (!v.is_empty()).then_some(v)
     });
@@ -163,7 +163,7 @@ pub(super) fn name_nic(procs: &[Proc], me: usize, n: &mut NicUse, hi: version::R
 /// The cause of an `off` verdict.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn off_cause(
-    procs: &[Proc],
+    procs: &Procs,
     me: Option<usize>,
     s: &Subject,
     conns: &[&(usize, &NetChannel, &Entry)],
@@ -179,7 +179,7 @@ pub(super) fn off_cause(
 ) -> Cause {
     let pi = me.or_else(|| gpu.first().map(|g| g.3));
     if socket {
-        let nodev = pi.and_then(|m| from_host(procs, m, |p| p.no_device()));
+        let nodev = pi.and_then(|m| from_host(procs, m, "no device", |p| p.no_device()));
         let text = match (nodev, socket_net) {
             (Some((line, _)), _) => format!(
                 "no RDMA device: `NET/IB : No device found.` (line {line}), so NCCL fell back to NET/Socket"
@@ -241,7 +241,7 @@ pub(super) fn off_cause(
     }
     let used: BTreeSet<u32> = conns.iter().filter_map(|c| c.1.dev).collect();
     let nic_lines = pi.and_then(|m| {
-        from_host(procs, m, |p| {
+        from_host(procs, m, "nic gdr", |p| {
             let v = p.nic_gdr();
             (!v.is_empty()).then_some(v)
         })
@@ -314,15 +314,15 @@ pub(super) fn off_cause(
 /// The HCAs of a process when NCCL's per-NIC check (2.13+, or the ≤ 2.12 `(no module)` line)
 /// said Disabled for every one it lists — every NIC of its `Using` list when the log has one —
 /// with their names and lines: then no NET connection of the process can use GDR.
-pub(super) fn all_nics_disabled(procs: &[Proc], me: usize) -> Option<(Vec<String>, Vec<usize>)> {
-    let (lines, _) = from_host(procs, me, |p| {
+pub(super) fn all_nics_disabled(procs: &Procs, me: usize) -> Option<(Vec<String>, Vec<usize>)> {
+    let (lines, _) = from_host(procs, me, "nic gdr", |p| {
         let v = p.nic_gdr();
         (!v.is_empty()).then_some(v)
     })?;
     if lines.iter().any(|(n, _)| n.enabled) {
         return None;
     }
-    if let Some(((list, _), _)) = from_host(procs, me, |p| p.nic_list())
+    if let Some(((list, _), _)) = from_host(procs, me, "nic list", |p| p.nic_list())
         && list.transport != "Socket"
         && !list
             .nics
