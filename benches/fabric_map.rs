@@ -1,4 +1,4 @@
-//! `rails --fabric` at pod scale: a 512-node pod's `ibnetdiscover` (4,096 host adapters, 128
+//! `rails --fabric-map` at pod scale: a 512-node pod's `ibnetdiscover` (4,096 host adapters, 128
 //! leaves, 4 spines; about 35,000 lines, written by `synth::fabric` in the tool's own
 //! grammar) read from disk, parsed and judged against the node layout, beside `wc -l` of the
 //! same file as the I/O floor (the least any reader of the file does). Issue 40: well under a

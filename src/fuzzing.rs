@@ -177,7 +177,7 @@ pub fn nccl_xml(data: &[u8]) {
     xml_document(data, "system");
 }
 
-/// The fabric's own map (`rails --fabric`): every producer's grammar, and the judgement of
+/// The fabric's own map (`rails --fabric-map`): every producer's grammar, and the judgement of
 /// whatever a grammar accepts against an 8-rail layout.
 pub fn fabric_map(data: &[u8]) {
     use crate::model::fabric::Producer;

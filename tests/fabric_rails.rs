@@ -303,7 +303,10 @@ fn cli_rails_fabric_exit_codes_text_and_json() {
     let node = node_layout(dir.path(), "h100.tar.gz");
     let run = |map: &std::path::Path, json: bool| {
         let mut c = common::peerpath();
-        c.args(["rails", "-i"]).arg(&node).arg("--fabric").arg(map);
+        c.args(["rails", "-i"])
+            .arg(&node)
+            .arg("--fabric-map")
+            .arg(map);
         if json {
             c.args(["--format", "json"]);
         }
@@ -372,7 +375,7 @@ fn cli_directory_of_captures_named_by_host() {
     let o = common::peerpath()
         .args(["rails", "--format", "json", "-i"])
         .arg(&caps)
-        .arg("--fabric")
+        .arg("--fabric-map")
         .arg(&map)
         .output()
         .unwrap();
@@ -460,7 +463,7 @@ fn cli_lldp_directory_per_host() {
     let o = common::peerpath()
         .args(["rails", "--format", "json", "-i"])
         .arg(&node)
-        .arg("--fabric")
+        .arg("--fabric-map")
         .arg(&maps)
         .output()
         .unwrap();
@@ -575,7 +578,7 @@ fn capture_records_guids_and_the_map_matches_by_them() {
     let o = common::peerpath()
         .args(["rails", "--format", "json", "-i"])
         .arg(&caps)
-        .arg("--fabric")
+        .arg("--fabric-map")
         .arg(&map)
         .output()
         .unwrap();
@@ -703,7 +706,7 @@ fn report_draws_the_cabling() {
     let o = common::peerpath()
         .args(["report", "-i"])
         .arg(&node)
-        .arg("--fabric")
+        .arg("--fabric-map")
         .arg(&map)
         .arg("-o")
         .arg(&out)
@@ -758,7 +761,7 @@ fn cli_lldp_from_switches() {
     let o = common::peerpath()
         .args(["rails", "--format", "json", "--lldp-from", "switch", "-i"])
         .arg(&node)
-        .arg("--fabric")
+        .arg("--fabric-map")
         .arg(&maps)
         .output()
         .unwrap();

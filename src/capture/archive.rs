@@ -106,7 +106,7 @@ impl Builder<'_> {
     /// An RDMA device's GUIDs (`node_guid`, `ports/<p>/gids/0`: derived from the adapter's
     /// burnt-in address, as a serial number is) are archived only with `keep_serials`; without
     /// it they are left out whole and the manifest says so (the scanner read them; `rails
-    /// --fabric` then matches the capture by node description instead).
+    /// --fabric-map` then matches the capture by node description instead).
     fn guid_left_out(&mut self, path: &Path) -> bool {
         if self.keep_serials {
             return false;

@@ -16,7 +16,7 @@
 //! Number extended capability in `config` (often derived from a MAC address or GUID). The
 //! scanner never reads MAC `address` files, DMI serials or `vpd`, so they are never archived.
 //! It does read an RDMA device's `node_guid`, `node_desc` and `ports/<p>/gids/0` (subnet prefix
-//! and port GUID): the fabric's own map names adapters by them, and `rails --fabric` matches a
+//! and port GUID): the fabric's own map names adapters by them, and `rails --fabric-map` matches a
 //! capture to the map through them. The description is archived as read; the two GUIDs, derived
 //! from the adapter's burnt-in address like a serial number, only with `keep_serials` (left out
 //! whole otherwise, the manifest saying so).

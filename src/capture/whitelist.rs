@@ -68,7 +68,7 @@ pub const WHITELIST: &[&str] = &[
     "sys/**/infiniband/*/hca_type",
     "sys/**/infiniband/*/board_id",
     "sys/**/infiniband/*/node_type",
-    // How the fabric's own map names an adapter (`rails --fabric`): node GUID, the node
+    // How the fabric's own map names an adapter (`rails --fabric-map`): node GUID, the node
     // description the driver sets (`<host> mlx5_N`), GID 0 (subnet prefix + port GUID).
     "sys/**/infiniband/*/node_guid",
     "sys/**/infiniband/*/node_desc",

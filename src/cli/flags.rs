@@ -106,6 +106,11 @@ const SHARED_MEANINGS: &[(&str, &str, &str)] = &[
         "place prints only that rank; launch runs as it, defaulting to the launcher's",
     ),
     (
+        "fabric-map",
+        "the fabric's own map",
+        "rails judges each adapter's cable against it; report draws the same judgement",
+    ),
+    (
         "json",
         "json",
         "print JSON instead of the default output (explain: text; export dra: YAML)",

@@ -1,5 +1,5 @@
 //! `peerpath rails`: the scale-up boundary and the fabric ports that leave it; with
-//! `--fabric`, the cabling of those ports as the fabric's own map shows it.
+//! `--fabric-map`, the cabling of those ports as the fabric's own map shows it.
 
 use crate::InputArgs;
 use anyhow::{Context, Result, bail};
@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 pub enum RailsFormat {
     /// Tables.
     Text,
-    /// `peerpath.rails/2` JSON (`peerpath.cabling/1` with `--fabric`).
+    /// `peerpath.rails/2` JSON (`peerpath.cabling/1` with `--fabric-map`).
     Json,
 }
 
@@ -36,9 +36,10 @@ pub struct RailsArgs {
     /// `ibdiagnet2.db_csv`, or `lldpctl -f json` (a file, or a directory of one file per host
     /// named `<host>.json`). Checks that each GPU's NIC is cabled to its rail's leaf; `-i` is
     /// the node layout every host shares, or a directory of captures named `<host>.tar.gz`.
+    // Not `--fabric`: that is probe's library choice (one flag name, one meaning).
     #[arg(long, value_name = "FILE|DIR")]
-    fabric: Option<PathBuf>,
-    /// Which end printed the `lldpctl -f json` files of `--fabric`: `host` (each file a host's
+    fabric_map: Option<PathBuf>,
+    /// Which end printed the `lldpctl -f json` files of `--fabric-map`: `host` (each file a host's
     /// interfaces, named `<host>.json`) or `switch` (each a switch's ports, as Cumulus Linux and
     /// SONiC run lldpd, named `<switch>.json`).
     #[arg(long, value_enum, value_name = "SIDE", default_value = "host")]
@@ -54,10 +55,10 @@ pub enum LldpFrom {
     Switch,
 }
 
-/// Runs `rails`; exit code 1 when the node is not rail-optimised, or with `--fabric` when the
+/// Runs `rails`; exit code 1 when the node is not rail-optimised, or with `--fabric-map` when the
 /// cabling has an error.
 pub fn run(a: RailsArgs) -> Result<u8> {
-    if let Some(map) = &a.fabric {
+    if let Some(map) = &a.fabric_map {
         return run_fabric(&a, map);
     }
     let topo = crate::load(&a.input)?;

@@ -40,10 +40,10 @@ pub struct ReportArgs {
     /// Font file for PNG output (default: DejaVu Sans Mono from the system's font directory).
     #[arg(long, value_name = "FILE")]
     pub font: Option<PathBuf>,
-    /// The fabric's own map (as `peerpath rails --fabric`): the HTML report draws each
+    /// The fabric's own map (as `peerpath rails --fabric-map`): the HTML report draws each
     /// adapter's cable against its rail, this node's layout standing for every host.
     #[arg(long, value_name = "FILE|DIR")]
-    pub fabric: Option<PathBuf>,
+    pub fabric_map: Option<PathBuf>,
     /// PNG pixels per SVG unit.
     #[arg(long, default_value_t = 1.5)]
     pub scale: f32,
@@ -97,7 +97,7 @@ pub fn run(topo: &Topology, a: &ReportArgs) -> Result<u8> {
         }
         None => (None, None),
     };
-    let cabling = match &a.fabric {
+    let cabling = match &a.fabric_map {
         Some(p) => {
             let map =
                 peerpath::sources::fabric::load_map(p, peerpath::sources::fabric::LldpSide::Host)?;

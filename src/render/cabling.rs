@@ -1,4 +1,4 @@
-//! Text of `peerpath rails --fabric`: the leaves by rail as the fabric forms them, each cabling
+//! Text of `peerpath rails --fabric-map`: the leaves by rail as the fabric forms them, each cabling
 //! finding in words with its evidence, the verdict, and what the inputs could not show. Data: a
 //! [`Cabling`] report from [`crate::analysis::cabling::judge`].
 

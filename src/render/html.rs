@@ -45,7 +45,7 @@ pub struct HtmlInputs<'a> {
     pub audit: &'a Report,
     /// Probe results, if given.
     pub probe: Option<&'a ProbeDoc>,
-    /// The rail cabling judged against the fabric's own map (`report --fabric`): the map's
+    /// The rail cabling judged against the fabric's own map (`report --fabric-map`): the map's
     /// name and the report.
     pub cabling: Option<(&'a str, &'a Cabling)>,
 }

@@ -1,6 +1,6 @@
 //! Synthesized rail-optimised pods as the fabric tools print them: `ibnetdiscover`'s topology
 //! file (the grammar of rdma-core's `ibnetdiscover.c`, see `parse::fabric`), with cabling
-//! faults placed on purpose, for tests and benchmarks of `rails --fabric`.
+//! faults placed on purpose, for tests and benchmarks of `rails --fabric-map`.
 //!
 //! Data: nothing read. A pod of `nodes` hosts named `gpu0001`…, each with `rails` adapters
 //! `mlx5_0`… whose node description is `<host> mlx5_<k>` (as the mlx5 driver sets it); rail k
