@@ -307,8 +307,10 @@ pub struct Classifier<'t> {
     ep_of: HashMap<DevIx, usize>,
     /// Per endpoint index: for NICs, the GPUs NCCL would pick as local to it (best path type).
     local_gpus: Vec<Vec<usize>>,
-    /// Per endpoint index: for GPUs, the best base path rank to any NIC (its local NICs).
-    best_nic: Vec<Option<u32>>,
+    /// Per endpoint index: for GPUs, the best base path rank to any NIC (its local NICs),
+    /// computed on first use: only a GPU that reaches its CPU over C2C asks (NCCL's P2C
+    /// upgrade), and computing it for every GPU read every GPU–NIC pair once more.
+    best_nic: Vec<std::sync::OnceLock<Option<u32>>>,
     /// The job's NCCL settings as this release reads them (`MachineInfo::nccl`): the GDR and
     /// P2P levels, C2C, the transport. Every GDR and P2P decision reads them.
     settings: super::settings::Effective,
@@ -365,11 +367,7 @@ impl<'t> Classifier<'t> {
             paths,
         };
         c.best_nic = (0..c.ep_dev.len())
-            .map(|k| {
-                (c.kind(c.ep_dev[k]) == DeviceKind::Gpu)
-                    .then(|| c.best_nic_rank(c.ep_dev[k]))
-                    .flatten()
-            })
+            .map(|_| std::sync::OnceLock::new())
             .collect();
         c.local_gpus = (0..c.ep_dev.len())
             .map(|k| {

@@ -128,7 +128,8 @@ impl Classifier<'_> {
         let local = self
             .ep_of
             .get(&g)
-            .and_then(|&k| self.best_nic.get(k).copied().flatten())
+            .and_then(|&k| self.best_nic.get(k))
+            .and_then(|cell| *cell.get_or_init(|| self.best_nic_rank(g)))
             .or_else(|| self.best_nic_rank(g))
             .is_some_and(|best| base.rank(v) <= best);
         if v.at_least(27) && local {
