@@ -93,9 +93,10 @@ impl<'v> Judged<'v> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::audit::testkit::{edit, hgx, machine, topo};
+    use crate::analysis::audit::testkit::{device, edit, hgx, machine, topo};
     use crate::analysis::classify::Classifier;
     use crate::analysis::pairing::NodeView;
+    use crate::model::pci_config::PortType;
     use crate::model::{OsDevice, OsDeviceKind};
 
     #[test]
@@ -111,8 +112,19 @@ mod tests {
         edit(&mut devs, "0000:34:00.0", |d| d.os_devices.clear());
         edit(&mut devs, "0000:54:00.0", |d| {
             d.os_devices[0].ports[0].rate_gbps = Some(100.0);
-            d.os_devices.push(OsDevice::new(OsDeviceKind::Net, "eth9".into()));
+            d.os_devices.push(OsDevice::new(OsDeviceKind::Net, "eth9"));
         });
+        // Intel integrated graphics on the root bus: a view GPU (first in bus order), no audit
+        // GPU, so the audit's GPU rows are not the view's.
+        devs.push(device(
+            "0000:00:02.0",
+            None,
+            "pci0000:00",
+            PortType::Endpoint,
+            0x030000,
+            0x8086,
+            0,
+        ));
         let t = topo(devs, machine());
         let cl = Classifier::new(&t, &Default::default());
         let ctx = Ctx::new(&cl);
@@ -133,7 +145,7 @@ mod tests {
         // The audit's view holds the same GPU–NIC table as the full one, and no GPU pairs.
         let full = NodeView::from_classifier(&cl);
         assert_eq!(ctx.view.cand.gn, full.cand.gn);
-        assert!(ctx.view.cand.gg.is_empty() && full.cand.gg.len() == 4);
+        assert!(ctx.view.cand.gg.is_empty() && full.cand.gg.len() == 5);
         assert_eq!(ctx.view.pairing(), full.pairing());
     }
 }
