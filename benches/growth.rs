@@ -8,7 +8,8 @@
 //! output itself grows with n²).
 //!
 //! Run by hand: `cargo bench --bench growth` (release build; the 16,388-function tree is
-//! 2.2 GB on disk and the run takes minutes). `GROWTH_SIZES=1024,4096` picks sizes,
+//! 2.2 GB on disk and the run takes minutes), or the test-profile bench binary with `--bench`
+//! and `PEERPATH=target/release/peerpath`. `GROWTH_SIZES=1024,4096` picks sizes,
 //! `GROWTH_DIR` reuses trees already written there (`scaling-N/`), `RUNS` (default 3) the runs
 //! per size, `GROWTH_ALL=1` adds the HTML report ([`HEAVY`]). `cargo test --all-targets` runs
 //! it once on sizes 64 and 256 as a smoke test (the
@@ -18,7 +19,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-const PEERPATH: &str = env!("CARGO_BIN_EXE_peerpath");
+/// The binary measured: `PEERPATH` when set (a release build measured from the test-profile
+/// bench binary, so a run need not build the dependencies a second time), else cargo's.
+fn peerpath() -> String {
+    std::env::var("PEERPATH").unwrap_or_else(|_| env!("CARGO_BIN_EXE_peerpath").to_string())
+}
 
 /// How much faster than n·log n a command's time may grow between two sizes before the check
 /// fails: room for machine noise on a shared host, far below the n² of an all-pairs table (4×
@@ -44,7 +49,7 @@ const HEAVY: &[&str] = &["report"];
 /// Runs a command once over a tree; wall seconds and bytes written to stdout.
 fn run(args: &[&str], input: &Path) -> (f64, u64) {
     let t0 = Instant::now();
-    let mut child = Command::new(PEERPATH)
+    let mut child = Command::new(peerpath())
         .args(args)
         .arg("-i")
         .arg(input)
@@ -103,7 +108,7 @@ fn main() {
     for &n in &sizes {
         let root = dir.join(format!("scaling-{n}"));
         if !root.join("sys").is_dir() {
-            let ok = Command::new(PEERPATH)
+            let ok = Command::new(peerpath())
                 .args(["fixture", &format!("scaling-{n}"), "-o"])
                 .arg(&root)
                 .stdout(Stdio::null())

@@ -216,8 +216,9 @@ impl Classifier<'_> {
                     && self.settings.transport_off(p.device(n)).is_none();
                 // PXN only where the GPU's own path is worse than PXN (its other condition, a
                 // relay with more bandwidth, is not modelled); RCCL keeps it off by default
-                // (`NCCL_PARAM(PxnDisable, "PXN_DISABLE", 1)`).
-                if !self.rccl && v.at_least(12) && !path.le(NcclPath::Pxn, v) {
+                // (`NCCL_PARAM(PxnDisable, "PXN_DISABLE", 1)`). A relay is an NVLink peer of
+                // the GPU: a GPU with no NVLink has none, and its NIC's local GPUs are not read.
+                if !self.rccl && v.at_least(12) && !path.le(NcclPath::Pxn, v) && p.may_nvlink(g) {
                     let computed;
                     let locals = match local_gpus_b {
                         Some(l) if n == b => l,
