@@ -379,7 +379,7 @@ impl<'t> Classifier<'t> {
 
     /// The GPUs NCCL would pick as local to endpoint `k` when it is a NIC (empty otherwise),
     /// computed on its first use.
-    fn locals(&self, k: usize) -> &[usize] {
+    pub(super) fn locals(&self, k: usize) -> &[usize] {
         self.local_gpus[k].get_or_init(|| {
             let d = self.ep_dev[k];
             if self.kind(d) == DeviceKind::Nic {
@@ -522,19 +522,18 @@ impl<'t> Classifier<'t> {
     /// bottleneck (everything but the words and the hop list).
     pub fn summary(&self, i: usize, j: usize) -> Option<PairSummary> {
         let (a, b) = (*self.ep_dev.get(i)?, *self.ep_dev.get(j)?);
-        Some(self.summary_ix(a, b, Some(self.locals(j))))
+        Some(self.summary_ix(a, b, Some(j)))
     }
 
     /// [`Classifier::summary`] of two devices by address (endpoints or not).
     pub fn summary_of(&self, a: &Bdf, b: &Bdf) -> Option<PairSummary> {
         let (ia, ib) = (self.paths.index(a)?, self.paths.index(b)?);
-        let locals = self.ep_of.get(&ib).map(|&k| self.locals(k));
-        Some(self.summary_ix(ia, ib, locals))
+        Some(self.summary_ix(ia, ib, self.ep_of.get(&ib).copied()))
     }
 
-    fn summary_ix(&self, a: DevIx, b: DevIx, locals_b: Option<&[usize]>) -> PairSummary {
+    fn summary_ix(&self, a: DevIx, b: DevIx, ep_b: Option<usize>) -> PairSummary {
         let (label, why) = self.label_ix(a, b);
-        let d = self.nccl_decide(a, b, locals_b);
+        let d = self.nccl_decide(a, b, ep_b);
         let rates = self.rates(a, b);
         PairSummary {
             label,
@@ -580,8 +579,7 @@ impl<'t> Classifier<'t> {
     /// either is not in the topology.
     pub fn pair(&self, a: &Bdf, b: &Bdf) -> Option<PairClass> {
         let (ia, ib) = (self.paths.index(a)?, self.paths.index(b)?);
-        let locals = self.ep_of.get(&ib).map(|&k| self.locals(k));
-        Some(self.classify_ix(ia, ib, locals))
+        Some(self.classify_ix(ia, ib, self.ep_of.get(&ib).copied()))
     }
 
     /// Every pair of [`Classifier::pair_indices`] with words and hops, worded one at a time as
@@ -589,7 +587,7 @@ impl<'t> Classifier<'t> {
     /// all).
     pub fn pairs(&self) -> impl Iterator<Item = PairClass> + '_ {
         self.pair_indices()
-            .map(|(i, j)| self.classify_ix(self.ep_dev[i], self.ep_dev[j], Some(self.locals(j))))
+            .map(|(i, j)| self.classify_ix(self.ep_dev[i], self.ep_dev[j], Some(j)))
     }
 
     /// Every wanted pair (see [`Matrix::pairs`]) with words and hops, and the matrix-wide

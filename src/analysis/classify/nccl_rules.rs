@@ -164,13 +164,9 @@ impl Classifier<'_> {
     }
 
     /// NCCL's decisions for a pair (path after P2P rerouting, GDR, P2P, PXN relay), without
-    /// words and, when `local_gpus_b` is given, without allocation.
-    pub(super) fn nccl_decide(
-        &self,
-        a: DevIx,
-        b: DevIx,
-        local_gpus_b: Option<&[usize]>,
-    ) -> Decision {
+    /// words and, when `ep_b` (the endpoint index of `b`) is given, without allocation: the
+    /// NIC's local GPUs are read (and found, on their first use) only where PXN is weighed.
+    pub(super) fn nccl_decide(&self, a: DevIx, b: DevIx, ep_b: Option<usize>) -> Decision {
         let v = self.opts.nccl_version;
         let p = &self.paths;
         let (base, why) = self.nccl_base(a, b);
@@ -220,8 +216,8 @@ impl Classifier<'_> {
                 // the GPU: a GPU with no NVLink has none, and its NIC's local GPUs are not read.
                 if !self.rccl && v.at_least(12) && !path.le(NcclPath::Pxn, v) && p.may_nvlink(g) {
                     let computed;
-                    let locals = match local_gpus_b {
-                        Some(l) if n == b => l,
+                    let locals = match ep_b {
+                        Some(k) if n == b => self.locals(k),
                         _ => {
                             computed = self.local_gpus_of(n);
                             &computed
