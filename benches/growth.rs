@@ -12,7 +12,7 @@
 //! and `PEERPATH=target/release/peerpath`. `GROWTH_SIZES=1024,4096` picks sizes,
 //! `GROWTH_DIR` reuses trees already written there (`scaling-N/`), `RUNS` (default 3) the runs
 //! per size, `GROWTH_ALL=1` adds the HTML report ([`HEAVY`]). `cargo test --all-targets` runs
-//! it once on sizes 64 and 256 as a smoke test (the
+//! it on sizes 64 and 256 (median of 3) as a smoke test (the
 //! check too: at that size process start dominates and the ratio is near 1).
 
 use std::path::{Path, PathBuf};
@@ -99,7 +99,7 @@ fn main() {
     let runs: usize = std::env::var("RUNS")
         .ok()
         .and_then(|r| r.parse().ok())
-        .unwrap_or(if full { 3 } else { 1 });
+        .unwrap_or(3);
     let tmp = tempfile::tempdir().expect("temporary directory");
     let dir: PathBuf = std::env::var_os("GROWTH_DIR")
         .map(PathBuf::from)
