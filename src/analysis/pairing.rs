@@ -122,7 +122,8 @@ pub struct Candidates {
     pub gpus: Vec<GpuCand>,
     /// NICs eligible for ranks.
     pub nics: Vec<NicCand>,
-    /// `gg[i][j]`: GPU i to GPU j (`None` on the diagonal or when unclassifiable).
+    /// `gg[i][j]`: GPU i to GPU j (`None` on the diagonal or when unclassifiable); empty in a
+    /// [`NodeView::gpu_nic`] view.
     pub gg: Vec<Vec<Option<PairCand>>>,
     /// `gn[i][k]`: GPU i to NIC k.
     pub gn: Vec<Vec<Option<PairCand>>>,
@@ -155,7 +156,11 @@ pub fn nvlink_domains(c: &Candidates) -> Vec<Vec<usize>> {
     }
     for i in 0..n {
         for j in 0..n {
-            if i != j && c.gg[i][j].as_ref().is_some_and(|p| p.nvlink()) {
+            let p =
+                c.gg.get(i)
+                    .and_then(|row| row.get(j))
+                    .and_then(Option::as_ref);
+            if i != j && p.is_some_and(|p| p.nvlink()) {
                 let (a, b) = (find(&mut comp, i), find(&mut comp, j));
                 if a != b {
                     comp[a.max(b)] = a.min(b);
@@ -314,6 +319,18 @@ impl NodeView {
 
     /// The tables over an existing classification (summaries: labels and bottlenecks).
     pub fn from_classifier(cl: &Classifier) -> NodeView {
+        Self::build(cl, true)
+    }
+
+    /// [`NodeView::from_classifier`] without the GPU–GPU table: `cand.gg` is left empty. What
+    /// the audit's matching reads (GPU–NIC pairs only): on a node of n GPUs the n² GPU pairs
+    /// are not classified for it. A caller that needs GPU pairs (place, rails) builds the full
+    /// view.
+    pub fn gpu_nic(cl: &Classifier) -> NodeView {
+        Self::build(cl, false)
+    }
+
+    fn build(cl: &Classifier, gpu_pairs: bool) -> NodeView {
         let t = cl.topo();
         let eps = cl.endpoints();
         let gpu_ix: Vec<usize> = (0..eps.len())
@@ -328,11 +345,15 @@ impl NodeView {
             .collect();
         let gpus: Vec<Endpoint> = gpu_ix.iter().map(|&k| eps[k].clone()).collect();
         let nics: Vec<Endpoint> = nic_ix.iter().map(|&k| eps[k].clone()).collect();
-        let mut gg = vec![vec![None; gpus.len()]; gpus.len()];
+        let mut gg = if gpu_pairs {
+            vec![vec![None; gpus.len()]; gpus.len()]
+        } else {
+            Vec::new()
+        };
         let mut gn = vec![vec![None; nics.len()]; gpus.len()];
         for (i, &a) in gpu_ix.iter().enumerate() {
             for (j, &b) in gpu_ix.iter().enumerate() {
-                if i < j {
+                if gpu_pairs && i < j {
                     let p = cl.summary(a, b).map(|p| cand_of(&p, cl.is_rccl()));
                     gg[i][j] = p.clone();
                     gg[j][i] = p;

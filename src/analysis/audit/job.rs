@@ -724,9 +724,11 @@ fn live_checks(ctx: &Ctx, env: &JobEnv) -> Vec<Finding> {
     let id = CheckId::JobCpuset;
     match &live.cpus_allowed {
         Fact::Known(allowed) => {
+            // place reads GPU pairs too (NVLink domains): the full view, built only here.
+            let view = crate::analysis::pairing::NodeView::from_classifier(ctx.cl);
             let plan = crate::analysis::place::plan_with(
                 ctx.topo,
-                &ctx.view,
+                &view,
                 &crate::analysis::place::PlaceOptions {
                     ranks: ctx.gpus.len().max(1),
                     cores_per_rank: None,

@@ -15,6 +15,7 @@ pub mod gds;
 pub mod iommu;
 pub mod job;
 pub mod join;
+pub mod judged;
 pub mod nccl_settings;
 pub mod nextgen;
 pub mod pcie;
@@ -119,7 +120,8 @@ pub struct Ctx<'a> {
     pub topo: &'a Topology,
     /// The classification over the node's paths model.
     pub cl: &'a Classifier<'a>,
-    /// The GPU/NIC tables the one pairing is chosen from.
+    /// The GPU/NIC tables the one pairing is chosen from (GPU–NIC pairs only: `cand.gg` is
+    /// empty, see [`NodeView::gpu_nic`]; a check that needs GPU pairs builds the full view).
     pub view: NodeView,
     /// GPUs (kind `gpu`, SR-IOV VFs excluded, Intel integrated graphics on the root bus
     /// excluded), in address order.
@@ -150,7 +152,7 @@ impl<'a> Ctx<'a> {
         let (nics, plain_nics): (Vec<&Device>, Vec<&Device>) = topo
             .of_kind(DeviceKind::Nic)
             .partition(|d| d.os_devices.iter().any(|o| o.kind == OsDeviceKind::Rdma));
-        let view = NodeView::from_classifier(cl);
+        let view = NodeView::gpu_nic(cl);
         Ctx {
             topo,
             cl,

@@ -13,6 +13,7 @@
 //! NIC's port rate (`/sys/class/infiniband/<dev>/ports/<p>/rate`, NCCL XML `speed`).
 
 use super::arrangement::{Arrangement, DesignWhy, Placement};
+use super::judged::Judged;
 use super::{
     CheckId, Ctx, Evidence, Finding, Pair, PathLabel, RemedyClass, Severity, Subject, device_place,
 };
@@ -22,7 +23,7 @@ use crate::model::{Bdf, Device, DeviceKind, Switch, Topology};
 
 /// The path between a GPU and a NIC as the matching sees it: the classifier's label and
 /// bottleneck (no words; [`Ctx::reason`] words the pairs a finding names).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Judgement {
     /// nvidia-smi label (`Unknown` when the source cannot decide NODE vs SYS, or a device is
     /// missing).
@@ -229,11 +230,7 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
         }
         return Vec::new();
     }
-    let judged: Vec<Vec<Judgement>> = ctx
-        .gpus
-        .iter()
-        .map(|g| ctx.nics.iter().map(|n| ctx.judge(&g.bdf, &n.bdf)).collect())
-        .collect();
+    let judged = Judged::new(ctx);
     // Port speeds and the rail rule over the audit's RDMA NICs (the same rule the matching
     // applies to its candidates).
     let speeds: Vec<Option<f64>> = ctx.nics.iter().map(|n| nic_speed_gbps(n)).collect();
@@ -258,7 +255,7 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
         (0..ctx.nics.len())
             .filter(|&k| rail[k])
             .min_by(|&x, &y| {
-                let (a, b) = (&judged[gi][x], &judged[gi][y]);
+                let (a, b) = (judged.at(gi, x), judged.at(gi, y));
                 b.gdr.cmp(&a.gdr).then(a.label.cmp(&b.label)).then(
                     b.bottleneck_gbytes
                         .unwrap_or(0.0)
@@ -279,16 +276,22 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
     } else {
         (0..ctx.gpus.len()).map(best_rail).collect()
     };
-    let local: Vec<Vec<bool>> = judged
-        .iter()
-        .map(|row| row.iter().map(Judgement::local).collect())
-        .collect();
+    // GPU × NIC within PXB, for the arrangement (built with it, only when a GPU is judged).
+    let local = || -> Vec<Vec<bool>> {
+        (0..ctx.gpus.len())
+            .map(|gi| {
+                (0..ctx.nics.len())
+                    .map(|ni| judged.at(gi, ni).local())
+                    .collect()
+            })
+            .collect()
+    };
     // Built only when a GPU has to be judged (most nodes have every GPU within PXB).
     let arrangement = std::cell::OnceCell::new();
     let design = std::cell::OnceCell::new();
     let mut pairs = Vec::new();
     for (gi, &ni) in assignment.iter().enumerate() {
-        let (g, n, j) = (ctx.gpus[gi], ctx.nics[ni], &judged[gi][ni]);
+        let (g, n, j) = (ctx.gpus[gi], ctx.nics[ni], judged.at(gi, ni));
         pairs.push(Pair {
             gpu: g.bdf,
             nic: n.bdf,
@@ -305,7 +308,7 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
     // Path: each GPU by the best rail NIC it can reach.
     for (gi, g) in ctx.gpus.iter().enumerate() {
         let bi = best_rail(gi);
-        let best = &judged[gi][bi];
+        let best = judged.at(gi, bi);
         if best.local() && best.gdr {
             continue;
         }
@@ -320,8 +323,8 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
             continue;
         }
         // The matched NIC has the best label (label first); name it when it is the best.
-        let ni = if judged[gi][assignment[gi]].label == best.label
-            && judged[gi][assignment[gi]].gdr == best.gdr
+        let ni = if judged.at(gi, assignment[gi]).label == best.label
+            && judged.at(gi, assignment[gi]).gdr == best.gdr
         {
             assignment[gi]
         } else {
@@ -332,7 +335,7 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
             gi,
             ni,
             &judged,
-            arrangement.get_or_init(|| Arrangement::new(ctx, &rail, &local)),
+            arrangement.get_or_init(|| Arrangement::new(ctx, &rail, &local())),
             design
                 .get_or_init(|| crate::analysis::design::recognise(ctx.paths()))
                 .as_ref(),
@@ -350,14 +353,14 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
             };
         }
         let n = ctx.nics[ni];
-        let j = &judged[gi][ni];
+        let j = judged.at(gi, ni);
         let slow_closer: Vec<String> = (0..ctx.nics.len())
-            .filter(|&k| !rail[k] && judged[gi][k].label < j.label)
+            .filter(|&k| !rail[k] && judged.at(gi, k).label < j.label)
             .map(|k| {
                 format!(
                     "{} is closer ({}) but at {} no rail",
                     ctx.name(&ctx.nics[k].bdf),
-                    judged[gi][k].word(),
+                    judged.at(gi, k).word(),
                     gbps(speeds[k])
                 )
             })
@@ -420,14 +423,14 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
             );
             continue;
         }
-        if judged.iter().any(|row| row[ni].local()) {
+        if judged.any_local(ni) {
             continue;
         }
         // The NIC of an APU on the APU's own NUMA node (`amd-apu-gdr-level` judges it).
         let apu_nic = assignment.iter().enumerate().any(|(gi, &k)| {
             k == ni
                 && crate::model::amd::is_apu(ctx.gpus[gi])
-                && matches!(judged[gi][ni].label, Label::Phb | Label::Node)
+                && matches!(judged.at(gi, ni).label, Label::Phb | Label::Node)
         });
         if apu_nic {
             continue;
@@ -597,13 +600,13 @@ fn judge_gpu(
     ctx: &Ctx,
     gi: usize,
     ni: usize,
-    judged: &[Vec<Judgement>],
+    judged: &Judged,
     arrangement: &Arrangement,
     design: Option<&crate::analysis::design::Design>,
 ) -> GpuVerdict {
     use crate::analysis::settings::Effective;
     let topo = ctx.topo;
-    let (g, n, j) = (ctx.gpus[gi], ctx.nics[ni], &judged[gi][ni]);
+    let (g, n, j) = (ctx.gpus[gi], ctx.nics[ni], judged.at(gi, ni));
     let st = ctx.cl.settings();
     let v = st.version;
     let lib = ctx.cl.library();
@@ -892,12 +895,12 @@ fn misplaced(
     ctx: &Ctx,
     g: &Device,
     k: usize,
-    judged: &[Vec<Judgement>],
+    judged: &Judged,
     what: String,
     evidence: Vec<Evidence>,
 ) -> GpuVerdict {
     let m = ctx.nics[k];
-    let serves = judged.iter().any(|row| row[k].local());
+    let serves = judged.any_local(k);
     let remedy = format!(
         "move NIC {} — now at {}{} — {}",
         ctx.name(&m.bdf),

@@ -305,10 +305,14 @@ pub struct Classifier<'t> {
     ep_dev: Vec<DevIx>,
     /// Endpoint index of a device.
     ep_of: HashMap<DevIx, usize>,
-    /// Per endpoint index: for NICs, the GPUs NCCL would pick as local to it (best path type).
-    local_gpus: Vec<Vec<usize>>,
-    /// Per endpoint index: for GPUs, the best base path rank to any NIC (its local NICs).
-    best_nic: Vec<Option<u32>>,
+    /// Per endpoint index: for NICs, the GPUs NCCL would pick as local to it (best path type),
+    /// computed on first use ([`Classifier::locals`]): one pair (explain) reads one NIC's, not
+    /// every NIC against every GPU.
+    local_gpus: Vec<std::sync::OnceLock<Vec<usize>>>,
+    /// Per endpoint index: for GPUs, the best base path rank to any NIC (its local NICs),
+    /// computed on first use: only a GPU that reaches its CPU over C2C asks (NCCL's P2C
+    /// upgrade), and computing it for every GPU read every GPU–NIC pair once more.
+    best_nic: Vec<std::sync::OnceLock<Option<u32>>>,
     /// The job's NCCL settings as this release reads them (`MachineInfo::nccl`): the GDR and
     /// P2P levels, C2C, the transport. Every GDR and P2P decision reads them.
     settings: super::settings::Effective,
@@ -365,21 +369,25 @@ impl<'t> Classifier<'t> {
             paths,
         };
         c.best_nic = (0..c.ep_dev.len())
-            .map(|k| {
-                (c.kind(c.ep_dev[k]) == DeviceKind::Gpu)
-                    .then(|| c.best_nic_rank(c.ep_dev[k]))
-                    .flatten()
-            })
+            .map(|_| std::sync::OnceLock::new())
             .collect();
         c.local_gpus = (0..c.ep_dev.len())
-            .map(|k| {
-                if c.kind(c.ep_dev[k]) != DeviceKind::Nic {
-                    return Vec::new();
-                }
-                c.local_gpus_of(c.ep_dev[k])
-            })
+            .map(|_| std::sync::OnceLock::new())
             .collect();
         c
+    }
+
+    /// The GPUs NCCL would pick as local to endpoint `k` when it is a NIC (empty otherwise),
+    /// computed on its first use.
+    pub(super) fn locals(&self, k: usize) -> &[usize] {
+        self.local_gpus[k].get_or_init(|| {
+            let d = self.ep_dev[k];
+            if self.kind(d) == DeviceKind::Nic {
+                self.local_gpus_of(d)
+            } else {
+                Vec::new()
+            }
+        })
     }
 
     /// The paths model the classification reads.
@@ -514,19 +522,18 @@ impl<'t> Classifier<'t> {
     /// bottleneck (everything but the words and the hop list).
     pub fn summary(&self, i: usize, j: usize) -> Option<PairSummary> {
         let (a, b) = (*self.ep_dev.get(i)?, *self.ep_dev.get(j)?);
-        Some(self.summary_ix(a, b, Some(&self.local_gpus[j])))
+        Some(self.summary_ix(a, b, Some(j)))
     }
 
     /// [`Classifier::summary`] of two devices by address (endpoints or not).
     pub fn summary_of(&self, a: &Bdf, b: &Bdf) -> Option<PairSummary> {
         let (ia, ib) = (self.paths.index(a)?, self.paths.index(b)?);
-        let locals = self.ep_of.get(&ib).map(|&k| self.local_gpus[k].as_slice());
-        Some(self.summary_ix(ia, ib, locals))
+        Some(self.summary_ix(ia, ib, self.ep_of.get(&ib).copied()))
     }
 
-    fn summary_ix(&self, a: DevIx, b: DevIx, locals_b: Option<&[usize]>) -> PairSummary {
+    fn summary_ix(&self, a: DevIx, b: DevIx, ep_b: Option<usize>) -> PairSummary {
         let (label, why) = self.label_ix(a, b);
-        let d = self.nccl_decide(a, b, locals_b);
+        let d = self.nccl_decide(a, b, ep_b);
         let rates = self.rates(a, b);
         PairSummary {
             label,
@@ -572,17 +579,15 @@ impl<'t> Classifier<'t> {
     /// either is not in the topology.
     pub fn pair(&self, a: &Bdf, b: &Bdf) -> Option<PairClass> {
         let (ia, ib) = (self.paths.index(a)?, self.paths.index(b)?);
-        let locals = self.ep_of.get(&ib).map(|&k| self.local_gpus[k].as_slice());
-        Some(self.classify_ix(ia, ib, locals))
+        Some(self.classify_ix(ia, ib, self.ep_of.get(&ib).copied()))
     }
 
     /// Every pair of [`Classifier::pair_indices`] with words and hops, worded one at a time as
     /// the iterator is read (what `matrix --format json --detail` streams without holding them
     /// all).
     pub fn pairs(&self) -> impl Iterator<Item = PairClass> + '_ {
-        self.pair_indices().map(|(i, j)| {
-            self.classify_ix(self.ep_dev[i], self.ep_dev[j], Some(&self.local_gpus[j]))
-        })
+        self.pair_indices()
+            .map(|(i, j)| self.classify_ix(self.ep_dev[i], self.ep_dev[j], Some(j)))
     }
 
     /// Every wanted pair (see [`Matrix::pairs`]) with words and hops, and the matrix-wide

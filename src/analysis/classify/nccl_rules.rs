@@ -128,7 +128,8 @@ impl Classifier<'_> {
         let local = self
             .ep_of
             .get(&g)
-            .and_then(|&k| self.best_nic.get(k).copied().flatten())
+            .and_then(|&k| self.best_nic.get(k))
+            .and_then(|cell| *cell.get_or_init(|| self.best_nic_rank(g)))
             .or_else(|| self.best_nic_rank(g))
             .is_some_and(|best| base.rank(v) <= best);
         if v.at_least(27) && local {
@@ -163,13 +164,9 @@ impl Classifier<'_> {
     }
 
     /// NCCL's decisions for a pair (path after P2P rerouting, GDR, P2P, PXN relay), without
-    /// words and, when `local_gpus_b` is given, without allocation.
-    pub(super) fn nccl_decide(
-        &self,
-        a: DevIx,
-        b: DevIx,
-        local_gpus_b: Option<&[usize]>,
-    ) -> Decision {
+    /// words and, when `ep_b` (the endpoint index of `b`) is given, without allocation: the
+    /// NIC's local GPUs are read (and found, on their first use) only where PXN is weighed.
+    pub(super) fn nccl_decide(&self, a: DevIx, b: DevIx, ep_b: Option<usize>) -> Decision {
         let v = self.opts.nccl_version;
         let p = &self.paths;
         let (base, why) = self.nccl_base(a, b);
@@ -215,11 +212,12 @@ impl Classifier<'_> {
                     && self.settings.transport_off(p.device(n)).is_none();
                 // PXN only where the GPU's own path is worse than PXN (its other condition, a
                 // relay with more bandwidth, is not modelled); RCCL keeps it off by default
-                // (`NCCL_PARAM(PxnDisable, "PXN_DISABLE", 1)`).
-                if !self.rccl && v.at_least(12) && !path.le(NcclPath::Pxn, v) {
+                // (`NCCL_PARAM(PxnDisable, "PXN_DISABLE", 1)`). A relay is an NVLink peer of
+                // the GPU: a GPU with no NVLink has none, and its NIC's local GPUs are not read.
+                if !self.rccl && v.at_least(12) && !path.le(NcclPath::Pxn, v) && p.may_nvlink(g) {
                     let computed;
-                    let locals = match local_gpus_b {
-                        Some(l) if n == b => l,
+                    let locals = match ep_b {
+                        Some(k) if n == b => self.locals(k),
                         _ => {
                             computed = self.local_gpus_of(n);
                             &computed

@@ -141,17 +141,12 @@ impl Classifier<'_> {
     }
 
     /// One pair with words and hops.
-    pub(super) fn classify_ix(
-        &self,
-        a: DevIx,
-        b: DevIx,
-        local_gpus_b: Option<&[usize]>,
-    ) -> PairClass {
+    pub(super) fn classify_ix(&self, a: DevIx, b: DevIx, ep_b: Option<usize>) -> PairClass {
         let (label, why) = self.label_ix(a, b);
         let (ba, bb) = (self.paths.device(a).bdf, self.paths.device(b).bdf);
         let acs = self.paths.acs_on_path(a, b);
         let reason = self.reason_with_acs(label, why, &ba, &bb, &acs);
-        let mut nccl = self.nccl_view(a, b, local_gpus_b);
+        let mut nccl = self.nccl_view(a, b, ep_b);
         let (mut hops, faults) = self.hops(a, b, why);
         if !acs.is_empty() {
             nccl.rules.push(
@@ -444,9 +439,9 @@ impl Classifier<'_> {
         }
     }
 
-    fn nccl_view(&self, a: DevIx, b: DevIx, local_gpus_b: Option<&[usize]>) -> NcclView {
+    fn nccl_view(&self, a: DevIx, b: DevIx, ep_b: Option<usize>) -> NcclView {
         let v = self.opts.nccl_version;
-        let d = self.nccl_decide(a, b, local_gpus_b);
+        let d = self.nccl_decide(a, b, ep_b);
         let path = d.base;
         let mut rules = vec![format!(
             "{} {v}: {}",

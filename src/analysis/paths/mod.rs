@@ -722,6 +722,13 @@ impl<'t> Paths<'t> {
         self.nv_peers.get(&i).map(Vec::as_slice).unwrap_or(&[])
     }
 
+    /// Whether [`Paths::nvlink`] can find anything for this device: it has a direct NVLink
+    /// peer (reported with any count) or links into the NVSwitch fabric. A device without
+    /// either has no NVLink to any other.
+    pub fn may_nvlink(&self, i: DevIx) -> bool {
+        self.nv_peers.contains_key(&i) || self.nv_fabric.get(&i).is_some_and(|&n| n > 0)
+    }
+
     /// All NVLinks of a GPU: its direct links to peers plus its links to the NVSwitch fabric.
     pub fn nvlink_links(&self, i: DevIx) -> u32 {
         self.nvlink_peers(i).iter().map(|&(_, n)| n).sum::<u32>()
