@@ -207,6 +207,7 @@ fn across_nodes(a: &ProbeArgs) -> anyhow::Result<u8> {
             bind: a.bind,
             provider: a.provider.clone(),
             timeout,
+            fault: Fault::from_env(),
         };
         let mut log = |l: &str| eprintln!("peerpath probe --listen: {l}");
         return Ok(match remote::listen(&o, &mut log) {

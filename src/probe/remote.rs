@@ -53,6 +53,9 @@ pub struct ListenOptions {
     pub provider: String,
     /// How long to wait for the peer, and for each of its requests.
     pub timeout: Duration,
+    /// A fault to inject (debug builds, tests): `Corrupt` flips a byte of the last slot the
+    /// peer wrote before it is verified.
+    pub fault: Option<run::Fault>,
 }
 
 /// What the listening side saw: the peer and each verification it answered.
@@ -303,7 +306,7 @@ fn serve(
     let stop_ref = &stop;
     std::thread::scope(|scope| {
         let h = scope.spawn(move || driver.run(stop_ref));
-        let r = session(c, reg.buffer(), &mut summary, log);
+        let r = session(c, reg.buffer(), o.fault, &mut summary, log);
         stop.store(true, Ordering::Release);
         let t = match h.join() {
             Ok(t) => t,
@@ -319,6 +322,7 @@ fn serve(
 fn session(
     c: &mut Control,
     buf: &mut dyn Buffer,
+    fault: Option<run::Fault>,
     summary: &mut ListenSummary,
     log: &mut dyn FnMut(&str),
 ) -> Result<(), String> {
@@ -333,6 +337,15 @@ fn session(
                 let seed: u64 = word(&w, 1, "seed")?;
                 let msg: usize = word(&w, 2, "message size")?;
                 let used: String = word(&w, 3, "slots")?;
+                if fault == Some(run::Fault::Corrupt)
+                    && let Some(last) = used.bytes().rposition(|b| b == b'1')
+                {
+                    let at = last.saturating_mul(msg).saturating_add(msg / 2);
+                    let mut b = [0u8];
+                    if buf.read_at(at, &mut b).is_ok() {
+                        buf.write_at(at, &[b[0] ^ 0x5a])?;
+                    }
+                }
                 let mut answer = "VERIFIED".to_string();
                 for (s, _) in used.bytes().enumerate().filter(|(_, b)| *b == b'1') {
                     let at = s.checked_mul(msg).filter(|a| a + msg <= buf.len());
@@ -510,6 +523,15 @@ fn run_rail(
     let o = ctx.o;
     let peer = ctx.nic.peer.clone().unwrap_or_default();
     let stream = dial(&peer, o.timeout).map_err(RailEnd::Unreachable)?;
+    // The NIC the control connection left through is the rail's NIC on this side.
+    let source = match stream.local_addr().map(|a| a.ip()) {
+        Ok(IpAddr::V4(a)) => a,
+        other => {
+            return Err(RailEnd::Failed(format!(
+                "control connection from {other:?}, not an IPv4 address"
+            )));
+        }
+    };
     let mut c = Control::new(stream, o.timeout).map_err(RailEnd::Unreachable)?;
     c.send(&format!(
         "HELLO {PROTOCOL} {} host {} {}",
@@ -529,7 +551,7 @@ fn run_rail(
     let ip: Ipv4Addr = word(&w, 1, "fabric address").map_err(failed)?;
     let port: u16 = word(&w, 2, "fabric port").map_err(failed)?;
     let peer_speed: Option<u64> = w.get(4).and_then(|s| s.parse().ok());
-    let fab = OfiFabric::connect_to(&o.provider, MemoryKind::Host, ip, port, o.timeout)
+    let fab = OfiFabric::connect_to(&o.provider, MemoryKind::Host, (source, ip), port, o.timeout)
         .map_err(|e| failed(format!("fabric connection to {ip}:{port}: {e}")))?;
     super::install_interrupt_handler();
     let domain = fab.domain_name().map(str::to_string);

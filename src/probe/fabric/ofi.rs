@@ -135,6 +135,9 @@ pub struct OfiFabric {
     /// The address `fi_getinfo` is asked about: 127.0.0.1 for the loopback pair, a NIC's own
     /// address (listener) or the peer's (connector) across nodes.
     node: CString,
+    /// The connector's own address across nodes (the NIC its bytes leave through), given to
+    /// `fi_getinfo` as the source; `None` otherwise.
+    source: Option<std::net::Ipv4Addr>,
     next_key: Cell<u64>,
     virt_addr: bool,
     hmem: bool,
@@ -213,17 +216,18 @@ impl OfiFabric {
         self.accept_request(request.info, deadline, false)
     }
 
-    /// The initiator side of a probe across nodes: connects to the peer's listener at
-    /// `ip`:`port` (its NIC's address, sent over the control connection) and waits (until
-    /// `timeout`) for `FI_CONNECTED`.
+    /// The initiator side of a probe across nodes: from `source` (this node's NIC address)
+    /// connects to the peer's listener at `ip`:`port` (its NIC's address, sent over the
+    /// control connection) and waits (until `timeout`) for `FI_CONNECTED`.
     pub fn connect_to(
         provider: &str,
         memory: MemoryKind,
-        ip: std::net::Ipv4Addr,
+        (source, ip): (std::net::Ipv4Addr, std::net::Ipv4Addr),
         port: u16,
         timeout: Duration,
     ) -> Result<OfiFabric, OpenError> {
         let mut f = OfiFabric::closed(provider, ip)?;
+        f.source = Some(source);
         f.open_fabric(memory.is_device(), &port.to_string(), 0)?;
         f.eq_c = f.open_eq()?;
         f.open_domain()?;
@@ -263,6 +267,7 @@ impl OfiFabric {
             mrs: RegTable::new(),
             remotes: RefCell::new(Vec::new()),
             node: CString::new(ip.to_string()).unwrap_or_default(),
+            source: None,
             next_key: Cell::new(1),
             virt_addr: false,
             hmem: false,
@@ -303,6 +308,27 @@ impl OfiFabric {
             | FI_MR_ALLOCATED
             | FI_MR_PROV_KEY
             | if q.hmem { FI_MR_HMEM } else { 0 };
+        if let Some(src) = self.source.filter(|_| q.flags & FI_SOURCE == 0) {
+            // SAFETY: malloc of a sockaddr_in; fi_freeinfo frees the hints' src_addr with them.
+            let sa = unsafe { libc::calloc(1, std::mem::size_of::<sockaddr_in>()) };
+            if sa.is_null() {
+                // SAFETY: hints came from fi_dupinfo and is freed once.
+                unsafe { (self.lib.fi_freeinfo)(hints) };
+                return Err(-(libc::ENOMEM as isize));
+            }
+            // SAFETY: sa is a fresh, zeroed allocation of a sockaddr_in's size and alignment
+            // (malloc's alignment covers it).
+            unsafe {
+                *(sa as *mut sockaddr_in) = sockaddr_in {
+                    sin_family: libc::AF_INET as u16,
+                    sin_port: 0,
+                    sin_addr: u32::from(src).to_be(),
+                    sin_zero: [0; 8],
+                }
+            };
+            h.src_addr = sa;
+            h.src_addrlen = std::mem::size_of::<sockaddr_in>();
+        }
         // SAFETY: as above.
         let fabric = unsafe { &mut *h.fabric_attr };
         // SAFETY: prov is a NUL-terminated string; the copy is malloc'ed, so fi_freeinfo may
