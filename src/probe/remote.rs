@@ -159,7 +159,7 @@ fn word<T: std::str::FromStr>(w: &[String], i: usize, what: &str) -> Result<T, S
         .ok_or_else(|| format!("control connection: bad {what} in `{}`", w.join(" ")))
 }
 
-/// The link rate of a network interface in GB/s, from `/sys/class/net/<ifname>/speed` (Mb/s);
+/// The link rate of a network interface in Mb/s, from `/sys/class/net/<ifname>/speed`;
 /// `None` when the name is not an interface's or the kernel reports no speed (-1).
 fn link_rate_mbps(ifname: &str) -> Option<u64> {
     if ifname.is_empty() || ifname.contains('/') || ifname.starts_with('.') {
@@ -712,5 +712,77 @@ fn expect(c: &mut Control, what: &str) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!("expected {what}, got `{}`", w.join(" ")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A connected pair of control connections on 127.0.0.1 (one end raw).
+    fn pair(timeout: Duration) -> (Control, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (b, _) = l.accept().unwrap();
+        (Control::new(a, timeout).unwrap(), b)
+    }
+
+    #[test]
+    fn control_lines_are_bounded_and_errors_named() {
+        let (mut c, mut raw) = pair(Duration::from_secs(5));
+        raw.write_all(b"RAIL 10.0.0.1 4000 eth0 -\nERROR no buffer\n")
+            .unwrap();
+        assert_eq!(c.recv().unwrap(), ["RAIL", "10.0.0.1", "4000", "eth0", "-"]);
+        assert_eq!(c.recv().unwrap_err(), "the other side: no buffer");
+        raw.write_all(&[b'x'; MAX_LINE + 10]).unwrap();
+        let e = c.recv().unwrap_err();
+        assert!(e.contains("longer than 512 bytes"), "{e}");
+        drop(raw);
+        let (mut c, raw) = pair(Duration::from_secs(5));
+        drop(raw);
+        assert_eq!(
+            c.recv().unwrap_err(),
+            "control connection closed by the other side"
+        );
+    }
+
+    #[test]
+    fn a_silent_peer_is_a_timeout_not_a_hang() {
+        let (mut c, _raw) = pair(Duration::from_millis(200));
+        let t0 = Instant::now();
+        assert_eq!(
+            c.recv().unwrap_err(),
+            "control connection: no answer in time"
+        );
+        assert!(t0.elapsed() < Duration::from_secs(3));
+    }
+
+    #[test]
+    fn words_parse_or_name_the_line() {
+        let w: Vec<String> = ["REGION", "4096", "x"].map(String::from).to_vec();
+        assert_eq!(word::<u64>(&w, 1, "address").unwrap(), 4096);
+        let e = word::<u64>(&w, 2, "key").unwrap_err();
+        assert_eq!(e, "control connection: bad key in `REGION 4096 x`");
+        assert!(word::<u64>(&w, 5, "length").is_err());
+    }
+
+    #[test]
+    fn a_refused_peer_says_who_to_start() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        drop(l);
+        let e = dial(&format!("127.0.0.1:{port}"), Duration::from_secs(2)).unwrap_err();
+        assert!(e.contains("connection refused"), "{e}");
+        assert!(
+            e.contains(&format!("peerpath probe --listen {port}")),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn link_rate_names_only_an_interface() {
+        assert_eq!(link_rate_mbps("../../etc"), None);
+        assert_eq!(link_rate_mbps(""), None);
+        assert_eq!(link_rate_mbps("no-such-if0"), None);
     }
 }
