@@ -147,8 +147,8 @@ impl Drop for Nodes {
     }
 }
 
-/// A listener process, killed when dropped if still running.
-struct Listener(Child);
+/// A listener process, killed when dropped if still running, and its stderr lines as they come.
+struct Listener(Child, std::sync::mpsc::Receiver<String>);
 
 impl Listener {
     /// `peerpath probe --listen PORT` in namespace a, returned once it says it listens.
@@ -178,11 +178,27 @@ impl Listener {
         err.read_line(&mut first).unwrap();
         assert!(first.contains("listening on"), "listener: {first}");
         // The rest of stderr is drained so the listener never blocks on it.
+        let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let mut sink = String::new();
-            while err.read_line(&mut sink).is_ok_and(|n| n > 0) {}
+            let mut line = String::new();
+            while err.read_line(&mut line).is_ok_and(|n| n > 0) {
+                let _ = tx.send(std::mem::take(&mut line));
+            }
         });
-        Listener(child)
+        Listener(child, rx)
+    }
+
+    /// Waits (at most 10 s) for a stderr line containing `text`.
+    fn wait_for(&self, text: &str) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.1.recv_timeout(left) {
+                Ok(l) if l.contains(text) => return,
+                Ok(_) => {}
+                Err(e) => panic!("listener never said `{text}`: {e}"),
+            }
+        }
     }
 
     fn finish(mut self) -> Output {
@@ -366,4 +382,58 @@ fn a_listener_nobody_reaches_gives_up() {
         "{err}"
     );
     assert!(t0.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn a_listener_killed_mid_run_fails_its_rail_promptly() {
+    if !available() {
+        return;
+    }
+    let nodes = Nodes::new("k");
+    let mut listener = Listener::start(&nodes, 7044, "10", &[]);
+    let mut probe = Nodes::cmd(
+        &nodes.b,
+        &[
+            "probe",
+            "--fabric",
+            "ofi",
+            "--provider",
+            "tcp",
+            "--memory",
+            "host",
+            "--format",
+            "json",
+            "--duration",
+            "6",
+            "--sizes",
+            "65536",
+            "--peer",
+            "10.40.0.1:7044",
+            "--timeout",
+            "2",
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    listener.wait_for("fabric connected");
+    std::thread::sleep(Duration::from_millis(300));
+    listener.0.kill().unwrap();
+    let t0 = Instant::now();
+    let out = std::mem::replace(&mut probe, Command::new("true").spawn().unwrap())
+        .wait_with_output()
+        .unwrap();
+    // The broken connection ends the cell (error completion, or the 10 s stall bound).
+    assert!(t0.elapsed() < Duration::from_secs(12), "{:?}", t0.elapsed());
+    let _ = probe.wait();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r0 = rows(&doc, 0);
+    assert_eq!(r0.len(), 2, "{doc:#}");
+    assert!(
+        r0.iter().all(|r| r["verdict"] == "transfer_failed"),
+        "{doc:#}"
+    );
+    assert!(r0.iter().all(|r| r["nic"]["peer"] == "10.40.0.1:7044"));
+    assert_eq!(out.status.code(), Some(1));
 }
