@@ -253,7 +253,7 @@ fn peer(nodes: &Nodes, peers: &[&str], extra: &[&str]) -> (i32, Value, Duration)
     (out.status.code().unwrap_or(-1), doc, took)
 }
 
-fn rows<'a>(doc: &'a Value, rail: u64) -> Vec<&'a Value> {
+fn rows(doc: &Value, rail: u64) -> Vec<&Value> {
     doc["results"]
         .as_array()
         .unwrap()
