@@ -9,8 +9,10 @@
 //!
 //! ```text
 //! A → B  HELLO peerpath-probe/1 <provider> <memory> <buffer bytes> <window ms>
-//! B → A  RAIL <fabric ip> <fabric port> <addr> <key> <len> <domain> <link Mb/s or ->
-//!        (B has registered its buffer and listens on the address A's socket reached)
+//! B → A  RAIL <fabric ip> <fabric port> <domain> <link Mb/s or ->
+//!        (B listens on the address A's control connection reached; A connects there from
+//!        the address its control connection left from)
+//! B → A  REGION <addr> <key> <len>          (B accepted and registered its buffer)
 //! A → B  FILL <seed>                       B → A  OK
 //! A → B  VERIFY <seed> <msg> <used slots>  B → A  VERIFIED | WRONG <slot> <offset>
 //! A → B  BYE                               B → A  BYE
@@ -224,7 +226,8 @@ pub fn listen(
     let mut c = Control::new(stream, o.timeout).map_err(Err)?;
     let r = serve(o, &mut c, local, peer, log);
     if let Err(e) = &r {
-        let _ = c.send(&format!("ERROR {e}"));
+        let one_line: String = e.replace(['\n', '\r'], " ").chars().take(400).collect();
+        let _ = c.send(&format!("ERROR {one_line}"));
     }
     r.map_err(Err)
 }
