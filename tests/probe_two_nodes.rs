@@ -437,3 +437,46 @@ fn a_listener_killed_mid_run_fails_its_rail_promptly() {
     assert!(r0.iter().all(|r| r["nic"]["peer"] == "10.40.0.1:7044"));
     assert_eq!(out.status.code(), Some(1));
 }
+
+#[test]
+fn a_listener_that_refuses_the_session_is_named() {
+    if !available() {
+        return;
+    }
+    let nodes = Nodes::new("r");
+    // The listener runs another provider: it answers HELLO with ERROR and closes.
+    let mut c = Nodes::cmd(
+        &nodes.a,
+        &[
+            "probe",
+            "--listen",
+            "7045",
+            "--fabric",
+            "ofi",
+            "--provider",
+            "udp",
+            "--memory",
+            "host",
+            "--timeout",
+            "10",
+        ],
+    );
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    err.read_line(&mut first).unwrap();
+    assert!(first.contains("listening on"), "{first}");
+    let listener = Listener(child, std::sync::mpsc::channel().1);
+    let (rc, doc, _) = peer(&nodes, &["10.40.0.1:7045"], &[]);
+    assert_eq!(rc, 3, "{doc:#}");
+    for r in rows(&doc, 0) {
+        assert_eq!(r["verdict"], "not_run");
+        let why = r["reason"].as_str().unwrap();
+        assert!(
+            why.contains("peer asks provider tcp, this side runs udp"),
+            "{why}"
+        );
+    }
+    assert_eq!(listener.finish().status.code(), Some(1));
+}
