@@ -93,6 +93,25 @@ pub struct ProbeArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     pub format: ProbeFormat,
+    /// Across two nodes, this side: wait for one peer's control connection on this TCP port
+    /// and serve its rail (libfabric, host memory).
+    #[arg(long, value_name = "PORT", conflicts_with = "peer")]
+    pub listen: Option<u16>,
+    /// With --listen: the address to accept the control connection on.
+    #[arg(
+        long,
+        value_name = "ADDR",
+        default_value = "0.0.0.0",
+        requires = "listen"
+    )]
+    pub bind: std::net::IpAddr,
+    /// Across two nodes, the other side: a listening peer `HOST:PORT`, once per rail (rail 0
+    /// first); each rail's bytes go to the address its peer is reached at.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub peer: Vec<String>,
+    /// Bound on each wait for the peer (connecting, each answer, the fabric connection), seconds.
+    #[arg(long, default_value_t = 10.0, value_name = "SECS")]
+    pub timeout: f64,
 }
 
 /// Runs the subcommand; returns the exit code.
@@ -104,6 +123,9 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<u8> {
         anyhow::bail!("--sizes must be between 1 byte and 1 GiB");
     }
     peerpath::probe::install_interrupt_handler();
+    if a.listen.is_some() || !a.peer.is_empty() {
+        return across_nodes(&a);
+    }
     let fabric = match a.fabric {
         FabricArg::Verbs => FabricKind::Verbs,
         FabricArg::Ofi => FabricKind::Ofi,
@@ -161,4 +183,97 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<u8> {
             })
         }
     }
+}
+
+/// `--listen` / `--peer`: the probe across two nodes (docs/probe.md).
+fn across_nodes(a: &ProbeArgs) -> anyhow::Result<u8> {
+    use peerpath::probe::remote;
+    if a.fabric != FabricArg::Ofi {
+        anyhow::bail!(
+            "--listen/--peer run over libfabric only (--fabric ofi); verbs across nodes is not implemented"
+        );
+    }
+    if a.memory != MemoryArg::Host {
+        anyhow::bail!("--listen/--peer move host memory only in this version: pass --memory host");
+    }
+    if !(a.timeout > 0.0 && a.timeout <= 3600.0) {
+        anyhow::bail!("--timeout must be between 0 and 3600 seconds");
+    }
+    let timeout = Duration::from_secs_f64(a.timeout);
+    let json = a.format == ProbeFormat::Json;
+    if let Some(port) = a.listen {
+        let o = remote::ListenOptions {
+            port,
+            bind: a.bind,
+            provider: a.provider.clone(),
+            timeout,
+            fault: Fault::from_env(),
+        };
+        let mut log = |l: &str| eprintln!("peerpath probe --listen: {l}");
+        return Ok(match remote::listen(&o, &mut log) {
+            Ok(s) => {
+                println!(
+                    "served peer {} over {}: {} verified, {} wrong{}",
+                    s.peer,
+                    s.fabric,
+                    s.verified,
+                    s.wrong.len(),
+                    s.wrong
+                        .first()
+                        .map(|w| format!(" (first: {w})"))
+                        .unwrap_or_default()
+                );
+                if s.wrong.is_empty() {
+                    EXIT_OK
+                } else {
+                    EXIT_CONTRADICTED
+                }
+            }
+            Err(Ok(u)) => {
+                eprintln!("peerpath probe --listen: cannot run: {u}");
+                EXIT_UNAVAILABLE
+            }
+            Err(Err(e)) => {
+                eprintln!("peerpath probe --listen: session failed: {e}");
+                EXIT_CONTRADICTED
+            }
+        });
+    }
+    let o = remote::PeerOptions {
+        peers: a.peer.clone(),
+        provider: a.provider.clone(),
+        sizes: a.sizes.clone(),
+        depth: usize::from(a.depth),
+        duration: Duration::from_secs_f64(a.duration),
+        timeout,
+        progress: !json && std::io::stderr().is_terminal(),
+    };
+    let run = match remote::probe_peers(&o) {
+        Ok(r) => r,
+        Err(u) => {
+            if json {
+                let doc = ProbeFailure::new(&u.message);
+                super::print_document(&(serde_json::to_string_pretty(&doc)? + "\n"), true);
+            }
+            eprintln!("peerpath probe: cannot run: {u}");
+            return Ok(EXIT_UNAVAILABLE);
+        }
+    };
+    if json {
+        super::print_document(&(serde_json::to_string_pretty(&run.report)? + "\n"), true);
+    } else {
+        super::print_text(&render_text(&run.report));
+    }
+    for u in &run.unreachable {
+        eprintln!("peerpath probe: peer not reached: {u}");
+    }
+    Ok(if !run.unreachable.is_empty() {
+        EXIT_UNAVAILABLE
+    } else if run.report.interrupted {
+        EXIT_INTERRUPTED
+    } else if run.report.any_contradiction() {
+        EXIT_CONTRADICTED
+    } else {
+        EXIT_OK
+    })
 }

@@ -27,6 +27,7 @@ pub mod memory;
 pub mod outcome;
 pub mod pairs;
 pub mod plan;
+pub mod remote;
 pub mod run;
 pub mod storage;
 

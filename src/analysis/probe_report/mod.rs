@@ -139,6 +139,13 @@ pub struct NicRef {
     /// libfabric domain (`lo`, `rdmap0s6-rdm`), once the provider was opened.
     #[serde(default)]
     pub domain: Option<String>,
+    /// The probe across two nodes (`--peer`): the peer's control address (`HOST:PORT`) this
+    /// rail's bytes went to; absent for the local probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<String>,
+    /// The rail's index: the position of its `--peer` on the command line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rail: Option<usize>,
 }
 
 impl NicRef {
@@ -151,6 +158,8 @@ impl NicRef {
             bdf,
             provider: None,
             domain: None,
+            peer: None,
+            rail: None,
         }
     }
     /// A fabric with no device to name: a GPU's cells on a node where the fabric found no RDMA
@@ -163,6 +172,8 @@ impl NicRef {
             bdf: None,
             provider: None,
             domain: None,
+            peer: None,
+            rail: None,
         }
     }
     /// A libfabric provider, with the domain it opened when known.
@@ -174,6 +185,8 @@ impl NicRef {
             bdf: None,
             provider: Some(provider.to_string()),
             domain: domain.map(str::to_string),
+            peer: None,
+            rail: None,
         }
     }
 }
@@ -200,6 +213,9 @@ impl fmt::Display for NicRef {
                 write!(f, "ofi:{}", self.provider.as_deref().unwrap_or("?"))?;
                 if let Some(d) = &self.domain {
                     write!(f, ":{d}")?;
+                }
+                if let Some(p) = &self.peer {
+                    write!(f, " rail {} → {p}", self.rail.unwrap_or(0))?;
                 }
                 Ok(())
             }

@@ -272,6 +272,11 @@ impl<M: Copy> RegTable<M> {
             .and_then(|s| s.take())
             .map(|s| s.mr)
     }
+    /// The live registration `k` names, when `owner` made it.
+    pub fn slot<F: Fabric>(&self, owner: &F, k: &RegKey) -> Option<Slot<M>> {
+        k.handle_for(owner)
+            .and_then(|h| self.slots.borrow().get(h).copied().flatten())
+    }
     /// Number of live registrations.
     #[cfg(test)]
     pub fn live(&self) -> usize {
@@ -307,6 +312,51 @@ impl<M: Copy> RegTable<M> {
             return Err("post past the end of a registered buffer".into());
         }
         Ok((l, r))
+    }
+}
+
+/// A registration in a peer process as that process exported it ([`Fabric::export`]) and sent
+/// it over the probe's control connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RemoteRegion {
+    /// Address RMA operations name for the region's first byte (0 when the provider
+    /// addresses registrations by offset).
+    pub addr: u64,
+    /// The remote key.
+    pub key: u64,
+    /// Registered bytes.
+    pub len: usize,
+}
+
+/// A peer's registration imported into a fabric, forgotten when dropped; its [`RegKey`] names
+/// it as the remote side of a [`Transfer`]. The fabric checks every post against its length,
+/// the peer checks nothing: the bytes land where the peer's key lets them.
+pub struct RemoteRegistration<'f> {
+    fabric: &'f dyn Fabric,
+    key: RegKey,
+}
+
+impl<'f> RemoteRegistration<'f> {
+    /// Imports `region` into `fabric`.
+    pub fn new(fabric: &'f dyn Fabric, region: RemoteRegion) -> Result<Self, String> {
+        let handle = fabric.import_remote(region)?;
+        Ok(RemoteRegistration {
+            fabric,
+            key: RegKey {
+                owner: fabric as *const dyn Fabric as *const (),
+                handle,
+            },
+        })
+    }
+    /// The key naming the peer's region in a [`Transfer`].
+    pub fn key(&self) -> &RegKey {
+        &self.key
+    }
+}
+
+impl Drop for RemoteRegistration<'_> {
+    fn drop(&mut self) {
+        self.fabric.forget_remote(self.key.handle);
     }
 }
 
@@ -373,6 +423,24 @@ pub trait Fabric {
     fn deregister_raw(&self, handle: usize);
     /// Posts one operation on the initiator (see [`Transfer`]).
     fn post(&self, t: &Transfer<'_>) -> Result<Posted, String>;
+    /// What a peer process needs to address a registration of this fabric with RMA: the
+    /// address its operations name (the virtual address, or 0 where the provider addresses
+    /// registrations by offset), the remote key and the length. `None` where the fabric cannot
+    /// be reached from another process (verbs' loopback pair).
+    fn export(&self, key: &RegKey) -> Option<RemoteRegion> {
+        let _ = key;
+        None
+    }
+    /// Records a peer's registration (received over the control connection) so that
+    /// [`Transfer`]s can name it; use [`RemoteRegistration::new`]. Returns its handle.
+    fn import_remote(&self, region: RemoteRegion) -> Result<usize, String> {
+        let _ = region;
+        Err("this fabric cannot address another process's memory".into())
+    }
+    /// Forgets an imported peer registration (a no-op for one already forgotten).
+    fn forget_remote(&self, handle: usize) {
+        let _ = handle;
+    }
     /// Polls the initiator's completions (and drives the target's progress, unless a
     /// [`TargetDriver`] of this fabric is alive), appending them.
     fn poll(&self, out: &mut Vec<Completion>) -> Result<(), String>;

@@ -1,6 +1,9 @@
 //! libfabric loopback: `libfabric.so.1` is opened at run time; a passive endpoint listens on
 //! 127.0.0.1 (kernel-chosen port), an `FI_EP_MSG` endpoint connects to it, and the accepted
 //! endpoint is the target. Both share one domain, so one registration serves either side.
+//! For the probe across two nodes ([`crate::probe::remote`]) the same code opens one side
+//! only: [`OfiFabric::listen_on`] + [`OfiFabric::accept`] (the target) in one process,
+//! [`OfiFabric::connect_to`] (the initiator) in the other, on a NIC's own address.
 //! Everything but `fi_getinfo`/`fi_freeinfo`/`fi_dupinfo`/`fi_fabric`/`fi_strerror`/
 //! `fi_version` goes through the ops tables carried in [`super::ofi_sys`].
 //!
@@ -12,7 +15,8 @@
 use super::layout::Zeroable;
 use super::ofi_sys::*;
 use super::{
-    Completion, Fabric, OpenError, Posted, RawRegistration, RegTable, TargetDriver, Transfer,
+    Completion, Fabric, OpenError, Posted, RawRegistration, RegKey, RegTable, RemoteRegion,
+    TargetDriver, Transfer,
 };
 use crate::analysis::probe_report::MemoryKind;
 use crate::analysis::probe_report::NicRef;
@@ -126,6 +130,14 @@ pub struct OfiFabric {
     ep_c: *mut fid_ep,
     ep_s: *mut fid_ep,
     mrs: RegTable<*mut fid_mr>,
+    /// Peer registrations imported for the two-node probe; handle `REMOTE_BASE + index`.
+    remotes: RefCell<Vec<Option<RemoteRegion>>>,
+    /// The address `fi_getinfo` is asked about: 127.0.0.1 for the loopback pair, a NIC's own
+    /// address (listener) or the peer's (connector) across nodes.
+    node: CString,
+    /// The connector's own address across nodes (the NIC its bytes leave through), given to
+    /// `fi_getinfo` as the source; `None` otherwise.
+    source: Option<std::net::Ipv4Addr>,
     next_key: Cell<u64>,
     virt_addr: bool,
     hmem: bool,
@@ -146,6 +158,9 @@ pub struct OfiFabric {
 
 const CTX_SLOTS: usize = 64;
 
+/// First handle of an imported peer registration (below it: this fabric's own).
+const REMOTE_BASE: usize = 1 << 40;
+
 /// What to ask `fi_getinfo` for (besides the caps every probe endpoint needs).
 struct InfoQuery<'a> {
     provider: &'a str,
@@ -159,8 +174,84 @@ impl OfiFabric {
     /// device memory will be registered (then `FI_HMEM` is asked for, and its absence noted).
     /// Whatever was opened before a failure is closed by `Drop`.
     pub fn open(provider: &str, memory: MemoryKind) -> Result<OfiFabric, OpenError> {
+        let mut f = OfiFabric::closed(provider, std::net::Ipv4Addr::LOCALHOST)?;
+        f.open_fabric(memory.is_device(), "0", FI_SOURCE)?;
+        f.eq_s = f.open_eq()?;
+        f.eq_c = f.open_eq()?;
+        let port = f.listen()?;
+        f.open_domain()?;
+        f.cq_c = f.open_cq()?;
+        f.cq_s = f.open_cq()?;
+        f.connect(port)?;
+        Ok(f)
+    }
+
+    /// The target side of a probe across nodes: a passive endpoint listening on `ip` (a NIC's
+    /// own address; the kernel chooses the port, returned), the domain and the target's
+    /// queues. [`OfiFabric::accept`] then takes the peer's connection.
+    pub fn listen_on(
+        provider: &str,
+        memory: MemoryKind,
+        ip: std::net::Ipv4Addr,
+    ) -> Result<(OfiFabric, u16), OpenError> {
+        let mut f = OfiFabric::closed(provider, ip)?;
+        f.open_fabric(memory.is_device(), "0", FI_SOURCE)?;
+        f.eq_s = f.open_eq()?;
+        let port = f.listen()?;
+        f.open_domain()?;
+        f.cq_s = f.open_cq()?;
+        Ok((f, port))
+    }
+
+    /// Waits (until `timeout`) for the peer's connection request on the listener, accepts it
+    /// as the target endpoint, and waits until it is connected.
+    pub fn accept(&mut self, timeout: Duration) -> Result<(), OpenError> {
+        let deadline = Instant::now() + timeout;
+        let (which, ev, request) = self.eq_wait(deadline)?;
+        if which != 0 || ev != FI_CONNREQ {
+            return Err(OpenError::Failed(format!(
+                "expected FI_CONNREQ on the listener, got event {ev} on queue {which}"
+            )));
+        }
+        self.accept_request(request.info, deadline, false)
+    }
+
+    /// The initiator side of a probe across nodes: from `source` (this node's NIC address)
+    /// connects to the peer's listener at `ip`:`port` (its NIC's address, sent over the
+    /// control connection) and waits (until `timeout`) for `FI_CONNECTED`.
+    pub fn connect_to(
+        provider: &str,
+        memory: MemoryKind,
+        (source, ip): (std::net::Ipv4Addr, std::net::Ipv4Addr),
+        port: u16,
+        timeout: Duration,
+    ) -> Result<OfiFabric, OpenError> {
+        let mut f = OfiFabric::closed(provider, ip)?;
+        f.source = Some(source);
+        f.open_fabric(memory.is_device(), &port.to_string(), 0)?;
+        f.eq_c = f.open_eq()?;
+        f.open_domain()?;
+        f.cq_c = f.open_cq()?;
+        f.ep_c = f.endpoint(f.srv_info, "initiator")?;
+        f.bind_enable(f.ep_c, f.eq_c, f.cq_c)?;
+        let connect = entry(f.cm(f.ep_c).connect, "fi_connect")?;
+        // SAFETY: ep_c is enabled; dest_addr belongs to the live srv_info (asked for the
+        // peer's node and service).
+        let rc = unsafe { connect(f.ep_c, (*f.srv_info).dest_addr, std::ptr::null(), 0) };
+        f.lib.check("fi_connect", rc as isize)?;
+        let (which, ev, _) = f.eq_wait(Instant::now() + timeout)?;
+        if which != 1 || ev != FI_CONNECTED {
+            return Err(OpenError::Failed(format!(
+                "expected FI_CONNECTED, got event {ev} on queue {which}"
+            )));
+        }
+        Ok(f)
+    }
+
+    /// A fabric with nothing opened yet (every handle null), asking `fi_getinfo` about `ip`.
+    fn closed(provider: &str, ip: std::net::Ipv4Addr) -> Result<OfiFabric, OpenError> {
         let lib = Lib::shared().map_err(OpenError::Unavailable)?;
-        let mut f = OfiFabric {
+        Ok(OfiFabric {
             lib,
             srv_info: null_mut(),
             cli_info: null_mut(),
@@ -174,6 +265,9 @@ impl OfiFabric {
             ep_c: null_mut(),
             ep_s: null_mut(),
             mrs: RegTable::new(),
+            remotes: RefCell::new(Vec::new()),
+            node: CString::new(ip.to_string()).unwrap_or_default(),
+            source: None,
             next_key: Cell::new(1),
             virt_addr: false,
             hmem: false,
@@ -186,19 +280,10 @@ impl OfiFabric {
             domain_name: None,
             threading: 0,
             target_driven: AtomicBool::new(false),
-        };
-        f.open_fabric(memory.is_device())?;
-        f.eq_s = f.open_eq()?;
-        f.eq_c = f.open_eq()?;
-        let port = f.listen()?;
-        f.open_domain()?;
-        f.cq_c = f.open_cq()?;
-        f.cq_s = f.open_cq()?;
-        f.connect(port)?;
-        Ok(f)
+        })
     }
 
-    /// `fi_getinfo` for `provider` on 127.0.0.1 with the caps the probe needs; the error is
+    /// `fi_getinfo` for `provider` on the fabric's node address with the caps the probe needs; the error is
     /// libfabric's negative return code.
     fn getinfo(&self, q: &InfoQuery<'_>) -> Result<*mut fi_info, isize> {
         // SAFETY: fi_dupinfo(NULL) allocates hints with every attribute struct allocated.
@@ -223,12 +308,33 @@ impl OfiFabric {
             | FI_MR_ALLOCATED
             | FI_MR_PROV_KEY
             | if q.hmem { FI_MR_HMEM } else { 0 };
+        if let Some(src) = self.source.filter(|_| q.flags & FI_SOURCE == 0) {
+            // SAFETY: malloc of a sockaddr_in; fi_freeinfo frees the hints' src_addr with them.
+            let sa = unsafe { libc::calloc(1, std::mem::size_of::<sockaddr_in>()) };
+            if sa.is_null() {
+                // SAFETY: hints came from fi_dupinfo and is freed once.
+                unsafe { (self.lib.fi_freeinfo)(hints) };
+                return Err(-(libc::ENOMEM as isize));
+            }
+            // SAFETY: sa is a fresh, zeroed allocation of a sockaddr_in's size and alignment
+            // (malloc's alignment covers it).
+            unsafe {
+                *(sa as *mut sockaddr_in) = sockaddr_in {
+                    sin_family: libc::AF_INET as u16,
+                    sin_port: 0,
+                    sin_addr: u32::from(src).to_be(),
+                    sin_zero: [0; 8],
+                }
+            };
+            h.src_addr = sa;
+            h.src_addrlen = std::mem::size_of::<sockaddr_in>();
+        }
         // SAFETY: as above.
         let fabric = unsafe { &mut *h.fabric_attr };
         // SAFETY: prov is a NUL-terminated string; the copy is malloc'ed, so fi_freeinfo may
         // free it with the hints.
         fabric.prov_name = unsafe { libc::strdup(prov.as_ptr()) };
-        let node = c"127.0.0.1";
+        let node = self.node.as_c_str();
         let service = CString::new(q.service).unwrap_or_default();
         let mut info = null_mut();
         let version = self.lib.api_version();
@@ -251,12 +357,14 @@ impl OfiFabric {
         Ok(info)
     }
 
-    /// The listener's `fi_info` (with `FI_HMEM` when asked for and offered) and the fabric.
-    fn open_fabric(&mut self, want_hmem: bool) -> Result<(), OpenError> {
+    /// The first side's `fi_info` (with `FI_HMEM` when asked for and offered) and the fabric:
+    /// the listener's (`service` "0", `FI_SOURCE`), or the connector's (the peer's port, no
+    /// flags) for [`OfiFabric::connect_to`].
+    fn open_fabric(&mut self, want_hmem: bool, service: &str, flags: u64) -> Result<(), OpenError> {
         let mut q = InfoQuery {
             provider: &self.provider,
-            service: "0",
-            flags: FI_SOURCE,
+            service,
+            flags,
             hmem: want_hmem,
         };
         let srv = match self.getinfo(&q) {
@@ -444,16 +552,28 @@ impl OfiFabric {
                 "expected FI_CONNREQ on the listener, got event {ev} on queue {which}"
             )));
         }
-        let ep = self.endpoint(request.info, "target");
+        self.accept_request(request.info, deadline, true)
+    }
+
+    /// Opens the target endpoint for a connection request (`info`, freed here), accepts it and
+    /// waits until the target — and, for the loopback pair (`both`), the initiator too — is
+    /// connected.
+    fn accept_request(
+        &mut self,
+        info: *mut fi_info,
+        deadline: Instant,
+        both: bool,
+    ) -> Result<(), OpenError> {
+        let ep = self.endpoint(info, "target");
         // SAFETY: the request's info is owned by the caller of fi_eq_read and freed once.
-        unsafe { (self.lib.fi_freeinfo)(request.info) };
+        unsafe { (self.lib.fi_freeinfo)(info) };
         self.ep_s = ep?;
         self.bind_enable(self.ep_s, self.eq_s, self.cq_s)?;
         let accept = entry(self.cm(self.ep_s).accept, "fi_accept")?;
         // SAFETY: ep_s is enabled; no connection data is sent.
         let rc = unsafe { accept(self.ep_s, std::ptr::null(), 0) };
         self.lib.check("fi_accept", rc as isize)?;
-        let mut connected = [false; 2];
+        let mut connected = [false, !both];
         while !(connected[0] && connected[1]) {
             let (which, ev, _) = self.eq_wait(deadline)?;
             if ev != FI_CONNECTED {
@@ -470,8 +590,9 @@ impl OfiFabric {
         let provider = &self.provider;
         if rc == -(libc::ENODATA as isize) {
             OpenError::Unavailable(Unavailable::device(&format!(
-                "libfabric has no provider '{provider}' offering FI_EP_MSG with FI_RMA on 127.0.0.1 (fi_getinfo: {}); \
+                "libfabric has no provider '{provider}' offering FI_EP_MSG with FI_RMA on {} (fi_getinfo: {}); \
                  check `fi_info -p {provider} -t FI_EP_MSG -c FI_RMA`",
+                self.node.to_string_lossy(),
                 self.lib.err(rc)
             )))
         } else {
@@ -488,6 +609,9 @@ impl OfiFabric {
         let mut buf = [0u64; 64];
         loop {
             for (which, eq) in [self.eq_s, self.eq_c].into_iter().enumerate() {
+                if eq.is_null() {
+                    continue;
+                }
                 // SAFETY: eq is open; `ops` is its provider's table.
                 let ops = unsafe { &*(*eq).ops };
                 let read = entry(ops.read, "fi_eq_read")?;
@@ -520,9 +644,10 @@ impl OfiFabric {
                 }
             }
             if Instant::now() > deadline || crate::probe::interrupted() {
-                return Err(OpenError::Failed(
-                    "loopback connection did not complete within 10 s".into(),
-                ));
+                return Err(OpenError::Failed(format!(
+                    "the fabric connection on {} did not complete in time",
+                    self.node.to_string_lossy()
+                )));
             }
             std::thread::sleep(Duration::from_micros(100));
         }
@@ -683,19 +808,17 @@ impl Fabric for OfiFabric {
         }
     }
     fn post(&self, t: &Transfer<'_>) -> Result<Posted, String> {
-        let (l, r) = self.mrs.resolve(self, t)?;
+        if self.ep_c.is_null() {
+            return Err("post on a fabric with no initiator endpoint".into());
+        }
+        let (l, raddr, key) = self.resolve(t)?;
         // SAFETY: ep_c is open while self is; `rma` is its provider's table.
         let rma = unsafe { &*(*self.ep_c).rma };
         let Some(slot) = self.ctx_free.borrow_mut().pop() else {
             return Ok(Posted::Busy);
         };
-        let raddr = if self.virt_addr {
-            r.addr + t.remote_off as u64
-        } else {
-            t.remote_off as u64
-        };
-        // SAFETY: both MRs are live registrations of this fabric (`resolve`).
-        let (desc, key) = unsafe { ((*l.mr).mem_desc, (*r.mr).key) };
+        // SAFETY: l is a live registration of this fabric (`resolve`).
+        let desc = unsafe { (*l.mr).mem_desc };
         let local = (l.addr + t.local_off as u64) as *mut c_void;
         let context = self.ctx[slot].get() as *mut c_void;
         let rc = match t.op {
@@ -755,6 +878,28 @@ impl Fabric for OfiFabric {
             }
         }
     }
+    fn export(&self, key: &RegKey) -> Option<RemoteRegion> {
+        let s = self.mrs.slot(self, key)?;
+        // SAFETY: s.mr is a live registration of this fabric (`slot`).
+        let rkey = unsafe { (*s.mr).key };
+        Some(RemoteRegion {
+            addr: if self.virt_addr { s.addr } else { 0 },
+            key: rkey,
+            len: s.len,
+        })
+    }
+    fn import_remote(&self, region: RemoteRegion) -> Result<usize, String> {
+        let mut r = self.remotes.borrow_mut();
+        r.push(Some(region));
+        Ok(REMOTE_BASE + r.len() - 1)
+    }
+    fn forget_remote(&self, handle: usize) {
+        if let Some(i) = handle.checked_sub(REMOTE_BASE)
+            && let Some(slot) = self.remotes.borrow_mut().get_mut(i)
+        {
+            *slot = None;
+        }
+    }
     fn target_driver(&self) -> Option<Box<dyn TargetDriver + '_>> {
         if self.cq_s.is_null() || !self.target_may_be_driven_apart() {
             return None;
@@ -780,8 +925,11 @@ impl Fabric for OfiFabric {
         }; 16];
         // Drive the target side too (the tcp provider reads the target's socket only while its
         // queue is read), unless a driver thread does.
-        if !self.target_driven.load(Ordering::Acquire) {
+        if !self.target_driven.load(Ordering::Acquire) && !self.cq_s.is_null() {
             let _ = self.cq_read(self.cq_s, &mut entries)?;
+        }
+        if self.cq_c.is_null() {
+            return Ok(());
         }
         let rc = self.cq_read(self.cq_c, &mut entries)?;
         if rc > 0 {
@@ -818,6 +966,45 @@ impl Fabric for OfiFabric {
 }
 
 impl OfiFabric {
+    /// The local registration of a transfer, and the remote address and key its operation
+    /// names: a registration of this fabric (the loopback pair) or an imported peer region;
+    /// both ranges checked against the registered lengths.
+    fn resolve(&self, t: &Transfer<'_>) -> Result<(super::Slot<*mut fid_mr>, u64, u64), String> {
+        let remote = t.remote.handle_for(self).filter(|h| *h >= REMOTE_BASE);
+        let Some(h) = remote else {
+            let (l, r) = self.mrs.resolve(self, t)?;
+            let raddr = if self.virt_addr {
+                r.addr + t.remote_off as u64
+            } else {
+                t.remote_off as u64
+            };
+            // SAFETY: r is a live registration of this fabric (`resolve`).
+            return Ok((l, raddr, unsafe { (*r.mr).key }));
+        };
+        let r = self
+            .remotes
+            .borrow()
+            .get(h - REMOTE_BASE)
+            .copied()
+            .flatten()
+            .ok_or("post on a peer region this fabric does not hold")?;
+        let l = self
+            .mrs
+            .slot(self, t.local)
+            .ok_or("post on a registration this fabric does not hold")?;
+        if t.local_off.checked_add(t.len).is_none_or(|e| e > l.len)
+            || t.remote_off.checked_add(t.len).is_none_or(|e| e > r.len)
+        {
+            return Err("post past the end of a registered buffer".into());
+        }
+        Ok((l, r.addr + t.remote_off as u64, r.key))
+    }
+
+    /// The libfabric domain opened (`veth0`, `lo` for the tcp provider: the interface).
+    pub fn domain_name(&self) -> Option<&str> {
+        self.domain_name.as_deref()
+    }
+
     /// Whether the domain lets the target's completion queue be read on one thread while the
     /// initiator's endpoint and queue are used on another (they share no queue or endpoint).
     fn target_may_be_driven_apart(&self) -> bool {

@@ -1,0 +1,791 @@
+//! The probe across two nodes: `peerpath probe --listen PORT` on node B, `--peer HOST:PORT`
+//! (once per rail) on node A. Node A writes a pattern from its memory through its NIC into
+//! node B's memory through B's NIC and reads it back, per rail, with the same timed loop
+//! ([`run::timed_phase`]), pattern and verdicts as the local probe; only the libfabric side is
+//! split in two processes ([`OfiFabric::listen_on`] / [`OfiFabric::connect_to`]).
+//!
+//! The out-of-band control connection is one TCP socket per rail (std::net), text lines of at
+//! most [`MAX_LINE`] bytes, every read bounded by a timeout:
+//!
+//! ```text
+//! A → B  HELLO peerpath-probe/1 <provider> <memory> <buffer bytes> <window ms>
+//! B → A  RAIL <fabric ip> <fabric port> <domain> <link Mb/s or ->
+//!        (B listens on the address A's control connection reached; A connects there from
+//!        the address its control connection left from)
+//! B → A  REGION <addr> <key> <len>          (B accepted and registered its buffer)
+//! A → B  FILL <seed>                       B → A  OK
+//! A → B  VERIFY <seed> <msg> <used slots>  B → A  VERIFIED | WRONG <slot> <offset>
+//! A → B  BYE                               B → A  BYE
+//! ```
+//!
+//! Either side answers `ERROR <text>` instead and closes. The bytes themselves never cross the
+//! control connection: B checks what landed in its memory and says so.
+
+use super::fabric::ofi::OfiFabric;
+use super::fabric::{Fabric, OpenError, RegKey, Registration, RemoteRegion, RemoteRegistration};
+use super::host::HostBuffer;
+use super::memory::{self, Buffer};
+use super::run::{self, PhaseSpec};
+use super::{Unavailable, interrupted};
+use crate::analysis::probe_report::cuda::CudaReport;
+use crate::analysis::probe_report::verdict::{self, Verdict};
+use crate::analysis::probe_report::{
+    CellResult, Direction, MemoryKind, NicRef, Op, PROBE_SCHEMA, ProbeReport,
+};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// The control protocol's name and version, first word of `HELLO`.
+pub const PROTOCOL: &str = "peerpath-probe/1";
+/// Longest control line accepted, bytes.
+pub const MAX_LINE: usize = 512;
+/// Largest buffer a listener registers for a peer, bytes.
+pub const MAX_BUFFER: usize = 64 << 20;
+
+/// Options of the listening side (`--listen`).
+#[derive(Debug, Clone)]
+pub struct ListenOptions {
+    /// TCP port of the control connection.
+    pub port: u16,
+    /// Address to accept the control connection on (all by default).
+    pub bind: IpAddr,
+    /// libfabric provider.
+    pub provider: String,
+    /// How long to wait for the peer, and for each of its requests.
+    pub timeout: Duration,
+    /// A fault to inject (debug builds, tests): `Corrupt` flips a byte of the last slot the
+    /// peer wrote before it is verified.
+    pub fault: Option<run::Fault>,
+}
+
+/// What the listening side saw: the peer and each verification it answered.
+#[derive(Debug, Clone, Default)]
+pub struct ListenSummary {
+    /// The peer's control address.
+    pub peer: String,
+    /// The fabric address offered (`ip:port`) and domain.
+    pub fabric: String,
+    /// `VERIFY` requests answered `VERIFIED`.
+    pub verified: usize,
+    /// `VERIFY` requests answered `WRONG` (with the answer).
+    pub wrong: Vec<String>,
+}
+
+/// Options of the connecting side (`--peer`, once per rail).
+#[derive(Debug, Clone)]
+pub struct PeerOptions {
+    /// The peers' control addresses, `HOST:PORT`, rail 0 first.
+    pub peers: Vec<String>,
+    /// libfabric provider.
+    pub provider: String,
+    /// Message sizes.
+    pub sizes: Vec<usize>,
+    /// Operations in flight per cell.
+    pub depth: usize,
+    /// Bound on the whole run.
+    pub duration: Duration,
+    /// Bound on each wait for a peer (connect, each answer, the fabric connection).
+    pub timeout: Duration,
+    /// Show a progress bar.
+    pub progress: bool,
+}
+
+/// The connecting side's result: the report, and the rails whose peer could not be reached
+/// (missing, refused, timed out) — the probe could not run there (exit 3).
+#[derive(Debug, Clone)]
+pub struct PeerRun {
+    /// One `results[]` row per rail × op × size.
+    pub report: ProbeReport,
+    /// `rail N (HOST:PORT): why` for each rail whose peer was not reached.
+    pub unreachable: Vec<String>,
+}
+
+/// A control connection: line reads bounded by the socket's read timeout and [`MAX_LINE`].
+struct Control {
+    reader: BufReader<TcpStream>,
+    writer: TcpStream,
+}
+
+impl Control {
+    fn new(s: TcpStream, timeout: Duration) -> Result<Control, String> {
+        s.set_read_timeout(Some(timeout))
+            .map_err(|e| e.to_string())?;
+        s.set_write_timeout(Some(timeout))
+            .map_err(|e| e.to_string())?;
+        s.set_nodelay(true).map_err(|e| e.to_string())?;
+        let writer = s.try_clone().map_err(|e| e.to_string())?;
+        Ok(Control {
+            reader: BufReader::new(s),
+            writer,
+        })
+    }
+    fn send(&mut self, line: &str) -> Result<(), String> {
+        self.writer
+            .write_all(format!("{line}\n").as_bytes())
+            .map_err(|e| format!("control connection: cannot send: {e}"))
+    }
+    /// The next line's words; an `ERROR` line from the other side becomes `Err`.
+    fn recv(&mut self) -> Result<Vec<String>, String> {
+        let mut line = String::new();
+        let n = (&mut self.reader)
+            .take(MAX_LINE as u64 + 1)
+            .read_line(&mut line)
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+                    "control connection: no answer in time".to_string()
+                }
+                _ => format!("control connection: {e}"),
+            })?;
+        if n == 0 {
+            return Err("control connection closed by the other side".into());
+        }
+        if n > MAX_LINE || !line.ends_with('\n') {
+            return Err(format!(
+                "control connection: line longer than {MAX_LINE} bytes"
+            ));
+        }
+        let words: Vec<String> = line.split_whitespace().map(str::to_string).collect();
+        if words.first().map(String::as_str) == Some("ERROR") {
+            return Err(format!("the other side: {}", words[1..].join(" ")));
+        }
+        Ok(words)
+    }
+}
+
+/// Parses word `i` of a control line.
+fn word<T: std::str::FromStr>(w: &[String], i: usize, what: &str) -> Result<T, String> {
+    w.get(i)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("control connection: bad {what} in `{}`", w.join(" ")))
+}
+
+/// The link rate of a network interface in Mb/s, from `/sys/class/net/<ifname>/speed`;
+/// `None` when the name is not an interface's or the kernel reports no speed (-1).
+fn link_rate_mbps(ifname: &str) -> Option<u64> {
+    if ifname.is_empty() || ifname.contains('/') || ifname.starts_with('.') {
+        return None;
+    }
+    let s = std::fs::read_to_string(format!("/sys/class/net/{ifname}/speed")).ok()?;
+    s.trim()
+        .parse::<i64>()
+        .ok()
+        .filter(|v| *v > 0)
+        .map(|v| v as u64)
+}
+
+fn open_err(e: OpenError) -> String {
+    e.to_string()
+}
+
+/// Waits for one peer on `o.port`, serves its rail and returns what it did. `Err(Unavailable)`
+/// when no peer came within the timeout or the fabric cannot open (exit 3); `Err` in the other
+/// variant for a session that broke.
+pub fn listen(
+    o: &ListenOptions,
+    log: &mut dyn FnMut(&str),
+) -> Result<ListenSummary, Result<Unavailable, String>> {
+    let listener = TcpListener::bind((o.bind, o.port)).map_err(|e| {
+        Ok(Unavailable::device(&format!(
+            "cannot listen on {}:{}: {e}",
+            o.bind, o.port
+        )))
+    })?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| Err(e.to_string()))?;
+    log(&format!(
+        "listening on {}:{} for {:.0} s",
+        o.bind,
+        o.port,
+        o.timeout.as_secs_f64()
+    ));
+    let deadline = Instant::now() + o.timeout;
+    let (stream, peer) = loop {
+        match listener.accept() {
+            Ok(x) => break x,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if Instant::now() > deadline || interrupted() {
+                    return Err(Ok(Unavailable::device(&format!(
+                        "no peer connected to port {} within {:.0} s",
+                        o.port,
+                        o.timeout.as_secs_f64()
+                    ))));
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => return Err(Err(format!("accept: {e}"))),
+        }
+    };
+    stream
+        .set_nonblocking(false)
+        .map_err(|e| Err(e.to_string()))?;
+    let local = stream.local_addr().map_err(|e| Err(e.to_string()))?;
+    log(&format!("peer {peer} connected (control)"));
+    let mut c = Control::new(stream, o.timeout).map_err(Err)?;
+    let r = serve(o, &mut c, local, peer, log);
+    if let Err(e) = &r {
+        let one_line: String = e.replace(['\n', '\r'], " ").chars().take(400).collect();
+        let _ = c.send(&format!("ERROR {one_line}"));
+    }
+    r.map_err(Err)
+}
+
+/// One rail's session on the listening side (see the module doc for the lines).
+fn serve(
+    o: &ListenOptions,
+    c: &mut Control,
+    local: SocketAddr,
+    peer: SocketAddr,
+    log: &mut dyn FnMut(&str),
+) -> Result<ListenSummary, String> {
+    let hello = c.recv()?;
+    if hello.first().map(String::as_str) != Some("HELLO")
+        || hello.get(1).map(String::as_str) != Some(PROTOCOL)
+    {
+        return Err(format!(
+            "expected `HELLO {PROTOCOL}`, got `{}`",
+            hello.join(" ")
+        ));
+    }
+    let provider: String = word(&hello, 2, "provider")?;
+    if provider != o.provider {
+        return Err(format!(
+            "peer asks provider {provider}, this side runs {}",
+            o.provider
+        ));
+    }
+    if hello.get(3).map(String::as_str) != Some("host") {
+        return Err("only host memory is served across nodes (this side)".into());
+    }
+    let len: usize = word(&hello, 4, "buffer length")?;
+    if len == 0 || len > MAX_BUFFER {
+        return Err(format!(
+            "buffer of {len} bytes refused (1 B to {MAX_BUFFER} B)"
+        ));
+    }
+    let window_ms: u64 = word(&hello, 5, "window")?;
+    // Each answer waits at most the peer's warm-up and window plus a stalled transfer.
+    let wait =
+        o.timeout + Duration::from_millis(window_ms.saturating_mul(2)) + Duration::from_secs(10);
+    c.reader
+        .get_ref()
+        .set_read_timeout(Some(wait))
+        .map_err(|e| e.to_string())?;
+    let IpAddr::V4(ip) = local.ip() else {
+        return Err(format!(
+            "control connection reached {local}, not an IPv4 address"
+        ));
+    };
+    let (mut fab, port) =
+        OfiFabric::listen_on(&o.provider, MemoryKind::Host, ip).map_err(open_err)?;
+    let domain = fab.domain_name().unwrap_or("?").to_string();
+    let speed = link_rate_mbps(&domain).map_or("-".to_string(), |v| v.to_string());
+    c.send(&format!("RAIL {ip} {port} {domain} {speed}"))?;
+    fab.accept(o.timeout).map_err(open_err)?;
+    log(&format!("fabric connected on {ip}:{port} ({})", fab.nic()));
+    let mut summary = ListenSummary {
+        peer: peer.to_string(),
+        fabric: format!("{ip}:{port} ({})", fab.nic()),
+        ..Default::default()
+    };
+    let mut buf = HostBuffer::new(len)?;
+    let fab = &fab;
+    let mut reg = Registration::new(fab, &mut buf).map_err(|a| {
+        let d: Vec<String> = a.iter().filter_map(|x| x.detail.clone()).collect();
+        format!("host buffer registration failed: {}", d.join("; "))
+    })?;
+    let r = fab
+        .export(reg.key())
+        .ok_or("this fabric cannot export a registration")?;
+    c.send(&format!("REGION {} {} {}", r.addr, r.key, r.len))?;
+    // The target's progress (libfabric tcp moves the bytes while the target's queue is read)
+    // on its own thread for the whole session, as this node's CPU would.
+    let driver = fab
+        .target_driver()
+        .ok_or("this provider's target side cannot be driven from a thread of its own")?;
+    let stop = AtomicBool::new(false);
+    let stop_ref = &stop;
+    std::thread::scope(|scope| {
+        let h = scope.spawn(move || driver.run(stop_ref));
+        let r = session(c, reg.buffer(), o.fault, &mut summary, log);
+        stop.store(true, Ordering::Release);
+        let t = match h.join() {
+            Ok(t) => t,
+            Err(_) => Err("the target side's thread panicked".into()),
+        };
+        r.and(t)
+    })?;
+    Ok(summary)
+}
+
+/// The `FILL`/`VERIFY`/`BYE` requests of one session, answered on `buf` (the registered
+/// buffer the peer's operations reach).
+fn session(
+    c: &mut Control,
+    buf: &mut dyn Buffer,
+    fault: Option<run::Fault>,
+    summary: &mut ListenSummary,
+    log: &mut dyn FnMut(&str),
+) -> Result<(), String> {
+    loop {
+        let w = c.recv()?;
+        match w.first().map(String::as_str) {
+            Some("FILL") => {
+                memory::fill(buf, word(&w, 1, "seed")?)?;
+                c.send("OK")?;
+            }
+            Some("VERIFY") => {
+                let seed: u64 = word(&w, 1, "seed")?;
+                let msg: usize = word(&w, 2, "message size")?;
+                let used: String = word(&w, 3, "slots")?;
+                if fault == Some(run::Fault::Corrupt)
+                    && let Some(last) = used.bytes().rposition(|b| b == b'1')
+                {
+                    let at = last.saturating_mul(msg).saturating_add(msg / 2);
+                    let mut b = [0u8];
+                    if buf.read_at(at, &mut b).is_ok() {
+                        buf.write_at(at, &[b[0] ^ 0x5a])?;
+                    }
+                }
+                let mut answer = "VERIFIED".to_string();
+                for (s, _) in used.bytes().enumerate().filter(|(_, b)| *b == b'1') {
+                    let at = s.checked_mul(msg).filter(|a| a + msg <= buf.len());
+                    let Some(at) = at else {
+                        return Err(format!("slot {s} of {msg} bytes lies past the buffer"));
+                    };
+                    if let Some(off) = memory::verify(buf, at, msg, seed, at)? {
+                        answer = format!("WRONG {s} {off}");
+                        break;
+                    }
+                }
+                if answer == "VERIFIED" {
+                    summary.verified += 1;
+                } else {
+                    log(&format!("{msg}-byte messages: {answer}"));
+                    summary.wrong.push(answer.clone());
+                }
+                c.send(&answer)?;
+            }
+            Some("BYE") => {
+                let _ = c.send("BYE");
+                return Ok(());
+            }
+            _ => return Err(format!("unexpected request `{}`", w.join(" "))),
+        }
+    }
+}
+
+/// How a rail ended early: its peer was never reached (the probe could not run there), or the
+/// session broke after it was.
+enum RailEnd {
+    Unreachable(String),
+    Failed(String),
+}
+
+/// What every cell of a rail shares.
+struct RailCtx<'a> {
+    o: &'a PeerOptions,
+    window: Duration,
+    buffer_len: usize,
+    nic: NicRef,
+}
+
+/// Runs the probe on every `--peer` rail in turn. `Err` only when libfabric itself is absent;
+/// a rail whose peer is missing, refuses or does not answer in time becomes `not_run` rows
+/// naming it, and is listed in [`PeerRun::unreachable`].
+pub fn probe_peers(o: &PeerOptions) -> Result<PeerRun, Unavailable> {
+    let started = Instant::now();
+    super::fabric::ofi::runtime_version()?;
+    let cells: Vec<(Op, usize)> = [Op::Write, Op::Read]
+        .into_iter()
+        .flat_map(|op| o.sizes.iter().map(move |&s| (op, s)))
+        .collect();
+    let total = (o.peers.len() * cells.len()).max(1);
+    let window = (o.duration.mul_f64(0.8) / total as u32)
+        .mul_f64(0.7)
+        .clamp(Duration::from_millis(100), Duration::from_secs(3));
+    let buffer_len = super::plan::buffer_len(&o.sizes, o.depth).min(MAX_BUFFER);
+    let bar = if o.progress {
+        indicatif::ProgressBar::new(total as u64)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    if let Ok(s) = indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} cells  {msg}") {
+        bar.set_style(s);
+    }
+    let mut results = Vec::new();
+    let mut unreachable = Vec::new();
+    let mut notes = Vec::new();
+    for (rail, peer) in o.peers.iter().enumerate() {
+        let mut nic = NicRef::ofi(&o.provider, None);
+        nic.peer = Some(peer.clone());
+        nic.rail = Some(rail);
+        bar.set_message(nic.to_string());
+        let mut ctx = RailCtx {
+            o,
+            window,
+            buffer_len,
+            nic,
+        };
+        let before = results.len();
+        let end = run_rail(&mut ctx, &cells, &mut results, &bar);
+        let ran = results.len() - before;
+        if let Err(end) = end {
+            let (v, why) = match end {
+                RailEnd::Unreachable(why) => {
+                    unreachable.push(format!("rail {rail} ({peer}): {why}"));
+                    (Verdict::NotRun, format!("peer {peer} not reached: {why}"))
+                }
+                RailEnd::Failed(why) => (Verdict::TransferFailed, format!("peer {peer}: {why}")),
+            };
+            notes.push(format!("rail {rail} ({peer}): {why}"));
+            for &(op, size) in &cells[ran.min(cells.len())..] {
+                results.push(row(&ctx.nic, op, size, v, why.clone()));
+                bar.inc(1);
+            }
+        }
+    }
+    bar.finish_and_clear();
+    notes.push(
+        "probe across nodes: host memory only; each rail's bytes went from this node's memory \
+         to the peer's and back, verified byte for byte on the side they landed on"
+            .into(),
+    );
+    Ok(PeerRun {
+        report: ProbeReport {
+            schema: PROBE_SCHEMA.into(),
+            fabric: format!("ofi:{} across nodes", o.provider),
+            results,
+            cuda: CudaReport::unavailable("not run by the probe across nodes"),
+            counter_changes: Vec::new(),
+            notes,
+            interrupted: interrupted(),
+            wall_seconds: started.elapsed().as_secs_f64(),
+        },
+        unreachable,
+    })
+}
+
+/// A row for a cell of the rail that did not run (or broke), with its verdict and reason.
+fn row(nic: &NicRef, op: Op, size: usize, verdict: Verdict, reason: String) -> CellResult {
+    CellResult {
+        gpu: None,
+        nic: nic.clone(),
+        memory: MemoryKind::Host,
+        direction: Direction::HostToHost,
+        op,
+        message_bytes: size,
+        bytes: 0,
+        seconds: 0.0,
+        gbytes_per_s: 0.0,
+        verified: false,
+        ops_in_flight: 0,
+        verdict,
+        expected_label: None,
+        reason,
+        contradicts: false,
+        control: false,
+        registration: Vec::new(),
+    }
+}
+
+/// Connects the control socket of `peer`, trying each address it resolves to.
+fn dial(peer: &str, timeout: Duration) -> Result<TcpStream, String> {
+    let addrs: Vec<SocketAddr> = peer
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {peer}: {e}"))?
+        .collect();
+    let mut last = format!("{peer} resolves to no address");
+    for a in addrs {
+        match TcpStream::connect_timeout(&a, timeout) {
+            Ok(s) => return Ok(s),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                last = format!(
+                    "connection refused by {a} (nothing listening: run `peerpath probe --listen {}` there)",
+                    a.port()
+                );
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                last = format!("no answer from {a} within {:.0} s", timeout.as_secs_f64());
+            }
+            Err(e) => last = format!("cannot connect to {a}: {e}"),
+        }
+    }
+    Err(last)
+}
+
+/// One rail: control connection, fabric connection, the peer's region, then every cell.
+fn run_rail(
+    ctx: &mut RailCtx<'_>,
+    cells: &[(Op, usize)],
+    results: &mut Vec<CellResult>,
+    bar: &indicatif::ProgressBar,
+) -> Result<(), RailEnd> {
+    let o = ctx.o;
+    let peer = ctx.nic.peer.clone().unwrap_or_default();
+    let stream = dial(&peer, o.timeout).map_err(RailEnd::Unreachable)?;
+    // The NIC the control connection left through is the rail's NIC on this side.
+    let source = match stream.local_addr().map(|a| a.ip()) {
+        Ok(IpAddr::V4(a)) => a,
+        other => {
+            return Err(RailEnd::Failed(format!(
+                "control connection from {other:?}, not an IPv4 address"
+            )));
+        }
+    };
+    let mut c = Control::new(stream, o.timeout).map_err(RailEnd::Unreachable)?;
+    c.send(&format!(
+        "HELLO {PROTOCOL} {} host {} {}",
+        o.provider,
+        ctx.buffer_len,
+        ctx.window.as_millis()
+    ))
+    .map_err(RailEnd::Unreachable)?;
+    let w = c.recv().map_err(RailEnd::Unreachable)?;
+    if w.first().map(String::as_str) != Some("RAIL") {
+        return Err(RailEnd::Failed(format!(
+            "expected RAIL, got `{}`",
+            w.join(" ")
+        )));
+    }
+    let failed = RailEnd::Failed;
+    let ip: Ipv4Addr = word(&w, 1, "fabric address").map_err(failed)?;
+    let port: u16 = word(&w, 2, "fabric port").map_err(failed)?;
+    let peer_speed: Option<u64> = w.get(4).and_then(|s| s.parse().ok());
+    let fab = OfiFabric::connect_to(&o.provider, MemoryKind::Host, (source, ip), port, o.timeout)
+        .map_err(|e| failed(format!("fabric connection to {ip}:{port}: {e}")))?;
+    super::install_interrupt_handler();
+    let domain = fab.domain_name().map(str::to_string);
+    ctx.nic.domain = domain.clone();
+    bar.set_message(ctx.nic.to_string());
+    let speeds: Vec<u64> = [domain.as_deref().and_then(link_rate_mbps), peer_speed]
+        .into_iter()
+        .flatten()
+        .collect();
+    let line_rate = speeds.iter().min().map(|m| *m as f64 / 8000.0);
+    let w = c.recv().map_err(failed)?;
+    if w.first().map(String::as_str) != Some("REGION") {
+        return Err(failed(format!("expected REGION, got `{}`", w.join(" "))));
+    }
+    let region = RemoteRegion {
+        addr: word(&w, 1, "region address").map_err(failed)?,
+        key: word(&w, 2, "region key").map_err(failed)?,
+        len: word(&w, 3, "region length").map_err(failed)?,
+    };
+    let remote = RemoteRegistration::new(&fab, region).map_err(failed)?;
+    let mut buf = HostBuffer::new(ctx.buffer_len).map_err(failed)?;
+    let mut local = Registration::new(&fab, &mut buf).map_err(|a| {
+        let d: Vec<String> = a.iter().filter_map(|x| x.detail.clone()).collect();
+        failed(format!("host buffer registration failed: {}", d.join("; ")))
+    })?;
+    let mut seed = 0x5eed_u64 ^ ((ctx.nic.rail.unwrap_or(0) as u64) << 32);
+    for &(op, size) in cells {
+        if interrupted() {
+            return Err(failed("interrupted (Ctrl-C)".into()));
+        }
+        seed = seed.wrapping_add(1);
+        let slots = (ctx.buffer_len.min(region.len) / size)
+            .min(fab.max_outstanding())
+            .min(o.depth.clamp(1, run::MAX_DEPTH));
+        let out = if slots == 0 {
+            Err(format!("message of {size} bytes does not fit the buffers"))
+        } else {
+            let shape = (op, size, slots);
+            cell(
+                &fab,
+                &mut c,
+                &mut local,
+                remote.key(),
+                shape,
+                ctx.window,
+                seed,
+            )
+        };
+        let mut r = row(&ctx.nic, op, size, Verdict::NotRun, String::new());
+        match out {
+            Ok((bytes, seconds, wrong)) => {
+                let gbps = if seconds > 0.0 {
+                    bytes as f64 / seconds / 1e9
+                } else {
+                    0.0
+                };
+                let (v, why) = verdict::judge_host(wrong.is_none(), gbps, line_rate);
+                r.bytes = bytes;
+                r.seconds = seconds;
+                r.gbytes_per_s = gbps;
+                r.verified = wrong.is_none();
+                r.ops_in_flight = slots;
+                r.verdict = v;
+                r.reason = match wrong {
+                    Some(w) => format!("{why}: {w}"),
+                    None => why,
+                };
+            }
+            Err(e) => {
+                r.verdict = Verdict::TransferFailed;
+                r.ops_in_flight = slots;
+                r.reason = e;
+                results.push(r);
+                bar.inc(1);
+                // The session cannot be trusted after a failed cell: the rest are not run.
+                return Err(failed("an earlier cell of this rail failed".into()));
+            }
+        }
+        results.push(r);
+        bar.inc(1);
+    }
+    let _ = c.send("BYE");
+    let _ = c.recv();
+    Ok(())
+}
+
+/// One cell on the connecting side: the destination filled with the inverse pattern, the
+/// source with the pattern, a warm-up of `window / 5` and the timed `window`, then the bytes
+/// verified where they landed (the peer for WRITE, here for READ). Returns bytes moved,
+/// seconds, and the first wrong byte (`None`: verified).
+fn cell(
+    fab: &OfiFabric,
+    c: &mut Control,
+    local: &mut Registration<'_, '_>,
+    remote: &RegKey,
+    (op, msg, slots): (Op, usize, usize),
+    window: Duration,
+    seed: u64,
+) -> Result<(u64, f64, Option<String>), String> {
+    let (remote_seed, local_seed) = match op {
+        Op::Write => (!seed, seed),
+        Op::Read => (seed, !seed),
+    };
+    c.send(&format!("FILL {remote_seed}"))?;
+    expect(c, "OK")?;
+    memory::fill(local.buffer(), local_seed)?;
+    let mut used = vec![false; slots];
+    let abort = AtomicBool::new(false);
+    let spec = PhaseSpec {
+        op,
+        local: local.key(),
+        remote,
+        msg,
+        len: msg,
+        slots,
+    };
+    run::timed_phase(fab, &spec, window / 5, &mut used, &abort)?;
+    let stats = run::timed_phase(fab, &spec, window, &mut used, &abort)?;
+    let bytes = stats.ops * msg as u64;
+    let wrong = match op {
+        Op::Write => {
+            let bits: String = used.iter().map(|u| if *u { '1' } else { '0' }).collect();
+            c.send(&format!("VERIFY {seed} {} {bits}", msg))?;
+            let w = c.recv()?;
+            match w.first().map(String::as_str) {
+                Some("VERIFIED") => None,
+                Some("WRONG") => Some(format!(
+                    "at the peer, slot {}: first wrong byte at offset {} of {}",
+                    w.get(1).map_or("?", String::as_str),
+                    w.get(2).map_or("?", String::as_str),
+                    msg
+                )),
+                _ => return Err(format!("expected VERIFIED or WRONG, got `{}`", w.join(" "))),
+            }
+        }
+        Op::Read => {
+            let mut wrong = None;
+            for (s, _) in used.iter().enumerate().filter(|(_, u)| **u) {
+                let at = s * msg;
+                if let Some(off) = memory::verify(local.buffer(), at, msg, seed, at)? {
+                    wrong = Some(format!(
+                        "slot {s}: first wrong byte at offset {off} of {}",
+                        msg
+                    ));
+                    break;
+                }
+            }
+            wrong
+        }
+    };
+    Ok((bytes, stats.seconds, wrong))
+}
+
+/// Reads one line and checks it is `what`.
+fn expect(c: &mut Control, what: &str) -> Result<(), String> {
+    let w = c.recv()?;
+    if w.first().map(String::as_str) == Some(what) {
+        Ok(())
+    } else {
+        Err(format!("expected {what}, got `{}`", w.join(" ")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A connected pair of control connections on 127.0.0.1 (one end raw).
+    fn pair(timeout: Duration) -> (Control, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (b, _) = l.accept().unwrap();
+        (Control::new(a, timeout).unwrap(), b)
+    }
+
+    #[test]
+    fn control_lines_are_bounded_and_errors_named() {
+        let (mut c, mut raw) = pair(Duration::from_secs(5));
+        raw.write_all(b"RAIL 10.0.0.1 4000 eth0 -\nERROR no buffer\n")
+            .unwrap();
+        assert_eq!(c.recv().unwrap(), ["RAIL", "10.0.0.1", "4000", "eth0", "-"]);
+        assert_eq!(c.recv().unwrap_err(), "the other side: no buffer");
+        raw.write_all(&[b'x'; MAX_LINE + 10]).unwrap();
+        let e = c.recv().unwrap_err();
+        assert!(e.contains("longer than 512 bytes"), "{e}");
+        drop(raw);
+        let (mut c, raw) = pair(Duration::from_secs(5));
+        drop(raw);
+        assert_eq!(
+            c.recv().unwrap_err(),
+            "control connection closed by the other side"
+        );
+    }
+
+    #[test]
+    fn a_silent_peer_is_a_timeout_not_a_hang() {
+        let (mut c, _raw) = pair(Duration::from_millis(200));
+        let t0 = Instant::now();
+        assert_eq!(
+            c.recv().unwrap_err(),
+            "control connection: no answer in time"
+        );
+        assert!(t0.elapsed() < Duration::from_secs(3));
+    }
+
+    #[test]
+    fn words_parse_or_name_the_line() {
+        let w: Vec<String> = ["REGION", "4096", "x"].map(String::from).to_vec();
+        assert_eq!(word::<u64>(&w, 1, "address").unwrap(), 4096);
+        let e = word::<u64>(&w, 2, "key").unwrap_err();
+        assert_eq!(e, "control connection: bad key in `REGION 4096 x`");
+        assert!(word::<u64>(&w, 5, "length").is_err());
+    }
+
+    #[test]
+    fn a_refused_peer_says_who_to_start() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        drop(l);
+        let e = dial(&format!("127.0.0.1:{port}"), Duration::from_secs(2)).unwrap_err();
+        assert!(e.contains("connection refused"), "{e}");
+        assert!(
+            e.contains(&format!("peerpath probe --listen {port}")),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn link_rate_names_only_an_interface() {
+        assert_eq!(link_rate_mbps("../../etc"), None);
+        assert_eq!(link_rate_mbps(""), None);
+        assert_eq!(link_rate_mbps("no-such-if0"), None);
+    }
+}
