@@ -16,6 +16,7 @@ pub mod hwloc;
 pub mod ib;
 pub mod joblog;
 pub mod kfd;
+pub mod lspci;
 pub mod mounts;
 pub mod nccl_conf;
 pub mod nccl_env;
