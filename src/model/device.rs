@@ -305,6 +305,12 @@ pub struct Device {
     pub iommu_group_type: Option<String>,
     /// Decoded config space (`config`); `None` when absent or unreadable.
     pub config: Option<ConfigSpace>,
+    /// Why the input could not show more of this device's config space than [`Self::config`]
+    /// holds, where the input says (an `lspci` text run without root, printed with `-v` only,
+    /// elided by its poster, or a 256-byte hex dump; set by `sources::lspci`). `None`: the
+    /// reason is the sysfs one (a `config` file shorter than 4096 bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_note: Option<String>,
     /// Physical function, when this is an SR-IOV virtual function (`physfn`).
     pub physfn: Option<Bdf>,
     /// Number of virtual functions: the scanned functions whose `physfn` link names this one
@@ -405,6 +411,7 @@ impl Device {
             iommu_group: None,
             iommu_group_type: None,
             config: None,
+            config_note: None,
             physfn: None,
             vf_count: 0,
             bars: Vec::new(),

@@ -15,6 +15,7 @@ pub mod fsroot;
 pub mod hwloc_xml;
 pub mod json;
 pub mod kfd;
+pub mod lspci;
 pub mod naming;
 pub mod nccl_conf;
 pub mod nccl_xml;
@@ -42,6 +43,9 @@ pub enum InputKind {
     Xml,
     /// A JSON document written by peerpath.
     Json,
+    /// Any other text: read as operator text (`lspci` output, [`lspci`]), refused when it
+    /// holds none.
+    Text,
 }
 
 /// Detects an input's kind from its content (never from its name alone). The path is opened
@@ -74,7 +78,7 @@ pub fn detect(path: &Path) -> Result<InputKind> {
     };
     sniff(&head[..n]).with_context(|| {
         format!(
-            "{}: not a sysfs root directory, snapshot tarball (.tar/.tar.gz/.tar.bz2), XML or JSON",
+            "{}: not a sysfs root directory, snapshot tarball (.tar/.tar.gz/.tar.bz2), XML, JSON or lspci text",
             path.display()
         )
     })
@@ -101,6 +105,10 @@ fn sniff(h: &[u8]) -> Option<InputKind> {
     }
     if t.starts_with('{') {
         return Some(InputKind::Json);
+    }
+    // Text (no NUL): what it holds is decided by reading it.
+    if !t.is_empty() && !t.contains('\0') {
+        return Some(InputKind::Text);
     }
     None
 }
@@ -253,6 +261,10 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
             }
             let bytes = fsroot::input::read_input(path, fsroot::MAX_SNAPSHOT_BYTES)
                 .with_context(|| format!("cannot read {shown}"))?;
+            // A gzip file that holds text, not a tar archive (`lspci-vvv.txt.gz`).
+            if let Some(text) = gunzip_text(&bytes) {
+                return read_operator_text(&text, &shown, scan_opts.pci_ids.as_deref());
+            }
             let fs = fsroot::MemRoot::from_tar_bytes_charged(&shown, &bytes, charge.as_mut())
                 .with_context(|| format!("{shown}: not a readable snapshot tarball"))?;
             let src = SourceInfo {
@@ -302,6 +314,13 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
                 ),
             }
         }
+        InputKind::Text => {
+            if let Some(c) = charge.as_mut() {
+                c.take(size_of(path).min(fsroot::input::MAX_TEXT_INPUT_BYTES));
+            }
+            let text = read_text(path, &shown)?;
+            read_operator_text(&text, &shown, scan_opts.pci_ids.as_deref())
+        }
         InputKind::Json => {
             if let Some(c) = charge.as_mut() {
                 c.take(size_of(path).min(fsroot::input::MAX_TEXT_INPUT_BYTES));
@@ -310,6 +329,41 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
             json::read(&text, &shown).with_context(|| format!("{shown}: peerpath JSON"))
         }
     }
+}
+
+/// Reads text an operator pasted (`lspci` output) into a topology, or says it holds none.
+fn read_operator_text(text: &str, shown: &str, pci_ids: Option<&Path>) -> Result<Topology> {
+    let src = SourceInfo {
+        kind: "lspci".into(),
+        path: shown.to_string(),
+        limitations: vec![],
+    };
+    lspci::read(text, src, pci_ids).with_context(|| {
+        format!(
+            "{shown}: text, but not lspci output peerpath reads (`lspci -vvv`, `lspci -tv`, `lspci -xxxx`)"
+        )
+    })
+}
+
+/// The text inside a gzip file that is not a tar archive: `None` for a tar, a file that does
+/// not decompress, or one whose content is not UTF-8 text.
+fn gunzip_text(bytes: &[u8]) -> Option<String> {
+    use std::io::Read;
+    if !bytes.starts_with(&[0x1f, 0x8b]) {
+        return None;
+    }
+    let mut out = Vec::new();
+    flate2::read::MultiGzDecoder::new(bytes)
+        .take(fsroot::input::MAX_TEXT_INPUT_BYTES)
+        .read_to_end(&mut out)
+        .ok()?;
+    if out.len() >= 262 && &out[257..262] == b"ustar" {
+        return None;
+    }
+    if out.contains(&0) {
+        return None;
+    }
+    String::from_utf8(out).ok()
 }
 
 /// Reads a whole text input, refusing non-UTF-8 content with a clear message.
