@@ -167,7 +167,10 @@ pub fn parse_addr(s: &str) -> Option<(Addr, &str)> {
     let end = s.find(|c: char| c.is_whitespace()).unwrap_or(s.len());
     let tok = &s[..end];
     let (head, func) = tok.rsplit_once('.')?;
-    let function = func.parse::<u8>().ok().filter(|f| *f < 8 && func.len() == 1)?;
+    let function = func
+        .parse::<u8>()
+        .ok()
+        .filter(|f| *f < 8 && func.len() == 1)?;
     let mut parts = head.split(':').collect::<Vec<_>>();
     let device = hex_u8(parts.pop()?)?;
     let bus = hex_u8(parts.pop()?)?;
@@ -623,7 +626,10 @@ mod tests {
                  \t\tACSCtl:\tSrcValid+ TransBlk- Req\n";
         let d = parse(t);
         let b = &d.blocks[0];
-        assert_eq!(b.header("Bus").unwrap().split(',').next(), Some("primary=40"));
+        assert_eq!(
+            b.header("Bus").unwrap().split(',').next(),
+            Some("primary=40")
+        );
         let e = b.cap("Express").unwrap();
         assert_eq!(link(e.register("LnkCap").unwrap()), (Some(16.0), Some(16)));
         assert!(e.register("LnkCap").unwrap().contains("ClockPM-"));
@@ -668,9 +674,13 @@ mod tests {
 
     #[test]
     fn hex_dump_lines_join_from_offset_zero() {
-        let mut t = String::from("04:00.0 VGA compatible controller: NVIDIA Corporation Device 1b06 (rev a1)\n");
+        let mut t = String::from(
+            "04:00.0 VGA compatible controller: NVIDIA Corporation Device 1b06 (rev a1)\n",
+        );
         for off in (0..256).step_by(16) {
-            t.push_str(&format!("{off:02x}: de 10 06 1b 07 05 10 00 a1 00 00 03 00 00 00 00\n"));
+            t.push_str(&format!(
+                "{off:02x}: de 10 06 1b 07 05 10 00 a1 00 00 03 00 00 00 00\n"
+            ));
         }
         let d = parse(&t);
         assert_eq!(d.blocks[0].hex.len(), 256);

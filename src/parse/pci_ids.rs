@@ -160,9 +160,9 @@ pub fn reverse(text: &[u8]) -> Reverse {
                 {
                     r.devices.entry((v, name_of(&line[5..]))).or_insert(id);
                 } else if let Some(c) = class
-                    && let Some(sub) = line.get(1..3).and_then(|h| {
-                        u8::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok()
-                    })
+                    && let Some(sub) = line
+                        .get(1..3)
+                        .and_then(|h| u8::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok())
                 {
                     r.classes
                         .insert(name_of(&line[3..]), (u16::from(c) << 8) | u16::from(sub));
@@ -239,7 +239,10 @@ mod tests {
         assert!(!n.devices.contains_key(&(0x10b5, 0x9797)));
         let r = reverse(&db[..]);
         assert_eq!(r.vendors["Mellanox Technologies"], 0x15b3);
-        assert_eq!(r.devices[&(0x15b3, "MT27700 Family [ConnectX-4]".to_string())], 0x1013);
+        assert_eq!(
+            r.devices[&(0x15b3, "MT27700 Family [ConnectX-4]".to_string())],
+            0x1013
+        );
         assert_eq!(r.classes["Network controller"], 0x0200);
         assert_eq!(r.classes["Ethernet"], 0x0200);
     }

@@ -24,8 +24,7 @@ use crate::model::bdf::{Bdf, host_bridge_name};
 use crate::model::device::{Device, DeviceKind, LinkInfo, OsDevice, OsDeviceKind, kind_from_class};
 use crate::model::fact::Fact;
 use crate::model::pci_config::{
-    AcsCap, ConfigSpace, ECAP_ACS, ECAP_AER, ECAP_ATS, ECAP_SRIOV, PcieCap, PortType, SriovCap,
-    acs,
+    AcsCap, ConfigSpace, ECAP_ACS, ECAP_AER, ECAP_ATS, ECAP_SRIOV, PcieCap, PortType, SriovCap, acs,
 };
 use crate::model::topology::{MachineInfo, NumaNode, SourceInfo, Topology, Warning};
 use crate::parse::lspci::{self, Block, Doc, TreeNode};
@@ -36,7 +35,7 @@ use std::path::Path;
 /// What no `lspci` text holds; copied into [`SourceInfo::limitations`].
 pub const LIMITATIONS: &[&str] = &[
     "lspci text has no RDMA or network device names (mlx5_N, ib0) or port states, no CPU lists of NUMA nodes, no IOMMU group types, no loaded modules beyond what -k prints, no NVLinks and no NVML facts: NICs are numbered by PCI address and the IOMMU mode is unknown unless the text holds the kernel command line",
-    "AER comes from the status registers lspci printed (UESta/CESta: an error occurred since they were last cleared), not from the kernel's cumulative counters",
+    "AER comes from the status registers lspci printed (UESta/CESta): a set bit is an error not yet cleared; the kernel clears the bits of errors it handles, so clear bits prove nothing and the cumulative counters are unknown",
 ];
 
 /// Added when some devices' capabilities were `<access denied>`.
@@ -161,7 +160,9 @@ impl Ids {
 fn class_from_tree_name(vendor: Option<u16>, name: &str) -> Option<u32> {
     let n = name.to_ascii_lowercase();
     let not = |w: &[&str]| !w.iter().any(|x| n.contains(x));
-    let plain = not(&["audio", "usb", "serial", "bridge", "switch", "nvswitch", "dma", "smbus"]);
+    let plain = not(&[
+        "audio", "usb", "serial", "bridge", "switch", "nvswitch", "dma", "smbus",
+    ]);
     match vendor? {
         0x10de | 0x1002 if plain && not(&["sata", "ethernet", "nvme"]) => Some(0x030200),
         0x15b3 if plain && not(&["nvme"]) => Some(0x020000),
@@ -257,8 +258,14 @@ fn acs_bits(value: &str) -> Option<u16> {
 fn pcie_from_text(c: &lspci::Capability, port: PortType) -> (PcieCap, LinkInfo) {
     let devcap = c.register("DevCap").unwrap_or("");
     let devctl = c.register("DevCtl").unwrap_or("");
-    let (cap_s, cap_w) = c.register("LnkCap").map(lspci::link).unwrap_or((None, None));
-    let (sta_s, sta_w) = c.register("LnkSta").map(lspci::link).unwrap_or((None, None));
+    let (cap_s, cap_w) = c
+        .register("LnkCap")
+        .map(lspci::link)
+        .unwrap_or((None, None));
+    let (sta_s, sta_w) = c
+        .register("LnkSta")
+        .map(lspci::link)
+        .unwrap_or((None, None));
     let f = lspci::flags(devctl);
     let slot = c.name.contains("(Slot+)");
     let physical_slot = c
@@ -292,7 +299,8 @@ fn pcie_from_text(c: &lspci::Capability, port: PortType) -> (PcieCap, LinkInfo) 
 }
 
 /// AER status bits as counters: each set, unmasked UESta bit (fatal where UESvrt marks it so)
-/// and each set, unmasked CESta bit counts 1, named with its register.
+/// and each set, unmasked CESta bit counts 1, named with its register; `None` when no such bit
+/// is set (the kernel clears the bits of errors it handled, so clear bits prove nothing).
 fn aer_from_text(c: &lspci::Capability) -> Option<[AerCounters; 3]> {
     let uesta = lspci::flags(c.register("UESta")?);
     let cesta = lspci::flags(c.register("CESta")?);
@@ -319,9 +327,17 @@ fn aer_from_text(c: &lspci::Capability) -> Option<[AerCounters; 3]> {
     names.sort();
     for (n, on) in names {
         let fatal = uesvrt.get(n) == Some(&true);
-        add(if fatal { 2 } else { 1 }, "UESta", n, on, uemsk.get(n) == Some(&true));
+        add(
+            if fatal { 2 } else { 1 },
+            "UESta",
+            n,
+            on,
+            uemsk.get(n) == Some(&true),
+        );
     }
-    Some(out)
+    // The kernel's AER driver clears the status bits of errors it handled: clear bits do not
+    // say no error happened, so only set bits are a fact.
+    out.iter().any(|a| !a.counters.is_empty()).then_some(out)
 }
 
 /// Everything the text says about one device's config space: the decoded space, its link,
@@ -357,6 +373,7 @@ fn config_from_block(b: &Block, vendor: u16, device: u16, class: u32) -> FromTex
             }
         });
         let note = match c.len {
+            _ if b.access_denied => Some("lspci ran without root: `Capabilities: <access denied>`, its hex dump stops at 64 bytes".into()),
             n if n < 256 => Some(format!("hex dump of {n} bytes (`lspci -x`): capabilities not dumped; `lspci -xxxx` as root dumps them")),
             n if n < 4096 => Some(format!("hex dump of {n} bytes (`lspci -xxx`): no extended config space (ACS, AER); `lspci -xxxx` as root dumps it")),
             _ => None,
@@ -465,7 +482,9 @@ fn config_from_block(b: &Block, vendor: u16, device: u16, class: u32) -> FromTex
                 }
                 _ => {
                     acs_cut = true;
-                    notes.push("its ACS capability has no whole ACSCtl line (the text is cut)".into())
+                    notes.push(
+                        "its ACS capability has no whole ACSCtl line (the text is cut)".into(),
+                    )
                 }
             },
             ECAP_AER => {
@@ -478,7 +497,10 @@ fn config_from_block(b: &Block, vendor: u16, device: u16, class: u32) -> FromTex
                     .and_then(|v| lspci::flags(v).get("Enable").copied())
             }
             ECAP_SRIOV => {
-                let v = c.register("IOVSta").map(|_| ()).and(c.register("Initial VFs"));
+                let v = c
+                    .register("IOVSta")
+                    .map(|_| ())
+                    .and(c.register("Initial VFs"));
                 let num = |k: &str| {
                     v.and_then(|v| v.split(", ").find_map(|p| p.strip_prefix(k)))
                         .and_then(|n| n.trim().parse().ok())
@@ -516,7 +538,11 @@ fn config_from_block(b: &Block, vendor: u16, device: u16, class: u32) -> FromTex
 
 /// Reads `lspci` text into a topology. `shown` names the input in evidence; `pci_ids` is the
 /// database used both for names and for reading names back into IDs.
-pub fn read(text: &str, mut source: SourceInfo, pci_ids: Option<&Path>) -> anyhow::Result<Topology> {
+pub fn read(
+    text: &str,
+    mut source: SourceInfo,
+    pci_ids: Option<&Path>,
+) -> anyhow::Result<Topology> {
     let doc = lspci::parse(text);
     if doc.blocks.is_empty() && doc.tree.is_empty() {
         if doc.tree_unresolved > 0 {
@@ -529,9 +555,15 @@ pub fn read(text: &str, mut source: SourceInfo, pci_ids: Option<&Path>) -> anyho
             let redirect = doc
                 .loose_acsctl
                 .iter()
-                .filter(|(_, v)| acs_bits(v).is_some_and(|b| b & (acs::RR | acs::CR | acs::EC) != 0))
+                .filter(|(_, v)| {
+                    acs_bits(v).is_some_and(|b| b & (acs::RR | acs::CR | acs::EC) != 0)
+                })
                 .count();
-            let cut = doc.loose_acsctl.iter().filter(|(_, v)| acs_bits(v).is_none()).count();
+            let cut = doc
+                .loose_acsctl
+                .iter()
+                .filter(|(_, v)| acs_bits(v).is_none())
+                .count();
             anyhow::bail!(
                 "only `ACSCtl:` lines (a grep of `lspci -vvv`, first at line {first}): {} line(s), {redirect} redirecting peer-to-peer traffic (ReqRedir+, CmpltRedir+ or EgressCtrl+), {cut} cut; without their devices there is no topology to build",
                 doc.loose_acsctl.len()
@@ -568,12 +600,12 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
     }
     for blk in &doc.blocks {
         let Some(a) = blk.addr else { continue };
-        let domain = a.domain.unwrap_or_else(|| {
-            match tree_domains.get(&(a.bus, a.device, a.function)) {
-                Some(s) if s.len() == 1 => *s.iter().next().unwrap_or(&0),
-                _ => 0,
-            }
-        });
+        let domain =
+            a.domain
+                .unwrap_or_else(|| match tree_domains.get(&(a.bus, a.device, a.function)) {
+                    Some(s) if s.len() == 1 => *s.iter().next().unwrap_or(&0),
+                    _ => 0,
+                });
         let b = Bdf {
             domain,
             bus: a.bus,
@@ -616,7 +648,10 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
                 function: f,
             });
         }
-        secondary.get(&(b.domain, b.bus)).copied().filter(|p| p != b)
+        secondary
+            .get(&(b.domain, b.bus))
+            .copied()
+            .filter(|p| p != b)
     };
     let parents: BTreeMap<Bdf, Option<Bdf>> =
         entries.iter().map(|(b, e)| (*b, parent_of(b, e))).collect();
@@ -638,7 +673,11 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
     let mut devices = Vec::new();
     for (b, e) in &entries {
         let root = root_of(b);
-        let line = e.block.map(|x| x.line).or(e.tree.map(|t| t.line)).unwrap_or(0);
+        let line = e
+            .block
+            .map(|x| x.line)
+            .or(e.tree.map(|t| t.line))
+            .unwrap_or(0);
         let mut d = Device::new(
             *b,
             host_bridge_name(root.domain, root.bus),
@@ -655,10 +694,17 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
             .and_then(|(_, r)| r.strip_suffix(']'))
             .and_then(|r| r.split_once(':'))
             .and_then(|(v, dv)| {
-                Some((u16::from_str_radix(v, 16).ok()?, u16::from_str_radix(dv, 16).ok()?))
+                Some((
+                    u16::from_str_radix(v, 16).ok()?,
+                    u16::from_str_radix(dv, 16).ok()?,
+                ))
             });
         let desc = e.block.map(|x| x.description.as_str()).unwrap_or(tree_name);
-        let (vendor, device) = match e.ids.or(hex_ids.map(|h| (h.vendor_id, h.device_id))).or(tree_ids) {
+        let (vendor, device) = match e
+            .ids
+            .or(hex_ids.map(|h| (h.vendor_id, h.device_id)))
+            .or(tree_ids)
+        {
             Some((v, dv)) => (Some(v), Some(dv)),
             None => ids.from_description(desc),
         };
@@ -728,9 +774,8 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
             }
             None => {
                 undetailed += 1;
-                d.config_note = Some(
-                    "named only in the `lspci -t` tree, not in any `lspci -vvv` block".into(),
-                );
+                d.config_note =
+                    Some("named only in the `lspci -t` tree, not in any `lspci -vvv` block".into());
             }
         }
         if let Some(n) = d.numa_node {
@@ -740,13 +785,19 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
     }
     let named = name_rdma(&mut devices);
     if named > 0 {
-        source.limitations.push(format!("{RDMA_BY_ORDER} ({named} device(s))"));
+        source
+            .limitations
+            .push(format!("{RDMA_BY_ORDER} ({named} device(s))"));
     }
     if non_root > 0 {
-        source.limitations.push(format!("{NOT_ROOT} ({non_root} device(s))"));
+        source
+            .limitations
+            .push(format!("{NOT_ROOT} ({non_root} device(s))"));
     }
     if undetailed > 0 {
-        source.limitations.push(format!("{NO_DETAIL} ({undetailed} device(s))"));
+        source
+            .limitations
+            .push(format!("{NO_DETAIL} ({undetailed} device(s))"));
     }
     if !guessed.is_empty() {
         source.limitations.push(CLASS_FROM_NAME.to_string());
@@ -755,7 +806,11 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
             message: format!(
                 "class of {} device(s) taken from their names in the tree: {}",
                 guessed.len(),
-                guessed.iter().map(|b| b.to_string()).collect::<Vec<_>>().join(", ")
+                guessed
+                    .iter()
+                    .map(|b| b.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         });
     }
@@ -839,7 +894,9 @@ fn name_rdma(devices: &mut [Device]) -> usize {
 }
 
 /// ConnectX virtual function device IDs (ConnectX-4 to ConnectX-8 and BlueField VFs).
-const VF_IDS: [u16; 8] = [0x1014, 0x1016, 0x1018, 0x101a, 0x101c, 0x101e, 0x1022, 0x1024];
+const VF_IDS: [u16; 8] = [
+    0x1014, 0x1016, 0x1018, 0x101a, 0x101c, 0x101e, 0x1022, 0x1024,
+];
 
 /// Added when RDMA device names were given by the kernel's order rule.
 pub const RDMA_BY_ORDER: &str = "RDMA device names are not in lspci text: each ConnectX physical function is given the name the kernel gives it when nothing renames it (mlx5_N in PCI address order); udev or bonding renames (mlx5_ib0, mlx5_bond_0) and port states are unknown";
@@ -880,8 +937,8 @@ fn cmdline(text: &str) -> Fact<String> {
         .find(|l| l.starts_with("BOOT_IMAGE="))
     {
         Some(l) => Fact::Known(l.to_string()),
-        None => Fact::Unknown(
-            "the text holds no kernel command line (no `/proc/cmdline` line)".into(),
-        ),
+        None => {
+            Fact::Unknown("the text holds no kernel command line (no `/proc/cmdline` line)".into())
+        }
     }
 }

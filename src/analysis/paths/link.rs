@@ -230,7 +230,10 @@ mod tests {
             LinkHealth::IdleSpeed { speed: (2.5, 16.0) }
         );
         let slow_nic = l((16.0, 16), (32.0, 16));
-        assert_eq!(judge(DeviceKind::Nic, Some(&slow_nic), None), LinkHealth::Unknown);
+        assert_eq!(
+            judge(DeviceKind::Nic, Some(&slow_nic), None),
+            LinkHealth::Unknown
+        );
     }
 
     #[test]
