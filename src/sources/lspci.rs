@@ -166,7 +166,17 @@ fn class_from_tree_name(vendor: Option<u16>, name: &str) -> Option<u32> {
     match vendor? {
         0x10de | 0x1002 if plain && not(&["sata", "ethernet", "nvme"]) => Some(0x030200),
         0x15b3 if plain && not(&["nvme"]) => Some(0x020000),
-        _ if n.contains("ethernet") || n.contains("connectx") => Some(0x020000),
+        _ if [
+            "ethernet",
+            "connectx",
+            "network connection",
+            "network adapter",
+        ]
+        .iter()
+        .any(|w| n.contains(w)) =>
+        {
+            Some(0x020000)
+        }
         _ if n.contains("nvme") || n.contains("non-volatile") => Some(0x010802),
         _ => None,
     }
