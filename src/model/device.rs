@@ -443,11 +443,14 @@ impl Device {
             .map(|o| o.name.as_str())
     }
     /// The name to show: PCI ID database name (vendor and device), else the driver's own name
-    /// (which is whole, `NVIDIA H200`), else `[vvvv:dddd]`.
+    /// (which is whole, `NVIDIA H200`), else a name the source carried for a device without a
+    /// vendor ID, else `[vvvv:dddd]`.
     pub fn display_name(&self) -> String {
         match (&self.vendor_name, &self.device_name) {
             (_, Some(d)) if self.name_source.is_some() => d.clone(),
             (Some(v), Some(d)) => format!("{v} {d}"),
+            // A name the source carried with no vendor ID to name (lspci text).
+            (None, Some(d)) if self.vendor_id.is_none() => d.clone(),
             _ => format!(
                 "[{:04x}:{:04x}]",
                 self.vendor_id.unwrap_or(0),

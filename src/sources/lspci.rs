@@ -119,7 +119,7 @@ impl Ids {
 
     /// Vendor and device IDs from a printed description (`NVIDIA Corporation Device 2330`,
     /// `Mellanox Technologies MT2910 Family [ConnectX-7]`, `Device 1e52:b140`).
-    fn from_description(&self, desc: &str) -> (Option<u16>, Option<u16>) {
+    fn from_description(&self, desc: &str) -> (Option<u16>, Option<u16>, String) {
         let hex4 = |s: &str| {
             (s.len() == 4)
                 .then(|| u16::from_str_radix(s, 16).ok())
@@ -128,7 +128,7 @@ impl Ids {
         if let Some(rest) = desc.strip_prefix("Device ")
             && let Some((v, d)) = rest.split_once(':')
         {
-            return (hex4(v), hex4(d));
+            return (hex4(v), hex4(d), String::new());
         }
         // The longest vendor name the description starts with.
         let cuts: Vec<usize> = desc
@@ -149,9 +149,9 @@ impl Ids {
                     .as_ref()
                     .and_then(|r| r.devices.get(&(v, rest.to_string())).copied()),
             };
-            return (Some(v), dev);
+            return (Some(v), dev, rest.to_string());
         }
-        (None, None)
+        (None, None, desc.to_string())
     }
 }
 
@@ -710,19 +710,22 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
                 ))
             });
         let desc = e.block.map(|x| x.description.as_str()).unwrap_or(tree_name);
-        let (vendor, device) = match e
-            .ids
-            .or(hex_ids.map(|h| (h.vendor_id, h.device_id)))
-            .or(tree_ids)
-        {
-            Some((v, dv)) => (Some(v), Some(dv)),
-            None => ids.from_description(desc),
-        };
+        let (vendor, device, rest) =
+            match e.ids.or(hex_ids.map(|h| (h.vendor_id, h.device_id))).or(tree_ids) {
+                Some((v, dv)) => (Some(v), Some(dv), String::new()),
+                None => ids.from_description(desc),
+            };
         d.vendor_id = vendor;
         d.device_id = device;
-        if vendor.is_none() || device.is_none() {
-            // Names carried from the text where no ID could be read (assembly keeps them).
-            d.device_name = Some(desc.to_string()).filter(|s| !s.is_empty());
+        if device.is_none() {
+            // The name the text printed where no ID could be read (assembly keeps it).
+            d.device_name = match (rest.is_empty(), e.tree.and_then(|t| t.buses)) {
+                (false, _) => Some(rest),
+                (true, Some((s, u))) => Some(format!(
+                    "bridge to buses {s:02x}-{u:02x} (named only in `lspci -t`)"
+                )),
+                (true, None) => None,
+            };
         }
         if let Some(h) = hex_ids {
             d.revision = Some(h.revision);
