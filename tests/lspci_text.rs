@@ -181,6 +181,36 @@ fn stelline_pages_give_their_devices_tree_labels_and_idle_links() {
             .any(|m| m.contains("`ACSCtl:` line(s)") && m.contains(": 0 redirect")),
         "{w:?}"
     );
+    // mlx5_0..3 from the page's ibv_devinfo (matched in address order), every port DOWN on
+    // Ethernet, as the page shows: the audit says so with the text's line.
+    for (i, nic) in nics.iter().enumerate() {
+        let d = t.device(nic).unwrap();
+        let o = d
+            .os_devices
+            .iter()
+            .find(|o| o.kind == peerpath::model::OsDeviceKind::Rdma)
+            .unwrap();
+        assert_eq!(o.name, format!("mlx5_{i}"));
+        assert_eq!(o.ports[0].state.as_ref().unwrap().1, "DOWN");
+        assert_eq!(o.ports[0].link_layer.as_deref(), Some("Ethernet"));
+    }
+    assert!(
+        t.source
+            .limitations
+            .iter()
+            .any(|l| l.contains("`ibv_devinfo` text"))
+    );
+    let down: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.id == CheckId::NicPortDown)
+        .collect();
+    assert_eq!(down.len(), 4, "{down:#?}");
+    assert!(
+        down[0].evidence[0].path.contains("`ibv_devinfo` line"),
+        "{:?}",
+        down[0].evidence
+    );
     // Two NUMA nodes from numactl; the NICs on their GPUs' sockets.
     assert_eq!(t.numa_nodes.len(), 2);
     assert_eq!(t.device(&b("0000:81:00.0")).unwrap().numa_node, Some(1));
@@ -285,6 +315,14 @@ fn issue_excerpts_give_what_they_show_and_no_more() {
     let l = nic.link.unwrap();
     assert_eq!((l.max_gts, l.max_width), (Some(16.0), Some(16)));
     assert_eq!(l.current_width, None);
+    // ibstat names mlx5_0 and mlx5_1 but the excerpt shows one function: not matched.
+    assert!(
+        t.warnings.iter().any(|w| w
+            .message
+            .contains("2 RDMA device(s) named in the text (ibstat")),
+        "{:?}",
+        t.warnings
+    );
     // rccl #547: the tree fragment from `+-[0000:40]`, the MI100s two switches down, the
     // redirect on root port 40:01.1 read but above the GPUs' and NIC's common switch.
     let c = case(RCCL547);

@@ -14,6 +14,7 @@ pub mod cpulist;
 pub mod cufile;
 pub mod hwloc;
 pub mod ib;
+pub mod ib_text;
 pub mod joblog;
 pub mod kfd;
 pub mod lspci;

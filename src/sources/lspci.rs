@@ -21,12 +21,15 @@ use super::assemble::{RawTopology, assemble};
 use crate::model::aer::AerCounters;
 use crate::model::bar::Bar;
 use crate::model::bdf::{Bdf, host_bridge_name};
-use crate::model::device::{Device, DeviceKind, LinkInfo, OsDevice, OsDeviceKind, kind_from_class};
+use crate::model::device::{
+    Device, DeviceKind, LinkInfo, OsDevice, OsDeviceKind, RdmaPort, kind_from_class,
+};
 use crate::model::fact::Fact;
 use crate::model::pci_config::{
     AcsCap, ConfigSpace, ECAP_ACS, ECAP_AER, ECAP_ATS, ECAP_SRIOV, PcieCap, PortType, SriovCap, acs,
 };
 use crate::model::topology::{MachineInfo, NumaNode, SourceInfo, Topology, Warning};
+use crate::parse::ib_text::IbDevice;
 use crate::parse::lspci::{self, Block, Doc, TreeNode};
 use crate::parse::pci_ids::Reverse;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -710,11 +713,14 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
                 ))
             });
         let desc = e.block.map(|x| x.description.as_str()).unwrap_or(tree_name);
-        let (vendor, device, rest) =
-            match e.ids.or(hex_ids.map(|h| (h.vendor_id, h.device_id))).or(tree_ids) {
-                Some((v, dv)) => (Some(v), Some(dv), String::new()),
-                None => ids.from_description(desc),
-            };
+        let (vendor, device, rest) = match e
+            .ids
+            .or(hex_ids.map(|h| (h.vendor_id, h.device_id)))
+            .or(tree_ids)
+        {
+            Some((v, dv)) => (Some(v), Some(dv), String::new()),
+            None => ids.from_description(desc),
+        };
         d.vendor_id = vendor;
         d.device_id = device;
         if device.is_none() {
@@ -796,11 +802,15 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
         }
         devices.push(d);
     }
-    let named = name_rdma(&mut devices);
-    if named > 0 {
-        source
+    let ib = crate::parse::ib_text::parse(text);
+    match name_rdma(&mut devices, &ib, &mut warnings, &shown) {
+        Naming::Read => {}
+        Naming::ByOrder(from) => source.limitations.push(format!(
+            "RDMA device names come from the `{from}` text beside the lspci output, matched to the ConnectX functions in PCI address order (the order the kernel names them in; `ibdev2netdev -v` gives each name with its address)"
+        )),
+        Naming::Default(n) => source
             .limitations
-            .push(format!("{RDMA_BY_ORDER} ({named} device(s))"));
+            .push(format!("{RDMA_BY_ORDER} ({n} device(s))")),
     }
     if non_root > 0 {
         source
@@ -877,12 +887,64 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
     raw
 }
 
-/// Gives each ConnectX physical function the RDMA device the mlx5 driver registers for it,
-/// named as the kernel names them when nothing renames them: `mlx5_N` in PCI address order
-/// (drivers probe the bus in that order; virtual functions come after every physical one, so
-/// they do not shift these names). Returns how many were named.
-fn name_rdma(devices: &mut [Device]) -> usize {
-    let mut n = 0;
+/// How the RDMA devices of a text were named.
+enum Naming {
+    /// Every name read with its PCI address (`ibdev2netdev -v`), or no ConnectX function.
+    Read,
+    /// Names read from a tool's text without addresses, matched to ConnectX physical
+    /// functions in PCI address order.
+    ByOrder(&'static str),
+    /// No usable naming text: the kernel's default names.
+    Default(usize),
+}
+
+/// Names the RDMA devices of ConnectX functions. Devices the text names with a PCI address
+/// (`ibdev2netdev -v`) go to that function; names without one (`ibstat`, `ibv_devinfo`, the
+/// `nvidia-smi topo -m` legend) go to the remaining ConnectX physical functions in PCI
+/// address order (the order the kernel registers and names them), when their counts agree;
+/// otherwise each remaining function gets the name the kernel gives it when nothing renames
+/// it (`mlx5_N` in PCI address order; virtual functions come after every physical one, so
+/// they do not shift these names). Ports and netdevs the text states are attached.
+fn name_rdma(
+    devices: &mut [Device],
+    ib: &[IbDevice],
+    warnings: &mut Vec<Warning>,
+    shown: &str,
+) -> Naming {
+    let attach = |d: &mut Device, x: Option<&IbDevice>, name: String| {
+        let mut o = OsDevice::new(OsDeviceKind::Rdma, name);
+        if let Some(x) = x {
+            o.attrs
+                .push(("text".into(), format!("`{}` line {}", x.from, x.line)));
+            o.ports = x
+                .ports
+                .iter()
+                .map(|p| RdmaPort {
+                    port: p.port,
+                    state: p.state.clone(),
+                    phys_state: p.phys_state.clone(),
+                    rate_gbps: p.rate_gbps,
+                    rate_text: None,
+                    link_layer: p.link_layer.clone(),
+                })
+                .collect();
+            if let Some(n) = &x.netdev {
+                d.os_devices
+                    .push(OsDevice::new(OsDeviceKind::Net, n.clone()));
+            }
+        }
+        d.os_devices.push(o);
+    };
+    let mut used = vec![false; ib.len()];
+    for (k, x) in ib.iter().enumerate() {
+        let Some(b) = x.pci.as_deref().and_then(|p| p.parse::<Bdf>().ok()) else {
+            continue;
+        };
+        if let Some(d) = devices.iter_mut().find(|d| d.bdf == b) {
+            attach(d, Some(x), x.name.clone());
+            used[k] = true;
+        }
+    }
     let mut order: Vec<usize> = (0..devices.len())
         .filter(|&i| {
             let d = &devices[i];
@@ -894,16 +956,38 @@ fn name_rdma(devices: &mut [Device]) -> usize {
                     .as_deref()
                     .is_some_and(|x| x.contains("Virtual Function"))
                 && !VF_IDS.contains(&d.device_id.unwrap_or(0))
+                && !d.os_devices.iter().any(|o| o.kind == OsDeviceKind::Rdma)
         })
         .collect();
     order.sort_by_key(|&i| devices[i].bdf);
-    for i in order {
-        devices[i]
-            .os_devices
-            .push(OsDevice::new(OsDeviceKind::Rdma, format!("mlx5_{n}")));
-        n += 1;
+    let mut rest: Vec<usize> = (0..ib.len()).filter(|&k| !used[k]).collect();
+    rest.sort_by_key(|&k| crate::parse::ib_text::natural_key(&ib[k].name));
+    if order.is_empty() {
+        return Naming::Read;
     }
-    n
+    if !rest.is_empty() && rest.len() == order.len() {
+        let from = ib[rest[0]].from;
+        for (&i, &k) in order.iter().zip(&rest) {
+            attach(&mut devices[i], Some(&ib[k]), ib[k].name.clone());
+        }
+        return Naming::ByOrder(from);
+    }
+    if !rest.is_empty() {
+        warnings.push(Warning {
+            path: shown.to_string(),
+            message: format!(
+                "{} RDMA device(s) named in the text ({}, first at line {}) but {} ConnectX function(s) without a name: the names cannot be matched to functions (the text does not list every function), so the kernel's default names are used",
+                rest.len(),
+                ib[rest[0]].from,
+                ib[rest[0]].line,
+                order.len()
+            ),
+        });
+    }
+    for (n, &i) in order.iter().enumerate() {
+        attach(&mut devices[i], None, format!("mlx5_{n}"));
+    }
+    Naming::Default(order.len())
 }
 
 /// ConnectX virtual function device IDs (ConnectX-4 to ConnectX-8 and BlueField VFs).

@@ -461,6 +461,23 @@ pub fn run_with(cl: &Classifier, opts: &AuditOptions) -> Report {
 fn text_evidence(topo: &Topology, findings: &mut [Finding]) {
     for f in findings.iter_mut() {
         for e in &mut f.evidence {
+            if let Some(rest) = e.path.strip_prefix("/sys/class/infiniband/") {
+                let (name, attr) = rest.split_once('/').unwrap_or((rest, ""));
+                let said = topo
+                    .devices
+                    .iter()
+                    .flat_map(|d| &d.os_devices)
+                    .find(|o| o.name == name)
+                    .and_then(|o| o.attrs.iter().find(|(k, _)| k == "text"));
+                e.path = match said {
+                    Some((_, at)) => format!("{} {at}: {name} {attr}", topo.source.path),
+                    None => format!(
+                        "{}: {name} {attr} (not in the text: the kernel's default name)",
+                        topo.source.path
+                    ),
+                };
+                continue;
+            }
             let Some(rest) = e.path.strip_prefix("/sys/bus/pci/devices/") else {
                 continue;
             };
