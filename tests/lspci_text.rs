@@ -569,3 +569,80 @@ fn audit_from_lspci_text_equals_audit_from_the_tree() {
         }
     }
 }
+
+/// A tar of `(path, text)` members, compressed by `pack`.
+fn tarball(members: &[(&str, &str)]) -> Vec<u8> {
+    let mut b = tar::Builder::new(Vec::new());
+    for (p, t) in members {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(t.len() as u64);
+        h.set_mode(0o644);
+        h.set_cksum();
+        b.append_data(&mut h, p, t.as_bytes()).unwrap();
+    }
+    b.into_inner().unwrap()
+}
+
+#[test]
+fn sosreport_and_supportconfig_read_without_extracting() {
+    use std::io::Write;
+    let spec = layouts::with_acs_redirect(layouts::hgx_h100(), layouts::hgx_gpu_port(2)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    synth::write_tree(&spec, dir.path(), &WriteOptions::default()).unwrap();
+    let tree = sources::load(Some(dir.path()), &LoadOptions::default()).unwrap();
+    let want = audit::run(&tree, &AuditOptions::default());
+    let Some(tv) = lspci(dir.path(), &["-tv"]) else {
+        return;
+    };
+    let nnvv = lspci(dir.path(), &["-nnvv"]).unwrap();
+    let cmdline = "BOOT_IMAGE=/vmlinuz-6.8.0 root=/dev/sda1 ro intel_iommu=on iommu=pt\n";
+    // sos report: an xz tar with a top directory; members in any order.
+    let sos = tarball(&[
+        (
+            "sosreport-n1-2026-12-05/sos_commands/pci/lspci_-nnvv",
+            &nnvv,
+        ),
+        (
+            "sosreport-n1-2026-12-05/sos_commands/kernel/dmesg",
+            "[    0.0] Linux version\n",
+        ),
+        ("sosreport-n1-2026-12-05/proc/cmdline", cmdline),
+        ("sosreport-n1-2026-12-05/sos_commands/pci/lspci_-tv", &tv),
+    ]);
+    let mut xz = xz2::write::XzEncoder::new(Vec::new(), 1);
+    xz.write_all(&sos).unwrap();
+    let sos_xz = dir.path().join("sosreport-n1-2026-12-05.tar.xz");
+    std::fs::write(&sos_xz, xz.finish().unwrap()).unwrap();
+    // supportconfig: a bzip2 tar whose hardware.txt holds the lspci output under its headers.
+    let hw = format!(
+        "#==[ Command ]======================================#\n# /sbin/lspci -nnvv\n{nnvv}\n#==[ Command ]======================================#\n# /sbin/lspci -tv\n{tv}\n"
+    );
+    let scc = tarball(&[("scc_n1_261205_1200/hardware.txt", &hw)]);
+    let mut bz = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
+    bz.write_all(&scc).unwrap();
+    let scc_tbz = dir.path().join("scc_n1_261205_1200.tbz");
+    std::fs::write(&scc_tbz, bz.finish().unwrap()).unwrap();
+    for (file, kind) in [(&sos_xz, "sosreport"), (&scc_tbz, "supportconfig")] {
+        let t = sources::load(Some(file), &LoadOptions::default())
+            .unwrap_or_else(|e| panic!("{kind}: {e:#}"));
+        assert!(
+            t.source.limitations[0].contains(kind),
+            "{:?}",
+            t.source.limitations
+        );
+        assert_eq!(t.devices.len(), tree.devices.len(), "{kind}");
+        let got = audit::run(&t, &AuditOptions::default());
+        assert_eq!(shown(&tree, &want), shown(&t, &got), "{kind}");
+        assert!(
+            got.findings
+                .iter()
+                .any(|f| f.id == CheckId::AcsRedirect && f.severity == Severity::Error)
+        );
+        if kind == "sosreport" {
+            assert_eq!(
+                t.machine.kernel_cmdline.known().map(|s| s.as_str()),
+                Some(cmdline.trim())
+            );
+        }
+    }
+}

@@ -6,6 +6,7 @@
 //! indexes, tallies NVLinks and names devices. NVML (live) and stored NVML facts (snapshots)
 //! are folded in after assembly, as hwloc's NVML plugin annotates its topology.
 
+pub mod archive;
 pub mod assemble;
 pub mod budget;
 pub mod c2c;
@@ -37,7 +38,7 @@ use std::path::{Path, PathBuf};
 pub enum InputKind {
     /// A directory holding `sys/` (the live `/` or an extracted snapshot).
     SysfsRoot,
-    /// A tar archive (plain, gzip, bzip2).
+    /// A tar archive (plain, gzip, bzip2, xz): a snapshot, or a sosreport/supportconfig.
     Tarball,
     /// An XML document (hwloc or NCCL topology).
     Xml,
@@ -89,6 +90,7 @@ pub fn detect(path: &Path) -> Result<InputKind> {
 fn sniff(h: &[u8]) -> Option<InputKind> {
     if h.starts_with(&[0x1f, 0x8b])
         || h.starts_with(b"BZh")
+        || h.starts_with(fsroot::XZ_MAGIC)
         || (h.len() >= 262 && &h[257..262] == b"ustar")
     {
         return Some(InputKind::Tarball);
@@ -265,8 +267,19 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
             if let Some(text) = gunzip_text(&bytes) {
                 return read_operator_text(&text, &shown, scan_opts.pci_ids.as_deref());
             }
-            let fs = fsroot::MemRoot::from_tar_bytes_charged(&shown, &bytes, charge.as_mut())
-                .with_context(|| format!("{shown}: not a readable snapshot tarball"))?;
+            let fs = match fsroot::MemRoot::from_tar_bytes_charged(&shown, &bytes, charge.as_mut())
+            {
+                Ok(fs) if fs.is_dir(Path::new("sys/bus/pci")) => fs,
+                other => {
+                    // Not a snapshot: a sosreport or supportconfig holds lspci text instead.
+                    if let Some(t) = archive::read(&bytes, &shown, scan_opts.pci_ids.as_deref())
+                        .with_context(|| format!("{shown}: support archive"))?
+                    {
+                        return Ok(t);
+                    }
+                    other.with_context(|| format!("{shown}: not a readable snapshot tarball"))?
+                }
+            };
             let src = SourceInfo {
                 kind: "snapshot".into(),
                 path: shown,

@@ -361,6 +361,8 @@ fn tar_bytes<'b>(
         )
     } else if bytes.starts_with(b"BZh") {
         (Box::new(bzip2::read::BzDecoder::new(bytes)), 0)
+    } else if bytes.starts_with(XZ_MAGIC) {
+        (Box::new(xz2::read::XzDecoder::new_multi_decoder(bytes)), 0)
     } else {
         return Ok(Cow::Borrowed(bytes));
     };
@@ -372,6 +374,33 @@ fn tar_bytes<'b>(
     }
     .read_to_end(&mut out)?;
     Ok(Cow::Owned(out))
+}
+
+/// The first bytes of an xz stream.
+pub const XZ_MAGIC: &[u8] = &[0xfd, b'7', b'z', b'X', b'Z', 0];
+
+/// The regular files of an archive (plain, gzip, bzip2 or xz tar) whose path `want` accepts,
+/// read in memory without extracting anything: `(path, bytes)` in archive order, each cut at
+/// `max_each` bytes. The decompressed archive is bounded as a snapshot's is
+/// ([`MAX_SNAPSHOT_BYTES`]); a malformed archive is an error.
+pub fn archive_members(
+    bytes: &[u8],
+    want: impl Fn(&str) -> bool,
+    max_each: usize,
+) -> io::Result<Vec<(String, Vec<u8>)>> {
+    let data = tar_bytes(bytes, None)?;
+    let mut out = Vec::new();
+    walk_tar(&data, |m| {
+        if !m.kind.is_file() {
+            return Ok(());
+        }
+        let path = String::from_utf8_lossy(&m.path).into_owned();
+        if want(&path) {
+            out.push((path, m.body[..m.body.len().min(max_each)].to_vec()));
+        }
+        Ok(())
+    })?;
+    Ok(out)
 }
 
 /// One member of a tar archive held in memory, as [`walk_tar`] gives it.
