@@ -802,6 +802,7 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
         }
         devices.push(d);
     }
+    dmesg_aer(text, &mut devices);
     let ib = crate::parse::ib_text::parse(text);
     match name_rdma(&mut devices, &ib, &mut warnings, &shown) {
         Naming::Read => {}
@@ -861,9 +862,20 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
             ),
         });
     }
+    let kernel_cmdline = cmdline(text);
+    // `intel_iommu=off`/`amd_iommu=off` on the running command line: the kernel registers no
+    // IOMMU, so DMA is untranslated; anything else leaves the units unknown.
+    let off = kernel_cmdline.known().is_some_and(|c| {
+        c.split_whitespace()
+            .any(|t| matches!(t, "intel_iommu=off" | "amd_iommu=off" | "iommu=off"))
+    });
     let machine = MachineInfo {
-        kernel_cmdline: cmdline(text),
-        iommu_units: Fact::Unknown("lspci text does not list IOMMU units".into()),
+        kernel_cmdline,
+        iommu_units: if off {
+            Fact::Known(Vec::new())
+        } else {
+            Fact::Unknown("lspci text does not list IOMMU units".into())
+        },
         ..MachineInfo::default()
     };
     let mut lims: Vec<String> = LIMITATIONS.iter().map(|s| s.to_string()).collect();
@@ -998,6 +1010,54 @@ const VF_IDS: [u16; 8] = [
 /// Added when RDMA device names were given by the kernel's order rule.
 pub const RDMA_BY_ORDER: &str = "RDMA device names are not in lspci text: each ConnectX physical function is given the name the kernel gives it when nothing renames it (mlx5_N in PCI address order); udev or bonding renames (mlx5_ib0, mlx5_bond_0) and port states are unknown";
 
+/// AER errors the kernel logged (`dmesg` in an `nvidia-bug-report.log` or beside lspci):
+/// `<driver> DDDD:BB:DD.F: [AER: ]PCIe Bus Error: severity=Corrected, type=Physical Layer, …`
+/// counts one error of that severity on that device (Corrected → correctable, Uncorrected
+/// (Non-Fatal) → nonfatal, Uncorrected (Fatal) → fatal), named with its type and first line.
+fn dmesg_aer(text: &str, devices: &mut [Device]) {
+    let mut seen: BTreeMap<(Bdf, usize, String), (u64, usize)> = BTreeMap::new();
+    for (i, l) in text.lines().enumerate() {
+        let Some(at) = l.find("PCIe Bus Error: severity=") else {
+            continue;
+        };
+        let Some(bdf) = l[..at]
+            .split_whitespace()
+            .filter_map(|t| t.trim_end_matches(':').parse::<Bdf>().ok())
+            .next_back()
+        else {
+            continue;
+        };
+        let rest = &l[at + "PCIe Bus Error: severity=".len()..];
+        let (sev, rest) = rest.split_once(", ").unwrap_or((rest, ""));
+        let slot = if sev.starts_with("Corrected") {
+            0
+        } else if sev.contains("Fatal") && !sev.contains("Non-Fatal") {
+            2
+        } else {
+            1
+        };
+        let ty = rest
+            .strip_prefix("type=")
+            .map(|t| t.split(',').next().unwrap_or(t).trim().to_string())
+            .unwrap_or_default();
+        let e = seen.entry((bdf, slot, ty)).or_insert((0, i + 1));
+        e.0 += 1;
+    }
+    for ((bdf, slot, ty), (n, line)) in seen {
+        let Some(d) = devices.iter_mut().find(|d| d.bdf == bdf) else {
+            continue;
+        };
+        let c = match slot {
+            0 => &mut d.aer_correctable,
+            1 => &mut d.aer_nonfatal,
+            _ => &mut d.aer_fatal,
+        };
+        c.get_or_insert_with(AerCounters::default)
+            .counters
+            .push((format!("dmesg: {ty} (first at line {line})"), n));
+    }
+}
+
 /// NUMA nodes from `numactl --hardware` text beside the lspci output (`node 0 cpus: 0 1 2`).
 fn numactl_nodes(text: &str) -> Vec<NumaNode> {
     let mut out = Vec::new();
@@ -1025,17 +1085,80 @@ fn numactl_nodes(text: &str) -> Vec<NumaNode> {
     out
 }
 
-/// The kernel command line where the text holds it (a `/proc/cmdline` line, which starts
-/// `BOOT_IMAGE=`); unknown otherwise.
+/// The kernel command line where the text holds it (a `/proc/cmdline` section, or a line that
+/// starts `BOOT_IMAGE=`); unknown otherwise.
 fn cmdline(text: &str) -> Fact<String> {
-    match text
-        .lines()
-        .map(str::trim)
-        .find(|l| l.starts_with("BOOT_IMAGE="))
-    {
+    // The line after a `/proc/cmdline` heading (nvidia-bug-report: `*** /proc/cmdline`, then
+    // its `*** ls:` line), else any `BOOT_IMAGE=` line.
+    let mut lines = text.lines().map(str::trim);
+    let after_heading = std::iter::from_fn(|| {
+        lines
+            .by_ref()
+            .find(|l| l.trim_start_matches("*** ") == "/proc/cmdline")?;
+        lines
+            .by_ref()
+            .find(|l| !l.is_empty() && !l.starts_with("***"))
+    })
+    .next();
+    let found = after_heading.or_else(|| {
+        text.lines()
+            .map(str::trim)
+            .find(|l| l.starts_with("BOOT_IMAGE="))
+    });
+    match found {
         Some(l) => Fact::Known(l.to_string()),
         None => {
             Fact::Unknown("the text holds no kernel command line (no `/proc/cmdline` line)".into())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn src() -> SourceInfo {
+        SourceInfo {
+            kind: "lspci".into(),
+            path: "t.txt".into(),
+            limitations: vec![],
+        }
+    }
+
+    #[test]
+    fn dmesg_aer_and_cmdline_sections() {
+        let text = "\
+00:01.0 PCI bridge [0604]: Intel Corporation Device 09a4 [8086:09a4]
+\tBus: primary=00, secondary=01, subordinate=01, sec-latency=0
+
+01:00.0 3D controller [0302]: NVIDIA Corporation Device 2330 [10de:2330] (rev a1)
+\tNUMA node: 0
+
+[  12.1] pcieport 0000:00:01.0: AER: Corrected error received: 0000:01:00.0
+[  12.1] nvidia 0000:01:00.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, (Receiver ID)
+[  13.5] nvidia 0000:01:00.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, (Receiver ID)
+[  14.0] nvidia 0000:01:00.0: AER: PCIe Bus Error: severity=Uncorrected (Non-Fatal), type=Transaction Layer, (Requester ID)
+____________________________________________
+
+*** /proc/cmdline
+*** ls: -r--r--r-- 1 root root 0 2026-12-05 /proc/cmdline
+root=/dev/sda1 ro intel_iommu=off
+";
+        let t = read(text, src(), None).unwrap();
+        let g = t.device(&"0000:01:00.0".parse().unwrap()).unwrap();
+        assert_eq!(g.parent, Some("0000:00:01.0".parse().unwrap()));
+        let c = g.aer_correctable.as_ref().unwrap();
+        assert_eq!(
+            c.counters,
+            vec![("dmesg: Physical Layer (first at line 8)".to_string(), 2)]
+        );
+        assert_eq!(g.aer_nonfatal.as_ref().unwrap().counters[0].1, 1);
+        assert_eq!(
+            t.machine.kernel_cmdline.known().map(String::as_str),
+            Some("root=/dev/sda1 ro intel_iommu=off")
+        );
+        assert_eq!(t.machine.iommu_units.known(), Some(&Vec::new()));
+        // Not lspci text at all.
+        assert!(read("hello\nworld\n", src(), None).is_err());
     }
 }
