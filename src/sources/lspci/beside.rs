@@ -1,0 +1,225 @@
+//! What other tools' text beside the `lspci` output says: RDMA device names and port states
+//! (`ibdev2netdev`, `ibstat`, `ibv_devinfo`, the `nvidia-smi topo -m` legend), AER errors the
+//! kernel logged (`dmesg`), NUMA nodes (`numactl --hardware`) and the kernel command line.
+
+use crate::model::aer::AerCounters;
+use crate::model::bdf::Bdf;
+use crate::model::device::{Device, DeviceKind, OsDevice, OsDeviceKind, RdmaPort};
+use crate::model::fact::Fact;
+use crate::model::topology::{NumaNode, Warning};
+use crate::parse::ib_text::IbDevice;
+use std::collections::BTreeMap;
+
+/// How the RDMA devices of a text were named.
+pub(super) enum Naming {
+    /// Every name read with its PCI address (`ibdev2netdev -v`), or no ConnectX function.
+    Read,
+    /// Names read from a tool's text without addresses, matched to ConnectX physical
+    /// functions in PCI address order.
+    ByOrder(&'static str),
+    /// No usable naming text: the kernel's default names.
+    Default(usize),
+}
+
+/// Names the RDMA devices of ConnectX functions. Devices the text names with a PCI address
+/// (`ibdev2netdev -v`) go to that function; names without one (`ibstat`, `ibv_devinfo`, the
+/// `nvidia-smi topo -m` legend) go to the remaining ConnectX physical functions in PCI
+/// address order (the order the kernel registers and names them), when their counts agree;
+/// otherwise each remaining function gets the name the kernel gives it when nothing renames
+/// it (`mlx5_N` in PCI address order; virtual functions come after every physical one, so
+/// they do not shift these names). Ports and netdevs the text states are attached.
+pub(super) fn name_rdma(
+    devices: &mut [Device],
+    ib: &[IbDevice],
+    warnings: &mut Vec<Warning>,
+    shown: &str,
+) -> Naming {
+    let attach = |d: &mut Device, x: Option<&IbDevice>, name: String| {
+        let mut o = OsDevice::new(OsDeviceKind::Rdma, name);
+        if let Some(x) = x {
+            o.attrs
+                .push(("text".into(), format!("`{}` line {}", x.from, x.line)));
+            o.ports = x
+                .ports
+                .iter()
+                .map(|p| RdmaPort {
+                    port: p.port,
+                    state: p.state.clone(),
+                    phys_state: p.phys_state.clone(),
+                    rate_gbps: p.rate_gbps,
+                    rate_text: None,
+                    link_layer: p.link_layer.clone(),
+                })
+                .collect();
+            if let Some(n) = &x.netdev {
+                d.os_devices
+                    .push(OsDevice::new(OsDeviceKind::Net, n.clone()));
+            }
+        }
+        d.os_devices.push(o);
+    };
+    let mut used = vec![false; ib.len()];
+    for (k, x) in ib.iter().enumerate() {
+        let Some(b) = x.pci.as_deref().and_then(|p| p.parse::<Bdf>().ok()) else {
+            continue;
+        };
+        if let Some(d) = devices.iter_mut().find(|d| d.bdf == b) {
+            attach(d, Some(x), x.name.clone());
+            used[k] = true;
+        }
+    }
+    let mut order: Vec<usize> = (0..devices.len())
+        .filter(|&i| {
+            let d = &devices[i];
+            d.vendor_id == Some(0x15b3)
+                && d.kind == DeviceKind::Nic
+                && d.driver.as_deref().is_none_or(|x| x == "mlx5_core")
+                && !d
+                    .device_name
+                    .as_deref()
+                    .is_some_and(|x| x.contains("Virtual Function"))
+                && !VF_IDS.contains(&d.device_id.unwrap_or(0))
+                && !d.os_devices.iter().any(|o| o.kind == OsDeviceKind::Rdma)
+        })
+        .collect();
+    order.sort_by_key(|&i| devices[i].bdf);
+    let mut rest: Vec<usize> = (0..ib.len()).filter(|&k| !used[k]).collect();
+    rest.sort_by_key(|&k| crate::parse::ib_text::natural_key(&ib[k].name));
+    if order.is_empty() {
+        return Naming::Read;
+    }
+    if !rest.is_empty() && rest.len() == order.len() {
+        let from = ib[rest[0]].from;
+        for (&i, &k) in order.iter().zip(&rest) {
+            attach(&mut devices[i], Some(&ib[k]), ib[k].name.clone());
+        }
+        return Naming::ByOrder(from);
+    }
+    if !rest.is_empty() {
+        warnings.push(Warning {
+            path: shown.to_string(),
+            message: format!(
+                "{} RDMA device(s) named in the text ({}, first at line {}) but {} ConnectX function(s) without a name: the names cannot be matched to functions (the text does not list every function), so the kernel's default names are used",
+                rest.len(),
+                ib[rest[0]].from,
+                ib[rest[0]].line,
+                order.len()
+            ),
+        });
+    }
+    for (n, &i) in order.iter().enumerate() {
+        attach(&mut devices[i], None, format!("mlx5_{n}"));
+    }
+    Naming::Default(order.len())
+}
+
+/// ConnectX virtual function device IDs (ConnectX-4 to ConnectX-8 and BlueField VFs).
+const VF_IDS: [u16; 8] = [
+    0x1014, 0x1016, 0x1018, 0x101a, 0x101c, 0x101e, 0x1022, 0x1024,
+];
+
+/// Added when RDMA device names were given by the kernel's order rule.
+pub const RDMA_BY_ORDER: &str = "RDMA device names are not in lspci text: each ConnectX physical function is given the name the kernel gives it when nothing renames it (mlx5_N in PCI address order); udev or bonding renames (mlx5_ib0, mlx5_bond_0) and port states are unknown";
+
+/// AER errors the kernel logged (`dmesg` in an `nvidia-bug-report.log` or beside lspci):
+/// `<driver> DDDD:BB:DD.F: [AER: ]PCIe Bus Error: severity=Corrected, type=Physical Layer, …`
+/// counts one error of that severity on that device (Corrected → correctable, Uncorrected
+/// (Non-Fatal) → nonfatal, Uncorrected (Fatal) → fatal), named with its type and first line.
+pub(super) fn dmesg_aer(text: &str, devices: &mut [Device]) {
+    let mut seen: BTreeMap<(Bdf, usize, String), (u64, usize)> = BTreeMap::new();
+    for (i, l) in text.lines().enumerate() {
+        let Some(at) = l.find("PCIe Bus Error: severity=") else {
+            continue;
+        };
+        let Some(bdf) = l[..at]
+            .split_whitespace()
+            .filter_map(|t| t.trim_end_matches(':').parse::<Bdf>().ok())
+            .next_back()
+        else {
+            continue;
+        };
+        let rest = &l[at + "PCIe Bus Error: severity=".len()..];
+        let (sev, rest) = rest.split_once(", ").unwrap_or((rest, ""));
+        let slot = if sev.starts_with("Corrected") {
+            0
+        } else if sev.contains("Fatal") && !sev.contains("Non-Fatal") {
+            2
+        } else {
+            1
+        };
+        let ty = rest
+            .strip_prefix("type=")
+            .map(|t| t.split(',').next().unwrap_or(t).trim().to_string())
+            .unwrap_or_default();
+        let e = seen.entry((bdf, slot, ty)).or_insert((0, i + 1));
+        e.0 += 1;
+    }
+    for ((bdf, slot, ty), (n, line)) in seen {
+        let Some(d) = devices.iter_mut().find(|d| d.bdf == bdf) else {
+            continue;
+        };
+        let c = match slot {
+            0 => &mut d.aer_correctable,
+            1 => &mut d.aer_nonfatal,
+            _ => &mut d.aer_fatal,
+        };
+        c.get_or_insert_with(AerCounters::default)
+            .counters
+            .push((format!("dmesg: {ty} (first at line {line})"), n));
+    }
+}
+
+/// NUMA nodes from `numactl --hardware` text beside the lspci output (`node 0 cpus: 0 1 2`).
+pub(super) fn numactl_nodes(text: &str) -> Vec<NumaNode> {
+    let mut out = Vec::new();
+    for l in text.lines() {
+        let Some(rest) = l.trim().strip_prefix("node ") else {
+            continue;
+        };
+        let Some((id, cpus)) = rest.split_once(" cpus:") else {
+            continue;
+        };
+        let Ok(id) = id.trim().parse::<u32>() else {
+            continue;
+        };
+        let list: Option<Vec<u32>> = cpus.split_whitespace().map(|c| c.parse().ok()).collect();
+        if let Some(list) = list
+            && !out.iter().any(|n: &NumaNode| n.id == id)
+        {
+            out.push(NumaNode {
+                id,
+                cpus: crate::model::cpulist::format_list(&list),
+                distances: Vec::new(),
+            });
+        }
+    }
+    out
+}
+
+/// The kernel command line where the text holds it (a `/proc/cmdline` section, or a line that
+/// starts `BOOT_IMAGE=`); unknown otherwise.
+pub(super) fn cmdline(text: &str) -> Fact<String> {
+    // The line after a `/proc/cmdline` heading (nvidia-bug-report: `*** /proc/cmdline`, then
+    // its `*** ls:` line), else any `BOOT_IMAGE=` line.
+    let mut lines = text.lines().map(str::trim);
+    let after_heading = std::iter::from_fn(|| {
+        lines
+            .by_ref()
+            .find(|l| l.trim_start_matches("*** ") == "/proc/cmdline")?;
+        lines
+            .by_ref()
+            .find(|l| !l.is_empty() && !l.starts_with("***"))
+    })
+    .next();
+    let found = after_heading.or_else(|| {
+        text.lines()
+            .map(str::trim)
+            .find(|l| l.starts_with("BOOT_IMAGE="))
+    });
+    match found {
+        Some(l) => Fact::Known(l.to_string()),
+        None => {
+            Fact::Unknown("the text holds no kernel command line (no `/proc/cmdline` line)".into())
+        }
+    }
+}
