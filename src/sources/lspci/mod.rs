@@ -84,21 +84,33 @@ const CLASSES: &[(&str, u16)] = &[
 
 /// Names → IDs: the database's reverse maps when one was found, the tables above otherwise.
 struct Ids {
-    db: Option<Reverse>,
+    path: Option<std::path::PathBuf>,
+    /// Read on first use: a text printed with `-nn` never needs it.
+    db: std::cell::OnceCell<Option<Reverse>>,
 }
 
 impl Ids {
     fn load(pci_ids: Option<&Path>) -> Ids {
-        let max = super::fsroot::input::MAX_SIDE_FILE_BYTES;
-        let db = pci_ids
-            .and_then(|p| super::fsroot::input::read_input(p, max).ok())
-            .map(|b| crate::parse::pci_ids::reverse(&b));
-        Ids { db }
+        Ids {
+            path: pci_ids.map(Path::to_path_buf),
+            db: std::cell::OnceCell::new(),
+        }
+    }
+
+    fn db(&self) -> Option<&Reverse> {
+        self.db
+            .get_or_init(|| {
+                let max = super::fsroot::input::MAX_SIDE_FILE_BYTES;
+                self.path
+                    .as_deref()
+                    .and_then(|p| super::fsroot::input::read_input(p, max).ok())
+                    .map(|b| crate::parse::pci_ids::reverse(&b))
+            })
+            .as_ref()
     }
 
     fn vendor(&self, name: &str) -> Option<u16> {
-        self.db
-            .as_ref()
+        self.db()
             .and_then(|r| r.vendors.get(name).copied())
             .or_else(|| VENDORS.iter().find(|(n, _)| *n == name).map(|&(_, v)| v))
     }
@@ -107,8 +119,7 @@ impl Ids {
         if let Some(h) = name.strip_prefix("Class ") {
             return u16::from_str_radix(h, 16).ok();
         }
-        self.db
-            .as_ref()
+        self.db()
             .and_then(|r| r.classes.get(name).copied())
             .or_else(|| CLASSES.iter().find(|(n, _)| *n == name).map(|&(_, c)| c))
     }
@@ -141,8 +152,7 @@ impl Ids {
             let dev = match rest.strip_prefix("Device ") {
                 Some(h) if h.len() == 4 => hex4(h),
                 _ => self
-                    .db
-                    .as_ref()
+                    .db()
                     .and_then(|r| r.devices.get(&(v, rest.to_string())).copied()),
             };
             return (Some(v), dev, rest.to_string());
