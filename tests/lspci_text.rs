@@ -267,6 +267,24 @@ fn old_bug_report_reads_links_from_its_hex_dumps() {
             .any(|n| n.contains("-xxx")),
         "the 256-byte dump is named"
     );
+    // Its /proc/cmdline section; no intel_iommu= there, so the IOMMU units stay unknown.
+    assert_eq!(
+        t.machine.kernel_cmdline.known().map(String::as_str),
+        Some("BOOT_IMAGE=/boot/vmlinuz-4.4.0-87-generic.efi.signed root=/dev/sde2 ro")
+    );
+    assert!(t.machine.iommu_units.known().is_none());
+    // As attached to a case: nvidia-bug-report.log.gz, the same reading.
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let gz = dir.path().join("nvidia-bug-report.log.gz");
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(&std::fs::read(bundle(BUGREPORT)).unwrap()).unwrap();
+    std::fs::write(&gz, e.finish().unwrap()).unwrap();
+    let z = sources::load(Some(&gz), &no_db()).unwrap();
+    assert_eq!(
+        z.devices.iter().map(|d| (d.bdf, d.kind)).collect::<Vec<_>>(),
+        t.devices.iter().map(|d| (d.bdf, d.kind)).collect::<Vec<_>>()
+    );
 }
 
 #[test]
