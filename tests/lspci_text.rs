@@ -278,12 +278,19 @@ fn old_bug_report_reads_links_from_its_hex_dumps() {
     let dir = tempfile::tempdir().unwrap();
     let gz = dir.path().join("nvidia-bug-report.log.gz");
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    e.write_all(&std::fs::read(bundle(BUGREPORT)).unwrap()).unwrap();
+    e.write_all(&std::fs::read(bundle(BUGREPORT)).unwrap())
+        .unwrap();
     std::fs::write(&gz, e.finish().unwrap()).unwrap();
     let z = sources::load(Some(&gz), &no_db()).unwrap();
     assert_eq!(
-        z.devices.iter().map(|d| (d.bdf, d.kind)).collect::<Vec<_>>(),
-        t.devices.iter().map(|d| (d.bdf, d.kind)).collect::<Vec<_>>()
+        z.devices
+            .iter()
+            .map(|d| (d.bdf, d.kind))
+            .collect::<Vec<_>>(),
+        t.devices
+            .iter()
+            .map(|d| (d.bdf, d.kind))
+            .collect::<Vec<_>>()
     );
 }
 
@@ -464,6 +471,7 @@ fn audit_from_lspci_text_equals_audit_from_the_tree() {
         ("misplaced-nic", layouts::misplaced_nic(), false),
         ("hgx-h100-field", layouts::hgx_h100_field(), false),
         ("hgx-h100 unprivileged", layouts::hgx_h100(), true),
+        ("vm-flat", layouts::vm_flat(), false),
     ];
     let opts = LoadOptions::default();
     let ao = AuditOptions::default();
@@ -572,9 +580,13 @@ fn audit_from_lspci_text_equals_audit_from_the_tree() {
                 g.difference(&w).collect::<Vec<_>>(),
                 "{name} {form}: findings of the checks text can show (tree only, text only)"
             );
-            // The rest: a fault the tree shows is unknown from text, never a pass.
+            // The rest: a fault the tree shows is unknown from text, never a pass. (A VM is
+            // seen in its QEMU bridges' names, which `-t` does not print: the tree alone
+            // cannot show it, and says it is no full listing.)
             for f in want.findings.iter().filter(|f| {
-                !SHOWN.contains(&f.id) && matches!(f.severity, Severity::Error | Severity::Warning)
+                !SHOWN.contains(&f.id)
+                    && matches!(f.severity, Severity::Error | Severity::Warning)
+                    && !(form == "-tvnn" && f.id == CheckId::Virtualized)
             }) {
                 assert!(
                     got.findings.iter().any(|x| x.id == f.id

@@ -461,6 +461,14 @@ pub fn run_with(cl: &Classifier, opts: &AuditOptions) -> Report {
 fn text_evidence(topo: &Topology, findings: &mut [Finding]) {
     for f in findings.iter_mut() {
         for e in &mut f.evidence {
+            // Evidence the source named by the text's own line (hypervisor devices) is
+            // printed as a root path by checks made for sysfs: the text's name again.
+            if let Some(p) = e.path.strip_prefix('/')
+                && p.starts_with(topo.source.path.as_str())
+            {
+                e.path = p.to_string();
+                continue;
+            }
             if let Some(rest) = e.path.strip_prefix("/sys/class/infiniband/") {
                 let (name, attr) = rest.split_once('/').unwrap_or((rest, ""));
                 let said = topo

@@ -23,11 +23,11 @@ pub(super) enum Naming {
 
 /// Names the RDMA devices of ConnectX functions. Devices the text names with a PCI address
 /// (`ibdev2netdev -v`) go to that function; names without one (`ibstat`, `ibv_devinfo`, the
-/// `nvidia-smi topo -m` legend) go to the remaining ConnectX physical functions in PCI
-/// address order (the order the kernel registers and names them), when their counts agree;
-/// otherwise each remaining function gets the name the kernel gives it when nothing renames
-/// it (`mlx5_N` in PCI address order; virtual functions come after every physical one, so
-/// they do not shift these names). Ports and netdevs the text states are attached.
+/// `nvidia-smi topo -m` legend) go to the remaining ConnectX functions in the order the
+/// kernel registers (and names) them — physical functions in PCI address order, then virtual
+/// functions (a VM guest's NIC) — when their counts agree; otherwise each remaining function
+/// gets the name the kernel gives it in that order when nothing renames it (`mlx5_N`). Ports
+/// and netdevs the text states are attached.
 pub(super) fn name_rdma(
     devices: &mut [Device],
     ib: &[IbDevice],
@@ -68,21 +68,24 @@ pub(super) fn name_rdma(
             used[k] = true;
         }
     }
+    let is_vf = |d: &Device| {
+        VF_IDS.contains(&d.device_id.unwrap_or(0))
+            || d.device_name
+                .as_deref()
+                .is_some_and(|x| x.contains("Virtual Function"))
+    };
     let mut order: Vec<usize> = (0..devices.len())
         .filter(|&i| {
             let d = &devices[i];
             d.vendor_id == Some(0x15b3)
                 && d.kind == DeviceKind::Nic
                 && d.driver.as_deref().is_none_or(|x| x == "mlx5_core")
-                && !d
-                    .device_name
-                    .as_deref()
-                    .is_some_and(|x| x.contains("Virtual Function"))
-                && !VF_IDS.contains(&d.device_id.unwrap_or(0))
                 && !d.os_devices.iter().any(|o| o.kind == OsDeviceKind::Rdma)
         })
         .collect();
-    order.sort_by_key(|&i| devices[i].bdf);
+    // Physical functions first, then virtual ones (created once their PF is up), each in
+    // address order: the order the kernel registers (and names) their RDMA devices.
+    order.sort_by_key(|&i| (is_vf(&devices[i]), devices[i].bdf));
     let mut rest: Vec<usize> = (0..ib.len()).filter(|&k| !used[k]).collect();
     rest.sort_by_key(|&k| crate::parse::ib_text::natural_key(&ib[k].name));
     if order.is_empty() {

@@ -202,6 +202,24 @@ fn richness(b: &Block) -> (usize, bool, usize, usize) {
     (b.hex.len(), b.detailed, b.caps.len(), b.header.len())
 }
 
+/// Devices only a hypervisor presents (QEMU's bridges and root ports, virtio, Hyper-V's and
+/// VMware's virtual devices), as evidence that the text comes from a VM: `(FILE line N, the
+/// device's description)`, the first three.
+fn hypervisor_evidence(entries: &BTreeMap<Bdf, Entry>, shown: &str) -> Vec<(String, String)> {
+    const MARKS: [&str; 5] = ["QEMU", "Virtio", "Hyper-V", "VMware", "Xen "];
+    entries
+        .values()
+        .filter_map(|e| match (e.block, e.tree) {
+            (Some(b), _) => Some((b.line, b.description.as_str())),
+            (None, Some(t)) => Some((t.line, t.name.as_str())),
+            _ => None,
+        })
+        .filter(|(_, d)| MARKS.iter().any(|m| d.contains(m)))
+        .take(3)
+        .map(|(line, d)| (format!("{shown} line {line}"), d.to_string()))
+        .collect()
+}
+
 /// Reads `lspci` text into a topology. `shown` names the input in evidence; `pci_ids` is the
 /// database used both for names and for reading names back into IDs.
 pub fn read(
@@ -515,6 +533,7 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
             ),
         });
     }
+    let hypervisor = hypervisor_evidence(&entries, &shown);
     let kernel_cmdline = cmdline(text);
     // `intel_iommu=off`/`amd_iommu=off` on the running command line: the kernel registers no
     // IOMMU, so DMA is untranslated; anything else leaves the units unknown.
@@ -529,6 +548,7 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
         } else {
             Fact::Unknown("lspci text does not list IOMMU units".into())
         },
+        hypervisor,
         ..MachineInfo::default()
     };
     let mut lims: Vec<String> = LIMITATIONS.iter().map(|s| s.to_string()).collect();
