@@ -652,7 +652,23 @@ fn sosreport_and_supportconfig_read_without_extracting() {
     bz.write_all(&scc).unwrap();
     let scc_tbz = dir.path().join("scc_n1_261205_1200.tbz");
     std::fs::write(&scc_tbz, bz.finish().unwrap()).unwrap();
-    for (file, kind) in [(&sos_xz, "sosreport"), (&scc_tbz, "supportconfig")] {
+    // The same sosreport extracted, and a directory of two pasted files.
+    let sos_dir = dir.path().join("sosreport-n1");
+    std::fs::create_dir_all(sos_dir.join("sos_commands/pci")).unwrap();
+    std::fs::create_dir_all(sos_dir.join("proc")).unwrap();
+    std::fs::write(sos_dir.join("sos_commands/pci/lspci_-nnvv"), &nnvv).unwrap();
+    std::fs::write(sos_dir.join("sos_commands/pci/lspci_-tv"), &tv).unwrap();
+    std::fs::write(sos_dir.join("proc/cmdline"), cmdline).unwrap();
+    let pasted = dir.path().join("ticket-1234");
+    std::fs::create_dir_all(&pasted).unwrap();
+    std::fs::write(pasted.join("lspci-vvv.txt"), &nnvv).unwrap();
+    std::fs::write(pasted.join("lspci-tv.txt"), &tv).unwrap();
+    for (file, kind) in [
+        (&sos_xz, "sosreport"),
+        (&scc_tbz, "supportconfig"),
+        (&sos_dir, "directory"),
+        (&pasted, "directory"),
+    ] {
         let t = sources::load(Some(file), &LoadOptions::default())
             .unwrap_or_else(|e| panic!("{kind}: {e:#}"));
         assert!(
@@ -668,7 +684,7 @@ fn sosreport_and_supportconfig_read_without_extracting() {
                 .iter()
                 .any(|f| f.id == CheckId::AcsRedirect && f.severity == Severity::Error)
         );
-        if kind == "sosreport" {
+        if file == &sos_xz || file == &sos_dir {
             assert_eq!(
                 t.machine.kernel_cmdline.known().map(|s| s.as_str()),
                 Some(cmdline.trim())

@@ -13,6 +13,9 @@ use std::path::Path;
 /// The largest member read (an `lspci -nnvv` of a big node is a few MiB).
 const MAX_MEMBER: usize = 64 << 20;
 
+/// The most files read from a directory of text.
+const MAX_FILES: usize = 64;
+
 /// Which kind of archive a member path shows, and whether peerpath reads the member.
 fn classify(path: &str) -> Option<(&'static str, u8)> {
     // sosreport-HOST-DATE/sos_commands/pci/lspci_-nnvv; scc_HOST_DATE/hardware.txt.
@@ -41,6 +44,65 @@ fn classify(path: &str) -> Option<(&'static str, u8)> {
     }
 }
 
+/// Reads a directory of operator text: an extracted sosreport (its `sos_commands/pci`,
+/// `sos_commands/infiniband`, `sos_commands/numa` and `proc/cmdline`), else every regular file
+/// at its top (`lspci-vvv.txt`, `lspci-tv.txt`, `ibstat.txt`, …), read through the root
+/// (nothing outside it, no link followed out). `Ok(None)` when none holds `lspci` output.
+pub fn read_dir(
+    fs: &dyn fsroot::FsRoot,
+    shown: &str,
+    pci_ids: Option<&Path>,
+) -> anyhow::Result<Option<Topology>> {
+    let dirs: Vec<&str> = if fs.is_dir(Path::new("sos_commands")) {
+        vec![
+            "sos_commands/pci",
+            "sos_commands/infiniband",
+            "sos_commands/numa",
+            "proc",
+        ]
+    } else {
+        vec![""]
+    };
+    let mut members = Vec::new();
+    for d in dirs {
+        let Ok(entries) = fs.read_dir(Path::new(d)) else {
+            continue;
+        };
+        for e in entries {
+            if e.kind != fsroot::EntryKind::File || (d == "proc" && e.name != "cmdline") {
+                continue;
+            }
+            if members.len() >= MAX_FILES {
+                break;
+            }
+            let p = if d.is_empty() {
+                e.name.clone()
+            } else {
+                format!("{d}/{}", e.name)
+            };
+            if let Ok(b) = fs.read_limited(Path::new(&p), MAX_MEMBER)
+                && !b.contains(&0)
+            {
+                members.push((p, b));
+            }
+        }
+    }
+    // The tree first and the command line last, as in an archive.
+    members.sort_by_key(|(p, _)| {
+        (
+            if p.contains("lspci_-t") || p.contains("-tv") {
+                0
+            } else if p.ends_with("cmdline") {
+                2
+            } else {
+                1
+            },
+            p.clone(),
+        )
+    });
+    join_and_read(members, "directory", shown, pci_ids)
+}
+
 /// Reads a sosreport or supportconfig archive; `Ok(None)` when the archive is neither (no
 /// member holds `lspci` output), so the caller reports its own error.
 pub fn read(bytes: &[u8], shown: &str, pci_ids: Option<&Path>) -> anyhow::Result<Option<Topology>> {
@@ -54,6 +116,16 @@ pub fn read(bytes: &[u8], shown: &str, pci_ids: Option<&Path>) -> anyhow::Result
         return Ok(None);
     };
     members.sort_by_key(|(p, _)| classify(p).map(|(_, o)| o).unwrap_or(9));
+    join_and_read(members, kind, shown, pci_ids)
+}
+
+/// Joins members' text and reads it as `lspci` text; `Ok(None)` when it holds none.
+fn join_and_read(
+    members: Vec<(String, Vec<u8>)>,
+    kind: &str,
+    shown: &str,
+    pci_ids: Option<&Path>,
+) -> anyhow::Result<Option<Topology>> {
     let mut text = String::new();
     let mut cmdline = None;
     let mut used = Vec::new();
@@ -74,14 +146,16 @@ pub fn read(bytes: &[u8], shown: &str, pci_ids: Option<&Path>) -> anyhow::Result
         path: shown.to_string(),
         limitations: vec![],
     };
-    let mut topo = super::lspci::read(&text, src, pci_ids)?;
+    let Ok(mut topo) = super::lspci::read(&text, src, pci_ids) else {
+        return Ok(None);
+    };
     if let Some(c) = cmdline.filter(|c| !c.is_empty()) {
         topo.machine.kernel_cmdline = Fact::Known(c);
     }
     topo.source.limitations.insert(
         0,
         format!(
-            "read from the {kind} archive's members, joined in this order (evidence line numbers count lines of the joined text): {}",
+            "read from the {kind}'s files, joined in this order (evidence line numbers count lines of the joined text): {}",
             used.join(", ")
         ),
     );

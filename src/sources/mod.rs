@@ -243,8 +243,12 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
             let fs = fsroot::DirRoot::open(path)?;
             // `sys` is looked up inside the root: a `sys` link out of it is not a sys/ folder.
             if !fs.is_dir(Path::new("sys")) {
+                // A directory of operator text (lspci output, an extracted sosreport).
+                if let Some(t) = archive::read_dir(&fs, &shown, scan_opts.pci_ids.as_deref())? {
+                    return Ok(t);
+                }
                 bail!(
-                    "{shown}: directory has no sys/ folder; expected a sysfs root prefix (e.g. an extracted snapshot)"
+                    "{shown}: directory has no sys/ folder and no lspci text; expected a sysfs root prefix (e.g. an extracted snapshot)"
                 );
             }
             let src = SourceInfo {
