@@ -20,7 +20,7 @@ trap 'rm -rf "$W"' EXIT
 "$PP" fixture "$LAYOUT" -o "$W/root" >/dev/null
 L="lspci -A linux-sysfs -O sysfs.path=$W/root/sys/bus/pci"
 $L -vvv >"$W/vvv.txt" 2>/dev/null
-FUNCS=$(grep -c '^[0-9a-f][0-9a-f]:[0-9a-f][0-9a-f]\.[0-7] ' "$W/vvv.txt")
+FUNCS=$(grep -cE '^([0-9a-f]{4,8}:)?[0-9a-f]{2}:[0-9a-f]{2}\.[0-7] ' "$W/vvv.txt" || true)
 echo "layout $LAYOUT: $FUNCS functions, $(wc -c <"$W/vvv.txt") bytes of lspci -vvv"
 echo "before: $(uptime)"
 now() { date +%s%N; }
