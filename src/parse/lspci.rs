@@ -383,15 +383,15 @@ fn tree_line(st: &mut TreeState, line: &str, no: usize, doc: &mut Doc) {
         let function = b[i + 3] - b'0';
         let mut j = i + 4;
         let mut buses = None;
-        if line[j..].starts_with("-[") {
-            if let Some(c) = line[j..].find(']') {
-                let inner = &line[j + 2..j + c];
-                let (s, u) = inner.split_once('-').unwrap_or((inner, inner));
-                if let (Some(s), Some(u)) = (hex_u8(s), hex_u8(u)) {
-                    buses = Some((s, u));
-                }
-                j += c + 1;
+        if line[j..].starts_with("-[")
+            && let Some(c) = line[j..].find(']')
+        {
+            let inner = &line[j + 2..j + c];
+            let (s, u) = inner.split_once('-').unwrap_or((inner, inner));
+            if let (Some(s), Some(u)) = (hex_u8(s), hex_u8(u)) {
+                buses = Some((s, u));
             }
+            j += c + 1;
         }
         seen = true;
         match ctx {

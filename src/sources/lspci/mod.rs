@@ -126,7 +126,7 @@ impl Ids {
 
     /// Vendor and device IDs from a printed description (`NVIDIA Corporation Device 2330`,
     /// `Mellanox Technologies MT2910 Family [ConnectX-7]`, `Device 1e52:b140`).
-    fn from_description(&self, desc: &str) -> (Option<u16>, Option<u16>, String) {
+    fn read_description(&self, desc: &str) -> (Option<u16>, Option<u16>, String) {
         let hex4 = |s: &str| {
             (s.len() == 4)
                 .then(|| u16::from_str_radix(s, 16).ok())
@@ -390,7 +390,7 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
             .or(tree_ids)
         {
             Some((v, dv)) => (Some(v), Some(dv), String::new()),
-            None => ids.from_description(desc),
+            None => ids.read_description(desc),
         };
         d.vendor_id = vendor;
         d.device_id = device;
