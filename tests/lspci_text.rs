@@ -637,6 +637,10 @@ fn sosreport_and_supportconfig_read_without_extracting() {
             "[    0.0] Linux version\n",
         ),
         ("sosreport-n1-2026-12-05/proc/cmdline", cmdline),
+        (
+            "sosreport-n1-2026-12-05/sos_commands/kernel/lsmod",
+            "Module                  Size  Used by\nnvidia_peermem         16384  0\nib_core               458752  8 nvidia_peermem,mlx5_ib\nnvidia              56778752  2 nvidia_peermem\n",
+        ),
         ("sosreport-n1-2026-12-05/sos_commands/pci/lspci_-tv", &tv),
     ]);
     let mut xz = xz2::write::XzEncoder::new(Vec::new(), 1);
@@ -684,6 +688,16 @@ fn sosreport_and_supportconfig_read_without_extracting() {
                 .iter()
                 .any(|f| f.id == CheckId::AcsRedirect && f.severity == Severity::Error)
         );
+        if file == &sos_xz {
+            // lsmod: nvidia-peermem loaded, so the peer module check is decided from text.
+            let f = got
+                .findings
+                .iter()
+                .find(|f| f.id == CheckId::GdrPeerModule)
+                .unwrap();
+            assert_eq!(f.severity, Severity::Info, "{f:#?}");
+            assert!(t.machine.ib_core_loaded);
+        }
         if file == &sos_xz || file == &sos_dir {
             assert_eq!(
                 t.machine.kernel_cmdline.known().map(|s| s.as_str()),

@@ -27,7 +27,10 @@ fn classify(path: &str) -> Option<(&'static str, u8)> {
             Some(("sosreport", 0))
         } else if r.starts_with("pci/lspci") {
             Some(("sosreport", 1))
-        } else if r.starts_with("infiniband/") || r.starts_with("numa/numactl_--hardware") {
+        } else if r.starts_with("infiniband/")
+            || r.starts_with("numa/numactl_--hardware")
+            || r == "kernel/lsmod"
+        {
             Some(("sosreport", 2))
         } else {
             None
@@ -69,7 +72,10 @@ pub fn read_dir(
             continue;
         };
         for e in entries {
-            if e.kind != fsroot::EntryKind::File || (d == "proc" && e.name != "cmdline") {
+            if e.kind != fsroot::EntryKind::File
+                || (d == "proc" && e.name != "cmdline")
+                || (d == "sos_commands/kernel" && e.name != "lsmod")
+            {
                 continue;
             }
             if members.len() >= MAX_FILES {

@@ -6,7 +6,7 @@ use crate::model::aer::AerCounters;
 use crate::model::bdf::Bdf;
 use crate::model::device::{Device, DeviceKind, OsDevice, OsDeviceKind, RdmaPort};
 use crate::model::fact::Fact;
-use crate::model::topology::{NumaNode, Warning};
+use crate::model::topology::{MachineInfo, NumaNode, Warning};
 use crate::parse::ib_text::IbDevice;
 use std::collections::BTreeMap;
 
@@ -223,6 +223,40 @@ pub(super) fn cmdline(text: &str) -> Fact<String> {
         Some(l) => Fact::Known(l.to_string()),
         None => {
             Fact::Unknown("the text holds no kernel command line (no `/proc/cmdline` line)".into())
+        }
+    }
+}
+
+/// Loaded modules from an `lsmod` table in the text (`Module  Size  Used by`, then one module a
+/// line until a blank line; sosreport's `sos_commands/kernel/lsmod`) and the NVIDIA driver from
+/// a copy of `/proc/driver/nvidia/version` (`NVRM version: …`, nvidia-bug-report.log). `lsmod`
+/// lists no versions: a loaded peer module is recorded as loaded, its version unknown.
+pub(super) fn modules(text: &str, m: &mut MachineInfo) {
+    let mut in_table = None;
+    for (i, l) in text.lines().enumerate() {
+        let t = l.trim();
+        if let Some(v) = t.strip_prefix("NVRM version:")
+            && m.nvidia_driver.is_none()
+        {
+            m.nvidia_driver = Some(format!("NVRM version:{v}"));
+        }
+        if t.starts_with("Module") && t.contains("Size") && t.contains("Used by") {
+            in_table = Some(i + 1);
+            m.modules_visible = true;
+            continue;
+        }
+        let Some(at) = in_table else { continue };
+        if t.is_empty() {
+            in_table = None;
+            continue;
+        }
+        let said = || format!("loaded (lsmod table at line {at}; lsmod lists no version)");
+        match t.split_whitespace().next() {
+            Some("nvidia_peermem") => m.nvidia_peermem_version = Some(said()),
+            Some("nv_peer_mem") => m.nv_peer_mem_loaded = true,
+            Some("ib_core") => m.ib_core_loaded = true,
+            Some("nvidia") => m.nvidia_module_version = Some(said()),
+            _ => {}
         }
     }
 }

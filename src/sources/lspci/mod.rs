@@ -30,7 +30,7 @@ use std::path::Path;
 
 mod beside;
 mod registers;
-use beside::{Naming, RDMA_BY_ORDER, cmdline, dmesg_aer, name_rdma, numactl_nodes};
+use beside::{Naming, RDMA_BY_ORDER, cmdline, dmesg_aer, modules, name_rdma, numactl_nodes};
 use registers::{acs_bits, bars, bus_line, config_from_block};
 
 /// What no `lspci` text holds; copied into [`SourceInfo::limitations`].
@@ -541,7 +541,7 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
         c.split_whitespace()
             .any(|t| matches!(t, "intel_iommu=off" | "amd_iommu=off" | "iommu=off"))
     });
-    let machine = MachineInfo {
+    let mut machine = MachineInfo {
         kernel_cmdline,
         iommu_units: if off {
             Fact::Known(Vec::new())
@@ -554,6 +554,7 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
     let mut lims: Vec<String> = LIMITATIONS.iter().map(|s| s.to_string()).collect();
     lims.append(&mut source.limitations);
     source.limitations = lims;
+    modules(text, &mut machine);
     let mut raw = RawTopology::new(source.clone(), machine);
     let numactl = numactl_nodes(text);
     raw.numa_nodes = if numactl.is_empty() {
