@@ -237,6 +237,12 @@ impl<'a> Ctx<'a> {
         )
     }
 
+    /// Whether the input carries devices' config space (ACS, port types): the kernel's files
+    /// ([`Self::has_device_files`]) or `lspci` text, whose registers lspci decoded from them.
+    pub fn has_config_space(&self) -> bool {
+        self.has_device_files() || self.topo.source.kind == "lspci"
+    }
+
     /// Pairs that involve a device (as GPU or NIC).
     pub fn pairs_of(&self, bdf: &Bdf) -> impl Iterator<Item = &Pair> {
         let b = *bdf;

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 /// How the RDMA devices of a text were named.
 pub(super) enum Naming {
-    /// Every name read with its PCI address (`ibdev2netdev -v`), or no ConnectX function.
+    /// Every name read with its PCI address (`ibdev2netdev -v`), or no adapter to name.
     Read,
     /// Names read from a tool's text without addresses, matched to ConnectX physical
     /// functions in PCI address order.
@@ -21,7 +21,7 @@ pub(super) enum Naming {
     Default(usize),
 }
 
-/// Names the RDMA devices of ConnectX functions. Devices the text names with a PCI address
+/// Names the RDMA devices of ConnectX and Broadcom NetXtreme-E functions ([`FAMILIES`]). Devices the text names with a PCI address
 /// (`ibdev2netdev -v`) go to that function; names without one (`ibstat`, `ibv_devinfo`, the
 /// `nvidia-smi topo -m` legend) go to the remaining ConnectX functions in the order the
 /// kernel registers (and names) them — physical functions in PCI address order, then virtual
@@ -74,47 +74,98 @@ pub(super) fn name_rdma(
                 .as_deref()
                 .is_some_and(|x| x.contains("Virtual Function"))
     };
-    let mut order: Vec<usize> = (0..devices.len())
-        .filter(|&i| {
-            let d = &devices[i];
-            d.vendor_id == Some(0x15b3)
-                && d.kind == DeviceKind::Nic
-                && d.driver.as_deref().is_none_or(|x| x == "mlx5_core")
-                && !d.os_devices.iter().any(|o| o.kind == OsDeviceKind::Rdma)
-        })
-        .collect();
-    // Physical functions first, then virtual ones (created once their PF is up), each in
-    // address order: the order the kernel registers (and names) their RDMA devices.
-    order.sort_by_key(|&i| (is_vf(&devices[i]), devices[i].bdf));
-    let mut rest: Vec<usize> = (0..ib.len()).filter(|&k| !used[k]).collect();
-    rest.sort_by_key(|&k| crate::parse::ib_text::natural_key(&ib[k].name));
-    if order.is_empty() {
-        return Naming::Read;
-    }
-    if !rest.is_empty() && rest.len() == order.len() {
-        let from = ib[rest[0]].from;
-        for (&i, &k) in order.iter().zip(&rest) {
-            attach(&mut devices[i], Some(&ib[k]), ib[k].name.clone());
+    let mut how = Naming::Read;
+    for fam in FAMILIES {
+        let mut order: Vec<usize> = (0..devices.len())
+            .filter(|&i| {
+                let d = &devices[i];
+                d.vendor_id == Some(fam.vendor)
+                    && d.kind == DeviceKind::Nic
+                    && (fam.devices)(d.device_id, d.device_name.as_deref().unwrap_or(""))
+                    && d.driver.as_deref().is_none_or(|x| x == fam.driver)
+                    && !d.os_devices.iter().any(|o| o.kind == OsDeviceKind::Rdma)
+            })
+            .collect();
+        if order.is_empty() {
+            continue;
         }
-        return Naming::ByOrder(from);
+        // Physical functions first, then virtual ones (created once their PF is up), each in
+        // address order: the order the kernel registers (and names) their RDMA devices.
+        order.sort_by_key(|&i| (is_vf(&devices[i]), devices[i].bdf));
+        let mut rest: Vec<usize> = (0..ib.len())
+            .filter(|&k| !used[k] && ib[k].name.starts_with(fam.prefix))
+            .collect();
+        rest.sort_by_key(|&k| crate::parse::ib_text::natural_key(&ib[k].name));
+        if rest.len() == order.len() {
+            let from = ib[rest[0]].from;
+            for (&i, &k) in order.iter().zip(&rest) {
+                attach(&mut devices[i], Some(&ib[k]), ib[k].name.clone());
+                used[k] = true;
+            }
+            if matches!(how, Naming::Read) {
+                how = Naming::ByOrder(from);
+            }
+            continue;
+        }
+        if !rest.is_empty() {
+            warnings.push(Warning {
+                path: shown.to_string(),
+                message: format!(
+                    "{} RDMA device(s) named {}* in the text ({}, first at line {}) but {} {} function(s) without a name: the names cannot be matched to functions (the text does not list every function), so the kernel's default names are used",
+                    rest.len(),
+                    fam.prefix,
+                    ib[rest[0]].from,
+                    ib[rest[0]].line,
+                    order.len(),
+                    fam.what
+                ),
+            });
+        }
+        for (n, &i) in order.iter().enumerate() {
+            attach(&mut devices[i], None, format!("{}{n}", fam.prefix));
+        }
+        how = match how {
+            Naming::Default(k) => Naming::Default(k + order.len()),
+            _ => Naming::Default(order.len()),
+        };
     }
-    if !rest.is_empty() {
-        warnings.push(Warning {
-            path: shown.to_string(),
-            message: format!(
-                "{} RDMA device(s) named in the text ({}, first at line {}) but {} ConnectX function(s) without a name: the names cannot be matched to functions (the text does not list every function), so the kernel's default names are used",
-                rest.len(),
-                ib[rest[0]].from,
-                ib[rest[0]].line,
-                order.len()
-            ),
-        });
-    }
-    for (n, &i) in order.iter().enumerate() {
-        attach(&mut devices[i], None, format!("mlx5_{n}"));
-    }
-    Naming::Default(order.len())
+    how
 }
+
+/// An adapter family whose driver registers one RDMA device per function, named
+/// `<prefix><N>` in registration order when nothing renames it.
+struct Family {
+    vendor: u16,
+    /// Which functions, by device ID or (ID unknown) the printed name.
+    devices: fn(Option<u16>, &str) -> bool,
+    driver: &'static str,
+    prefix: &'static str,
+    what: &'static str,
+}
+
+/// ConnectX (mlx5_core + mlx5_ib: every function) and Broadcom NetXtreme-E (bnxt_en +
+/// bnxt_re: BCM573xx/574xx `16c0`–`16ff`, BCM575xx/576xx Thor/Thor2 `1750`–`17ff`).
+const FAMILIES: [Family; 2] = [
+    Family {
+        vendor: 0x15b3,
+        devices: |_, _| true,
+        driver: "mlx5_core",
+        prefix: "mlx5_",
+        what: "ConnectX",
+    },
+    Family {
+        vendor: 0x14e4,
+        devices: |id, name| match id {
+            Some(id) => (0x16c0..=0x16ff).contains(&id) || (0x1750..=0x17ff).contains(&id),
+            None => {
+                name.contains("NetXtreme-E") || name.contains("BCM575") || name.contains("BCM576")
+            }
+        },
+        driver: "bnxt_en",
+        prefix: "bnxt_re",
+        what: "Broadcom NetXtreme-E",
+    },
+];
 
 /// ConnectX virtual function device IDs (ConnectX-4 to ConnectX-8 and BlueField VFs).
 const VF_IDS: [u16; 8] = [
@@ -122,7 +173,7 @@ const VF_IDS: [u16; 8] = [
 ];
 
 /// Added when RDMA device names were given by the kernel's order rule.
-pub const RDMA_BY_ORDER: &str = "RDMA device names are not in lspci text: each ConnectX physical function is given the name the kernel gives it when nothing renames it (mlx5_N in PCI address order); udev or bonding renames (mlx5_ib0, mlx5_bond_0) and port states are unknown";
+pub const RDMA_BY_ORDER: &str = "RDMA device names are not in lspci text: each ConnectX and Broadcom NetXtreme-E function is given the name the kernel gives it when nothing renames it (mlx5_N, bnxt_reN: physical functions in PCI address order, then virtual ones); udev or bonding renames (mlx5_ib0, mlx5_bond_0), RDMA devices of other vendors and port states are unknown";
 
 /// AER errors the kernel logged (`dmesg` in an `nvidia-bug-report.log` or beside lspci):
 /// `<driver> DDDD:BB:DD.F: [AER: ]PCIe Bus Error: severity=Corrected, type=Physical Layer, …`

@@ -163,7 +163,7 @@ impl Ids {
 
 /// A class for a device named only in a `-tv` tree, from its vendor and name (the tree prints
 /// no class): `None` where nothing in the name says.
-fn class_from_tree_name(vendor: Option<u16>, name: &str) -> Option<u32> {
+fn class_from_tree_name(vendor: Option<u16>, device: Option<u16>, name: &str) -> Option<u32> {
     let n = name.to_ascii_lowercase();
     let not = |w: &[&str]| !w.iter().any(|x| n.contains(x));
     let plain = not(&[
@@ -172,6 +172,14 @@ fn class_from_tree_name(vendor: Option<u16>, name: &str) -> Option<u32> {
     match vendor? {
         0x10de | 0x1002 if plain && not(&["sata", "ethernet", "nvme"]) => Some(0x030200),
         0x15b3 if plain && not(&["nvme"]) => Some(0x020000),
+        // Broadcom NetXtreme-E (BCM573xx/574xx, Thor/Thor2 BCM575xx/576xx) Ethernet functions.
+        0x14e4
+            if device.is_some_and(|d| {
+                (0x16c0..=0x16ff).contains(&d) || (0x1750..=0x17ff).contains(&d)
+            }) =>
+        {
+            Some(0x020000)
+        }
         _ if [
             "ethernet",
             "connectx",
@@ -426,7 +434,7 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
         d.class = match class {
             Some(c) => c,
             None if e.tree.is_some_and(|t| t.buses.is_some()) => 0x060400,
-            None => match class_from_tree_name(vendor, tree_name) {
+            None => match class_from_tree_name(vendor, device, tree_name) {
                 Some(c) => {
                     guessed.push(*b);
                     c
