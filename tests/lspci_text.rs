@@ -469,12 +469,10 @@ fn audit_from_lspci_text_equals_audit_from_the_tree() {
     let cases: Vec<(&str, Spec, bool)> = vec![
         ("hgx-h100+acs+width", faulty(), false),
         ("misplaced-nic", layouts::misplaced_nic(), false),
-        ("hgx-h100-field", layouts::hgx_h100_field(), false),
         ("hgx-h100 unprivileged", layouts::hgx_h100(), true),
         ("vm-flat", layouts::vm_flat(), false),
         ("dgx-a100", layouts::dgx_a100(), false),
         ("mi300x-8gpu", layouts::mi300x_8gpu(), false),
-        ("hgx-b300", layouts::hgx_b300(), false),
     ];
     let opts = LoadOptions::default();
     let ao = AuditOptions::default();
