@@ -707,3 +707,44 @@ fn sosreport_and_supportconfig_read_without_extracting() {
         }
     }
 }
+
+/// Every topology command takes the text: `matrix`, `place`, `report` and `audit` run on a
+/// published paste and say what the input cannot show.
+#[test]
+fn commands_run_on_a_paste() {
+    let f = bundle(ASUS);
+    let out = tempfile::tempdir().unwrap();
+    let html = out.path().join("r.html");
+    let runs: [&[&str]; 4] = [
+        &["matrix"],
+        &["place", "--ranks", "4"],
+        &["report", "-o", html.to_str().unwrap()],
+        &["audit", "--format", "json"],
+    ];
+    for args in runs {
+        let o = Command::new(env!("CARGO_BIN_EXE_peerpath"))
+            .args(&args[..1])
+            .arg("-i")
+            .arg(&f)
+            .args(&args[1..])
+            .env("PCI_IDS", "/nonexistent/pci.ids")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&o.stdout);
+        // audit exits non-zero on this page (its NIC ports are down).
+        assert!(
+            o.status.success() || args[0] == "audit",
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        match args[0] {
+            "matrix" => {
+                assert!(text.contains("GPU0") && text.contains("NIC3"), "{text}");
+                assert!(text.contains("input limit (lspci)"), "{text}");
+            }
+            "place" => assert!(text.contains("rank 3:"), "{text}"),
+            "audit" => assert!(text.contains("\"input-limits\""), "{text}"),
+            _ => assert!(std::fs::metadata(&html).unwrap().len() > 10_000),
+        }
+    }
+}
