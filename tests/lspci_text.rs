@@ -267,6 +267,26 @@ fn old_bug_report_reads_links_from_its_hex_dumps() {
             .any(|n| n.contains("-xxx")),
         "the 256-byte dump is named"
     );
+    // nvidia-smi -q names the GPUs (the database is not read here) and its GPU Link Info
+    // agrees with the hex dumps (Gen3 x16 capable; 04:00.0 at Gen3, 05:00.0 at Gen2).
+    let g = t.device(&b("0000:04:00.0")).unwrap();
+    assert_eq!(g.display_name(), "GeForce GTX 1080 Ti");
+    let model = |d: &peerpath::model::Device| {
+        d.os_devices
+            .iter()
+            .flat_map(|o| &o.attrs)
+            .any(|(k, v)| k == "Model" && v == "GeForce GTX 1080 Ti")
+    };
+    assert!(g.os_devices.len() == 1 && model(g));
+    assert_eq!(g.link.unwrap().current_gts, Some(8.0));
+    assert_eq!(
+        t.device(&b("0000:05:00.0"))
+            .unwrap()
+            .link
+            .unwrap()
+            .current_gts,
+        Some(5.0)
+    );
     // Its /proc/cmdline section; no intel_iommu= there, so the IOMMU units stay unknown.
     assert_eq!(
         t.machine.kernel_cmdline.known().map(String::as_str),

@@ -311,3 +311,88 @@ pub(super) fn modules(text: &str, m: &mut MachineInfo) {
         }
     }
 }
+
+/// GPUs in `nvidia-smi -q` text (nvidia-bug-report.log's `nvidia-smi --query`): each
+/// `GPU 00000000:04:00.0` block's `Product Name` (the driver's name for the GPU, used where
+/// the PCI ID database has none) and, for a GPU whose link the lspci text did not show, its
+/// `GPU Link Info` (`PCIe Generation` and `Link Width`, `Max` and `Current`).
+pub(super) fn nvidia_smi_q(text: &str, devices: &mut [Device]) {
+    let mut cur: Option<(usize, usize)> = None; // (device index, header line)
+    let mut section = "";
+    let mut speed = (None, None);
+    let mut width = (None, None);
+    type Pair = (Option<u32>, Option<u32>);
+    fn finish(cur: Option<(usize, usize)>, speed: Pair, width: Pair, devices: &mut [Device]) {
+        let Some((i, _)) = cur else { return };
+        let d = &mut devices[i];
+        let gts = |g: Option<u32>| {
+            g.and_then(|g| u8::try_from(g).ok())
+                .and_then(crate::model::pcie::by_code)
+                .map(|x| x.gts)
+        };
+        if d.link.is_none()
+            && let ((Some(_), Some(_)), (Some(_), Some(_))) = (speed, width)
+        {
+            d.link = Some(crate::model::device::LinkInfo {
+                current_gts: gts(speed.1),
+                current_width: width.1,
+                max_gts: gts(speed.0),
+                max_width: width.0,
+            });
+        }
+    }
+    for (n, l) in text.lines().enumerate() {
+        if let Some(b) = l
+            .strip_prefix("GPU ")
+            .and_then(|r| r.trim().parse::<Bdf>().ok())
+        {
+            finish(cur, speed, width, devices);
+            cur = devices.iter().position(|d| d.bdf == b).map(|i| (i, n + 1));
+            if let Some((i, line)) = cur {
+                let mut o = OsDevice::new(OsDeviceKind::NvidiaGpu, "nvidia-smi -q");
+                o.attrs
+                    .push(("text".into(), format!("`nvidia-smi -q` line {line}")));
+                devices[i].os_devices.push(o);
+            }
+            (speed, width, section) = ((None, None), (None, None), "");
+            continue;
+        }
+        let Some((i, _)) = cur else { continue };
+        if !l.starts_with(' ') && !l.trim().is_empty() {
+            finish(cur, speed, width, devices);
+            cur = None;
+            continue;
+        }
+        let t = l.trim();
+        if t == "PCIe Generation" || t == "Link Width" {
+            section = if t == "Link Width" { "width" } else { "gen" };
+            continue;
+        }
+        let Some((k, v)) = t.split_once(':') else {
+            continue;
+        };
+        let (k, v) = (k.trim(), v.trim());
+        let num = || v.trim_end_matches('x').parse::<u32>().ok();
+        match (k, section) {
+            ("Product Name", _) => {
+                if let Some(o) = devices[i]
+                    .os_devices
+                    .iter_mut()
+                    .rev()
+                    .find(|o| o.kind == OsDeviceKind::NvidiaGpu)
+                {
+                    o.attrs.push(("Model".into(), v.to_string()));
+                }
+            }
+            ("Max", "gen") => speed.0 = num(),
+            ("Current", "gen") => speed.1 = num(),
+            ("Max", "width") => width.0 = num(),
+            ("Current", "width") => {
+                width.1 = num();
+                section = "";
+            }
+            _ => {}
+        }
+    }
+    finish(cur, speed, width, devices);
+}

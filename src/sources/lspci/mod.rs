@@ -30,7 +30,9 @@ use std::path::Path;
 
 mod beside;
 mod registers;
-use beside::{Naming, RDMA_BY_ORDER, cmdline, dmesg_aer, modules, name_rdma, numactl_nodes};
+use beside::{
+    Naming, RDMA_BY_ORDER, cmdline, dmesg_aer, modules, name_rdma, numactl_nodes, nvidia_smi_q,
+};
 use registers::{acs_bits, bars, bus_line, config_from_block};
 
 /// What no `lspci` text holds; copied into [`SourceInfo::limitations`].
@@ -482,6 +484,7 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
         devices.push(d);
     }
     dmesg_aer(text, &mut devices);
+    nvidia_smi_q(text, &mut devices);
     let ib = crate::parse::ib_text::parse(text);
     match name_rdma(&mut devices, &ib, &mut warnings, &shown) {
         Naming::Read => {}
