@@ -143,9 +143,10 @@ struct Family {
     what: &'static str,
 }
 
-/// ConnectX (mlx5_core + mlx5_ib: every function) and Broadcom NetXtreme-E (bnxt_en +
-/// bnxt_re: BCM573xx/574xx `16c0`–`16ff`, BCM575xx/576xx Thor/Thor2 `1750`–`17ff`).
-const FAMILIES: [Family; 2] = [
+/// ConnectX (mlx5_core + mlx5_ib: every function), Broadcom NetXtreme-E (bnxt_en + bnxt_re:
+/// BCM573xx/574xx `16c0`–`16ff`, BCM575xx/576xx Thor/Thor2 `1750`–`17ff`) and HPE Cassini
+/// (cxi_core: `cxi<N>`, the CXI devices libfabric's cxi provider opens).
+const FAMILIES: [Family; 3] = [
     Family {
         vendor: 0x15b3,
         devices: |_, _| true,
@@ -164,6 +165,13 @@ const FAMILIES: [Family; 2] = [
         driver: "bnxt_en",
         prefix: "bnxt_re",
         what: "Broadcom NetXtreme-E",
+    },
+    Family {
+        vendor: 0x17db,
+        devices: |_, _| true,
+        driver: "cxi_core",
+        prefix: "cxi",
+        what: "HPE Cassini",
     },
 ];
 

@@ -33,7 +33,7 @@ mod registers;
 use beside::{
     Naming, RDMA_BY_ORDER, cmdline, dmesg_aer, modules, name_rdma, numactl_nodes, nvidia_smi_q,
 };
-use registers::{acs_bits, bars, bus_line, config_from_block};
+use registers::{acs_bits, bars, bus_line, config_from_block, sriov_layout};
 
 /// What no `lspci` text holds; copied into [`SourceInfo::limitations`].
 pub const LIMITATIONS: &[&str] = &[
@@ -210,6 +210,46 @@ struct Entry<'a> {
 
 fn richness(b: &Block) -> (usize, bool, usize, usize) {
     (b.hex.len(), b.detailed, b.caps.len(), b.header.len())
+}
+
+/// SR-IOV virtual functions found from their physical function's registers (`VF offset`,
+/// `stride`, `Number of VFs`: VF k's routing ID is the PF's plus offset + k × stride, PCIe
+/// SR-IOV 3.3.10–11): each gets its `physfn` and, as in sysfs, no link of its own (it uses
+/// its PF's); the PF counts them. A VF whose PF is not in the text (a VM guest's) stays a
+/// function of its own.
+fn link_vfs(entries: &BTreeMap<Bdf, Entry>, devices: &mut [Device]) {
+    let index: HashMap<Bdf, usize> = devices
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.bdf, i))
+        .collect();
+    for (pf, e) in entries {
+        let Some((offset, stride, num)) = e.block.and_then(sriov_layout) else {
+            continue;
+        };
+        let rid = (u32::from(pf.bus) << 8) | (u32::from(pf.device) << 3) | u32::from(pf.function);
+        let mut found = 0;
+        for k in 0..u32::from(num) {
+            let r = rid + u32::from(offset) + k * u32::from(stride);
+            if r > 0xffff {
+                break;
+            }
+            let vf = Bdf {
+                domain: pf.domain,
+                bus: (r >> 8) as u8,
+                device: ((r >> 3) & 0x1f) as u8,
+                function: (r & 7) as u8,
+            };
+            if let Some(&i) = index.get(&vf) {
+                devices[i].physfn = Some(*pf);
+                devices[i].link = None;
+                found += 1;
+            }
+        }
+        if let Some(&i) = index.get(pf) {
+            devices[i].vf_count = found;
+        }
+    }
 }
 
 /// Devices only a hypervisor presents (QEMU's bridges and root ports, virtio, Hyper-V's and
@@ -483,6 +523,7 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
         }
         devices.push(d);
     }
+    link_vfs(&entries, &mut devices);
     dmesg_aer(text, &mut devices);
     nvidia_smi_q(text, &mut devices);
     let ib = crate::parse::ib_text::parse(text);
@@ -631,5 +672,37 @@ root=/dev/sda1 ro intel_iommu=off
         assert_eq!(t.machine.iommu_units.known(), Some(&Vec::new()));
         // Not lspci text at all.
         assert!(read("hello\nworld\n", src(), None).is_err());
+    }
+
+    #[test]
+    fn vfs_found_from_their_pf_sriov_registers() {
+        let text = "\
+18:00.0 Infiniband controller [0207]: Mellanox Technologies MT2910 Family [ConnectX-7] [15b3:1021]
+\tCapabilities: [60] Express (v2) Endpoint, MSI 00
+\t\tLnkCap:\tPort #0, Speed 32GT/s, Width x16, ASPM not supported
+\t\tLnkSta:\tSpeed 32GT/s, Width x16
+\tCapabilities: [150 v1] Single Root I/O Virtualization (SR-IOV)
+\t\tIOVSta:\tMigration-
+\t\tInitial VFs: 4, Total VFs: 4, Number of VFs: 2, Function Dependency Link: 00
+\t\tVF offset: 2, stride: 1, Device ID: 101e
+
+18:00.2 Infiniband controller [0207]: Mellanox Technologies ConnectX Family mlx5Gen Virtual Function [15b3:101e]
+\tCapabilities: [60] Express (v2) Endpoint, MSI 00
+\t\tLnkCap:\tPort #0, Speed 2.5GT/s, Width x1, ASPM not supported
+\t\tLnkSta:\tSpeed unknown, Width x0
+
+18:00.3 Infiniband controller [0207]: Mellanox Technologies ConnectX Family mlx5Gen Virtual Function [15b3:101e]
+";
+        let t = read(text, src(), None).unwrap();
+        let pf: Bdf = "0000:18:00.0".parse().unwrap();
+        for vf in ["0000:18:00.2", "0000:18:00.3"] {
+            let d = t.device(&vf.parse().unwrap()).unwrap();
+            assert_eq!(d.physfn, Some(pf), "{vf}");
+            assert!(d.link.is_none(), "a VF has no link of its own");
+        }
+        assert_eq!(t.device(&pf).unwrap().vf_count, 2);
+        // The PF's RDMA device first, then the VFs' (the kernel's registration order).
+        let names: Vec<&str> = t.devices.iter().flat_map(|d| d.rdma_names()).collect();
+        assert_eq!(names, ["mlx5_0", "mlx5_1", "mlx5_2"]);
     }
 }

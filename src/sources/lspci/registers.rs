@@ -363,3 +363,25 @@ pub(super) fn config_from_block(b: &Block, vendor: u16, device: u16, class: u32)
         aer,
     }
 }
+
+/// A physical function's SR-IOV layout from its `Single Root I/O Virtualization` registers:
+/// `(First VF offset, VF stride, NumVFs)` (`VF offset: 1, stride: 1, …`, `Number of VFs: 4`).
+pub(super) fn sriov_layout(b: &Block) -> Option<(u16, u16, u16)> {
+    let c = b.cap("Single Root I/O Virtualization")?;
+    let off = c.register("VF offset")?;
+    let offset = off.split(',').next()?.trim().parse().ok()?;
+    let stride = off
+        .split(", ")
+        .find_map(|p| p.strip_prefix("stride: "))?
+        .trim()
+        .parse()
+        .ok()?;
+    let num = c
+        .register("Initial VFs")?
+        .split(", ")
+        .find_map(|p| p.strip_prefix("Number of VFs: "))?
+        .trim()
+        .parse()
+        .ok()?;
+    Some((offset, stride, num))
+}
