@@ -492,6 +492,7 @@ fn audit_from_lspci_text_equals_audit_from_the_tree() {
         ("hgx-h100 unprivileged", layouts::hgx_h100(), true),
         ("vm-flat", layouts::vm_flat(), false),
         ("dgx-a100", layouts::dgx_a100(), false),
+        ("hgx-h100-13nic", layouts::hgx_h100_13nic(), false),
         ("mi300x-8gpu", layouts::mi300x_8gpu(), false),
     ];
     let opts = LoadOptions::default();
@@ -586,7 +587,17 @@ fn audit_from_lspci_text_equals_audit_from_the_tree() {
                         .map(|k| k.2.clone())
                         .collect()
                 };
-                assert_eq!(place(&w), place(&g), "{name} {form}: placement subjects");
+                // A tree alone cannot tell an SR-IOV VF (found from its PF's registers) from a
+                // NIC of its own: with VFs in the tree, its extra NICs' notes are allowed.
+                let vfs = tree.devices.iter().any(|d| d.physfn.is_some());
+                if form == "-tvnn" && vfs {
+                    assert!(
+                        place(&w).is_subset(&place(&g)),
+                        "{name} {form}: placement subjects"
+                    );
+                } else {
+                    assert_eq!(place(&w), place(&g), "{name} {form}: placement subjects");
+                }
                 for k in g.iter().filter(|k| k.0 == "gpu-nic-path") {
                     assert!(
                         w.contains(k) || matches!(k.1, Severity::Unknown | Severity::Info),

@@ -217,16 +217,18 @@ fn richness(b: &Block) -> (usize, bool, usize, usize) {
 /// SR-IOV 3.3.10–11): each gets its `physfn` and, as in sysfs, no link of its own (it uses
 /// its PF's); the PF counts them. A VF whose PF is not in the text (a VM guest's) stays a
 /// function of its own.
-fn link_vfs(entries: &BTreeMap<Bdf, Entry>, devices: &mut [Device]) {
+fn link_vfs(devices: &mut [Device]) {
     let index: HashMap<Bdf, usize> = devices
         .iter()
         .enumerate()
         .map(|(i, d)| (d.bdf, i))
         .collect();
-    for (pf, e) in entries {
-        let Some((offset, stride, num)) = e.block.and_then(sriov_layout) else {
-            continue;
-        };
+    let pfs: Vec<(Bdf, (u16, u16, u16))> = devices
+        .iter()
+        .filter_map(|d| Some((d.bdf, d.config.as_ref().and_then(sriov_layout)?)))
+        .collect();
+    for (pf, (offset, stride, num)) in &pfs {
+        let (offset, stride, num) = (*offset, *stride, *num);
         let rid = (u32::from(pf.bus) << 8) | (u32::from(pf.device) << 3) | u32::from(pf.function);
         let mut found = 0;
         for k in 0..u32::from(num) {
@@ -523,7 +525,7 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
         }
         devices.push(d);
     }
-    link_vfs(&entries, &mut devices);
+    link_vfs(&mut devices);
     dmesg_aer(text, &mut devices);
     nvidia_smi_q(text, &mut devices);
     let ib = crate::parse::ib_text::parse(text);

@@ -325,19 +325,22 @@ pub(super) fn config_from_block(b: &Block, vendor: u16, device: u16, class: u32)
                     .and_then(|v| lspci::flags(v).get("Enable").copied())
             }
             ECAP_SRIOV => {
-                let v = c
-                    .register("IOVSta")
-                    .map(|_| ())
-                    .and(c.register("Initial VFs"));
-                let num = |k: &str| {
+                let num = |v: Option<&str>, k: &str| {
                     v.and_then(|v| v.split(", ").find_map(|p| p.strip_prefix(k)))
                         .and_then(|n| n.trim().parse().ok())
                 };
-                if let (Some(t), Some(n)) = (num("Total VFs: "), num("Number of VFs: ")) {
+                let vfs = c.register("Initial VFs");
+                let off = c.register("VF offset");
+                if let (Some(t), Some(n)) = (num(vfs, "Total VFs: "), num(vfs, "Number of VFs: ")) {
                     cs.sriov = Some(SriovCap {
                         offset: c.offset,
                         total_vfs: t,
                         num_vfs: n,
+                        first_vf_offset: off
+                            .and_then(|v| v.split(',').next())
+                            .and_then(|v| v.trim().parse().ok())
+                            .unwrap_or(0),
+                        vf_stride: num(off, "stride: ").unwrap_or(0),
                     });
                 }
             }
@@ -364,24 +367,14 @@ pub(super) fn config_from_block(b: &Block, vendor: u16, device: u16, class: u32)
     }
 }
 
-/// A physical function's SR-IOV layout from its `Single Root I/O Virtualization` registers:
-/// `(First VF offset, VF stride, NumVFs)` (`VF offset: 1, stride: 1, …`, `Number of VFs: 4`).
-pub(super) fn sriov_layout(b: &Block) -> Option<(u16, u16, u16)> {
-    let c = b.cap("Single Root I/O Virtualization")?;
-    let off = c.register("VF offset")?;
-    let offset = off.split(',').next()?.trim().parse().ok()?;
-    let stride = off
-        .split(", ")
-        .find_map(|p| p.strip_prefix("stride: "))?
-        .trim()
-        .parse()
-        .ok()?;
-    let num = c
-        .register("Initial VFs")?
-        .split(", ")
-        .find_map(|p| p.strip_prefix("Number of VFs: "))?
-        .trim()
-        .parse()
-        .ok()?;
-    Some((offset, stride, num))
+/// A physical function's SR-IOV layout, `(First VF offset, VF stride, NumVFs)`, from its
+/// decoded config space (the `VF offset: 1, stride: 1` and `Number of VFs` registers, or a hex
+/// dump's SR-IOV capability); `None` without one or with a zero stride and several VFs.
+pub(super) fn sriov_layout(c: &ConfigSpace) -> Option<(u16, u16, u16)> {
+    let s = c.sriov?;
+    (s.num_vfs > 0 && s.first_vf_offset > 0 && (s.vf_stride > 0 || s.num_vfs == 1)).then_some((
+        s.first_vf_offset,
+        s.vf_stride,
+        s.num_vfs,
+    ))
 }
