@@ -493,6 +493,7 @@ fn audit_from_lspci_text_equals_audit_from_the_tree() {
         ("vm-flat", layouts::vm_flat(), false),
         ("dgx-a100", layouts::dgx_a100(), false),
         ("hgx-h100-13nic", layouts::hgx_h100_13nic(), false),
+        ("cray-ex-a100", layouts::cray_ex_a100(), false),
         ("mi300x-8gpu", layouts::mi300x_8gpu(), false),
     ];
     let opts = LoadOptions::default();

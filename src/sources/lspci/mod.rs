@@ -174,6 +174,8 @@ fn class_from_tree_name(vendor: Option<u16>, device: Option<u16>, name: &str) ->
     match vendor? {
         0x10de | 0x1002 if plain && not(&["sata", "ethernet", "nvme"]) => Some(0x030200),
         0x15b3 if plain && not(&["nvme"]) => Some(0x020000),
+        // HPE Cassini (Slingshot) adapters, the only PCI functions of vendor 17db in a host.
+        0x17db => Some(0x020000),
         // Broadcom NetXtreme-E (BCM573xx/574xx, Thor/Thor2 BCM575xx/576xx) Ethernet functions.
         0x14e4
             if device.is_some_and(|d| {
