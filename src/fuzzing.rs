@@ -56,6 +56,10 @@ pub const TARGETS: &[Target] = &[
         run: json,
     },
     Target {
+        name: "lspci_text",
+        run: lspci_text,
+    },
+    Target {
         name: "hwloc_xml",
         run: hwloc_xml,
     },
@@ -274,6 +278,20 @@ pub fn snapshot(data: &[u8]) {
             limitations: vec![],
         };
         let _ = crate::sources::sysfs::scan(&root, src, &Default::default());
+    }
+}
+
+/// Operator text (`lspci -vvv`/`-tv`/`-xxxx`, with ibstat/ibv_devinfo/dmesg beside it): read
+/// into a topology, then audited.
+pub fn lspci_text(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let src = crate::model::SourceInfo {
+        kind: "lspci".into(),
+        path: "fuzz".into(),
+        limitations: vec![],
+    };
+    if let Ok(t) = crate::sources::lspci::read(&text, src, None) {
+        let _ = crate::analysis::audit::run(&t, &Default::default());
     }
 }
 

@@ -35,8 +35,10 @@ struct Cli {
 /// Where the topology comes from; shared by every command that reads one.
 #[derive(Args, Clone)]
 struct InputArgs {
-    /// Sysfs root directory, snapshot tarball (.tar/.tar.gz/.tar.bz2), hwloc/NCCL XML or peerpath
-    /// JSON; detected by content. Default: the live machine (/).
+    /// Sysfs root directory, snapshot tarball (.tar/.tar.gz/.tar.bz2/.tar.xz), hwloc/NCCL XML,
+    /// peerpath JSON, or operator text: lspci -vvv/-tv/-xxxx output, nvidia-bug-report.log(.gz),
+    /// a sosreport or supportconfig archive, a directory of such text; detected by content.
+    /// Default: the live machine (/).
     #[arg(short, long, value_name = "PATH")]
     input: Option<PathBuf>,
     /// PCI ID database for device names (default: $PCI_IDS, then the system's pci.ids).

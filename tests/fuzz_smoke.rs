@@ -35,6 +35,7 @@ fn smoke_every_target() {
             "snapshot" | "json" | "evidence" => 300,
             "hwloc_xml" | "nccl_xml" | "cufile" => 3_000,
             "fabric_map" => 2_000,
+            "lspci_text" => 1_000,
             _ => 20_000,
         };
         let s = run_mutations(t.run, &corpus(t.name), execs, 0x9e37_79b9_7f4a_7c15);

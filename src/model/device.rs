@@ -305,6 +305,12 @@ pub struct Device {
     pub iommu_group_type: Option<String>,
     /// Decoded config space (`config`); `None` when absent or unreadable.
     pub config: Option<ConfigSpace>,
+    /// Why the input could not show more of this device's config space than [`Self::config`]
+    /// holds, where the input says (an `lspci` text run without root, printed with `-v` only,
+    /// elided by its poster, or a 256-byte hex dump; set by `sources::lspci`). `None`: the
+    /// reason is the sysfs one (a `config` file shorter than 4096 bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_note: Option<String>,
     /// Physical function, when this is an SR-IOV virtual function (`physfn`).
     pub physfn: Option<Bdf>,
     /// Number of virtual functions: the scanned functions whose `physfn` link names this one
@@ -405,6 +411,7 @@ impl Device {
             iommu_group: None,
             iommu_group_type: None,
             config: None,
+            config_note: None,
             physfn: None,
             vf_count: 0,
             bars: Vec::new(),
@@ -436,11 +443,14 @@ impl Device {
             .map(|o| o.name.as_str())
     }
     /// The name to show: PCI ID database name (vendor and device), else the driver's own name
-    /// (which is whole, `NVIDIA H200`), else `[vvvv:dddd]`.
+    /// (which is whole, `NVIDIA H200`), else a name the source carried for a device without a
+    /// vendor ID, else `[vvvv:dddd]`.
     pub fn display_name(&self) -> String {
         match (&self.vendor_name, &self.device_name) {
             (_, Some(d)) if self.name_source.is_some() => d.clone(),
             (Some(v), Some(d)) => format!("{v} {d}"),
+            // A name the source carried with no vendor ID to name (lspci text).
+            (None, Some(d)) if self.vendor_id.is_none() => d.clone(),
             _ => format!(
                 "[{:04x}:{:04x}]",
                 self.vendor_id.unwrap_or(0),

@@ -165,6 +165,12 @@ pub struct SriovCap {
     pub total_vfs: u16,
     /// NumVFs (+0x10).
     pub num_vfs: u16,
+    /// First VF Offset (+0x14): VF k's routing ID is the PF's plus this plus k × stride.
+    #[serde(default)]
+    pub first_vf_offset: u16,
+    /// VF Stride (+0x16).
+    #[serde(default)]
+    pub vf_stride: u16,
 }
 
 /// Everything peerpath decodes from one device's config space.

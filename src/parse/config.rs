@@ -163,6 +163,8 @@ fn decode(bytes: &[u8]) -> Option<ConfigSpace> {
                             offset: ptr as u16,
                             total_vfs: t,
                             num_vfs: n,
+                            first_vf_offset: rd16(bytes, ptr + 0x14).unwrap_or(0),
+                            vf_stride: rd16(bytes, ptr + 0x16).unwrap_or(0),
                         });
                     }
                 }

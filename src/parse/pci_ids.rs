@@ -131,6 +131,68 @@ impl<'w> Parser<'w> {
     }
 }
 
+/// Names back to IDs, for text that printed names only (`lspci` without `-nn`): every vendor,
+/// every device, every class and subclass of the database.
+#[derive(Debug, Default, Clone)]
+pub struct Reverse {
+    /// Vendor name → ID (the first vendor of a name wins).
+    pub vendors: HashMap<String, u16>,
+    /// (vendor, device name) → device ID (the first device of a name wins).
+    pub devices: HashMap<(u16, String), u16>,
+    /// Class or subclass name → `0xCCSS` (a base class as `0xCC00`; subclass names win).
+    pub classes: HashMap<String, u16>,
+}
+
+/// Reads the whole database into [`Reverse`] maps. Lines that are not entries are skipped.
+pub fn reverse(text: &[u8]) -> Reverse {
+    let mut r = Reverse::default();
+    let mut vendor: Option<u16> = None;
+    let mut class: Option<u8> = None;
+    let mut base_names: Vec<(String, u16)> = Vec::new();
+    for line in text.split(|&c| c == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        match line.first() {
+            None | Some(b'#') => {}
+            Some(b'\t') if line.get(1) == Some(&b'\t') => {}
+            Some(b'\t') => {
+                if let Some(v) = vendor
+                    && let Some(id) = line.get(1..5).and_then(hex4)
+                {
+                    r.devices.entry((v, name_of(&line[5..]))).or_insert(id);
+                } else if let Some(c) = class
+                    && let Some(sub) = line
+                        .get(1..3)
+                        .and_then(|h| u8::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok())
+                {
+                    r.classes
+                        .insert(name_of(&line[3..]), (u16::from(c) << 8) | u16::from(sub));
+                }
+            }
+            Some(_) => {
+                vendor = None;
+                if let Some(rest) = line.strip_prefix(b"C ") {
+                    class = rest
+                        .get(..2)
+                        .and_then(|h| u8::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok());
+                    if let Some(c) = class {
+                        base_names.push((name_of(&rest[2..]), u16::from(c) << 8));
+                    }
+                } else if let Some(id) = line.get(..4).and_then(hex4) {
+                    class = None;
+                    vendor = Some(id);
+                    r.vendors.entry(name_of(&line[4..])).or_insert(id);
+                } else {
+                    class = None;
+                }
+            }
+        }
+    }
+    for (n, c) in base_names {
+        r.classes.entry(n).or_insert(c);
+    }
+    r
+}
+
 fn hex4(b: &[u8]) -> Option<u16> {
     let mut v = 0u16;
     for &c in b.get(..4)? {
@@ -175,5 +237,13 @@ mod tests {
         assert_eq!(n.vendors.len(), 1);
         assert_eq!(n.devices[&(0x15b3, 0x1013)], "MT27700 Family [ConnectX-4]");
         assert!(!n.devices.contains_key(&(0x10b5, 0x9797)));
+        let r = reverse(&db[..]);
+        assert_eq!(r.vendors["Mellanox Technologies"], 0x15b3);
+        assert_eq!(
+            r.devices[&(0x15b3, "MT27700 Family [ConnectX-4]".to_string())],
+            0x1013
+        );
+        assert_eq!(r.classes["Network controller"], 0x0200);
+        assert_eq!(r.classes["Ethernet"], 0x0200);
     }
 }

@@ -6,6 +6,7 @@
 //! indexes, tallies NVLinks and names devices. NVML (live) and stored NVML facts (snapshots)
 //! are folded in after assembly, as hwloc's NVML plugin annotates its topology.
 
+pub mod archive;
 pub mod assemble;
 pub mod budget;
 pub mod c2c;
@@ -16,6 +17,7 @@ pub mod fsroot;
 pub mod hwloc_xml;
 pub mod json;
 pub mod kfd;
+pub mod lspci;
 pub mod naming;
 pub mod nccl_conf;
 pub mod nccl_xml;
@@ -38,12 +40,15 @@ use std::path::{Path, PathBuf};
 pub enum InputKind {
     /// A directory holding `sys/` (the live `/` or an extracted snapshot).
     SysfsRoot,
-    /// A tar archive (plain, gzip, bzip2).
+    /// A tar archive (plain, gzip, bzip2, xz): a snapshot, or a sosreport/supportconfig.
     Tarball,
     /// An XML document (hwloc or NCCL topology).
     Xml,
     /// A JSON document written by peerpath.
     Json,
+    /// Any other text: read as operator text (`lspci` output, [`lspci`]), refused when it
+    /// holds none.
+    Text,
 }
 
 /// Detects an input's kind from its content (never from its name alone). The path is opened
@@ -76,7 +81,7 @@ pub fn detect(path: &Path) -> Result<InputKind> {
     };
     sniff(&head[..n]).with_context(|| {
         format!(
-            "{}: not a sysfs root directory, snapshot tarball (.tar/.tar.gz/.tar.bz2), XML or JSON",
+            "{}: not a sysfs root directory, snapshot tarball (.tar/.tar.gz/.tar.bz2), XML, JSON or lspci text",
             path.display()
         )
     })
@@ -87,6 +92,7 @@ pub fn detect(path: &Path) -> Result<InputKind> {
 fn sniff(h: &[u8]) -> Option<InputKind> {
     if h.starts_with(&[0x1f, 0x8b])
         || h.starts_with(b"BZh")
+        || h.starts_with(fsroot::XZ_MAGIC)
         || (h.len() >= 262 && &h[257..262] == b"ustar")
     {
         return Some(InputKind::Tarball);
@@ -103,6 +109,10 @@ fn sniff(h: &[u8]) -> Option<InputKind> {
     }
     if t.starts_with('{') {
         return Some(InputKind::Json);
+    }
+    // Text (no NUL): what it holds is decided by reading it.
+    if !t.is_empty() && !t.contains('\0') {
+        return Some(InputKind::Text);
     }
     None
 }
@@ -236,8 +246,12 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
             let fs = fsroot::DirRoot::open(path)?;
             // `sys` is looked up inside the root: a `sys` link out of it is not a sys/ folder.
             if !fs.is_dir(Path::new("sys")) {
+                // A directory of operator text (lspci output, an extracted sosreport).
+                if let Some(t) = archive::read_dir(&fs, &shown, scan_opts.pci_ids.as_deref())? {
+                    return Ok(t);
+                }
                 bail!(
-                    "{shown}: directory has no sys/ folder; expected a sysfs root prefix (e.g. an extracted snapshot)"
+                    "{shown}: directory has no sys/ folder and no lspci text; expected a sysfs root prefix (e.g. an extracted snapshot)"
                 );
             }
             let src = SourceInfo {
@@ -256,8 +270,23 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
             }
             let bytes = fsroot::input::read_input(path, fsroot::MAX_SNAPSHOT_BYTES)
                 .with_context(|| format!("cannot read {shown}"))?;
-            let fs = fsroot::MemRoot::from_tar_bytes_charged(&shown, &bytes, charge.as_mut())
-                .with_context(|| format!("{shown}: not a readable snapshot tarball"))?;
+            // A gzip file that holds text, not a tar archive (`lspci-vvv.txt.gz`).
+            if let Some(text) = gunzip_text(&bytes) {
+                return read_operator_text(&text, &shown, scan_opts.pci_ids.as_deref());
+            }
+            let fs = match fsroot::MemRoot::from_tar_bytes_charged(&shown, &bytes, charge.as_mut())
+            {
+                Ok(fs) if fs.is_dir(Path::new("sys/bus/pci")) => fs,
+                other => {
+                    // Not a snapshot: a sosreport or supportconfig holds lspci text instead.
+                    if let Some(t) = archive::read(&bytes, &shown, scan_opts.pci_ids.as_deref())
+                        .with_context(|| format!("{shown}: support archive"))?
+                    {
+                        return Ok(t);
+                    }
+                    other.with_context(|| format!("{shown}: not a readable snapshot tarball"))?
+                }
+            };
             let src = SourceInfo {
                 kind: "snapshot".into(),
                 path: shown,
@@ -305,6 +334,13 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
                 ),
             }
         }
+        InputKind::Text => {
+            if let Some(c) = charge.as_mut() {
+                c.take(size_of(path).min(fsroot::input::MAX_TEXT_INPUT_BYTES));
+            }
+            let text = read_text(path, &shown)?;
+            read_operator_text(&text, &shown, scan_opts.pci_ids.as_deref())
+        }
         InputKind::Json => {
             if let Some(c) = charge.as_mut() {
                 c.take(size_of(path).min(fsroot::input::MAX_TEXT_INPUT_BYTES));
@@ -313,6 +349,41 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
             json::read(&text, &shown).with_context(|| format!("{shown}: peerpath JSON"))
         }
     }
+}
+
+/// Reads text an operator pasted (`lspci` output) into a topology, or says it holds none.
+fn read_operator_text(text: &str, shown: &str, pci_ids: Option<&Path>) -> Result<Topology> {
+    let src = SourceInfo {
+        kind: "lspci".into(),
+        path: shown.to_string(),
+        limitations: vec![],
+    };
+    lspci::read(text, src, pci_ids).with_context(|| {
+        format!(
+            "{shown}: text, but not lspci output peerpath reads (`lspci -vvv`, `lspci -tv`, `lspci -xxxx`)"
+        )
+    })
+}
+
+/// The text inside a gzip file that is not a tar archive: `None` for a tar, a file that does
+/// not decompress, or one whose content is not UTF-8 text.
+fn gunzip_text(bytes: &[u8]) -> Option<String> {
+    use std::io::Read;
+    if !bytes.starts_with(&[0x1f, 0x8b]) {
+        return None;
+    }
+    let mut out = Vec::new();
+    flate2::read::MultiGzDecoder::new(bytes)
+        .take(fsroot::input::MAX_TEXT_INPUT_BYTES)
+        .read_to_end(&mut out)
+        .ok()?;
+    if out.len() >= 262 && &out[257..262] == b"ustar" {
+        return None;
+    }
+    if out.contains(&0) {
+        return None;
+    }
+    String::from_utf8(out).ok()
 }
 
 /// Reads a whole text input, refusing non-UTF-8 content with a clear message.

@@ -311,7 +311,7 @@ pub fn pci_path(bdf: &crate::model::Bdf, attr: &str) -> String {
 /// `sources::nccl_xml`/`hwloc_xml`): the address and `FILE line 8`, the input's own path. From
 /// an input with no place for it (peerpath JSON without one): the address alone.
 pub fn device_place(topo: &crate::model::Topology, d: &crate::model::Device) -> Evidence {
-    let xml = ["nccl-xml:", "hwloc-xml:"]
+    let xml = ["nccl-xml:", "hwloc-xml:", "lspci:"]
         .iter()
         .find_map(|p| d.sysfs_path.strip_prefix(p));
     match xml {

@@ -176,6 +176,13 @@ pub fn peer_module(ctx: &Ctx) -> Vec<Finding> {
             "no peer-memory module; GPUDirect RDMA must use dma-buf (open kernel module present; needs kernel ≥ 5.12 and rdma-core ≥ 34, the probe confirms)",
             "none; for the legacy path load nvidia-peermem (`modprobe nvidia-peermem`)",
         ),
+        PeerMemory::Unknown if ctx.topo.source.kind == "lspci" => Finding::new(
+            CheckId::GdrPeerModule,
+            Severity::Unknown,
+            Subject::Node,
+            "peer-memory module unknown: the text holds no `lsmod` table (nvidia-peermem, nv_peer_mem)",
+            "add `lsmod` output to the text (a sosreport has it), or audit the live machine",
+        ),
         PeerMemory::Unknown => Finding::new(
             CheckId::GdrPeerModule,
             Severity::Unknown,

@@ -75,6 +75,10 @@ pub fn iommu_translation(ctx: &Ctx) -> Vec<Finding> {
                 out.push(f);
             }
             (Some(_), Some(_)) => {} // identity, unmanaged, blocked: not translated for this use
+            (Some(g), None) if ctx.topo.source.kind == "lspci" => unknown.push(Evidence::new(
+                pci_path(&d.bdf, "iommu_group"),
+                format!("{}: IOMMU group {g}; lspci text does not say the group's type (DMA or identity)", d.bdf),
+            )),
             (Some(g), None) => unknown.push(Evidence::new(
                 format!("/sys/kernel/iommu_groups/{g}/type"),
                 format!("{}: absent (kernel < 5.11) or not captured", d.bdf),

@@ -239,6 +239,12 @@ impl<'a> Ctx<'a> {
         )
     }
 
+    /// Whether the input carries devices' config space (ACS, port types): the kernel's files
+    /// ([`Self::has_device_files`]) or `lspci` text, whose registers lspci decoded from them.
+    pub fn has_config_space(&self) -> bool {
+        self.has_device_files() || self.topo.source.kind == "lspci"
+    }
+
     /// Pairs that involve a device (as GPU or NIC).
     pub fn pairs_of(&self, bdf: &Bdf) -> impl Iterator<Item = &Pair> {
         let b = *bdf;
@@ -247,8 +253,14 @@ impl<'a> Ctx<'a> {
 }
 
 /// Why a device's config space cannot answer a question that needs `need` bytes (256 for the
-/// PCIe capability, 4096 for extended capabilities such as ACS), or `None` when it can.
+/// PCIe capability, 4096 for extended capabilities such as ACS), or `None` when it can: the
+/// input's own reason ([`Device::config_note`]) where it gave one.
 pub fn config_unknown(d: &Device, need: usize) -> Option<String> {
+    if let Some(note) = &d.config_note
+        && d.config.as_ref().is_none_or(|c| c.len < need)
+    {
+        return Some(note.clone());
+    }
     match &d.config {
         None => Some("config space not read (file absent or unreadable)".into()),
         Some(c) if c.len < need => Some(format!(
@@ -439,6 +451,9 @@ pub fn run_with(cl: &Classifier, opts: &AuditOptions) -> Report {
     if let Some(j) = &opts.job {
         findings.extend(job::check(&ctx, j));
     }
+    if topo.source.kind == "lspci" {
+        text_evidence(topo, &mut findings);
+    }
     finish(
         topo,
         ctx.pairs,
@@ -446,6 +461,66 @@ pub fn run_with(cl: &Classifier, opts: &AuditOptions) -> Report {
         findings,
         peer_memory,
     )
+}
+
+/// Evidence of a topology read from `lspci` text names the text, not sysfs: each
+/// `/sys/bus/pci/devices/BDF/ATTR` path becomes `FILE line N: BDF REGISTER`, the line of the
+/// device's block (or tree entry) and the register lspci prints for that attribute.
+fn text_evidence(topo: &Topology, findings: &mut [Finding]) {
+    for f in findings.iter_mut() {
+        for e in &mut f.evidence {
+            // Evidence the source named by the text's own line (hypervisor devices) is
+            // printed as a root path by checks made for sysfs: the text's name again.
+            if let Some(p) = e.path.strip_prefix('/')
+                && p.starts_with(topo.source.path.as_str())
+            {
+                e.path = p.to_string();
+                continue;
+            }
+            if let Some(rest) = e.path.strip_prefix("/sys/class/infiniband/") {
+                let (name, attr) = rest.split_once('/').unwrap_or((rest, ""));
+                let said = topo
+                    .devices
+                    .iter()
+                    .flat_map(|d| &d.os_devices)
+                    .find(|o| o.name == name)
+                    .and_then(|o| o.attrs.iter().find(|(k, _)| k == "text"));
+                e.path = match said {
+                    Some((_, at)) => format!("{} {at}: {name} {attr}", topo.source.path),
+                    None => format!(
+                        "{}: {name} {attr} (not in the text: the kernel's default name)",
+                        topo.source.path
+                    ),
+                };
+                continue;
+            }
+            let Some(rest) = e.path.strip_prefix("/sys/bus/pci/devices/") else {
+                continue;
+            };
+            let (bdf, attr) = rest.split_once('/').unwrap_or((rest, ""));
+            let Some(d) = bdf.parse::<Bdf>().ok().and_then(|b| topo.device(&b)) else {
+                continue;
+            };
+            let Some(line) = d.sysfs_path.strip_prefix("lspci:") else {
+                continue;
+            };
+            let what = match attr {
+                "config" => "capabilities",
+                "current_link_width" | "current_link_speed" => "LnkSta",
+                "max_link_width" | "max_link_speed" => "LnkCap",
+                "aer_dev_correctable" => "AER CESta",
+                "aer_dev_nonfatal" | "aer_dev_fatal" => "AER UESta",
+                "numa_node" => "NUMA node",
+                "iommu_group" => "IOMMU group",
+                "resource" => "Region",
+                "driver" => "Kernel driver in use",
+                other => other,
+            };
+            e.path = format!("{} {line}: {bdf} {what}", topo.source.path)
+                .trim_end()
+                .to_string();
+        }
+    }
 }
 
 /// Sorts findings (worst first, then by id and subject) and derives counts and verdict.

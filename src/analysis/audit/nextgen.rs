@@ -61,7 +61,7 @@ pub fn acs_platform(ctx: &Ctx) -> (Vec<Finding>, BTreeSet<Bdf>) {
     };
     // Inputs without config space (NCCL and hwloc XML) cannot say; the generic rule reports
     // the ACS it could not read.
-    if !ctx.has_device_files() {
+    if !ctx.has_config_space() {
         return (out, covered);
     }
     let p = ctx.paths();

@@ -253,8 +253,12 @@ pub fn link_degraded(ctx: &Ctx) -> Vec<Finding> {
             LinkHealth::NoLink if child.is_vf() => {}
             LinkHealth::Unknown | LinkHealth::NoLink => unknown.push((
                 c,
-                "negotiated link state or one end's capability (current_link_*/max_link_* of the device and of the port above) not exposed and config space not readable (kernel < 4.13 or not captured)"
-                    .to_string(),
+                // The input's own reason (lspci text) where it gave one, for either end.
+                child
+                    .config_note
+                    .clone()
+                    .or_else(|| parent.config_note.clone())
+                    .unwrap_or_else(|| "negotiated link state or one end's capability (current_link_*/max_link_* of the device and of the port above) not exposed and config space not readable (kernel < 4.13 or not captured)".to_string()),
             )),
             LinkHealth::Full | LinkHealth::Degraded { .. } => {}
         }
@@ -385,7 +389,11 @@ pub fn aer_errors(ctx: &Ctx) -> Vec<Finding> {
             CheckId::AerErrors,
             Severity::Unknown,
             Subject::Node,
-            "AER counters unknown: no aer_dev_* files (kernel < 4.19, AER not enabled, or not captured)",
+            if topo.source.kind == "lspci" {
+                "AER counters unknown: lspci text holds no counters, and no uncleared AER status bit (UESta/CESta) is set on these devices (the kernel clears the bits of errors it handled)"
+            } else {
+                "AER counters unknown: no aer_dev_* files (kernel < 4.19, AER not enabled, or not captured)"
+            },
             "audit the live machine on a kernel ≥ 4.19 with AER enabled (`pcie_ports=native` where firmware-first hides it)",
         ));
     }

@@ -56,8 +56,12 @@ pub fn nic_port_down(ctx: &Ctx) -> Vec<Finding> {
                         CheckId::NicPortDown,
                         Severity::Unknown,
                         Subject::RdmaDevice(od.name.clone()),
-                        format!("port state of {} unknown: no ports read", od.name),
-                        "audit the live machine, or capture /sys/class/infiniband/*/ports in the snapshot",
+                        if ctx.topo.source.kind == "lspci" {
+                            format!("port state of {} unknown: no `ibstat`/`ibv_devinfo` text names its ports", od.name)
+                        } else {
+                            format!("port state of {} unknown: no ports read", od.name)
+                        },
+                        "audit the live machine, or capture /sys/class/infiniband/*/ports in the snapshot (for pasted text: add `ibstat` output)",
                     )
                     .with(base.clone(), "(no ports)"),
                 );

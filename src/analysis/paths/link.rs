@@ -107,14 +107,26 @@ pub fn judge(kind: DeviceKind, own: Option<&LinkInfo>, port: Option<&LinkInfo>) 
     }
     let cap_w = shared(o.max_width, p.max_width);
     let cap_s = shared(o.max_gts, p.max_gts);
-    let width = match (cur_w, cap_w) {
-        (Some(c), Some(m)) if c < m => Some((c, m)),
-        (Some(_), Some(_)) => None,
+    // With one end's capability unknown, a link at the other end's capability is still full:
+    // the shared capability is never above either end's (a text that printed only the device,
+    // not its port).
+    let one_w = o.max_width.or(p.max_width);
+    let one_s = o.max_gts.or(p.max_gts);
+    let width = match (cur_w, cap_w, one_w) {
+        (Some(c), Some(m), _) if c < m => Some((c, m)),
+        (Some(_), Some(_), _) => None,
+        (Some(c), None, Some(m)) if c >= m => None,
         _ => return LinkHealth::Unknown,
     };
-    let speed = match (cur_s, cap_s) {
-        (Some(c), Some(m)) if c + GTS_EPS < m => Some((c, m)),
-        (Some(_), Some(_)) => None,
+    let speed = match (cur_s, cap_s, one_s) {
+        (Some(c), Some(m), _) if c + GTS_EPS < m => Some((c, m)),
+        (Some(_), Some(_), _) => None,
+        (Some(c), None, Some(m)) if c + GTS_EPS >= m => None,
+        // Below the one known end: a GPU's idle power saving or its partner's limit, neither
+        // a fault; for any other device the partner decides.
+        (Some(c), None, Some(m)) if kind == DeviceKind::Gpu && width.is_none() => {
+            return LinkHealth::IdleSpeed { speed: (c, m) };
+        }
         _ if width.is_some() => None,
         _ => return LinkHealth::Unknown,
     };
@@ -201,13 +213,27 @@ mod tests {
     }
 
     #[test]
-    fn one_end_unknown_claims_nothing() {
+    fn one_end_unknown_claims_only_what_one_end_decides() {
         let nic = l((16.0, 8), (32.0, 16));
         assert_eq!(
             judge(DeviceKind::Nic, Some(&nic), None),
             LinkHealth::Unknown
         );
         assert_eq!(judge(DeviceKind::Nic, None, None), LinkHealth::NoLink);
+        // At one end's capability the link is full whatever the other end supports; a GPU
+        // below its own speed at full width is idle (or partner-limited), never a fault.
+        let full = l((32.0, 16), (32.0, 16));
+        assert_eq!(judge(DeviceKind::Nic, Some(&full), None), LinkHealth::Full);
+        let idle = l((2.5, 16), (16.0, 16));
+        assert_eq!(
+            judge(DeviceKind::Gpu, Some(&idle), None),
+            LinkHealth::IdleSpeed { speed: (2.5, 16.0) }
+        );
+        let slow_nic = l((16.0, 16), (32.0, 16));
+        assert_eq!(
+            judge(DeviceKind::Nic, Some(&slow_nic), None),
+            LinkHealth::Unknown
+        );
     }
 
     #[test]

@@ -379,7 +379,7 @@ fn parent_key(k: &[u8]) -> Option<&[u8]> {
         .filter(|p| !p.is_empty())
 }
 
-/// A tar stream's bytes: decompressed (gzip or bzip2 by magic bytes, every member of a
+/// A tar stream's bytes: decompressed (gzip, bzip2 or xz by magic bytes, every member of a
 /// multi-member stream — `cat a.tar.gz b.tar.gz`, `pigz`, `pbzip2` — read in turn, at most
 /// [`MAX_SNAPSHOT_BYTES`], every byte taken from `charge`), or the input itself when it is a
 /// plain tar. A stream cut short or corrupt is an error naming the compressed byte where
@@ -409,6 +409,11 @@ fn tar_bytes<'b>(
         let r = decompress(&mut d, 0, charge);
         let left = d.get_ref().len();
         named_offset(r, "bzip2", bytes.len() - left, bytes.len())
+    } else if bytes.starts_with(XZ_MAGIC) {
+        let mut d = xz2::bufread::XzDecoder::new_multi_decoder(bytes);
+        let r = decompress(&mut d, 0, charge);
+        let left = d.get_ref().len();
+        named_offset(r, "xz", bytes.len() - left, bytes.len())
     } else {
         Ok(Cow::Borrowed(bytes))
     }
@@ -448,6 +453,33 @@ fn named_offset(
             ),
         )),
     }
+}
+
+/// The first bytes of an xz stream.
+pub const XZ_MAGIC: &[u8] = &[0xfd, b'7', b'z', b'X', b'Z', 0];
+
+/// The regular files of an archive (plain, gzip, bzip2 or xz tar) whose path `want` accepts,
+/// read in memory without extracting anything: `(path, bytes)` in archive order, each cut at
+/// `max_each` bytes. The decompressed archive is bounded as a snapshot's is
+/// ([`MAX_SNAPSHOT_BYTES`]); a malformed archive is an error.
+pub fn archive_members(
+    bytes: &[u8],
+    want: impl Fn(&str) -> bool,
+    max_each: usize,
+) -> io::Result<Vec<(String, Vec<u8>)>> {
+    let data = tar_bytes(bytes, None)?;
+    let mut out = Vec::new();
+    walk_tar(&data, |m| {
+        if !m.kind.is_file() {
+            return Ok(());
+        }
+        let path = String::from_utf8_lossy(&m.path).into_owned();
+        if want(&path) {
+            out.push((path, m.body[..m.body.len().min(max_each)].to_vec()));
+        }
+        Ok(())
+    })?;
+    Ok(out)
 }
 
 /// One member of a tar archive held in memory, as [`walk_tar`] gives it.
