@@ -213,42 +213,43 @@ fn js_str(s: &str) -> String {
 /// two endpoints of one PCI function, otherwise [`Matrix::pair`]'s class with its reason.
 fn pair_data(m: &Matrix) -> String {
     let n = m.endpoints.len();
-    let mut cells: Vec<String> = vec!["null".into()];
-    let mut code_of: std::collections::HashMap<String, usize> = Default::default();
-    let mut code = |c: String| -> usize {
-        *code_of.entry(c.clone()).or_insert_with(|| {
-            cells.push(c);
-            cells.len() - 1
-        })
-    };
-    let cell = |l: Label, title: &str| {
-        let (bg, ink) = if l == Label::X {
-            ("#ffffff", "#000000")
-        } else {
-            (label_colour(l), svg::ink_on(l))
-        };
-        format!(
-            "[{},{},{},{}]",
-            js_str(&l.to_string()),
-            js_str(bg),
-            js_str(ink),
-            js_str(title)
-        )
-    };
-    let mut grid = vec![0usize; n * n];
+    // Distinct (class, reason) pairs, code 0 being "not classified".
+    let mut cells: Vec<(Label, &str)> = Vec::new();
+    let mut code_of: std::collections::HashMap<(Label, &str), u32> = Default::default();
+    let mut grid = vec![0u32; n * n];
     for (a, ea) in m.endpoints.iter().enumerate() {
         for (b, eb) in m.endpoints.iter().enumerate() {
-            grid[a * n + b] = if ea.name == eb.name {
-                code(cell(Label::X, ""))
+            let key = if ea.name == eb.name {
+                (Label::X, "")
             } else if ea.bdf == eb.bdf {
-                code(cell(Label::Pix, ""))
+                (Label::Pix, "")
             } else if let Some(p) = m.pair(&ea.bdf, &eb.bdf) {
-                code(cell(p.label, &p.reason))
+                (p.label, p.reason.as_str())
             } else {
-                0
+                continue;
             };
+            grid[a * n + b] = *code_of.entry(key).or_insert_with(|| {
+                cells.push(key);
+                cells.len() as u32
+            });
         }
     }
+    let cells: Vec<String> = std::iter::once("null".to_string())
+        .chain(cells.iter().map(|&(l, title)| {
+            let (bg, ink) = if l == Label::X {
+                ("#ffffff", "#000000")
+            } else {
+                (label_colour(l), svg::ink_on(l))
+            };
+            format!(
+                "[{},{},{},{}]",
+                js_str(&l.to_string()),
+                js_str(bg),
+                js_str(ink),
+                js_str(title)
+            )
+        }))
+        .collect();
     let base = ALPHABET.len();
     let mut width = 1;
     while base.pow(width as u32) < cells.len() {
@@ -257,7 +258,7 @@ fn pair_data(m: &Matrix) -> String {
     let mut packed = String::with_capacity(n * n * width);
     let mut digits = vec![0u8; width];
     for &c in &grid {
-        let mut v = c;
+        let mut v = c as usize;
         for d in digits.iter_mut().rev() {
             *d = ALPHABET[v % base];
             v /= base;
