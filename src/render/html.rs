@@ -13,6 +13,7 @@ use crate::analysis::audit::Report;
 use crate::analysis::cabling::Cabling;
 use crate::analysis::classify::{Label, Matrix};
 use crate::analysis::probe_report::ProbeReport;
+use crate::model::Bdf;
 use anyhow::Result;
 use std::fmt::Write;
 
@@ -211,27 +212,46 @@ fn js_str(s: &str) -> String {
 /// classify); and `CLS`, the cell of every ordered pair `(a, b)` as `W` characters of
 /// [`ALPHABET`] at `(a·n + b)·W`. The cells follow the matrix: `X` on the diagonal, `PIX` for
 /// two endpoints of one PCI function, otherwise [`Matrix::pair`]'s class with its reason.
-fn pair_data(m: &Matrix) -> String {
+fn pair_data<'a>(m: &'a Matrix) -> String {
     let n = m.endpoints.len();
     // Distinct (class, reason) pairs, code 0 being "not classified".
-    let mut cells: Vec<(Label, &str)> = Vec::new();
-    let mut code_of: std::collections::HashMap<(Label, &str), u32> = Default::default();
+    let mut cells: Vec<(Label, &'a str)> = Vec::new();
+    let mut code_of: std::collections::HashMap<(Label, &'a str), u32> = Default::default();
     let mut grid = vec![0u32; n * n];
-    for (a, ea) in m.endpoints.iter().enumerate() {
-        for (b, eb) in m.endpoints.iter().enumerate() {
-            let key = if ea.name == eb.name {
-                (Label::X, "")
-            } else if ea.bdf == eb.bdf {
-                (Label::Pix, "")
-            } else if let Some(p) = m.pair(&ea.bdf, &eb.bdf) {
-                (p.label, p.reason.as_str())
-            } else {
-                continue;
-            };
-            grid[a * n + b] = *code_of.entry(key).or_insert_with(|| {
-                cells.push(key);
-                cells.len() as u32
-            });
+    let mut code = |key: (Label, &'a str)| -> u32 {
+        *code_of.entry(key).or_insert_with(|| {
+            cells.push(key);
+            cells.len() as u32
+        })
+    };
+    // Endpoints by address (two RDMA devices of one function share one).
+    let mut at: std::collections::HashMap<Bdf, Vec<usize>> = Default::default();
+    for (k, e) in m.endpoints.iter().enumerate() {
+        at.entry(e.bdf).or_default().push(k);
+    }
+    // Every classified pair, both ways round, read once from the matrix (a later duplicate wins,
+    // as in [`Matrix::pair`]).
+    for p in &m.pairs {
+        let (Some(xs), Some(ys)) = (at.get(&p.a), at.get(&p.b)) else {
+            continue;
+        };
+        let c = code((p.label, p.reason.as_str()));
+        for &x in xs {
+            for &y in ys {
+                grid[x * n + y] = c;
+                grid[y * n + x] = c;
+            }
+        }
+    }
+    for xs in at.values() {
+        for &x in xs {
+            for &y in xs {
+                grid[x * n + y] = if x == y {
+                    code((Label::X, ""))
+                } else {
+                    code((Label::Pix, ""))
+                };
+            }
         }
     }
     let cells: Vec<String> = std::iter::once("null".to_string())
