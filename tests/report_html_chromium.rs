@@ -176,6 +176,24 @@ fn gpu_selector_recolours_in_chromium() {
         assert!(tag_of(&dom, gpu).contains("selected"));
         doms.push(dom);
     }
+    // The pair matrix is drawn by the script from the packed pair data: one row per endpoint,
+    // each cell with its class and, as a tooltip, the matrix's reason.
+    let g0 = matrix.endpoint("GPU0").unwrap().bdf;
+    let p0 = matrix.pair(&g0, &nic0).unwrap();
+    let row = doms[0]
+        .split("<tr ")
+        .find(|t| t.starts_with("data-ep=\"GPU0\""))
+        .expect("matrix row of GPU0");
+    assert!(
+        row.contains(&format!("title=\"{}\"", p0.reason))
+            && row.contains(&format!(">{}</td>", p0.label)),
+        "GPU0's row lacks the GPU0-NIC0 cell: {row}"
+    );
+    assert_eq!(
+        doms[0].matches("<tr data-ep=").count(),
+        matrix.endpoints.len(),
+        "one matrix row per endpoint"
+    );
     assert_ne!(
         attr(tag_of(&doms[0], "NIC0"), "data-sel-colour"),
         attr(tag_of(&doms[1], "NIC0"), "data-sel-colour")

@@ -13,6 +13,7 @@ use crate::analysis::audit::Report;
 use crate::analysis::cabling::Cabling;
 use crate::analysis::classify::{Label, Matrix};
 use crate::analysis::probe_report::ProbeReport;
+use crate::model::Bdf;
 use anyhow::Result;
 use std::fmt::Write;
 
@@ -68,14 +69,65 @@ code,.mono{font-family:"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:11p
 const SCRIPT: &str = r#"
 (function(){
   var sel=document.getElementById('gpu-select');
+  var N=EP.length, DEC={}, BYNAME={}, BYBDF={};
+  for(var d=0;d<ALPHABET.length;d++){DEC[ALPHABET.charCodeAt(d)]=d;}
+  for(var e=0;e<N;e++){
+    BYNAME[EP[e][0]]=e;
+    if(!(EP[e][1] in BYBDF)){BYBDF[EP[e][1]]=e;}
+  }
+  function cellOf(a,b){
+    var s=(a*N+b)*W, v=0;
+    for(var k=0;k<W;k++){v=v*ALPHABET.length+DEC[CLS.charCodeAt(s+k)];}
+    return CELL[v];
+  }
+  // The class of the box at address `bdf` from compute endpoint `g`: X for its own function.
+  function boxLabel(g,bdf){
+    if(g===undefined||bdf===null){return null;}
+    if(EP[g][1]===bdf){return 'X';}
+    var j=BYBDF[bdf];
+    if(j===undefined){return null;}
+    var c=cellOf(g,j);
+    return c?c[0]:null;
+  }
+  function td(text,cls){var t=document.createElement('td'); if(cls){t.className=cls;} t.textContent=text; return t;}
+  function row(a){
+    var tr=document.createElement('tr'), th=document.createElement('th');
+    tr.setAttribute('data-ep',EP[a][0]); th.textContent=EP[a][0]; tr.appendChild(th);
+    for(var b=0;b<N;b++){
+      var c=cellOf(a,b), t=document.createElement('td');
+      if(c){
+        if(c[3]){t.title=c[3];}
+        t.className='l'; t.setAttribute('style','background:'+c[1]+';color:'+c[2]); t.textContent=c[0];
+      }
+      tr.appendChild(t);
+    }
+    tr.appendChild(td(EP[a][2])); tr.appendChild(td(EP[a][1],'mono')); tr.appendChild(td(EP[a][3],'mono'));
+    return tr;
+  }
+  var table=document.getElementById('matrix'), full=N<=FULL_MATRIX_MAX;
+  function drawMatrix(name){
+    var head=document.createElement('tr');
+    head.appendChild(document.createElement('th'));
+    for(var b=0;b<N;b++){var h=document.createElement('th'); h.textContent=EP[b][0]; head.appendChild(h);}
+    ['NUMA','address','RDMA / net'].forEach(function(x){var h=document.createElement('th'); h.textContent=x; head.appendChild(h);});
+    table.textContent='';
+    table.appendChild(head);
+    for(var a=0;a<N;a++){
+      if(full||EP[a][0]===name){table.appendChild(row(a));}
+    }
+  }
+  if(!full){
+    document.getElementById('matrix-note').textContent=N+' endpoints: the table shows the selected GPU\'s row only (every pair: peerpath matrix).';
+  }
+  drawMatrix('');
   function apply(name){
     document.documentElement.setAttribute('data-gpu',name||'');
-    var boxes=document.querySelectorAll('#peerpath-picture g.box[data-labels]');
+    if(!full){drawMatrix(name);}
+    var g=name?BYNAME[name]:undefined;
+    var boxes=document.querySelectorAll('#peerpath-picture g.box[data-ep]');
     for(var i=0;i<boxes.length;i++){
       var b=boxes[i], frame=b.querySelector('rect.frame'), bg=b.querySelector('rect.sel-bg'),
-          tx=b.querySelector('text.sel-text'), lab=null;
-      var parts=b.getAttribute('data-labels').split(' ');
-      for(var j=0;j<parts.length;j++){var kv=parts[j].split(':'); if(kv[0]===name){lab=kv[1];}}
+          tx=b.querySelector('text.sel-text'), lab=boxLabel(g,b.getAttribute('data-bdf'));
       b.classList.toggle('selected', name!=='' && b.getAttribute('data-ep')===name);
       if(!name||lab===null){
         b.removeAttribute('data-sel-label');
@@ -138,6 +190,132 @@ fn label_cell(l: Label) -> String {
     )
 }
 
+/// Characters of the packed class string: printable ASCII without `"`, `<` and `\\`, so the
+/// string sits in a script as it is.
+const ALPHABET: &[u8] =
+    b"#$%&'()*+,-./0123456789:;=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[]^_`abcdefghijklmnopqrstuvwxyz{|}~!";
+
+/// Above this many endpoints the page draws only the selected GPU's row of the pair matrix
+/// (the full table would be endpoints² cells, more than a browser lays out).
+const FULL_MATRIX_MAX: usize = 512;
+
+/// Text as a JSON string that can sit inside `<script>`.
+fn js_str(s: &str) -> String {
+    serde_json::to_string(s)
+        .unwrap_or_else(|_| "\"\"".into())
+        .replace("</", "<\\/")
+}
+
+/// The pair data the page's script reads, once per node and not per box or cell: `EP`, every
+/// endpoint of the matrix once (`[name, address, NUMA, "RDMA / net names"]`); `CELL`, each
+/// distinct cell (`[class, background, ink, tooltip]`, `null` for a pair the matrix does not
+/// classify); and `CLS`, the cell of every ordered pair `(a, b)` as `W` characters of
+/// [`ALPHABET`] at `(a·n + b)·W`. The cells follow the matrix: `X` on the diagonal, `PIX` for
+/// two endpoints of one PCI function, otherwise [`Matrix::pair`]'s class with its reason.
+fn pair_data<'a>(m: &'a Matrix) -> String {
+    let n = m.endpoints.len();
+    // Distinct (class, reason) pairs, code 0 being "not classified".
+    let mut cells: Vec<(Label, &'a str)> = Vec::new();
+    let mut code_of: std::collections::HashMap<(Label, &'a str), u32> = Default::default();
+    let mut grid = vec![0u32; n * n];
+    let mut code = |key: (Label, &'a str)| -> u32 {
+        *code_of.entry(key).or_insert_with(|| {
+            cells.push(key);
+            cells.len() as u32
+        })
+    };
+    // Endpoints by address (two RDMA devices of one function share one).
+    let mut at: std::collections::HashMap<Bdf, Vec<usize>> = Default::default();
+    for (k, e) in m.endpoints.iter().enumerate() {
+        at.entry(e.bdf).or_default().push(k);
+    }
+    // Every classified pair, both ways round, read once from the matrix (a later duplicate wins,
+    // as in [`Matrix::pair`]).
+    for p in &m.pairs {
+        let (Some(xs), Some(ys)) = (at.get(&p.a), at.get(&p.b)) else {
+            continue;
+        };
+        let c = code((p.label, p.reason.as_str()));
+        for &x in xs {
+            for &y in ys {
+                grid[x * n + y] = c;
+                grid[y * n + x] = c;
+            }
+        }
+    }
+    for xs in at.values() {
+        for &x in xs {
+            for &y in xs {
+                grid[x * n + y] = if x == y {
+                    code((Label::X, ""))
+                } else {
+                    code((Label::Pix, ""))
+                };
+            }
+        }
+    }
+    let cells: Vec<String> = std::iter::once("null".to_string())
+        .chain(cells.iter().map(|&(l, title)| {
+            let (bg, ink) = if l == Label::X {
+                ("#ffffff", "#000000")
+            } else {
+                (label_colour(l), svg::ink_on(l))
+            };
+            format!(
+                "[{},{},{},{}]",
+                js_str(&l.to_string()),
+                js_str(bg),
+                js_str(ink),
+                js_str(title)
+            )
+        }))
+        .collect();
+    let base = ALPHABET.len();
+    let mut width = 1;
+    while base.pow(width as u32) < cells.len() {
+        width += 1;
+    }
+    let mut packed = String::with_capacity(n * n * width);
+    let mut digits = vec![0u8; width];
+    for &c in &grid {
+        let mut v = c as usize;
+        for d in digits.iter_mut().rev() {
+            *d = ALPHABET[v % base];
+            v /= base;
+        }
+        packed.extend(digits.iter().map(|&d| d as char));
+    }
+    let eps: Vec<String> = m
+        .endpoints
+        .iter()
+        .map(|e| {
+            let names: Vec<&str> = e
+                .rdma
+                .iter()
+                .chain(e.net.iter())
+                .map(String::as_str)
+                .collect();
+            format!(
+                "[{},{},{},{}]",
+                js_str(&e.name),
+                js_str(&e.bdf.to_string()),
+                js_str(
+                    &e.numa_node
+                        .map(|v| v.to_string())
+                        .unwrap_or_else(|| "?".into())
+                ),
+                js_str(&names.join(" "))
+            )
+        })
+        .collect();
+    format!(
+        "var ALPHABET={};\nvar FULL_MATRIX_MAX={FULL_MATRIX_MAX};\nvar EP=[{}];\nvar CELL=[{}];\nvar W={width};\nvar CLS=\"{packed}\";\n",
+        js_str(std::str::from_utf8(ALPHABET).unwrap_or_default()),
+        eps.join(",\n"),
+        cells.join(",\n"),
+    )
+}
+
 /// Writes the HTML report.
 pub fn render(i: &HtmlInputs) -> String {
     let l = i.layout;
@@ -179,57 +357,15 @@ pub fn render(i: &HtmlInputs) -> String {
     }
     o.push_str("</select> <span>hover a box, badge or line for details</span></div>\n");
     o.push_str(r#"<div class="picture">"#);
-    o.push_str(&svg::render(l));
+    o.push_str(&svg::render_for_page(l));
     o.push_str("</div>\n");
 
-    // Matrix.
-    let shown: Vec<_> = m.endpoints.iter().collect();
-    o.push_str("<h2>Pair matrix</h2>\n<table id=\"matrix\"><tr><th></th>");
-    for e in &shown {
-        let _ = write!(o, "<th>{}</th>", esc(&e.name));
-    }
-    o.push_str("<th>NUMA</th><th>address</th><th>RDMA / net</th></tr>\n");
-    for a in &shown {
-        let _ = write!(
-            o,
-            r#"<tr data-ep="{}"><th>{}</th>"#,
-            esc(&a.name),
-            esc(&a.name)
-        );
-        for b in &shown {
-            if a.name == b.name {
-                o.push_str(&label_cell(Label::X));
-            } else if a.bdf == b.bdf {
-                // Two RDMA devices of one function: ports of one adapter.
-                o.push_str(&label_cell(Label::Pix));
-            } else if let Some(p) = m.pair(&a.bdf, &b.bdf) {
-                let cell = label_cell(p.label);
-                let _ = write!(
-                    o,
-                    "{}",
-                    cell.replacen("<td ", &format!("<td title=\"{}\" ", esc(&p.reason)), 1)
-                );
-            } else {
-                o.push_str("<td></td>");
-            }
-        }
-        let names: Vec<&str> = a
-            .rdma
-            .iter()
-            .chain(a.net.iter())
-            .map(String::as_str)
-            .collect();
-        let _ = writeln!(
-            o,
-            "<td>{}</td><td class=\"mono\">{}</td><td class=\"mono\">{}</td></tr>",
-            a.numa_node
-                .map(|n| n.to_string())
-                .unwrap_or_else(|| "?".into()),
-            a.bdf,
-            esc(&names.join(" "))
-        );
-    }
-    o.push_str("</table>\n");
+    // Matrix: filled by the script from the packed pair data (see [`pair_data`]).
+    let _ = writeln!(
+        o,
+        "<h2>Pair matrix</h2>\n<p id=\"matrix-note\"></p>\n<table id=\"matrix\"></table>\n\
+         <noscript><p>The pair matrix is drawn by the page's script; `peerpath matrix` prints it.</p></noscript>"
+    );
     if !m.notes.is_empty() {
         o.push_str("<ul>");
         for n in &m.notes {
@@ -393,9 +529,10 @@ pub fn render(i: &HtmlInputs) -> String {
         .collect();
     let _ = write!(
         o,
-        "<script>\nvar COLOURS={{{}}};\nvar INK={{{}}};\n{SCRIPT}</script>\n</body>\n</html>\n",
+        "<script>\nvar COLOURS={{{}}};\nvar INK={{{}}};\n{}{SCRIPT}</script>\n</body>\n</html>\n",
         colours.join(","),
-        inks.join(",")
+        inks.join(","),
+        pair_data(m)
     );
     o
 }

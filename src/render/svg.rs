@@ -1,7 +1,7 @@
 //! The node picture as SVG, written directly from the [`Layout`] (no geometry is computed
 //! here). Every box is a `<g>` with a `<title>` (hover details) and `data-*` attributes the HTML
-//! report's script reads: `data-ep` (endpoint name) and `data-labels` (`GPU0:PIX GPU1:SYS …`,
-//! the class of the pair with each GPU/accelerator) on endpoint boxes, `data-from`, `data-to`,
+//! report's script reads: `data-ep` (endpoint name) and, in the standalone SVG only, `data-labels`
+//! (`GPU0:PIX GPU1:SYS …`, the class of the pair with each GPU/accelerator) on endpoint boxes, `data-from`, `data-to`,
 //! `data-label` on rail-pair connectors.
 
 use super::layout::{Layout, Rect, SMALL, TextLine, label_colour, severity_colour};
@@ -86,6 +86,17 @@ pub fn ink_on(l: Label) -> &'static str {
 
 /// Writes the picture as a standalone SVG document.
 pub fn render(l: &Layout) -> String {
+    render_with(l, true)
+}
+
+/// Writes the picture for the HTML report: as [`render`], but endpoint boxes carry no
+/// `data-labels` (the page holds every pair's class once, packed, and its script looks the
+/// classes up from `data-ep` / `data-bdf`; per-box lists grow with boxes × GPUs).
+pub fn render_for_page(l: &Layout) -> String {
+    render_with(l, false)
+}
+
+fn render_with(l: &Layout, pair_labels: bool) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -111,17 +122,15 @@ pub fn render(l: &Layout) -> String {
     for b in &l.boxes {
         let mut attrs = format!(r#" id="{}" class="box {}""#, esc(&b.id), b.kind.name());
         if let Some(ep) = &b.endpoint {
-            let labels: Vec<String> = b
-                .pair_labels
-                .iter()
-                .map(|(g, lab)| format!("{g}:{lab}"))
-                .collect();
-            let _ = write!(
-                attrs,
-                r#" data-ep="{}" data-labels="{}""#,
-                esc(ep),
-                esc(&labels.join(" "))
-            );
+            let _ = write!(attrs, r#" data-ep="{}""#, esc(ep));
+            if pair_labels {
+                let labels: Vec<String> = b
+                    .pair_labels
+                    .iter()
+                    .map(|(g, lab)| format!("{g}:{lab}"))
+                    .collect();
+                let _ = write!(attrs, r#" data-labels="{}""#, esc(&labels.join(" ")));
+            }
         }
         if let Some(bdf) = &b.bdf {
             let _ = write!(attrs, r#" data-bdf="{bdf}""#);
