@@ -277,15 +277,25 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
             let fs = match fsroot::MemRoot::from_tar_bytes_charged(&shown, &bytes, charge.as_mut())
             {
                 Ok(fs) if fs.is_dir(Path::new("sys/bus/pci")) => fs,
-                other => {
-                    // Not a snapshot: a sosreport or supportconfig holds lspci text instead.
+                // Not a snapshot: a sosreport or supportconfig holds lspci text instead.
+                Ok(fs) => {
                     if let Some(t) = archive::read(&bytes, &shown, scan_opts.pci_ids.as_deref())
                         .with_context(|| format!("{shown}: support archive"))?
                     {
                         return Ok(t);
                     }
-                    other.with_context(|| format!("{shown}: not a readable snapshot tarball"))?
+                    fs
                 }
+                // An archive the snapshot reader refuses (cut, corrupt, a member escaping the
+                // root) may still be a support archive whose lspci text can be read; if it is
+                // not, the snapshot reader's reason is the one said.
+                Err(e) => match archive::read(&bytes, &shown, scan_opts.pci_ids.as_deref()) {
+                    Ok(Some(t)) => return Ok(t),
+                    _ => {
+                        return Err(e)
+                            .with_context(|| format!("{shown}: not a readable snapshot tarball"));
+                    }
+                },
             };
             let src = SourceInfo {
                 kind: "snapshot".into(),
