@@ -156,3 +156,48 @@ fn synth_faults_acs_redirect_and_narrow_link() {
     assert!(!q.reason.contains("ACS"));
     assert_eq!(q.bottleneck_gbytes_per_s, Some(48.0));
 }
+
+/// The alloc-free summary's bottleneck (the chains' running minima,
+/// `hops::bottleneck_gbytes`) equals the worded classification's (a walk over every hop) for
+/// every pair of every layout: Data Direct DMA functions (gb300-tray), xGMI (mi300x, mi300a),
+/// emulated VM links (vm-flat), cascaded Broadcom levels (dgx-a100, hgx-b300), a narrowed link
+/// (the fault below), one host bridge per GPU (cray-ex, polaris).
+#[test]
+fn summary_bottleneck_is_the_walks_on_every_layout() {
+    let mut specs: Vec<(String, synth::Spec)> = layouts::LAYOUTS
+        .iter()
+        .filter(|(n, _)| !n.starts_with("scaling"))
+        .map(|(n, _)| (n.to_string(), layouts::by_name(n).unwrap()))
+        .collect();
+    specs.push(("scaling-64".into(), layouts::by_name("scaling-64").unwrap()));
+    let narrowed = layouts::with_link_width(layouts::hgx_h100(), layouts::hgx_nic(0), 8).unwrap();
+    specs.push(("hgx-h100 link-width".into(), narrowed));
+    let mut known = 0;
+    for (name, spec) in &specs {
+        let root = synth::to_mem_root(spec, &WriteOptions::default()).unwrap();
+        let t = peerpath::sources::sysfs::scan(
+            &root,
+            peerpath::model::topology::SourceInfo {
+                kind: "synth".into(),
+                path: name.clone(),
+                limitations: vec![],
+            },
+            &peerpath::sources::sysfs::ScanOptions::default(),
+        )
+        .unwrap();
+        let c = peerpath::analysis::classify::Classifier::new(&t, &ClassifyOptions::default());
+        let m = c.matrix();
+        let s = c.summary_all();
+        assert_eq!(s.len(), m.pairs.len(), "{name}");
+        for ((_, _, s), p) in s.iter().zip(&m.pairs) {
+            assert_eq!(
+                s.bottleneck_gbytes_per_s, p.bottleneck_gbytes_per_s,
+                "{name}: {} {}",
+                p.a, p.b
+            );
+            known += usize::from(s.bottleneck_gbytes_per_s.is_some());
+        }
+    }
+    // The comparison saw real figures, not only unknowns.
+    assert!(known > 1000, "{known} pairs with a known bottleneck");
+}

@@ -4,6 +4,7 @@
 
 use crate::analysis::classify::{
     Classifier, Endpoint, Label, LabelMatrix, NcclPath, NcclVersion, PairClass, PairStream,
+    PairSummary,
 };
 use crate::model::linkfmt;
 use crate::model::{DeviceKind, LinkInfo};
@@ -48,7 +49,7 @@ pub const PAIR_FIELDS: [&str; 8] = [
 /// row of short codes per pair, so it grows with the pairs and not with their words. Built from
 /// a [`Classifier`] by [`doc`]; written by [`write_json`].
 #[derive(Debug, Serialize)]
-pub struct MatrixDoc<'a, 't> {
+pub struct MatrixDoc<'a, 't, P = PairRows<'a, 't>> {
     /// Always [`MATRIX_SCHEMA`].
     pub schema: &'static str,
     /// The NCCL version whose rules decided `nccl_path`, `gdr`, `p2p` and `pxn_via`
@@ -63,8 +64,9 @@ pub struct MatrixDoc<'a, 't> {
     pub endpoints: &'a [Endpoint],
     /// Always [`PAIR_FIELDS`].
     pub pair_fields: [&'static str; 8],
-    /// One row per classified pair, in [`Classifier::pair_indices`] order.
-    pub pairs: PairRows<'a, 't>,
+    /// One row per classified pair, in [`Classifier::pair_indices`] order ([`PairRows`]; a
+    /// benchmark may give the same rows computed ahead, `benches/matrix_bound.rs`).
+    pub pairs: P,
     /// With `--detail`: every pair again, in the same order, with its words and hops (the
     /// object `peerpath explain --format json` prints; [`Classifier::pairs`]).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -88,8 +90,8 @@ impl Serialize for PathCodes {
 /// [`Classifier::summaries`] as it is written: nothing per pair is allocated or held.
 pub struct PairRows<'a, 't>(pub &'a Classifier<'t>);
 
-/// One row of [`PairRows`], in [`PAIR_FIELDS`] order.
-type PairRow = (
+/// One row of [`PairRows`], in [`PAIR_FIELDS`] order ([`pair_row`]).
+pub type PairRow = (
     usize,
     usize,
     Label,
@@ -103,19 +105,23 @@ type PairRow = (
 impl Serialize for PairRows<'_, '_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let cl = self.0;
-        s.collect_seq(cl.summaries().map(|(i, j, p)| -> PairRow {
-            (
-                i,
-                j,
-                p.label,
-                p.nccl_path,
-                p.gdr,
-                p.p2p,
-                p.pxn_via.and_then(|g| cl.endpoint_index(&g)),
-                p.bottleneck_gbytes_per_s,
-            )
-        }))
+        s.collect_seq(cl.summaries().map(|(i, j, p)| pair_row(cl, i, j, &p)))
     }
+}
+
+/// The row of the pair of endpoints `i` < `j` whose summary is `p` (an item of
+/// [`Classifier::summaries`]): the one place a row's values are chosen.
+pub fn pair_row(cl: &Classifier<'_>, i: usize, j: usize, p: &PairSummary) -> PairRow {
+    (
+        i,
+        j,
+        p.label,
+        p.nccl_path,
+        p.gdr,
+        p.p2p,
+        p.pxn_via.and_then(|g| cl.endpoint_index(&g)),
+        p.bottleneck_gbytes_per_s,
+    )
 }
 
 impl std::fmt::Debug for PairRows<'_, '_> {
@@ -139,10 +145,32 @@ pub fn doc<'a, 't>(cl: &'a Classifier<'t>, notes: &'a [String], detail: bool) ->
     }
 }
 
+/// [`doc`] without `--detail`, its rows given (`rows` must serialize as [`PairRows`] of the
+/// same classifier does: a benchmark's rows computed ahead, to time the writer alone).
+pub fn doc_with_rows<'a, 't, P: Serialize>(
+    cl: &'a Classifier<'t>,
+    notes: &'a [String],
+    rows: P,
+) -> MatrixDoc<'a, 't, P> {
+    MatrixDoc {
+        schema: MATRIX_SCHEMA,
+        nccl_version: cl.options().nccl_version.to_string(),
+        nccl_path_codes: PathCodes(cl.options().nccl_version),
+        endpoints: cl.endpoints(),
+        pair_fields: PAIR_FIELDS,
+        pairs: rows,
+        detail: None,
+        notes,
+    }
+}
+
 /// Writes the document followed by a newline: pretty-printed down to its members' elements,
 /// and each element (an endpoint, a pair row, a detail object) compact on one line, so a row
 /// costs its values and a line break, not an indented line per value.
-pub fn write_json<W: io::Write>(d: &MatrixDoc<'_, '_>, mut w: W) -> serde_json::Result<()> {
+pub fn write_json<W: io::Write, P: Serialize>(
+    d: &MatrixDoc<'_, '_, P>,
+    mut w: W,
+) -> serde_json::Result<()> {
     let mut ser = serde_json::Serializer::with_formatter(&mut w, RowsFormatter::default());
     d.serialize(&mut ser)?;
     w.write_all(b"\n").map_err(serde_json::Error::io)

@@ -455,7 +455,7 @@ impl<'t> Classifier<'t> {
     }
 
     fn kind(&self, d: DevIx) -> DeviceKind {
-        self.paths.device(d).kind
+        self.paths.kind(d)
     }
 
     /// The rates a walk over the path of `a`–`b` uses: NCCL's per-link NVLink figure for the
@@ -542,8 +542,13 @@ impl<'t> Classifier<'t> {
             gdr: d.gdr,
             p2p: d.p2p,
             pxn_via: d.pxn.map(|(k, _)| self.endpoints[k].bdf),
-            bottleneck_gbytes_per_s: hops::bottleneck(&self.paths, a, b, why.shape(), &rates)
-                .map(|x| x.1),
+            bottleneck_gbytes_per_s: hops::bottleneck_gbytes(
+                &self.paths,
+                a,
+                b,
+                why.shape(),
+                &rates,
+            ),
         }
     }
 

@@ -270,7 +270,8 @@ impl Classifier<'_> {
     }
 
     /// The worded hop list of a pair: [`hops::walk`] with each step's bandwidth from
-    /// [`hops::step_gbytes`], the same fold [`hops::bottleneck`] makes.
+    /// [`hops::step_gbytes`], the same fold
+    /// [`hops::bottleneck_gbytes`] makes from the chains' running minima.
     /// Beside the hops, whether the link entering each one is a fault by the paths model's
     /// link rule ([`LinkHealth::is_fault`]).
     fn hops(&self, a: DevIx, b: DevIx, why: Why) -> (Vec<Hop>, Vec<bool>) {

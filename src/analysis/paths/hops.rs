@@ -213,24 +213,44 @@ pub fn step_gbytes(p: &Paths, step: Step, rates: &Rates) -> Option<f64> {
     }
 }
 
-/// The path's bottleneck: the index of the first hop with the lowest bandwidth and that
-/// bandwidth; `None` when no hop's bandwidth is known.
-pub fn bottleneck(
+/// The bandwidth of a path's bottleneck (the lowest [`step_gbytes`] of [`walk`]'s hops, as the
+/// worded classification finds it with its hop index), from the chains' running minima
+/// ([`Paths::chain_min`]) instead of a walk over every hop: the same links in the same order
+/// (up `a`'s chain, the SMP interconnect, down `b`'s chain; a Data Direct NIC's DMA function
+/// in its place), so the same value, at a cost that does not grow with the path. What every
+/// pair of a matrix needs (`matrix --format json` writes one per pair).
+pub fn bottleneck_gbytes(
     p: &Paths,
     a: DevIx,
     b: DevIx,
     shape: Shape,
     rates: &Rates,
-) -> Option<(usize, f64)> {
-    let mut best: Option<(usize, f64)> = None;
-    let mut i = 0;
-    walk(p, a, b, shape, |s| {
-        if let Some(g) = step_gbytes(p, s, rates)
-            && best.is_none_or(|(_, m)| g < m)
-        {
-            best = Some((i, g));
-        }
-        i += 1;
-    });
-    best
+) -> Option<f64> {
+    let (da, db) = (p.data_path(a), p.data_path(b));
+    let direct = matches!(shape, Shape::NvLink { .. } | Shape::Xgmi { .. }) || (da == a && db == b);
+    let (a, b) = if direct { (a, b) } else { (da, db) };
+    if !direct && a == b {
+        return None;
+    }
+    match shape {
+        Shape::NvLink { count, .. } => Some(rates.nvlink_per_link * count as f64),
+        Shape::Xgmi { count } => (count > 0).then(|| rates.xgmi_per_link * count as f64),
+        Shape::SameAdapter => None,
+        Shape::Pcie(crossing) => match p.meet(a, b) {
+            Some(m) => super::lower(p.chain_min(a, m.ia), p.chain_min(b, m.ib)),
+            None => {
+                let (la, lb) = (p.chain(a).len(), p.chain(b).len());
+                let up = if la == 0 {
+                    p.edge(a).gbytes_per_s
+                } else {
+                    p.chain_min(a, la)
+                };
+                let smp = match crossing {
+                    Crossing::Smp(..) if p.host_bridge(a) != p.host_bridge(b) => rates.inter_cpu,
+                    _ => None,
+                };
+                super::lower(super::lower(up, smp), p.chain_min(b, lb))
+            }
+        },
+    }
 }

@@ -13,7 +13,7 @@
 pub mod hops;
 pub mod link;
 
-pub use hops::{Step, bottleneck};
+pub use hops::{Step, bottleneck_gbytes};
 pub use link::LinkHealth;
 
 use crate::model::{Bdf, Device, DeviceKind, LinkInfo, Topology, bandwidth};
@@ -79,6 +79,11 @@ pub struct Paths<'t> {
     /// parent, … up to the device under its host bridge.
     chains: Vec<DevIx>,
     chain_at: Vec<usize>,
+    /// Per position of `chains`: the lowest known bandwidth of the links above the chain's
+    /// devices up to that one ([`Paths::chain_min`]), `None` while none is known.
+    chain_min: Vec<Option<f64>>,
+    /// Each device's kind (the topology's, held here so a per-pair test reads one byte).
+    kind: Vec<DeviceKind>,
     /// Interned host bridge per device (index into `hb_names`).
     hb: Vec<u32>,
     hb_names: Vec<String>,
@@ -107,8 +112,10 @@ pub struct Paths<'t> {
     nv_direct: HashMap<(DevIx, DevIx), u32>,
     /// Direct NVLink peers per GPU, by device index, ascending.
     nv_peers: HashMap<DevIx, Vec<(DevIx, u32)>>,
-    /// NVLinks into the NVSwitch fabric per GPU.
-    nv_fabric: HashMap<DevIx, u32>,
+    /// NVLinks into the NVSwitch fabric per device (0: none).
+    nv_fabric: Vec<u32>,
+    /// Whether a device has a direct NVLink peer (any count) or links into the fabric.
+    nv_any: Vec<bool>,
     /// NVLink version per GPU, when known.
     nv_version: HashMap<DevIx, u32>,
     /// Direct xGMI pairs: normalised device indices → link count (0: count not reported).
@@ -165,6 +172,16 @@ fn xgmi_tables(t: &Topology) -> (HashMap<(DevIx, DevIx), u32>, Vec<u32>) {
 
 fn norm(a: DevIx, b: DevIx) -> (DevIx, DevIx) {
     if a <= b { (a, b) } else { (b, a) }
+}
+
+/// The lower of a running lowest bandwidth and the next link's, as a walk keeps it: the first
+/// lowest value met stays (the rule of a walk over the hops, [`hops::walk`]), an unknown link changes nothing.
+pub fn lower(low: Option<f64>, next: Option<f64>) -> Option<f64> {
+    match (low, next) {
+        (Some(m), Some(g)) if g < m => Some(g),
+        (None, g) => g,
+        (m, _) => m,
+    }
 }
 
 /// Broadcom PEX switch signature NCCL flattens (`ncclTopoFlattenBcmSwitches`): Gen4 `1000:c010`
@@ -310,7 +327,7 @@ impl<'t> Paths<'t> {
             .collect();
 
         let mut nv_direct: HashMap<(DevIx, DevIx), u32> = HashMap::new();
-        let mut nv_fabric: HashMap<DevIx, u32> = HashMap::new();
+        let mut nv_fabric: Vec<u32> = vec![0; n];
         let mut nv_version: HashMap<DevIx, u32> = HashMap::new();
         for l in &t.nvlinks {
             let Some(a) = t.device_index(&l.a) else {
@@ -324,7 +341,7 @@ impl<'t> Paths<'t> {
                     };
                     *nv_direct.entry(norm(a, b as DevIx)).or_insert(0) += l.count;
                 }
-                None => *nv_fabric.entry(a).or_insert(0) += l.count,
+                None => nv_fabric[a as usize] += l.count,
             }
         }
         // The version of a GPU's links: the first link (in the source's order) naming it.
@@ -349,6 +366,9 @@ impl<'t> Paths<'t> {
         for v in nv_peers.values_mut() {
             v.sort_unstable();
         }
+        let nv_any: Vec<bool> = (0..n)
+            .map(|i| nv_peers.contains_key(&(i as DevIx)) || nv_fabric[i] > 0)
+            .collect();
 
         let (xgmi_direct, xgmi_hive) = xgmi_tables(t);
 
@@ -367,6 +387,8 @@ impl<'t> Paths<'t> {
             topo: t,
             chains,
             chain_at,
+            chain_min: Vec::new(),
+            kind: t.devices.iter().map(|d| d.kind).collect(),
             hb,
             hb_names,
             numa: Vec::new(),
@@ -381,6 +403,7 @@ impl<'t> Paths<'t> {
             nv_direct,
             nv_peers,
             nv_fabric,
+            nv_any,
             nv_version,
             xgmi_direct,
             xgmi_hive,
@@ -390,6 +413,17 @@ impl<'t> Paths<'t> {
         p.numa = (0..n as DevIx).map(|i| p.compute_numa(i)).collect();
         p.nccl_numa = (0..n as DevIx).map(|i| p.compute_nccl_numa(i)).collect();
         p.edges = (0..n as DevIx).map(|i| p.compute_edge(i)).collect();
+        p.chain_min = {
+            let mut v = Vec::with_capacity(p.chains.len());
+            for i in 0..n {
+                let mut low: Option<f64> = None;
+                for k in p.chain_at[i]..p.chain_at[i + 1] {
+                    low = lower(low, p.edges[p.chains[k] as usize].gbytes_per_s);
+                    v.push(low);
+                }
+            }
+            v
+        };
         p.data_path = (0..n as DevIx)
             .map(|i| {
                 p.device(i)
@@ -542,6 +576,20 @@ impl<'t> Paths<'t> {
         &self.edges[i as usize]
     }
 
+    /// The lowest known bandwidth (GB/s) of the links above the first `k` devices of
+    /// [`Paths::chain`]`(i)` (`k` = the chain's length: every link up to the host bridge), as a
+    /// walk up the chain meets them ([`lower`]); `None` for `k` = 0 or when none is known.
+    pub fn chain_min(&self, i: DevIx, k: usize) -> Option<f64> {
+        let at = self.chain_at[i as usize];
+        let k = k.min(self.chain_at[i as usize + 1] - at);
+        k.checked_sub(1).and_then(|last| self.chain_min[at + last])
+    }
+
+    /// A device's kind.
+    pub fn kind(&self, i: DevIx) -> DeviceKind {
+        self.kind[i as usize]
+    }
+
     /// The link below a root or switch downstream port with no device under it, judged by
     /// [`link::judge_empty_port`] (an empty slot reads width 0: [`LinkHealth::Down`]); `None`
     /// when `i` is not a port or has a device under it (that device's [`Paths::edge`] judges
@@ -683,7 +731,10 @@ impl<'t> Paths<'t> {
     /// NVLinks between two GPUs: direct links, else both on the NVSwitch fabric (the smaller
     /// of their fabric link counts, flagged `true`).
     pub fn nvlink(&self, a: DevIx, b: DevIx) -> Option<(u32, bool)> {
-        let gpu = |i: DevIx| self.device(i).kind == DeviceKind::Gpu;
+        if !self.nv_any[a as usize] || !self.nv_any[b as usize] {
+            return None;
+        }
+        let gpu = |i: DevIx| self.kind(i) == DeviceKind::Gpu;
         if !gpu(a) || !gpu(b) {
             return None;
         }
@@ -692,8 +743,7 @@ impl<'t> Paths<'t> {
         {
             return Some((n, false));
         }
-        let fa = self.nv_fabric.get(&a).copied().unwrap_or(0);
-        let fb = self.nv_fabric.get(&b).copied().unwrap_or(0);
+        let (fa, fb) = (self.nv_fabric[a as usize], self.nv_fabric[b as usize]);
         (fa > 0 && fb > 0).then(|| (fa.min(fb), true))
     }
 
@@ -726,13 +776,13 @@ impl<'t> Paths<'t> {
     /// peer (reported with any count) or links into the NVSwitch fabric. A device without
     /// either has no NVLink to any other.
     pub fn may_nvlink(&self, i: DevIx) -> bool {
-        self.nv_peers.contains_key(&i) || self.nv_fabric.get(&i).is_some_and(|&n| n > 0)
+        self.nv_any.get(i as usize).copied().unwrap_or(false)
     }
 
     /// All NVLinks of a GPU: its direct links to peers plus its links to the NVSwitch fabric.
     pub fn nvlink_links(&self, i: DevIx) -> u32 {
         self.nvlink_peers(i).iter().map(|&(_, n)| n).sum::<u32>()
-            + self.nv_fabric.get(&i).copied().unwrap_or(0)
+            + self.nv_fabric.get(i as usize).copied().unwrap_or(0)
     }
 
     /// NVLink version of a GPU's links, when a source gave it.
