@@ -21,6 +21,7 @@ use super::assemble::{RawTopology, assemble};
 use crate::model::bdf::{Bdf, host_bridge_name};
 use crate::model::device::{Device, kind_from_class};
 use crate::model::fact::Fact;
+use crate::model::parts::Part;
 use crate::model::pci_config::acs;
 use crate::model::topology::{MachineInfo, NumaNode, SourceInfo, Topology, Warning};
 use crate::parse::lspci::{self, Block, Doc, TreeNode};
@@ -33,7 +34,7 @@ mod registers;
 use beside::{
     Naming, RDMA_BY_ORDER, cmdline, dmesg_aer, modules, name_rdma, numactl_nodes, nvidia_smi_q,
 };
-use registers::{acs_bits, bars, bus_line, config_from_block, sriov_layout};
+use registers::{acs_bits, bars, bus_line, config_from_block, sriov_layout, vpd_uuids};
 
 /// What no `lspci` text holds; copied into [`SourceInfo::limitations`].
 pub const LIMITATIONS: &[&str] = &[
@@ -409,6 +410,7 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
     let mut guessed = Vec::new();
     let mut numa: BTreeSet<u32> = BTreeSet::new();
     let mut devices = Vec::new();
+    let mut uuids = crate::sources::datadirect::VpdUuids::new();
     for (b, e) in &entries {
         let root = root_of(b);
         let line = e
@@ -515,6 +517,16 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
                 d.driver = blk.driver.clone();
                 d.slot = blk.header("Physical Slot").map(str::to_string);
                 d.bars = bars(blk);
+                // The board UUID that pairs Data Direct DMA functions, as the live scan reads
+                // it from `vpd` (ConnectX functions only; `lspci -vv` as root prints it).
+                let part = crate::model::parts::part_of(&d);
+                if matches!(part, Some(Part::CxNic | Part::DataDirectDma)) {
+                    let kws = vpd_uuids(blk);
+                    d.vpd = kws.iter().map(|(k, _)| k.clone()).collect();
+                    if !kws.is_empty() {
+                        uuids.insert(d.bdf, kws);
+                    }
+                }
             }
             None => {
                 undetailed += 1;
@@ -528,6 +540,22 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
         devices.push(d);
     }
     link_vfs(&mut devices);
+    // Data Direct DMA functions paired with their NIC functions by the VPD board UUID, as
+    // rdma_topo and the live scan do (VFs are not in `uuids`: they inherit their PF's).
+    for w in crate::sources::datadirect::pair_by_vpd(&mut devices, &uuids) {
+        let line = w
+            .path
+            .strip_prefix("lspci:line ")
+            .and_then(|r| r.strip_suffix("/vpd"))
+            .unwrap_or("?");
+        warnings.push(Warning {
+            path: format!("{shown} line {line}"),
+            message: w.message.replace(
+                "VPD not read (the vpd file is readable by root only) or without a V3/VU board UUID",
+                "no VPD board UUID (V3/VU) in the text (`sudo lspci -vvv` prints the Vital Product Data)",
+            ),
+        });
+    }
     dmesg_aer(text, &mut devices);
     nvidia_smi_q(text, &mut devices);
     let ib = crate::parse::ib_text::parse(text);
