@@ -446,6 +446,17 @@ fn lspci(root: &Path, args: &[&str]) -> Option<String> {
     }
 }
 
+/// A scratch directory for a synthesized tree, on tmpfs where there is one: writing and
+/// removing thousands of small files is most of these tests' time on a disk.
+fn scratch() -> tempfile::TempDir {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        tempfile::tempdir_in(shm).unwrap()
+    } else {
+        tempfile::tempdir().unwrap()
+    }
+}
+
 /// The checks lspci text can show, compared finding by finding.
 const SHOWN: [CheckId; 4] = [
     CheckId::AcsRedirect,
@@ -724,14 +735,7 @@ fn audit_from_lspci_text_equals_audit_from_the_tree() {
                 .map(|f| format!(" +{f}"))
                 .collect::<String>()
         );
-        // Trees on tmpfs where there is one: writing and removing thousands of small files is
-        // most of this test's time on a disk.
-        let shm = Path::new("/dev/shm");
-        let dir = if shm.is_dir() {
-            tempfile::tempdir_in(shm).unwrap()
-        } else {
-            tempfile::tempdir().unwrap()
-        };
+        let dir = scratch();
         synth::write_tree(
             &spec,
             dir.path(),
@@ -937,7 +941,7 @@ fn tarball(members: &[(&str, &str)]) -> Vec<u8> {
 fn sosreport_and_supportconfig_read_without_extracting() {
     use std::io::Write;
     let spec = layouts::with_acs_redirect(layouts::hgx_h100(), layouts::hgx_gpu_port(2)).unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch();
     synth::write_tree(&spec, dir.path(), &WriteOptions::default()).unwrap();
     let tree = sources::load(Some(dir.path()), &LoadOptions::default()).unwrap();
     let want = audit::run(&tree, &AuditOptions::default());
@@ -1065,5 +1069,146 @@ fn commands_run_on_a_paste() {
             "audit" => assert!(text.contains("\"input-limits\""), "{text}"),
             _ => assert!(std::fs::metadata(&html).unwrap().len() > 10_000),
         }
+    }
+}
+
+/// A modern `nvidia-bug-report.log` written from the grammar of the script's own source
+/// (driver 570-era `nvidia-bug-report.sh`, `$Change: 37062940 $`): its lspci section
+/// (`lspci -nntv`, `lspci -nn`, `lspci -nnDvvvxxxx`, each after a separator line and the
+/// command), its "NUMA information" section (`report_file` of each NVIDIA function 0's
+/// `local_cpulist` and `numa_node`: `*** PATH`, `*** ls: …`, the value), `dmesg:`, and the
+/// appended `/proc/cmdline`, `/proc/modules` and `/proc/driver/nvidia/version` — around real `lspci -A linux-sysfs` output
+/// and the real files of a synthesized tree. `numa` false drops lspci's `NUMA node:` lines
+/// (lspci prints none where it cannot read them), so the nodes can only come from the files.
+fn modern_bug_report(root: &Path, numa: bool) -> Option<String> {
+    let sep = "____________________________________________";
+    let ls = |p: &str| {
+        format!("*** ls: -r--r--r-- 1 root root 4096 2026-01-05 10:00:00.000000000 +0000 {p}")
+    };
+    let report_file =
+        |p: &str, body: &str| format!("{sep}\n\n*** {p}\n{}\n{}\n\n", ls(p), body.trim_end());
+    let mut vvv = lspci(root, &["-nnDvvvxxxx"])?;
+    if !numa {
+        vvv = vvv
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("NUMA node:"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+    }
+    let mut s = format!(
+        "{sep}\n\nStart of NVIDIA bug report log file.\n\nnvidia-bug-report.sh Version: 37062940\n\n"
+    );
+    s += &format!(
+        "{sep}\n\n/usr/bin/lspci -nntv\n\n{}\n",
+        lspci(root, &["-nntv"])?
+    );
+    s += &format!(
+        "{sep}\n\n/usr/bin/lspci -nn\n\n{}\n",
+        lspci(root, &["-nn"])?
+    );
+    s += &format!("{sep}\n\n/usr/bin/lspci -nnDvvvxxxx\n\n{vvv}");
+    s += &format!("{sep}\n\n");
+    s += &report_file("/proc/sys/kernel/numa_balancing", "1");
+    let devs = root.join("sys/bus/pci/devices");
+    let mut gpus: Vec<String> = std::fs::read_dir(&devs)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|b| {
+            b.ends_with(".0")
+                && std::fs::read_to_string(devs.join(b).join("vendor"))
+                    .unwrap()
+                    .trim()
+                    == "0x10de"
+        })
+        .collect();
+    gpus.sort();
+    for g in &gpus {
+        for f in ["local_cpulist", "numa_node"] {
+            let p = format!("/sys/bus/pci/devices/{g}/{f}");
+            s += &report_file(&p, &std::fs::read_to_string(devs.join(g).join(f)).unwrap());
+        }
+    }
+    s += &format!("{sep}\n\ndmesg:\n\n[    0.000000] Linux version 6.8.0\n");
+    s += &report_file(
+        "/proc/cmdline",
+        &std::fs::read_to_string(root.join("proc/cmdline")).unwrap(),
+    );
+    let mut modules: Vec<String> = std::fs::read_dir(root.join("sys/module"))
+        .map(|d| {
+            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    modules.sort();
+    let table: String = modules
+        .iter()
+        .map(|m| format!("{m} 16384 0 - Live 0x0000000000000000\n"))
+        .collect();
+    s += &report_file("/proc/modules", &table);
+    s += &report_file(
+        "/proc/driver/nvidia/version",
+        &std::fs::read_to_string(root.join("proc/driver/nvidia/version")).unwrap(),
+    );
+    Some(s)
+}
+
+#[test]
+fn modern_bug_report_reads_lspci_numa_files_cmdline_and_modules() {
+    let spec = layouts::with_acs_redirect(layouts::hgx_h100(), layouts::hgx_gpu_port(1)).unwrap();
+    let spec = layouts::apply_fault(spec, "no-peermem").unwrap();
+    let dir = scratch();
+    synth::write_tree(&spec, dir.path(), &WriteOptions::default()).unwrap();
+    let tree = sources::load(Some(dir.path()), &LoadOptions::default()).unwrap();
+    let want = audit::run(&tree, &AuditOptions::default());
+    for numa in [true, false] {
+        let Some(text) = modern_bug_report(dir.path(), numa) else {
+            return;
+        };
+        let file = dir.path().join("nvidia-bug-report.log");
+        std::fs::write(&file, &text).unwrap();
+        let t = sources::load(Some(&file), &LoadOptions::default()).unwrap();
+        assert_eq!(t.source.kind, "lspci");
+        assert_eq!(
+            t.devices
+                .iter()
+                .map(|d| (d.bdf, d.parent, d.kind))
+                .collect::<Vec<_>>(),
+            tree.devices
+                .iter()
+                .map(|d| (d.bdf, d.parent, d.kind))
+                .collect::<Vec<_>>()
+        );
+        // Every GPU's NUMA node: from lspci's lines, or else from the appended files.
+        for g in tree.of_kind(DeviceKind::Gpu) {
+            assert_eq!(
+                t.device(&g.bdf).unwrap().numa_node,
+                g.numa_node,
+                "{} numa={numa}",
+                g.bdf
+            );
+        }
+        let from_files = t
+            .warnings
+            .iter()
+            .any(|w| w.message.contains("numa_node files"));
+        assert_eq!(from_files, !numa, "{:#?}", t.warnings);
+        assert_eq!(
+            t.machine.kernel_cmdline.known(),
+            tree.machine.kernel_cmdline.known()
+        );
+        assert!(t.machine.modules_visible);
+        let got = audit::run(&t, &AuditOptions::default());
+        // The checks lspci shows (NIC paths need NUMA: with the files they are decided too),
+        // and the peer module from /proc/modules: none loaded, as in the tree.
+        assert_eq!(shown(&tree, &want), shown(&t, &got), "numa={numa}");
+        let peer = |r: &audit::Report| {
+            r.findings
+                .iter()
+                .filter(|f| f.id == CheckId::GdrPeerModule)
+                .map(|f| f.severity)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(peer(&want), peer(&got), "numa={numa}");
+        assert!(peer(&got).iter().all(|s| *s != Severity::Unknown));
     }
 }

@@ -399,6 +399,29 @@ pub(super) fn cmdline(text: &str) -> Fact<String> {
 /// a copy of `/proc/driver/nvidia/version` (`NVRM version: …`, nvidia-bug-report.log). `lsmod`
 /// lists no versions: a loaded peer module is recorded as loaded, its version unknown.
 pub(super) fn modules(text: &str, m: &mut MachineInfo) {
+    // nvidia-bug-report appends /proc/modules (`name size refs deps state address`): the same
+    // module names without the lsmod heading.
+    for f in appended_files(text)
+        .into_iter()
+        .filter(|f| f.path == "/proc/modules")
+    {
+        m.modules_visible = true;
+        let said = || {
+            format!(
+                "loaded (/proc/modules at line {}; no version there)",
+                f.line
+            )
+        };
+        for l in &f.lines {
+            match l.split_whitespace().next() {
+                Some("nvidia_peermem") => m.nvidia_peermem_version = Some(said()),
+                Some("nv_peer_mem") => m.nv_peer_mem_loaded = true,
+                Some("ib_core") => m.ib_core_loaded = true,
+                Some("nvidia") => m.nvidia_module_version = Some(said()),
+                _ => {}
+            }
+        }
+    }
     let mut in_table = None;
     for (i, l) in text.lines().enumerate() {
         let t = l.trim();
@@ -511,4 +534,81 @@ pub(super) fn nvidia_smi_q(text: &str, devices: &mut [Device]) {
         }
     }
     finish(cur, speed, width, devices);
+}
+
+/// A file nvidia-bug-report.sh appended (its `append`/`report_file`: a separator line, a blank
+/// line, `*** PATH`, `*** ls: …` with the file's metadata, then the file's lines up to a blank
+/// line). Grammar from the script's own source (driver 570-era `nvidia-bug-report.sh`,
+/// `$Change: 37062940 $`); files it could not read (`*** PATH does not exist`, `… is not
+/// readable`) give none.
+pub(super) struct Appended<'a> {
+    /// 1-based line of the `*** PATH` heading.
+    pub line: usize,
+    /// The path as printed (globs expanded by the script's shell).
+    pub path: &'a str,
+    /// The file's lines.
+    pub lines: Vec<&'a str>,
+}
+
+/// Every appended file of a bug report ([`Appended`]), in text order.
+pub(super) fn appended_files(text: &str) -> Vec<Appended<'_>> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let t = lines[i].trim_end();
+        let heading = t.strip_prefix("*** /").filter(|p| {
+            !p.contains(' ') && lines.get(i + 1).is_some_and(|n| n.starts_with("*** ls:"))
+        });
+        let Some(rest) = heading else {
+            i += 1;
+            continue;
+        };
+        let path = &t[4..4 + 1 + rest.len()];
+        let mut body = Vec::new();
+        let mut j = i + 2;
+        while j < lines.len() {
+            let l = lines[j].trim_end();
+            if l.is_empty() || l.starts_with("____") {
+                break;
+            }
+            body.push(l);
+            j += 1;
+        }
+        out.push(Appended {
+            line: i + 1,
+            path,
+            lines: body,
+        });
+        i = j;
+    }
+    out
+}
+
+/// The NUMA nodes of PCI functions from the `/sys/bus/pci/devices/BDF/numa_node` files a bug
+/// report appends for each NVIDIA GPU (its "NUMA information" section), where the lspci block
+/// printed none; `-1` (no node) stays unknown. Returns (address, node, heading line) of each
+/// one taken.
+pub(super) fn sysfs_numa(text: &str, devices: &mut [Device]) -> Vec<(Bdf, u32, usize)> {
+    let mut taken = Vec::new();
+    for f in appended_files(text) {
+        let Some(bdf) = f
+            .path
+            .strip_prefix("/sys/bus/pci/devices/")
+            .and_then(|r| r.strip_suffix("/numa_node"))
+            .and_then(|b| b.parse::<Bdf>().ok())
+        else {
+            continue;
+        };
+        let Some(n) = f.lines.first().and_then(|v| v.trim().parse::<u32>().ok()) else {
+            continue;
+        };
+        if let Some(d) = devices.iter_mut().find(|d| d.bdf == bdf)
+            && d.numa_node.is_none()
+        {
+            d.numa_node = Some(n);
+            taken.push((bdf, n, f.line));
+        }
+    }
+    taken
 }

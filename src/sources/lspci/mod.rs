@@ -33,6 +33,7 @@ mod beside;
 mod registers;
 use beside::{
     Naming, RDMA_BY_ORDER, cmdline, dmesg_aer, modules, name_rdma, numactl_nodes, nvidia_smi_q,
+    sysfs_numa,
 };
 use registers::{acs_bits, bars, bus_line, config_from_block, sriov_layout, vpd_uuids};
 
@@ -540,6 +541,22 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
         devices.push(d);
     }
     link_vfs(&mut devices);
+    let from_files = sysfs_numa(text, &mut devices);
+    if !from_files.is_empty() {
+        numa.extend(from_files.iter().map(|(_, n, _)| *n));
+        warnings.push(Warning {
+            path: format!("{shown} line {}", from_files[0].2),
+            message: format!(
+                "NUMA node of {} device(s) read from the numa_node files the bug report appended (their lspci blocks print none): {}",
+                from_files.len(),
+                from_files
+                    .iter()
+                    .map(|(b, n, _)| format!("{b} → {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        });
+    }
     // Data Direct DMA functions paired with their NIC functions by the VPD board UUID, as
     // rdma_topo and the live scan do (VFs are not in `uuids`: they inherit their PF's).
     for w in crate::sources::datadirect::pair_by_vpd(&mut devices, &uuids) {
