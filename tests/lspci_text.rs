@@ -1210,5 +1210,24 @@ fn modern_bug_report_reads_lspci_numa_files_cmdline_and_modules() {
         };
         assert_eq!(peer(&want), peer(&got), "numa={numa}");
         assert!(peer(&got).iter().all(|s| *s != Severity::Unknown));
+        // `intel_iommu=on iommu=pt` on the appended command line: the groups' boot default is
+        // passthrough (the tree's groups are identity: no finding there), said with its source.
+        assert!(
+            !want
+                .findings
+                .iter()
+                .any(|f| f.id == CheckId::IommuTranslation),
+            "{:#?}",
+            want.findings
+        );
+        let io: Vec<_> = got
+            .findings
+            .iter()
+            .filter(|f| f.id == CheckId::IommuTranslation)
+            .collect();
+        assert_eq!(io.len(), 1, "{io:#?}");
+        assert_eq!(io[0].severity, Severity::Info);
+        assert!(io[0].evidence[0].path.ends_with("(kernel command line)"));
+        assert_eq!(io[0].evidence[0].value, "intel_iommu=on iommu=pt");
     }
 }

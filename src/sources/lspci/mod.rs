@@ -642,6 +642,19 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
         c.split_whitespace()
             .any(|t| matches!(t, "intel_iommu=off" | "amd_iommu=off" | "iommu=off"))
     });
+    // `iommu=pt` / `iommu.passthrough=1`: every group's default domain is identity at boot
+    // (the type the live scan reads from /sys/kernel/iommu_groups/N/type); a group switched
+    // at run time is not in the text (the audit says so).
+    let pt = !off
+        && kernel_cmdline.known().is_some_and(|c| {
+            c.split_whitespace()
+                .any(|t| t == "iommu=pt" || t == "iommu.passthrough=1")
+        });
+    if pt {
+        for d in devices.iter_mut().filter(|d| d.iommu_group.is_some()) {
+            d.iommu_group_type = Some("identity".into());
+        }
+    }
     let mut machine = MachineInfo {
         kernel_cmdline,
         iommu_units: if off {
