@@ -1231,3 +1231,43 @@ fn modern_bug_report_reads_lspci_numa_files_cmdline_and_modules() {
         assert_eq!(io[0].evidence[0].value, "intel_iommu=on iommu=pt");
     }
 }
+
+/// `matrix` reads the text without naming devices, yet the text's IDs come from the names it
+/// prints (`lspci -tv`/`-vvv` without `-nn`): the labels of the GB300 tray's text (Data Direct
+/// paired from the VPD `lspci -vvv` prints) and of h200-bond's (the bond named beside it) are
+/// the tree's, cell for cell.
+#[test]
+fn matrix_from_text_labels_as_from_the_tree() {
+    let run = |input: &Path| -> String {
+        let o = Command::new(env!("CARGO_BIN_EXE_peerpath"))
+            .arg("matrix")
+            .arg("-i")
+            .arg(input)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        // The label cells: every row's cells up to the CPU affinity column.
+        let text = String::from_utf8(o.stdout).unwrap();
+        let head: Vec<&str> = text.lines().next().unwrap().split('\t').collect();
+        let n = head.iter().take_while(|c| !c.starts_with("CPU")).count();
+        text.lines()
+            .take_while(|l| !l.is_empty())
+            .map(|l| l.split('\t').take(n).collect::<Vec<_>>().join("\t") + "\n")
+            .collect()
+    };
+    for layout in ["gb300-tray", "h200-bond"] {
+        let dir = scratch();
+        let spec = layouts::by_name(layout).unwrap();
+        synth::write_tree(&spec, dir.path(), &WriteOptions::default()).unwrap();
+        let tree = sources::load(Some(dir.path()), &LoadOptions::default()).unwrap();
+        let Some(mut text) = Form::TvVvv.print(dir.path()) else {
+            return;
+        };
+        if layout == "h200-bond" {
+            text = format!("{text}\n{}\n", ibdev2netdev(&tree));
+        }
+        let file = dir.path().join("lspci.txt");
+        std::fs::write(&file, text).unwrap();
+        assert_eq!(run(dir.path()), run(&file), "{layout}");
+    }
+}
