@@ -542,8 +542,9 @@ struct Case {
     faults: fn(&Spec) -> Vec<String>,
     unprivileged: bool,
     forms: &'static [Form],
-    /// Append the tree's RDMA names as `ibdev2netdev` prints them (no addresses).
-    names: bool,
+    /// Append the tree's RDMA names as `ibdev2netdev` prints them: `Some(false)` plain (no
+    /// addresses), `Some(true)` `ibdev2netdev -v` (each with its PCI address).
+    names: Option<bool>,
     /// A documented difference: findings about these functions exist only in the text.
     text_only: &'static [&'static str],
 }
@@ -578,7 +579,7 @@ fn differential_cases() -> Vec<Case> {
         faults,
         unprivileged: false,
         forms,
-        names: false,
+        names: None,
         text_only: &[],
     };
     vec![
@@ -649,11 +650,15 @@ fn differential_cases() -> Vec<Case> {
         c("mi300a-4apu", none, &[NnDvvvxxxx]),
         c("scaling-34", none, &[TvXxxx, TvDBvvv]),
         c("many-vfs-4", none, &[Tvnn, NnDvvv]),
-        // A bond named beside the text (ibdev2netdev, no addresses): its slave port has no
-        // RDMA device, as in the tree.
+        // A bond named beside the text (ibdev2netdev, without and with addresses): its slave
+        // port has no RDMA device, as in the tree.
         Case {
-            names: true,
+            names: Some(false),
             ..c("h200-bond", none, &[TvVvv])
+        },
+        Case {
+            names: Some(true),
+            ..c("h200-bond", none, &[TvXxxx])
         },
         // Without a naming source the bond cannot be seen: its slave port 21:00.1 becomes an
         // RDMA NIC of its own (said in the limitations).
@@ -664,13 +669,18 @@ fn differential_cases() -> Vec<Case> {
     ]
 }
 
-/// The tree's RDMA devices as `ibdev2netdev` prints them (`mlx5_0 port 1 ==> ib0 (Up)`), by name.
-fn ibdev2netdev(t: &Topology) -> String {
+/// The tree's RDMA devices as `ibdev2netdev` prints them (`mlx5_0 port 1 ==> ib0 (Up)`), by
+/// name; with `-v` each line starts with the PCI address (`0000:19:00.0 mlx5_0 (MT4129 - …)
+/// fw … port 1 (ACTIVE) ==> ib0 (Up)`).
+fn ibdev2netdev(t: &Topology, v: bool) -> String {
     let mut lines: Vec<String> = t
         .devices
         .iter()
-        .flat_map(|d| d.rdma_names().map(|r| r.to_string()).collect::<Vec<_>>())
-        .map(|r| format!("{r} port 1 ==> net_{r} (Up)"))
+        .flat_map(|d| d.rdma_names().map(|r| (d.bdf, r.to_string())).collect::<Vec<_>>())
+        .map(|(b, r)| match v {
+            false => format!("{r} port 1 ==> net_{r} (Up)"),
+            true => format!("{b} {r} (MT4129 - 900-9X7AH-0078-DTZ) fw 28.39.1002 port 1 (ACTIVE) ==> net_{r} (Up)"),
+        })
         .collect();
     lines.sort();
     lines.join("\n")
@@ -750,8 +760,8 @@ fn audit_from_lspci_text_equals_audit_from_the_tree() {
             let Some(mut text) = form.print(dir.path()) else {
                 return;
             };
-            if case.names {
-                text = format!("{text}\n{}\n", ibdev2netdev(&tree));
+            if let Some(v) = case.names {
+                text = format!("{text}\n{}\n", ibdev2netdev(&tree, v));
             }
             check_form(&name, form, &case, &text, dir.path(), &tree, &want);
         }
@@ -1264,7 +1274,7 @@ fn matrix_from_text_labels_as_from_the_tree() {
             return;
         };
         if layout == "h200-bond" {
-            text = format!("{text}\n{}\n", ibdev2netdev(&tree));
+            text = format!("{text}\n{}\n", ibdev2netdev(&tree, false));
         }
         let file = dir.path().join("lspci.txt");
         std::fs::write(&file, text).unwrap();
