@@ -767,4 +767,85 @@ root=/dev/sda1 ro intel_iommu=off
         let names: Vec<&str> = t.devices.iter().flat_map(|d| d.rdma_names()).collect();
         assert_eq!(names, ["mlx5_0", "mlx5_1", "mlx5_2"]);
     }
+
+    /// Three ConnectX functions: 01:00.0, and the two ports of one adapter at 02:00.0/.1.
+    const THREE_CX: &str = "\
+01:00.0 Infiniband controller [0207]: Mellanox Technologies MT2910 Family [ConnectX-7] [15b3:1021]
+02:00.0 Ethernet controller [0200]: Mellanox Technologies MT2910 Family [ConnectX-7] [15b3:1021]
+02:00.1 Ethernet controller [0200]: Mellanox Technologies MT2910 Family [ConnectX-7] [15b3:1021]
+";
+
+    fn rdma(t: &Topology, bdf: &str) -> Vec<String> {
+        t.device(&bdf.parse().unwrap())
+            .unwrap()
+            .rdma_names()
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn bonds_by_the_kernels_numbering_and_refused_when_they_do_not_fit() {
+        // mlx5_0 first, mlx5_1/mlx5_2 became the bond: it sits on 02:00.0, 02:00.1 has none.
+        let text = format!("{THREE_CX}\nCA 'mlx5_0'\nCA 'mlx5_bond_0'\n");
+        let t = read(&text, src(), None).unwrap();
+        assert_eq!(rdma(&t, "0000:01:00.0"), ["mlx5_0"]);
+        assert_eq!(rdma(&t, "0000:02:00.0"), ["mlx5_bond_0"]);
+        assert!(rdma(&t, "0000:02:00.1").is_empty());
+        // mlx5_2 leaves a gap at 01:00.0 and 02:00.0, two adapters: no bond rule fits, so a
+        // warning and the kernel's default names.
+        let text = format!("{THREE_CX}\nCA 'mlx5_2'\nCA 'mlx5_bond_0'\n");
+        let t = read(&text, src(), None).unwrap();
+        assert_eq!(rdma(&t, "0000:02:00.1"), ["mlx5_2"]);
+        assert!(
+            t.warnings
+                .iter()
+                .any(|w| w.message.contains("cannot be matched"))
+        );
+        assert!(t.source.limitations.iter().any(|l| l.contains("LAG bond")));
+    }
+
+    #[test]
+    fn bug_report_files_vpd_and_passthrough() {
+        let text = "\
+0000:18:00.0 3D controller [0302]: NVIDIA Corporation Device 2330 [10de:2330] (rev a1)
+\tIOMMU group: 7
+0000:19:00.0 Infiniband controller [0207]: Mellanox Technologies MT2910 Family [ConnectX-7] [15b3:1021]
+\tCapabilities: [48] Vital Product Data
+\t\tProduct Name: NVIDIA ConnectX-7
+\t\tRead-only fields:
+\t\t\t[PN] Part number: MCX75310AAS-NEAT
+\t\t\t[V3] Vendor specific: 3b00aa
+\t\t\t[VU] Vendor specific: MT2450X00010MLNXS0D0F0
+\t\t\t[RV] Reserved: checksum good, 0 byte(s) reserved
+\t\tEnd
+____________________________________________
+
+*** /sys/bus/pci/devices/0000:18:00.0/numa_node
+*** ls: -rw-r--r-- 1 root root 4096 2026-01-05 10:00:00.000000000 +0000 /sys/bus/pci/devices/0000:18:00.0/numa_node
+1
+
+*** /sys/bus/pci/devices/0000:19:00.0/numa_node does not exist
+
+____________________________________________
+
+*** /proc/cmdline
+*** ls: -r--r--r-- 1 root root 0 2026-01-05 10:00:00.000000000 +0000 /proc/cmdline
+BOOT_IMAGE=/vmlinuz ro intel_iommu=on iommu=pt
+";
+        let t = read(text, src(), None).unwrap();
+        let g = t.device(&"0000:18:00.0".parse().unwrap()).unwrap();
+        assert_eq!(g.numa_node, Some(1));
+        assert_eq!(g.iommu_group_type.as_deref(), Some("identity"));
+        let n = t.device(&"0000:19:00.0".parse().unwrap()).unwrap();
+        assert_eq!(n.numa_node, None);
+        assert_eq!(n.vpd, ["V3", "VU"]);
+        let blk = crate::parse::lspci::parse(text);
+        assert_eq!(
+            registers::vpd_uuids(&blk.blocks[1]),
+            [
+                ("V3".to_string(), "3b00aa".to_string()),
+                ("VU".to_string(), "MT2450X00010MLNXS0D0F0".to_string())
+            ]
+        );
+    }
 }
