@@ -413,7 +413,7 @@ pub(super) fn vpd_uuids(b: &Block) -> Vec<(String, String)> {
         let end = v
             .match_indices(" [")
             .map(|(i, _)| i)
-            .find(|&i| v[i + 2..].as_bytes().get(2) == Some(&b']'))
+            .find(|&i| v.as_bytes().get(i + 4) == Some(&b']'))
             .unwrap_or(v.len());
         let v = v[..end].trim();
         if !v.is_empty() {
