@@ -730,7 +730,7 @@ fn modern_bug_report_reads_lspci_numa_files_cmdline_and_modules() {
 /// `matrix` reads the text without naming devices, yet the text's IDs come from the names it
 /// prints (`lspci -tv`/`-vvv` without `-nn`): the labels of the GB300 tray's text (Data Direct
 /// paired from the VPD `lspci -vvv` prints) and of h200-bond's (the bond named beside it) are
-/// the tree's, cell for cell.
+/// the tree's, cell for cell; and `place` on a text that cannot decide the paths says so.
 #[test]
 fn matrix_from_text_labels_as_from_the_tree() {
     let run = |input: &Path| -> String {
@@ -764,5 +764,23 @@ fn matrix_from_text_labels_as_from_the_tree() {
         let file = dir.path().join("lspci.txt");
         std::fs::write(&file, text).unwrap();
         assert_eq!(run(dir.path()), run(&file), "{layout}");
+        if layout == "gb300-tray" {
+            // `-tv` with bare `-xxxx` dumps holds neither NUMA nodes nor VPD: `place` says the
+            // GPUs' GPUDirect RDMA is unknown, not off.
+            std::fs::write(&file, Form::TvXxxx.print(dir.path()).unwrap()).unwrap();
+            let o = Command::new(env!("CARGO_BIN_EXE_peerpath"))
+                .args(["place", "--ranks", "4", "-i"])
+                .arg(&file)
+                .output()
+                .unwrap();
+            let out = String::from_utf8_lossy(&o.stdout);
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            assert!(!out.contains("keeps GPUDirect RDMA off"), "{out}");
+            assert_eq!(
+                out.matches("GPUDirect RDMA on it is unknown").count(),
+                4,
+                "{out}"
+            );
+        }
     }
 }
