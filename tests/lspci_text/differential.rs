@@ -526,3 +526,66 @@ fn check_form(
         );
     }
 }
+
+/// A Grace tray without Data Direct (GH200/GB200-like: each GPU reaches its NIC through the
+/// Grace CPU, over C2C): the tree infers C2C from the GPU memory's NUMA node and NCCL's P2C
+/// path follows; lspci text shows neither, so every GPU–NIC verdict the tree does not give as
+/// a fault is unknown from the text ("C2C not visible"), never an error or warning.
+#[test]
+fn grace_without_data_direct_is_unknown_not_a_fault_from_text() {
+    let mut spec = layouts::gb300_tray();
+    // The DMA functions and the switch ports they hang from.
+    let dma: Vec<Bdf> = spec
+        .functions
+        .iter()
+        .filter(|f| f.vendor == 0x15b3 && f.device == 0x2100)
+        .flat_map(|f| [Some(f.bdf), f.parent])
+        .flatten()
+        .collect();
+    spec.functions.retain(|f| !dma.contains(&f.bdf));
+    let dir = scratch();
+    synth::write_tree(&spec, dir.path(), &WriteOptions::default()).unwrap();
+    let tree = sources::load(Some(dir.path()), &LoadOptions::default()).unwrap();
+    assert!(tree.devices.iter().any(|d| d.c2c.is_some()));
+    let want = audit::run(&tree, &AuditOptions::default());
+    let Some(text) = Form::TvVvv.print(dir.path()) else {
+        return;
+    };
+    let file = dir.path().join("lspci.txt");
+    std::fs::write(&file, text).unwrap();
+    let t = sources::load(Some(&file), &LoadOptions::default()).unwrap();
+    let got = audit::run(&t, &AuditOptions::default());
+    // The tree: C2C inferred, NCCL's P2C, GPUDirect RDMA on (info).
+    let paths = |r: &audit::Report| -> Vec<(Severity, String)> {
+        r.findings
+            .iter()
+            .filter(|f| f.id == CheckId::GpuNicPath && matches!(f.subject, Subject::Device(_)))
+            .map(|f| (f.severity, f.summary.clone()))
+            .collect()
+    };
+    let w = paths(&want);
+    assert_eq!(w.len(), 4, "{w:#?}");
+    assert!(
+        w.iter()
+            .all(|(s, m)| *s == Severity::Info && m.contains("P2C")),
+        "{w:#?}"
+    );
+    // The text: the same GPUs, unknown, C2C named as the reason first.
+    let g = paths(&got);
+    assert_eq!(g.len(), 4, "{g:#?}");
+    for (s, m) in &g {
+        assert_eq!(*s, Severity::Unknown, "{m}");
+        assert!(
+            m.starts_with("unknown, not a fault: C2C not visible in lspci text"),
+            "{m}"
+        );
+    }
+    assert!(
+        got.findings
+            .iter()
+            .filter(|f| matches!(f.severity, Severity::Error | Severity::Warning))
+            .all(|f| want.findings.iter().any(|x| key(&tree, x) == key(&t, f))),
+        "{:#?}",
+        got.findings
+    );
+}

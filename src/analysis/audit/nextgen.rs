@@ -646,8 +646,8 @@ fn unseen_paths(ctx: &Ctx) -> Vec<(Bdf, String)> {
     out
 }
 
-/// A `gpu-nic-path` error or warning about a GPU whose path this input cannot show
-/// ([`unseen_paths`]) becomes unknown with the reason; so does a NIC's "not at PIX/PXB"
+/// A `gpu-nic-path` error, warning or unknown about a GPU whose path this input cannot show
+/// ([`unseen_paths`]) becomes unknown with the reason first; so does a NIC's "not at PIX/PXB"
 /// warning on such a platform (its GPU may reach it over C2C or Data Direct). The verdicts
 /// themselves are the placement check's; only their certainty is withdrawn.
 pub fn withdraw_unseen_paths(ctx: &Ctx, findings: &mut [Finding]) {
@@ -656,11 +656,17 @@ pub fn withdraw_unseen_paths(ctx: &Ctx, findings: &mut [Finding]) {
         return;
     }
     for f in findings.iter_mut().filter(|f| {
-        f.id == CheckId::GpuNicPath && matches!(f.severity, Severity::Error | Severity::Warning)
+        f.id == CheckId::GpuNicPath
+            && matches!(
+                f.severity,
+                Severity::Error | Severity::Warning | Severity::Unknown
+            )
     }) {
         let why = match &f.subject {
+            // (An unknown of the placement check itself gets the reason too: its words about
+            // GPUDirect RDMA assume the PCIe path.)
             Subject::Device(b) => unseen.iter().find(|(g, _)| g == b).map(|(_, w)| w.clone()),
-            Subject::Nic { .. } => Some(format!(
+            Subject::Nic { .. } if f.severity != Severity::Unknown => Some(format!(
                 "its GPUs' paths are not all visible in this input ({})",
                 unseen
                     .iter()
