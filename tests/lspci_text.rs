@@ -9,10 +9,14 @@ use peerpath::analysis::audit::{self, AuditOptions, CheckId, Severity, Subject};
 use peerpath::analysis::classify::{Classifier, ClassifyOptions};
 use peerpath::model::{Bdf, DeviceKind, Topology};
 use peerpath::sources::{self, LoadOptions};
-use peerpath::synth::{self, Spec, WriteOptions, layouts};
+use peerpath::synth::{self, WriteOptions, layouts};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+#[path = "lspci_text/differential.rs"]
+mod differential;
+use differential::{Form, ibdev2netdev, lspci, scratch, shown};
 
 fn bundle(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -415,224 +419,6 @@ fn fragments_and_greps_are_refused_with_what_they_hold() {
     assert!(e.contains("no lspci device lines"), "{e}");
 }
 
-// ---- differential: real lspci from synthesized trees ----
-
-/// `lspci -A linux-sysfs` on a tree; `None` (after a note, or a panic under CI) without lspci.
-fn lspci(root: &Path, args: &[&str]) -> Option<String> {
-    let sysfs = format!("sysfs.path={}", root.join("sys/bus/pci").display());
-    let mut c = Command::new("lspci");
-    c.args(["-A", "linux-sysfs", "-O", &sysfs])
-        .args(args)
-        .env("LANG", "C")
-        .env("LC_ALL", "C");
-    match c.output() {
-        Ok(o) => {
-            assert!(
-                o.status.success(),
-                "lspci {args:?}: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
-            Some(String::from_utf8(o.stdout).unwrap())
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "lspci not installed under CI"
-            );
-            eprintln!("note: lspci not installed; differential test skipped");
-            None
-        }
-        Err(e) => panic!("cannot run lspci: {e}"),
-    }
-}
-
-/// The checks lspci text can show, compared finding by finding.
-const SHOWN: [CheckId; 4] = [
-    CheckId::AcsRedirect,
-    CheckId::LinkDegraded,
-    CheckId::MpsMrrs,
-    CheckId::GpuNicPath,
-];
-
-/// A finding as (check, severity, subject), an RDMA device subject by its PCI address: the
-/// text's RDMA names are the kernel's default ones, a layout may have renamed its devices.
-fn key(t: &Topology, f: &audit::Finding) -> (String, Severity, String) {
-    let subject = match &f.subject {
-        Subject::RdmaDevice(n) => t
-            .devices
-            .iter()
-            .find(|d| d.rdma_names().any(|r| r == n))
-            .map(|d| d.bdf.to_string())
-            .unwrap_or_else(|| n.clone()),
-        Subject::Nic { bdf, .. } => bdf.to_string(),
-        s => s.to_string(),
-    };
-    (f.id.as_str().to_string(), f.severity, subject)
-}
-
-fn shown(t: &Topology, r: &audit::Report) -> BTreeSet<(String, Severity, String)> {
-    r.findings
-        .iter()
-        .filter(|f| SHOWN.contains(&f.id))
-        .map(|f| key(t, f))
-        .collect()
-}
-
-#[test]
-fn audit_from_lspci_text_equals_audit_from_the_tree() {
-    let gpu0 = layouts::hgx_gpu(0);
-    let faulty = || -> Spec {
-        let s = layouts::with_acs_redirect(layouts::hgx_h100(), layouts::hgx_gpu_port(0)).unwrap();
-        let s = layouts::with_link_width(s, gpu0, 8).unwrap();
-        layouts::with_link_width(s, layouts::hgx_nic(5), 4).unwrap()
-    };
-    let cases: Vec<(&str, Spec, bool)> = vec![
-        ("hgx-h100+acs+width", faulty(), false),
-        ("misplaced-nic", layouts::misplaced_nic(), false),
-        ("hgx-h100 unprivileged", layouts::hgx_h100(), true),
-        ("vm-flat", layouts::vm_flat(), false),
-        ("dgx-a100", layouts::dgx_a100(), false),
-        ("hgx-h100-13nic", layouts::hgx_h100_13nic(), false),
-        ("cray-ex-a100", layouts::cray_ex_a100(), false),
-        ("mi300x-8gpu", layouts::mi300x_8gpu(), false),
-    ];
-    let opts = LoadOptions::default();
-    let ao = AuditOptions::default();
-    for (name, spec, unprivileged) in cases {
-        let dir = tempfile::tempdir().unwrap();
-        synth::write_tree(&spec, dir.path(), &WriteOptions { unprivileged }).unwrap();
-        let tree = sources::load(Some(dir.path()), &opts).unwrap();
-        let want = audit::run(&tree, &ao);
-        let Some(tv) = lspci(dir.path(), &["-tv"]) else {
-            return;
-        };
-        // Five forms: the tree with -vvv; -vvv alone (tree from bus ranges) with -nn -D; the
-        // tree alone with -nn (no registers, no NUMA); nvidia-bug-report's -nnDvvvxxxx (config
-        // from the hex dumps); the tree with bare -xxxx dumps, which hold no NUMA node
-        // (placement across sockets is then unknown).
-        let forms = [
-            (
-                "-tv + -vvv",
-                format!("{tv}\n{}", lspci(dir.path(), &["-vvv"]).unwrap()),
-                true,
-            ),
-            ("-nnDvvv", lspci(dir.path(), &["-nnDvvv"]).unwrap(), true),
-            ("-tvnn", lspci(dir.path(), &["-tvnn"]).unwrap(), false),
-            (
-                "-nnDvvvxxxx",
-                lspci(dir.path(), &["-nnDvvvxxxx"]).unwrap(),
-                true,
-            ),
-            (
-                "-tv + -xxxx",
-                format!("{tv}\n{}", lspci(dir.path(), &["-xxxx"]).unwrap()),
-                false,
-            ),
-        ];
-        for (form, text, numa) in forms {
-            let file = dir.path().join("lspci.txt");
-            std::fs::write(&file, &text).unwrap();
-            let t = sources::load(Some(&file), &opts)
-                .unwrap_or_else(|e| panic!("{name} {form}: {e:#}"));
-            assert_eq!(t.source.kind, "lspci");
-            assert_eq!(
-                t.devices
-                    .iter()
-                    .map(|d| (d.bdf, d.parent, d.kind))
-                    .collect::<Vec<_>>(),
-                tree.devices
-                    .iter()
-                    .map(|d| (d.bdf, d.parent, d.kind))
-                    .collect::<Vec<_>>(),
-                "{name} {form}: devices, parents and kinds"
-            );
-            let got = audit::run(&t, &ao);
-            let (mut w, mut g) = (shown(&tree, &want), shown(&t, &got));
-            if form == "-tvnn" {
-                // A tree alone: no registers, so ACS, links and MPS are unknown, never a pass.
-                for id in [
-                    CheckId::AcsRedirect,
-                    CheckId::LinkDegraded,
-                    CheckId::MpsMrrs,
-                ] {
-                    let mine: Vec<_> = got.findings.iter().filter(|f| f.id == id).collect();
-                    assert!(
-                        !mine.is_empty() && mine.iter().all(|f| f.severity == Severity::Unknown),
-                        "{name} {form}: {id:?} {mine:#?}"
-                    );
-                }
-                w.retain(|k| k.0 == "gpu-nic-path");
-                g.retain(|k| k.0 == "gpu-nic-path");
-            }
-            if unprivileged {
-                // sysfs gives links to anyone; lspci without root prints `<access denied>`:
-                // the links are unknown from the text, with the reason.
-                let f = got
-                    .findings
-                    .iter()
-                    .find(|f| f.id == CheckId::LinkDegraded)
-                    .unwrap_or_else(|| panic!("{name} {form}: no link-degraded finding"));
-                if form.contains("vvv") {
-                    assert_eq!(f.severity, Severity::Unknown, "{name} {form}");
-                    assert!(f.summary.contains("without root"), "{}", f.summary);
-                }
-                w.retain(|k| k.0 != "link-degraded");
-                g.retain(|k| k.0 != "link-degraded");
-            }
-            if !numa {
-                // Without NUMA nodes a placement finding of the tree is unknown (or the NIC's
-                // summary note) from the text, never another verdict.
-                let place = |s: &BTreeSet<(String, Severity, String)>| -> BTreeSet<String> {
-                    s.iter()
-                        .filter(|k| k.0 == "gpu-nic-path")
-                        .map(|k| k.2.clone())
-                        .collect()
-                };
-                // A tree alone cannot tell an SR-IOV VF (found from its PF's registers) from a
-                // NIC of its own: with VFs in the tree, its extra NICs' notes are allowed.
-                let vfs = tree.devices.iter().any(|d| d.physfn.is_some());
-                if form == "-tvnn" && vfs {
-                    assert!(
-                        place(&w).is_subset(&place(&g)),
-                        "{name} {form}: placement subjects"
-                    );
-                } else {
-                    assert_eq!(place(&w), place(&g), "{name} {form}: placement subjects");
-                }
-                for k in g.iter().filter(|k| k.0 == "gpu-nic-path") {
-                    assert!(
-                        w.contains(k) || matches!(k.1, Severity::Unknown | Severity::Info),
-                        "{name} {form}: {k:?}"
-                    );
-                }
-                w.retain(|k| k.0 != "gpu-nic-path");
-                g.retain(|k| k.0 != "gpu-nic-path");
-            }
-            assert_eq!(
-                w.difference(&g).collect::<Vec<_>>(),
-                g.difference(&w).collect::<Vec<_>>(),
-                "{name} {form}: findings of the checks text can show (tree only, text only)"
-            );
-            // The rest: a fault the tree shows is unknown from text, never a pass. (A VM is
-            // seen in its QEMU bridges' names, which `-t` does not print: the tree alone
-            // cannot show it, and says it is no full listing.)
-            for f in want.findings.iter().filter(|f| {
-                !SHOWN.contains(&f.id)
-                    && matches!(f.severity, Severity::Error | Severity::Warning)
-                    && !(form == "-tvnn" && f.id == CheckId::Virtualized)
-            }) {
-                assert!(
-                    got.findings.iter().any(|x| x.id == f.id
-                        && (x.severity == f.severity || x.severity == Severity::Unknown)),
-                    "{name} {form}: {:?} {} lost",
-                    f.id,
-                    f.summary
-                );
-            }
-        }
-    }
-}
-
 /// A tar of `(path, text)` members, compressed by `pack`.
 fn tarball(members: &[(&str, &str)]) -> Vec<u8> {
     let mut b = tar::Builder::new(Vec::new());
@@ -650,7 +436,7 @@ fn tarball(members: &[(&str, &str)]) -> Vec<u8> {
 fn sosreport_and_supportconfig_read_without_extracting() {
     use std::io::Write;
     let spec = layouts::with_acs_redirect(layouts::hgx_h100(), layouts::hgx_gpu_port(2)).unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch();
     synth::write_tree(&spec, dir.path(), &WriteOptions::default()).unwrap();
     let tree = sources::load(Some(dir.path()), &LoadOptions::default()).unwrap();
     let want = audit::run(&tree, &AuditOptions::default());
@@ -777,6 +563,224 @@ fn commands_run_on_a_paste() {
             "place" => assert!(text.contains("rank 3:"), "{text}"),
             "audit" => assert!(text.contains("\"input-limits\""), "{text}"),
             _ => assert!(std::fs::metadata(&html).unwrap().len() > 10_000),
+        }
+    }
+}
+
+/// A modern `nvidia-bug-report.log` written from the grammar of the script's own source
+/// (driver 570-era `nvidia-bug-report.sh`, `$Change: 37062940 $`): its lspci section
+/// (`lspci -nntv`, `lspci -nn`, `lspci -nnDvvvxxxx`, each after a separator line and the
+/// command), its "NUMA information" section (`report_file` of each NVIDIA function 0's
+/// `local_cpulist` and `numa_node`: `*** PATH`, `*** ls: …`, the value), `dmesg:`, and the
+/// appended `/proc/cmdline`, `/proc/modules` and `/proc/driver/nvidia/version` — around real `lspci -A linux-sysfs` output
+/// and the real files of a synthesized tree. `numa` false drops lspci's `NUMA node:` lines
+/// (lspci prints none where it cannot read them), so the nodes can only come from the files.
+fn modern_bug_report(root: &Path, numa: bool) -> Option<String> {
+    let sep = "____________________________________________";
+    let ls = |p: &str| {
+        format!("*** ls: -r--r--r-- 1 root root 4096 2026-01-05 10:00:00.000000000 +0000 {p}")
+    };
+    let report_file =
+        |p: &str, body: &str| format!("{sep}\n\n*** {p}\n{}\n{}\n\n", ls(p), body.trim_end());
+    let mut vvv = lspci(root, &["-nnDvvvxxxx"])?;
+    if !numa {
+        vvv = vvv
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("NUMA node:"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+    }
+    let mut s = format!(
+        "{sep}\n\nStart of NVIDIA bug report log file.\n\nnvidia-bug-report.sh Version: 37062940\n\n"
+    );
+    s += &format!(
+        "{sep}\n\n/usr/bin/lspci -nntv\n\n{}\n",
+        lspci(root, &["-nntv"])?
+    );
+    s += &format!(
+        "{sep}\n\n/usr/bin/lspci -nn\n\n{}\n",
+        lspci(root, &["-nn"])?
+    );
+    s += &format!("{sep}\n\n/usr/bin/lspci -nnDvvvxxxx\n\n{vvv}");
+    s += &format!("{sep}\n\n");
+    s += &report_file("/proc/sys/kernel/numa_balancing", "1");
+    let devs = root.join("sys/bus/pci/devices");
+    let mut gpus: Vec<String> = std::fs::read_dir(&devs)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|b| {
+            b.ends_with(".0")
+                && std::fs::read_to_string(devs.join(b).join("vendor"))
+                    .unwrap()
+                    .trim()
+                    == "0x10de"
+        })
+        .collect();
+    gpus.sort();
+    for g in &gpus {
+        for f in ["local_cpulist", "numa_node"] {
+            let p = format!("/sys/bus/pci/devices/{g}/{f}");
+            s += &report_file(&p, &std::fs::read_to_string(devs.join(g).join(f)).unwrap());
+        }
+    }
+    s += &format!("{sep}\n\ndmesg:\n\n[    0.000000] Linux version 6.8.0\n");
+    s += &report_file(
+        "/proc/cmdline",
+        &std::fs::read_to_string(root.join("proc/cmdline")).unwrap(),
+    );
+    let mut modules: Vec<String> = std::fs::read_dir(root.join("sys/module"))
+        .map(|d| {
+            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    modules.sort();
+    let table: String = modules
+        .iter()
+        .map(|m| format!("{m} 16384 0 - Live 0x0000000000000000\n"))
+        .collect();
+    s += &report_file("/proc/modules", &table);
+    s += &report_file(
+        "/proc/driver/nvidia/version",
+        &std::fs::read_to_string(root.join("proc/driver/nvidia/version")).unwrap(),
+    );
+    Some(s)
+}
+
+#[test]
+fn modern_bug_report_reads_lspci_numa_files_cmdline_and_modules() {
+    let spec = layouts::with_acs_redirect(layouts::hgx_h100(), layouts::hgx_gpu_port(1)).unwrap();
+    let spec = layouts::apply_fault(spec, "no-peermem").unwrap();
+    let dir = scratch();
+    synth::write_tree(&spec, dir.path(), &WriteOptions::default()).unwrap();
+    let tree = sources::load(Some(dir.path()), &LoadOptions::default()).unwrap();
+    let want = audit::run(&tree, &AuditOptions::default());
+    for numa in [true, false] {
+        let Some(text) = modern_bug_report(dir.path(), numa) else {
+            return;
+        };
+        let file = dir.path().join("nvidia-bug-report.log");
+        std::fs::write(&file, &text).unwrap();
+        let t = sources::load(Some(&file), &LoadOptions::default()).unwrap();
+        assert_eq!(t.source.kind, "lspci");
+        assert_eq!(
+            t.devices
+                .iter()
+                .map(|d| (d.bdf, d.parent, d.kind))
+                .collect::<Vec<_>>(),
+            tree.devices
+                .iter()
+                .map(|d| (d.bdf, d.parent, d.kind))
+                .collect::<Vec<_>>()
+        );
+        // Every GPU's NUMA node: from lspci's lines, or else from the appended files.
+        for g in tree.of_kind(DeviceKind::Gpu) {
+            assert_eq!(
+                t.device(&g.bdf).unwrap().numa_node,
+                g.numa_node,
+                "{} numa={numa}",
+                g.bdf
+            );
+        }
+        let from_files = t
+            .warnings
+            .iter()
+            .any(|w| w.message.contains("numa_node files"));
+        assert_eq!(from_files, !numa, "{:#?}", t.warnings);
+        assert_eq!(
+            t.machine.kernel_cmdline.known(),
+            tree.machine.kernel_cmdline.known()
+        );
+        assert!(t.machine.modules_visible);
+        let got = audit::run(&t, &AuditOptions::default());
+        // The checks lspci shows (NIC paths need NUMA: with the files they are decided too),
+        // and the peer module from /proc/modules: none loaded, as in the tree.
+        assert_eq!(shown(&tree, &want), shown(&t, &got), "numa={numa}");
+        let peer = |r: &audit::Report| {
+            r.findings
+                .iter()
+                .filter(|f| f.id == CheckId::GdrPeerModule)
+                .map(|f| f.severity)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(peer(&want), peer(&got), "numa={numa}");
+        assert!(peer(&got).iter().all(|s| *s != Severity::Unknown));
+        // `intel_iommu=on iommu=pt` on the appended command line: the groups' boot default is
+        // passthrough (the tree's groups are identity: no finding there), said with its source.
+        assert!(
+            !want
+                .findings
+                .iter()
+                .any(|f| f.id == CheckId::IommuTranslation),
+            "{:#?}",
+            want.findings
+        );
+        let io: Vec<_> = got
+            .findings
+            .iter()
+            .filter(|f| f.id == CheckId::IommuTranslation)
+            .collect();
+        assert_eq!(io.len(), 1, "{io:#?}");
+        assert_eq!(io[0].severity, Severity::Info);
+        assert!(io[0].evidence[0].path.ends_with("(kernel command line)"));
+        assert_eq!(io[0].evidence[0].value, "intel_iommu=on iommu=pt");
+    }
+}
+
+/// `matrix` reads the text without naming devices, yet the text's IDs come from the names it
+/// prints (`lspci -tv`/`-vvv` without `-nn`): the labels of the GB300 tray's text (Data Direct
+/// paired from the VPD `lspci -vvv` prints) and of h200-bond's (the bond named beside it) are
+/// the tree's, cell for cell; and `place` on a text that cannot decide the paths says so.
+#[test]
+fn matrix_from_text_labels_as_from_the_tree() {
+    let run = |input: &Path| -> String {
+        let o = Command::new(env!("CARGO_BIN_EXE_peerpath"))
+            .arg("matrix")
+            .arg("-i")
+            .arg(input)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        // The label cells: every row's cells up to the CPU affinity column.
+        let text = String::from_utf8(o.stdout).unwrap();
+        let head: Vec<&str> = text.lines().next().unwrap().split('\t').collect();
+        let n = head.iter().take_while(|c| !c.starts_with("CPU")).count();
+        text.lines()
+            .take_while(|l| !l.is_empty())
+            .map(|l| l.split('\t').take(n).collect::<Vec<_>>().join("\t") + "\n")
+            .collect()
+    };
+    for layout in ["gb300-tray", "h200-bond"] {
+        let dir = scratch();
+        let spec = layouts::by_name(layout).unwrap();
+        synth::write_tree(&spec, dir.path(), &WriteOptions::default()).unwrap();
+        let tree = sources::load(Some(dir.path()), &LoadOptions::default()).unwrap();
+        let Some(mut text) = Form::TvVvv.print(dir.path()) else {
+            return;
+        };
+        if layout == "h200-bond" {
+            text = format!("{text}\n{}\n", ibdev2netdev(&tree, false));
+        }
+        let file = dir.path().join("lspci.txt");
+        std::fs::write(&file, text).unwrap();
+        assert_eq!(run(dir.path()), run(&file), "{layout}");
+        if layout == "gb300-tray" {
+            // `-tv` with bare `-xxxx` dumps holds neither NUMA nodes nor VPD: `place` says the
+            // GPUs' GPUDirect RDMA is unknown, not off.
+            std::fs::write(&file, Form::TvXxxx.print(dir.path()).unwrap()).unwrap();
+            let o = Command::new(env!("CARGO_BIN_EXE_peerpath"))
+                .args(["place", "--ranks", "4", "-i"])
+                .arg(&file)
+                .output()
+                .unwrap();
+            let out = String::from_utf8_lossy(&o.stdout);
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            assert!(!out.contains("keeps GPUDirect RDMA off"), "{out}");
+            assert_eq!(
+                out.matches("GPUDirect RDMA on it is unknown").count(),
+                4,
+                "{out}"
+            );
         }
     }
 }

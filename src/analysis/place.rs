@@ -776,6 +776,11 @@ fn nic_why(
         ));
     }
     match (p.label.within_pxb(), p.gdr) {
+        // The input could not decide the path class (NUMA nodes or a Data Direct pairing it
+        // does not hold): neither GDR on nor off is known.
+        (false, false) if p.label == crate::analysis::classify::Label::Unknown => s.push_str(
+            "; its path class is unknown from this input, so whether NCCL uses GPUDirect RDMA on it is unknown",
+        ),
         (true, false) => s.push_str(
             "; a setting of this job turns GPUDirect RDMA off on this pair (see `peerpath audit`): staged through host memory",
         ),

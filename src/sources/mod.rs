@@ -238,6 +238,10 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
         return Ok(topo);
     };
     let shown = path.display().to_string();
+    // Operator text names devices where it prints no IDs (`lspci -tv`, `-vvv` without -nn):
+    // the database reads those names back to IDs, so text is never read without it (it is
+    // opened only when a name needs it).
+    let text_ids = naming::locate(opts.pci_ids.as_deref());
     // Held until this load returns: the input's bytes and its decompressed snapshot.
     let mut charge = opts.budget.as_ref().map(|b| b.start());
     let size_of = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
@@ -247,7 +251,7 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
             // `sys` is looked up inside the root: a `sys` link out of it is not a sys/ folder.
             if !fs.is_dir(Path::new("sys")) {
                 // A directory of operator text (lspci output, an extracted sosreport).
-                if let Some(t) = archive::read_dir(&fs, &shown, scan_opts.pci_ids.as_deref())? {
+                if let Some(t) = archive::read_dir(&fs, &shown, text_ids.as_deref())? {
                     return Ok(t);
                 }
                 bail!(
@@ -272,14 +276,14 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
                 .with_context(|| format!("cannot read {shown}"))?;
             // A gzip file that holds text, not a tar archive (`lspci-vvv.txt.gz`).
             if let Some(text) = gunzip_text(&bytes) {
-                return read_operator_text(&text, &shown, scan_opts.pci_ids.as_deref());
+                return read_operator_text(&text, &shown, text_ids.as_deref());
             }
             let fs = match fsroot::MemRoot::from_tar_bytes_charged(&shown, &bytes, charge.as_mut())
             {
                 Ok(fs) if fs.is_dir(Path::new("sys/bus/pci")) => fs,
                 // Not a snapshot: a sosreport or supportconfig holds lspci text instead.
                 Ok(fs) => {
-                    if let Some(t) = archive::read(&bytes, &shown, scan_opts.pci_ids.as_deref())
+                    if let Some(t) = archive::read(&bytes, &shown, text_ids.as_deref())
                         .with_context(|| format!("{shown}: support archive"))?
                     {
                         return Ok(t);
@@ -289,7 +293,7 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
                 // An archive the snapshot reader refuses (cut, corrupt, a member escaping the
                 // root) may still be a support archive whose lspci text can be read; if it is
                 // not, the snapshot reader's reason is the one said.
-                Err(e) => match archive::read(&bytes, &shown, scan_opts.pci_ids.as_deref()) {
+                Err(e) => match archive::read(&bytes, &shown, text_ids.as_deref()) {
                     Ok(Some(t)) => return Ok(t),
                     _ => {
                         return Err(e)
@@ -349,7 +353,7 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
                 c.take(size_of(path).min(fsroot::input::MAX_TEXT_INPUT_BYTES));
             }
             let text = read_text(path, &shown)?;
-            read_operator_text(&text, &shown, scan_opts.pci_ids.as_deref())
+            read_operator_text(&text, &shown, text_ids.as_deref())
         }
         InputKind::Json => {
             if let Some(c) = charge.as_mut() {

@@ -39,6 +39,7 @@ fn pt_on_cmdline(ctx: &Ctx) -> bool {
 pub fn iommu_translation(ctx: &Ctx) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut unknown = Vec::new();
+    let mut booted_pt = Vec::new();
     let units = &ctx.topo.machine.iommu_units;
     for d in ctx.gpus.iter().chain(ctx.nics.iter()) {
         if d.driver.as_deref() == Some("vfio-pci") {
@@ -74,6 +75,11 @@ pub fn iommu_translation(ctx: &Ctx) -> Vec<Finding> {
                 f.evidence.extend(cmdline_iommu(ctx));
                 out.push(f);
             }
+            // From lspci text the type is the boot default `iommu=pt` gives (sources::lspci).
+            (Some(g), Some(t)) if ctx.topo.source.kind == "lspci" => booted_pt.push(Evidence::new(
+                pci_path(&d.bdf, "iommu_group"),
+                format!("{}: IOMMU group {g}, type {t} from the kernel command line", d.bdf),
+            )),
             (Some(_), Some(_)) => {} // identity, unmanaged, blocked: not translated for this use
             (Some(g), None) if ctx.topo.source.kind == "lspci" => unknown.push(Evidence::new(
                 pci_path(&d.bdf, "iommu_group"),
@@ -92,6 +98,23 @@ pub fn iommu_translation(ctx: &Ctx) -> Vec<Finding> {
                 )),
             },
         }
+    }
+    if !booted_pt.is_empty() {
+        let mut f = Finding::new(
+            CheckId::IommuTranslation,
+            Severity::Info,
+            Subject::Node,
+            format!(
+                "IOMMU passthrough for {} GPU/NIC device(s): `iommu=pt` on the kernel command line makes every group's default domain identity at boot; a group switched to DMA at run time is not visible in lspci text",
+                booted_pt.len()
+            ),
+            "none; to be sure no group was switched, audit the live machine (/sys/kernel/iommu_groups/<n>/type)",
+        );
+        f.evidence.extend(cmdline_iommu(ctx).map(|mut e| {
+            e.path = format!("{} (kernel command line)", ctx.topo.source.path);
+            e
+        }));
+        out.push(f.with_all(booted_pt));
     }
     if !unknown.is_empty() {
         out.push(

@@ -451,6 +451,7 @@ pub fn run_with(cl: &Classifier, opts: &AuditOptions) -> Report {
     if let Some(j) = &opts.job {
         findings.extend(job::check(&ctx, j));
     }
+    nextgen::withdraw_unseen_paths(&ctx, &mut findings);
     if topo.source.kind == "lspci" {
         text_evidence(topo, &mut findings);
     }

@@ -444,6 +444,10 @@ pub fn data_direct(ctx: &Ctx) -> Vec<Finding> {
             }
         }
         for prob in &c.problems {
+            // With the VPD unread the pairing is unknown (said above), not a fault.
+            if unpaired_unknown && prob.ends_with("is not paired with an RDMA function") {
+                continue;
+            }
             bad.push(format!("{prob} (rdma_topo: unexpected topology)"));
         }
         if let (Some(&g), Some(rt)) = (c.gpus.first(), ctx.topo.rdma_topo.as_ref()) {
@@ -522,6 +526,18 @@ pub fn c2c_link(ctx: &Ctx) -> Vec<Finding> {
             .is_some_and(|&r| parts::part_of(p.device(r)).is_some_and(Part::is_nvidia_root_port));
         let Some(c) = &g.c2c else {
             if (on_grace || any) && g.vendor_id == Some(0x10de) && g.kind == DeviceKind::Gpu {
+                if ctx.topo.source.kind == "lspci" {
+                    // C2C is inferred from the GPU memory's NUMA node (the driver's
+                    // numa_status) or read from NVML; lspci text holds neither.
+                    out.push(Finding::new(
+                        CheckId::C2cLink,
+                        Severity::Unknown,
+                        Subject::Device(g.bdf),
+                        format!("GPU {}: NVLink-C2C unknown: it {}, but C2C is not visible in lspci text (the GPU memory's NUMA node in /proc/driver/nvidia/gpus/BDF/numa_status, or NVML, shows it)", g.bdf, if on_grace { "sits under a Grace/Vera root port" } else { "is on a node whose other GPUs have one" }),
+                        "read `nvidia-smi c2c -s` on the node, or audit the live node or a snapshot of it",
+                    ));
+                    continue;
+                }
                 out.push(Finding::new(
                     CheckId::C2cLink,
                     if ctx.topo.source.kind == "nccl-xml" {
@@ -585,4 +601,87 @@ pub fn c2c_link(ctx: &Ctx) -> Vec<Finding> {
         );
     }
     out
+}
+
+/// GPUs whose GPU–NIC path this input cannot show, with the reason: a GPU next to a Data
+/// Direct DMA function whose RDMA function is unknown (no VPD read, no rdma_topo JSON: the NIC
+/// that carries its traffic cannot be told), and, from `lspci` text, an NVIDIA GPU under a
+/// Grace/Vera root port without C2C facts (C2C + PHB is NCCL's P2C; the GPU memory's NUMA node
+/// that shows C2C is not in the text).
+fn unseen_paths(ctx: &Ctx) -> Vec<(Bdf, String)> {
+    let p = ctx.paths();
+    let mut out = Vec::new();
+    if let Some(pl) = ctx
+        .platform
+        .as_ref()
+        .filter(|pl| pl.kind == ComplexKind::DataDirect && ctx.topo.rdma_topo.is_none())
+    {
+        for c in &pl.complexes {
+            let Some(dma) = c.dma.map(|i| p.device(i)) else {
+                continue;
+            };
+            if c.nics.is_empty() && dma.data_direct.is_none() && dma.vpd.is_empty() {
+                for &g in &c.gpus {
+                    out.push((p.device(g).bdf, format!("Data Direct not visible in this input: the RDMA function of DMA function {} next to it is unknown (no VPD board UUID read)", dma.bdf)));
+                }
+            }
+        }
+    }
+    if ctx.topo.source.kind == "lspci" {
+        for g in ctx
+            .gpus
+            .iter()
+            .filter(|g| g.c2c.is_none() && g.vendor_id == Some(0x10de))
+        {
+            let on_grace = p.index(&g.bdf).is_some_and(|i| {
+                p.chain(i).last().is_some_and(|&r| {
+                    parts::part_of(p.device(r)).is_some_and(Part::is_nvidia_root_port)
+                })
+            });
+            if on_grace && !out.iter().any(|(b, _)| *b == g.bdf) {
+                out.push((g.bdf, "C2C not visible in lspci text: under a Grace/Vera root port its path to a NIC through the CPU may be NCCL's P2C (NVLink-C2C), which needs the GPU memory's NUMA node (numa_status) or NVML".into()));
+            }
+        }
+    }
+    out
+}
+
+/// A `gpu-nic-path` error, warning or unknown about a GPU whose path this input cannot show
+/// ([`unseen_paths`]) becomes unknown with the reason first; so does a NIC's "not at PIX/PXB"
+/// warning on such a platform (its GPU may reach it over C2C or Data Direct). The verdicts
+/// themselves are the placement check's; only their certainty is withdrawn.
+pub fn withdraw_unseen_paths(ctx: &Ctx, findings: &mut [Finding]) {
+    let unseen = unseen_paths(ctx);
+    if unseen.is_empty() {
+        return;
+    }
+    for f in findings.iter_mut().filter(|f| {
+        f.id == CheckId::GpuNicPath
+            && matches!(
+                f.severity,
+                Severity::Error | Severity::Warning | Severity::Unknown
+            )
+    }) {
+        let why = match &f.subject {
+            // (An unknown of the placement check itself gets the reason too: its words about
+            // GPUDirect RDMA assume the PCIe path.)
+            Subject::Device(b) => unseen.iter().find(|(g, _)| g == b).map(|(_, w)| w.clone()),
+            Subject::Nic { .. } if f.severity != Severity::Unknown => Some(format!(
+                "its GPUs' paths are not all visible in this input ({})",
+                unseen
+                    .iter()
+                    .map(|(g, _)| g.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+            _ => None,
+        };
+        if let Some(why) = why {
+            f.severity = Severity::Unknown;
+            f.summary = format!(
+                "unknown, not a fault: {why}; what the input shows: {}",
+                f.summary
+            );
+        }
+    }
 }

@@ -74,6 +74,14 @@ pub(super) fn name_rdma(
                 .as_deref()
                 .is_some_and(|x| x.contains("Virtual Function"))
     };
+    // A LAG bond (`mlx5_bond_0`) is one RDMA device on the first port's function: the other
+    // physical functions of that adapter are its slaves and have no RDMA device of their own.
+    let mut slaves: Vec<usize> = Vec::new();
+    for i in 0..devices.len() {
+        if devices[i].rdma_names().any(is_bond) {
+            slaves.extend(bond_slaves(devices, i, &is_vf));
+        }
+    }
     let mut how = Naming::Read;
     for fam in FAMILIES {
         let mut order: Vec<usize> = (0..devices.len())
@@ -84,6 +92,7 @@ pub(super) fn name_rdma(
                     && (fam.devices)(d.device_id, d.device_name.as_deref().unwrap_or(""))
                     && d.driver.as_deref().is_none_or(|x| x == fam.driver)
                     && !d.os_devices.iter().any(|o| o.kind == OsDeviceKind::Rdma)
+                    && !slaves.contains(&i)
             })
             .collect();
         if order.is_empty() {
@@ -101,6 +110,24 @@ pub(super) fn name_rdma(
             for (&i, &k) in order.iter().zip(&rest) {
                 attach(&mut devices[i], Some(&ib[k]), ib[k].name.clone());
                 used[k] = true;
+            }
+            if matches!(how, Naming::Read) {
+                how = Naming::ByOrder(from);
+            }
+            continue;
+        }
+        if rest.iter().any(|&k| is_bond(&ib[k].name))
+            && let Some(plan) = by_index_with_bonds(devices, &order, ib, &rest, fam.prefix, &is_vf)
+        {
+            let from = ib[rest[0]].from;
+            for (i, k) in plan {
+                match k {
+                    Some(k) => {
+                        attach(&mut devices[i], Some(&ib[k]), ib[k].name.clone());
+                        used[k] = true;
+                    }
+                    None => slaves.push(i),
+                }
             }
             if matches!(how, Naming::Read) {
                 how = Naming::ByOrder(from);
@@ -130,6 +157,87 @@ pub(super) fn name_rdma(
         };
     }
     how
+}
+
+/// Whether an RDMA device name is a LAG bond's (`mlx5_bond_0`: the mlx5 driver's name for the
+/// one RDMA device of two bonded ports).
+fn is_bond(name: &str) -> bool {
+    name.contains("_bond_")
+}
+
+/// The other physical functions of the adapter (same domain, bus and device number, same
+/// vendor, NICs) of function `i`: with a bond on `i`, its slaves.
+fn bond_slaves(devices: &[Device], i: usize, is_vf: &dyn Fn(&Device) -> bool) -> Vec<usize> {
+    let b = devices[i].bdf;
+    (0..devices.len())
+        .filter(|&j| {
+            let d = &devices[j];
+            j != i
+                && (d.bdf.domain, d.bdf.bus, d.bdf.device) == (b.domain, b.bus, b.device)
+                && d.vendor_id == devices[i].vendor_id
+                && d.kind == DeviceKind::Nic
+                && !is_vf(d)
+        })
+        .collect()
+}
+
+/// Names without addresses, with bonds among them, matched by the kernel's numbering: the
+/// kernel named every function `<prefix>N` in registration order (`order`) at boot; a bond
+/// then replaced its ports' names by `<prefix>bond_M`, leaving a gap. So each plain name's N
+/// is its function's place in `order`, and the gaps, grouped by adapter (two or more functions
+/// of one slot each), are the bonds in name order, the bond on the group's first function and
+/// none on the others (its slaves). `None` when the names do not fit that rule (a udev rename,
+/// a function missing from the text): the caller then warns and uses default names.
+fn by_index_with_bonds(
+    devices: &[Device],
+    order: &[usize],
+    ib: &[IbDevice],
+    rest: &[usize],
+    prefix: &str,
+    is_vf: &dyn Fn(&Device) -> bool,
+) -> Option<Vec<(usize, Option<usize>)>> {
+    let mut bonds: Vec<usize> = rest
+        .iter()
+        .copied()
+        .filter(|&k| is_bond(&ib[k].name))
+        .collect();
+    bonds.sort_by_key(|&k| crate::parse::ib_text::natural_key(&ib[k].name));
+    let mut taken: Vec<Option<usize>> = vec![None; order.len()];
+    for &k in rest.iter().filter(|&&k| !is_bond(&ib[k].name)) {
+        let n: usize = ib[k].name.strip_prefix(prefix)?.parse().ok()?;
+        let slot = taken.get_mut(n)?;
+        if slot.is_some() {
+            return None;
+        }
+        *slot = Some(k);
+    }
+    let mut plan: Vec<(usize, Option<usize>)> = Vec::new();
+    let mut gaps: Vec<Vec<usize>> = Vec::new();
+    for (n, k) in taken.iter().enumerate() {
+        let i = order[n];
+        match k {
+            Some(k) => plan.push((i, Some(*k))),
+            None => {
+                let b = devices[i].bdf;
+                let same = gaps.last().is_some_and(|g| {
+                    let f = devices[g[0]].bdf;
+                    (f.domain, f.bus, f.device) == (b.domain, b.bus, b.device)
+                });
+                match gaps.last_mut() {
+                    Some(g) if same => g.push(i),
+                    _ => gaps.push(vec![i]),
+                }
+            }
+        }
+    }
+    if gaps.len() != bonds.len() || gaps.iter().any(|g| g.len() < 2 || is_vf(&devices[g[0]])) {
+        return None;
+    }
+    for (g, &k) in gaps.iter().zip(&bonds) {
+        plan.push((g[0], Some(k)));
+        plan.extend(g[1..].iter().map(|&i| (i, None)));
+    }
+    Some(plan)
 }
 
 /// An adapter family whose driver registers one RDMA device per function, named
@@ -181,7 +289,7 @@ const VF_IDS: [u16; 8] = [
 ];
 
 /// Added when RDMA device names were given by the kernel's order rule.
-pub const RDMA_BY_ORDER: &str = "RDMA device names are not in lspci text: each ConnectX and Broadcom NetXtreme-E function is given the name the kernel gives it when nothing renames it (mlx5_N, bnxt_reN: physical functions in PCI address order, then virtual ones); udev or bonding renames (mlx5_ib0, mlx5_bond_0), RDMA devices of other vendors and port states are unknown";
+pub const RDMA_BY_ORDER: &str = "RDMA device names are not in lspci text: each ConnectX and Broadcom NetXtreme-E function is given the name the kernel gives it when nothing renames it (mlx5_N, bnxt_reN: physical functions in PCI address order, then virtual ones); udev or bonding renames (mlx5_ib0, mlx5_bond_0), RDMA devices of other vendors and port states are unknown; a LAG bond (two ports of one adapter as one RDMA device, mlx5_bond_N) cannot be seen, so each bonded port counts as a NIC of its own (`ibdev2netdev -v`, `ibv_devinfo` or `ibstat` beside the lspci text shows it)";
 
 /// AER errors the kernel logged (`dmesg` in an `nvidia-bug-report.log` or beside lspci):
 /// `<driver> DDDD:BB:DD.F: [AER: ]PCIe Bus Error: severity=Corrected, type=Physical Layer, …`
@@ -291,6 +399,29 @@ pub(super) fn cmdline(text: &str) -> Fact<String> {
 /// a copy of `/proc/driver/nvidia/version` (`NVRM version: …`, nvidia-bug-report.log). `lsmod`
 /// lists no versions: a loaded peer module is recorded as loaded, its version unknown.
 pub(super) fn modules(text: &str, m: &mut MachineInfo) {
+    // nvidia-bug-report appends /proc/modules (`name size refs deps state address`): the same
+    // module names without the lsmod heading.
+    for f in appended_files(text)
+        .into_iter()
+        .filter(|f| f.path == "/proc/modules")
+    {
+        m.modules_visible = true;
+        let said = || {
+            format!(
+                "loaded (/proc/modules at line {}; no version there)",
+                f.line
+            )
+        };
+        for l in &f.lines {
+            match l.split_whitespace().next() {
+                Some("nvidia_peermem") => m.nvidia_peermem_version = Some(said()),
+                Some("nv_peer_mem") => m.nv_peer_mem_loaded = true,
+                Some("ib_core") => m.ib_core_loaded = true,
+                Some("nvidia") => m.nvidia_module_version = Some(said()),
+                _ => {}
+            }
+        }
+    }
     let mut in_table = None;
     for (i, l) in text.lines().enumerate() {
         let t = l.trim();
@@ -403,4 +534,81 @@ pub(super) fn nvidia_smi_q(text: &str, devices: &mut [Device]) {
         }
     }
     finish(cur, speed, width, devices);
+}
+
+/// A file nvidia-bug-report.sh appended (its `append`/`report_file`: a separator line, a blank
+/// line, `*** PATH`, `*** ls: …` with the file's metadata, then the file's lines up to a blank
+/// line). Grammar from the script's own source (driver 570-era `nvidia-bug-report.sh`,
+/// `$Change: 37062940 $`); files it could not read (`*** PATH does not exist`, `… is not
+/// readable`) give none.
+pub(super) struct Appended<'a> {
+    /// 1-based line of the `*** PATH` heading.
+    pub line: usize,
+    /// The path as printed (globs expanded by the script's shell).
+    pub path: &'a str,
+    /// The file's lines.
+    pub lines: Vec<&'a str>,
+}
+
+/// Every appended file of a bug report ([`Appended`]), in text order.
+pub(super) fn appended_files(text: &str) -> Vec<Appended<'_>> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let t = lines[i].trim_end();
+        let heading = t.strip_prefix("*** /").filter(|p| {
+            !p.contains(' ') && lines.get(i + 1).is_some_and(|n| n.starts_with("*** ls:"))
+        });
+        let Some(rest) = heading else {
+            i += 1;
+            continue;
+        };
+        let path = &t[4..4 + 1 + rest.len()];
+        let mut body = Vec::new();
+        let mut j = i + 2;
+        while j < lines.len() {
+            let l = lines[j].trim_end();
+            if l.is_empty() || l.starts_with("____") {
+                break;
+            }
+            body.push(l);
+            j += 1;
+        }
+        out.push(Appended {
+            line: i + 1,
+            path,
+            lines: body,
+        });
+        i = j;
+    }
+    out
+}
+
+/// The NUMA nodes of PCI functions from the `/sys/bus/pci/devices/BDF/numa_node` files a bug
+/// report appends for each NVIDIA GPU (its "NUMA information" section), where the lspci block
+/// printed none; `-1` (no node) stays unknown. Returns (address, node, heading line) of each
+/// one taken.
+pub(super) fn sysfs_numa(text: &str, devices: &mut [Device]) -> Vec<(Bdf, u32, usize)> {
+    let mut taken = Vec::new();
+    for f in appended_files(text) {
+        let Some(bdf) = f
+            .path
+            .strip_prefix("/sys/bus/pci/devices/")
+            .and_then(|r| r.strip_suffix("/numa_node"))
+            .and_then(|b| b.parse::<Bdf>().ok())
+        else {
+            continue;
+        };
+        let Some(n) = f.lines.first().and_then(|v| v.trim().parse::<u32>().ok()) else {
+            continue;
+        };
+        if let Some(d) = devices.iter_mut().find(|d| d.bdf == bdf)
+            && d.numa_node.is_none()
+        {
+            d.numa_node = Some(n);
+            taken.push((bdf, n, f.line));
+        }
+    }
+    taken
 }

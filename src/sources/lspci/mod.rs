@@ -21,6 +21,7 @@ use super::assemble::{RawTopology, assemble};
 use crate::model::bdf::{Bdf, host_bridge_name};
 use crate::model::device::{Device, kind_from_class};
 use crate::model::fact::Fact;
+use crate::model::parts::Part;
 use crate::model::pci_config::acs;
 use crate::model::topology::{MachineInfo, NumaNode, SourceInfo, Topology, Warning};
 use crate::parse::lspci::{self, Block, Doc, TreeNode};
@@ -32,12 +33,13 @@ mod beside;
 mod registers;
 use beside::{
     Naming, RDMA_BY_ORDER, cmdline, dmesg_aer, modules, name_rdma, numactl_nodes, nvidia_smi_q,
+    sysfs_numa,
 };
-use registers::{acs_bits, bars, bus_line, config_from_block, sriov_layout};
+use registers::{acs_bits, bars, bus_line, config_from_block, sriov_layout, vpd_uuids};
 
 /// What no `lspci` text holds; copied into [`SourceInfo::limitations`].
 pub const LIMITATIONS: &[&str] = &[
-    "lspci text has no RDMA or network device names (mlx5_N, ib0) or port states, no CPU lists of NUMA nodes, no IOMMU group types, no loaded modules beyond what -k prints, no NVLinks and no NVML facts: NICs are numbered by PCI address and the IOMMU mode is unknown unless the text holds the kernel command line",
+    "lspci text has no RDMA or network device names (mlx5_N, ib0) or port states, no CPU lists of NUMA nodes, no IOMMU group types, no loaded modules beyond what -k prints, no NVLinks, no NVML facts, no KFD topology (AMD GPU memory size, PCIe atomics flags, xGMI links, amdkfd peer memory) and no GPUDirect Storage facts (/etc/cufile.json, nvidia-fs, mounts): NICs are numbered by PCI address and the IOMMU mode is unknown unless the text holds the kernel command line",
     "AER comes from the status registers lspci printed (UESta/CESta): a set bit is an error not yet cleared; the kernel clears the bits of errors it handles, so clear bits prove nothing and the cumulative counters are unknown",
 ];
 
@@ -409,6 +411,7 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
     let mut guessed = Vec::new();
     let mut numa: BTreeSet<u32> = BTreeSet::new();
     let mut devices = Vec::new();
+    let mut uuids = crate::sources::datadirect::VpdUuids::new();
     for (b, e) in &entries {
         let root = root_of(b);
         let line = e
@@ -515,6 +518,16 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
                 d.driver = blk.driver.clone();
                 d.slot = blk.header("Physical Slot").map(str::to_string);
                 d.bars = bars(blk);
+                // The board UUID that pairs Data Direct DMA functions, as the live scan reads
+                // it from `vpd` (ConnectX functions only; `lspci -vv` as root prints it).
+                let part = crate::model::parts::part_of(&d);
+                if matches!(part, Some(Part::CxNic | Part::DataDirectDma)) {
+                    let kws = vpd_uuids(blk);
+                    d.vpd = kws.iter().map(|(k, _)| k.clone()).collect();
+                    if !kws.is_empty() {
+                        uuids.insert(d.bdf, kws);
+                    }
+                }
             }
             None => {
                 undetailed += 1;
@@ -528,6 +541,38 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
         devices.push(d);
     }
     link_vfs(&mut devices);
+    let from_files = sysfs_numa(text, &mut devices);
+    if !from_files.is_empty() {
+        numa.extend(from_files.iter().map(|(_, n, _)| *n));
+        warnings.push(Warning {
+            path: format!("{shown} line {}", from_files[0].2),
+            message: format!(
+                "NUMA node of {} device(s) read from the numa_node files the bug report appended (their lspci blocks print none): {}",
+                from_files.len(),
+                from_files
+                    .iter()
+                    .map(|(b, n, _)| format!("{b} → {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        });
+    }
+    // Data Direct DMA functions paired with their NIC functions by the VPD board UUID, as
+    // rdma_topo and the live scan do (VFs are not in `uuids`: they inherit their PF's).
+    for w in crate::sources::datadirect::pair_by_vpd(&mut devices, &uuids) {
+        let line = w
+            .path
+            .strip_prefix("lspci:line ")
+            .and_then(|r| r.strip_suffix("/vpd"))
+            .unwrap_or("?");
+        warnings.push(Warning {
+            path: format!("{shown} line {line}"),
+            message: w.message.replace(
+                "VPD not read (the vpd file is readable by root only) or without a V3/VU board UUID",
+                "no VPD board UUID (V3/VU) in the text (`sudo lspci -vvv` prints the Vital Product Data)",
+            ),
+        });
+    }
     dmesg_aer(text, &mut devices);
     nvidia_smi_q(text, &mut devices);
     let ib = crate::parse::ib_text::parse(text);
@@ -597,6 +642,19 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
         c.split_whitespace()
             .any(|t| matches!(t, "intel_iommu=off" | "amd_iommu=off" | "iommu=off"))
     });
+    // `iommu=pt` / `iommu.passthrough=1`: every group's default domain is identity at boot
+    // (the type the live scan reads from /sys/kernel/iommu_groups/N/type); a group switched
+    // at run time is not in the text (the audit says so).
+    let pt = !off
+        && kernel_cmdline.known().is_some_and(|c| {
+            c.split_whitespace()
+                .any(|t| t == "iommu=pt" || t == "iommu.passthrough=1")
+        });
+    if pt {
+        for d in devices.iter_mut().filter(|d| d.iommu_group.is_some()) {
+            d.iommu_group_type = Some("identity".into());
+        }
+    }
     let mut machine = MachineInfo {
         kernel_cmdline,
         iommu_units: if off {
@@ -708,5 +766,86 @@ root=/dev/sda1 ro intel_iommu=off
         // The PF's RDMA device first, then the VFs' (the kernel's registration order).
         let names: Vec<&str> = t.devices.iter().flat_map(|d| d.rdma_names()).collect();
         assert_eq!(names, ["mlx5_0", "mlx5_1", "mlx5_2"]);
+    }
+
+    /// Three ConnectX functions: 01:00.0, and the two ports of one adapter at 02:00.0/.1.
+    const THREE_CX: &str = "\
+01:00.0 Infiniband controller [0207]: Mellanox Technologies MT2910 Family [ConnectX-7] [15b3:1021]
+02:00.0 Ethernet controller [0200]: Mellanox Technologies MT2910 Family [ConnectX-7] [15b3:1021]
+02:00.1 Ethernet controller [0200]: Mellanox Technologies MT2910 Family [ConnectX-7] [15b3:1021]
+";
+
+    fn rdma(t: &Topology, bdf: &str) -> Vec<String> {
+        t.device(&bdf.parse().unwrap())
+            .unwrap()
+            .rdma_names()
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn bonds_by_the_kernels_numbering_and_refused_when_they_do_not_fit() {
+        // mlx5_0 first, mlx5_1/mlx5_2 became the bond: it sits on 02:00.0, 02:00.1 has none.
+        let text = format!("{THREE_CX}\nCA 'mlx5_0'\nCA 'mlx5_bond_0'\n");
+        let t = read(&text, src(), None).unwrap();
+        assert_eq!(rdma(&t, "0000:01:00.0"), ["mlx5_0"]);
+        assert_eq!(rdma(&t, "0000:02:00.0"), ["mlx5_bond_0"]);
+        assert!(rdma(&t, "0000:02:00.1").is_empty());
+        // mlx5_2 leaves a gap at 01:00.0 and 02:00.0, two adapters: no bond rule fits, so a
+        // warning and the kernel's default names.
+        let text = format!("{THREE_CX}\nCA 'mlx5_2'\nCA 'mlx5_bond_0'\n");
+        let t = read(&text, src(), None).unwrap();
+        assert_eq!(rdma(&t, "0000:02:00.1"), ["mlx5_2"]);
+        assert!(
+            t.warnings
+                .iter()
+                .any(|w| w.message.contains("cannot be matched"))
+        );
+        assert!(t.source.limitations.iter().any(|l| l.contains("LAG bond")));
+    }
+
+    #[test]
+    fn bug_report_files_vpd_and_passthrough() {
+        let text = "\
+0000:18:00.0 3D controller [0302]: NVIDIA Corporation Device 2330 [10de:2330] (rev a1)
+\tIOMMU group: 7
+0000:19:00.0 Infiniband controller [0207]: Mellanox Technologies MT2910 Family [ConnectX-7] [15b3:1021]
+\tCapabilities: [48] Vital Product Data
+\t\tProduct Name: NVIDIA ConnectX-7
+\t\tRead-only fields:
+\t\t\t[PN] Part number: MCX75310AAS-NEAT
+\t\t\t[V3] Vendor specific: 3b00aa
+\t\t\t[VU] Vendor specific: MT2450X00010MLNXS0D0F0
+\t\t\t[RV] Reserved: checksum good, 0 byte(s) reserved
+\t\tEnd
+____________________________________________
+
+*** /sys/bus/pci/devices/0000:18:00.0/numa_node
+*** ls: -rw-r--r-- 1 root root 4096 2026-01-05 10:00:00.000000000 +0000 /sys/bus/pci/devices/0000:18:00.0/numa_node
+1
+
+*** /sys/bus/pci/devices/0000:19:00.0/numa_node does not exist
+
+____________________________________________
+
+*** /proc/cmdline
+*** ls: -r--r--r-- 1 root root 0 2026-01-05 10:00:00.000000000 +0000 /proc/cmdline
+BOOT_IMAGE=/vmlinuz ro intel_iommu=on iommu=pt
+";
+        let t = read(text, src(), None).unwrap();
+        let g = t.device(&"0000:18:00.0".parse().unwrap()).unwrap();
+        assert_eq!(g.numa_node, Some(1));
+        assert_eq!(g.iommu_group_type.as_deref(), Some("identity"));
+        let n = t.device(&"0000:19:00.0".parse().unwrap()).unwrap();
+        assert_eq!(n.numa_node, None);
+        assert_eq!(n.vpd, ["V3", "VU"]);
+        let blk = crate::parse::lspci::parse(text);
+        assert_eq!(
+            registers::vpd_uuids(&blk.blocks[1]),
+            [
+                ("V3".to_string(), "3b00aa".to_string()),
+                ("VU".to_string(), "MT2450X00010MLNXS0D0F0".to_string())
+            ]
+        );
     }
 }

@@ -378,3 +378,47 @@ pub(super) fn sriov_layout(c: &ConfigSpace) -> Option<(u16, u16, u16)> {
         s.num_vfs,
     ))
 }
+
+/// The board-UUID keywords (`V3`, `VU`; [`crate::sources::datadirect::UUID_KEYWORDS`]) of the
+/// `Vital Product Data` capability `lspci -vv` prints as root: `Read-only fields:` followed by
+/// `[V3] Vendor specific: VALUE` lines (joined into one register value by the parser). The
+/// value runs to the next `[XX]` keyword. Empty when the text holds no VPD (no root, `-xxxx`
+/// or `-t` only, a paste cut before it).
+pub(super) fn vpd_uuids(b: &Block) -> Vec<(String, String)> {
+    let Some(cap) = b
+        .caps
+        .iter()
+        .find(|c| c.name.starts_with("Vital Product Data"))
+    else {
+        return Vec::new();
+    };
+    let fields: String = cap
+        .registers
+        .iter()
+        .filter(|r| r.key.starts_with("Read-only fields") || r.key.starts_with("Read/write fields"))
+        .map(|r| r.value.as_str())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut out = Vec::new();
+    for k in crate::sources::datadirect::UUID_KEYWORDS {
+        let tag = format!("[{k}] ");
+        let Some(at) = fields.find(&tag) else {
+            continue;
+        };
+        let rest = &fields[at + tag.len()..];
+        // `Vendor specific: VALUE` (lspci names V-keywords so); the value to the next `[XX]`.
+        let Some((_, v)) = rest.split_once(": ") else {
+            continue;
+        };
+        let end = v
+            .match_indices(" [")
+            .map(|(i, _)| i)
+            .find(|&i| v.as_bytes().get(i + 4) == Some(&b']'))
+            .unwrap_or(v.len());
+        let v = v[..end].trim();
+        if !v.is_empty() {
+            out.push((k.to_string(), v.to_string()));
+        }
+    }
+    out
+}
