@@ -74,10 +74,13 @@ impl<'v, 'a> Judged<'v, 'a> {
         };
         // The pairs of a GPU or NIC the view leaves out.
         for (gi, g) in ctx.gpus.iter().enumerate() {
-            for (ni, n) in ctx.nics.iter().enumerate() {
-                if j.rows[gi].is_none() || j.cols[ni].is_none() {
-                    j.rest.insert((gi, ni), ctx.judge(&g.bdf, &n.bdf));
-                }
+            let nics: Vec<usize> = match j.rows[gi] {
+                None => (0..ctx.nics.len()).collect(),
+                Some(_) => j.unviewed.clone(),
+            };
+            for ni in nics {
+                j.rest
+                    .insert((gi, ni), ctx.judge(&g.bdf, &ctx.nics[ni].bdf));
             }
         }
         if view.near.is_some() {
