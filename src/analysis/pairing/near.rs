@@ -243,10 +243,13 @@ pub(super) fn solve(
     Ok(Some((total, out)))
 }
 
+/// Bellman–Ford rounds [`duals`] runs at most.
+const MAX_ROUNDS: usize = 64;
+
 /// Dual prices of an optimal assignment of every row of `w` (rows ≤ columns): `D(row)` and
 /// `D(col)`, the cheapest alternating path from each to a free column (`u = D(row)`,
-/// `v = −D(col)`), by Bellman–Ford rounds. `None` when a row reaches no free column or the
-/// assignment is not optimal (a negative path or cycle).
+/// `v = −D(col)`), by Bellman–Ford rounds. `None` when a row reaches no free column, the
+/// assignment is not optimal (a negative path or cycle) or the rounds run out.
 #[allow(clippy::type_complexity)]
 fn duals(
     w: &pathfinding::matrix::Matrix<i64>,
@@ -259,7 +262,9 @@ fn duals(
         dc[j] = INF;
     }
     let mut dr = vec![INF; nr];
-    for _ in 0..=nr + 1 {
+    // A path longer than MAX_ROUNDS alternations is not looked for: no prices, the dense
+    // matching decides (on a node's blocks the paths are a step or two).
+    for _ in 0..=(nr + 1).min(MAX_ROUNDS) {
         let mut changed = false;
         for i in 0..nr {
             let best = (0..nc)
