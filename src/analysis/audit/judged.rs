@@ -152,28 +152,31 @@ impl<'v, 'a> Judged<'v, 'a> {
     /// first, then label, then bottleneck (the matching's own order after GDR); the first in
     /// NIC order on a tie; 0 without rails.
     pub fn best_rail(&self, gi: usize, rail: &[bool]) -> usize {
-        let order = |x: &usize, y: &usize| {
-            let (a, b) = (self.at(gi, *x), self.at(gi, *y));
-            b.gdr.cmp(&a.gdr).then(a.label.cmp(&b.label)).then(
-                b.bottleneck_gbytes
-                    .unwrap_or(0.0)
-                    .total_cmp(&a.bottleneck_gbytes.unwrap_or(0.0)),
-            )
+        // Each NIC judged once (a far pair of a near view is classified on each `at`).
+        let best = |nics: &mut dyn Iterator<Item = usize>| {
+            let judged: Vec<(usize, Judgement)> = nics
+                .filter(|&k| rail[k])
+                .map(|k| (k, self.at(gi, k)))
+                .collect();
+            judged.into_iter().min_by(|(_, a), (_, b)| {
+                b.gdr.cmp(&a.gdr).then(a.label.cmp(&b.label)).then(
+                    b.bottleneck_gbytes
+                        .unwrap_or(0.0)
+                        .total_cmp(&a.bottleneck_gbytes.unwrap_or(0.0)),
+                )
+            })
         };
         // On a near view, a GPU whose best NIC under its host bridge is within PXB with GDR
         // has found its best: every other NIC is NODE or worse, so it loses on GDR or on the
         // label, and ties (the first in NIC order wins) are among near NICs.
         if let Some(near) = self.near_nics(gi)
-            && let Some(b) = near.into_iter().filter(|&k| rail[k]).min_by(order)
-            && self.at(gi, b).local()
-            && self.at(gi, b).gdr
+            && let Some((b, j)) = best(&mut near.into_iter())
+            && j.local()
+            && j.gdr
         {
             return b;
         }
-        (0..self.cols.len())
-            .filter(|&k| rail[k])
-            .min_by(order)
-            .unwrap_or(0)
+        best(&mut (0..self.cols.len())).map_or(0, |(k, _)| k)
     }
 
     /// Whether any GPU has NIC `ni` within PXB.
