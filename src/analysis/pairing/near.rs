@@ -389,11 +389,11 @@ mod tests {
             let mut c = tables(gpus, nics, &rel);
             let gpu_block: Vec<u32> = (0..gpus).map(|_| next(blocks as u64) as u32).collect();
             let nic_block: Vec<u32> = (0..nics).map(|_| next(blocks as u64) as u32).collect();
-            for g in 0..gpus {
-                for k in 0..nics {
-                    let far = gpu_block[g] != nic_block[k];
+            for (row, gb) in c.gn.iter_mut().zip(&gpu_block) {
+                for (cell, nb) in row.iter_mut().zip(&nic_block) {
+                    let far = gb != nb;
                     let phb = next(4) != 0;
-                    if let Some(p) = c.gn[g][k].as_mut() {
+                    if let Some(p) = cell.as_mut() {
                         if far && near_label(p.label) {
                             p.label = Label::Node;
                         } else if !far && phb && !near_label(p.label) {
