@@ -121,7 +121,8 @@ pub struct Ctx<'a> {
     /// The classification over the node's paths model.
     pub cl: &'a Classifier<'a>,
     /// The GPU/NIC tables the one pairing is chosen from (GPU–NIC pairs only: `cand.gg` is
-    /// empty, see [`NodeView::gpu_nic`]; a check that needs GPU pairs builds the full view).
+    /// empty, see [`NodeView::gpu_nic`]; on a large node only the pairs under one host bridge,
+    /// see [`NodeView::near`]; a check that needs GPU pairs or every pair builds the full view).
     pub view: NodeView,
     /// GPUs (kind `gpu`, SR-IOV VFs excluded, Intel integrated graphics on the root bus
     /// excluded), in address order.
@@ -152,7 +153,7 @@ impl<'a> Ctx<'a> {
         let (nics, plain_nics): (Vec<&Device>, Vec<&Device>) = topo
             .of_kind(DeviceKind::Nic)
             .partition(|d| d.os_devices.iter().any(|o| o.kind == OsDeviceKind::Rdma));
-        let view = NodeView::gpu_nic(cl);
+        let view = NodeView::near(cl);
         Ctx {
             topo,
             cl,

@@ -18,7 +18,7 @@ use super::{
     CheckId, Ctx, Evidence, Finding, Pair, PathLabel, RemedyClass, Severity, Subject, device_place,
 };
 use crate::analysis::classify::Label;
-use crate::analysis::pairing::{RAIL_FRACTION, assign_nics, nic_speed_gbps, rail_mask};
+use crate::analysis::pairing::{RAIL_FRACTION, nic_speed_gbps, rail_mask};
 use crate::model::{Bdf, Device, DeviceKind, Switch, Topology};
 
 /// The path between a GPU and a NIC as the matching sees it: the classifier's label and
@@ -238,54 +238,27 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
     let fastest = speeds.iter().flatten().fold(0.0f64, |m, &s| m.max(s));
     // The one GPU→NIC matching (analysis::pairing) over the audit's GPUs and RDMA NICs.
     let view = &ctx.view;
-    let gpu_rows: Vec<usize> = ctx
-        .gpus
-        .iter()
-        .map(|g| view.gpus.iter().position(|e| e.bdf == g.bdf))
-        .collect::<Option<_>>()
-        .unwrap_or_default();
-    let nic_of_view: Vec<Option<usize>> = view
-        .nics
-        .iter()
-        .map(|e| ctx.nics.iter().position(|n| n.bdf == e.bdf))
-        .collect();
-    // Best rail NIC: GDR under the effective settings first, then label, then bottleneck (the
-    // matching's own order after GDR).
-    let best_rail = |gi: usize| -> usize {
-        (0..ctx.nics.len())
-            .filter(|&k| rail[k])
-            .min_by(|&x, &y| {
-                let (a, b) = (judged.at(gi, x), judged.at(gi, y));
-                b.gdr.cmp(&a.gdr).then(a.label.cmp(&b.label)).then(
-                    b.bottleneck_gbytes
-                        .unwrap_or(0.0)
-                        .total_cmp(&a.bottleneck_gbytes.unwrap_or(0.0)),
-                )
-            })
-            .unwrap_or(0)
-    };
+    let gpu_rows: Vec<usize> = judged.view_rows().unwrap_or_default();
+    let best_rail = |gi: usize| judged.best_rail(gi, &rail);
     let assignment: Vec<usize> = if gpu_rows.len() == ctx.gpus.len() {
-        assign_nics(&view.cand, &gpu_rows)
+        view.assign_with(ctx.cl, &gpu_rows)
             .into_iter()
             .enumerate()
             .map(|(gi, k)| {
-                k.and_then(|k| nic_of_view[k])
+                k.and_then(|k| judged.nic_of_col(k))
                     .unwrap_or_else(|| best_rail(gi))
             })
             .collect()
     } else {
         (0..ctx.gpus.len()).map(best_rail).collect()
     };
+    // The GPUs paired with each NIC.
+    let mut paired: Vec<Vec<usize>> = vec![Vec::new(); ctx.nics.len()];
+    for (gi, &ni) in assignment.iter().enumerate() {
+        paired[ni].push(gi);
+    }
     // GPU × NIC within PXB, for the arrangement (built with it, only when a GPU is judged).
-    let local = || -> Vec<Vec<bool>> {
-        (0..ctx.gpus.len())
-            .map(|gi| {
-                (0..ctx.nics.len())
-                    .map(|ni| judged.at(gi, ni).local())
-                    .collect()
-            })
-            .collect()
-    };
+    let local = || judged.local_table();
     // Built only when a GPU has to be judged (most nodes have every GPU within PXB).
     let arrangement = std::cell::OnceCell::new();
     let design = std::cell::OnceCell::new();
@@ -427,15 +400,14 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
             continue;
         }
         // The NIC of an APU on the APU's own NUMA node (`amd-apu-gdr-level` judges it).
-        let apu_nic = assignment.iter().enumerate().any(|(gi, &k)| {
-            k == ni
-                && crate::model::amd::is_apu(ctx.gpus[gi])
+        let apu_nic = paired[ni].iter().any(|&gi| {
+            crate::model::amd::is_apu(ctx.gpus[gi])
                 && matches!(judged.at(gi, ni).label, Label::Phb | Label::Node)
         });
         if apu_nic {
             continue;
         }
-        let used = assignment.contains(&ni);
+        let used = !paired[ni].is_empty();
         // Unpaired while a GPU's NIC is misplaced: most likely that GPU's NIC.
         let needy =
             misplaced_gpu.filter(|_| !used && arrangement.get().is_some_and(|a| a.can_move(ni)));
@@ -1169,7 +1141,7 @@ mod tests {
         assert!(no_rail.cand.nics.iter().any(|n| !n.rail));
         // Without the rail rule the matching would spread the GPUs over both NICs.
         no_rail.cand.nics.iter_mut().for_each(|n| n.rail = true);
-        let spread = assign_nics(&no_rail.cand, &[0, 1, 2, 3]);
+        let spread = crate::analysis::pairing::assign_nics(&no_rail.cand, &[0, 1, 2, 3]);
         let distinct: std::collections::BTreeSet<_> = spread.iter().flatten().collect();
         assert_eq!(distinct.len(), 2, "{spread:?}");
     }

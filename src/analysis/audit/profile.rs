@@ -393,7 +393,14 @@ pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
     let max_label = max_label(&p.nics.max_path).unwrap_or(Label::Pxb);
     // Each GPU's rail NIC (one per GPU, none shared while there are enough RDMA NICs).
     let rail_pairs: Vec<(Bdf, Bdf)> = {
-        let v = &ctx.view;
+        // The rail matching reads every GPU–NIC pair: a near view (large node) is completed.
+        let full;
+        let v = if ctx.view.near.is_some() {
+            full = crate::analysis::pairing::NodeView::gpu_nic(ctx.cl);
+            &full
+        } else {
+            &ctx.view
+        };
         let rows: Vec<usize> = ctx
             .gpus
             .iter()

@@ -16,6 +16,8 @@ use super::classify::{Classifier, ClassifyOptions, Endpoint, Label, Matrix, Pair
 use crate::model::{Bdf, DeviceKind, Topology};
 use std::collections::{BTreeMap, HashMap};
 
+pub mod near;
+
 /// Rank of a path label for sorting: lower is better ([`Label::rank`]).
 pub type PathRank = u32;
 
@@ -125,7 +127,8 @@ pub struct Candidates {
     /// `gg[i][j]`: GPU i to GPU j (`None` on the diagonal or when unclassifiable); empty in a
     /// [`NodeView::gpu_nic`] view.
     pub gg: Vec<Vec<Option<PairCand>>>,
-    /// `gn[i][k]`: GPU i to NIC k.
+    /// `gn[i][k]`: GPU i to NIC k; empty in a [`NodeView::near`] view of a large node (read
+    /// [`NodeView::gn`] there).
     pub gn: Vec<Vec<Option<PairCand>>>,
     /// Whether NVLink state was visible (otherwise "no NVLink" is not a fact); on an AMD
     /// node, whether xGMI state was.
@@ -204,16 +207,11 @@ pub fn assign_nics(c: &Candidates, gpus: &[usize]) -> Vec<Option<usize>> {
 
 /// Cost of the `slot`-th rank on NIC `nic` being GPU `gpus[row]` (see the module doc).
 fn slot_cost(c: &Candidates, gpus: &[usize], row: usize, nic: usize, slot: usize) -> i64 {
-    let p = &c.gn[gpus[row]][nic];
-    let rank = pair_rank(p) as i64;
-    let bw_mbps = p
-        .as_ref()
-        .and_then(|p| p.bottleneck_gbps)
-        .map(|g| ((g * 1000.0) / (slot as f64 + 1.0)).round() as i64)
-        .unwrap_or(0)
-        .clamp(0, BW_CEIL_MBPS);
-    let tie = p.as_ref().map_or(0, |p| i64::from(p.tie.min(9)));
-    rank * W_LABEL + (BW_CEIL_MBPS - bw_mbps) * W_BW + tie * W_TIE + slot as i64
+    let p =
+        c.gn.get(gpus[row])
+            .and_then(|r| r.get(nic))
+            .and_then(Option::as_ref);
+    near::cost_of(p, slot)
 }
 
 /// The min-cost assignment of [`assign_nics`]: its total cost and each rank's (NIC, slot);
@@ -296,6 +294,9 @@ pub struct NodeView {
     /// Every GPU–data-drive pair with its label, the GPU's nearest drive marked
     /// ([`crate::analysis::storage`]): GPU index, drive choice, nearest.
     pub gpu_nvme: Vec<(usize, crate::analysis::storage::DriveChoice, bool)>,
+    /// On a [`NodeView::near`] view of a large node: the GPU–NIC pairs under one host bridge,
+    /// and `cand.gn` is empty; `None` when `cand.gn` holds every pair.
+    pub near: Option<near::NearTable>,
 }
 
 fn cand_of(p: &PairSummary, rccl: bool) -> PairCand {
@@ -319,7 +320,7 @@ impl NodeView {
 
     /// The tables over an existing classification (summaries: labels and bottlenecks).
     pub fn from_classifier(cl: &Classifier) -> NodeView {
-        Self::build(cl, true)
+        Self::build(cl, true, None)
     }
 
     /// [`NodeView::from_classifier`] without the GPU–GPU table: `cand.gg` is left empty. What
@@ -327,10 +328,10 @@ impl NodeView {
     /// are not classified for it. A caller that needs GPU pairs (place, rails) builds the full
     /// view.
     pub fn gpu_nic(cl: &Classifier) -> NodeView {
-        Self::build(cl, false)
+        Self::build(cl, false, None)
     }
 
-    fn build(cl: &Classifier, gpu_pairs: bool) -> NodeView {
+    fn build(cl: &Classifier, gpu_pairs: bool, near_from: Option<usize>) -> NodeView {
         let t = cl.topo();
         let eps = cl.endpoints();
         let gpu_ix: Vec<usize> = (0..eps.len())
@@ -350,7 +351,15 @@ impl NodeView {
         } else {
             Vec::new()
         };
-        let mut gn = vec![vec![None; nics.len()]; gpus.len()];
+        let near = near_from
+            .is_some_and(|n| gpus.len() * nics.len() > n)
+            .then(|| near::NearTable::build(cl, &gpu_ix, &nic_ix))
+            .flatten();
+        let mut gn = if near.is_some() {
+            Vec::new()
+        } else {
+            vec![vec![None; nics.len()]; gpus.len()]
+        };
         for (i, &a) in gpu_ix.iter().enumerate() {
             for (j, &b) in gpu_ix.iter().enumerate() {
                 if gpu_pairs && i < j {
@@ -359,8 +368,10 @@ impl NodeView {
                     gg[j][i] = p;
                 }
             }
-            for (k, &n) in nic_ix.iter().enumerate() {
-                gn[i][k] = cl.summary(a, n).map(|p| cand_of(&p, cl.is_rccl()));
+            if let Some(row) = gn.get_mut(i) {
+                for (k, &n) in nic_ix.iter().enumerate() {
+                    row[k] = cl.summary(a, n).map(|p| cand_of(&p, cl.is_rccl()));
+                }
             }
         }
         let cand = Candidates {
@@ -406,6 +417,7 @@ impl NodeView {
             cand,
             notes: cl.notes(),
             gpu_nvme,
+            near,
         }
     }
 }
@@ -454,7 +466,8 @@ pub fn assign_rails(c: &Candidates, gpus: &[usize]) -> Vec<Option<usize>> {
 
 impl NodeView {
     /// The one GPU→NIC pairing of the node: [`assign_nics`] over every GPU (index into
-    /// `nics` per GPU; `None` only when the node has no NIC).
+    /// `nics` per GPU; `None` only when the node has no NIC). A [`NodeView::near`] view of a
+    /// large node is matched with [`NodeView::assign_with`] instead.
     pub fn pairing(&self) -> Vec<Option<usize>> {
         let all: Vec<usize> = (0..self.gpus.len()).collect();
         assign_nics(&self.cand, &all)
@@ -569,7 +582,7 @@ mod tests {
     }
 
     /// Tables of `gpus` × `nics` relations from a list of (label, bandwidth) choices.
-    fn tables(gpus: usize, nics: usize, rel: &[(u8, u8)]) -> Candidates {
+    pub(super) fn tables(gpus: usize, nics: usize, rel: &[(u8, u8)]) -> Candidates {
         let labels = ["PIX", "PXB", "PHB", "NODE", "SYS"];
         let bws = [None, Some(12.0), Some(24.0), Some(24.5)];
         let mut it = rel.iter().cycle();
