@@ -5,7 +5,9 @@
 mod common;
 
 use peerpath::analysis::audit::profile::Profile;
-use peerpath::analysis::audit::{self, AuditOptions, CheckId, Finding, Report, Severity};
+use peerpath::analysis::audit::{
+    self, AuditOptions, CheckId, Finding, RemedyClass, Report, Severity,
+};
 use peerpath::analysis::classify::{Classifier, ClassifyOptions, Label, NcclPath};
 use peerpath::model::{Bdf, DeviceKind, Topology};
 use peerpath::sources::{self, LoadOptions};
@@ -266,6 +268,13 @@ fn unprivileged_scan_cannot_pair_and_rdma_topo_json_does() {
     );
     let r = audit_of(&t, None);
     assert_eq!(of(&r, CheckId::DataDirect, Severity::Unknown).len(), 4);
+    // The unseen pairing makes each GPU's path unknown, not "move the NIC": neither the finding
+    // nor the pair's remedy class (what `place` and the report read) says misplaced.
+    assert!(errors(&r).is_empty(), "{:#?}", errors(&r));
+    assert_eq!(r.pairs.len(), 4);
+    for p in &r.pairs {
+        assert_eq!(p.remedy, RemedyClass::Unknown, "{p:?}");
+    }
 
     // rdma_topo's own JSON (what it printed for this very tree) pairs them.
     let t = load_spec(

@@ -410,6 +410,7 @@ pub fn run_with(cl: &Classifier, opts: &AuditOptions) -> Report {
     let mut ctx = Ctx::new(cl);
     let mut findings = Vec::new();
     ctx.pairs = placement::pair(&ctx, &mut findings);
+    nextgen::unsettle_unseen_pairs(&nextgen::unseen_paths(&ctx), &mut ctx.pairs);
     let peer_memory = amd::mechanism(&ctx).unwrap_or_else(|| gdr::peer_memory(&ctx));
     findings.extend(nccl_settings::check(&ctx));
     findings.extend(gdr::peer_module(&ctx));

@@ -6,7 +6,7 @@
 //! complexes come from [`crate::analysis::nvcx`]; every fact from the one scan.
 
 use super::config_unknown;
-use super::{CheckId, Ctx, Evidence, Finding, PairRef, Severity, Subject, pci_path};
+use super::{CheckId, Ctx, Evidence, Finding, PairRef, RemedyClass, Severity, Subject, pci_path};
 use crate::analysis::nvcx::{self, AcsRule};
 use crate::analysis::paths::DevIx;
 use crate::model::parts::{self, Part};
@@ -608,7 +608,7 @@ pub fn c2c_link(ctx: &Ctx) -> Vec<Finding> {
 /// that carries its traffic cannot be told), and, from `lspci` text, an NVIDIA GPU under a
 /// Grace/Vera root port without C2C facts (C2C + PHB is NCCL's P2C; the GPU memory's NUMA node
 /// that shows C2C is not in the text).
-fn unseen_paths(ctx: &Ctx) -> Vec<(Bdf, String)> {
+pub fn unseen_paths(ctx: &Ctx) -> Vec<(Bdf, String)> {
     let p = ctx.paths();
     let mut out = Vec::new();
     if let Some(pl) = ctx
@@ -644,6 +644,21 @@ fn unseen_paths(ctx: &Ctx) -> Vec<(Bdf, String)> {
         }
     }
     out
+}
+
+/// The remedy class of each GPU–NIC pair whose GPU's path this input cannot show
+/// ([`unseen_paths`]): `misplaced` ("move a NIC") and `design` ("no arrangement does better")
+/// are claims about a path the input does not show, so they become `unknown`; `none` and
+/// `setting` stay (they do not rest on the unseen path being worse). What `place` and the
+/// report read of the pair (`pairs[].remedy`), beside the finding [`withdraw_unseen_paths`]
+/// makes unknown.
+pub fn unsettle_unseen_pairs(unseen: &[(Bdf, String)], pairs: &mut [super::Pair]) {
+    for p in pairs.iter_mut().filter(|p| {
+        matches!(p.remedy, RemedyClass::Misplaced | RemedyClass::Design)
+            && unseen.iter().any(|(g, _)| *g == p.gpu)
+    }) {
+        p.remedy = RemedyClass::Unknown;
+    }
 }
 
 /// A `gpu-nic-path` error, warning or unknown about a GPU whose path this input cannot show
