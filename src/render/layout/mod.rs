@@ -21,7 +21,7 @@
 //! goes to.
 
 use crate::analysis::audit::{Report, Severity};
-use crate::analysis::classify::{Label, Matrix};
+use crate::analysis::classify::{Classifier, Label};
 use crate::analysis::pairing;
 use crate::model::{Bdf, Topology};
 
@@ -329,14 +329,18 @@ impl Layout {
     }
 }
 
-/// What the picture is drawn from: the topology, its classification and its audit.
+/// What the picture is drawn from: the topology, its classifier and its audit.
 pub struct Inputs<'a> {
     /// The node.
     pub topo: &'a Topology,
-    /// Every pair's class ([`crate::analysis::classify::classify_all`]).
-    pub matrix: &'a Matrix,
+    /// The node's pair classification ([`Classifier`]): endpoints, notes, the rail pairs'
+    /// classes and, with `pair_labels`, every box's class from each GPU.
+    pub classifier: &'a Classifier<'a>,
     /// The audit ([`crate::analysis::audit::run`]): rail pairs and findings.
     pub audit: &'a Report,
+    /// Fill [`LaidBox::pair_labels`] (the standalone SVG's `data-labels`): endpoint boxes ×
+    /// GPUs classes, which only the standalone SVG writes.
+    pub pair_labels: bool,
 }
 
 /// Cuts `s` to at most `n` characters, ending with `…` when cut.
@@ -379,16 +383,33 @@ pub fn wrap(s: &str, n: usize) -> Vec<String> {
 
 /// Computes the picture of a node.
 pub fn build(inp: &Inputs) -> Layout {
-    let columns = boxes::columns(inp.topo, inp.matrix);
+    let c = inp.classifier;
+    let columns = boxes::columns(inp.topo, c.endpoints());
     let badges = badges::collect(inp.topo, inp.audit, &columns);
     let col_w = placement::column_widths(&columns);
     let badge_rows = badges::rows(&columns, &col_w, &badges);
     let (columns, col_w) = placement::split_tall(columns, col_w, &badge_rows);
 
     let matched: Vec<_> = inp.audit.pairs.iter().map(|p| (p.gpu, p.nic)).collect();
-    let rail = pairing::rail_pairs(inp.matrix, &matched);
+    // Only the pairs the rail lines can be drawn from are classified in words: the audit's
+    // matching, else every compute–NIC pair (what the nearest-NIC fallback compares).
+    let eps = c.endpoints();
+    let wanted: std::collections::HashSet<(Bdf, Bdf)> = matched.iter().copied().collect();
+    let rail_matrix = c.matrix_of(|i, j| {
+        let (a, b) = (&eps[i], &eps[j]);
+        if matched.is_empty() {
+            let cn = |x: &crate::analysis::classify::Endpoint,
+                      y: &crate::analysis::classify::Endpoint| {
+                x.kind.is_compute() && y.kind == crate::model::DeviceKind::Nic
+            };
+            cn(a, b) || cn(b, a)
+        } else {
+            wanted.contains(&(a.bdf, b.bdf)) || wanted.contains(&(b.bdf, a.bdf))
+        }
+    });
+    let rail = pairing::rail_pairs(&rail_matrix, &matched);
     let pairs_source = routing::source_text(rail.source);
-    let header_lines = header::lines(inp, &pairs_source);
+    let header_lines = header::lines(inp, &rail_matrix.notes, &pairs_source);
 
     // Gutters are sized after routing, so place twice: once to know the box centres, then with
     // the final gutter widths.
@@ -398,8 +419,10 @@ pub fn build(inp: &Inputs) -> Layout {
     let routes = routing::route(&boxes0, &rail.pairs, columns.len());
     let gutters = routes.gutters();
     let (mut boxes, spans) = place(&gutters);
-    boxes::fill_pair_labels(&mut boxes, inp.matrix);
-    let connectors = routing::connectors(&routes, &boxes, &spans, inp.matrix);
+    if inp.pair_labels {
+        boxes::fill_pair_labels(&mut boxes, c);
+    }
+    let connectors = routing::connectors(&routes, &boxes, &spans, &rail_matrix);
 
     let content_right = spans
         .last()
