@@ -312,7 +312,15 @@ pub struct Layout {
     pub legend_title: TextLine,
     /// Legend entries.
     pub legend: Vec<LegendItem>,
+    /// Why the boxes carry no [`LaidBox::pair_labels`] although they were asked for: more
+    /// than [`MAX_PAIR_LABELS`] of them (the standalone SVG says so in a comment).
+    pub pair_labels_left_out: Option<String>,
 }
+
+/// Most `(GPU, endpoint box)` classes the boxes carry for the standalone SVG's `data-labels`
+/// (512 × 512, the pair matrix the HTML report still draws whole): above it the list would be
+/// most of the file (21 MB of a 24 MB SVG at 4,114 functions) and grows with GPUs × endpoints.
+pub const MAX_PAIR_LABELS: usize = 512 * 512;
 
 impl Layout {
     /// The box drawing a PCI function.
@@ -419,8 +427,17 @@ pub fn build(inp: &Inputs) -> Layout {
     let routes = routing::route(&boxes0, &rail.pairs, columns.len());
     let gutters = routes.gutters();
     let (mut boxes, spans) = place(&gutters);
+    let mut pair_labels_left_out = None;
     if inp.pair_labels {
-        boxes::fill_pair_labels(&mut boxes, c);
+        let computes = eps.iter().filter(|e| e.kind.is_compute()).count();
+        let with_ep = boxes.iter().filter(|b| b.endpoint.is_some()).count();
+        if computes * with_ep <= MAX_PAIR_LABELS {
+            boxes::fill_pair_labels(&mut boxes, c);
+        } else {
+            pair_labels_left_out = Some(format!(
+                "data-labels left out: {with_ep} endpoint boxes x {computes} GPUs/accelerators is more than {MAX_PAIR_LABELS} classes; `peerpath matrix` prints every pair"
+            ));
+        }
     }
     let connectors = routing::connectors(&routes, &boxes, &spans, &rail_matrix);
 
@@ -444,6 +461,7 @@ pub fn build(inp: &Inputs) -> Layout {
         legend_rect: legend.rect,
         legend_title: legend.title,
         legend: legend.items,
+        pair_labels_left_out,
     };
     header::move_below(&mut l, hy + 6.0 - MARGIN);
     l.height = l.legend_rect.bottom() + MARGIN;
