@@ -603,16 +603,28 @@ impl<'t> Classifier<'t> {
         }
     }
 
-    /// The matrix of the pairs of [`Classifier::pair_indices`] that `keep` accepts (by endpoint
-    /// index), with the endpoints and notes of the whole matrix: for a command that reads a few
-    /// pairs (the report's rail pairs) of a node whose every pair would not fit in memory.
-    /// Its [`Matrix::pairs`] hold only those pairs.
-    pub fn matrix_of(&self, keep: impl Fn(usize, usize) -> bool) -> Matrix {
+    /// The matrix of the given endpoint index pairs (either order; those
+    /// [`Classifier::pair_indices`] does not list are left out), with the endpoints and notes of
+    /// the whole matrix: for a command that reads a few pairs (the report's rail pairs) of a
+    /// node whose every pair would not fit in memory. Its [`Matrix::pairs`] hold only those
+    /// pairs, in matrix order.
+    pub fn matrix_of(&self, pairs: impl IntoIterator<Item = (usize, usize)>) -> Matrix {
+        let n = self.ep_dev.len();
+        let mut v: Vec<(usize, usize)> = pairs
+            .into_iter()
+            .map(|(i, j)| if i < j { (i, j) } else { (j, i) })
+            .filter(|&(i, j)| {
+                j < n
+                    && pair_wanted(self.endpoints[i].kind, self.endpoints[j].kind)
+                    && self.ep_dev[i] != self.ep_dev[j]
+            })
+            .collect();
+        v.sort_unstable();
+        v.dedup();
         Matrix {
             endpoints: self.endpoints.clone(),
-            pairs: self
-                .pair_indices()
-                .filter(|&(i, j)| keep(i, j))
+            pairs: v
+                .into_iter()
                 .map(|(i, j)| self.classify_ix(self.ep_dev[i], self.ep_dev[j], Some(j)))
                 .collect(),
             notes: self.matrix_notes(),

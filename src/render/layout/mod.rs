@@ -402,19 +402,26 @@ pub fn build(inp: &Inputs) -> Layout {
     // Only the pairs the rail lines can be drawn from are classified in words: the audit's
     // matching, else every compute–NIC pair (what the nearest-NIC fallback compares).
     let eps = c.endpoints();
-    let wanted: std::collections::HashSet<(Bdf, Bdf)> = matched.iter().copied().collect();
-    let rail_matrix = c.matrix_of(|i, j| {
-        let (a, b) = (&eps[i], &eps[j]);
-        if matched.is_empty() {
-            let cn = |x: &crate::analysis::classify::Endpoint,
-                      y: &crate::analysis::classify::Endpoint| {
-                x.kind.is_compute() && y.kind == crate::model::DeviceKind::Nic
-            };
-            cn(a, b) || cn(b, a)
-        } else {
-            wanted.contains(&(a.bdf, b.bdf)) || wanted.contains(&(b.bdf, a.bdf))
-        }
-    });
+    let rail_matrix = if matched.is_empty() {
+        let of = |pick: fn(&crate::analysis::classify::Endpoint) -> bool| -> Vec<usize> {
+            (0..eps.len()).filter(|&k| pick(&eps[k])).collect()
+        };
+        let (computes, nics) = (
+            of(|e| e.kind.is_compute()),
+            of(|e| e.kind == crate::model::DeviceKind::Nic),
+        );
+        c.matrix_of(
+            computes
+                .iter()
+                .flat_map(|&g| nics.iter().map(move |&n| (g, n))),
+        )
+    } else {
+        c.matrix_of(
+            matched
+                .iter()
+                .filter_map(|(g, n)| Some((c.endpoint_index(g)?, c.endpoint_index(n)?))),
+        )
+    };
     let rail = pairing::rail_pairs(&rail_matrix, &matched);
     let pairs_source = routing::source_text(rail.source);
     let header_lines = header::lines(inp, &rail_matrix.notes, &pairs_source);
