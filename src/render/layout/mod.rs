@@ -257,7 +257,9 @@ pub struct LaidBox {
     /// selector (endpoint boxes only).
     pub select_slot: Option<Rect>,
     /// Class of the pair (compute endpoint, this endpoint) for every GPU/accelerator, in
-    /// matrix order (`X` for itself); what the HTML GPU selector recolours by.
+    /// matrix order (`X` for itself): the standalone SVG's `data-labels`, filled only when
+    /// [`Inputs::pair_labels`] asks and at most [`MAX_PAIR_LABELS`] in all (the HTML page
+    /// reads its own packed pair data).
     pub pair_labels: Vec<(String, Label)>,
 }
 
