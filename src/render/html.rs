@@ -226,7 +226,7 @@ fn js_str(s: &str) -> String {
 }
 
 /// The rows of the pair matrix the page needs (one flag per endpoint): every row up to
-/// [`FULL_MATRIX_MAX`] endpoints, above it the GPUs' and accelerators' rows (the table then shows
+/// 512 endpoints (`FULL_MATRIX_MAX`), above it the GPUs' and accelerators' rows (the table then shows
 /// the selected one's row, and the boxes are coloured by it).
 pub fn page_rows(endpoints: &[Endpoint]) -> Vec<bool> {
     let full = endpoints.len() <= FULL_MATRIX_MAX;
