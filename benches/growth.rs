@@ -11,7 +11,7 @@
 //! 2.2 GB on disk and the run takes minutes), or the test-profile bench binary with `--bench`
 //! and `PEERPATH=target/release/peerpath`. `GROWTH_SIZES=1024,4096` picks sizes,
 //! `GROWTH_DIR` reuses trees already written there (`scaling-N/`), `RUNS` (default 3) the runs
-//! per size, `GROWTH_ALL=1` adds the HTML report ([`HEAVY`]). `cargo test --all-targets` runs
+//! per size. `cargo test --all-targets` runs
 //! it on sizes 64 and 256 (median of 3) as a smoke test (the
 //! check too: at that size process start dominates and the ratio is near 1).
 
@@ -40,11 +40,6 @@ const COMMANDS: &[&[&str]] = &[
     &["matrix", "--format", "json"],
     &["report", "--format", "html", "-o", "/dev/null"],
 ];
-
-/// Commands left out unless `GROWTH_ALL=1`: the HTML report still embeds every pair's words
-/// (591 MB and 7.2 GB of memory at 4,114 functions, issue 42), so at 16,388 functions it would
-/// take the machine's memory; it is measured on request, on a machine that has it.
-const HEAVY: &[&str] = &["report"];
 
 /// Runs a command once over a tree; wall seconds and bytes written to stdout.
 fn run(args: &[&str], input: &Path) -> (f64, u64) {
@@ -120,13 +115,8 @@ fn main() {
         trees.push((functions(&root), root));
     }
     let mut failed = Vec::new();
-    let all = std::env::var("GROWTH_ALL").is_ok_and(|v| v == "1");
     for args in COMMANDS {
         let name = args.join(" ");
-        if !all && HEAVY.contains(&args[0]) {
-            println!("GROWTH {name:<28} skipped (GROWTH_ALL=1 runs it)");
-            continue;
-        }
         let mut prev: Option<(usize, f64, u64)> = None;
         for (n, root) in &trees {
             let samples: Vec<(f64, u64)> = (0..runs.max(1)).map(|_| run(args, root)).collect();

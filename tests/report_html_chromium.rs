@@ -4,7 +4,7 @@
 //! else it prints a note and passes.
 
 use peerpath::analysis::audit::{self, AuditOptions};
-use peerpath::analysis::classify::{ClassifyOptions, classify_all};
+use peerpath::analysis::classify::{Classifier, ClassifyOptions, classify_all};
 use peerpath::model::topology::SourceInfo;
 use peerpath::render::html::{self, HtmlInputs, ProbeDoc};
 use peerpath::render::layout::{self, Inputs, label_colour};
@@ -110,11 +110,14 @@ fn gpu_selector_recolours_in_chromium() {
     let topo = sysfs::scan(&root, src, &ScanOptions { pci_ids }).unwrap();
     let matrix = classify_all(&topo, &ClassifyOptions::default());
     let report = audit::run(&topo, &AuditOptions::default());
+    let classifier = Classifier::new(&topo, &ClassifyOptions::default());
     let lay = layout::build(&Inputs {
         topo: &topo,
-        matrix: &matrix,
+        classifier: &classifier,
         audit: &report,
+        pair_labels: false,
     });
+    let cells = classifier.pair_cells(&html::page_rows(classifier.endpoints()));
     let probe = ProbeDoc::parse(
         "probe.json",
         r#"{"schema":"peerpath.probe/2","fabric":"verbs","results":[{"gpu":{"bdf":"0000:07:00.0","cuda":0},"nic":{"fabric":"verbs","rdma":"mlx5_0","port":1},"memory":"cuda","direction":"host_to_gpu","op":"write","message_bytes":1048576,"gbytes_per_s":22.5,"verified":true,"verdict":"confirmed","expected_label":"PXB","reason":"at 95% of the host baseline"}]}"#,
@@ -122,7 +125,9 @@ fn gpu_selector_recolours_in_chromium() {
     .unwrap();
     let page = html::render(&HtmlInputs {
         layout: &lay,
-        matrix: &matrix,
+        endpoints: classifier.endpoints(),
+        notes: &matrix.notes,
+        cells: &cells,
         audit: &report,
         probe: Some(&probe),
         cabling: None,

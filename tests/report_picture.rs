@@ -8,7 +8,7 @@
 //! artefacts committed with the code).
 
 use peerpath::analysis::audit::{self, AuditOptions, Report, Severity};
-use peerpath::analysis::classify::{ClassifyOptions, Label, Matrix, classify_all};
+use peerpath::analysis::classify::{Classifier, ClassifyOptions, Label, Matrix, classify_all};
 use peerpath::model::topology::SourceInfo;
 use peerpath::model::{Bdf, DeviceKind, Topology};
 use peerpath::render::layout::{self, BoxKind, Inputs, Layout, Rect};
@@ -46,11 +46,14 @@ struct Drawn {
 fn draw(topo: Topology) -> Drawn {
     let matrix = classify_all(&topo, &ClassifyOptions::default());
     let audit = audit::run(&topo, &AuditOptions::default());
+    let classifier = Classifier::new(&topo, &ClassifyOptions::default());
     let layout = layout::build(&Inputs {
         topo: &topo,
-        matrix: &matrix,
+        classifier: &classifier,
         audit: &audit,
+        pair_labels: true,
     });
+    drop(classifier);
     let svg = svg::render(&layout);
     Drawn {
         topo,

@@ -4,7 +4,7 @@
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use peerpath::analysis::audit::{self, AuditOptions, profile};
-use peerpath::analysis::classify::{ClassifyOptions, classify_all};
+use peerpath::analysis::classify::{Classifier, ClassifyOptions};
 use peerpath::analysis::probe_report::measured::ProbeEvidence;
 use peerpath::model::Topology;
 use peerpath::render::{html, layout, png, svg};
@@ -116,7 +116,7 @@ pub fn run(topo: &Topology, a: &ReportArgs) -> Result<u8> {
         }
         None => None,
     };
-    let matrix = classify_all(topo, &ClassifyOptions::default());
+    let classifier = Classifier::new(topo, &ClassifyOptions::default());
     let report = audit::run(
         topo,
         &AuditOptions {
@@ -127,26 +127,35 @@ pub fn run(topo: &Topology, a: &ReportArgs) -> Result<u8> {
     );
     let lay = layout::build(&layout::Inputs {
         topo,
-        matrix: &matrix,
+        classifier: &classifier,
         audit: &report,
+        pair_labels: format == ReportFormat::Svg,
     });
     let bytes = match format {
         ReportFormat::Svg => svg::render(&lay).into_bytes(),
         ReportFormat::Png => {
-            let (bytes, note) = png::render_fitted(&svg::render(&lay), &fonts, a.scale)?;
+            // The pixels do not depend on the boxes' `data-*` attributes: the page's form of the
+            // picture, without the boxes × GPUs labels.
+            let (bytes, note) = png::render_fitted(&svg::render_for_page(&lay), &fonts, a.scale)?;
             if let Some(n) = note {
                 super::say(&format!("peerpath: warning: {n}"));
             }
             bytes
         }
-        ReportFormat::Html => html::render(&html::HtmlInputs {
-            layout: &lay,
-            matrix: &matrix,
-            audit: &report,
-            probe: probe_doc.as_ref(),
-            cabling: cabling.as_ref().map(|(n, c)| (n.as_str(), c)),
-        })
-        .into_bytes(),
+        ReportFormat::Html => {
+            let eps = classifier.endpoints();
+            let cells = classifier.pair_cells(&html::page_rows(eps));
+            html::render(&html::HtmlInputs {
+                layout: &lay,
+                endpoints: eps,
+                notes: &classifier.matrix_notes(),
+                cells: &cells,
+                audit: &report,
+                probe: probe_doc.as_ref(),
+                cabling: cabling.as_ref().map(|(n, c)| (n.as_str(), c)),
+            })
+            .into_bytes()
+        }
     };
     peerpath::output::write_output(&a.output, &bytes)?;
     Ok(0)

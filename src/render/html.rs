@@ -11,9 +11,8 @@ use super::layout::{Layout, label_colour, severity_colour};
 use super::svg::{self, esc};
 use crate::analysis::audit::Report;
 use crate::analysis::cabling::Cabling;
-use crate::analysis::classify::{Label, Matrix};
+use crate::analysis::classify::{Endpoint, Label, PairCells};
 use crate::analysis::probe_report::ProbeReport;
-use crate::model::Bdf;
 use anyhow::Result;
 use std::fmt::Write;
 
@@ -40,8 +39,12 @@ impl ProbeDoc {
 pub struct HtmlInputs<'a> {
     /// The picture's geometry.
     pub layout: &'a Layout,
-    /// Every pair's class.
-    pub matrix: &'a Matrix,
+    /// The matrix's endpoints, in matrix order.
+    pub endpoints: &'a [Endpoint],
+    /// Facts that limit the whole matrix.
+    pub notes: &'a [String],
+    /// The cells of the rows the page shows ([`page_rows`]).
+    pub cells: &'a PairCells,
     /// The audit.
     pub audit: &'a Report,
     /// Probe results, if given.
@@ -75,11 +78,26 @@ const SCRIPT: &str = r#"
     BYNAME[EP[e][0]]=e;
     if(!(EP[e][1] in BYBDF)){BYBDF[EP[e][1]]=e;}
   }
-  function cellOf(a,b){
-    var s=(a*N+b)*W, v=0;
-    for(var k=0;k<W;k++){v=v*ALPHABET.length+DEC[CLS.charCodeAt(s+k)];}
-    return CELL[v];
+  var G=GHB.length, ROW=null, ROWOF=-1;
+  function code(str,s){
+    var v=0;
+    for(var k=0;k<W;k++){v=v*ALPHABET.length+DEC[str.charCodeAt(s+k)];}
+    return v;
   }
+  // Row `a` of the matrix, every column: near columns from NEAR[a] in order, the others from
+  // the group table FAR (see PairCells::row in the source).
+  function rowOf(a){
+    if(ROWOF===a){return ROW;}
+    var out=new Array(N), s=NEAR[a], k=0, ga=EP[a][4];
+    for(var b=0;b<N;b++){
+      var gb=EP[b][4];
+      if(ga<0||gb<0||GHB[ga]===GHB[gb]){out[b]=CELL[code(s,k)]; k+=W;}
+      else{var x=a<b?ga:gb, y=a<b?gb:ga; out[b]=CELL[code(FAR,(x*G+y)*W)];}
+    }
+    ROW=out; ROWOF=a;
+    return out;
+  }
+  function cellOf(a,b){return rowOf(a)[b];}
   // The class of the box at address `bdf` from compute endpoint `g`: X for its own function.
   function boxLabel(g,bdf){
     if(g===undefined||bdf===null){return null;}
@@ -93,8 +111,9 @@ const SCRIPT: &str = r#"
   function row(a){
     var tr=document.createElement('tr'), th=document.createElement('th');
     tr.setAttribute('data-ep',EP[a][0]); th.textContent=EP[a][0]; tr.appendChild(th);
+    var cs=rowOf(a);
     for(var b=0;b<N;b++){
-      var c=cellOf(a,b), t=document.createElement('td');
+      var c=cs[b], t=document.createElement('td');
       if(c){
         if(c[3]){t.title=c[3];}
         t.className='l'; t.setAttribute('style','background:'+c[1]+';color:'+c[2]); t.textContent=c[0];
@@ -206,89 +225,77 @@ fn js_str(s: &str) -> String {
         .replace("</", "<\\/")
 }
 
+/// The rows of the pair matrix the page needs (one flag per endpoint): every row up to
+/// 512 endpoints (`FULL_MATRIX_MAX`), above it the GPUs' and accelerators' rows (the table then shows
+/// the selected one's row, and the boxes are coloured by it).
+pub fn page_rows(endpoints: &[Endpoint]) -> Vec<bool> {
+    let full = endpoints.len() <= FULL_MATRIX_MAX;
+    endpoints
+        .iter()
+        .map(|e| full || e.kind.is_compute())
+        .collect()
+}
+
 /// The pair data the page's script reads, once per node and not per box or cell: `EP`, every
-/// endpoint of the matrix once (`[name, address, NUMA, "RDMA / net names"]`); `CELL`, each
-/// distinct cell (`[class, background, ink, tooltip]`, `null` for a pair the matrix does not
-/// classify); and `CLS`, the cell of every ordered pair `(a, b)` as `W` characters of
-/// [`ALPHABET`] at `(a·n + b)·W`. The cells follow the matrix: `X` on the diagonal, `PIX` for
-/// two endpoints of one PCI function, otherwise [`Matrix::pair`]'s class with its reason.
-fn pair_data<'a>(m: &'a Matrix) -> String {
-    let n = m.endpoints.len();
-    // Distinct (class, reason) pairs, code 0 being "not classified".
-    let mut cells: Vec<(Label, &'a str)> = Vec::new();
-    let mut code_of: std::collections::HashMap<(Label, &'a str), u32> = Default::default();
-    let mut grid = vec![0u32; n * n];
-    let mut code = |key: (Label, &'a str)| -> u32 {
-        *code_of.entry(key).or_insert_with(|| {
-            cells.push(key);
-            cells.len() as u32
-        })
-    };
-    // Endpoints by address (two RDMA devices of one function share one).
-    let mut at: std::collections::HashMap<Bdf, Vec<usize>> = Default::default();
-    for (k, e) in m.endpoints.iter().enumerate() {
-        at.entry(e.bdf).or_default().push(k);
-    }
-    // Every classified pair, both ways round, read once from the matrix (a later duplicate wins,
-    // as in [`Matrix::pair`]).
-    for p in &m.pairs {
-        let (Some(xs), Some(ys)) = (at.get(&p.a), at.get(&p.b)) else {
-            continue;
-        };
-        let c = code((p.label, p.reason.as_str()));
-        for &x in xs {
-            for &y in ys {
-                grid[x * n + y] = c;
-                grid[y * n + x] = c;
-            }
-        }
-    }
-    for xs in at.values() {
-        for &x in xs {
-            for &y in xs {
-                grid[x * n + y] = if x == y {
-                    code((Label::X, ""))
+/// endpoint of the matrix once (`[name, address, NUMA, "RDMA / net names", group]`); `CELL`,
+/// each distinct cell (`[class, background, ink, tooltip]`, `null` for a pair the matrix does
+/// not classify); `GHB`, each group's host bridge; `FAR`, the cell of each ordered pair of groups
+/// (`W` characters of [`ALPHABET`] at `(x·groups + y)·W`); `NEAR`, per endpoint row, the cells
+/// of its near columns in order (`null` for a row the page does not need). The script expands
+/// them into cells as [`PairCells::row`] does.
+fn pair_data(eps: &[Endpoint], pc: &PairCells) -> String {
+    let cells: Vec<String> = pc
+        .cells
+        .iter()
+        .map(|c| match c {
+            None => "null".to_string(),
+            Some((l, title)) => {
+                let (bg, ink) = if *l == Label::X {
+                    ("#ffffff", "#000000")
                 } else {
-                    code((Label::Pix, ""))
+                    (label_colour(*l), svg::ink_on(*l))
                 };
+                format!(
+                    "[{},{},{},{}]",
+                    js_str(&l.to_string()),
+                    js_str(bg),
+                    js_str(ink),
+                    js_str(title)
+                )
             }
-        }
-    }
-    let cells: Vec<String> = std::iter::once("null".to_string())
-        .chain(cells.iter().map(|&(l, title)| {
-            let (bg, ink) = if l == Label::X {
-                ("#ffffff", "#000000")
-            } else {
-                (label_colour(l), svg::ink_on(l))
-            };
-            format!(
-                "[{},{},{},{}]",
-                js_str(&l.to_string()),
-                js_str(bg),
-                js_str(ink),
-                js_str(title)
-            )
-        }))
+        })
         .collect();
     let base = ALPHABET.len();
     let mut width = 1;
     while base.pow(width as u32) < cells.len() {
         width += 1;
     }
-    let mut packed = String::with_capacity(n * n * width);
-    let mut digits = vec![0u8; width];
-    for &c in &grid {
-        let mut v = c as usize;
-        for d in digits.iter_mut().rev() {
-            *d = ALPHABET[v % base];
-            v /= base;
+    let pack = |codes: &[u32]| -> String {
+        let mut packed = String::with_capacity(codes.len() * width);
+        let mut digits = vec![0u8; width];
+        for &c in codes {
+            let mut v = c as usize;
+            for d in digits.iter_mut().rev() {
+                *d = ALPHABET[v % base];
+                v /= base;
+            }
+            packed.extend(digits.iter().map(|&d| d as char));
         }
-        packed.extend(digits.iter().map(|&d| d as char));
-    }
-    let eps: Vec<String> = m
-        .endpoints
+        packed
+    };
+    let near: Vec<String> = pc
+        .near
         .iter()
-        .map(|e| {
+        .map(|r| match r {
+            Some(codes) => format!("\"{}\"", pack(codes)),
+            None => "null".into(),
+        })
+        .collect();
+    let ghb: Vec<String> = pc.group_hb.iter().map(u32::to_string).collect();
+    let eps: Vec<String> = eps
+        .iter()
+        .zip(&pc.group)
+        .map(|(e, g)| {
             let names: Vec<&str> = e
                 .rdma
                 .iter()
@@ -296,7 +303,7 @@ fn pair_data<'a>(m: &'a Matrix) -> String {
                 .map(String::as_str)
                 .collect();
             format!(
-                "[{},{},{},{}]",
+                "[{},{},{},{},{}]",
                 js_str(&e.name),
                 js_str(&e.bdf.to_string()),
                 js_str(
@@ -304,22 +311,25 @@ fn pair_data<'a>(m: &'a Matrix) -> String {
                         .map(|v| v.to_string())
                         .unwrap_or_else(|| "?".into())
                 ),
-                js_str(&names.join(" "))
+                js_str(&names.join(" ")),
+                g.map(|g| g as i64).unwrap_or(-1)
             )
         })
         .collect();
     format!(
-        "var ALPHABET={};\nvar FULL_MATRIX_MAX={FULL_MATRIX_MAX};\nvar EP=[{}];\nvar CELL=[{}];\nvar W={width};\nvar CLS=\"{packed}\";\n",
+        "var ALPHABET={};\nvar FULL_MATRIX_MAX={FULL_MATRIX_MAX};\nvar EP=[{}];\nvar CELL=[{}];\nvar W={width};\nvar GHB=[{}];\nvar FAR=\"{}\";\nvar NEAR=[{}];\n",
         js_str(std::str::from_utf8(ALPHABET).unwrap_or_default()),
         eps.join(",\n"),
         cells.join(",\n"),
+        ghb.join(","),
+        pack(&pc.far),
+        near.join(",\n"),
     )
 }
 
 /// Writes the HTML report.
 pub fn render(i: &HtmlInputs) -> String {
     let l = i.layout;
-    let m = i.matrix;
     let mut o = String::new();
     let title = l
         .header
@@ -347,7 +357,7 @@ pub fn render(i: &HtmlInputs) -> String {
     );
     // Selector.
     o.push_str(r#"<div class="controls"><label for="gpu-select">Colour endpoints by their path class from: </label><select id="gpu-select"><option value="">(rail pairs only)</option>"#);
-    for e in m.endpoints.iter().filter(|e| e.kind.is_compute()) {
+    for e in i.endpoints.iter().filter(|e| e.kind.is_compute()) {
         let _ = write!(
             o,
             r#"<option value="{n}">{n} {b}</option>"#,
@@ -366,9 +376,9 @@ pub fn render(i: &HtmlInputs) -> String {
         "<h2>Pair matrix</h2>\n<p id=\"matrix-note\"></p>\n<table id=\"matrix\"></table>\n\
          <noscript><p>The pair matrix is drawn by the page's script; `peerpath matrix` prints it.</p></noscript>"
     );
-    if !m.notes.is_empty() {
+    if !i.notes.is_empty() {
         o.push_str("<ul>");
-        for n in &m.notes {
+        for n in i.notes {
             let _ = write!(o, "<li>{}</li>", esc(n));
         }
         o.push_str("</ul>\n");
@@ -532,7 +542,7 @@ pub fn render(i: &HtmlInputs) -> String {
         "<script>\nvar COLOURS={{{}}};\nvar INK={{{}}};\n{}{SCRIPT}</script>\n</body>\n</html>\n",
         colours.join(","),
         inks.join(","),
-        pair_data(m)
+        pair_data(i.endpoints, i.cells)
     );
     o
 }

@@ -1,7 +1,9 @@
 //! The node picture as SVG, written directly from the [`Layout`] (no geometry is computed
 //! here). Every box is a `<g>` with a `<title>` (hover details) and `data-*` attributes the HTML
 //! report's script reads: `data-ep` (endpoint name) and, in the standalone SVG only, `data-labels`
-//! (`GPU0:PIX GPU1:SYS …`, the class of the pair with each GPU/accelerator) on endpoint boxes, `data-from`, `data-to`,
+//! (`GPU0:PIX GPU1:SYS …`, the class of the pair with each GPU/accelerator) on endpoint boxes
+//! (up to [`super::layout::MAX_PAIR_LABELS`] classes in all; above it a comment says they were
+//! left out), `data-from`, `data-to`,
 //! `data-label` on rail-pair connectors.
 
 use super::layout::{Layout, Rect, SMALL, TextLine, label_colour, severity_colour};
@@ -104,6 +106,9 @@ fn render_with(l: &Layout, pair_labels: bool) -> String {
         w = n(l.width),
         h = n(l.height)
     );
+    if let (true, Some(why)) = (pair_labels, &l.pair_labels_left_out) {
+        let _ = writeln!(o, "<!-- {} -->", why.replace("--", "- -"));
+    }
     rect(
         &mut o,
         &Rect {
@@ -123,7 +128,7 @@ fn render_with(l: &Layout, pair_labels: bool) -> String {
         let mut attrs = format!(r#" id="{}" class="box {}""#, esc(&b.id), b.kind.name());
         if let Some(ep) = &b.endpoint {
             let _ = write!(attrs, r#" data-ep="{}""#, esc(ep));
-            if pair_labels {
+            if pair_labels && l.pair_labels_left_out.is_none() {
                 let labels: Vec<String> = b
                     .pair_labels
                     .iter()

@@ -11,6 +11,7 @@
 //! rules), `nccl_rules` (NCCL's path type, P2P, GDR and PXN decisions), `wording` (reasons,
 //! rules and hops in words, only for the pairs a command prints).
 
+mod cells;
 pub mod endpoints;
 pub mod label;
 mod nccl_rules;
@@ -20,6 +21,7 @@ mod rccl;
 mod wording;
 
 pub use super::nccl::{NcclPath, NcclVersion};
+pub use cells::PairCells;
 pub use endpoints::{
     Endpoint, NicOrder, endpoints as endpoints_of, natural_cmp, nic_order, pair_wanted,
 };
@@ -601,6 +603,35 @@ impl<'t> Classifier<'t> {
         Matrix {
             endpoints: self.endpoints.clone(),
             pairs: self.pairs().collect(),
+            notes: self.matrix_notes(),
+            index: PairIndex::default(),
+        }
+    }
+
+    /// The matrix of the given endpoint index pairs (either order; those
+    /// [`Classifier::pair_indices`] does not list are left out), with the endpoints and notes of
+    /// the whole matrix: for a command that reads a few pairs (the report's rail pairs) of a
+    /// node whose every pair would not fit in memory. Its [`Matrix::pairs`] hold only those
+    /// pairs, in matrix order.
+    pub fn matrix_of(&self, pairs: impl IntoIterator<Item = (usize, usize)>) -> Matrix {
+        let n = self.ep_dev.len();
+        let mut v: Vec<(usize, usize)> = pairs
+            .into_iter()
+            .map(|(i, j)| if i < j { (i, j) } else { (j, i) })
+            .filter(|&(i, j)| {
+                j < n
+                    && pair_wanted(self.endpoints[i].kind, self.endpoints[j].kind)
+                    && self.ep_dev[i] != self.ep_dev[j]
+            })
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        Matrix {
+            endpoints: self.endpoints.clone(),
+            pairs: v
+                .into_iter()
+                .map(|(i, j)| self.classify_ix(self.ep_dev[i], self.ep_dev[j], Some(j)))
+                .collect(),
             notes: self.matrix_notes(),
             index: PairIndex::default(),
         }

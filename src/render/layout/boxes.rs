@@ -6,11 +6,11 @@
 //!
 //! Data: the topology's NUMA nodes (cpulists, and the socket of their first CPU from
 //! `/proc/cpuinfo`), host bridges and devices (names, addresses, OS devices, links, slots,
-//! drivers, sysfs paths); endpoint names (`GPU0`, `NIC3`) and pair classes from the
-//! classification [`Matrix`].
+//! drivers, sysfs paths); endpoint names (`GPU0`, `NIC3`) and pair labels from the
+//! [`Classifier`].
 
 use super::{BoxKind, LaidBox, plural};
-use crate::analysis::classify::{Label, Matrix};
+use crate::analysis::classify::{Classifier, Endpoint, Label, pair_wanted};
 use crate::analysis::paths::{LinkHealth, Paths};
 use crate::model::{Bdf, Device, DeviceKind, OsDeviceKind, Topology, linkfmt};
 use crate::parse::cpulist;
@@ -349,10 +349,10 @@ pub(super) fn depth(n: &Node) -> usize {
 
 /// The NUMA columns: NUMA nodes with drawn host bridges, then "NUMA unknown" (host bridges with
 /// no NUMA node, and devices whose host bridge is not listed by a partial source).
-pub(super) fn columns(t: &Topology, m: &Matrix) -> Vec<Node> {
+pub(super) fn columns(t: &Topology, endpoints: &[Endpoint]) -> Vec<Node> {
     // Two RDMA devices of one function are two NICs in one box: `NIC1/NIC2`.
     let mut names: HashMap<Bdf, String> = HashMap::new();
-    for e in &m.endpoints {
+    for e in endpoints {
         names
             .entry(e.bdf)
             .and_modify(|n| {
@@ -470,23 +470,32 @@ pub(super) fn ids_by_bdf(columns: &[Node]) -> HashMap<Bdf, String> {
 
 /// Sets each endpoint box's [`LaidBox::pair_labels`]: the class of its pair with every
 /// GPU/accelerator, as the matrix holds it (`X` for itself; pairs the matrix does not classify,
-/// such as accelerator–NVMe, are left out).
-pub(super) fn fill_pair_labels(boxes: &mut [LaidBox], m: &Matrix) {
-    let computes: Vec<_> = m.endpoints.iter().filter(|e| e.kind.is_compute()).collect();
+/// such as accelerator–NVMe, are left out). Labels only, without words.
+pub(super) fn fill_pair_labels(boxes: &mut [LaidBox], c: &Classifier) {
+    let eps = c.endpoints();
+    let computes: Vec<usize> = (0..eps.len())
+        .filter(|&k| eps[k].kind.is_compute())
+        .collect();
     for b in boxes.iter_mut() {
         let (Some(_), Some(bdf)) = (&b.endpoint, b.bdf) else {
             continue;
         };
-        for c in &computes {
-            let l = if c.bdf == bdf {
+        let Some(e) = c.endpoint_index(&bdf) else {
+            continue;
+        };
+        for &g in &computes {
+            let l = if eps[g].bdf == bdf {
                 Label::X
-            } else {
-                match m.pair(&c.bdf, &bdf) {
-                    Some(p) => p.label,
+            } else if pair_wanted(eps[g].kind, eps[e].kind) {
+                let (x, y) = if g < e { (g, e) } else { (e, g) };
+                match c.label(x, y) {
+                    Some((l, _)) => l,
                     None => continue,
                 }
+            } else {
+                continue;
             };
-            b.pair_labels.push((c.name.clone(), l));
+            b.pair_labels.push((eps[g].name.clone(), l));
         }
     }
 }

@@ -8,7 +8,11 @@ use super::{FONT, LINE, Layout, MARGIN, Rect, TextLine, fit, plural, text_width,
 use crate::model::{Device, DeviceKind};
 
 /// The header's lines before wrapping: (text, bold, font size).
-pub(super) fn lines(inp: &super::Inputs, pairs_source: &str) -> Vec<(String, bool, f32)> {
+pub(super) fn lines(
+    inp: &super::Inputs,
+    notes: &[String],
+    pairs_source: &str,
+) -> Vec<(String, bool, f32)> {
     let t = inp.topo;
     let m = &t.machine;
     let mut title = format!("peerpath report — {}", t.source.path);
@@ -36,7 +40,6 @@ pub(super) fn lines(inp: &super::Inputs, pairs_source: &str) -> Vec<(String, boo
         ));
     }
     // The matrix notes name the host and carry the source's limitations (input limit …).
-    let notes: Vec<String> = inp.matrix.notes.clone();
     std::iter::once((title, true, FONT + 2.0))
         .chain(std::iter::once((sub, false, FONT)))
         .chain(notes.iter().map(|n| (format!("Note: {n}"), false, FONT)))

@@ -21,7 +21,7 @@
 //! goes to.
 
 use crate::analysis::audit::{Report, Severity};
-use crate::analysis::classify::{Label, Matrix};
+use crate::analysis::classify::{Classifier, Label};
 use crate::analysis::pairing;
 use crate::model::{Bdf, Topology};
 
@@ -257,7 +257,9 @@ pub struct LaidBox {
     /// selector (endpoint boxes only).
     pub select_slot: Option<Rect>,
     /// Class of the pair (compute endpoint, this endpoint) for every GPU/accelerator, in
-    /// matrix order (`X` for itself); what the HTML GPU selector recolours by.
+    /// matrix order (`X` for itself): the standalone SVG's `data-labels`, filled only when
+    /// [`Inputs::pair_labels`] asks and at most [`MAX_PAIR_LABELS`] in all (the HTML page
+    /// reads its own packed pair data).
     pub pair_labels: Vec<(String, Label)>,
 }
 
@@ -312,7 +314,15 @@ pub struct Layout {
     pub legend_title: TextLine,
     /// Legend entries.
     pub legend: Vec<LegendItem>,
+    /// Why the boxes carry no [`LaidBox::pair_labels`] although they were asked for: more
+    /// than [`MAX_PAIR_LABELS`] of them (the standalone SVG says so in a comment).
+    pub pair_labels_left_out: Option<String>,
 }
+
+/// Most `(GPU, endpoint box)` classes the boxes carry for the standalone SVG's `data-labels`
+/// (512 × 512, the pair matrix the HTML report still draws whole): above it the list would be
+/// most of the file (21 MB of a 24 MB SVG at 4,114 functions) and grows with GPUs × endpoints.
+pub const MAX_PAIR_LABELS: usize = 512 * 512;
 
 impl Layout {
     /// The box drawing a PCI function.
@@ -329,14 +339,18 @@ impl Layout {
     }
 }
 
-/// What the picture is drawn from: the topology, its classification and its audit.
+/// What the picture is drawn from: the topology, its classifier and its audit.
 pub struct Inputs<'a> {
     /// The node.
     pub topo: &'a Topology,
-    /// Every pair's class ([`crate::analysis::classify::classify_all`]).
-    pub matrix: &'a Matrix,
+    /// The node's pair classification ([`Classifier`]): endpoints, notes, the rail pairs'
+    /// classes and, with `pair_labels`, every box's class from each GPU.
+    pub classifier: &'a Classifier<'a>,
     /// The audit ([`crate::analysis::audit::run`]): rail pairs and findings.
     pub audit: &'a Report,
+    /// Fill [`LaidBox::pair_labels`] (the standalone SVG's `data-labels`): endpoint boxes ×
+    /// GPUs classes, which only the standalone SVG writes.
+    pub pair_labels: bool,
 }
 
 /// Cuts `s` to at most `n` characters, ending with `…` when cut.
@@ -379,16 +393,40 @@ pub fn wrap(s: &str, n: usize) -> Vec<String> {
 
 /// Computes the picture of a node.
 pub fn build(inp: &Inputs) -> Layout {
-    let columns = boxes::columns(inp.topo, inp.matrix);
+    let c = inp.classifier;
+    let columns = boxes::columns(inp.topo, c.endpoints());
     let badges = badges::collect(inp.topo, inp.audit, &columns);
     let col_w = placement::column_widths(&columns);
     let badge_rows = badges::rows(&columns, &col_w, &badges);
     let (columns, col_w) = placement::split_tall(columns, col_w, &badge_rows);
 
     let matched: Vec<_> = inp.audit.pairs.iter().map(|p| (p.gpu, p.nic)).collect();
-    let rail = pairing::rail_pairs(inp.matrix, &matched);
+    // Only the pairs the rail lines can be drawn from are classified in words: the audit's
+    // matching, else every compute–NIC pair (what the nearest-NIC fallback compares).
+    let eps = c.endpoints();
+    let rail_matrix = if matched.is_empty() {
+        let of = |pick: fn(&crate::analysis::classify::Endpoint) -> bool| -> Vec<usize> {
+            (0..eps.len()).filter(|&k| pick(&eps[k])).collect()
+        };
+        let (computes, nics) = (
+            of(|e| e.kind.is_compute()),
+            of(|e| e.kind == crate::model::DeviceKind::Nic),
+        );
+        c.matrix_of(
+            computes
+                .iter()
+                .flat_map(|&g| nics.iter().map(move |&n| (g, n))),
+        )
+    } else {
+        c.matrix_of(
+            matched
+                .iter()
+                .filter_map(|(g, n)| Some((c.endpoint_index(g)?, c.endpoint_index(n)?))),
+        )
+    };
+    let rail = pairing::rail_pairs(&rail_matrix, &matched);
     let pairs_source = routing::source_text(rail.source);
-    let header_lines = header::lines(inp, &pairs_source);
+    let header_lines = header::lines(inp, &rail_matrix.notes, &pairs_source);
 
     // Gutters are sized after routing, so place twice: once to know the box centres, then with
     // the final gutter widths.
@@ -398,8 +436,19 @@ pub fn build(inp: &Inputs) -> Layout {
     let routes = routing::route(&boxes0, &rail.pairs, columns.len());
     let gutters = routes.gutters();
     let (mut boxes, spans) = place(&gutters);
-    boxes::fill_pair_labels(&mut boxes, inp.matrix);
-    let connectors = routing::connectors(&routes, &boxes, &spans, inp.matrix);
+    let mut pair_labels_left_out = None;
+    if inp.pair_labels {
+        let computes = eps.iter().filter(|e| e.kind.is_compute()).count();
+        let with_ep = boxes.iter().filter(|b| b.endpoint.is_some()).count();
+        if computes * with_ep <= MAX_PAIR_LABELS {
+            boxes::fill_pair_labels(&mut boxes, c);
+        } else {
+            pair_labels_left_out = Some(format!(
+                "data-labels left out: {with_ep} endpoint boxes x {computes} GPUs/accelerators is more than {MAX_PAIR_LABELS} classes; `peerpath matrix` prints every pair"
+            ));
+        }
+    }
+    let connectors = routing::connectors(&routes, &boxes, &spans, &rail_matrix);
 
     let content_right = spans
         .last()
@@ -421,6 +470,7 @@ pub fn build(inp: &Inputs) -> Layout {
         legend_rect: legend.rect,
         legend_title: legend.title,
         legend: legend.items,
+        pair_labels_left_out,
     };
     header::move_below(&mut l, hy + 6.0 - MARGIN);
     l.height = l.legend_rect.bottom() + MARGIN;
