@@ -325,8 +325,8 @@ impl NodeView {
 
     /// [`NodeView::from_classifier`] without the GPU–GPU table: `cand.gg` is left empty. What
     /// the audit's matching reads (GPU–NIC pairs only): on a node of n GPUs the n² GPU pairs
-    /// are not classified for it. A caller that needs GPU pairs (place, rails) builds the full
-    /// view.
+    /// are not classified for it. A caller that needs GPU pairs builds the full view (rails) or
+    /// the one of [`NodeView::place_from`] (place).
     pub fn gpu_nic(cl: &Classifier) -> NodeView {
         Self::build(cl, false, None)
     }
