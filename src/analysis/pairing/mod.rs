@@ -325,8 +325,8 @@ impl NodeView {
 
     /// [`NodeView::from_classifier`] without the GPU–GPU table: `cand.gg` is left empty. What
     /// the audit's matching reads (GPU–NIC pairs only): on a node of n GPUs the n² GPU pairs
-    /// are not classified for it. A caller that needs GPU pairs (place, rails) builds the full
-    /// view.
+    /// are not classified for it. A caller that needs GPU pairs builds the full view (rails) or
+    /// the one of [`NodeView::place_from`] (place).
     pub fn gpu_nic(cl: &Classifier) -> NodeView {
         Self::build(cl, false, None)
     }
@@ -346,15 +346,18 @@ impl NodeView {
             .collect();
         let gpus: Vec<Endpoint> = gpu_ix.iter().map(|&k| eps[k].clone()).collect();
         let nics: Vec<Endpoint> = nic_ix.iter().map(|&k| eps[k].clone()).collect();
+        let near = near_from
+            .is_some_and(|n| gpus.len() * nics.len() > n)
+            .then(|| near::NearTable::build(cl, &gpu_ix, &nic_ix))
+            .flatten();
+        // A near view never holds the GPU × GPU table (its readers classify GPU pairs on
+        // demand: [`near::NearTable::gpu_pair`]).
+        let gpu_pairs = gpu_pairs && near.is_none();
         let mut gg = if gpu_pairs {
             vec![vec![None; gpus.len()]; gpus.len()]
         } else {
             Vec::new()
         };
-        let near = near_from
-            .is_some_and(|n| gpus.len() * nics.len() > n)
-            .then(|| near::NearTable::build(cl, &gpu_ix, &nic_ix))
-            .flatten();
         let mut gn = if near.is_some() {
             Vec::new()
         } else {

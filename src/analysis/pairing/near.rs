@@ -55,8 +55,9 @@ pub struct NearTable {
     nic_ep: Vec<usize>,
 }
 
-/// The least label rank of a pair outside a GPU's block.
-const FAR_RANK: i64 = 5;
+/// The least label rank of a pair outside a GPU's block (GPU–NIC, and GPU–GPU without NVLink
+/// between them: the same label rules).
+pub(crate) const FAR_RANK: i64 = 5;
 
 /// Cost of a pair at a slot (see [`super::slot_cost`]); a pair not classified costs as
 /// [`super::UNKNOWN_RANK`].
@@ -139,6 +140,74 @@ impl NearTable {
         self.gpu_block
             .get(g)
             .is_some_and(|b| self.nic_block.get(k) == Some(b))
+    }
+
+    /// The host bridge (interned) under which GPU row `g` lies: GPUs of one block are the pairs
+    /// that can be PIX, PXB or PHB to each other; any other GPU pair without NVLink is NODE or
+    /// worse (module doc).
+    pub fn gpu_block(&self, g: usize) -> Option<u32> {
+        self.gpu_block.get(g).copied()
+    }
+
+    /// GPU row `g` against every NIC column, classified through `cl` (one row of the dense
+    /// table: what [`Self::full_table`] holds for it).
+    pub fn full_row(&self, cl: &Classifier, g: usize) -> Vec<Option<PairCand>> {
+        let Some(&a) = self.gpu_ep.get(g) else {
+            return Vec::new();
+        };
+        self.nic_ep
+            .iter()
+            .map(|&n| cl.summary(a, n).map(|s| cand_of(&s, cl.is_rccl())))
+            .collect()
+    }
+
+    /// GPU rows `i` and `j`, classified through `cl`: what the dense view's `cand.gg[i][j]`
+    /// holds (`None` on the diagonal).
+    pub fn gpu_pair(&self, cl: &Classifier, i: usize, j: usize) -> Option<PairCand> {
+        if i == j {
+            return None;
+        }
+        let (a, b) = (*self.gpu_ep.get(i)?, *self.gpu_ep.get(j)?);
+        cl.summary(a, b).map(|s| cand_of(&s, cl.is_rccl()))
+    }
+
+    /// [`super::nvlink_domains`] without the GPU × GPU table: a pair is NVLink only when
+    /// [`crate::analysis::paths::Paths::nvlink`] finds a link, which needs both GPUs to
+    /// [`crate::analysis::paths::Paths::may_nvlink`] (xGMI is excluded by [`Self::build`]), so
+    /// only pairs of those GPUs are classified. Same union and order as the dense one.
+    pub fn nvlink_domains(&self, cl: &Classifier) -> Vec<Vec<usize>> {
+        let p = cl.paths();
+        let eps = cl.endpoints();
+        let linked: Vec<usize> = (0..self.gpu_ep.len())
+            .filter(|&g| {
+                p.index(&eps[self.gpu_ep[g]].bdf)
+                    .is_some_and(|d| p.may_nvlink(d))
+            })
+            .collect();
+        let mut comp: Vec<usize> = (0..self.gpu_ep.len()).collect();
+        fn find(comp: &mut [usize], mut x: usize) -> usize {
+            while comp[x] != x {
+                comp[x] = comp[comp[x]];
+                x = comp[x];
+            }
+            x
+        }
+        for (a, &i) in linked.iter().enumerate() {
+            for &j in &linked[a + 1..] {
+                if self.gpu_pair(cl, i, j).is_some_and(|q| q.nvlink()) {
+                    let (x, y) = (find(&mut comp, i), find(&mut comp, j));
+                    if x != y {
+                        comp[x.max(y)] = x.min(y);
+                    }
+                }
+            }
+        }
+        let mut groups: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        for i in 0..comp.len() {
+            let r = find(&mut comp, i);
+            groups.entry(r).or_default().push(i);
+        }
+        groups.into_values().collect()
     }
 
     /// The full GPU × NIC table, every pair classified (the dense fallback).
@@ -306,6 +375,13 @@ impl NodeView {
     /// [`NodeView::near`] with another threshold (tests: 0 makes any node's view near).
     pub fn near_from(cl: &Classifier, from_pairs: usize) -> NodeView {
         Self::build(cl, false, Some(from_pairs))
+    }
+
+    /// What `place` reads: the [`NodeView::near`] view above `from_pairs` GPU–NIC pairs (no
+    /// GPU × GPU table either: the chooser classifies GPU pairs on demand), else the full view
+    /// of [`NodeView::from_classifier`] (every GPU pair too).
+    pub fn place_from(cl: &Classifier, from_pairs: usize) -> NodeView {
+        Self::build(cl, true, Some(from_pairs))
     }
 
     /// [`assign_nics`] over this view's GPU rows `gpus`: the dense matching, or on a

@@ -234,7 +234,7 @@ pub fn bottleneck_gbytes(
     }
     match shape {
         Shape::NvLink { count, .. } => Some(rates.nvlink_per_link * count as f64),
-        Shape::Xgmi { count } => (count > 0).then(|| rates.xgmi_per_link * count as f64),
+        Shape::Xgmi { count } => (count > 0).then_some(rates.xgmi_per_link * count as f64),
         Shape::SameAdapter => None,
         Shape::Pcie(crossing) => match p.meet(a, b) {
             Some(m) => super::lower(p.chain_min(a, m.ia), p.chain_min(b, m.ib)),

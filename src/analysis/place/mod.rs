@@ -19,8 +19,12 @@
 //!   (its NIC's node when the GPU's is unknown), split evenly among the ranks on that node; no
 //!   core is given twice.
 
-use super::classify::Endpoint;
+use super::classify::{Classifier, ClassifyOptions, Endpoint};
 use super::cores::CoreMap;
+use super::pairing::near::{FAR_RANK, NEAR_FROM_PAIRS};
+use near::NearPairs;
+
+mod near;
 pub use super::pairing::{
     Candidates, GpuCand, NicCand, NodeView, PairCand, PathRank, UNKNOWN_RANK, assign_nics,
     nic_name, nvlink_domains, pair_rank,
@@ -44,24 +48,102 @@ struct Scorer<'a> {
     c: &'a Candidates,
     domain_of: Vec<usize>,
     best_nic: Vec<u64>,
+    /// On a near view: where GPU pairs are read instead of `c.gg`.
+    near: Option<NearPairs<'a>>,
+    /// The NVLink domains' members (index: `domain_of`).
+    domains: Vec<Vec<usize>>,
+    /// The least of `best_nic` (a bound on any GPU's).
+    min_best_nic: u64,
 }
 
 impl<'a> Scorer<'a> {
-    fn new(c: &'a Candidates, domain_of: Vec<usize>) -> Self {
-        let best_nic =
-            c.gn.iter()
-                .map(|row| row.iter().map(pair_rank).min().unwrap_or(UNKNOWN_RANK) as u64)
-                .collect();
+    fn new(
+        c: &'a Candidates,
+        domains: Vec<Vec<usize>>,
+        domain_of: Vec<usize>,
+        near: Option<NearPairs<'a>>,
+    ) -> Self {
+        let best_nic: Vec<u64> = match &near {
+            None => {
+                c.gn.iter()
+                    .map(|row| row.iter().map(pair_rank).min().unwrap_or(UNKNOWN_RANK) as u64)
+                    .collect()
+            }
+            Some(n) => (0..c.gpus.len()).map(|g| n.best_nic(g) as u64).collect(),
+        };
         Scorer {
             c,
             domain_of,
+            min_best_nic: best_nic.iter().copied().min().unwrap_or(0),
             best_nic,
+            near,
+            domains,
         }
     }
 
     /// Rank of the GPU–GPU relation of `i` and `j`, read as the lower index's row.
     fn gg_rank(&self, i: usize, j: usize) -> PathRank {
-        pair_rank(&self.c.gg[i.min(j)][i.max(j)])
+        match &self.near {
+            None => pair_rank(&self.c.gg[i.min(j)][i.max(j)]),
+            Some(n) => n.rank(i.min(j), i.max(j)),
+        }
+    }
+
+    /// The GPU the greedy adds to `set` (scored `base`; `member` marks it): the lowest score,
+    /// the lowest index on a tie. On a near view only the GPUs under a member's host bridge
+    /// or in a member's NVLink domain are scored when the best of them beats
+    /// [`Self::far_bound`]; any other GPU is NVLink-free and NODE or worse to every member, so
+    /// it scores at least that bound. Otherwise every GPU is scored.
+    fn next(&self, set: &[usize], member: &[bool], base: SetScore) -> Option<(usize, SetScore)> {
+        if let Some(n) = &self.near {
+            let mut best: Option<(SetScore, usize)> = None;
+            let mut seen_blocks: Vec<usize> = Vec::new();
+            let mut seen_domains: Vec<usize> = Vec::new();
+            for &m in set {
+                let (b, d) = (n.at[m].0, self.domain_of[m]);
+                let mut near: Vec<&[usize]> = Vec::new();
+                if !seen_blocks.contains(&b) {
+                    seen_blocks.push(b);
+                    near.push(&n.blocks[b]);
+                }
+                if !seen_domains.contains(&d) {
+                    seen_domains.push(d);
+                    near.push(&self.domains[d]);
+                }
+                for &g in near.into_iter().flatten() {
+                    if !member[g] {
+                        let s = self.score_with(set, base, g);
+                        if best.is_none_or(|b| (s, g) < b) {
+                            best = Some((s, g));
+                        }
+                    }
+                }
+            }
+            if let Some((s, g)) = best
+                && s < self.far_bound(set, base)
+            {
+                return Some((g, s));
+            }
+        }
+        (0..self.c.gpus.len())
+            .filter(|&g| !member[g])
+            .map(|g| (g, self.score_with(set, base, g)))
+            .min_by_key(|&(_, s)| s)
+    }
+
+    /// A lower bound, component by component (so also in lexicographic order), on the score of
+    /// `set` plus a GPU outside every member's host bridge and NVLink domain: a new domain,
+    /// perhaps no new NUMA node, each new pair at least NODE, the least best-NIC rank.
+    fn far_bound(&self, set: &[usize], base: SetScore) -> SetScore {
+        let (nd, nn, worst, sum, nic) = base;
+        let far = FAR_RANK as PathRank;
+        (
+            nd + 1,
+            nn,
+            worst.max(far),
+            sum + u64::from(far) * set.len() as u64,
+            nic + self.min_best_nic,
+        )
     }
 
     /// The score of a sorted set.
@@ -119,18 +201,32 @@ fn binomial(n: u64, k: u64) -> u64 {
 /// Chooses `n` GPUs (indices into `c.gpus`, sorted) by the rules in the module doc, and says
 /// why in one line. `None` when fewer than `n` GPUs exist.
 pub fn choose_gpus(c: &Candidates, n: usize) -> Option<(Vec<usize>, String)> {
+    choose_gpus_in(c, n, None)
+}
+
+/// [`choose_gpus`], on a near view reading GPU pairs and best NICs from `near` instead of the
+/// tables `c.gg` and `c.gn` (which it leaves empty): the same choice (see [`Scorer::next`]).
+fn choose_gpus_in(
+    c: &Candidates,
+    n: usize,
+    near: Option<NearPairs>,
+) -> Option<(Vec<usize>, String)> {
     let total = c.gpus.len();
     if n == 0 || n > total {
         return None;
     }
-    let domains = nvlink_domains(c);
+    let domains = match &near {
+        None => nvlink_domains(c),
+        Some(p) => p.near.nvlink_domains(p.cl),
+    };
     let mut domain_of = vec![0; total];
     for (d, members) in domains.iter().enumerate() {
         for &g in members {
             domain_of[g] = d;
         }
     }
-    let scorer = Scorer::new(c, domain_of);
+    let nvl_domains = domains.iter().filter(|d| d.len() > 1).count();
+    let scorer = Scorer::new(c, domains, domain_of, near);
     let best = if binomial(total as u64, n as u64) <= MAX_SUBSETS {
         // Every set in lexicographic order; the first with the lowest score wins.
         let mut best: Option<(SetScore, Vec<usize>)> = None;
@@ -166,10 +262,7 @@ pub fn choose_gpus(c: &Candidates, n: usize) -> Option<(Vec<usize>, String)> {
             member[start] = true;
             let mut score = scorer.score(&set);
             while set.len() < n {
-                let (next, s) = (0..total)
-                    .filter(|&g| !member[g])
-                    .map(|g| (g, scorer.score_with(&set, score, g)))
-                    .min_by_key(|&(_, s)| s)?;
+                let (next, s) = scorer.next(&set, &member, score)?;
                 set.push(next);
                 set.sort_unstable();
                 member[next] = true;
@@ -186,7 +279,10 @@ pub fn choose_gpus(c: &Candidates, n: usize) -> Option<(Vec<usize>, String)> {
         .iter()
         .enumerate()
         .flat_map(|(a, &i)| best[a + 1..].iter().map(move |&j| (i, j)))
-        .filter_map(|(i, j)| c.gg[i][j].as_ref())
+        .filter_map(|(i, j)| match &scorer.near {
+            None => c.gg[i][j].clone(),
+            Some(p) => p.near.gpu_pair(p.cl, i, j),
+        })
         .find(|p| p.rank() == worst)
         .map(|p| p.label);
     let names: Vec<&str> = best.iter().map(|&g| c.gpus[g].name.as_str()).collect();
@@ -197,7 +293,6 @@ pub fn choose_gpus(c: &Candidates, n: usize) -> Option<(Vec<usize>, String)> {
     } else {
         format!("chose {} of {total} GPUs", names.join(", "))
     };
-    let nvl_domains = domains.iter().filter(|d| d.len() > 1).count();
     if nvl_domains > 0 {
         why.push_str(&format!(
             "; {} {} domain{}",
@@ -416,14 +511,46 @@ fn plural(n: usize) -> &'static str {
 }
 
 /// Plans a job of `o.ranks` local ranks on the node (see the module doc for the rules).
+///
+/// On a node of more than [`NEAR_FROM_PAIRS`] GPU–NIC pairs the view is near
+/// ([`NodeView::place_from`]): no GPU × GPU or GPU × NIC table is built; GPU pairs are read
+/// per host bridge and on demand ([`Scorer::next`]), and the chosen GPUs' rows of the GPU × NIC
+/// table are classified whole, so the NIC matching is the dense one over them. The plan is the
+/// one the full view gives.
 pub fn plan(t: &Topology, o: &PlaceOptions) -> anyhow::Result<Placement> {
-    let view = NodeView::new(t);
-    plan_with(t, &view, o)
+    let cl = Classifier::new(t, &ClassifyOptions::default());
+    plan_near_from(t, &cl, o, NEAR_FROM_PAIRS)
 }
 
-/// [`plan`] over an already built [`NodeView`].
-pub fn plan_with(t: &Topology, view: &NodeView, o: &PlaceOptions) -> anyhow::Result<Placement> {
-    let c = &view.cand;
+/// [`plan`] with the near view from `from_pairs` GPU–NIC pairs (tests: 0 makes any node's
+/// view near).
+fn plan_near_from(
+    t: &Topology,
+    cl: &Classifier,
+    o: &PlaceOptions,
+    from_pairs: usize,
+) -> anyhow::Result<Placement> {
+    let view = NodeView::place_from(cl, from_pairs);
+    let Some(near) = &view.near else {
+        return plan_with(t, &view, o);
+    };
+    check_ranks(t, &view, o)?;
+    let pairs = NearPairs::new(cl, near, view.gpus.len())
+        .ok_or_else(|| anyhow::anyhow!("a GPU of the near view has no host bridge"))?;
+    let (chosen, gpu_why) = choose_gpus_in(&view.cand, o.ranks, Some(pairs))
+        .ok_or_else(|| anyhow::anyhow!("cannot choose {} GPUs", o.ranks))?;
+    // The chosen GPUs' rows of the dense GPU × NIC table; the matching reads only those.
+    let mut c = view.cand.clone();
+    c.gn = vec![Vec::new(); c.gpus.len()];
+    for &g in &chosen {
+        c.gn[g] = near.full_row(cl, g);
+    }
+    let nic_of = assign_nics(&c, &chosen);
+    plan_chosen(t, &view, &c, o, chosen, gpu_why, nic_of)
+}
+
+/// The errors of a plan that cannot be made: no GPU, or not as many GPUs as ranks.
+fn check_ranks(t: &Topology, view: &NodeView, o: &PlaceOptions) -> anyhow::Result<()> {
     if view.gpus.is_empty() {
         anyhow::bail!(
             "no GPU in this topology ({}): nothing to place",
@@ -439,9 +566,30 @@ pub fn plan_with(t: &Topology, view: &NodeView, o: &PlaceOptions) -> anyhow::Res
             plural(view.gpus.len())
         );
     }
+    Ok(())
+}
+
+/// [`plan`] over an already built [`NodeView`] (the full one: its tables are read).
+pub fn plan_with(t: &Topology, view: &NodeView, o: &PlaceOptions) -> anyhow::Result<Placement> {
+    let c = &view.cand;
+    check_ranks(t, view, o)?;
     let (chosen, gpu_why) =
         choose_gpus(c, o.ranks).ok_or_else(|| anyhow::anyhow!("cannot choose {} GPUs", o.ranks))?;
     let nic_of = assign_nics(c, &chosen);
+    plan_chosen(t, view, c, o, chosen, gpu_why, nic_of)
+}
+
+/// The plan of the GPUs `chosen` (with the line saying why) and their NICs `nic_of`; `c` holds
+/// at least the chosen GPUs' rows of the GPU × NIC table.
+fn plan_chosen(
+    t: &Topology,
+    view: &NodeView,
+    c: &Candidates,
+    o: &PlaceOptions,
+    chosen: Vec<usize>,
+    gpu_why: String,
+    nic_of: Vec<Option<usize>>,
+) -> anyhow::Result<Placement> {
     let cores = CoreMap::from_topology(t);
     // A rank's NUMA node: its GPU's, else its NIC's.
     let numa: Vec<Option<u32>> = chosen
@@ -560,6 +708,7 @@ pub fn plan_with(t: &Topology, view: &NodeView, o: &PlaceOptions) -> anyhow::Res
         why.push(match (nic, &pair) {
             (Some(n), Some(p)) => nic_why(
                 view,
+                c,
                 g,
                 nic_of[r].unwrap_or(0),
                 n,
@@ -728,6 +877,7 @@ fn gbps_s(g: Option<f64>) -> String {
 #[allow(clippy::too_many_arguments)]
 fn nic_why(
     view: &NodeView,
+    c: &Candidates,
     g: usize,
     k: usize,
     n: &Endpoint,
@@ -736,7 +886,6 @@ fn nic_why(
     nic_of: &[Option<usize>],
     chosen: &[usize],
 ) -> String {
-    let c = &view.cand;
     let mut s = format!(
         "NIC: {} ({}) {} from {}, {}",
         nic_name(n),
@@ -945,12 +1094,13 @@ mod tests {
     /// itself as the last key.
     fn greedy_by_definition(c: &Candidates, n: usize) -> Vec<usize> {
         let mut domain_of = vec![0; c.gpus.len()];
-        for (d, members) in nvlink_domains(c).iter().enumerate() {
+        let domains = nvlink_domains(c);
+        for (d, members) in domains.iter().enumerate() {
             for &g in members {
                 domain_of[g] = d;
             }
         }
-        let sc = Scorer::new(c, domain_of);
+        let sc = Scorer::new(c, domains, domain_of, None);
         let key = |set: &[usize]| (sc.score(set), set.to_vec());
         let mut best: Option<(SetScore, Vec<usize>)> = None;
         for start in 0..c.gpus.len() {
