@@ -11,6 +11,7 @@
 //! switch end, one fibre run. `nodes` multiplies it for a rack or pod, grouped by rail (one
 //! rail = one destination leaf).
 
+use super::classify::Classifier;
 use super::pairing::{NodeView, assign_rails, nic_name, nvlink_domains};
 use crate::model::{OsDeviceKind, Topology};
 use serde::Serialize;
@@ -166,13 +167,32 @@ pub fn speed_class(rate: Option<f64>) -> String {
 /// by the first GPU each NIC serves. A cabled NIC within PXB of no GPU is a fabric port on no
 /// rail (its leaf cannot be told from the topology).
 pub fn build(t: &Topology, view: &NodeView, nodes: usize) -> Rails {
+    build_with(t, view, nvlink_domains(&view.cand), nodes)
+}
+
+/// [`build`] from a classification: on a node of more than
+/// [`NEAR_FROM_PAIRS`](super::pairing::near::NEAR_FROM_PAIRS) GPU–NIC pairs the GPU × GPU
+/// table is not classified ([`NodeView::rails_from`]: the NVLink domains from the GPU pairs
+/// that can be NVLink); the GPU–NIC table and both matchings are [`build`]'s, so the report is
+/// the same.
+pub fn build_from(cl: &Classifier, nodes: usize) -> Rails {
+    build_near_from(cl, nodes, super::pairing::near::NEAR_FROM_PAIRS)
+}
+
+/// [`build_from`] with another threshold (tests: 0 takes the near path on any node).
+fn build_near_from(cl: &Classifier, nodes: usize, from_pairs: usize) -> Rails {
+    let (view, domains) = NodeView::rails_from(cl, from_pairs);
+    build_with(cl.topo(), &view, domains, nodes)
+}
+
+fn build_with(t: &Topology, view: &NodeView, domains: Vec<Vec<usize>>, nodes: usize) -> Rails {
     let c = &view.cand;
     let all: Vec<usize> = (0..c.gpus.len()).collect();
     let pairing = view.pairing();
     let matched = assign_rails(c, &all);
     let label = |g: usize, k: usize| c.gn[g][k].as_ref().map(|p| p.label);
     let within = |g: usize, k: usize| label(g, k).is_some_and(|l| l.within_pxb());
-    let domains: Vec<Domain> = nvlink_domains(c)
+    let domains: Vec<Domain> = domains
         .into_iter()
         .map(|d| Domain {
             nvlink: d.len() > 1,
@@ -416,4 +436,73 @@ pub fn gdr_ready(t: &Topology, r: &Rails) -> (Option<bool>, String) {
         None,
         "all rail paths within PXB; no peer-memory client (DMA-BUF may still work: see peerpath audit)".into(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{build, build_near_from};
+    use crate::analysis::classify::Classifier;
+    use crate::analysis::pairing::NodeView;
+    use crate::analysis::testkit::TopoBuilder;
+
+    /// Three host bridges on two NUMA nodes, 12 GPUs and 12 NICs: host bridge 1 has 6 GPUs and
+    /// 2 NICs (4 of its GPUs take a NIC of host bridge 2, which has 6 NICs for 2 GPUs, so they
+    /// have no rail), and NVLinks join GPUs within and across host bridges.
+    fn node() -> crate::model::Topology {
+        let mut b = TopoBuilder::new(&["0-7", "8-15"]);
+        let layout = [(0, "GNGNGNGN"), (0, "GGNGGNGG"), (1, "NGNNGNNN")];
+        let mut nic = 0;
+        for (d, (numa, eps)) in layout.iter().enumerate() {
+            let rp = format!("{d:04x}:00:01.0");
+            let usp = format!("{d:04x}:01:00.0");
+            let dsps: Vec<String> = (0..8).map(|j| format!("{d:04x}:02:{j:02x}.0")).collect();
+            b.bridge(&rp, None, Some(*numa));
+            b.switch(
+                &rp,
+                &usp,
+                &dsps.iter().map(String::as_str).collect::<Vec<_>>(),
+                Some(*numa),
+            );
+            for (j, kind) in eps.chars().enumerate() {
+                let ep = format!("{d:04x}:{:02x}:00.0", 0x10 + j);
+                if kind == 'G' {
+                    b.gpu(&ep, Some(&dsps[j]), Some(*numa));
+                } else {
+                    b.nic(&ep, Some(&dsps[j]), Some(*numa), &[&format!("mlx5_{nic}")]);
+                    nic += 1;
+                }
+            }
+        }
+        b.nvlink("0000:10:00.0", Some("0000:12:00.0"), 4, Some(4));
+        b.nvlink("0000:14:00.0", Some("0001:10:00.0"), 4, Some(4));
+        b.nvlink("0001:17:00.0", Some("0002:14:00.0"), 2, Some(4));
+        b.build()
+    }
+
+    /// The near path (no GPU × GPU table; NVLink domains from the GPUs that can have NVLink)
+    /// gives the report of the full view, text and JSON.
+    #[test]
+    fn the_near_rails_are_the_dense_rails() {
+        let t = node();
+        let cl = Classifier::new(&t, &Default::default());
+        let dense = NodeView::from_classifier(&cl);
+        let (near, domains) = NodeView::rails_from(&cl, 0);
+        assert!(near.cand.gg.is_empty() && near.near.is_none());
+        assert_eq!(near.cand.gn.len(), 12);
+        assert_eq!(dense.cand.nics.len(), 12);
+        // Three NVLink pairs: the domains are not all lone GPUs.
+        let want_domains = crate::analysis::pairing::nvlink_domains(&dense.cand);
+        assert!(want_domains.iter().filter(|d| d.len() > 1).count() >= 2);
+        assert_eq!(domains, want_domains);
+        let want = build(&t, &dense, 4);
+        let got = build_near_from(&cl, 4, 0);
+        assert_eq!(format!("{got:?}"), format!("{want:?}"));
+        assert_eq!(
+            serde_json::to_string(&got).unwrap(),
+            serde_json::to_string(&want).unwrap()
+        );
+        // Below the threshold: the full view, GPU pairs included.
+        let (small, _) = NodeView::rails_from(&cl, usize::MAX);
+        assert_eq!(small.cand.gg.len(), 12);
+    }
 }

@@ -5,7 +5,7 @@ use crate::InputArgs;
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use peerpath::analysis::cabling::{self, NodeLayout};
-use peerpath::analysis::place::NodeView;
+use peerpath::analysis::classify::{Classifier, ClassifyOptions};
 use peerpath::analysis::rails;
 use peerpath::model::Topology;
 use peerpath::render;
@@ -62,8 +62,10 @@ pub fn run(a: RailsArgs) -> Result<u8> {
         return run_fabric(&a, map);
     }
     let topo = crate::load(&a.input)?;
-    let view = NodeView::new(&topo);
-    let r = rails::build(&topo, &view, a.nodes);
+    let r = rails::build_from(
+        &Classifier::new(&topo, &ClassifyOptions::default()),
+        a.nodes,
+    );
     match a.format {
         RailsFormat::Text => super::print_text(&render::rails::render_text(&r)),
         RailsFormat::Json => {
@@ -88,8 +90,7 @@ fn host_of(p: &Path) -> String {
 }
 
 fn layout_of(t: &Topology, host: Option<String>, source: String) -> NodeLayout {
-    let view = NodeView::new(t);
-    let r = rails::build(t, &view, 1);
+    let r = rails::build_from(&Classifier::new(t, &ClassifyOptions::default()), 1);
     NodeLayout::from_rails(t, &r, host, source)
 }
 

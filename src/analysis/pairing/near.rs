@@ -384,6 +384,27 @@ impl NodeView {
         Self::build(cl, true, Some(from_pairs))
     }
 
+    /// What `rails` reads: every GPU–NIC pair (`cand.gn` full, `near` `None`, as in
+    /// [`NodeView::from_classifier`]) and the NVLink domains. Above `from_pairs` GPU–NIC pairs,
+    /// where a [`NearTable`] can be built, the GPU × GPU table is not classified: the domains
+    /// come from [`NearTable::nvlink_domains`] (the same groups as [`super::nvlink_domains`]
+    /// over `cand.gg`) and `cand.gg` is left empty. The GPU–NIC table is the same either way,
+    /// so both matchings of [`crate::analysis::rails::build`] run on the same matrices.
+    pub fn rails_from(cl: &Classifier, from_pairs: usize) -> (NodeView, Vec<Vec<usize>>) {
+        let mut view = Self::place_from(cl, from_pairs);
+        match view.near.take() {
+            Some(near) => {
+                let domains = near.nvlink_domains(cl);
+                view.cand.gn = near.full_table(cl);
+                (view, domains)
+            }
+            None => {
+                let domains = super::nvlink_domains(&view.cand);
+                (view, domains)
+            }
+        }
+    }
+
     /// [`assign_nics`] over this view's GPU rows `gpus`: the dense matching, or on a
     /// [`NodeView::near`] view the nearest-endpoint one (module doc), which classifies the full
     /// table through `cl` when its proof fails.
