@@ -450,29 +450,10 @@ mod tests {
     /// have no rail), and NVLinks join GPUs within and across host bridges.
     fn node() -> crate::model::Topology {
         let mut b = TopoBuilder::new(&["0-7", "8-15"]);
-        let layout = [(0, "GNGNGNGN"), (0, "GGNGGNGG"), (1, "NGNNGNNN")];
-        let mut nic = 0;
-        for (d, (numa, eps)) in layout.iter().enumerate() {
-            let rp = format!("{d:04x}:00:01.0");
-            let usp = format!("{d:04x}:01:00.0");
-            let dsps: Vec<String> = (0..8).map(|j| format!("{d:04x}:02:{j:02x}.0")).collect();
-            b.bridge(&rp, None, Some(*numa));
-            b.switch(
-                &rp,
-                &usp,
-                &dsps.iter().map(String::as_str).collect::<Vec<_>>(),
-                Some(*numa),
-            );
-            for (j, kind) in eps.chars().enumerate() {
-                let ep = format!("{d:04x}:{:02x}:00.0", 0x10 + j);
-                if kind == 'G' {
-                    b.gpu(&ep, Some(&dsps[j]), Some(*numa));
-                } else {
-                    b.nic(&ep, Some(&dsps[j]), Some(*numa), &[&format!("mlx5_{nic}")]);
-                    nic += 1;
-                }
-            }
-        }
+        b.switched_host_bridges(
+            &[(0, "GNGNGNGN"), (0, "GGNGGNGG"), (1, "NGNNGNNN")],
+            |_, _| None,
+        );
         b.nvlink("0000:10:00.0", Some("0000:12:00.0"), 4, Some(4));
         b.nvlink("0000:14:00.0", Some("0001:10:00.0"), 4, Some(4));
         b.nvlink("0001:17:00.0", Some("0002:14:00.0"), 2, Some(4));

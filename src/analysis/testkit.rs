@@ -99,6 +99,37 @@ impl TopoBuilder {
         }
     }
 
+    /// Host bridge `d` (PCI domain `d`) per entry of `layout`: a root port `d:00:01.0` with one
+    /// switch `d:01:00.0` of 8 downstream ports `d:02:0j.0`, and under port `j` the endpoint
+    /// `d:(0x10+j):00.0` the `j`-th letter names (`G` a GPU, `N` a NIC `mlx5_<n>`, numbered
+    /// across the layout). Each entry gives the host bridge's NUMA node; `numa_of(d, j)`
+    /// overrides an endpoint's.
+    pub fn switched_host_bridges(
+        &mut self,
+        layout: &[(u32, &str)],
+        numa_of: impl Fn(usize, usize) -> Option<u32>,
+    ) {
+        let mut nic = 0;
+        for (d, &(numa, eps)) in layout.iter().enumerate() {
+            let rp = format!("{d:04x}:00:01.0");
+            let usp = format!("{d:04x}:01:00.0");
+            let dsps: Vec<String> = (0..8).map(|j| format!("{d:04x}:02:{j:02x}.0")).collect();
+            self.bridge(&rp, None, Some(numa));
+            let refs: Vec<&str> = dsps.iter().map(String::as_str).collect();
+            self.switch(&rp, &usp, &refs, Some(numa));
+            for (j, kind) in eps.chars().enumerate() {
+                let ep = format!("{d:04x}:{:02x}:00.0", 0x10 + j);
+                let numa = numa_of(d, j).unwrap_or(numa);
+                if kind == 'G' {
+                    self.gpu(&ep, Some(&dsps[j]), Some(numa));
+                } else {
+                    self.nic(&ep, Some(&dsps[j]), Some(numa), &[&format!("mlx5_{nic}")]);
+                    nic += 1;
+                }
+            }
+        }
+    }
+
     /// An NVIDIA GPU (3D controller).
     pub fn gpu(&mut self, addr: &str, parent: Option<&str>, numa: Option<u32>) -> Bdf {
         self.dev(addr, parent, 0x030200, (0x10de, 0x20b0), numa)

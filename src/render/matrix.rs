@@ -133,16 +133,9 @@ impl std::fmt::Debug for PairRows<'_, '_> {
 /// The JSON document of a classification (`notes`: [`Classifier::matrix_notes`]); with
 /// `detail`, each pair's words and hops follow the rows.
 pub fn doc<'a, 't>(cl: &'a Classifier<'t>, notes: &'a [String], detail: bool) -> MatrixDoc<'a, 't> {
-    MatrixDoc {
-        schema: MATRIX_SCHEMA,
-        nccl_version: cl.options().nccl_version.to_string(),
-        nccl_path_codes: PathCodes(cl.options().nccl_version),
-        endpoints: cl.endpoints(),
-        pair_fields: PAIR_FIELDS,
-        pairs: PairRows(cl),
-        detail: detail.then_some(PairStream(cl)),
-        notes,
-    }
+    let mut d = doc_with_rows(cl, notes, PairRows(cl));
+    d.detail = detail.then_some(PairStream(cl));
+    d
 }
 
 /// [`doc`] without `--detail`, its rows given (`rows` must serialize as [`PairRows`] of the

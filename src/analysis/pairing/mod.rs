@@ -214,6 +214,17 @@ fn slot_cost(c: &Candidates, gpus: &[usize], row: usize, nic: usize, slot: usize
     near::cost_of(p, slot)
 }
 
+/// The NICs a matching offers ranks, by index into `c.nics`: the rails ([`NicCand::rail`]),
+/// every NIC when none is.
+fn offered_nics(c: &Candidates) -> Vec<usize> {
+    let rails: Vec<usize> = (0..c.nics.len()).filter(|&k| c.nics[k].rail).collect();
+    if rails.is_empty() {
+        (0..c.nics.len()).collect()
+    } else {
+        rails
+    }
+}
+
 /// The min-cost assignment of [`assign_nics`]: its total cost and each rank's (NIC, slot);
 /// `None` without ranks or NICs. `all_slots` offers every slot of every NIC at once (the
 /// definition, for tests) instead of growing them.
@@ -223,10 +234,7 @@ fn assign_slots(
     all_slots: bool,
 ) -> Option<(i64, Vec<(usize, usize)>)> {
     let r = gpus.len();
-    let mut offered: Vec<usize> = (0..c.nics.len()).filter(|&k| c.nics[k].rail).collect();
-    if offered.is_empty() {
-        offered = (0..c.nics.len()).collect();
-    }
+    let offered = offered_nics(c);
     let k = offered.len();
     if r == 0 || k == 0 {
         return None;
@@ -441,10 +449,7 @@ pub fn nic_name(n: &Endpoint) -> String {
 /// pairing instead.
 pub fn assign_rails(c: &Candidates, gpus: &[usize]) -> Vec<Option<usize>> {
     let r = gpus.len();
-    let mut offered: Vec<usize> = (0..c.nics.len()).filter(|&k| c.nics[k].rail).collect();
-    if offered.is_empty() {
-        offered = (0..c.nics.len()).collect();
-    }
+    let offered = offered_nics(c);
     let k = offered.len();
     if r == 0 || k < r {
         return assign_nics(c, gpus);

@@ -238,10 +238,7 @@ pub(super) fn solve(
     gpus: &[usize],
 ) -> Result<Option<(i64, Vec<(usize, usize)>)>, Uncertified> {
     let r = gpus.len();
-    let mut offered: Vec<usize> = (0..c.nics.len()).filter(|&k| c.nics[k].rail).collect();
-    if offered.is_empty() {
-        offered = (0..c.nics.len()).collect();
-    }
+    let offered = super::offered_nics(c);
     let k = offered.len();
     if r == 0 || k == 0 {
         return Ok(None);

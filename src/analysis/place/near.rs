@@ -110,35 +110,15 @@ mod tests {
     fn node() -> crate::model::Topology {
         let mut b = TopoBuilder::new(&["0-7", "8-15"]);
         // Per host bridge: its NUMA node and its 8 endpoints (G: GPU, N: NIC).
-        let layout = [
-            (0, "GNGGGNGG"),
-            (0, "GGNGGGNG"),
-            (1, "GGGGGGGG"),
-            (1, "NGNGNGNG"),
-        ];
-        let mut nic = 0;
-        for (d, (numa, eps)) in layout.iter().enumerate() {
-            let rp = format!("{d:04x}:00:01.0");
-            let usp = format!("{d:04x}:01:00.0");
-            let dsps: Vec<String> = (0..8).map(|j| format!("{d:04x}:02:{j:02x}.0")).collect();
-            b.bridge(&rp, None, Some(*numa));
-            b.switch(
-                &rp,
-                &usp,
-                &dsps.iter().map(String::as_str).collect::<Vec<_>>(),
-                Some(*numa),
-            );
-            for (j, kind) in eps.chars().enumerate() {
-                let ep = format!("{d:04x}:{:02x}:00.0", 0x10 + j);
-                let numa = if d == 1 && j == 3 { 1 } else { *numa };
-                if kind == 'G' {
-                    b.gpu(&ep, Some(&dsps[j]), Some(numa));
-                } else {
-                    b.nic(&ep, Some(&dsps[j]), Some(numa), &[&format!("mlx5_{nic}")]);
-                    nic += 1;
-                }
-            }
-        }
+        b.switched_host_bridges(
+            &[
+                (0, "GNGGGNGG"),
+                (0, "GGNGGGNG"),
+                (1, "GGGGGGGG"),
+                (1, "NGNGNGNG"),
+            ],
+            |d, j| (d == 1 && j == 3).then_some(1),
+        );
         b.bridge("0004:00:01.0", None, Some(0));
         b.gpu("0004:01:00.0", Some("0004:00:01.0"), Some(0));
         b.nvlink("0000:10:00.0", Some("0002:10:00.0"), 4, Some(4));
