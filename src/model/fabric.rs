@@ -85,6 +85,17 @@ pub struct LinkRate {
     pub gbps: Option<f64>,
     /// The producer's own words (`4xNDR`, `4X 106.25 Gbps`), for evidence.
     pub raw: String,
+    /// The fastest rate both ends of the cable support, in Gb/s, where the map shows it:
+    /// ibdiagnet's `LinkSpeedSup`/`LinkWidthSup` of both ports, or `iblinkinfo`'s own
+    /// `( Could be …)` note (and, on a link it prints without one, the rate itself: the tool
+    /// prints the note whenever both ends support more). `None`: the map cannot say, so a
+    /// slower link may be the hardware's own maximum.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub supported_gbps: Option<f64>,
+    /// The producer's own words for what the ends support (`Could be 14.0625 Gbps`,
+    /// `LinkSpeedSup 0x…/LinkWidthSup …` of both ends), for evidence.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub supported_raw: Option<String>,
 }
 
 /// One cable: two ports.
@@ -103,6 +114,34 @@ pub struct FabricLink {
     pub evidence: String,
 }
 
+/// Whether a port counter counts since the last clear or over the producer's own run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CounterSpan {
+    /// Standing since the counters were last cleared (ibdiagnet's `PM_INFO`).
+    SinceClear,
+    /// Counted during the producer's run, or between two maps (ibdiagnet's `PM_DELTA`):
+    /// climbing now.
+    Delta,
+}
+
+/// One port's error counters as the fabric's own tool read them (IB PortCounters /
+/// PortCountersExtended), by the producer's column names.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PortCounters {
+    /// Index into [`FabricMap::nodes`].
+    pub node: usize,
+    /// Port number on that node.
+    pub port: u32,
+    /// What the values count over.
+    pub span: CounterSpan,
+    /// Counter name as the producer prints it (`SymbolErrorCounter`, `LinkDownedCounter`) and
+    /// its value; only counters the producer printed a number for.
+    pub values: Vec<(String, u64)>,
+    /// File and 1-based line the row was read from.
+    pub evidence: String,
+}
+
 /// The map one producer printed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FabricMap {
@@ -112,6 +151,9 @@ pub struct FabricMap {
     pub nodes: Vec<FabricNode>,
     /// Cables, each once.
     pub links: Vec<FabricLink>,
+    /// Port error counters, where the producer reads them (ibdiagnet's `PM_INFO`, `PM_DELTA`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub counters: Vec<PortCounters>,
     /// What the producer's output cannot show (e.g. `iblinkinfo` without `-l` prints no
     /// adapter GUID for a switch's peer).
     pub limitations: Vec<String>,

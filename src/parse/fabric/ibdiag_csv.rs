@@ -175,6 +175,8 @@ pub(super) fn parse(text: &str, name: &str) -> Result<FabricMap, MapError> {
                     cell(s).unwrap_or("-"),
                     cell(e).unwrap_or("-")
                 ),
+                supported_gbps: None,
+                supported_raw: None,
             });
             port_facts.insert((g, port), (cell(pgc).and_then(guid), rate));
         }

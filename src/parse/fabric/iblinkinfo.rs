@@ -144,6 +144,8 @@ pub(super) fn parse(text: &str, name: &str) -> Result<FabricMap, MapError> {
                         .map(|(l, g)| l as f64 * g),
                     generation: generation.map(str::to_string),
                     raw: format!("{w} {s} Gbps"),
+                    supported_gbps: None,
+                    supported_raw: None,
                 })
             }
             _ => None,

@@ -115,6 +115,7 @@ impl Builder {
                 producer,
                 nodes: Vec::new(),
                 links: Vec::new(),
+                counters: Vec::new(),
                 limitations: Vec::new(),
             },
             by_key: HashMap::new(),
@@ -228,6 +229,8 @@ pub(crate) fn ib_rate(width: &str, speed: &str, raw: String) -> LinkRate {
         gbps: lanes.zip(ib_lane_gbps(speed)).map(|(l, g)| l as f64 * g),
         generation,
         raw,
+        supported_gbps: None,
+        supported_raw: None,
     }
 }
 
