@@ -61,3 +61,49 @@ fn a_log_whose_processes_were_read_is_never_nothing_read() {
     assert_eq!(exit_code(&r), EXIT_NOTHING_READ);
     assert!(verdict_line(&r).starts_with("NOTHING READ: "));
 }
+
+/// One-host jobs that loaded NCCL's Socket transport (no RDMA device) but show no NET
+/// connection: NVIDIA/nccl-tests#217 (one rank, no peer), NVIDIA/nccl#352 and #428 and
+/// ROCm/rccl#1728 (2–4 ranks on one host, connection lines not in the copy), NVIDIA/nccl#1358
+/// (`nNodes 1`, P2P channels). Before: each rank `off`, cause socket, and the run PROBLEMS
+/// (exit 1) — yet nothing crossed the network.
+#[test]
+fn a_one_host_job_without_net_connections_is_no_problem() {
+    let r = report("tests/data/evidence/nccl-tests-217-a6000-2.21.5-socket-lo.log");
+    assert_eq!(r.ranks.len(), 1);
+    assert_eq!(r.ranks[0].gdr, Gdr::NotApplicable, "{:#?}", r.ranks[0]);
+    assert!(r.ranks[0].cause.is_none());
+    assert!(r.ranks[0].basis.contains("no peer"), "{}", r.ranks[0].basis);
+    assert_eq!(exit_code(&r), 0);
+    let head = verdict_line(&r);
+    assert!(
+        head.starts_with("NO PROBLEM SHOWN: ")
+            && head.contains("GDR not applicable on 1 (one host, no network traffic)"),
+        "{head}"
+    );
+    let r = report("tests/data/evidence/nccl-1358-liucc13-single-node-nnodes1.log");
+    assert_eq!(r.ranks.len(), 2);
+    for x in &r.ranks {
+        assert_eq!(x.gdr, Gdr::NotApplicable, "{x:#?}");
+        assert!(x.basis.contains("`nNodes 1`"), "{}", x.basis);
+    }
+    for rel in [
+        "tests/data/evidence/nccl-352-ds-ml-01-2.4.8-no-ib-socket-lo.log",
+        "tests/data/evidence/nccl-428-t4-2.8.3-no-libibverbs-socket.log",
+        "tests/data/evidence/rccl-1728-mi300x-vf-quoted-socket.log",
+    ] {
+        let r = report(rel);
+        assert!(!r.ranks.is_empty(), "{rel}");
+        for x in &r.ranks {
+            // Its connections are not in the copy: not shown, never off.
+            assert_eq!(x.gdr, Gdr::Unknown, "{rel}: {x:#?}");
+            assert!(x.basis.contains("on "), "{rel}: {}", x.basis);
+        }
+        assert_eq!(exit_code(&r), 0, "{rel}: {}", verdict_line(&r));
+    }
+    // A two-host job over Socket stays off (NVIDIA/nccl#952: NET/Socket connections).
+    let r =
+        report("fixtures/evidence/nccl-issue-952-ib-cluster-socket-fallback.nccl-info.EXCERPT.log");
+    assert!(r.ranks.iter().any(|x| x.gdr == Gdr::Off));
+    assert_eq!(exit_code(&r), 1);
+}

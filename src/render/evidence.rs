@@ -41,6 +41,14 @@ pub fn verdict_line(r: &EvidenceReport) -> String {
         bw(BwVerdict::Broken),
         bw(BwVerdict::Unknown)
     );
+    let na = n(Gdr::NotApplicable);
+    if na > 0 {
+        // After the counts, so the headline of every other report is unchanged.
+        let _ = write!(
+            s,
+            "; GDR not applicable on {na} (one host, no network traffic)"
+        );
+    }
     if !r.perftest.is_empty() {
         let _ = write!(
             s,

@@ -20,15 +20,21 @@ pub enum Gdr {
     Off,
     /// The log does not show it (no NET connection, lines cut, no GDR line).
     Unknown,
+    /// The job ran on one host and the log shows it set up its connections without the
+    /// network (or it was a communicator of one rank): no network traffic, so GDR does not
+    /// apply — neither used nor off, and no problem.
+    #[serde(rename = "not-applicable")]
+    NotApplicable,
 }
 
 impl Gdr {
-    /// `used`, `off`, `unknown`.
+    /// `used`, `off`, `unknown`, `not-applicable`.
     pub fn as_str(self) -> &'static str {
         match self {
             Gdr::Used => "used",
             Gdr::Off => "off",
             Gdr::Unknown => "unknown",
+            Gdr::NotApplicable => "not-applicable",
         }
     }
 }

@@ -17,6 +17,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 mod causes;
+mod scope;
 use causes::*;
 
 /// NCCL's busId integer (`busIdToInt64`: the hex digits of `DDDD:BB:DD.F`) as a PCI address.
@@ -244,6 +245,8 @@ struct Subject {
     cuda_dev: Option<i64>,
     nvml_dev: Option<u32>,
     lines: BTreeSet<usize>,
+    /// The log says its job ran on one host ([`scope`]).
+    one_host: Option<scope::OneHost>,
 }
 
 /// The subjects of one input, indexed by (host, rank) and (host, busId): lookups stay cheap on
@@ -524,6 +527,9 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
             s.cuda_dev = c.cuda_dev.map(i64::from).or(s.cuda_dev);
             s.nvml_dev = c.nvml_dev.or(s.nvml_dev);
             s.lines.insert(e.line);
+            if s.one_host.is_none() {
+                s.one_host = scope::from_comm(c, e.line);
+            }
             comm_rank.insert((pi, c.comm.clone()), i);
         }
     }
@@ -561,9 +567,13 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
     }
     // nccl-tests devices.
     for run in &job.tests.runs {
+        let alone = scope::from_tests(run, !job.nccl.gaps.is_empty());
         for d in &run.devices {
             let i = subj.rank(&d.host, d.pid, d.rank);
             let s = &mut subj.v[i];
+            if s.one_host.is_none() {
+                s.one_host = alone.clone();
+            }
             s.pid = s.pid.or(d.pid);
             s.cuda_dev = s.cuda_dev.or(Some(i64::from(d.device)));
             if let Some(b) = d.bus.strip_prefix("0x") {
@@ -832,6 +842,30 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
                         "NCCL's per-GPU GDR check said Disabled for some NICs ({dis}) and Enabled for others ({en})"
                     ),
                 )
+            }
+        } else if let Some(one) = &s.one_host {
+            // No NET connection of its own on a one-host job: whatever network NCCL loaded,
+            // none carried this rank's traffic when its connections show none.
+            let local = me.and_then(|m| scope::connected_locally(&procs[m]));
+            match (one.single_rank, local) {
+                (true, _) => (
+                    Gdr::NotApplicable,
+                    format!("{}: no peer, so no network traffic", one.why),
+                ),
+                (false, Some(line)) => (
+                    Gdr::NotApplicable,
+                    format!(
+                        "{}; its connections were set up without the network (line {line}), no NET connection",
+                        one.why
+                    ),
+                ),
+                (false, None) => (
+                    Gdr::Unknown,
+                    format!(
+                        "{}, but the log shows none of its connections: GDR applies only if NCCL was made to use the network within the host",
+                        one.why
+                    ),
+                ),
             }
         } else if let Some((line, why)) = &socket_net {
             (

@@ -1,0 +1,62 @@
+//! Whether a rank's job ran on one host, as its own log says: NCCL's `nNodes 1` (2.20+ comm
+//! shape line, `init.cc`), a communicator of one rank (`nranks 1`), or nccl-tests' `# Using
+//! devices`, which lists every rank of the run, all on one host. Such a job sends nothing over
+//! the network when its connections were set up without it: GDR does not apply.
+
+use super::Proc;
+use crate::parse::nccl_log::{Comm, Record};
+use crate::parse::nccl_tests::TestRun;
+
+/// A rank's job ran on one host: why the log says so, and whether it was a single rank (no
+/// peer at all, so no connection can be expected).
+#[derive(Debug, Clone)]
+pub(super) struct OneHost {
+    /// No peer: a communicator or nccl-tests run of one rank.
+    pub single_rank: bool,
+    /// The words and line that show it.
+    pub why: String,
+}
+
+/// From a comm line: `nranks 1`, or `nNodes 1`.
+pub(super) fn from_comm(c: &Comm, line: usize) -> Option<OneHost> {
+    if c.nranks == Some(1) {
+        return Some(OneHost {
+            single_rank: true,
+            why: format!("a communicator of one rank (`nranks 1`, line {line})"),
+        });
+    }
+    (c.nnodes == Some(1)).then(|| OneHost {
+        single_rank: false,
+        why: format!("NCCL says `nNodes 1` (line {line})"),
+    })
+}
+
+/// From an nccl-tests run whose `# Using devices` lists ranks 0..n-1, every one on the same
+/// host. Not when the input has a gap marker: a list cut short could hide other hosts.
+pub(super) fn from_tests(run: &TestRun, gaps: bool) -> Option<OneHost> {
+    let d = &run.devices;
+    let host = &d.first()?.host;
+    if gaps
+        || host.is_empty()
+        || d.iter().any(|x| &x.host != host)
+        || !d.iter().enumerate().all(|(k, x)| x.rank as usize == k)
+    {
+        return None;
+    }
+    Some(OneHost {
+        single_rank: d.len() == 1,
+        why: format!(
+            "nccl-tests' `# Using devices` lists every rank ({}) on {host} (line {})",
+            d.len(),
+            run.line
+        ),
+    })
+}
+
+/// A line of the process that shows its connections being set up or done without the network:
+/// a P2P/SHM channel line or `Connected all rings`.
+pub(super) fn connected_locally(p: &Proc) -> Option<usize> {
+    p.records().find_map(|(e, r)| {
+        matches!(r, Record::PeerChannel(_) | Record::RingsConnected { .. }).then_some(e.line)
+    })
+}
