@@ -107,3 +107,49 @@ fn a_one_host_job_without_net_connections_is_no_problem() {
     assert!(r.ranks.iter().any(|x| x.gdr == Gdr::Off));
     assert_eq!(exit_code(&r), 1);
 }
+
+/// RCCL 2.30's banner and device count, in the forms of a published 2026 log (RCCL 2.30.4 of a
+/// TheRock build, 4 GPUs in one process by `ncclCommInitAll`, no RDMA device: host
+/// `macpro2019-01`). The lines below are quoted from it; the index we read it from did not name
+/// its repository, so it is not a fixture. RCCL prints the banner as one INFO message of five
+/// lines (ROCm/rccl `src/init.cc` showVersion: `"RCCL version : " … NCCL_SUFFIX "-"
+/// rcclGitHash`, then `HIP version  :`, `ROCm version :`, …). Before: the version was
+/// `2.21+ (from line forms)`, the banner and `RCCL: Detected 0 IB devices` were lines not
+/// understood, and the rank was `off` (Socket) though every rank ran in one process.
+#[test]
+fn rccl_banner_and_ib_device_count_are_read() {
+    let text = "\
+macpro2019-01:253809:253809 [0] NCCL INFO RCCL version : 2.30.4-HEAD:2b22ab0
+HIP version  : 7.14.60850-0000000
+ROCm version : 7.14.0.7-9999-2b22ab0195
+Hostname     : macpro2019-01
+Librccl path : /opt/rocm/lib/librccl.so.1
+macpro2019-01:253809:253904 [0] NCCL INFO RCCL: Detected 0 IB devices, primary type: 0 (count: 0)
+macpro2019-01:253809:253904 [0] NCCL INFO Could not open libibverbs.so
+macpro2019-01:253809:253904 [0] NCCL INFO NET/IB : No device found.
+macpro2019-01:253809:253904 [0] NCCL INFO NET/IB : Using [RO]; OOB enp3s0:192.168.1.2<0>
+macpro2019-01:253809:253904 [0] NCCL INFO Failed to initialize NET plugin IB
+macpro2019-01:253809:253904 [0] NCCL INFO NET/Socket : Using [0]enp3s0:192.168.1.2<0>
+macpro2019-01:253809:253904 [0] NCCL INFO Initialized NET plugin Socket
+macpro2019-01:253809:253904 [0] NCCL INFO Assigned NET plugin Socket to comm
+macpro2019-01:253809:253904 [0] NCCL INFO [Rank 0] ncclCommInitAll_impl comm 0x588ff82696e0 rank 0 nranks 4 cudaDev 0 nvmlDev 0 busId b000 commId 0x1c50a375ab9ec53d - Init START
+";
+    let r = report_of("rccl-2.30.4.log", text.as_bytes());
+    let i = &r.inputs[0];
+    assert_eq!(i.unrecognised_lines.count, 0, "{:#?}", i.unrecognised_lines);
+    assert_eq!(i.processes.len(), 1);
+    let p = &i.processes[0];
+    assert_eq!(p.version.text, "2.30.4", "{:?}", p.version);
+    assert_eq!(p.ib_devices, Some((0, 6)));
+    assert_eq!(p.network.as_deref(), Some("Socket"));
+    // One process holds every rank: one host; its connections are not in these lines.
+    assert_eq!(r.ranks.len(), 1);
+    assert_eq!(r.ranks[0].gdr, Gdr::Unknown, "{:#?}", r.ranks[0]);
+    assert!(r.ranks[0].basis.contains("`ncclCommInitAll`"));
+    assert_eq!(exit_code(&r), 0);
+    let out = peerpath::render::evidence::text(&r);
+    assert!(
+        out.contains("IB devices detected: 0 (`RCCL: Detected 0 IB devices`, line 6)"),
+        "{out}"
+    );
+}

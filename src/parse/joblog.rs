@@ -92,6 +92,7 @@ fn unrecognised(
     nccl.commands.iter().for_each(|c| mark(c.line));
     nccl.gaps.iter().for_each(|&g| mark(g));
     nccl.cut_ends.iter().for_each(|&(l, _)| mark(l));
+    nccl.banner_lines.iter().for_each(|&l| mark(l));
     // NCCL lines of known forms skipped knowingly; those of unknown forms stay counted.
     nccl.unread
         .iter()

@@ -284,6 +284,12 @@ pub fn text(r: &EvidenceReport) -> String {
             if let Some(n) = &p.network {
                 let _ = writeln!(out, "    network {n}");
             }
+            if let Some((n, at)) = p.ib_devices {
+                let _ = writeln!(
+                    out,
+                    "    IB devices detected: {n} (`RCCL: Detected {n} IB devices`, line {at})"
+                );
+            }
             if !p.nics.is_empty() {
                 let _ = writeln!(out, "    NICs {}", p.nics.join(" "));
             }

@@ -455,6 +455,9 @@ pub struct ProcessSummary {
     /// `Using network …`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub network: Option<String>,
+    /// RCCL's `RCCL: Detected N IB devices` (count, line): 0 is a fact to report.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ib_devices: Option<(u32, usize)>,
     /// NIC list (`[0]mlx5_0:1/IB`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub nics: Vec<String>,

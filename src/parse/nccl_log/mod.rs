@@ -146,6 +146,10 @@ pub struct NcclLog {
     /// with the line of the connection they end: that connection is read as cut (its GDR
     /// unknown), never as complete without `/GDRDMA`.
     pub cut_ends: Vec<(usize, usize)>,
+    /// The lines RCCL's version banner prints after `RCCL version : …` (`HIP version  : `,
+    /// `ROCm version : `, `Hostname     : `, `Librccl path : `; `init.cc` showVersion prints
+    /// them in the same message): read as part of the banner, with no bearing on GDR.
+    pub banner_lines: Vec<usize>,
 }
 
 /// An NCCL line of a form the parser does not read: still a line its process printed.
@@ -404,6 +408,10 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
             });
             continue;
         }
+        if found.is_empty() && banner_continues(&log, l.no, split_launcher(l.text).1) {
+            log.banner_lines.push(l.no);
+            continue;
+        }
         if is_gap_marker(split_launcher(l.text).1) {
             log.gaps.push(l.no);
             continue;
@@ -501,6 +509,30 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
         }
     }
     log
+}
+
+/// Whether line `no` (launcher tags taken off: `t`) is one of the lines of RCCL's version
+/// banner after `RCCL version : …` (see [`NcclLog::banner_lines`]): right after that line or
+/// another such line.
+fn banner_continues(log: &NcclLog, no: usize, t: &str) -> bool {
+    const WORDS: [&str; 5] = [
+        "HIP version",
+        "ROCm version",
+        "CUDA version",
+        "Hostname",
+        "Librccl path",
+    ];
+    let Some((word, _)) = t.split_once(':') else {
+        return false;
+    };
+    if !WORDS.contains(&word.trim_end()) {
+        return false;
+    }
+    let after_banner = log
+        .entries
+        .last()
+        .is_some_and(|e| matches!(e.record, Record::Version(_)) && e.line + 1 == no);
+    after_banner || log.banner_lines.last().is_some_and(|&b| b + 1 == no)
 }
 
 /// How many lines back the start of a cut connection line is looked for.

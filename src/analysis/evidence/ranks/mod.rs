@@ -125,6 +125,9 @@ impl Proc<'_> {
                 Record::NoDevice { transport } if no_ib.is_none() => {
                     no_ib = Some((e.line, format!("`NET/{transport} : No device found.`")));
                 }
+                Record::IbDevices { count: 0 } if no_ib.is_none() => {
+                    no_ib = Some((e.line, "`RCCL: Detected 0 IB devices`".into()));
+                }
                 Record::NoVerbs if no_ib.is_none() => {
                     no_ib = Some((
                         e.line,
@@ -1012,6 +1015,10 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
             pid: p.pid,
             version: p.version.clone(),
             network: p.network().map(str::to_string),
+            ib_devices: p.records().find_map(|(e, r)| match r {
+                Record::IbDevices { count } => Some((*count, e.line)),
+                _ => None,
+            }),
             nics: p
                 .nic_list()
                 .map(|(l, _)| l.nics.iter().map(nic_text).collect())

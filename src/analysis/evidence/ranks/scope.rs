@@ -1,6 +1,7 @@
 //! Whether a rank's job ran on one host, as its own log says: NCCL's `nNodes 1` (2.20+ comm
-//! shape line, `init.cc`), a communicator of one rank (`nranks 1`), or nccl-tests' `# Using
-//! devices`, which lists every rank of the run, all on one host. Such a job sends nothing over
+//! shape line, `init.cc`), a communicator of one rank (`nranks 1`), one made by
+//! `ncclCommInitAll` (every rank in one process), or nccl-tests' `# Using devices`, which lists
+//! every rank of the run, all on one host. Such a job sends nothing over
 //! the network when its connections were set up without it: GDR does not apply.
 
 use super::Proc;
@@ -17,7 +18,8 @@ pub(super) struct OneHost {
     pub why: String,
 }
 
-/// From a comm line: `nranks 1`, or `nNodes 1`.
+/// From a comm line: `nranks 1`, `nNodes 1`, or the function `ncclCommInitAll` (2.21+ print
+/// the function before `comm`; RCCL `[Rank N] ncclCommInitAll_impl`).
 pub(super) fn from_comm(c: &Comm, line: usize) -> Option<OneHost> {
     if c.nranks == Some(1) {
         return Some(OneHost {
@@ -25,10 +27,19 @@ pub(super) fn from_comm(c: &Comm, line: usize) -> Option<OneHost> {
             why: format!("a communicator of one rank (`nranks 1`, line {line})"),
         });
     }
-    (c.nnodes == Some(1)).then(|| OneHost {
-        single_rank: false,
-        why: format!("NCCL says `nNodes 1` (line {line})"),
-    })
+    if c.nnodes == Some(1) {
+        return Some(OneHost {
+            single_rank: false,
+            why: format!("NCCL says `nNodes 1` (line {line})"),
+        });
+    }
+    c.func
+        .as_deref()
+        .is_some_and(|f| f.contains("ncclCommInitAll"))
+        .then(|| OneHost {
+            single_rank: false,
+            why: format!("`ncclCommInitAll` made it (line {line}): every rank in one process"),
+        })
 }
 
 /// From an nccl-tests run whose `# Using devices` lists ranks 0..n-1, every one on the same

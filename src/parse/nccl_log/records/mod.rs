@@ -43,9 +43,15 @@ pub enum Record {
         /// The transport (`IB`).
         transport: String,
     },
-    /// `Failed to open libibverbs.so[.1]` (WARN in NCCL, INFO in RCCL): the IB transport has no
-    /// verbs library, so no IB device.
+    /// `Failed to open libibverbs.so[.1]` (WARN in NCCL, INFO in RCCL), RCCL 2.30's `Could not
+    /// open libibverbs.so`: the IB transport has no verbs library, so no IB device.
     NoVerbs,
+    /// RCCL's `RCCL: Detected %d IB devices, primary type: %d (count: %d)` (RCCL 2.30, before
+    /// its net plugins load): how many RDMA devices it found — 0 is a fact, not a blank.
+    IbDevices {
+        /// The number detected.
+        count: u32,
+    },
     /// `Using network IB` (`Socket`, `IBext_v8`, `AWS Libfabric`, …): the network chosen.
     UsingNetwork {
         /// Its name.
@@ -396,6 +402,13 @@ pub enum Parsed {
     Refused(String),
 }
 
+/// The count of RCCL's `RCCL: Detected %d IB devices…` (after `RCCL: Detected `): `None` when
+/// the text is not that form, `Some(None)` when its count is not a number.
+fn ib_devices_count(r: &str) -> Option<Option<u32>> {
+    let (n, rest) = r.split_once(' ')?;
+    rest.starts_with("IB devices").then(|| n.parse().ok())
+}
+
 /// Reads `2.21.5+cuda12.4` (or `2.7.6`).
 pub fn version_record(v: &str) -> Option<Record> {
     let text = v.split_whitespace().next()?.to_string();
@@ -415,8 +428,22 @@ pub fn version_record(v: &str) -> Option<Record> {
 pub fn parse_message(msg: &str, complete: bool) -> Parsed {
     let t = msg.trim_end();
     let ts = t.trim_start();
-    if let Some(v) = ts.strip_prefix("NCCL version ") {
+    // NCCL's banner, and RCCL's as its INFO line prints it (`RCCL version : 2.30.4-HEAD:2b22ab0`,
+    // `init.cc` showVersion: `"RCCL version : " … NCCL_SUFFIX "-" rcclGitHash`).
+    if let Some(v) = ts
+        .strip_prefix("NCCL version ")
+        .or_else(|| ts.strip_prefix("RCCL version "))
+    {
+        let v = v.trim_start_matches([':', ' ']);
         return version_record(v).map_or(Parsed::Refused("not a version".into()), Parsed::Record);
+    }
+    if let Some(r) = ts.strip_prefix("RCCL: Detected ")
+        && let Some(n) = ib_devices_count(r)
+    {
+        return n.map_or(
+            Parsed::Refused("IB device count is not a number".into()),
+            |count| Parsed::Record(Record::IbDevices { count }),
+        );
     }
     if (ts.starts_with("Channel ") || ts.starts_with("Ring ")) && ts.contains(" via NET/") {
         return net_channel(ts, complete);
@@ -444,7 +471,7 @@ pub fn parse_message(msg: &str, complete: bool) -> Parsed {
     {
         return rank_of(r);
     }
-    if ts.starts_with("Failed to open libibverbs") {
+    if ts.starts_with("Failed to open libibverbs") || ts.starts_with("Could not open libibverbs") {
         return Parsed::Record(Record::NoVerbs);
     }
     if let Some(r) = ts.strip_prefix("CUDA Dev ")
@@ -518,6 +545,16 @@ pub fn parse_message(msg: &str, complete: bool) -> Parsed {
             name: r.trim().to_string(),
         });
     }
+    // 2.28+ (and RCCL 2.30): `Assigned NET plugin %s to comm` (plugin/net.cc), the network the
+    // communicator was given: what `Using network` says.
+    if let Some(name) = ts
+        .strip_prefix("Assigned NET plugin ")
+        .and_then(|r| r.strip_suffix(" to comm"))
+    {
+        return Parsed::Record(Record::UsingNetwork {
+            name: name.trim().to_string(),
+        });
+    }
     if let Some(r) = ts
         .strip_prefix("P2P plugin ")
         .or_else(|| ts.strip_prefix("NET/Plugin"))
@@ -567,6 +604,19 @@ const SKIPPED: &[(&str, &str)] = &[
         "protocol thresholds (enqueue/tuning.cc)",
     ),
     ("Trees", "tree shape (init.cc `Trees%s`)"),
+    (
+        "Initialized NET plugin ",
+        "net plugin initialized (plugin/net.cc, 2.28+)",
+    ),
+    (
+        "Failed to initialize NET plugin ",
+        "net plugin not initialized (plugin/net.cc, 2.28+); the network assigned is said by `Assigned NET plugin`",
+    ),
+    (
+        "Failed to initialize any GIN plugin",
+        "no GIN plugin (plugin/gin.cc, 2.28+)",
+    ),
+    ("GIN/Plugin", "GIN plugin loading (plugin/gin.cc, 2.28+)"),
     ("Tree ", "tree shape (≤ 2.6)"),
     ("Connected all trees", "tree connected (graph/connect.cc)"),
     ("Connected NVLS", "NVLS connected (transport/nvls.cc)"),
