@@ -153,3 +153,29 @@ macpro2019-01:253809:253904 [0] NCCL INFO [Rank 0] ncclCommInitAll_impl comm 0x5
         "{out}"
     );
 }
+
+/// The rank in a `Trees` line (`init.cc`: ` [%d] %d/%d/%d->%d->%d`, children/this rank/parent;
+/// RCCL adds ` comm %p nRanks %02d busId %lx`). ray-project/ray#59778's excerpt, with the
+/// channel line that also names rank 16 taken out, so that the Trees line is the only one to
+/// tie the process to its rank. Before: the process had no rank and no GPU.
+#[test]
+fn the_rank_in_a_trees_line_is_read() {
+    let rel = "fixtures/evidence/ray-issue-59778-k8s17-vllm-ray-tags-trees-rccl-suffix.EXCERPT.log";
+    let text = std::fs::read_to_string(common::repo().join(rel)).unwrap();
+    let without_channel: String = text
+        .lines()
+        .filter(|l| !l.contains("Channel 00/0"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    for t in [text.as_str(), without_channel.as_str()] {
+        let r = report_of(rel, t.as_bytes());
+        let x = r
+            .ranks
+            .iter()
+            .find(|x| x.host == "k8s17")
+            .unwrap_or_else(|| panic!("{:#?}", r.ranks));
+        assert_eq!((x.rank, x.nranks, x.pid), (Some(16), Some(32), Some(581)));
+        assert_eq!(x.gpu.bdf.as_deref(), Some("0000:17:00.0"), "{x:#?}");
+        assert!(x.lines.contains(&2), "{:?}", x.lines);
+    }
+}

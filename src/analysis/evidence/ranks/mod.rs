@@ -564,6 +564,16 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
                     let i = own_rank(&mut subj, pi, p, e, *rank, "");
                     subj.v[i].nranks = subj.v[i].nranks.or(*nranks);
                 }
+                Record::Trees {
+                    rank,
+                    nranks,
+                    bus_id,
+                } => {
+                    let i = own_rank(&mut subj, pi, p, e, *rank, "");
+                    let s = &mut subj.v[i];
+                    s.nranks = s.nranks.or(*nranks);
+                    s.bus_id = s.bus_id.or(bus_id.as_deref().and_then(hex));
+                }
                 _ => {}
             }
         }

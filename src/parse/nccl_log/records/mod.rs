@@ -90,6 +90,20 @@ pub enum Record {
     },
     /// A `comm 0x… rank …` line (init, shape, destroy).
     Comm(Comm),
+    /// `Trees [0] 1/-1/-1->0->-1 [1] …` (`init.cc`: per channel ` [%d] %d/%d/%d->%d->%d`, the
+    /// three children, this rank, its parent; RCCL's `init.cc` appends ` comm %p nRanks %02d
+    /// busId %lx`, NVIDIA's never does):
+    /// the rank of the thread that printed it.
+    Trees {
+        /// The printing rank (the middle number of every channel's entry).
+        rank: u32,
+        /// RCCL's `nRanks`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        nranks: Option<u32>,
+        /// RCCL's `busId` (hex, as printed).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        bus_id: Option<String>,
+    },
     /// `NCCL_X set by environment to V` (also from nccl.conf).
     Env {
         /// Variable name.
@@ -470,6 +484,11 @@ pub fn parse_message(msg: &str, complete: bool) -> Parsed {
         .or_else(|| ts.strip_prefix("rank ").map(|_| ts))
     {
         return rank_of(r);
+    }
+    if let Some(r) = ts.strip_prefix("Trees")
+        && r.trim_start().starts_with('[')
+    {
+        return trees(r, complete);
     }
     if ts.starts_with("Failed to open libibverbs") || ts.starts_with("Could not open libibverbs") {
         return Parsed::Record(Record::NoVerbs);
