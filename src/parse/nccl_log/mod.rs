@@ -22,7 +22,7 @@ pub mod topo;
 
 pub use records::*;
 
-use super::text::{Line, command_env, is_gap_marker, shell_prompt, split_launcher};
+use super::text::{Line, command_env, is_gap_marker, ray_worker, shell_prompt, split_launcher};
 
 /// Severity word after `NCCL`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -336,10 +336,16 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
     // Hosts seen at the very start of a line (after launcher tags), by pid: used to cut a host
     // token glued to the text before it (`…NET/IB/3swat1-04:2017630:…`).
     let mut clean_hosts: std::collections::HashMap<u32, Vec<String>> = Default::default();
+    // The host first printed behind each Ray worker tag (pid, ip): Ray's tag names one process,
+    // so a later spelling of its host (a name redacted two ways) is that process's.
+    let mut ray_hosts: std::collections::HashMap<(u32, Option<&str>), String> = Default::default();
     let mut found_per_line: Vec<Vec<Found>> = Vec::with_capacity(lines.len());
     for l in lines {
         let (tag, rest) = split_launcher(l.text);
         let mut found = find_headers(rest);
+        if let Some(worker) = ray_worker(tag) {
+            one_ray_host(&mut ray_hosts, worker, &mut found);
+        }
         if found.is_empty() {
             found.extend(headerless(tag, rest));
         }
@@ -533,6 +539,25 @@ fn banner_continues(log: &NcclLog, no: usize, t: &str) -> bool {
         .last()
         .is_some_and(|e| matches!(e.record, Record::Version(_)) && e.line + 1 == no);
     after_banner || log.banner_lines.last().is_some_and(|&b| b + 1 == no)
+}
+
+/// Gives the headers of a line behind Ray's tag of `worker` (pid, ip) whose pid is the worker's
+/// the host first seen behind that tag (marked repaired when it differs).
+fn one_ray_host<'a>(
+    seen: &mut std::collections::HashMap<(u32, Option<&'a str>), String>,
+    worker: (u32, Option<&'a str>),
+    found: &mut [Found],
+) {
+    for f in found
+        .iter_mut()
+        .filter(|f| f.header.pid == worker.0 && !f.header.host.is_empty())
+    {
+        let first = seen.entry(worker).or_insert_with(|| f.header.host.clone());
+        if *first != f.header.host {
+            f.header.host = first.clone();
+            f.header.host_repaired = true;
+        }
+    }
 }
 
 /// How many lines back the start of a cut connection line is looked for.

@@ -19,6 +19,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 mod causes;
 mod scope;
 use causes::*;
+use scope::ray_folded_note;
 
 /// NCCL's busId integer (`busIdToInt64`: the hex digits of `DDDD:BB:DD.F`) as a PCI address.
 pub fn bdf_of_bus_id(v: u64) -> Option<Bdf> {
@@ -1043,6 +1044,9 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
     let mut notes = Vec::new();
     for p in procs.iter() {
         notes.extend(ib_hca_note(source, p));
+    }
+    if !job.ray_folded.is_empty() {
+        notes.push(ray_folded_note(source, &job.ray_folded));
     }
     if !log.gaps.is_empty() {
         notes.push(format!(

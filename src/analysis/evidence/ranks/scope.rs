@@ -2,7 +2,8 @@
 //! shape line, `init.cc`), a communicator of one rank (`nranks 1`), one made by
 //! `ncclCommInitAll` (every rank in one process), or nccl-tests' `# Using devices`, which lists
 //! every rank of the run, all on one host. Such a job sends nothing over
-//! the network when its connections were set up without it: GDR does not apply.
+//! the network when its connections were set up without it: GDR does not apply. Also what
+//! Ray's log deduplication leaves out of a copy (which workers a folded line stands for).
 
 use super::Proc;
 use crate::parse::nccl_log::{Comm, Record};
@@ -70,4 +71,16 @@ pub(super) fn connected_locally(p: &Proc) -> Option<usize> {
     p.records().find_map(|(e, r)| {
         matches!(r, Record::PeerChannel(_) | Record::RingsConnected { .. }).then_some(e.line)
     })
+}
+
+/// The note for lines that end in Ray's `[repeated Nx across cluster]` (line, N).
+pub(super) fn ray_folded_note(source: &str, folded: &[(usize, u32)]) -> String {
+    let n: u64 = folded.iter().map(|&(_, k)| u64::from(k)).sum();
+    let first: Vec<String> = folded.iter().take(5).map(|(l, _)| l.to_string()).collect();
+    format!(
+        "{source}: {} line(s) end in Ray's `[repeated Nx across cluster]` (lines {}{}): each is read as the one line it is; the {n} line(s) of other workers Ray folded into them are not in the copy — which processes printed them, and the numbers they held (ranks, NIC indexes, /GDRDMA), are unknown",
+        folded.len(),
+        first.join(", "),
+        if folded.len() > 5 { ", …" } else { "" }
+    )
 }
