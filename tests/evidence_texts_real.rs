@@ -240,3 +240,56 @@ fn one_ray_worker_behind_two_spellings_of_its_host_is_one_process() {
     assert_eq!(a.host, "<hostname>");
     assert_eq!(a.nics[0].name.as_deref(), Some("mlx5_0"), "{a:#?}");
 }
+
+/// A copy that wrapped a channel line after its `Channel NN/M :`, or dropped a channel line's
+/// header: NVIDIA/nccl#1412's published excerpt with line 19 wrapped and line 22 stripped of
+/// its header (synthesized from the real lines). Before: the wrapped end became a phantom
+/// process "pid 0" with a rank 12 of its own, and line 19's send was lost from rank 5.
+#[test]
+fn a_headerless_continuation_line_never_makes_a_process() {
+    let rel =
+        "fixtures/evidence/nccl-issue-1412-swat1-8xa100-hdr200.nccl-tests+nccl-info.EXCERPT.log";
+    let text = std::fs::read_to_string(common::repo().join(rel)).unwrap();
+    let whole = report_of(rel, text.as_bytes());
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[18].ends_with("Channel 03/0 : 5[5] -> 12[4] [send] via NET/IB/3"));
+    let (start, end) = lines[18].split_at(lines[18].find("5[5] ->").unwrap());
+    let mut changed: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    changed[18] = format!("{}\n{end}", start.trim_end());
+    changed[21] = lines[21][lines[21].find("5[5] ->").unwrap()..].to_string();
+    let changed = changed.join("\n") + "\n";
+    let r = report_of(rel, changed.as_bytes());
+    let procs = |r: &EvidenceReport| -> Vec<(String, u32)> {
+        r.inputs[0]
+            .processes
+            .iter()
+            .map(|p| (p.host.clone(), p.pid))
+            .collect()
+    };
+    assert_eq!(procs(&r), procs(&whole));
+    assert!(
+        r.ranks
+            .iter()
+            .all(|x| x.pid != Some(0) && !x.host.is_empty())
+    );
+    let five = |r: &EvidenceReport| {
+        r.ranks
+            .iter()
+            .find(|x| x.host == "swat1-04" && x.rank == Some(5))
+            .map(|x| (x.gdr, x.nics[0].connections))
+    };
+    // Line 19 joined again; line 22 not tied to rank 5 any more (one connection fewer).
+    assert_eq!(five(&whole), Some((Gdr::Off, 2)));
+    assert_eq!(five(&r), Some((Gdr::Off, 1)));
+    assert!(
+        r.notes.iter().any(|n| n.contains(
+            "1 NET connection line(s) without `host:pid:tid` among lines that have one (lines 23)"
+        )),
+        "{:#?}",
+        r.notes
+    );
+    assert_eq!(
+        r.inputs[0].unrecognised_lines.count,
+        whole.inputs[0].unrecognised_lines.count
+    );
+}

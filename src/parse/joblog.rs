@@ -108,6 +108,8 @@ fn unrecognised(
     nccl.gaps.iter().for_each(|&g| mark(g));
     nccl.cut_ends.iter().for_each(|&(l, _)| mark(l));
     nccl.banner_lines.iter().for_each(|&l| mark(l));
+    nccl.continued.iter().for_each(|&(l, _)| mark(l));
+    nccl.unattributed.iter().for_each(|&l| mark(l));
     // NCCL lines of known forms skipped knowingly; those of unknown forms stay counted.
     nccl.unread
         .iter()

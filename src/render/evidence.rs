@@ -265,7 +265,14 @@ pub fn text(r: &EvidenceReport) -> String {
             );
         }
         for p in &i.processes {
-            let mut line = format!("  process {}:{}  NCCL {}", p.host, p.pid, p.version.text);
+            let mut line = if p.headerless {
+                format!(
+                    "  lines without `host:pid:tid` (no process named)  NCCL {}",
+                    p.version.text
+                )
+            } else {
+                format!("  process {}:{}  NCCL {}", p.host, p.pid, p.version.text)
+            };
             match p.version.source {
                 crate::analysis::evidence::version::VersionSource::Banner => {
                     line.push_str(" (banner)")

@@ -450,6 +450,10 @@ pub struct ProcessSummary {
     pub host: String,
     /// pid.
     pub pid: u32,
+    /// True for the lines quoted without `host:pid:tid` (host empty, pid 0): a group of lines,
+    /// not a process.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub headerless: bool,
     /// Its NCCL release.
     pub version: VersionInfo,
     /// `Using network …`.

@@ -150,6 +150,14 @@ pub struct NcclLog {
     /// `ROCm version : `, `Hostname     : `, `Librccl path : `; `init.cc` showVersion prints
     /// them in the same message): read as part of the banner, with no bearing on GDR.
     pub banner_lines: Vec<usize>,
+    /// Lines that continue the connection line before them (a copy wrapped it: `… NCCL INFO
+    /// Channel 00/0 :` then `0[0] -> 8[0] [send] via NET/IB/0/GDRDMA`), with the line of its
+    /// start: read as one line of the process that printed the start.
+    pub continued: Vec<(usize, usize)>,
+    /// Connection lines without `host:pid:tid` in a log whose other lines have one: a copy
+    /// dropped or wrapped away their header, and nothing ties them to a process, so they are
+    /// not judged (a log made only of such lines is read as one group without a process).
+    pub unattributed: Vec<usize>,
 }
 
 /// An NCCL line of a form the parser does not read: still a line its process printed.
@@ -376,7 +384,13 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
     // `fprintf` calls, so another process's line could come between): the header and the line
     // it was left on.
     let mut pending: Option<(Header, usize)> = None;
+    // The last message of the line before when it is the start of a connection line that a copy
+    // wrapped (see [`NcclLog::continued`]): its line, header and text.
+    let mut wrapped: Option<(usize, Header, String)> = None;
+    // Lines read as connections without any header.
+    let mut bare: Vec<usize> = Vec::new();
     for (l, found) in lines.iter().zip(found_per_line.iter_mut()) {
+        let mut prev_wrapped = wrapped.take();
         if pending.as_ref().is_some_and(|(_, at)| l.no > at + 2) {
             pending = None;
         }
@@ -395,8 +409,26 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
             continue;
         }
         if found.is_empty()
+            && let Some((at, h, start)) = prev_wrapped.take().filter(|w| w.0 + 1 == l.no)
+            && let Some(record) = continue_connection(&start, split_launcher(l.text).1, l.ended)
+        {
+            // The start was kept as a line of a known form (a ring order, `Channel NN/MM :`);
+            // it is read now, with its end.
+            log.unread.retain(|u| u.line != at);
+            log.refused.retain(|r| r.line != at);
+            log.entries.push(Entry {
+                line: at,
+                header: Some(h),
+                complete: l.ended,
+                record,
+            });
+            log.continued.push((l.no, at));
+            continue;
+        }
+        if found.is_empty()
             && let Some(record) = records::bare_net_channel(split_launcher(l.text).1, l.ended)
         {
+            bare.push(l.no);
             log.entries.push(Entry {
                 line: l.no,
                 header: Some(Header {
@@ -512,9 +544,42 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
                     why,
                 }),
             }
+            if i + 1 == found.len() && l.ended && records::connection_start(msg) {
+                wrapped = Some((l.no, f.header.clone(), msg.to_string()));
+            }
         }
     }
+    set_apart_unattributed(&mut log, &bare);
     log
+}
+
+/// A wrapped connection line's end (`rest`, a line without header) read with its start (the
+/// message of the line before): the connection, when together they are one.
+fn continue_connection(start: &str, rest: &str, ended: bool) -> Option<Record> {
+    let joined = format!("{} {}", start.trim_end(), rest.trim());
+    match records::parse_message(&joined, ended) {
+        Parsed::Record(r @ (Record::NetChannel(_) | Record::PeerChannel(_))) => Some(r),
+        _ => None,
+    }
+}
+
+/// Connection lines read without any header (`bare`) are a group of their own only in a log of
+/// such lines; beside lines that name their process they are set apart as
+/// [`NcclLog::unattributed`], never a process "pid 0".
+fn set_apart_unattributed(log: &mut NcclLog, bare: &[usize]) {
+    let named = |h: &Header| !h.headerless;
+    let any_named = log
+        .entries
+        .iter()
+        .any(|e| e.header.as_ref().is_some_and(named))
+        || log.unread.iter().any(|u| named(&u.header));
+    if !any_named || bare.is_empty() {
+        return;
+    }
+    log.entries.retain(|e| {
+        !(bare.binary_search(&e.line).is_ok() && e.header.as_ref().is_some_and(|h| h.headerless))
+    });
+    log.unattributed = bare.to_vec();
 }
 
 /// Whether line `no` (launcher tags taken off: `t`) is one of the lines of RCCL's version

@@ -951,7 +951,9 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
         ranks.push(RankVerdict {
             source: source.to_string(),
             host: s.host.clone(),
-            pid: s.pid,
+            // Lines quoted without `host:pid:tid` are read as one group with pid 0, which no
+            // process has: not shown.
+            pid: s.pid.filter(|&p| p != 0 || !s.host.is_empty()),
             rank: s.rank,
             nranks: s.nranks,
             nnodes: s.nnodes,
@@ -1024,6 +1026,7 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
         .map(|p| ProcessSummary {
             host: p.host.clone(),
             pid: p.pid,
+            headerless: p.pid == 0 && p.host.is_empty(),
             version: p.version.clone(),
             network: p.network().map(str::to_string),
             ib_devices: p.records().find_map(|(e, r)| match r {
@@ -1044,6 +1047,20 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
     let mut notes = Vec::new();
     for p in procs.iter() {
         notes.extend(ib_hca_note(source, p));
+    }
+    if !log.unattributed.is_empty() {
+        let first: Vec<String> = log
+            .unattributed
+            .iter()
+            .take(5)
+            .map(usize::to_string)
+            .collect();
+        notes.push(format!(
+            "{source}: {} NET connection line(s) without `host:pid:tid` among lines that have one (lines {}{}): a copy dropped or wrapped away their header, nothing ties them to a process, so they are not judged",
+            log.unattributed.len(),
+            first.join(", "),
+            if log.unattributed.len() > 5 { ", …" } else { "" }
+        ));
     }
     if !job.ray_folded.is_empty() {
         notes.push(ray_folded_note(source, &job.ray_folded));

@@ -156,6 +156,15 @@ pub(super) fn net_channel(t: &str, complete: bool) -> Parsed {
     net_connection(ring, Some(channel), conn_index, rest, complete)
 }
 
+/// Whether a message is the start of a channel line that stops before its transport (`Channel
+/// 00/0 :`, `Channel 00/0 : 0[0] -> 8[0]`): a copy may have wrapped the rest onto the next line.
+pub fn connection_start(msg: &str) -> bool {
+    let t = msg.trim();
+    (t.starts_with("Channel ") || t.starts_with("Ring "))
+        && (t.contains(" : ") || t.ends_with(" :"))
+        && !t.contains(" via ")
+}
+
 /// A channel line's connection quoted from its ranks on, without the header and the `Channel
 /// NN : ` (`9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA`, as people quote it in prose).
 pub fn bare_net_channel(t: &str, complete: bool) -> Option<Record> {

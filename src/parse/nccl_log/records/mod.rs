@@ -9,7 +9,7 @@ use serde::Serialize;
 
 mod forms;
 use forms::*;
-pub use forms::{bare_net_channel, is_cut_connection_end};
+pub use forms::{bare_net_channel, connection_start, is_cut_connection_end};
 
 /// What one message says.
 #[derive(Debug, Clone, PartialEq, Serialize)]
