@@ -293,3 +293,36 @@ fn a_headerless_continuation_line_never_makes_a_process() {
         whole.inputs[0].unrecognised_lines.count
     );
 }
+
+/// NCCL/plugin messages quoted with neither `host:pid:tid` nor `NCCL INFO`
+/// (lumi-ai-factory/laifs-container-recipes#28: two LUMI containers' aws-ofi-rccl lines on
+/// Slingshot `cxi`). Before: nothing recognised, `NOTHING READ`, exit 3.
+#[test]
+fn plugin_lines_quoted_without_any_header_are_read() {
+    let r = report(
+        "fixtures/evidence/lumi-laifs-issue-28-aws-ofi-rccl-cxi-no-prefix-summary.EXCERPT.log",
+    );
+    assert!(!nothing_read(&r));
+    let p = &r.inputs[0].processes;
+    assert_eq!(p.len(), 1, "{p:#?}");
+    assert!(p[0].headerless);
+    assert_eq!(p[0].network.as_deref(), Some("AWS Libfabric"));
+    assert_eq!(p[0].ofi_provider.as_deref(), Some("cxi (line 9)"));
+    // The container names (prose) are all that is not understood.
+    assert_eq!(r.inputs[0].unrecognised_lines.count, 2);
+    let head = verdict_line(&r);
+    assert!(
+        head.starts_with("NOTHING JUDGED (NCCL lines without `host:pid:tid` read;"),
+        "{head}"
+    );
+    assert_eq!(exit_code(&r), 0);
+    // The provider line of aws-ofi-nccl ≥ 2023 with its fabric and NIC count.
+    let r = report_of(
+        "ofi.log",
+        b"h:1:2 [0] NCCL INFO NET/OFI Selected provider is cxi, fabric is cxi (found 4 nics)\n",
+    );
+    assert_eq!(
+        r.inputs[0].processes[0].ofi_provider.as_deref(),
+        Some("cxi, fabric cxi, 4 NIC(s) (line 1)")
+    );
+}

@@ -122,10 +122,21 @@ pub fn nothing_judged(r: &EvidenceReport) -> bool {
 /// What the inputs showed, in words, for the NOTHING JUDGED headline: processes, ranks or
 /// GPUs, and that none shows GDR.
 fn what_was_read(r: &EvidenceReport) -> String {
-    let procs: usize = r.inputs.iter().map(|i| i.processes.len()).sum();
+    let all = || r.inputs.iter().flat_map(|i| &i.processes);
+    let procs = all().filter(|p| !p.headerless).count();
+    let mut what = Vec::new();
+    if procs > 0 {
+        what.push(format!("{procs} process(es)"));
+    }
+    if all().any(|p| p.headerless) {
+        what.push("NCCL lines without `host:pid:tid`".to_string());
+    }
+    if !r.ranks.is_empty() || what.is_empty() {
+        what.push(format!("{} rank(s)/GPU(s)", r.ranks.len()));
+    }
     format!(
-        "{procs} process(es) and {} rank(s)/GPU(s) read; no NET connection or GDR line shows GDR",
-        r.ranks.len()
+        "{} read; no NET connection or GDR line shows GDR",
+        what.join(" and ")
     )
 }
 
@@ -290,6 +301,9 @@ pub fn text(r: &EvidenceReport) -> String {
             let _ = writeln!(out, "{line}");
             if let Some(n) = &p.network {
                 let _ = writeln!(out, "    network {n}");
+            }
+            if let Some(o) = &p.ofi_provider {
+                let _ = writeln!(out, "    OFI provider {o}");
             }
             if let Some((n, at)) = p.ib_devices {
                 let _ = writeln!(

@@ -459,6 +459,10 @@ pub struct ProcessSummary {
     /// `Using network …`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub network: Option<String>,
+    /// The net plugin's libfabric provider (`NET/OFI Selected provider is …`), in words with its
+    /// line: `cxi, fabric cxi, 4 NIC(s) (line 3)`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ofi_provider: Option<String>,
     /// RCCL's `RCCL: Detected N IB devices` (count, line): 0 is a fact to report.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ib_devices: Option<(u32, usize)>,

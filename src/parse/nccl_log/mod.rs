@@ -321,6 +321,41 @@ fn headerless(tag: &str, rest: &str) -> Option<Found> {
     })
 }
 
+/// Messages quoted with neither `host:pid:tid` nor `NCCL INFO` (a summary of a log: `NET/OFI
+/// Selected provider is cxi, fabric is cxi (found 4 nics)`, `Using network Libfabric`), read
+/// only in an input where no line has an NCCL header, and only when the line (launcher tags
+/// taken off) starts with a network message NCCL or its net plugins print: one group without a
+/// process, like `[0] NCCL INFO …` lines.
+fn message_only(text: &str) -> Option<Found> {
+    const STARTS: [&str; 6] = [
+        "NET/OFI ",
+        "NET/IB : ",
+        "NET/IB: ",
+        "NET/Socket : ",
+        "NET/Plugin",
+        "Using network ",
+    ];
+    let t = split_launcher(text).1.trim_start();
+    if !STARTS.iter().any(|s| t.starts_with(s)) {
+        return None;
+    }
+    let start = text.len() - t.len();
+    Some(Found {
+        start,
+        msg: start,
+        header: Header {
+            host: String::new(),
+            pid: 0,
+            tid: 0,
+            cuda_dev: -1,
+            level: Level::Info,
+            source: None,
+            host_repaired: false,
+            headerless: true,
+        },
+    })
+}
+
 /// A line of NCCL 2.2 or older (binary releases; no source was published before 2.3):
 /// `host:pid:tid [dev] INFO message`, without the `NCCL` word (horovod#492's log). Taken only
 /// as the whole line's header, with a host, so that another program's `INFO` text is not.
@@ -379,6 +414,11 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
                 })
                 .collect(),
         );
+    }
+    if found_per_line.iter().all(Vec::is_empty) {
+        for (l, found) in lines.iter().zip(found_per_line.iter_mut()) {
+            found.extend(message_only(l.text));
+        }
     }
     // A header whose message was printed later (≤ 2.3 wrote the header and the message with two
     // `fprintf` calls, so another process's line could come between): the header and the line

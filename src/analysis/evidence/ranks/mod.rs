@@ -1029,6 +1029,23 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
             headerless: p.pid == 0 && p.host.is_empty(),
             version: p.version.clone(),
             network: p.network().map(str::to_string),
+            ofi_provider: p.records().rev().find_map(|(e, r)| match r {
+                Record::OfiProvider {
+                    provider,
+                    fabric,
+                    nics,
+                } => {
+                    let mut s = provider.clone();
+                    if let Some(f) = fabric {
+                        s.push_str(&format!(", fabric {f}"));
+                    }
+                    if let Some(n) = nics {
+                        s.push_str(&format!(", {n} NIC(s)"));
+                    }
+                    Some(format!("{s} (line {})", e.line))
+                }
+                _ => None,
+            }),
             ib_devices: p.records().find_map(|(e, r)| match r {
                 Record::IbDevices { count } => Some((*count, e.line)),
                 _ => None,

@@ -156,6 +156,30 @@ pub(super) fn net_channel(t: &str, complete: bool) -> Parsed {
     net_connection(ring, Some(channel), conn_index, rest, complete)
 }
 
+/// The text after `NET/OFI Selected provider is ` (see [`Record::OfiProvider`]).
+pub(super) fn ofi_provider(r: &str) -> Parsed {
+    let (head, nics) = match r.rsplit_once(" (found ") {
+        Some((h, n)) => (
+            h,
+            n.strip_suffix(" nics)").and_then(|n| n.trim().parse().ok()),
+        ),
+        None => (r, None),
+    };
+    let (provider, fabric) = match head.split_once(", fabric is ") {
+        Some((p, f)) => (p, Some(f.trim().to_string())),
+        None => (head, None),
+    };
+    let provider = provider.trim();
+    if provider.is_empty() || provider.contains(' ') {
+        return Parsed::Refused("not a provider name".into());
+    }
+    Parsed::Record(Record::OfiProvider {
+        provider: provider.to_string(),
+        fabric,
+        nics,
+    })
+}
+
 /// Whether a message is the start of a channel line that stops before its transport (`Channel
 /// 00/0 :`, `Channel 00/0 : 0[0] -> 8[0]`): a copy may have wrapped the rest onto the next line.
 pub fn connection_start(msg: &str) -> bool {

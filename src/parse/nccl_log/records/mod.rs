@@ -104,6 +104,19 @@ pub enum Record {
         #[serde(skip_serializing_if = "Option::is_none")]
         bus_id: Option<String>,
     },
+    /// aws-ofi-nccl's (and aws-ofi-rccl's) `NET/OFI Selected provider is %s, fabric is %s
+    /// (found %d nics)` (`nccl_ofi_net.cpp`; before 2023 `Selected Provider is %s` with the
+    /// count alone or none): the libfabric provider the plugin uses and how many NICs it found.
+    OfiProvider {
+        /// Provider (`efa`, `cxi`, `verbs;ofi_rxm`).
+        provider: String,
+        /// Fabric name, when printed.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        fabric: Option<String>,
+        /// NICs found, when printed.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        nics: Option<u32>,
+    },
     /// `NCCL_X set by environment to V` (also from nccl.conf).
     Env {
         /// Variable name.
@@ -498,6 +511,12 @@ pub fn parse_message(msg: &str, complete: bool) -> Parsed {
     {
         return nic_distance(r);
     }
+    if let Some(r) = ts
+        .strip_prefix("NET/OFI Selected provider is ")
+        .or_else(|| ts.strip_prefix("NET/OFI Selected Provider is "))
+    {
+        return ofi_provider(r);
+    }
     if let Some(r) = ts.strip_prefix("NET/OFI ")
         && (r.starts_with("Could not disable CUDA API usage for HMEM, disabling GDR")
             || r.starts_with("GDR disabled on GDR-supported instance type"))
@@ -698,6 +717,26 @@ const SKIPPED: &[(&str, &str)] = &[
     (
         "NET/OFI Using aws-ofi-nccl ",
         "aws-ofi-nccl's version (plugin)",
+    ),
+    (
+        "NET/OFI Using aws-ofi-rccl ",
+        "aws-ofi-rccl's version (plugin)",
+    ),
+    (
+        "NET/OFI Initializing ",
+        "aws-ofi-nccl's version (plugin, nccl_ofi_net.cpp)",
+    ),
+    (
+        "NET/OFI Using transport protocol ",
+        "aws-ofi-nccl's protocol (nccl_ofi_net.cpp)",
+    ),
+    (
+        "NET/OFI Support for ",
+        "aws-ofi-nccl's registration support (nccl_ofi_net.cpp)",
+    ),
+    (
+        "NET/OFI No eligible providers were found",
+        "aws-ofi-nccl found no provider for one protocol and tries the next (nccl_ofi_rdma.cpp)",
     ),
 ];
 
