@@ -326,3 +326,19 @@ fn plugin_lines_quoted_without_any_header_are_read() {
         Some("cxi, fabric cxi, 4 NIC(s) (line 1)")
     );
 }
+
+/// NVIDIA/nccl#601: one process (gpu23:2625) drives three GPUs, and its `Trees` lines name the
+/// ranks of two of them. Reading those ranks must not drop the third GPU (a first version of
+/// the Trees reader did: the process counted as covered by its ranks).
+#[test]
+fn a_process_of_several_gpus_keeps_every_gpu_when_trees_name_some() {
+    let r = report("tests/data/evidence/nccl-601-gpu24-socket-ethernet.log");
+    let mut gpus: Vec<(Option<u32>, Option<i64>)> = r
+        .ranks
+        .iter()
+        .filter(|x| x.host == "gpu23")
+        .map(|x| (x.rank, x.gpu.cuda_dev))
+        .collect();
+    gpus.sort();
+    assert_eq!(gpus, vec![(None, Some(0)), (Some(1), Some(1)), (Some(2), Some(2))]);
+}

@@ -694,6 +694,24 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
         .iter()
         .filter_map(|s| Some((s.host.clone(), s.pid?)))
         .collect();
+    // A process driving several GPUs (one thread each) whose lines name the rank of some of
+    // them only: its other GPUs are subjects of their own too.
+    for (pi, p) in procs.iter().enumerate() {
+        if p.devs.len() < 2 || !covered.contains(&pi) {
+            continue;
+        }
+        let named: BTreeSet<i64> = subj
+            .v
+            .iter()
+            .filter(|s| s.host == p.host && s.pid == Some(p.pid))
+            .filter_map(|s| s.cuda_dev)
+            .collect();
+        for (&d, &line) in p.devs.iter().filter(|(d, _)| !named.contains(d)) {
+            let i = subj.device(&p.host, p.pid, Some(d), None);
+            subj.v[i].proc_idx = Some(pi);
+            subj.v[i].lines.insert(line);
+        }
+    }
     for (pi, p) in procs.iter().enumerate() {
         if covered.contains(&pi) || with_pid.contains(&(p.host.clone(), p.pid)) {
             continue;
