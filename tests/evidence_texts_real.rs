@@ -340,5 +340,21 @@ fn a_process_of_several_gpus_keeps_every_gpu_when_trees_name_some() {
         .map(|x| (x.rank, x.gpu.cuda_dev))
         .collect();
     gpus.sort();
-    assert_eq!(gpus, vec![(None, Some(0)), (Some(1), Some(1)), (Some(2), Some(2))]);
+    assert_eq!(
+        gpus,
+        vec![(None, Some(0)), (Some(1), Some(1)), (Some(2), Some(2))]
+    );
+}
+
+/// Known forms found missing in the shared evidence (issue 51, item 7): NVIDIA/nccl-tests#350's
+/// `Connection to proxy localRank %d -> connection %p` (proxy.cc 2.12–2.18) and `NET/IB: Dev %d
+/// Port %d qpn %d mtu %d LID %d` (net_ib.cc). Before: 5 lines not understood.
+#[test]
+fn proxy_and_queue_pair_lines_are_known_forms() {
+    let r = report("fixtures/evidence/nccl-tests-issue-350-n013.nccl-info.EXCERPT.log");
+    assert_eq!(
+        r.inputs[0].unrecognised_lines.count, 0,
+        "{:#?}",
+        r.inputs[0].unrecognised_lines
+    );
 }

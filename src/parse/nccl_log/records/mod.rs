@@ -655,6 +655,14 @@ const SKIPPED: &[(&str, &str)] = &[
         "no GIN plugin (plugin/gin.cc, 2.28+)",
     ),
     ("GIN/Plugin", "GIN plugin loading (plugin/gin.cc, 2.28+)"),
+    (
+        "Connection to proxy localRank ",
+        "proxy connection (proxy.cc, 2.12–2.18)",
+    ),
+    (
+        "NET/IB: Dev ",
+        "queue pair of an IB connection (transport/net_ib.cc `NET/IB: Dev %d Port %d qpn %d mtu %d LID|GID …`)",
+    ),
     ("Tree ", "tree shape (≤ 2.6)"),
     ("Connected all trees", "tree connected (graph/connect.cc)"),
     ("Connected NVLS", "NVLS connected (transport/nvls.cc)"),
