@@ -358,3 +358,36 @@ fn proxy_and_queue_pair_lines_are_known_forms() {
         r.inputs[0].unrecognised_lines
     );
 }
+
+/// Every rank of a communicator printing its `rank r nranks N` line on one host is a one-host
+/// job (synthesized from NCCL 2.18's comm line form): its ranks with P2P channels and no NET
+/// connection are not applicable, though NCCL loaded its Socket transport. Without the
+/// one-host rule they were `off` (Socket) and the run PROBLEMS; the same lines with rank 1 on
+/// another host stay `off`.
+#[test]
+fn every_rank_printed_on_one_host_is_a_one_host_job() {
+    let log = |host1: &str| {
+        format!(
+            "h0:10:10 [0] NCCL INFO NET/IB : No device found.\n\
+             h0:10:10 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n\
+             h0:10:10 [0] NCCL INFO Using network Socket\n\
+             h0:10:10 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n\
+             h0:10:10 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n\
+             {host1}:11:11 [1] NCCL INFO Using network Socket\n\
+             {host1}:11:11 [1] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 1 busId 2000 - Init COMPLETE\n\
+             {host1}:11:11 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via P2P/IPC\n"
+        )
+    };
+    let r = report_of("one-host.log", log("h0").as_bytes());
+    assert_eq!(r.ranks.len(), 2);
+    for x in &r.ranks {
+        assert_eq!(x.gdr, Gdr::NotApplicable, "{x:#?}");
+        assert!(
+            x.basis
+                .contains("every rank of the communicator (0 to 1) printed its rank on h0")
+        );
+    }
+    assert_eq!(exit_code(&r), 0);
+    let r = report_of("two-hosts.log", log("h1").as_bytes());
+    assert!(r.ranks.iter().all(|x| x.gdr == Gdr::Off), "{:#?}", r.ranks);
+}

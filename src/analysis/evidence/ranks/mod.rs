@@ -602,6 +602,7 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
             s.lines.insert(run.line);
         }
     }
+    scope::every_rank_on_one_host(&mut subj.v);
     subj.index_buses();
     // Per-GPU GDR lines: about a GPU (busId) or a rank (2.24–2.25), from any process of a host.
     let mut gpu_lines: Vec<(usize, &GpuGdr, &Entry, usize)> = Vec::new();

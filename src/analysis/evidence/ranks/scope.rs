@@ -5,9 +5,10 @@
 //! the network when its connections were set up without it: GDR does not apply. Also what
 //! Ray's log deduplication leaves out of a copy (which workers a folded line stands for).
 
-use super::Proc;
+use super::{Proc, Subject};
 use crate::parse::nccl_log::{Comm, Record};
 use crate::parse::nccl_tests::TestRun;
+use std::collections::BTreeMap;
 
 /// A rank's job ran on one host: why the log says so, and whether it was a single rank (no
 /// peer at all, so no connection can be expected).
@@ -63,6 +64,39 @@ pub(super) fn from_tests(run: &TestRun, gaps: bool) -> Option<OneHost> {
             run.line
         ),
     })
+}
+
+/// Every rank of a communicator of N ranks (0..N-1, each from its own `rank r nranks N` line)
+/// printed on one host: that job ran on one host. Subjects without a one-host reason of their
+/// own get this one. Ranks of several communicators of the same size on different hosts never
+/// qualify (the ranks' hosts differ).
+pub(super) fn every_rank_on_one_host(subjects: &mut [Subject]) {
+    let mut by_size: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    for (i, s) in subjects.iter().enumerate() {
+        if let (Some(n), Some(_)) = (s.nranks, s.rank) {
+            by_size.entry(n).or_default().push(i);
+        }
+    }
+    for (n, idx) in by_size {
+        let host = &subjects[idx[0]].host;
+        let mut ranks: Vec<u32> = idx.iter().filter_map(|&i| subjects[i].rank).collect();
+        ranks.sort_unstable();
+        ranks.dedup();
+        let all = ranks.len() == n as usize && ranks.last() == Some(&(n - 1));
+        if n < 2 || !all || host.is_empty() || idx.iter().any(|&i| &subjects[i].host != host) {
+            continue;
+        }
+        let why = format!(
+            "every rank of the communicator (0 to {}) printed its rank on {host}",
+            n - 1
+        );
+        for &i in &idx {
+            subjects[i].one_host.get_or_insert_with(|| OneHost {
+                single_rank: false,
+                why: why.clone(),
+            });
+        }
+    }
 }
 
 /// A line of the process that shows its connections being set up or done without the network:
