@@ -391,3 +391,25 @@ fn every_rank_printed_on_one_host_is_a_one_host_job() {
     let r = report_of("two-hosts.log", log("h1").as_bytes());
     assert!(r.ranks.iter().all(|x| x.gdr == Gdr::Off), "{:#?}", r.ranks);
 }
+
+/// A connection quoted without its header but behind the Ray tag of a worker whose other lines
+/// have one is that worker's (synthesized from Ray's prefix and NCCL 2.18.3+'s channel form).
+/// Before: a process "pid 0" of its own.
+#[test]
+fn a_headerless_connection_behind_a_ray_tag_is_that_workers() {
+    let text = "\
+(RayTrainWorker pid=3081, ip=10.0.0.2) gpu-2:3081:3120 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB eth0:10.0.0.2<0>
+(RayTrainWorker pid=3081, ip=10.0.0.2) gpu-2:3081:3120 [0] NCCL INFO comm 0x1 rank 1 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0
+(RayTrainWorker pid=3081, ip=10.0.0.2) 0[0] -> 1[0] [receive] via NET/IB/0/GDRDMA
+";
+    let r = report_of("ray-bare.log", text.as_bytes());
+    let procs: Vec<(String, u32)> = r.inputs[0]
+        .processes
+        .iter()
+        .map(|p| (p.host.clone(), p.pid))
+        .collect();
+    assert_eq!(procs, vec![("gpu-2".to_string(), 3081)]);
+    assert_eq!(r.ranks.len(), 1, "{:#?}", r.ranks);
+    assert_eq!(r.ranks[0].gdr, Gdr::Used);
+    assert_eq!(r.ranks[0].nics[0].name.as_deref(), Some("mlx5_0"));
+}

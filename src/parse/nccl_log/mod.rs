@@ -58,7 +58,8 @@ pub struct Header {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub host_repaired: bool,
     /// True when the line carries no `host:pid:tid` at all (`[0] NCCL INFO …`, a copy that
-    /// dropped it): host is empty and pid 0, so such lines form one process of their own.
+    /// dropped it): host is empty and pid 0, so such lines form one group of their own — or,
+    /// behind a Ray worker tag seen before with a header, that worker's host and pid.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub headerless: bool,
 }
@@ -468,12 +469,21 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
         if found.is_empty()
             && let Some(record) = records::bare_net_channel(split_launcher(l.text).1, l.ended)
         {
-            bare.push(l.no);
+            // Behind a Ray worker tag seen before with a header, the line is that worker's.
+            let (host, pid) = match ray_worker(split_launcher(l.text).0)
+                .and_then(|w| Some((ray_hosts.get(&w)?.clone(), w.0)))
+            {
+                Some(named) => named,
+                None => {
+                    bare.push(l.no);
+                    (String::new(), 0)
+                }
+            };
             log.entries.push(Entry {
                 line: l.no,
                 header: Some(Header {
-                    host: String::new(),
-                    pid: 0,
+                    host,
+                    pid,
                     tid: 0,
                     cuda_dev: -1,
                     level: Level::Info,
