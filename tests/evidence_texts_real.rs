@@ -413,3 +413,28 @@ fn a_headerless_connection_behind_a_ray_tag_is_that_workers() {
     assert_eq!(r.ranks[0].gdr, Gdr::Used);
     assert_eq!(r.ranks[0].nics[0].name.as_deref(), Some("mlx5_0"));
 }
+
+/// A `[0] NCCL INFO Channel …` line (a copy that dropped `host:pid:tid`, the bracket left) among
+/// lines that name their process is set apart too, like a connection quoted from its ranks on
+/// (synthesized from NVIDIA/nccl#1412's line 19). Before: a process "pid 0".
+#[test]
+fn a_bracket_only_connection_line_among_named_lines_is_unattributed() {
+    let rel =
+        "fixtures/evidence/nccl-issue-1412-swat1-8xa100-hdr200.nccl-tests+nccl-info.EXCERPT.log";
+    let text = std::fs::read_to_string(common::repo().join(rel)).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let at = lines[18].find("[5] NCCL INFO").unwrap();
+    lines[18] = lines[18][at..].to_string();
+    let r = report_of(rel, (lines.join("\n") + "\n").as_bytes());
+    assert!(
+        r.inputs[0]
+            .processes
+            .iter()
+            .all(|p| !p.headerless && p.pid != 0)
+    );
+    assert!(
+        r.notes.iter().any(|n| n.contains("(lines 19)")),
+        "{:#?}",
+        r.notes
+    );
+}

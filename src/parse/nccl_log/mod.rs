@@ -428,8 +428,6 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
     // The last message of the line before when it is the start of a connection line that a copy
     // wrapped (see [`NcclLog::continued`]): its line, header and text.
     let mut wrapped: Option<(usize, Header, String)> = None;
-    // Lines read as connections without any header.
-    let mut bare: Vec<usize> = Vec::new();
     for (l, found) in lines.iter().zip(found_per_line.iter_mut()) {
         let mut prev_wrapped = wrapped.take();
         if pending.as_ref().is_some_and(|(_, at)| l.no > at + 2) {
@@ -474,10 +472,7 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
                 .and_then(|w| Some((ray_hosts.get(&w)?.clone(), w.0)))
             {
                 Some(named) => named,
-                None => {
-                    bare.push(l.no);
-                    (String::new(), 0)
-                }
+                None => (String::new(), 0),
             };
             log.entries.push(Entry {
                 line: l.no,
@@ -599,7 +594,7 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
             }
         }
     }
-    set_apart_unattributed(&mut log, &bare);
+    set_apart_unattributed(&mut log);
     log
 }
 
@@ -613,23 +608,33 @@ fn continue_connection(start: &str, rest: &str, ended: bool) -> Option<Record> {
     }
 }
 
-/// Connection lines read without any header (`bare`) are a group of their own only in a log of
-/// such lines; beside lines that name their process they are set apart as
-/// [`NcclLog::unattributed`], never a process "pid 0".
-fn set_apart_unattributed(log: &mut NcclLog, bare: &[usize]) {
+/// Connection lines read without any `host:pid:tid` (quoted from their ranks on, or `[0] NCCL
+/// INFO Channel …`) are a group of their own only in a log of such lines; beside lines that
+/// name their process they are set apart as [`NcclLog::unattributed`], never a process
+/// "pid 0".
+fn set_apart_unattributed(log: &mut NcclLog) {
     let named = |h: &Header| !h.headerless;
     let any_named = log
         .entries
         .iter()
         .any(|e| e.header.as_ref().is_some_and(named))
         || log.unread.iter().any(|u| named(&u.header));
-    if !any_named || bare.is_empty() {
+    if !any_named {
         return;
     }
-    log.entries.retain(|e| {
-        !(bare.binary_search(&e.line).is_ok() && e.header.as_ref().is_some_and(|h| h.headerless))
-    });
-    log.unattributed = bare.to_vec();
+    let nameless = |e: &Entry| {
+        matches!(e.record, Record::NetChannel(_))
+            && e.header
+                .as_ref()
+                .is_some_and(|h| h.headerless && h.pid == 0 && h.host.is_empty())
+    };
+    log.unattributed = log
+        .entries
+        .iter()
+        .filter(|e| nameless(e))
+        .map(|e| e.line)
+        .collect();
+    log.entries.retain(|e| !nameless(e));
 }
 
 /// Whether line `no` (launcher tags taken off: `t`) is one of the lines of RCCL's version
