@@ -468,12 +468,9 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
             && let Some(record) = records::bare_net_channel(split_launcher(l.text).1, l.ended)
         {
             // Behind a Ray worker tag seen before with a header, the line is that worker's.
-            let (host, pid) = match ray_worker(split_launcher(l.text).0)
+            let (host, pid) = ray_worker(split_launcher(l.text).0)
                 .and_then(|w| Some((ray_hosts.get(&w)?.clone(), w.0)))
-            {
-                Some(named) => named,
-                None => (String::new(), 0),
-            };
+                .unwrap_or_default();
             log.entries.push(Entry {
                 line: l.no,
                 header: Some(Header {
