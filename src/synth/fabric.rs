@@ -10,6 +10,10 @@
 use crate::analysis::cabling::{Adapter, NodeLayout};
 use std::fmt::Write as _;
 
+mod ibdiag;
+
+pub use ibdiag::{ibdiag_csv, ndr_pod_ibdiag};
+
 /// A cabling fault placed in a synthesized pod.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PodFault {
@@ -47,6 +51,22 @@ pub enum PodFault {
         host: usize,
         /// Rail.
         rail: usize,
+    },
+    /// A port error counter on host `host`'s rail `rail` cable: written by
+    /// [`ibdiag_csv`] only (the other formats print no counters).
+    Counter {
+        /// Host index.
+        host: usize,
+        /// Rail.
+        rail: usize,
+        /// Counter column (`SymbolErrorCounter`, `LinkDownedCounter`, …).
+        counter: &'static str,
+        /// Its value (65535: a saturated 16-bit counter).
+        value: u64,
+        /// `PM_DELTA` (climbing during the run) rather than `PM_INFO` (since the last clear).
+        delta: bool,
+        /// On the leaf's port of that cable rather than the adapter's.
+        leaf: bool,
     },
 }
 
@@ -103,7 +123,7 @@ fn spine_guid(s: usize) -> u64 {
 
 /// Where each host adapter's cable lands: `[host][rail]` → (leaf rail, leaf group, leaf
 /// port, rate as ibnetdiscover prints it); `None`: unplugged.
-type Cables = Vec<Vec<Option<(usize, usize, usize, &'static str)>>>;
+pub(super) type Cables = Vec<Vec<Option<(usize, usize, usize, &'static str)>>>;
 
 fn cables(pod: &Pod, faults: &[PodFault]) -> Cables {
     let mut cable: Cables = (0..pod.nodes)
@@ -143,6 +163,7 @@ fn cables(pod: &Pod, faults: &[PodFault]) -> Cables {
                 }
             }
             PodFault::Unplugged { host, rail } => cable[host][rail] = None,
+            PodFault::Counter { .. } => {}
         }
     }
     cable

@@ -5,6 +5,8 @@
 //! pure: bytes in, a [`FabricMap`] or a [`MapError`] naming the line out.
 
 mod ibdiag_csv;
+mod ibdiag_pm;
+mod ibdiag_rate;
 mod iblinkinfo;
 mod ibnetdiscover;
 mod lldp;
@@ -149,6 +151,7 @@ impl Builder {
             guid,
             desc: desc.unwrap_or_default().to_string(),
             key: key.to_string(),
+            ports: None,
         });
         self.by_key.insert(key.to_string(), i);
         i
@@ -192,7 +195,18 @@ impl Builder {
             port_names: names,
             rate,
             evidence,
+            loopback: a.node == b.node,
         });
+    }
+
+    /// Records how many ports node `i` has.
+    pub(crate) fn set_ports(&mut self, i: usize, ports: u32) {
+        self.map.nodes[i].ports = Some(ports);
+    }
+
+    /// Adds port counter rows.
+    pub(crate) fn counters(&mut self, rows: Vec<crate::model::fabric::PortCounters>) {
+        self.map.counters.extend(rows);
     }
 
     pub(crate) fn limitation(&mut self, s: &str) {
