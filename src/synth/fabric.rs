@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 
 mod ibdiag;
 
-pub use ibdiag::{ibdiag_csv, ndr_pod_ibdiag};
+pub use ibdiag::{SWITCH_DESC, ibdiag_csv, ibdiagnet_ibnetdiscover, ndr_pod_ibdiag};
 
 /// A cabling fault placed in a synthesized pod.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,7 +13,9 @@
 //!   [`PodFault::Counter`] puts a value. The PM header is the IB PortCounters order (an older
 //!   ibdiagnet's `PortXmitWait` is its 20th column); a real 2.10 file has more columns after.
 
-use super::{Pod, PodFault, ca_guid, cables, leaf_guid, leaf_ports, spine_guid, split_rate};
+use super::{
+    Pod, PodFault, ca_guid, cables, ibnetdiscover, leaf_guid, leaf_ports, spine_guid, split_rate,
+};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
@@ -243,6 +245,49 @@ pub fn ibdiag_csv(pod: &Pod, faults: &[PodFault]) -> String {
     let placed = counter_values(pod, faults, &cable);
     for (table, delta) in [("PM_INFO", false), ("PM_DELTA", true)] {
         pm_table(&mut out, table, delta, &pairs, &placed);
+    }
+    out
+}
+
+/// The same pod as ibdiagnet writes `ibdiagnet2.ibnetdiscover` (SYNTHESIZED, from the format
+/// facts of `../shared/reference/fabric/README.md`): ibnetdiscover's topology file with every
+/// switch described as [`SWITCH_DESC`] (as in [`ibdiag_csv`]) and a label after each port
+/// number — a switch port's `[p](1/<cage>/<split>)`, an adapter port's
+/// `[1](B<bus>D0F0/0/0/1)(<port guid>)`.
+pub fn ibdiagnet_ibnetdiscover(pod: &Pod, faults: &[PodFault]) -> String {
+    let mut names: HashMap<String, String> = HashMap::new();
+    for r in 0..pod.rails {
+        for g in 0..pod.groups() {
+            names.insert(
+                format!("\"{}\"", Pod::leaf(r, g)),
+                format!("\"{SWITCH_DESC}\""),
+            );
+        }
+    }
+    for s in 0..pod.spines {
+        names.insert(format!("\"spine{s}\""), format!("\"{SWITCH_DESC}\""));
+    }
+    let mut out = String::new();
+    for line in ibnetdiscover(pod, faults).lines() {
+        let mut l = line.to_string();
+        for (from, to) in &names {
+            if l.contains(from.as_str()) {
+                l = l.replace(from.as_str(), to);
+            }
+        }
+        if let Some(rest) = l.strip_prefix('[')
+            && let Some(end) = rest.find(']')
+            && let Ok(p) = rest[..end].parse::<usize>()
+        {
+            let tail = &rest[end + 1..];
+            l = match tail.strip_prefix('(') {
+                // An adapter's port: its PCI place, then its port GUID.
+                Some(g) => format!("[{p}](B{}D0F0/0/0/{p})({g}", 100 + p % 100),
+                None => format!("[{p}](1/{}/{}){tail}", p.div_ceil(2), (p - 1) % 2 + 1),
+            };
+        }
+        out.push_str(&l);
+        out.push('\n');
     }
     out
 }
