@@ -321,3 +321,34 @@ fn one_guid_two_nodes_is_refused() {
         "{s}"
     );
 }
+
+/// SYNTHESIZED (synth::fabric::iblinkinfo): a cable trained down is printed with the note the
+/// tool prints (both ends support 4x NDR), and read back as supported above its rate.
+#[test]
+fn synthesized_iblinkinfo_slow_cable_carries_its_note() {
+    let pod = Pod::new(4);
+    let t = peerpath::synth::fabric::iblinkinfo(
+        &pod,
+        &[peerpath::synth::fabric::PodFault::Slow {
+            host: 1,
+            rail: 3,
+            rate: "2xNDR",
+        }],
+    );
+    assert!(
+        t.contains("(Could be 4X )"),
+        "width note as get_max_msg prints it"
+    );
+    let m = parse(&t, Producer::Iblinkinfo, "l").unwrap();
+    let above: Vec<_> = m
+        .links
+        .iter()
+        .filter_map(|l| l.rate.as_ref())
+        .filter(|r| r.supported_gbps > r.gbps)
+        .collect();
+    assert_eq!(above.len(), 1);
+    assert_eq!(
+        (above[0].gbps, above[0].supported_gbps),
+        (Some(200.0), Some(400.0))
+    );
+}

@@ -309,6 +309,18 @@ fn lane_signal(generation: &str) -> &'static str {
     }
 }
 
+/// `get_max_msg`'s two notes as `iblinkinfo` prints them, `%s %s`: every port of the pod
+/// supports 4x NDR, so a narrower or slower link is told what it could be.
+fn could_be(width: &str, speed: &str) -> String {
+    let w = if width == "4x" { "" } else { "Could be 4X" };
+    let s = if speed == "NDR" {
+        ""
+    } else {
+        "Could be 106.25 Gbps"
+    };
+    format!("{w} {s}")
+}
+
 /// The same pod as `ibnetdiscover -p` prints it (`dump_ports_report`: both ends of every
 /// cable, a line each).
 pub fn ibnetdiscover_ports(pod: &Pod, faults: &[PodFault]) -> String {
@@ -369,11 +381,12 @@ pub fn iblinkinfo(pod: &Pod, faults: &[PodFault]) -> String {
         let (w, sp) = split_rate(rate);
         let _ = writeln!(
             out,
-            "{lead}{lid:6} {p:4}[  ] ==({:>3} {:>18} {:>6}/{:>8})==>  {rlid:6} {rp:4}[  ] \"{rdesc}\" ( )",
+            "{lead}{lid:6} {p:4}[  ] ==({:>3} {:>18} {:>6}/{:>8})==>  {rlid:6} {rp:4}[  ] \"{rdesc}\" ({})",
             w.to_uppercase(),
             lane_signal(sp),
             "Active",
-            "LinkUp"
+            "LinkUp",
+            could_be(w, sp)
         );
     };
     for (r, of_rail) in lp.iter().enumerate() {
