@@ -103,6 +103,35 @@ fn supported(
     (gbps, gbps.map(|_| raw))
 }
 
+/// The width and speed between `==(` and `)==>` (`4X 106.25 Gbps Active/ LinkUp`, `4X 10.0
+/// Gbps (FDR10) …`) with what both ends support from the port's note; `None` for a port that
+/// prints no width (down).
+fn link_rate(mid: &str, note: &str) -> Option<LinkRate> {
+    let words: Vec<&str> = mid.split_whitespace().collect();
+    match words.as_slice() {
+        [w, s, "Gbps", rest @ ..] if w.ends_with(['X', 'x']) => {
+            let generation = if rest.first() == Some(&"(FDR10)") {
+                Some("FDR10")
+            } else {
+                generation_of_lane(s)
+            };
+            let lanes = w[..w.len() - 1].parse::<u32>().ok();
+            let (supported_gbps, supported_raw) = supported(note, lanes, generation);
+            Some(LinkRate {
+                lanes,
+                gbps: lanes
+                    .zip(generation.and_then(ib_lane_gbps))
+                    .map(|(l, g)| l as f64 * g),
+                generation: generation.map(str::to_string),
+                raw: format!("{w} {s} Gbps"),
+                supported_gbps,
+                supported_raw,
+            })
+        }
+        _ => None,
+    }
+}
+
 /// Parses either form.
 pub(super) fn parse(text: &str, name: &str) -> Result<FabricMap, MapError> {
     let mut b = Builder::new(Producer::Iblinkinfo);
@@ -182,30 +211,7 @@ pub(super) fn parse(text: &str, name: &str) -> Result<FabricMap, MapError> {
             return Err(MapError::at(n, raw, "no peer <lid> <port>[..]"));
         };
         let rguid = guid(rbefore.trim());
-        let words: Vec<&str> = mid.split_whitespace().collect();
-        let rate = match words.as_slice() {
-            [w, s, "Gbps", rest @ ..] if w.ends_with(['X', 'x']) => {
-                let generation = if rest.first() == Some(&"(FDR10)") {
-                    Some("FDR10")
-                } else {
-                    generation_of_lane(s)
-                };
-                let lanes = w[..w.len() - 1].parse::<u32>().ok();
-                let (supported_gbps, supported_raw) =
-                    supported(note(&right[qe + 1..]), lanes, generation);
-                Some(LinkRate {
-                    lanes,
-                    gbps: lanes
-                        .zip(generation.and_then(ib_lane_gbps))
-                        .map(|(l, g)| l as f64 * g),
-                    generation: generation.map(str::to_string),
-                    raw: format!("{w} {s} Gbps"),
-                    supported_gbps,
-                    supported_raw,
-                })
-            }
-            _ => None,
-        };
+        let rate = link_rate(mid, note(&right[qe + 1..]));
         let (kind, node_guid, desc) = match (&header, line_mode) {
             (Some((k, g, d)), false) => (*k, *g, d.clone()),
             (_, true) => (NodeKind::Ca, None, own_desc.clone().unwrap_or_default()),
