@@ -21,7 +21,6 @@
 
 use super::{Builder, MapError, at, guid, ib_rate};
 use crate::model::fabric::{FabricMap, LinkEnd, NodeKind, Producer};
-use std::collections::HashMap;
 
 fn kind_of_letter(c: char) -> Option<NodeKind> {
     match c {
@@ -107,8 +106,8 @@ fn split_width_speed(w: &str) -> (&str, &str) {
 pub(super) fn parse_topology(text: &str, name: &str) -> Result<FabricMap, MapError> {
     let mut b = Builder::new(Producer::Ibnetdiscover);
     let mut current: Option<(usize, NodeKind)> = None;
-    // Each node GUID's node line and description: a second one is refused.
-    let mut headers: HashMap<u64, (usize, &str)> = HashMap::new();
+    // Each node's node line (0: none yet): a second one is refused.
+    let mut headers: Vec<usize> = Vec::new();
     let mut any = false;
     for (i, raw) in text.lines().enumerate() {
         let n = i + 1;
@@ -132,17 +131,23 @@ pub(super) fn parse_topology(text: &str, name: &str) -> Result<FabricMap, MapErr
                     return Err(MapError::at(n, raw, "node line without \"X-<guid>\" name"));
                 };
                 let desc = header_desc(comment);
-                if let Some((first, first_desc)) = headers.insert(g, (n, desc.unwrap_or(""))) {
+                let idx = b.node(&format!("{g:016x}"), kind, Some(g), desc);
+                if headers.len() <= idx {
+                    headers.resize(idx + 1, 0);
+                }
+                if headers[idx] != 0 {
                     return Err(MapError::at(
                         n,
                         raw,
                         format!(
-                            "node GUID {g:016x} printed for two nodes: line {first} ({first_desc:?}) and line {n} ({:?}); a map that names two nodes alike cannot be read",
+                            "node GUID {g:016x} printed for two nodes: line {} ({:?}) and line {n} ({:?}); a map that names two nodes alike cannot be read",
+                            headers[idx],
+                            b.map.nodes[idx].desc,
                             desc.unwrap_or("")
                         ),
                     ));
                 }
-                let idx = b.node(&format!("{g:016x}"), kind, Some(g), desc);
+                headers[idx] = n;
                 if let Some(ports) = after_type
                     .split_whitespace()
                     .next()
