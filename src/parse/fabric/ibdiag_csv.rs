@@ -304,13 +304,19 @@ fn read_counters(
 /// Parses the NODES, PORTS, LINKS, PM_INFO and PM_DELTA tables.
 pub(super) fn parse(text: &str, name: &str) -> Result<FabricMap, MapError> {
     let t = tables(text)?;
-    let (Some(nodes), Some(links)) = (t.get("NODES"), t.get("LINKS")) else {
-        return Err(MapError::at(0, "", "no NODES or no LINKS table"));
+    let Some(nodes) = t.get("NODES") else {
+        return Err(MapError::at(0, "", "no NODES table"));
     };
     let mut b = Builder::new(Producer::IbdiagnetCsv);
     let index = read_nodes(&mut b, nodes)?;
     let facts = read_ports(&mut b, t.get("PORTS"));
-    read_links(&mut b, links, &index, &facts, name)?;
+    match t.get("LINKS") {
+        Some(links) => read_links(&mut b, links, &index, &facts, name)?,
+        // Some ibdiagnet runs write no LINKS table: nodes and counters stand, cables do not.
+        None => b.limitation(
+            "no LINKS table: which port is cabled to which is unknown; give ibdiagnet2.ibnetdiscover of the same ibdiagnet run for the cabling",
+        ),
+    }
     read_counters(&mut b, &t, &index, name)?;
     Ok(b.finish())
 }
@@ -330,6 +336,11 @@ mod tests {
         assert_eq!(m.links[0].b.port_guid, Some(0xa088c20300112233));
         assert!(parse("START_NODES\nNodeDesc\n", "d").is_err());
         assert!(parse("START_LINKS\nNodeGuid1\nEND_LINKS\n", "d").is_err());
+        // No LINKS table: the nodes stand, the cables are unknown and said.
+        let no_links = &t[..t.find("START_LINKS").unwrap()];
+        let m = parse(no_links, "d").unwrap();
+        assert_eq!((m.nodes.len(), m.links.len()), (2, 0));
+        assert!(m.limitations.iter().any(|l| l.contains("no LINKS table")));
     }
 
     /// ibdiagnet 2.10's form (written here from the format facts, SYNTHESIZED): no
