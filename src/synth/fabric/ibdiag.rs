@@ -283,7 +283,11 @@ pub fn ibdiagnet_ibnetdiscover(pod: &Pod, faults: &[PodFault]) -> String {
             l = match tail.strip_prefix('(') {
                 // An adapter's port: its PCI place, then its port GUID.
                 Some(g) => format!("[{p}](B{}D0F0/0/0/{p})({g}", 100 + p % 100),
-                None => format!("[{p}](1/{}/{}){tail}", p.div_ceil(2), (p - 1) % 2 + 1),
+                None => format!(
+                    "[{p}](1/{}/{}){tail}",
+                    p.div_ceil(2),
+                    p.saturating_sub(1) % 2 + 1
+                ),
             };
         }
         out.push_str(&l);
