@@ -352,3 +352,24 @@ fn synthesized_iblinkinfo_slow_cable_carries_its_note() {
         (Some(200.0), Some(400.0))
     );
 }
+
+/// The refusal reaches the operator whole: `rails --fabric-map ibdiagnet2.net_dump` names the
+/// file of the same run to give instead (before: "not a fabric map peerpath reads").
+#[test]
+fn load_map_names_the_ibdiagnet_file_to_give() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("ibdiagnet2.net_dump");
+    std::fs::write(
+        &p,
+        "\"MF0;leaf01:MQM9700/U1\", Mellanox, 0x1, LID 10\n# : IB# : Sta : PhysSta : MTU : LWA : LSA : FEC : RTR\n",
+    )
+    .unwrap();
+    let e = peerpath::sources::fabric::load_map(&p, peerpath::sources::fabric::LldpSide::Host)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("ibdiagnet2.net_dump") && e.contains("give ibdiagnet2.db_csv"),
+        "{e}"
+    );
+    assert_eq!(e.lines().count(), 1, "{e}");
+}
