@@ -107,6 +107,22 @@ impl Block {
             .find(|r| r.key == key)
             .map(|r| r.value.as_str())
     }
+    /// A number `lspci -v` prints among the `Flags:` line's items (`Flags: bus master, fast
+    /// devsel, latency 0, IRQ 107, NUMA node 0, IOMMU group 1`: pciutils' `show_verbose` adds
+    /// `, NUMA node %d` and `, IOMMU group %s` there at `-v`, and prints them as lines of their
+    /// own, `NUMA node: 0`, from `-vv`), or from the line of its own: `name` is `NUMA node` or
+    /// `IOMMU group`. An item cut short (the text ends mid-number) is not read.
+    pub fn number(&self, name: &str) -> Option<u32> {
+        if let Some(v) = self.header(name) {
+            return v.parse().ok();
+        }
+        let flags = self.header("Flags")?;
+        flags
+            .split(',')
+            .filter_map(|item| item.trim().strip_prefix(name))
+            // Lines below `Flags` that are not registers (`Memory at …`) are joined to it.
+            .find_map(|v| v.strip_prefix(' ')?.split_whitespace().next()?.parse().ok())
+    }
     /// The first capability whose name starts with `prefix`.
     pub fn cap(&self, prefix: &str) -> Option<&Capability> {
         self.caps.iter().find(|c| c.name.starts_with(prefix))
@@ -589,6 +605,24 @@ pub fn bytes_after(value: &str, key: &str) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_on_the_flags_line_of_lspci_v() {
+        // nvidia-bug-report's `lspci -d "10de:*" -v -xxx` (pciutils prints them on Flags at -v).
+        let d = parse(
+            "02:00.0 VGA compatible controller: NVIDIA Corporation GV102 (rev a1) (prog-if 00 [VGA controller])\n\tFlags: bus master, fast devsel, latency 0, IRQ 107, NUMA node 0, IOMMU group 1\n\tMemory at d3000000 (32-bit, non-prefetchable) [size=16M]\n",
+        );
+        assert_eq!(d.blocks[0].number("NUMA node"), Some(0));
+        assert_eq!(d.blocks[0].number("IOMMU group"), Some(1));
+        let d = parse(
+            "61:00.0 3D controller: NVIDIA Corporation Device 2331 (rev a1)\n\tIOMMU group: 64\n\tNUMA node: 0\n",
+        );
+        assert_eq!(d.blocks[0].number("IOMMU group"), Some(64));
+        let d = parse(
+            "02:00.0 VGA compatible controller: NVIDIA Corporation GV102 (rev a1)\n\tFlags: bus master, fast devsel, latency 0, IRQ 107\n",
+        );
+        assert_eq!(d.blocks[0].number("IOMMU group"), None);
+    }
 
     #[test]
     fn headers_with_and_without_nn_and_domain() {

@@ -513,8 +513,8 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
                     d.aer_nonfatal = Some(n);
                     d.aer_fatal = Some(f);
                 }
-                d.numa_node = blk.header("NUMA node").and_then(|v| v.parse().ok());
-                d.iommu_group = blk.header("IOMMU group").and_then(|v| v.parse().ok());
+                d.numa_node = blk.number("NUMA node");
+                d.iommu_group = blk.number("IOMMU group");
                 d.driver = blk.driver.clone();
                 d.slot = blk.header("Physical Slot").map(str::to_string);
                 d.bars = bars(blk);
