@@ -57,3 +57,85 @@ fn one_driver_in_a_bug_report_is_no_mismatch() {
         f[0].evidence
     );
 }
+
+const ASUS: &str = "stelline-asus-esc8000a-e12-4x-rtx6000ada-2x-cx7.lspci-tv+vvv+topo.md";
+
+/// A kernel log beside the real Genoa page, in a directory as an operator hands it over.
+/// SYNTHESIZED: the lines follow the kernel's own printk formats (arch/x86/kernel/setup.c
+/// `Command line: %s`, drivers/iommu/amd/init.c `AMD-Vi: Found IOMMU cap 0x%x`,
+/// drivers/iommu/iommu.c `Default domain type: %s%s` and `Adding to iommu group %d`,
+/// drivers/pci/pcie/aer.c `PCIe Bus Error: severity=%s, type=%s, (%s)`, NVRM's Xid line);
+/// the stelline page itself has no kernel log.
+const GENOA_DMESG: &str = "\
+[    0.000000] Linux version 6.8.0-49-generic (buildd@lcy02-amd64-103) #49-Ubuntu SMP
+[    0.000000] Command line: BOOT_IMAGE=/boot/vmlinuz-6.8.0-49-generic root=UUID=0 ro quiet
+[    1.104566] pci 0000:00:00.2: AMD-Vi: Found IOMMU cap 0x40
+[    1.230561] iommu: Default domain type: Translated
+[    1.230563] iommu: DMA domain TLB invalidation policy: lazy mode
+[    1.402104] pci 0000:01:00.0: Adding to iommu group 12
+[ 3021.118811] pcieport 0000:20:03.1: AER: Corrected error received: 0000:21:00.0
+[ 3021.118820] mlx5_core 0000:21:00.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, (Receiver ID)
+[ 3021.118824] mlx5_core 0000:21:00.0:   device [15b3:1021] error status/mask=00000001/0000e000
+[ 3021.118829] mlx5_core 0000:21:00.0:    [ 0] RxErr                  (First)
+[ 4410.220301] NVRM: Xid (PCI:0000:41:00): 79, pid=0, name=python3, GPU has fallen off the bus.
+";
+
+fn dir_with_dmesg(dmesg: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(bundle(ASUS), dir.path().join("lspci.md")).unwrap();
+    std::fs::write(dir.path().join("dmesg.txt"), dmesg).unwrap();
+    dir
+}
+
+#[test]
+fn a_kernel_log_beside_lspci_text_is_read_and_cited() {
+    // Before: "IOMMU mode unknown … group type not readable" on this Genoa node, whatever its
+    // dmesg says; no AER line and no Xid read.
+    let dir = dir_with_dmesg(GENOA_DMESG);
+    let t = sources::load(Some(dir.path()), &no_db()).unwrap();
+    let f = findings(&t, CheckId::IommuTranslation);
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert_eq!(
+        f[0].severity,
+        Severity::Error,
+        "Translated with AMD-Vi on: {f:#?}"
+    );
+    assert!(
+        f[0].evidence
+            .iter()
+            .any(|e| e.value.contains("Default domain type: Translated") && e.path.contains("line")),
+        "{:#?}",
+        f[0].evidence
+    );
+    // The group the log names; the command line from the log's banner.
+    let g = t.device(&"0000:01:00.0".parse().unwrap()).unwrap();
+    assert_eq!(g.iommu_group, Some(12));
+    assert!(
+        t.machine
+            .kernel_cmdline
+            .known()
+            .is_some_and(|c| c.contains("vmlinuz-6.8.0-49"))
+    );
+    // AER lines counted on the device they name; Xid lines on their GPU.
+    let nic = t.device(&"0000:21:00.0".parse().unwrap()).unwrap();
+    assert!(
+        nic.aer_correctable.as_ref().is_some_and(|c| c
+            .counters
+            .iter()
+            .any(|(k, n)| k.contains("Physical Layer") && *n == 1)),
+        "{:?}",
+        nic.aer_correctable
+    );
+    let x = findings(&t, CheckId::GpuXid);
+    assert_eq!(x.len(), 1, "{x:#?}");
+    assert_eq!(x[0].severity, Severity::Warning);
+    assert!(x[0].summary.contains("Xid 79"));
+    // `iommu=pt` booted: passthrough, said as info with the log's line.
+    let pt = GENOA_DMESG
+        .replace("ro quiet", "ro quiet iommu=pt")
+        .replace("Translated", "Passthrough (set via kernel command line)");
+    let dir = dir_with_dmesg(&pt);
+    let t = sources::load(Some(dir.path()), &no_db()).unwrap();
+    let f = findings(&t, CheckId::IommuTranslation);
+    assert!(f.iter().all(|f| f.severity == Severity::Info), "{f:#?}");
+}

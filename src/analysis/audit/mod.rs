@@ -24,6 +24,7 @@ pub mod platform;
 pub mod profile;
 pub mod rdma;
 pub mod ready;
+pub mod xid;
 
 pub use check::CheckId;
 pub use finding::{
@@ -416,6 +417,7 @@ pub fn run_with(cl: &Classifier, opts: &AuditOptions) -> Report {
     findings.extend(gdr::peer_module(&ctx));
     findings.extend(gdr::driver_mismatch(&ctx));
     findings.extend(gdr::gpu_excluded(&ctx));
+    findings.extend(xid::gpu_xid(&ctx));
     findings.extend(pcie::acs_redirect(&ctx));
     findings.extend(iommu::iommu_translation(&ctx));
     findings.extend(pcie::link_degraded(&ctx));

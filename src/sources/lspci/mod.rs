@@ -635,7 +635,23 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
         });
     }
     let hypervisor = hypervisor_evidence(&entries, &shown);
-    let kernel_cmdline = cmdline(text);
+    let kernel_log = crate::parse::kmsg::parse(text);
+    // The running command line: `/proc/cmdline` where the text has it, else the kernel's own
+    // `Command line:` banner in its log.
+    let kernel_cmdline = match (cmdline(text), &kernel_log.cmdline) {
+        (crate::model::Fact::Unknown(_), Some(l)) => crate::model::Fact::Known(l.text.clone()),
+        (c, _) => c,
+    };
+    // Groups the kernel log names (`Adding to iommu group N`) for devices whose block printed
+    // none.
+    for (b, g, _) in &kernel_log.groups {
+        if let Some(d) = devices
+            .iter_mut()
+            .find(|d| d.bdf == *b && d.iommu_group.is_none())
+        {
+            d.iommu_group = Some(*g);
+        }
+    }
     // `intel_iommu=off`/`amd_iommu=off` on the running command line: the kernel registers no
     // IOMMU, so DMA is untranslated; anything else leaves the units unknown.
     let off = kernel_cmdline.known().is_some_and(|c| {
@@ -663,6 +679,7 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
             Fact::Unknown("lspci text does not list IOMMU units".into())
         },
         hypervisor,
+        kernel_log,
         ..MachineInfo::default()
     };
     let mut lims: Vec<String> = LIMITATIONS.iter().map(|s| s.to_string()).collect();
