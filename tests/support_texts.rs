@@ -139,3 +139,63 @@ fn a_kernel_log_beside_lspci_text_is_read_and_cited() {
     let f = findings(&t, CheckId::IommuTranslation);
     assert!(f.iter().all(|f| f.severity == Severity::Info), "{f:#?}");
 }
+
+/// SYNTHESIZED in the form pciutils prints (ls-ecaps.c `cap_aer`, tab-indented as `lspci -vvv`
+/// writes it): an H100 SXM whose CESta shows RxErr+ BadTLP+ Timeout+, all masked in CEMsk, as
+/// published HGX H100 pastes show on every GPU.
+const H100_MASKED: &str = "\
+18:00.0 3D controller [0302]: NVIDIA Corporation GH100 [H100 SXM5 80GB] [10de:2330] (rev a1)
+\tSubsystem: NVIDIA Corporation Device [10de:16c1]
+\tNUMA node: 0
+\tCapabilities: [60] Express (v2) Endpoint, MSI 00
+\t\tDevCtl:\tCorrErr- NonFatalErr+ FatalErr+ UnsupReq-
+\t\tLnkCap:\tPort #0, Speed 32GT/s, Width x16, ASPM not supported
+\t\tLnkSta:\tSpeed 32GT/s, Width x16
+\tCapabilities: [100 v2] Advanced Error Reporting
+\t\tUESta:\tDLP- SDES- TLP- FCP- CmpltTO- CmpltAbrt- UnxCmplt- RxOF- MalfTLP- ECRC- UnsupReq- ACSViol-
+\t\tUEMsk:\tDLP- SDES- TLP- FCP- CmpltTO- CmpltAbrt- UnxCmplt- RxOF- MalfTLP- ECRC- UnsupReq- ACSViol-
+\t\tUESvrt:\tDLP+ SDES+ TLP- FCP+ CmpltTO- CmpltAbrt- UnxCmplt- RxOF+ MalfTLP+ ECRC- UnsupReq- ACSViol-
+\t\tCESta:\tRxErr+ BadTLP+ BadDLLP- Rollover- Timeout+ AdvNonFatalErr-
+\t\tCEMsk:\tRxErr+ BadTLP+ BadDLLP+ Rollover+ Timeout+ AdvNonFatalErr+
+\tKernel driver in use: nvidia
+";
+
+#[test]
+fn set_but_masked_aer_bits_are_said_never_no_bit_set() {
+    // Before: "no uncleared AER status bit (UESta/CESta) is set on these devices".
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("lspci-vvv.txt");
+    std::fs::write(&p, H100_MASKED).unwrap();
+    let t = sources::load(Some(&p), &no_db()).unwrap();
+    let f = findings(&t, CheckId::AerErrors);
+    assert!(
+        !f.iter()
+            .any(|f| f.summary.contains("no uncleared AER status bit")),
+        "a set bit is never 'no bit set': {f:#?}"
+    );
+    let info: Vec<&Finding> = f.iter().filter(|f| f.severity == Severity::Info).collect();
+    assert_eq!(info.len(), 1, "{f:#?}");
+    for bit in [
+        "RxErr",
+        "BadTLP",
+        "Timeout",
+        "never counted",
+        "signal quality",
+    ] {
+        assert!(info[0].summary.contains(bit), "{bit}: {}", info[0].summary);
+    }
+    assert!(
+        info[0]
+            .evidence
+            .iter()
+            .any(|e| e.value.contains("CESta RxErr+ masked in CEMsk") && e.path.ends_with("line 8")),
+        "{:#?}",
+        info[0].evidence
+    );
+    // No warning or error: masked bits were never reported.
+    assert!(
+        f.iter()
+            .all(|f| matches!(f.severity, Severity::Info | Severity::Unknown)),
+        "{f:#?}"
+    );
+}

@@ -371,33 +371,166 @@ pub fn aer_errors(ctx: &Ctx) -> Vec<Finding> {
                 }
             ));
         }
-        let Some(sev) = sev else { continue };
+        let Some(mut sev) = sev else { continue };
+        // From text: an advisory non-fatal bit alone is an uncorrectable error the device
+        // handled as advisory (an Unsupported Request from a probe, mostly), not link trouble.
+        let advisory = sev == Severity::Warning && advisory_only(d);
+        if advisory {
+            sev = Severity::Info;
+        }
         out.push(
             Finding::new(
                 CheckId::AerErrors,
                 sev,
                 Subject::Device(*b),
-                format!("AER errors on {} {}: {}", d.kind.as_str(), ctx.name(b), named.join("; ")),
-                "counters are cumulative since boot: note them, run load (`peerpath probe`) and compare; rising correctable counts (RxErr, BadTLP, BadDLLP, Rollover) point at the slot, riser or card; any non-fatal/fatal error needs the device's link checked and the kernel log read",
+                format!(
+                    "AER errors on {} {}: {}{}",
+                    d.kind.as_str(),
+                    ctx.name(b),
+                    named.join("; "),
+                    if advisory {
+                        format!(" — {}; not a link error", aer_bit_meaning("AdvNonFatalErr"))
+                    } else {
+                        String::new()
+                    }
+                ),
+                if advisory {
+                    "none: the bit stays set until cleared; if it comes back under load, read the kernel log for the request the device refused"
+                } else {
+                    "counters are cumulative since boot: note them, run load (`peerpath probe`) and compare; rising correctable counts (RxErr, BadTLP, BadDLLP, Rollover) point at the slot, riser or card; any non-fatal/fatal error needs the device's link checked and the kernel log read"
+                },
             )
             .with_all(ev)
             .with_pairs(ctx.pairs_of(b).map(|x| x.to_ref())),
         );
     }
+    let masked = masked_bits(ctx, &scope);
+    let n_masked = masked.len();
+    out.extend(masked);
     if !any_file && !scope.is_empty() {
         out.push(Finding::new(
             CheckId::AerErrors,
             Severity::Unknown,
             Subject::Node,
-            if topo.source.kind == "lspci" {
-                "AER counters unknown: lspci text holds no counters, and no uncleared AER status bit (UESta/CESta) is set on these devices (the kernel clears the bits of errors it handled)"
-            } else {
-                "AER counters unknown: no aer_dev_* files (kernel < 4.19, AER not enabled, or not captured)"
+            match (topo.source.kind == "lspci", n_masked) {
+                (true, 0) => "AER counters unknown: lspci text holds no counters, and no unmasked AER status bit (UESta/CESta) is set on these devices (the kernel clears the bits of errors it handled)".to_string(),
+                (true, _) => "AER counters unknown: lspci text holds no counters; the status bits set on these devices are masked (see the info finding), and no unmasked one is set".to_string(),
+                _ => "AER counters unknown: no aer_dev_* files (kernel < 4.19, AER not enabled, or not captured)".to_string(),
             },
             "audit the live machine on a kernel ≥ 4.19 with AER enabled (`pcie_ports=native` where firmware-first hides it)",
         ));
     }
     out
+}
+
+/// Whether a device's only set, unmasked correctable bit in the text is `AdvNonFatalErr`.
+fn advisory_only(d: &crate::model::Device) -> bool {
+    let unmasked: Vec<&str> = d
+        .aer_status_bits
+        .iter()
+        .filter(|b| !b.masked && b.register == "CESta")
+        .map(|b| b.name.as_str())
+        .collect();
+    unmasked == ["AdvNonFatalErr"]
+        && d.aer_nonfatal
+            .as_ref()
+            .is_none_or(|a| a.total_or_sum() == 0)
+        && d.aer_fatal.as_ref().is_none_or(|a| a.total_or_sum() == 0)
+}
+
+/// What an AER status bit says (PCIe Base spec 7.8.4, the bits lspci prints).
+fn aer_bit_meaning(name: &str) -> &'static str {
+    match name {
+        "RxErr" => {
+            "Receiver Error: the receiver saw bad symbols or framing, a signal-quality error on the link"
+        }
+        "BadTLP" => {
+            "Bad TLP: a packet failed its LCRC or sequence check and was replayed, a link signal-integrity error"
+        }
+        "BadDLLP" => "Bad DLLP: a link packet failed its CRC, a link signal-integrity error",
+        "Rollover" => {
+            "REPLAY_NUM Rollover: the same packet was replayed four times and the link retrained"
+        }
+        "Timeout" => {
+            "Replay Timer Timeout: an acknowledgement did not arrive in time and a packet was replayed"
+        }
+        "AdvNonFatalErr" => {
+            "Advisory Non-Fatal: an uncorrectable error the device handled as advisory (often an Unsupported Request from a probe)"
+        }
+        "UnsupReq" => {
+            "Unsupported Request: the device received a request it does not support (probes of absent functions or registers set it on healthy devices)"
+        }
+        "CmpltTO" => "Completion Timeout: a request the device sent got no completion",
+        "CmpltAbrt" => "Completer Abort",
+        "UnxCmplt" => "Unexpected Completion",
+        "MalfTLP" => "Malformed TLP",
+        "ECRC" => "ECRC error: end-to-end CRC failed",
+        "DLP" => "Data Link Protocol error",
+        "SDES" => "Surprise Down: the link went down unexpectedly",
+        "TLP" => "Poisoned TLP received",
+        "FCP" => "Flow Control Protocol error",
+        "RxOF" => "Receiver Overflow",
+        "ACSViol" => "ACS Violation",
+        _ => "see the PCIe Base specification's AER status register",
+    }
+}
+
+/// Info on AER status bits the text shows set but masked (`CESta: RxErr+` with `CEMsk: RxErr+`):
+/// what they are, that a masked error sends no message so the kernel never counted or cleared
+/// them, and what they suggest about the link. One finding per set of masked bits, naming its
+/// devices.
+fn masked_bits(ctx: &Ctx, scope: &BTreeSet<crate::model::Bdf>) -> Vec<Finding> {
+    let mut groups: std::collections::BTreeMap<Vec<(String, String)>, Vec<&crate::model::Device>> =
+        Default::default();
+    for b in scope {
+        let Some(d) = ctx.topo.device(b) else {
+            continue;
+        };
+        let key: Vec<(String, String)> = d
+            .aer_status_bits
+            .iter()
+            .filter(|x| x.masked)
+            .map(|x| (x.register.clone(), x.name.clone()))
+            .collect();
+        if !key.is_empty() {
+            groups.entry(key).or_default().push(d);
+        }
+    }
+    let link = ["RxErr", "BadTLP", "BadDLLP", "Rollover", "Timeout"];
+    groups
+        .into_iter()
+        .map(|(bits, devs)| {
+            let named = bits
+                .iter()
+                .map(|(r, n)| format!("{r} {n}+ ({})", aer_bit_meaning(n)))
+                .collect::<Vec<_>>()
+                .join("; ");
+            let on_link = bits.iter().any(|(_, n)| link.contains(&n.as_str()));
+            Finding::new(
+                CheckId::AerErrors,
+                Severity::Info,
+                if devs.len() == 1 { Subject::Device(devs[0].bdf) } else { Subject::Node },
+                format!(
+                    "AER status bits set but masked on {} device(s): {named}. A masked error sends no error message, so the kernel never counted it (no aer_dev_* count, no log line) and never cleared the bit{}",
+                    devs.len(),
+                    if on_link {
+                        "; these are corrected link errors (replays): harmless alone, but a link that keeps setting them has marginal signal quality (slot, riser, retimer or cable)"
+                    } else {
+                        ""
+                    }
+                ),
+                "none by itself; to see whether they recur, clear the bits (`setpci -s BDF ECAP_AER+0x10.l=ffffffff` for CESta) and read `lspci -vvv` again under load, or unmask them so the kernel counts them",
+            )
+            .with_all(devs.iter().flat_map(|d| {
+                d.aer_status_bits.iter().filter(|x| x.masked).map(|x| {
+                    Evidence::new(
+                        format!("{} line {}", ctx.topo.source.path, x.line),
+                        format!("{} {} {}+ masked in {}", d.bdf, x.register, x.name, x.register.replace("Sta", "Msk")),
+                    )
+                })
+            }))
+        })
+        .collect()
 }
 
 /// `bar1-small`: an NVIDIA GPU whose BAR1 (resource line 2, the GPU memory aperture the NIC

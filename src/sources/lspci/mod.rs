@@ -508,6 +508,7 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
                 d.config = ft.config;
                 d.link = ft.link;
                 d.config_note = ft.note;
+                d.aer_status_bits = ft.aer_bits;
                 if let Some([c, n, f]) = ft.aer {
                     d.aer_correctable = Some(c);
                     d.aer_nonfatal = Some(n);
