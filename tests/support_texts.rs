@@ -199,3 +199,83 @@ fn set_but_masked_aer_bits_are_said_never_no_bit_set() {
         "{f:#?}"
     );
 }
+
+fn audit_cli(path: &Path) -> (i32, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_peerpath"))
+        .args(["audit", "-i"])
+        .arg(path)
+        .args(["--pci-ids", "/nonexistent/pci.ids"])
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn text_that_cannot_identify_devices_is_unknown_not_pass() {
+    // Before: "PASS: 0 error(s), 0 warning(s), 0 unknown" on both, and the grep's PEX 8747
+    // switch functions drawn as root ports under host bridges made from their bus numbers.
+    for (name, lacks) in [
+        (
+            "club-3090-issue-1322-2x-rtx5090.lspci-t.EXCERPT.md",
+            "names none of its 58 device(s)",
+        ),
+        (
+            "nccl-issue-19-supermicro-7048gr-pex8747.lspci-grep-plx.EXCERPT.md",
+            "lists only bridges",
+        ),
+        (
+            "nccl-issue-85-2x-p100-pcie-broadwell-stall.lspci-grep-bridge.EXCERPT.md",
+            "lists only bridges",
+        ),
+    ] {
+        let t = load(name);
+        let r = audit::run(&t, &AuditOptions::default());
+        assert_eq!(r.verdict, "unknown", "{name}");
+        assert!(
+            r.not_judged.as_deref().is_some_and(|w| w.contains(lacks)),
+            "{name}: {:?}",
+            r.not_judged
+        );
+        assert!(r.counts.unknown >= 1, "{name}");
+        let (code, out) = audit_cli(&bundle(name));
+        assert_eq!(code, 3, "{name}: {out}");
+        assert!(out.starts_with("UNKNOWN:"), "{name}: {out}");
+        assert!(!out.contains("No GPU"), "{name}: {out}");
+    }
+    let t = load("nccl-issue-19-supermicro-7048gr-pex8747.lspci-grep-plx.EXCERPT.md");
+    assert!(
+        t.devices
+            .iter()
+            .all(|d| d.kind != peerpath::model::DeviceKind::RootPort),
+        "a function named a Switch is never a root port: {:?}",
+        t.devices
+            .iter()
+            .map(|d| (d.bdf, d.kind))
+            .collect::<Vec<_>>()
+    );
+}
+
+/// SYNTHESIZED `lspci -nn` of a CPU-only node (pciutils' header format): no GPU, no
+/// accelerator, no RDMA NIC.
+const CPU_NODE: &str = "\
+00:00.0 Host bridge [0600]: Intel Corporation Sky Lake-E DMI3 Registers [8086:2020] (rev 04)
+00:11.5 SATA controller [0106]: Intel Corporation C620 Series Chipset Family SSATA Controller [AHCI mode] [8086:a1d2] (rev 09)
+00:14.0 USB controller [0c03]: Intel Corporation C620 Series Chipset Family USB 3.0 xHCI Controller [8086:a1af] (rev 09)
+00:1c.0 PCI bridge [0604]: Intel Corporation C620 Series Chipset Family PCI Express Root Port #1 [8086:a190] (rev f9)
+02:00.0 VGA compatible controller [0300]: ASPEED Technology, Inc. ASPEED Graphics Family [1a03:2000] (rev 41)
+18:00.0 Ethernet controller [0200]: Intel Corporation Ethernet Controller X710 for 10GbE SFP+ [8086:1572] (rev 02)
+";
+
+#[test]
+fn a_node_with_nothing_to_judge_says_so_and_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("lspci-nn.txt");
+    std::fs::write(&p, CPU_NODE).unwrap();
+    let (code, out) = audit_cli(&p);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with("PASS (nothing to judge)"), "{out}");
+    assert!(out.contains("no GPU, accelerator or RDMA NIC"), "{out}");
+}

@@ -312,7 +312,44 @@ pub fn read(
         anyhow::bail!("no lspci device lines or tree found");
     }
     let raw = discover(&doc, text, &mut source, pci_ids);
-    Ok(assemble(raw, pci_ids))
+    let structured = !doc.tree.is_empty() || doc.blocks.iter().any(|b| bus_line(b).is_some());
+    let mut t = assemble(raw, pci_ids);
+    unplace_bridges(&mut t, structured);
+    Ok(t)
+}
+
+/// A bridge the structure rule made a root port only because nothing is above it in the text is
+/// a bridge whose place is unknown, never a root port, when its name says it is a switch
+/// function (`PEX 8747 … Switch`), or when the text has no structure at all (no tree, no `Bus:`
+/// line: an `lspci | grep PLX` excerpt) and its name does not say `Root Port`.
+fn unplace_bridges(t: &mut Topology, structured: bool) {
+    use crate::model::device::DeviceKind;
+    for d in t.devices.iter_mut() {
+        let named_switch = d.device_name.as_deref().is_some_and(|n| {
+            n.split(|c: char| !c.is_alphanumeric())
+                .any(|w| w == "Switch")
+        });
+        let named_root = d
+            .device_name
+            .as_deref()
+            .is_some_and(|n| n.contains("Root Port"));
+        if d.kind == DeviceKind::RootPort
+            && d.parent.is_none()
+            && d.port_type().is_none()
+            && (named_switch || (!structured && !named_root))
+        {
+            d.kind = DeviceKind::Bridge;
+            let note = if named_switch {
+                "named a switch function, but the text shows neither its port type nor what is above it: not a root port, its switch and host bridge unknown"
+            } else {
+                "a bridge the text shows without its port type or what is above it (no tree, no `Bus:` line): whether it is a root port is unknown"
+            };
+            d.config_note = Some(match d.config_note.take() {
+                Some(n) => format!("{n}; {note}"),
+                None => note.to_string(),
+            });
+        }
+    }
 }
 
 fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Path>) -> RawTopology {
