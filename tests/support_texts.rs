@@ -220,7 +220,8 @@ fn text_that_cannot_identify_devices_is_unknown_not_pass() {
     for (name, lacks) in [
         (
             "club-3090-issue-1322-2x-rtx5090.lspci-t.EXCERPT.md",
-            "names none of its 58 device(s)",
+            // 58 entries; the last, `+-01.0` with no newline after it, is cut and not read.
+            "names none of its 57 device(s)",
         ),
         (
             "nccl-issue-19-supermicro-7048gr-pex8747.lspci-grep-plx.EXCERPT.md",

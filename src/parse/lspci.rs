@@ -97,6 +97,10 @@ pub struct Block {
     pub driver: Option<String>,
     /// Lines that ended the block's text mid-register (the text was cut).
     pub truncated: bool,
+    /// The text ends inside this block with no final newline, so its last line is cut
+    /// mid-word: that line, a register, is not read; a header line is kept with its
+    /// description said as cut. The line's number.
+    pub cut_at: Option<usize>,
 }
 
 impl Block {
@@ -161,6 +165,9 @@ pub struct Doc {
     pub tree_unresolved: usize,
     /// `ACSCtl:` lines outside any device block (`lspci -vvv | grep ACSCtl`), with their line.
     pub loose_acsctl: Vec<(usize, String)>,
+    /// The text's last line when it has no final newline (an excerpt cut mid-line): its number.
+    /// Such a line is never read as a value.
+    pub cut_line: Option<usize>,
 }
 
 impl Doc {
@@ -448,7 +455,42 @@ fn tree_line(st: &mut TreeState, line: &str, no: usize, doc: &mut Doc) {
 
 /// Reads every block and tree in `text`. Never fails: text that is not `lspci` output is
 /// skipped (callers decide from [`Doc::is_empty`] and what was found whether to accept it).
+/// A last line without its newline (lspci ends every line; an excerpt cut mid-line does not)
+/// is cut: it is not read as a value ([`Doc::cut_line`], [`Block::cut_at`]).
 pub fn parse(text: &str) -> Doc {
+    let Some(start) = text
+        .strip_suffix(|c: char| c != '\n')
+        .map(|_| text.rfind('\n').map_or(0, |i| i + 1))
+    else {
+        return parse_lines(text);
+    };
+    let (body, last) = text.split_at(start);
+    let no = body.lines().count() + 1;
+    let mut doc = parse_lines(body);
+    if last.trim().is_empty() {
+        return doc;
+    }
+    doc.cut_line = Some(no);
+    let indented = last.starts_with([' ', '\t']);
+    let in_block = !body.is_empty() && !body.ends_with("\n\n") && !is_tree_line(last);
+    if !indented && let Some(mut b) = header_line(last.trim_end_matches('\r'), no) {
+        b.cut_at = Some(no);
+        doc.blocks.push(b);
+    } else if indented
+        && in_block
+        && let Some(b) = doc.blocks.last_mut()
+    {
+        b.cut_at = Some(no);
+    } else if last.trim_start().starts_with("ACSCtl:") {
+        doc.loose_acsctl.push((
+            no,
+            last.trim().trim_start_matches("ACSCtl:").trim().to_string(),
+        ));
+    }
+    doc
+}
+
+fn parse_lines(text: &str) -> Doc {
     let mut doc = Doc::default();
     let mut cur: Option<Block> = None;
     let mut tree = TreeState::default();
@@ -605,6 +647,39 @@ pub fn bytes_after(value: &str, key: &str) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_last_line_cut_mid_word_is_never_read_as_a_value() {
+        // An index excerpt cut inside `Width x16`: never read as x1.
+        let d = parse(
+            "18:00.0 3D controller [0302]: NVIDIA Corporation Device 2330 [10de:2330]\n\tCapabilities: [60] Express (v2) Endpoint, MSI 00\n\t\tLnkCap:\tPort #0, Speed 32GT/s, Width x16\n\t\tLnkSta:\tSpeed 32GT/s, Width x1",
+        );
+        let b = &d.blocks[0];
+        assert_eq!(b.cut_at, Some(4));
+        assert_eq!(d.cut_line, Some(4));
+        let cap = b.cap("Express").unwrap();
+        assert!(cap.register("LnkSta").is_none(), "{cap:?}");
+        assert!(cap.register("LnkCap").is_some());
+        // A header line cut: kept, said as cut.
+        let d = parse(
+            "87:08.0 PCI bridge: PLX Technology, Inc. PEX 8747 48-Lane, 5-Port PCI Express Gen 3 (8.0 GT/s) Switch (rev ca)\n87:10.0 PCI bridge: PLX Technology, Inc. PEX 8747 48-Lane, 5-Po",
+        );
+        assert_eq!(d.blocks.len(), 2);
+        assert_eq!(d.blocks[1].cut_at, Some(2));
+        assert_eq!(d.blocks[0].cut_at, None);
+        // With its newline the same text is whole.
+        let d = parse(
+            "18:00.0 3D controller [0302]: NVIDIA Corporation Device 2330 [10de:2330]\n\tCapabilities: [60] Express (v2) Endpoint, MSI 00\n\t\tLnkSta:\tSpeed 32GT/s, Width x16\n",
+        );
+        assert_eq!(d.cut_line, None);
+        assert!(
+            d.blocks[0]
+                .cap("Express")
+                .unwrap()
+                .register("LnkSta")
+                .is_some()
+        );
+    }
 
     #[test]
     fn numbers_on_the_flags_line_of_lspci_v() {

@@ -546,6 +546,19 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
                 d.link = ft.link;
                 d.config_note = ft.note;
                 d.aer_status_bits = ft.aer_bits;
+                if let Some(n) = blk.cut_at {
+                    let cut = if n == blk.line {
+                        format!("its line {n} is cut mid-word where the text ends: its name is cut")
+                    } else {
+                        format!(
+                            "the text ends mid-line at line {n}, inside this block: that line is cut and not read"
+                        )
+                    };
+                    d.config_note = Some(match d.config_note.take() {
+                        Some(x) => format!("{x}; {cut}"),
+                        None => cut,
+                    });
+                }
                 if let Some([c, n, f]) = ft.aer {
                     d.aer_correctable = Some(c);
                     d.aer_nonfatal = Some(n);
@@ -646,6 +659,12 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
+        });
+    }
+    if let Some(n) = doc.cut_line {
+        warnings.push(Warning {
+            path: format!("{shown} line {n}"),
+            message: "the text ends mid-line here (no final newline: an excerpt cut at this point): the line is not read as a value".into(),
         });
     }
     if doc.tree_unresolved > 0 {
