@@ -212,7 +212,7 @@ pub fn peer_module(ctx: &Ctx) -> Vec<Finding> {
 
 /// Whether a value names a driver version (`570.86.15`, `550.135`), not a word such as "loaded
 /// (lsmod; no version there)".
-fn is_version(v: &str) -> bool {
+pub(super) fn is_version(v: &str) -> bool {
     proc_driver_version(&format!("Module {v}")).as_deref() == Some(v.trim())
 }
 

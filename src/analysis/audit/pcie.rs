@@ -573,6 +573,11 @@ pub fn bar1_small(ctx: &Ctx) -> Vec<Finding> {
     out
 }
 
+/// Why an MPS/MRRS is unknown when the Express capability was read without its `DevCtl`
+/// sizes.
+const NOT_SHOWN: &str =
+    "DevCtl's MaxPayload/MaxReadReq not in the input (the text is cut or elided before them)";
+
 /// `mps-mrrs`: Max Payload Size differs between devices on a GPU–NIC path (warning), or an
 /// RDMA NIC's Max Read Request Size is below 512 bytes (warning). Needs the PCIe capability
 /// (root): otherwise one `unknown` finding.
@@ -602,6 +607,13 @@ pub fn mps_mrrs(ctx: &Ctx) -> Vec<Finding> {
                 continue;
             }
             if let Some(pc) = d.config.as_ref().and_then(|c| c.pcie.as_ref()) {
+                // DevCtl encodes 128 B at least: 0 is a register the input did not show
+                // (lspci text cut or elided before `MaxPayload`).
+                if pc.mps == 0 {
+                    unknown.insert(*b, NOT_SHOWN.to_string());
+                    complete = false;
+                    continue;
+                }
                 vals.push((*b, pc.mps));
             }
         }
@@ -638,6 +650,10 @@ pub fn mps_mrrs(ctx: &Ctx) -> Vec<Finding> {
         let Some(pc) = n.config.as_ref().and_then(|c| c.pcie.as_ref()) else {
             continue;
         };
+        if pc.mrrs == 0 {
+            unknown.insert(n.bdf, NOT_SHOWN.to_string());
+            continue;
+        }
         if pc.mrrs < 512 {
             out.push(
                 Finding::new(
