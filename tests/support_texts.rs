@@ -280,3 +280,42 @@ fn a_node_with_nothing_to_judge_says_so_and_passes() {
     assert!(out.starts_with("PASS (nothing to judge)"), "{out}");
     assert!(out.contains("no GPU, accelerator or RDMA NIC"), "{out}");
 }
+
+#[test]
+fn a_grep_of_one_port_is_read_as_that_ports() {
+    // SYNTHESIZED beside the real Genoa page: a per-port ACSCtl grep and a per-GPU link grep in
+    // the form operators paste (`lspci -vvv -s BDF | grep …`, pciutils' tab-indented lines).
+    // Before: the ACSCtl line was 'without its device' and 20:03.1's ACS stayed unknown.
+    let grep = "\
+$ sudo lspci -vvv -s 20:03.1 | grep ACSCtl
+\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-
+";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(bundle(ASUS), dir.path().join("lspci.md")).unwrap();
+    std::fs::write(dir.path().join("acs.txt"), grep).unwrap();
+    let t = sources::load(Some(dir.path()), &no_db()).unwrap();
+    let port = t.device(&"0000:20:03.1".parse().unwrap()).unwrap();
+    assert!(
+        port.config
+            .as_ref()
+            .and_then(|c| c.acs)
+            .is_some_and(|a| a.redirects_p2p()),
+        "{:?}",
+        port.config
+    );
+    let f = findings(&t, CheckId::AcsRedirect);
+    let on_port: Vec<&Finding> = f
+        .iter()
+        .filter(|x| x.subject.to_string() == "0000:20:03.1")
+        .collect();
+    assert_eq!(on_port.len(), 1, "{f:#?}");
+    assert_eq!(on_port[0].severity, Severity::Error);
+    assert!(
+        on_port[0]
+            .evidence
+            .iter()
+            .any(|e| e.value.contains("ReqRedir")),
+        "{:#?}",
+        on_port[0].evidence
+    );
+}

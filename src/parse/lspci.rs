@@ -101,6 +101,9 @@ pub struct Block {
     /// mid-word: that line, a register, is not read; a header line is kept with its
     /// description said as cut. The line's number.
     pub cut_at: Option<usize>,
+    /// The block is the output of `lspci -vvv -s BDF | grep …` (`line` is the command's): only
+    /// the register lines the grep kept, in `header`, attributed to that address.
+    pub fragment: bool,
 }
 
 impl Block {
@@ -490,6 +493,24 @@ pub fn parse(text: &str) -> Doc {
     doc
 }
 
+/// The address of a command line that runs `lspci … -s ADDR …` piped into `grep` (a prompt
+/// before it is allowed): the registers it prints belong to that address.
+fn grep_command(t: &str) -> Option<Addr> {
+    let (cmd, _) = t.split_once('|')?;
+    let at = cmd.find("lspci")?;
+    let mut toks = cmd[at..].split_whitespace();
+    while let Some(tok) = toks.next() {
+        let a = match tok.strip_prefix("-s") {
+            Some("") => toks.next()?,
+            Some(rest) => rest,
+            None => continue,
+        };
+        let (addr, rest) = parse_addr(a)?;
+        return rest.is_empty().then_some(addr);
+    }
+    None
+}
+
 fn parse_lines(text: &str) -> Doc {
     let mut doc = Doc::default();
     let mut cur: Option<Block> = None;
@@ -500,11 +521,13 @@ fn parse_lines(text: &str) -> Doc {
             doc.blocks.push(b);
         }
     };
+    let mut grep_of: Option<(Addr, usize)> = None;
     for (i, raw) in text.lines().enumerate() {
         let no = i + 1;
         let line = raw.trim_end_matches('\r');
         if line.trim().is_empty() {
             finish(&mut cur, &mut doc);
+            grep_of = None;
             continue;
         }
         let first = line.as_bytes()[0];
@@ -543,7 +566,19 @@ fn parse_lines(text: &str) -> Doc {
             if let Some(v) = t.strip_prefix("ACSCtl:") {
                 doc.loose_acsctl.push((no, v.trim().to_string()));
             }
+            grep_of = grep_command(t).map(|a| (a, no));
             continue;
+        }
+        if cur.is_none()
+            && let Some((addr, at)) = grep_of
+            && register_key(t).is_some()
+        {
+            cur = Some(Block {
+                line: at,
+                addr: Some(addr),
+                fragment: true,
+                ..Block::default()
+            });
         }
         let Some(c) = cur.as_mut() else {
             if let Some(v) = t.strip_prefix("ACSCtl:") {
@@ -647,6 +682,28 @@ pub fn bytes_after(value: &str, key: &str) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_grep_of_one_device_belongs_to_that_device() {
+        let d = parse(
+            "$ sudo lspci -vvv -s 41:00.0 | grep -i -e lnk -e acsctl\n\t\tLnkCap:\tPort #0, Speed 16GT/s, Width x16, ASPM L1\n\t\tLnkSta:\tSpeed 2.5GT/s (downgraded), Width x16\n$ lspci -vvv | grep ACSCtl\n\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir- CmpltRedir- UpstreamFwd- EgressCtrl- DirectTrans-\n",
+        );
+        assert_eq!(d.blocks.len(), 1, "{d:?}");
+        let b = &d.blocks[0];
+        assert!(b.fragment);
+        assert_eq!(
+            (b.line, b.addr.unwrap().bus, b.addr.unwrap().device),
+            (1, 0x41, 0)
+        );
+        assert!(b.header("LnkSta").is_some_and(|v| v.contains("2.5GT/s")));
+        // A grep without -s stays loose: which port it is cannot be told.
+        assert_eq!(d.loose_acsctl.len(), 1);
+        assert_eq!(
+            grep_command("lspci -s0000:c1:00.0 -vvv | grep LnkSta").map(|a| a.bus),
+            Some(0xc1)
+        );
+        assert!(grep_command("lspci -vvv -s 41:00 | grep LnkSta").is_none());
+    }
 
     #[test]
     fn a_last_line_cut_mid_word_is_never_read_as_a_value() {

@@ -90,11 +90,16 @@ pub fn acs_redirect(ctx: &Ctx) -> Vec<Finding> {
         let Some(d) = topo.device(&port) else {
             continue;
         };
-        if let Some(r) = config_unknown(d, 4096) {
+        // An ACSCtl the input shows is a fact even where the rest of the extended space is not
+        // (a `lspci -vvv -s PORT | grep ACSCtl`); without one, a short config space is unknown.
+        let shown = d.config.as_ref().and_then(|c| c.acs);
+        if shown.is_none()
+            && let Some(r) = config_unknown(d, 4096)
+        {
             unknown.push((port, r));
             continue;
         }
-        let Some(acs) = d.config.as_ref().and_then(|c| c.acs) else {
+        let Some(acs) = shown else {
             continue; // no ACS capability: the port cannot redirect
         };
         if !acs.redirects_p2p() {
@@ -689,6 +694,14 @@ pub(super) fn acs_redirect_remedy(port: &Bdf) -> String {
 /// The evidence value of a port's ACS control register (from its `config`): offset, raw value
 /// and the enabled bits by name.
 pub(super) fn acs_control_value(acs: &crate::model::pci_config::AcsCap) -> String {
+    if acs.offset == 0 {
+        // Read from a text's `ACSCtl:` line, not from config space: no offset to give.
+        return format!(
+            "ACSCtl = 0x{:04x}: {}",
+            acs.control,
+            acs.enabled_names().join(" ")
+        );
+    }
     format!(
         "ACSCtl @0x{:03x} = 0x{:04x}: {}",
         acs.offset + 6,

@@ -39,8 +39,8 @@ use registers::{acs_bits, bars, bus_line, config_from_block, sriov_layout, vpd_u
 
 /// What no `lspci` text holds; copied into [`SourceInfo::limitations`].
 pub const LIMITATIONS: &[&str] = &[
-    "lspci text has no RDMA or network device names (mlx5_N, ib0) or port states, no CPU lists of NUMA nodes, no IOMMU group types, no loaded modules beyond what -k prints, no NVLinks, no NVML facts, no KFD topology (AMD GPU memory size, PCIe atomics flags, xGMI links, amdkfd peer memory) and no GPUDirect Storage facts (/etc/cufile.json, nvidia-fs, mounts): NICs are numbered by PCI address and the IOMMU mode is unknown unless the text holds the kernel command line",
-    "AER comes from the status registers lspci printed (UESta/CESta): a set bit is an error not yet cleared; the kernel clears the bits of errors it handles, so clear bits prove nothing and the cumulative counters are unknown",
+    "lspci text has no RDMA or network device names (mlx5_N, ib0) or port states, no CPU lists of NUMA nodes, no IOMMU group types, no loaded modules beyond what -k prints, no NVLinks, no NVML facts, no KFD topology (AMD GPU memory size, PCIe atomics flags, xGMI links, amdkfd peer memory) and no GPUDirect Storage facts (/etc/cufile.json, nvidia-fs, mounts): NICs are numbered by PCI address and the IOMMU mode is unknown unless the text holds the kernel command line or the kernel's own log (dmesg)",
+    "AER comes from the status registers lspci printed (UESta/CESta) and any kernel log beside them: a set, unmasked bit is an error not yet cleared, a masked one was never reported; the kernel clears the bits of errors it handles, so clear bits prove nothing and the cumulative counters are unknown",
 ];
 
 /// Added when some devices' capabilities were `<access denied>`.

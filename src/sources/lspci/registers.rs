@@ -259,6 +259,9 @@ pub(super) fn config_from_block(b: &Block, vendor: u16, device: u16, class: u32)
         ats: None,
         sriov: None,
     };
+    if b.fragment {
+        return from_fragment(b, cs);
+    }
     if b.access_denied {
         return FromText {
             config: Some(cs),
@@ -395,6 +398,43 @@ pub(super) fn config_from_block(b: &Block, vendor: u16, device: u16, class: u32)
         note: (!notes.is_empty()).then(|| notes.join("; ")),
         aer,
         aer_bits,
+    }
+}
+
+/// What a `lspci -vvv -s BDF | grep …` fragment shows of its device: the link from `LnkCap`
+/// and `LnkSta`, ACS from `ACSCtl` (with `ACSCap` where kept); everything the grep dropped is
+/// unknown, and the note says so.
+fn from_fragment(b: &Block, mut cs: ConfigSpace) -> FromText {
+    let reg = |k: &str| b.header(k);
+    let (cap_s, cap_w) = reg("LnkCap").map(lspci::link).unwrap_or((None, None));
+    let (sta_s, sta_w) = reg("LnkSta").map(lspci::link).unwrap_or((None, None));
+    let link =
+        (cap_s.is_some() || cap_w.is_some() || sta_s.is_some() || sta_w.is_some()).then(|| {
+            LinkInfo {
+                current_gts: sta_s,
+                current_width: sta_w,
+                max_gts: cap_s,
+                max_width: cap_w,
+            }
+        });
+    if let Some(ctl) = reg("ACSCtl").and_then(acs_bits) {
+        cs.acs = Some(AcsCap {
+            offset: 0,
+            capability: reg("ACSCap").and_then(acs_bits).unwrap_or(0),
+            control: ctl,
+        });
+    }
+    let kept: Vec<&str> = b.header.iter().map(|r| r.key.as_str()).collect();
+    FromText {
+        config: Some(cs),
+        link,
+        note: Some(format!(
+            "only the lines a `grep` of `lspci -vvv -s` kept (line {}: {}): the rest of its registers are unknown",
+            b.line,
+            kept.join(", ")
+        )),
+        aer: None,
+        aer_bits: Vec::new(),
     }
 }
 
