@@ -408,15 +408,13 @@ fn from_fragment(b: &Block, mut cs: ConfigSpace) -> FromText {
     let reg = |k: &str| b.header(k);
     let (cap_s, cap_w) = reg("LnkCap").map(lspci::link).unwrap_or((None, None));
     let (sta_s, sta_w) = reg("LnkSta").map(lspci::link).unwrap_or((None, None));
-    let link =
-        (cap_s.is_some() || cap_w.is_some() || sta_s.is_some() || sta_w.is_some()).then(|| {
-            LinkInfo {
-                current_gts: sta_s,
-                current_width: sta_w,
-                max_gts: cap_s,
-                max_width: cap_w,
-            }
-        });
+    let shown = cap_s.is_some() || cap_w.is_some() || sta_s.is_some() || sta_w.is_some();
+    let link = shown.then_some(LinkInfo {
+        current_gts: sta_s,
+        current_width: sta_w,
+        max_gts: cap_s,
+        max_width: cap_w,
+    });
     if let Some(ctl) = reg("ACSCtl").and_then(acs_bits) {
         cs.acs = Some(AcsCap {
             offset: 0,
