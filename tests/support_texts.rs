@@ -122,7 +122,7 @@ fn a_kernel_log_beside_lspci_text_is_read_and_cited() {
         nic.aer_correctable.as_ref().is_some_and(|c| c
             .counters
             .iter()
-            .any(|(k, n)| k.contains("Physical Layer") && *n == 1)),
+            .any(|(k, n)| k.contains("Physical Layer RxErr") && *n == 1)),
         "{:?}",
         nic.aer_correctable
     );
