@@ -130,6 +130,13 @@ fn a_kernel_log_beside_lspci_text_is_read_and_cited() {
     assert_eq!(x.len(), 1, "{x:#?}");
     assert_eq!(x[0].severity, Severity::Warning);
     assert!(x[0].summary.contains("Xid 79"));
+    // Only the default-domain line (a `dmesg | grep 'Default domain'`): on an AMD root complex,
+    // whose IOMMU is on by default, that is translation, never "IOMMU mode unknown".
+    let dir = dir_with_dmesg("[    1.230561] iommu: Default domain type: Translated\n");
+    let t = sources::load(Some(dir.path()), &no_db()).unwrap();
+    let f = findings(&t, CheckId::IommuTranslation);
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert_eq!(f[0].severity, Severity::Error, "{f:#?}");
     // `iommu=pt` booted: passthrough, said as info with the log's line.
     let pt = GENOA_DMESG
         .replace("ro quiet", "ro quiet iommu=pt")

@@ -65,8 +65,25 @@ fn log_mode(ctx: &Ctx) -> Option<LogMode> {
         .map(at)
         .chain(k.groups.first().map(|(_, _, l)| at(l)))
         .collect();
+    // An AMD root complex enables its IOMMU by default (amd_iommu=off turns it off); Intel's
+    // needs intel_iommu=on unless the kernel was built default-on, so only AMD counts here.
+    let mut on_translated = Vec::new();
+    if on.is_empty()
+        && let Some(rc) = ctx.topo.devices.iter().find(|d| {
+            // Its root ports, or the root complex function at 00.0 of a root bus.
+            d.vendor_id == Some(0x1022)
+                && (d.kind == crate::model::DeviceKind::RootPort
+                    || (d.parent.is_none() && d.bdf.device == 0 && d.bdf.function == 0))
+        })
+    {
+        on_translated.push(Evidence::new(
+            crate::analysis::audit::pci_path(&rc.bdf, "vendor"),
+            "0x1022: an AMD root complex, whose IOMMU the kernel enables by default (no amd_iommu=off seen)",
+        ));
+    }
     match &k.default_domain {
         Some((t, l)) if t == "Passthrough" => Some(LogMode::Passthrough(vec![at(l)])),
+        // A whole boot log says it itself: an IOMMU took devices, or none did.
         Some((t, l)) if t == "Translated" && !on.is_empty() => {
             Some(LogMode::Translated(std::iter::once(at(l)).chain(on).collect()))
         }
@@ -77,6 +94,10 @@ fn log_mode(ctx: &Ctx) -> Option<LogMode> {
                 format!("default domain {t}, but no IOMMU driver took a device: no `Adding to iommu group` line in the boot log"),
             ),
         ])),
+        // A part of the log (a grep): an AMD root complex's IOMMU is on unless turned off.
+        Some((t, l)) if t == "Translated" && !on_translated.is_empty() => Some(
+            LogMode::Translated(std::iter::once(at(l)).chain(on_translated).collect()),
+        ),
         Some((t, l)) => Some(LogMode::Undecided(
             format!("the kernel log says `Default domain type: {t}` but not whether an IOMMU driver took the devices (the log does not start at boot)"),
             vec![at(l)],
@@ -319,7 +340,8 @@ mod tests {
                 .iter()
                 .any(|e| e.path.ends_with("line 4") && e.value.contains("Translated"))
         );
-        // Translated printed, but the log does not start at boot and shows no IOMMU: unknown.
+        // Translated printed, but the log does not start at boot and shows no IOMMU (an Intel
+        // root complex, which needs intel_iommu=on): unknown.
         m.kernel_log.iommu_on = None;
         let mut t = topo(d.clone(), m.clone());
         t.source.kind = "lspci".into();
