@@ -326,3 +326,33 @@ $ sudo lspci -vvv -s 20:03.1 | grep ACSCtl
         on_port[0].evidence
     );
 }
+
+#[test]
+fn a_link_whose_port_the_text_does_not_show_is_unknown_on_the_port() {
+    // SYNTHESIZED in pciutils' form: the GPU's LnkCap and LnkSta shown (x8 of x16), its root
+    // port printed without registers. Whether x8 is a fault depends on the port's capability:
+    // unknown, and the evidence names the port's LnkCap, not the GPU's LnkSta as "absent".
+    let text = "00:01.0 PCI bridge [0604]: Intel Corporation Device 09a4 [8086:09a4]
+\tBus: primary=00, secondary=01, subordinate=01, sec-latency=0
+
+01:00.0 3D controller [0302]: NVIDIA Corporation Device 2330 [10de:2330] (rev a1)
+\tCapabilities: [60] Express (v2) Endpoint, MSI 00
+\t\tLnkCap:\tPort #0, Speed 32GT/s, Width x16
+\t\tLnkSta:\tSpeed 32GT/s, Width x8
+
+";
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("lspci.txt");
+    std::fs::write(&p, text).unwrap();
+    let t = sources::load(Some(&p), &no_db()).unwrap();
+    let f = findings(&t, CheckId::LinkDegraded);
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert_eq!(f[0].severity, Severity::Unknown);
+    assert!(
+        f[0].evidence
+            .iter()
+            .all(|e| e.path.contains("0000:00:01.0 LnkCap")),
+        "{:#?}",
+        f[0].evidence
+    );
+}

@@ -184,6 +184,7 @@ pub fn link_degraded(ctx: &Ctx) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut idle_gpus = Vec::new();
     let mut unknown = Vec::new();
+    let mut ports_unknown: BTreeSet<Bdf> = BTreeSet::new();
     let sev = ctx.config_fault_severity();
     for (c, p) in hops(ctx) {
         let (Some(child), Some(parent), Some(ci)) =
@@ -256,15 +257,24 @@ pub fn link_degraded(ctx: &Ctx) -> Vec<Finding> {
             ),
             LinkHealth::IdleSpeed { speed: (s, m) } => idle_gpus.push((c, s, m)),
             LinkHealth::NoLink if child.is_vf() => {}
-            LinkHealth::Unknown | LinkHealth::NoLink => unknown.push((
-                c,
-                // The input's own reason (lspci text) where it gave one, for either end.
-                child
-                    .config_note
-                    .clone()
-                    .or_else(|| parent.config_note.clone())
-                    .unwrap_or_else(|| "negotiated link state or one end's capability (current_link_*/max_link_* of the device and of the port above) not exposed and config space not readable (kernel < 4.13 or not captured)".to_string()),
-            )),
+            LinkHealth::Unknown | LinkHealth::NoLink => {
+                // Which end the input did not show: the device's own state and capability, or
+                // (both of those shown) the port's capability; its reason where it gave one.
+                let port_side = cl.current_width.is_some() && cl.max_width.is_some();
+                let (who, note) = if port_side {
+                    ports_unknown.insert(p);
+                    (p, parent.config_note.clone())
+                } else {
+                    (c, child.config_note.clone().or_else(|| parent.config_note.clone()))
+                };
+                if unknown.iter().any(|(b, _)| *b == who) {
+                    continue;
+                }
+                unknown.push((
+                    who,
+                    note.unwrap_or_else(|| "negotiated link state or one end's capability (current_link_*/max_link_* of the device and of the port above) not exposed and config space not readable (kernel < 4.13 or not captured)".to_string()),
+                ))
+            }
             LinkHealth::Full | LinkHealth::Degraded { .. } => {}
         }
     }
@@ -297,8 +307,13 @@ pub fn link_degraded(ctx: &Ctx) -> Vec<Finding> {
         &unknown,
         "audit the live machine (link attributes are world-readable on kernels ≥ 4.13)",
     ) {
-        for e in &mut f.evidence {
-            e.path = e.path.replace("/config", "/current_link_width");
+        for (e, (b, _)) in f.evidence.iter_mut().zip(&unknown) {
+            let attr = if ports_unknown.contains(b) {
+                "/max_link_width"
+            } else {
+                "/current_link_width"
+            };
+            e.path = e.path.replace("/config", attr);
             e.value = "(absent)".into();
         }
         out.push(f);
