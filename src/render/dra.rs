@@ -230,11 +230,9 @@ pub fn render(p: &Paths, view: &NodeView, r: &Rails, o: &DraOptions) -> Result<S
     Ok(out)
 }
 
-/// A path in a YAML comment: one line.
+/// A path in a YAML comment: one line ([`super::escape::one_line`]).
 fn comment(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect()
+    super::escape::one_line(s).into_owned()
 }
 
 /// Whether a mapping key can be written plain: starts with a letter, holds no YAML indicator,
