@@ -124,6 +124,38 @@ fn gres_conf_gets_no_live_line_from_a_name() {
 }
 
 #[test]
+fn gres_conf_refuses_a_node_name_or_type_that_would_change_the_line() {
+    let d = tempfile::tempdir().unwrap();
+    let j = hostile_json(d.path(), "hgx-h100", "mlx5_0", "mlx5_0");
+    let j = j.to_str().unwrap();
+    for flag in ["--node-name", "--gpu-type"] {
+        let o = peerpath(&[
+            "export",
+            "--format",
+            "gres",
+            "-i",
+            j,
+            flag,
+            "n1\nName=gpu File=/dev/null",
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{flag}: {o:?}");
+        assert!(o.stdout.is_empty());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(flag) && err.contains("gres.conf"), "{err}");
+    }
+    let o = peerpath(&[
+        "export",
+        "--format",
+        "gres",
+        "-i",
+        j,
+        "--node-name",
+        "gpu[01-08]",
+    ]);
+    assert!(o.status.success(), "{o:?}");
+}
+
+#[test]
 fn health_output_has_one_status_line_whatever_the_names() {
     let d = tempfile::tempdir().unwrap();
     let j = hostile_json(d.path(), "misplaced-nic", "mlx5_3", "mlx5_3\npeerpath: ok");

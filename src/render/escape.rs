@@ -59,6 +59,29 @@ pub fn one_line(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `v` when it can stand as a gres.conf value (`NodeName=`, `Type=`), else an error saying
+/// why: Slurm's config parser (`src/common/parse_config.c`) splits a line at whitespace, ends
+/// it at an unescaped `#`, drops a `\` (its escape character) and joins the next line after
+/// a trailing one, and reads `"` as a quote, so a value holding any of those (or `'`), or a
+/// control character, would change what the line declares. Such a value is refused, never
+/// rewritten.
+pub fn gres_value<'a>(what: &str, v: &'a str) -> anyhow::Result<&'a str> {
+    if v.is_empty() {
+        anyhow::bail!("{what} is empty: gres.conf needs a value");
+    }
+    if let Some(c) = v
+        .chars()
+        .find(|&c| c.is_whitespace() || c.is_control() || matches!(c, '#' | '"' | '\\' | '\''))
+    {
+        anyhow::bail!(
+            "{what} {} holds {:?}: gres.conf would read it as another word, a comment or a quote",
+            for_terminal(&format!("{v:?}")),
+            c
+        );
+    }
+    Ok(v)
+}
+
 /// A Prometheus label value, escaped as the text exposition format says (`\` as `\\`, `"` as
 /// `\"`, newline as `\n`; everything else is UTF-8 as it is). Without the quotes.
 pub fn prom_label(v: &str) -> String {
@@ -103,6 +126,17 @@ mod tests {
             one_line("a\nb\r\t\u{0}\u{1b}\u{9b}\u{202e}\u{2066}c"),
             "a\\x0ab\\x0d\\x09\\x00\\x1b\\u{9b}\\u{202e}\\u{2066}c"
         );
+    }
+
+    #[test]
+    fn gres_values_that_change_the_line_are_refused() {
+        assert_eq!(
+            gres_value("--node-name", "gpu[01-08]").unwrap(),
+            "gpu[01-08]"
+        );
+        for bad in ["a b", "a\nName=gpu File=/dev/null", "a#", "a\"", "a\\", ""] {
+            assert!(gres_value("--node-name", bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]
