@@ -156,6 +156,35 @@ fn gres_conf_refuses_a_node_name_or_type_that_would_change_the_line() {
 }
 
 #[test]
+fn dra_yaml_holds_a_hostile_name_as_one_printable_scalar() {
+    let d = tempfile::tempdir().unwrap();
+    let name = "m\n- x: \u{1b}\u{9b}\u{2028}\"# y";
+    let j = hostile_json(d.path(), "hgx-h100", "mlx5_0", name);
+    let o = peerpath(&[
+        "export",
+        "--format",
+        "dra",
+        "--node-name",
+        "n1",
+        "-i",
+        j.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let y = String::from_utf8(o.stdout).unwrap();
+    // YAML 1.2 c-printable: no C0 but tab/newline/CR, no DEL or C1 but NEL; U+2028 is a line
+    // break to YAML 1.1.
+    let bad = y.chars().find(|&c| {
+        (c.is_control() && !matches!(c, '\t' | '\n' | '\r' | '\u{85}'))
+            || matches!(c, '\u{2028}' | '\u{2029}')
+    });
+    assert_eq!(bad, None, "{y}");
+    assert!(
+        y.contains(r##"string: "m\n- x: \u001b\u009b\u2028\"# y""##),
+        "{y}"
+    );
+}
+
+#[test]
 fn health_output_has_one_status_line_whatever_the_names() {
     let d = tempfile::tempdir().unwrap();
     let j = hostile_json(d.path(), "misplaced-nic", "mlx5_3", "mlx5_3\npeerpath: ok");

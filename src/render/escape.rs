@@ -9,6 +9,8 @@
 //!   (`audit --format health`): [`one_line`] — a newline there would start a live line;
 //! - a Prometheus label value: [`prom_label`] (the text exposition format's three escapes);
 //! - a string inside the HTML report's `<script>`: [`script_json`];
+//! - a YAML double-quoted scalar (DRA ResourceSlices): [`yaml_str`];
+//! - a gres.conf value given on the command line: [`gres_value`] (refused, not escaped);
 //! - text on a terminal: [`for_terminal`] and [`json_for_terminal`] (in [`super::terminal`]).
 //!
 //! Kubernetes names (NFD labels, DRA names) are not escaped but checked, and refused with the
@@ -108,6 +110,30 @@ pub fn script_json(s: &str) -> String {
     out
 }
 
+/// `s` as a YAML double-quoted scalar: JSON's escapes (a subset of YAML's), and every
+/// character YAML does not allow raw in a stream (YAML 1.2 §5.1 `c-printable`: DEL, C1 but
+/// NEL, U+FFFE/U+FFFF) or reads as a line break in YAML 1.1 (U+2028/U+2029), and the byte-order
+/// mark, written `\uXXXX` — a C1 control from a name would otherwise make the file unreadable.
+pub fn yaml_str(s: &str) -> String {
+    let json = serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        match c {
+            '\u{7f}'..='\u{84}'
+            | '\u{86}'..='\u{9f}'
+            | '\u{2028}'
+            | '\u{2029}'
+            | '\u{feff}'
+            | '\u{fffe}'
+            | '\u{ffff}' => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,6 +163,15 @@ mod tests {
         for bad in ["a b", "a\nName=gpu File=/dev/null", "a#", "a\"", "a\\", ""] {
             assert!(gres_value("--node-name", bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn yaml_strings_hold_only_printable_characters() {
+        let s = "m\n- x: \u{1b}\u{9b}\u{2028}\"#";
+        let y = yaml_str(s);
+        assert_eq!(y, "\"m\\n- x: \\u001b\\u009b\\u2028\\\"#\"");
+        // JSON's reading of it is the same string (YAML's double-quoted escapes are a superset).
+        assert_eq!(serde_json::from_str::<String>(&y).unwrap(), s);
     }
 
     #[test]
