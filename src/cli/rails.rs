@@ -160,10 +160,10 @@ fn run_fabric(a: &RailsArgs, map_path: &Path) -> Result<u8> {
         }
     }
     if c.adapters_matched == 0 {
-        eprintln!(
+        super::say(&format!(
             "peerpath: no host adapter of {} matched the node layout (by GUID, `<host> mlx5_N` or interface name)",
             map_path.display()
-        );
+        ));
         return Ok(2);
     }
     Ok(if c.findings.is_empty() { 0 } else { 1 })
