@@ -879,7 +879,8 @@ fn classify_end(ctx: &Ctx<'_>, i: usize) -> End {
             }
             None => End::Unknown,
         },
-        Some("Package" | "NUMANode" | "Machine" | "Group") => End::Cpu,
+        // hwloc 1.x names the package object "Socket".
+        Some("Package" | "Socket" | "NUMANode" | "Machine" | "Group") => End::Cpu,
         _ => End::Unknown,
     }
 }
@@ -902,7 +903,8 @@ fn machine_info(ctx: &Ctx<'_>) -> MachineInfo {
     let mut packages = 0u32;
     let mut pus = 0u32;
     for (i, _) in doc.elements.iter().enumerate() {
-        if ctx.is_object(i, "Package") {
+        // hwloc 1.x writes a package as `type="Socket"` (renamed "Package" in 2.0).
+        if ctx.is_object(i, "Package") || ctx.is_object(i, "Socket") {
             packages += 1;
             if packages == 1 {
                 infos.extend(ctx.infos(i));

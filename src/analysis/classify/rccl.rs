@@ -153,3 +153,65 @@ impl Classifier<'_> {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::classify::ClassifyOptions;
+    use crate::analysis::testkit::TopoBuilder;
+
+    /// A dual EPYC 7402 (Rome) host bridge with an MI50 behind its own two bridges
+    /// (`1002:14a0`, `1002:14a1`) on one root port and a ConnectX-6 on another (synthesized).
+    fn mi50_rome(plain_bridges: bool) -> Topology {
+        let mut b = TopoBuilder::new(&["0-23", "24-47"]).cpu("AuthenticAMD", 23, 49);
+        b.bridge("0000:60:01.1", None, Some(0));
+        b.nic("0000:61:00.0", Some("0000:60:01.1"), Some(0), &["mlx5_0"]);
+        b.bridge("0000:60:03.1", None, Some(0));
+        b.switch("0000:60:03.1", "0000:62:00.0", &["0000:63:00.0"], Some(0));
+        b.ids("0000:62:00.0", (0x1002, 0x14a0));
+        b.ids("0000:63:00.0", (0x1002, 0x14a1));
+        b.dev(
+            "0000:64:00.0",
+            Some("0000:63:00.0"),
+            0x038000,
+            (0x1002, 0x66a1),
+            Some(0),
+        );
+        let mut t = b.build();
+        if plain_bridges {
+            // As an input that shows the two functions as PCI bridges without PCIe port
+            // types: no switch is formed, each is a plain bridge.
+            for d in &mut t.devices {
+                if d.vendor_id == Some(0x1002) && d.class == 0x060400 {
+                    d.kind = DeviceKind::Bridge;
+                }
+            }
+            t.switches.clear();
+        }
+        t
+    }
+
+    /// RCCL's walk drops the `14a1` downstream port and the root port: the GPU has one PCI
+    /// node (GPU→CPU count 2), the NIC none (NET→CPU count 2), bus numbers 64/61 share their
+    /// high nibble → PHB, GDR on. Before the count followed the walk, two plain bridges
+    /// counted as two nodes and the pair was staged.
+    #[test]
+    fn mi50_internal_bridges_are_one_nccl_node_and_rome_admits_phb() {
+        for plain in [false, true] {
+            let t = mi50_rome(plain);
+            let c = Classifier::new(&t, &ClassifyOptions::default());
+            let ix = |s: &str| t.device_index(&s.parse().unwrap()).unwrap() as DevIx;
+            let (g, n) = (ix("0000:64:00.0"), ix("0000:61:00.0"));
+            assert_eq!(c.paths().nccl_pci_nodes_above(g), 1, "plain {plain}");
+            assert_eq!(c.paths().nccl_pci_nodes_above(n), 0, "plain {plain}");
+            assert!(c.rccl_rome_pair(g, n), "plain {plain}");
+            let p = c
+                .pair(
+                    &"0000:64:00.0".parse().unwrap(),
+                    &"0000:61:00.0".parse().unwrap(),
+                )
+                .unwrap();
+            assert!(p.nccl.gdr, "plain {plain}: {p:?}");
+        }
+    }
+}
