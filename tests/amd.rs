@@ -616,3 +616,52 @@ fn corona_as_rome_with_the_nic_on_a_gpus_host_bridge_gets_gdr() {
         assert_eq!(p.gdr, gdr, "{g}: {}", p.reason);
     }
 }
+
+/// Issue 51: LLNL Tuolumne in CPX mode (hwloc 2: six RSMI OS devices under each MI300A's PCI
+/// function) showed 4 GPUs with no word of the mode. Each APU now has an `amd-partition` finding
+/// naming CPX, the six partitions and the RSMI devices it was read from, and saying the memory
+/// partition is not recorded; the SPX file of the same machine gets none.
+#[test]
+fn mi300a_cpx_mode_is_read_from_hwloc_and_said() {
+    let t = load(&platform(
+        "llnl-tuolumne-ex255a-4xmi300a-cpx-4cassini.hwloc2.xml",
+    ));
+    let r = audit::run(&t, &AuditOptions::default());
+    let parts: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.id == audit::CheckId::AmdPartition)
+        .collect();
+    assert_eq!(parts.len(), 4, "{parts:?}");
+    for f in &parts {
+        assert!(
+            f.summary
+                .contains("(CPX, memory partition (NPS) not recorded"),
+            "{}",
+            f.summary
+        );
+        assert!(
+            f.summary.contains(": 6 compute partition(s)"),
+            "{}",
+            f.summary
+        );
+        assert!(
+            f.evidence
+                .iter()
+                .any(|e| e.value.contains("6 RSMI OS device(s) (rsmi")),
+            "{:?}",
+            f.evidence
+        );
+    }
+    let spx = load(&platform(
+        "hpe-cray-ex255a-tuolumne-4xmi300a-spx-4cassini.hwloc2.xml",
+    ));
+    let r = audit::run(&spx, &AuditOptions::default());
+    assert!(
+        !r.findings
+            .iter()
+            .any(|f| f.id == audit::CheckId::AmdPartition),
+        "{:?}",
+        r.findings
+    );
+}

@@ -509,6 +509,7 @@ pub fn discover(doc: &Doc, source: SourceInfo) -> Result<RawTopology> {
         });
     }
 
+    rsmi_partitions(&mut ctx.devices, &source.path);
     let (nvlinks, nvlink_visible) = nvlinks(&ctx);
     let nvml_devices = ctx.doc.elements.iter().enumerate().any(|(i, e)| {
         ctx.is_object(i, "OSDev")
@@ -559,6 +560,39 @@ impl Ctx<'_> {
 }
 
 /// Whitespace-separated tokens of every child element named `name`, concatenated.
+/// The compute partitions hwloc shows of each AMD GPU: its RSMI plugin lists one OS device per
+/// partition (`rsmi0` … `rsmi5` under one MI300A in CPX mode), all on the one PCI function.
+/// The count, and the mode it means ([`crate::model::amd::compute_partition_mode`]), are kept
+/// with the OS devices' names as evidence; hwloc records no memory partition (NPS).
+fn rsmi_partitions(devices: &mut [Device], path: &str) {
+    for d in devices.iter_mut() {
+        let names: Vec<&str> = d
+            .os_devices
+            .iter()
+            .filter(|o| o.kind == OsDeviceKind::AmdGpu)
+            .map(|o| o.name.as_str())
+            .collect();
+        let n = names.len() as u32;
+        let Some(a) = d.amd.as_mut().filter(|_| n > 0) else {
+            continue;
+        };
+        let shown = match names.as_slice() {
+            [one] => one.to_string(),
+            [first, .., last] => format!("{first} … {last}"),
+            [] => continue,
+        };
+        a.partition_count = Some(n);
+        a.partition_evidence = Some((
+            path.to_string(),
+            format!("{n} RSMI OS device(s) ({shown}) on this PCI function"),
+        ));
+        if a.compute_partition.is_none() {
+            a.compute_partition =
+                crate::model::amd::compute_partition_mode(d.device_id, n).map(str::to_string);
+        }
+    }
+}
+
 fn tokens(doc: &Doc, i: usize, name: &str) -> Vec<String> {
     doc.children_named(i, name)
         .flat_map(|c| {
