@@ -664,6 +664,22 @@ fn judge_gpu(
         );
         return misplaced(ctx, g, k, judged, words, evidence);
     }
+    if j.gdr
+        && let Some(file) = ctx.cl.plugin_file_words(&g.bdf, &n.bdf)
+    {
+        // The VM hides the switch; the plugin's own file is NCCL's tree for this pair.
+        evidence.extend(design_ev());
+        return verdict(
+            RemedyClass::None,
+            Severity::Info,
+            format!(
+                "that is the VM's view: {lib} reads {file}, so the pair is {} to {lib}, which its level admits ({level_words}): GPUDirect RDMA on",
+                j.nccl_path
+            ),
+            "none: the plugin sets NCCL_TOPO_FILE itself on this instance type (a job that sets its own NCCL_TOPO_FILE replaces it)".into(),
+            evidence,
+        );
+    }
     if j.gdr {
         let mut words = format!(
             "{level_words}: it admits {}, so {lib} uses GPUDirect RDMA on this pair",
