@@ -456,3 +456,26 @@ fn one_gpu_count_in_every_finding_of_a_hand_made_topology_file() {
         g.summary
     );
 }
+
+/// Issue 51: on AWS p4d the aws-ofi-nccl plugin's own topology file puts each GPU pair and its
+/// EFA behind one switch. No finding says their traffic is staged or that an EFA is beyond PXB
+/// from every GPU; each GPU's finding names the file, and the pair is GDR on.
+#[test]
+fn aws_p4d_gdr_is_stated_under_the_plugins_topology_file() {
+    let t = load("fixtures/platforms/aws-p4d.24xl.nixl.hwloc2.xml");
+    let r = audit::run(&t, &AuditOptions::default());
+    assert_eq!(r.pairs.len(), 8, "{:?}", r.pairs);
+    assert!(r.pairs.iter().all(|p| p.gdr), "{:?}", r.pairs);
+    for f in r.findings.iter().filter(|f| f.id == CheckId::GpuNicPath) {
+        assert!(f.summary.starts_with("GPU "), "{}", f.summary);
+        assert!(!f.summary.contains("stages"), "{}", f.summary);
+        assert!(f.summary.contains("p4d-24xl-topo.xml"), "{}", f.summary);
+        assert_eq!(f.severity, Severity::Info, "{}", f.summary);
+    }
+    // A job's own NCCL_TOPO_FILE replaces the plugin's: the VM's view (PHB, staged) again.
+    let r = audit::run(
+        &with_env(&t, "NCCL_TOPO_FILE=/opt/mine.xml"),
+        &AuditOptions::default(),
+    );
+    assert!(r.pairs.iter().all(|p| !p.gdr), "{:?}", r.pairs);
+}

@@ -407,6 +407,15 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
         if apu_nic {
             continue;
         }
+        // A NIC the platform plugin's own topology file puts behind a switch with a GPU: PIX
+        // to NCCL (the GPU's gpu-nic-path finding says so), whatever the VM's tree shows.
+        if ctx
+            .gpus
+            .iter()
+            .any(|g| ctx.cl.plugin_file_words(&g.bdf, &n.bdf).is_some())
+        {
+            continue;
+        }
         let used = !paired[ni].is_empty();
         // Unpaired while a GPU's NIC is misplaced: most likely that GPU's NIC.
         let needy =
