@@ -650,6 +650,15 @@ fn judge_gpu(
             evidence,
         );
     }
+    if !j.gdr && st.gdr_level.is_none() && ctx.cl.rccl_rome_undecided(&g.bdf, &n.bdf) {
+        return verdict(
+            RemedyClass::Unknown,
+            Severity::Unknown,
+            "RCCL's Rome rule (ncclTopoCheckGdr) admits this pair at PHB on an AMD Rome-class CPU, and the CPU model is not visible in this input, so whether RCCL uses GPUDirect RDMA here is unknown".into(),
+            "audit the live machine or a `peerpath capture` snapshot (its /proc/cpuinfo names the CPU), or run RCCL with NCCL_NET_GDR_LEVEL=PHB".into(),
+            evidence,
+        );
+    }
     if let Some(x) = st.transport_off(n) {
         return verdict(
             RemedyClass::Setting,

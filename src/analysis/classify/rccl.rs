@@ -11,7 +11,7 @@ use super::nccl_rules::Decision;
 use crate::analysis::nccl;
 use crate::analysis::paths::DevIx;
 use crate::model::amd::{AMD_GPU_VENDOR, is_amd_gpu};
-use crate::model::{DeviceKind, Topology};
+use crate::model::{Bdf, DeviceKind, Topology};
 
 /// Whether RCCL, not NCCL, is the library the topology's GPUs run: it has AMD GPUs and no
 /// NVIDIA GPU.
@@ -43,6 +43,29 @@ impl Classifier<'_> {
     pub(super) fn rccl_rome_pair(&self, g: DevIx, n: DevIx) -> bool {
         let p = &self.paths;
         self.rome
+            && p.nccl_numa(g) == p.nccl_numa(n)
+            && p.nccl_numa(g).is_some()
+            && p.nccl_pci_nodes_above(g) == 1
+            && p.nccl_pci_nodes_above(n) == 0
+            && p.device(g).bdf.bus >> 4 == p.device(n).bdf.bus >> 4
+    }
+
+    /// Whether RCCL's Rome-class relaxation would decide GPU `gpu` and NIC `nic` but the input
+    /// does not name the CPU (no vendor, family or model: `lspci` text): the pair's topology
+    /// meets the rule (the GPU one PCI node below a CPU, the NIC directly on it, bus numbers
+    /// sharing their high nibble), so RCCL's level there is PHB on a Rome-class CPU and PXB
+    /// on another, and whether it uses GPUDirect RDMA is unknown.
+    pub fn rccl_rome_undecided(&self, gpu: &Bdf, nic: &Bdf) -> bool {
+        let m = &self.topo().machine;
+        let cpu_unknown = m.cpu_vendor.is_none()
+            || m.cpu_family.is_none()
+            || (m.cpu_family == Some(23) && m.cpu_model_number.is_none());
+        let p = &self.paths;
+        let (Some(g), Some(n)) = (p.index(gpu), p.index(nic)) else {
+            return false;
+        };
+        self.rccl
+            && cpu_unknown
             && p.nccl_numa(g) == p.nccl_numa(n)
             && p.nccl_numa(g).is_some()
             && p.nccl_pci_nodes_above(g) == 1
