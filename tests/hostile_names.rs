@@ -275,6 +275,37 @@ fn html_report_script_cannot_be_ended_or_commented_by_a_name() {
     );
 }
 
+#[test]
+fn svg_picture_stays_well_formed_xml_with_a_hostile_name() {
+    let d = tempfile::tempdir().unwrap();
+    let j = hostile_json(d.path(), "hgx-h100", "mlx5_0", RDMA);
+    let out = d.path().join("p.svg");
+    let o = peerpath(&[
+        "report",
+        "-i",
+        j.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let svg = std::fs::read_to_string(&out).unwrap();
+    // XML 1.0 `Char`: no C0 control but tab, newline and carriage return.
+    let bad = svg
+        .chars()
+        .find(|&c| (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r'));
+    assert_eq!(bad, None, "a character XML forbids");
+    assert!(!raw_controls(&svg.replace(['\n', '\t', '\r'], "")));
+    // And an XML parser reads it to the end (it stopped at the ESC).
+    let mut r = quick_xml::Reader::from_str(&svg);
+    loop {
+        match r.read_event() {
+            Ok(quick_xml::events::Event::Eof) => break,
+            Ok(_) => {}
+            Err(e) => panic!("not well-formed at {}: {e}", r.buffer_position()),
+        }
+    }
+}
+
 /// Whether `s` holds a character a terminal acts on.
 fn raw_controls(s: &str) -> bool {
     s.chars().any(|c| {

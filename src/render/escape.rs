@@ -9,6 +9,7 @@
 //!   (`audit --format health`): [`one_line`] — a newline there would start a live line;
 //! - a Prometheus label value: [`prom_label`] (the text exposition format's three escapes);
 //! - a string inside the HTML report's `<script>`: [`script_json`];
+//! - XML/HTML text and attributes (the SVG picture, the HTML report): [`xml_text`];
 //! - a YAML double-quoted scalar (DRA ResourceSlices): [`yaml_str`];
 //! - a gres.conf value given on the command line: [`gres_value`] (refused, not escaped);
 //! - text on a terminal: [`for_terminal`] and [`json_for_terminal`] (in [`super::terminal`]).
@@ -82,6 +83,37 @@ pub fn gres_value<'a>(what: &str, v: &'a str) -> anyhow::Result<&'a str> {
         );
     }
     Ok(v)
+}
+
+/// `s` as XML/HTML text or an attribute value (the SVG picture, the HTML report): `&`, `<`,
+/// `>`, `"`, `'` as entities, and every character XML 1.0 forbids (C0 controls but tab,
+/// newline and carriage return — not even as `&#27;`) or that reorders what is shown (DEL, C1,
+/// bidi controls: [`super::terminal::is_unsafe`]) written as visible text, `\x1b` /
+/// `\u{202e}`: a name holding ESC made the SVG ill-formed, so no viewer showed it.
+pub fn xml_text(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            '\t' | '\n' | '\r' => o.push(c),
+            c if (c as u32) < 0x20
+                || super::terminal::is_unsafe(c)
+                || matches!(c, '\u{fffe}' | '\u{ffff}') =>
+            {
+                if (c as u32) < 0x80 {
+                    let _ = write!(o, "\\x{:02x}", c as u32);
+                } else {
+                    let _ = write!(o, "\\u{{{:x}}}", c as u32);
+                }
+            }
+            c => o.push(c),
+        }
+    }
+    o
 }
 
 /// A Prometheus label value, escaped as the text exposition format says (`\` as `\\`, `"` as
@@ -172,6 +204,14 @@ mod tests {
         assert_eq!(y, "\"m\\n- x: \\u001b\\u009b\\u2028\\\"#\"");
         // JSON's reading of it is the same string (YAML's double-quoted escapes are a superset).
         assert_eq!(serde_json::from_str::<String>(&y).unwrap(), s);
+    }
+
+    #[test]
+    fn xml_text_is_well_formed() {
+        assert_eq!(
+            xml_text("<a href='x'>&\u{1b}[2J\u{0}\u{9b}\u{202e}\n"),
+            "&lt;a href=&#39;x&#39;&gt;&amp;\\x1b[2J\\x00\\u{9b}\\u{202e}\n"
+        );
     }
 
     #[test]
