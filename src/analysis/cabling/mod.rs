@@ -21,6 +21,9 @@ pub mod rules;
 pub mod speed;
 pub mod units;
 
+#[cfg(test)]
+mod tests;
+
 pub use counters::{CounterReading, PortErrors};
 pub use coverage::{Coverage, ShortUnit};
 pub use layout::{Adapter, NodeLayout};
