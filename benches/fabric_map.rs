@@ -8,7 +8,7 @@
 //! peak RSS (`VmHWM` of `/proc/self/status`) is its own. Target: ≤ 1 s and ≤ 256 MB each.
 //!
 //! Run: `cargo bench --bench fabric_map` (release build); `FABRIC_MAP_NODES=512` for a smaller
-//! pod, `FABRIC_MAP_RUNS` for the runs per mode (default 5). Prints each mode's median wall
+//! pod, `FABRIC_MAP_RUNS` for the runs per mode (default 5), `FABRIC_MAP_KEEP=FILE` to keep the map. Prints each mode's median wall
 //! time and largest peak RSS, `wc -l`'s median, the file's lines and bytes, and the machine's
 //! load (`/proc/loadavg`). `cargo test --all-targets` only compiles it.
 
@@ -34,13 +34,28 @@ fn vm_hwm_kib() -> u64 {
         .unwrap_or(0)
 }
 
-/// One judged run in this (child) process: prints `<seconds> <peak KiB> <findings>`.
+/// CPU time this process has run, in seconds (`/proc/self/schedstat`'s first field, ns): on
+/// a loaded machine the fairer figure beside the wall time.
+fn cpu_s() -> f64 {
+    std::fs::read_to_string("/proc/self/schedstat")
+        .ok()
+        .and_then(|s| {
+            s.split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<f64>().ok())
+        })
+        .map_or(0.0, |ns| ns / 1e9)
+}
+
+/// One judged run in this (child) process: prints `<seconds> <peak KiB> <read+parse s>
+/// <judge s>`.
 fn one(path: &str, nodes: usize, with_layout: bool) {
     let t0 = Instant::now();
     let t = std::fs::read_to_string(path).expect("read");
     assert_eq!(detect(&t), Some(Producer::Ibnetdiscover));
     let m = parse(&t, Producer::Ibnetdiscover, "pod").expect("parse");
     drop(t);
+    let parsed = t0.elapsed().as_secs_f64();
     let lay = if with_layout {
         vec![layout(&Pod::new(nodes))]
     } else {
@@ -54,7 +69,12 @@ fn one(path: &str, nodes: usize, with_layout: bool) {
         "the crossed pair, nothing else: {:?}",
         c.findings
     );
-    println!("{secs} {} {}", vm_hwm_kib(), c.findings.len());
+    println!(
+        "{secs} {} {parsed} {} {}",
+        vm_hwm_kib(),
+        secs - parsed,
+        cpu_s()
+    );
 }
 
 fn main() {
@@ -76,7 +96,10 @@ fn main() {
         .unwrap_or(5);
     let pod = Pod::new(nodes);
     let dir = tempfile::tempdir().expect("temporary directory");
-    let path = dir.path().join("pod.ibnetdiscover");
+    // FABRIC_MAP_KEEP=FILE: write the map there and leave it (for `perf record` of one run).
+    let path = std::env::var_os("FABRIC_MAP_KEEP")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| dir.path().join("pod.ibnetdiscover"));
     let text = ibnetdiscover(
         &pod,
         &[PodFault::SwapRails {
@@ -95,6 +118,7 @@ fn main() {
     );
     for mode in ["layout", "alone"] {
         let mut wall = Vec::new();
+        let mut phases = Vec::new();
         let mut peak = 0u64;
         for _ in 0..runs {
             let o = Command::new(&me)
@@ -108,6 +132,10 @@ fn main() {
             let mut f = out.split_whitespace();
             let secs: f64 = f.next().and_then(|v| v.parse().ok()).expect("seconds");
             let kib: u64 = f.next().and_then(|v| v.parse().ok()).expect("KiB");
+            let parse_s: f64 = f.next().and_then(|v| v.parse().ok()).expect("parse");
+            let judge_s: f64 = f.next().and_then(|v| v.parse().ok()).expect("judge");
+            let cpu: f64 = f.next().and_then(|v| v.parse().ok()).expect("cpu");
+            phases.push((parse_s, judge_s, cpu));
             wall.push(Duration::from_secs_f64(secs));
             peak = peak.max(kib);
         }
@@ -120,6 +148,14 @@ fn main() {
             },
             median(wall).as_secs_f64(),
             peak as f64 * 1024.0 / 1e6
+        );
+        let list: Vec<String> = phases
+            .iter()
+            .map(|(p, j, c)| format!("{p:.3} + {j:.3} (CPU {c:.3})"))
+            .collect();
+        println!(
+            "  read + parse + judge, each run, wall s (CPU s of the process): {}",
+            list.join(", ")
         );
     }
     let mut wc = Vec::new();

@@ -109,9 +109,15 @@ pub fn run(topo: &Topology, a: &ReportArgs) -> Result<u8> {
                 None,
                 topo.source.path.clone(),
             );
+            // A node with no GPU on a rail: the map judged alone, as `rails --fabric-map`.
+            let layouts = if layout.adapters.iter().any(|x| x.rail.is_some()) {
+                vec![layout]
+            } else {
+                Vec::new()
+            };
             Some((
                 p.display().to_string(),
-                peerpath::analysis::cabling::judge(&map, &[layout]),
+                peerpath::analysis::cabling::judge(&map, &layouts),
             ))
         }
         None => None,

@@ -140,10 +140,12 @@ pub struct Ctx<'a> {
     pub hosts: Vec<Host>,
     /// Leaves, by display name.
     pub leaves: Vec<LeafInfo<'a>>,
-    /// Map node → index into [`Ctx::leaves`].
-    pub leaf_of: HashMap<usize, usize>,
+    /// Map node → index into [`Ctx::leaves`] (`usize::MAX`: not a leaf).
+    pub leaf_of: Vec<usize>,
     /// GPU nodes grouped by the leaves they reach.
     pub units: Vec<Unit>,
+    /// Each host's unit, index into [`Ctx::units`] (`None`: not a GPU node).
+    pub unit_of: Vec<Option<usize>>,
     /// Adapters with the firmware's default description (no host).
     pub unnamed: usize,
     /// SHARP aggregation nodes.
@@ -153,8 +155,9 @@ pub struct Ctx<'a> {
     /// Whether rails are judged: GPU nodes have two adapters or more and most leaves carry
     /// one rail (a fabric that is not rail-optimised is not held to rails).
     pub rails_judged: bool,
-    /// Display name of each node (switches: description, GUID added where it repeats).
-    names: Vec<String>,
+    /// Display name of a switch whose description another switch shares (description and
+    /// GUID), by node; every other node is shown by its description.
+    names: HashMap<usize, String>,
 }
 
 /// Splits a node description `<host> <adapter>` at its last blank.
@@ -187,20 +190,24 @@ fn manager_by_name(host: &str) -> bool {
         .any(|t| t.eq_ignore_ascii_case("ufm") || t.eq_ignore_ascii_case("cufm"))
 }
 
-fn display_names(map: &FabricMap) -> Vec<String> {
+fn display_names(map: &FabricMap) -> HashMap<usize, String> {
     let mut count: HashMap<&str, usize> = HashMap::new();
     for n in map.nodes.iter().filter(|n| n.kind == NodeKind::Switch) {
         *count.entry(n.desc.as_str()).or_default() += 1;
     }
     map.nodes
         .iter()
-        .map(|n| {
-            let repeated = n.kind == NodeKind::Switch && count.get(n.desc.as_str()) > Some(&1);
-            match (repeated || n.desc.is_empty(), n.guid) {
-                (false, _) => n.desc.clone(),
-                (true, Some(g)) => format!("{} ({g:#018x})", n.desc),
-                (true, None) => format!("{} ({})", n.desc, n.key),
-            }
+        .enumerate()
+        .filter(|(_, n)| {
+            n.kind == NodeKind::Switch
+                && (n.desc.is_empty() || count.get(n.desc.as_str()) > Some(&1))
+        })
+        .map(|(i, n)| {
+            let name = match n.guid {
+                Some(g) => format!("{} ({g:#018x})", n.desc),
+                None => format!("{} ({})", n.desc, n.key),
+            };
+            (i, name)
         })
         .collect()
 }
@@ -252,8 +259,9 @@ impl<'a> Ctx<'a> {
             ports: Vec::new(),
             hosts: Vec::new(),
             leaves: Vec::new(),
-            leaf_of: HashMap::new(),
+            leaf_of: Vec::new(),
             units: Vec::new(),
+            unit_of: Vec::new(),
             unnamed: 0,
             aggregation: 0,
             common_adapters: None,
@@ -270,16 +278,22 @@ impl<'a> Ctx<'a> {
             (n + 1, m + usize::from(l.rail().is_none()))
         });
         cx.rails_judged = cx.common_adapters.is_some_and(|c| c >= 2) && 2 * mixed < n;
-        let pairs = cx
-            .gpu_hosts()
-            .flat_map(|h| {
-                h.ports
-                    .iter()
-                    .map(|&p| (h.name.as_str(), cx.ports[p].sw.node))
+        let sets: Vec<Option<Vec<usize>>> = cx
+            .hosts
+            .iter()
+            .map(|h| {
+                h.not_gpu
+                    .is_none()
+                    .then(|| h.ports.iter().map(|&p| cx.ports[p].sw.node).collect())
             })
-            .collect::<Vec<_>>();
-        let grouped = units::group(pairs, |n| cx.names[n].clone());
+            .collect();
+        let (grouped, unit_of) = units::group(
+            sets,
+            |h| cx.hosts[h].name.clone(),
+            |n| cx.name(n).to_string(),
+        );
         cx.units = grouped;
+        cx.unit_of = unit_of;
         cx
     }
 
@@ -339,15 +353,19 @@ impl<'a> Ctx<'a> {
                     pair_by_name(&self.layouts[li], li, adapter, ca.port, ca_if, map.producer)
                 }),
             };
-            let hi = *by_name.entry(host_name.clone()).or_insert_with(|| {
-                self.hosts.push(Host {
-                    name: host_name,
-                    ports: Vec::new(),
-                    not_gpu: None,
-                    layout,
-                });
-                self.hosts.len() - 1
-            });
+            let hi = match by_name.get(host_name.as_str()) {
+                Some(&hi) => hi,
+                None => {
+                    by_name.insert(host_name.clone(), self.hosts.len());
+                    self.hosts.push(Host {
+                        name: host_name,
+                        ports: Vec::new(),
+                        not_gpu: None,
+                        layout,
+                    });
+                    self.hosts.len() - 1
+                }
+            };
             self.hosts[hi].ports.push(self.ports.len());
             self.ports.push(Port {
                 link: ki,
@@ -405,7 +423,9 @@ impl<'a> Ctx<'a> {
 
     /// Distinct adapters of a host in the map.
     fn adapters_of(&self, h: &Host) -> usize {
-        let names: HashSet<&str> = h.ports.iter().map(|&p| self.ports[p].name).collect();
+        let mut names: Vec<&str> = h.ports.iter().map(|&p| self.ports[p].name).collect();
+        names.sort_unstable();
+        names.dedup();
         names.len()
     }
 
@@ -413,9 +433,10 @@ impl<'a> Ctx<'a> {
     /// adapters on each carry.
     fn tally_leaves(&mut self) {
         let mut leaves: Vec<LeafInfo<'a>> = Vec::new();
-        let mut at: HashMap<usize, usize> = HashMap::new();
+        let mut at: Vec<usize> = vec![usize::MAX; self.map.nodes.len()];
         for (pi, p) in self.ports.iter().enumerate() {
-            let li = *at.entry(p.sw.node).or_insert_with(|| {
+            if at[p.sw.node] == usize::MAX {
+                at[p.sw.node] = leaves.len();
                 leaves.push(LeafInfo {
                     node: p.sw.node,
                     ports: Vec::new(),
@@ -425,9 +446,8 @@ impl<'a> Ctx<'a> {
                     name_rail: None,
                     layout_rail: None,
                 });
-                leaves.len() - 1
-            });
-            let l = &mut leaves[li];
+            }
+            let l = &mut leaves[at[p.sw.node]];
             l.ports.push(pi);
             if self.hosts[p.host].not_gpu.is_some() {
                 continue;
@@ -444,12 +464,11 @@ impl<'a> Ctx<'a> {
             let all: usize = l.name_votes.values().sum();
             l.by_layout = 2 * keyed > all;
         }
-        leaves.sort_by(|a, b| self.names[a.node].cmp(&self.names[b.node]));
-        self.leaf_of = leaves
-            .iter()
-            .enumerate()
-            .map(|(i, l)| (l.node, i))
-            .collect();
+        leaves.sort_by(|a, b| self.name(a.node).cmp(self.name(b.node)));
+        self.leaf_of = vec![usize::MAX; self.map.nodes.len()];
+        for (i, l) in leaves.iter().enumerate() {
+            self.leaf_of[l.node] = i;
+        }
         self.leaves = leaves;
     }
 
@@ -469,7 +488,7 @@ impl<'a> Ctx<'a> {
                 if self.ports[pi].pair.is_some() {
                     continue;
                 }
-                let leaf = &self.leaves[self.leaf_of[&self.ports[pi].sw.node]];
+                let leaf = &self.leaves[self.leaf_of[self.ports[pi].sw.node]];
                 let Some(r) = leaf.layout_rail.filter(|_| leaf.by_layout) else {
                     continue;
                 };
@@ -525,12 +544,14 @@ impl<'a> Ctx<'a> {
 
     /// The leaf a port is cabled to.
     pub fn leaf(&self, p: &Port<'_>) -> &LeafInfo<'a> {
-        &self.leaves[self.leaf_of[&p.sw.node]]
+        &self.leaves[self.leaf_of[p.sw.node]]
     }
 
     /// A node's display name.
     pub fn name(&self, node: usize) -> &str {
-        &self.names[node]
+        self.names
+            .get(&node)
+            .map_or(self.map.nodes[node].desc.as_str(), String::as_str)
     }
 
     /// The host of a port.
@@ -562,13 +583,13 @@ impl<'a> Ctx<'a> {
 
     /// How many ports were paired each way.
     pub fn matched_by(&self) -> BTreeMap<String, usize> {
-        let mut m = BTreeMap::new();
+        let mut n: BTreeMap<&str, usize> = BTreeMap::new();
         for p in self.paired() {
             if let Some(x) = p.pair {
-                *m.entry(x.how.word().to_string()).or_default() += 1;
+                *n.entry(x.how.word()).or_default() += 1;
             }
         }
-        m
+        n.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
     }
 
     fn unpaired(&self) -> impl Iterator<Item = &Port<'a>> {
@@ -608,7 +629,7 @@ impl<'a> Ctx<'a> {
         self.leaves
             .iter()
             .map(|l| Leaf {
-                name: self.names[l.node].clone(),
+                name: self.name(l.node).to_string(),
                 guid: self.map.nodes[l.node].guid.map(|g| format!("{g:#018x}")),
                 rail: l.rail(),
                 adapters: l.name_votes.values().sum(),

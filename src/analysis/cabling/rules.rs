@@ -30,17 +30,38 @@ struct Wrong {
     leaf_rail: Rail,
 }
 
-/// The port's rail and its leaf's, by the same measure (layout rails where both are paired,
-/// else map names); `None` where the leaf has no rail.
-fn rails_of(cx: &Ctx<'_>, p: &Port<'_>) -> Option<(Rail, Rail)> {
+/// The port's rail and its leaf's, by the same measure (layout rails where the leaf is
+/// measured in layout rails and the port has one, else map names); `None` where the leaf has
+/// no rail.
+enum Measure<'a> {
+    Index(usize, usize),
+    Name(&'a str, &'a str),
+}
+
+impl Measure<'_> {
+    fn same(&self) -> bool {
+        match self {
+            Measure::Index(a, b) => a == b,
+            Measure::Name(a, b) => a == b,
+        }
+    }
+
+    fn rails(&self) -> (Rail, Rail) {
+        match self {
+            Measure::Index(a, b) => (Rail::Index(*a), Rail::Index(*b)),
+            Measure::Name(a, b) => (Rail::Name(a.to_string()), Rail::Name(b.to_string())),
+        }
+    }
+}
+
+fn measure<'a>(cx: &'a Ctx<'_>, p: &'a Port<'_>) -> Option<Measure<'a>> {
     let leaf = cx.leaf(p);
     if leaf.by_layout
         && let Some(k) = p.key
     {
-        return leaf.layout_rail.map(|lr| (Rail::Index(k), Rail::Index(lr)));
+        return leaf.layout_rail.map(|lr| Measure::Index(k, lr));
     }
-    let lr = leaf.name_rail?;
-    Some((Rail::Name(p.name.to_string()), Rail::Name(lr.to_string())))
+    Some(Measure::Name(p.name, leaf.name_rail?))
 }
 
 fn wrong_ports(cx: &Ctx<'_>) -> BTreeMap<usize, Vec<Wrong>> {
@@ -49,9 +70,10 @@ fn wrong_ports(cx: &Ctx<'_>) -> BTreeMap<usize, Vec<Wrong>> {
         if cx.host(p).not_gpu.is_some() {
             continue;
         }
-        if let Some((own, leaf_rail)) = rails_of(cx, p)
-            && own != leaf_rail
+        if let Some(m) = measure(cx, p)
+            && !m.same()
         {
+            let (own, leaf_rail) = m.rails();
             by_host.entry(p.host).or_default().push(Wrong {
                 port: pi,
                 own,
@@ -134,7 +156,7 @@ fn should_reach(cx: &Ctx<'_>, p: &Port<'_>, rail: &Rail) -> Vec<String> {
     let mut neighbours: HashSet<usize> = HashSet::new();
     for &q in &host.ports {
         let qp = &cx.ports[q];
-        if rails_of(cx, qp).is_some_and(|(o, l)| o == l) {
+        if measure(cx, qp).is_some_and(|m| m.same()) {
             neighbours.extend(cx.leaf(qp).ports.iter().map(|&x| cx.ports[x].host));
         }
     }
@@ -201,12 +223,6 @@ pub fn other_unit(cx: &Ctx<'_>) -> Vec<CablingFinding> {
     if !cx.rails_judged || cx.units.len() < 2 {
         return Vec::new();
     }
-    let mut unit_of: HashMap<&str, usize> = HashMap::new();
-    for (ui, u) in cx.units.iter().enumerate() {
-        for h in &u.hosts {
-            unit_of.insert(h.as_str(), ui);
-        }
-    }
     // Each leaf's home: the unit most of its GPU nodes' adapters belong to.
     let home: HashMap<usize, usize> = cx
         .leaves
@@ -214,8 +230,7 @@ pub fn other_unit(cx: &Ctx<'_>) -> Vec<CablingFinding> {
         .filter_map(|l| {
             let mut n: BTreeMap<usize, usize> = BTreeMap::new();
             for &pi in &l.ports {
-                let h = cx.host(&cx.ports[pi]);
-                if let Some(&u) = unit_of.get(h.name.as_str()) {
+                if let Some(u) = cx.unit_of[cx.ports[pi].host] {
                     *n.entry(u).or_default() += cx.units[u].hosts.len();
                 }
             }

@@ -31,35 +31,43 @@ pub fn units(map: &FabricMap) -> Vec<Unit> {
     super::ctx::Ctx::build(map, &[]).units
 }
 
-/// Groups `(host, leaf node)` pairs by each host's set of leaves; `name` gives a leaf's
-/// display name.
-pub(crate) fn group<'h>(
-    pairs: impl IntoIterator<Item = (&'h str, usize)>,
-    name: impl Fn(usize) -> String,
-) -> Vec<Unit> {
-    let mut per_host: HashMap<&str, Vec<usize>> = HashMap::new();
-    for (h, leaf) in pairs {
-        per_host.entry(h).or_default().push(leaf);
-    }
-    let mut by_set: HashMap<Vec<usize>, Vec<&str>> = HashMap::new();
-    for (h, mut leaves) in per_host {
+/// Groups hosts by their set of leaves: `sets[h]` is host h's leaf nodes (`None`: left out);
+/// `host` and `leaf` give names. Returns the units and each host's unit.
+pub(crate) fn group(
+    sets: Vec<Option<Vec<usize>>>,
+    host: impl Fn(usize) -> String,
+    leaf: impl Fn(usize) -> String,
+) -> (Vec<Unit>, Vec<Option<usize>>) {
+    let mut by_set: HashMap<Vec<usize>, Vec<usize>> = HashMap::new();
+    let n = sets.len();
+    for (h, set) in sets.into_iter().enumerate() {
+        let Some(mut leaves) = set else { continue };
         leaves.sort_unstable();
         leaves.dedup();
         by_set.entry(leaves).or_default().push(h);
     }
-    let mut out: Vec<Unit> = by_set
+    let mut units: Vec<(Vec<usize>, Unit)> = by_set
         .into_iter()
-        .map(|(nodes, mut hosts)| {
-            hosts.sort_unstable();
-            let mut leaves: Vec<(String, usize)> = nodes.iter().map(|&n| (name(n), n)).collect();
+        .map(|(nodes, hosts)| {
+            let mut named: Vec<(String, usize)> = hosts.iter().map(|&h| (host(h), h)).collect();
+            named.sort_unstable();
+            let mut leaves: Vec<(String, usize)> = nodes.iter().map(|&l| (leaf(l), l)).collect();
             leaves.sort();
-            Unit {
-                hosts: hosts.into_iter().map(str::to_string).collect(),
+            let idx = named.iter().map(|x| x.1).collect();
+            let unit = Unit {
+                hosts: named.into_iter().map(|x| x.0).collect(),
                 leaf_nodes: leaves.iter().map(|l| l.1).collect(),
                 leaves: leaves.into_iter().map(|l| l.0).collect(),
-            }
+            };
+            (idx, unit)
         })
         .collect();
-    out.sort_by(|a, b| a.hosts.first().cmp(&b.hosts.first()));
-    out
+    units.sort_by(|a, b| a.1.hosts.first().cmp(&b.1.hosts.first()));
+    let mut unit_of = vec![None; n];
+    for (ui, (idx, _)) in units.iter().enumerate() {
+        for &h in idx {
+            unit_of[h] = Some(ui);
+        }
+    }
+    (units.into_iter().map(|x| x.1).collect(), unit_of)
 }
