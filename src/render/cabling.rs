@@ -152,7 +152,7 @@ fn coverage_lines(c: &Cabling) -> Vec<String> {
     }
     if cov.layout_rails > 0 {
         let held = cov.layout_rails_held.len();
-        let plane = if held > 0 && held < cov.layout_rails && cov.layout_rails % held == 0 {
+        let plane = if held > 0 && held < cov.layout_rails && cov.layout_rails.is_multiple_of(held) {
             format!(": one plane of {}", cov.layout_rails / held)
         } else {
             String::new()
@@ -325,7 +325,7 @@ fn group(v: u64) -> String {
     let d = v.to_string();
     let mut out = String::new();
     for (i, ch) in d.chars().enumerate() {
-        if i > 0 && (d.len() - i) % 3 == 0 {
+        if i > 0 && (d.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(ch);
