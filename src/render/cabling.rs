@@ -152,7 +152,8 @@ fn coverage_lines(c: &Cabling) -> Vec<String> {
     }
     if cov.layout_rails > 0 {
         let held = cov.layout_rails_held.len();
-        let plane = if held > 0 && held < cov.layout_rails && cov.layout_rails.is_multiple_of(held) {
+        let plane = if held > 0 && held < cov.layout_rails && cov.layout_rails.is_multiple_of(held)
+        {
             format!(": one plane of {}", cov.layout_rails / held)
         } else {
             String::new()
@@ -582,4 +583,76 @@ pub fn render_svg(c: &Cabling) -> String {
     }
     s.push_str("</svg>\n");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::cabling::{CounterReading, PortErrors, judge};
+    use crate::model::fabric::{FabricMap, Producer};
+
+    fn reading(counter: &str, value: u64, saturated: bool, span: CounterSpan) -> CounterReading {
+        CounterReading {
+            side: "adapter".into(),
+            counter: counter.into(),
+            value,
+            saturated,
+            span,
+            threshold: 10,
+            evidence: "db_csv line 9".into(),
+        }
+    }
+
+    /// A saturated counter is said "at least 65,535", a delta "rose by", climbing and standing
+    /// told apart.
+    #[test]
+    fn port_errors_in_words() {
+        let map = FabricMap {
+            producer: Producer::IbdiagnetCsv,
+            nodes: Vec::new(),
+            links: Vec::new(),
+            counters: Vec::new(),
+            limitations: Vec::new(),
+        };
+        let mut c = judge(&map, &[]);
+        let port = |host: &str, climbing, readings| PortErrors {
+            host: host.into(),
+            adapter: "mlx5_3".into(),
+            gpus: vec!["GPU3".into()],
+            rail: Rail::Index(3),
+            leaf: "leaf-3".into(),
+            leaf_port: "27".into(),
+            climbing,
+            readings,
+        };
+        c.port_errors = vec![
+            port(
+                "h26",
+                false,
+                vec![
+                    reading("SymbolErrorCounter", 65535, true, CounterSpan::SinceClear),
+                    reading("LinkDownedCounter", 55, false, CounterSpan::SinceClear),
+                ],
+            ),
+            port(
+                "h09",
+                true,
+                vec![reading(
+                    "SymbolErrorCounter",
+                    1200,
+                    false,
+                    CounterSpan::Delta,
+                )],
+            ),
+        ];
+        let text = render_text(&c, "db_csv");
+        assert!(
+            text.contains("STANDING  h26 mlx5_3 (GPU3), rail 3, on leaf-3 port 27: adapter SymbolErrorCounter at least 65,535 (saturated); adapter LinkDownedCounter 55"),
+            "{text}"
+        );
+        assert!(
+            text.contains("CLIMBING  h09 mlx5_3 (GPU3), rail 3, on leaf-3 port 27: adapter SymbolErrorCounter rose by 1,200"),
+            "{text}"
+        );
+    }
 }
