@@ -31,8 +31,8 @@ struct Wrong {
 }
 
 /// The port's rail and its leaf's, by the same measure (layout rails where the leaf is
-/// measured in layout rails and the port has one, else map names); `None` where the leaf has
-/// no rail.
+/// measured in layout rails, else map names); `None` where the leaf has no rail or the port
+/// no layout rail on a leaf measured in them.
 enum Measure<'a> {
     Index(usize, usize),
     Name(&'a str, &'a str),
@@ -56,10 +56,10 @@ impl Measure<'_> {
 
 fn measure<'a>(cx: &'a Ctx<'_>, p: &'a Port<'_>) -> Option<Measure<'a>> {
     let leaf = cx.leaf(p);
-    if leaf.by_layout
-        && let Some(k) = p.key
-    {
-        return leaf.layout_rail.map(|lr| Measure::Index(k, lr));
+    if leaf.by_layout {
+        // A port with no layout rail on a leaf measured in layout rails was paired by that
+        // leaf's rail: nothing to compare.
+        return Some(Measure::Index(p.key?, leaf.layout_rail?));
     }
     Some(Measure::Name(p.name, leaf.name_rail?))
 }

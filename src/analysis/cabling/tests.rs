@@ -220,3 +220,52 @@ fn other_unit_and_crossed_by_names() {
     assert_eq!(c.findings[1].host.as_deref(), Some("h07"));
     assert_eq!(c.findings[1].should_reach, ["leaf-b1"]);
 }
+
+fn two_rail_layout() -> NodeLayout {
+    NodeLayout {
+        host: None,
+        source: "layout".into(),
+        adapters: (0..2)
+            .map(|r| Adapter {
+                name: format!("mlx5_{r}"),
+                port: Some(1),
+                rail: Some(r),
+                gpus: vec![format!("GPU{r}")],
+                node_guid: None,
+                port_guid: None,
+                netdevs: Vec::new(),
+                node_desc: None,
+                active: Some(true),
+            })
+            .collect(),
+    }
+}
+
+/// A host naming its adapters `HCA-K` (not the layout's names) on leaves whose other adapters
+/// the layout pairs: paired by its leaf's rail, its GPU named, never dropped. Where no adapter
+/// of its leaf is paired, judged from the map alone and counted as not paired.
+#[test]
+fn map_names_not_the_layouts_pair_by_their_leaf_rail() {
+    let mut m = pod(4, Some(400.0));
+    for r in 0..2 {
+        let i = 2 + 3 * 2 + r; // h03's adapters
+        m.nodes[i].desc = format!("h03 HCA-{}", r + 1);
+    }
+    let c = judge(&m, &[two_rail_layout()]);
+    assert_eq!(c.hosts, 4);
+    assert_eq!(c.adapters_matched, 8);
+    assert_eq!(c.matched_by.get("leaf rail"), Some(&2));
+    assert!(c.findings.is_empty(), "{:#?}", c.findings);
+    // Every host HCA-named: nothing pairs; all judged from the map alone, all said.
+    let mut m = pod(4, Some(400.0));
+    for n in m.nodes.iter_mut().skip(2) {
+        n.desc = n.desc.replace("mlx5_0", "HCA-1").replace("mlx5_1", "HCA-2");
+    }
+    let c = judge(&m, &[two_rail_layout()]);
+    assert_eq!((c.hosts, c.adapters_matched, c.unmatched_total), (4, 0, 8));
+    assert!(
+        c.limitations
+            .iter()
+            .any(|l| l.contains("judged from the map alone"))
+    );
+}
