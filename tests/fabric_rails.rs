@@ -670,9 +670,15 @@ fn three_producers_one_verdict() {
         c.findings
             .iter()
             .map(|f| {
+                // What a map can show of a slow link differs (iblinkinfo's "Could be" note
+                // makes it degraded; ibnetdiscover only slower than its peers): same place.
+                let kind = match f.kind {
+                    FindingKind::Degraded | FindingKind::SlowLink => "speed".to_string(),
+                    k => format!("{k:?}"),
+                };
                 format!(
-                    "{:?} {:?} {:?} {:?} {:?} {:?}",
-                    f.kind, f.host, f.adapters, f.leaf, f.leaf_ports, f.should_reach
+                    "{kind} {:?} {:?} {:?} {:?} {:?}",
+                    f.host, f.adapters, f.leaf, f.leaf_ports, f.should_reach
                 )
             })
             .collect()
