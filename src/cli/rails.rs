@@ -36,10 +36,12 @@ pub struct RailsArgs {
     /// `ibdiagnet2.db_csv`, or `lldpctl -f json` (a file, or a directory of one file per host
     /// named `<host>.json`). Checks that each GPU's NIC is cabled to its rail's leaf; `-i` is
     /// the node layout every host shares, or a directory of captures named `<host>.tar.gz`;
-    /// with no `-i` on a machine with no GPU, judged from the map alone.
+    /// with no `-i` on a machine with no GPU, judged from the map alone. Given twice (two
+    /// ibdiagnet runs of one fabric, the earlier first), the port error counters that climbed
+    /// between them are told apart from those standing since the last clear.
     // Not `--fabric`: that is probe's library choice (one flag name, one meaning).
     #[arg(long, value_name = "FILE|DIR")]
-    fabric_map: Option<PathBuf>,
+    fabric_map: Vec<PathBuf>,
     /// Which end printed the `lldpctl -f json` files of `--fabric-map`: `host` (each file a host's
     /// interfaces, named `<host>.json`) or `switch` (each a switch's ports, as Cumulus Linux and
     /// SONiC run lldpd, named `<switch>.json`).
@@ -59,8 +61,13 @@ pub enum LldpFrom {
 /// Runs `rails`; exit code 1 when the node is not rail-optimised, or with `--fabric-map` when the
 /// cabling has an error.
 pub fn run(a: RailsArgs) -> Result<u8> {
-    if let Some(map) = &a.fabric_map {
-        return run_fabric(&a, map);
+    match a.fabric_map.as_slice() {
+        [] => {}
+        [map] => return run_fabric(&a, map, None),
+        [before, after] => return run_fabric(&a, after, Some(before)),
+        _ => {
+            bail!("--fabric-map is given once, or twice (an earlier and a later map of one fabric)")
+        }
     }
     let topo = crate::load(&a.input)?;
     let r = rails::build_from(
@@ -135,17 +142,26 @@ fn layouts(i: &InputArgs) -> Result<Vec<NodeLayout>> {
     }
 }
 
-fn run_fabric(a: &RailsArgs, map_path: &Path) -> Result<u8> {
+fn run_fabric(a: &RailsArgs, map_path: &Path, before: Option<&PathBuf>) -> Result<u8> {
     let side = match a.lldp_from {
         LldpFrom::Host => sources::fabric::LldpSide::Host,
         LldpFrom::Switch => sources::fabric::LldpSide::Switch,
     };
-    let map = sources::fabric::load_map(map_path, side)?;
+    let mut map = sources::fabric::load_map(map_path, side)?;
+    let mut note = None;
+    if let Some(b) = before {
+        let old = sources::fabric::load_map(b, side)?;
+        let rises = cabling::counters::between(&old, &map);
+        note = Some(format!(
+            "port counters compared with {} (the earlier map): {} port(s) climbed between the two",
+            b.display(),
+            rises.len()
+        ));
+        map.counters.extend(rises);
+    }
     let (layouts, alone) = fabric_layouts(&a.input)?;
     let mut c = cabling::judge(&map, &layouts);
-    if let Some(why) = alone {
-        c.limitations.insert(0, why);
-    }
+    c.limitations.splice(0..0, alone.into_iter().chain(note));
     match a.format {
         RailsFormat::Text => super::print_text(&render::cabling::render_text(
             &c,

@@ -156,3 +156,56 @@ pub fn port_errors(cx: &Ctx<'_>) -> Vec<PortErrors> {
     out.sort_by(|a, b| (&a.host, &a.adapter).cmp(&(&b.host, &b.adapter)));
     out
 }
+
+/// The counters that climbed between two maps of one fabric (both read since the last
+/// clear, `before` first): for each port of `after` that `before` also read (same node key and
+/// port), each counter's rise, as [`CounterSpan::Delta`] rows in `after`'s node numbering. A
+/// counter lower in `after` was cleared between the two: its value in `after` is the rise (at
+/// least). A counter saturated in `before` cannot show a rise: left out.
+pub fn between(
+    before: &crate::model::fabric::FabricMap,
+    after: &crate::model::fabric::FabricMap,
+) -> Vec<crate::model::fabric::PortCounters> {
+    let mut old: HashMap<(&str, u32), &crate::model::fabric::PortCounters> = HashMap::new();
+    for c in before
+        .counters
+        .iter()
+        .filter(|c| c.span == CounterSpan::SinceClear)
+    {
+        old.insert((before.nodes[c.node].key.as_str(), c.port), c);
+    }
+    let mut out = Vec::new();
+    for c in after
+        .counters
+        .iter()
+        .filter(|c| c.span == CounterSpan::SinceClear)
+    {
+        let Some(b) = old.get(&(after.nodes[c.node].key.as_str(), c.port)) else {
+            continue;
+        };
+        let values: Vec<(String, u64)> = c
+            .values
+            .iter()
+            .filter_map(|(name, v)| {
+                let v0 = b.values.iter().find(|(n, _)| n == name)?.1;
+                let saturated =
+                    spec(name).is_some_and(|(bits, _)| bits < 64 && v0 >= (1u64 << bits) - 1);
+                if saturated {
+                    return None;
+                }
+                let rise = if *v >= v0 { v - v0 } else { *v };
+                (rise > 0).then(|| (name.clone(), rise))
+            })
+            .collect();
+        if !values.is_empty() {
+            out.push(crate::model::fabric::PortCounters {
+                node: c.node,
+                port: c.port,
+                span: CounterSpan::Delta,
+                values,
+                evidence: format!("{} (before: {})", c.evidence, b.evidence),
+            });
+        }
+    }
+    out
+}

@@ -269,3 +269,67 @@ fn map_names_not_the_layouts_pair_by_their_leaf_rail() {
             .any(|l| l.contains("judged from the map alone"))
     );
 }
+
+/// Two maps of one fabric: the rise between them is climbing; a counter saturated before
+/// shows no rise; one lower after was cleared between (its value is the rise).
+#[test]
+fn counters_climbing_between_two_maps() {
+    let mut before = pod(4, Some(400.0));
+    counters(
+        &mut before,
+        2,
+        CounterSpan::SinceClear,
+        &[("SymbolErrorCounter", 20), ("LinkDownedCounter", 255)],
+    );
+    counters(
+        &mut before,
+        5,
+        CounterSpan::SinceClear,
+        &[("PortRcvErrors", 50)],
+    );
+    counters(
+        &mut before,
+        6,
+        CounterSpan::SinceClear,
+        &[("PortRcvErrors", 7)],
+    );
+    let mut after = pod(4, Some(400.0));
+    counters(
+        &mut after,
+        2,
+        CounterSpan::SinceClear,
+        &[("SymbolErrorCounter", 30), ("LinkDownedCounter", 255)],
+    );
+    counters(
+        &mut after,
+        5,
+        CounterSpan::SinceClear,
+        &[("PortRcvErrors", 5)],
+    );
+    counters(
+        &mut after,
+        6,
+        CounterSpan::SinceClear,
+        &[("PortRcvErrors", 7)],
+    );
+    let rises = counters::between(&before, &after);
+    let got: Vec<(usize, Vec<(String, u64)>)> =
+        rises.iter().map(|c| (c.node, c.values.clone())).collect();
+    assert_eq!(
+        got,
+        [
+            (2, vec![("SymbolErrorCounter".to_string(), 10)]),
+            (5, vec![("PortRcvErrors".to_string(), 5)]),
+        ]
+    );
+    after.counters.extend(rises);
+    let c = judge(&after, &[]);
+    let climbing: Vec<&str> = c
+        .port_errors
+        .iter()
+        .filter(|p| p.climbing)
+        .map(|p| p.host.as_str())
+        .collect();
+    assert_eq!(climbing, ["h00", "h01"]);
+    assert!(!c.ok);
+}
