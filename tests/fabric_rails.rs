@@ -4,11 +4,12 @@
 
 mod common;
 
-use peerpath::analysis::cabling::{Cabling, FindingKind, Rail, judge};
+use peerpath::analysis::cabling::{Cabling, CablingFinding, FindingKind, Rail, Severity, judge};
 use peerpath::model::fabric::{NodeKind, Producer};
 use peerpath::parse::fabric::{detect, parse, parse_lldpctl};
 use peerpath::synth::fabric::{
-    Pod, PodFault, iblinkinfo, ibnetdiscover, ibnetdiscover_ports, layout,
+    Pod, PodFault, SWITCH_DESC, ibdiag_csv, ibdiagnet_ibnetdiscover, iblinkinfo, ibnetdiscover,
+    ibnetdiscover_ports, layout, ndr_pod_ibdiag,
 };
 use std::path::PathBuf;
 
@@ -696,6 +697,14 @@ fn three_producers_one_verdict() {
         let m = parse(&text, producer, "pod").unwrap();
         let c = judge(&m, &[layout(&pod)]);
         assert_eq!(c.adapters_matched, 96 * 8 - 1, "{producer:?}");
+        // iblinkinfo's "Could be" note shows both ends support NDR: degraded; the others
+        // cannot say: slower than its peers.
+        let speed = if producer == Producer::Iblinkinfo {
+            FindingKind::Degraded
+        } else {
+            FindingKind::SlowLink
+        };
+        assert!(c.findings.iter().any(|f| f.kind == speed), "{producer:?}");
         verdicts.push(key(&c));
     }
     assert_eq!(
@@ -987,4 +996,214 @@ fn cli_fabric_map_without_a_layout() {
         text.contains("120 GPU nodes judged in 8 scalable unit(s), 31 leaves"),
         "{text}"
     );
+}
+
+/// The synthesized ibdiagnet 2.10 db_csv of issue 50's kept-aside run (SYNTHESIZED by
+/// `synth::fabric::ibdiag_csv`, the writer the readers' branch added): 32 hosts × 8 NDR rails
+/// on 8 leaves sharing the description `Quantum-2 Mellanox Technologies`. Clean: no cabling
+/// finding, 8 leaves told apart by GUID.
+#[test]
+fn db_csv_clean_pod_leaves_told_apart() {
+    let (pod, _) = ndr_pod_ibdiag();
+    let text = ibdiag_csv(&pod, &[]);
+    let m = parse(&text, detect(&text).unwrap(), "db_csv").unwrap();
+    let c = judge(&m, &[]);
+    assert!(c.findings.is_empty(), "{:#?}", c.findings);
+    assert!(c.port_errors.is_empty());
+    assert_eq!(c.hosts, 32);
+    assert_eq!(c.leaves.len(), 8);
+    let names: std::collections::BTreeSet<&str> =
+        c.leaves.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names.len(), 8, "{names:?}");
+    assert!(
+        names
+            .iter()
+            .all(|n| n.starts_with(SWITCH_DESC) && n.contains("(0x"))
+    );
+    assert!(c.ok);
+}
+
+/// The same pod with the run's faults: host 3's rail-2 cable at HDR where both ends support
+/// NDR (DEGRADED, an error, naming the supported rate), host 17's rails 4/5 crossed (exactly
+/// that host), five host rails with a saturated counter (hosts 5, 9, 20, 26, 30), host 26's
+/// link down 55 times, host 9's symbol errors climbing during the run.
+#[test]
+fn db_csv_degraded_crossed_and_saturated_counters() {
+    let (pod, faults) = ndr_pod_ibdiag();
+    let text = ibdiag_csv(&pod, &faults);
+    let m = parse(&text, detect(&text).unwrap(), "db_csv").unwrap();
+    let c = judge(&m, &[]);
+    let kinds: Vec<FindingKind> = c.findings.iter().map(|f| f.kind).collect();
+    assert_eq!(
+        kinds,
+        [FindingKind::Crossed, FindingKind::Degraded],
+        "{:#?}",
+        c.findings
+    );
+    let x = &c.findings[0];
+    assert_eq!(x.host.as_deref(), Some("gpu0018"));
+    assert_eq!(x.adapters, ["mlx5_4", "mlx5_5"]);
+    let d = &c.findings[1];
+    assert_eq!(
+        (d.host.as_deref(), d.adapters.as_slice()),
+        (Some("gpu0004"), &["mlx5_2".to_string()][..])
+    );
+    assert_eq!((d.gbps, d.supported_gbps), (Some(200.0), Some(400.0)));
+    let rails: Vec<(&str, &str, bool)> = c
+        .port_errors
+        .iter()
+        .map(|p| {
+            (
+                p.host.as_str(),
+                p.adapter.as_str(),
+                p.readings.iter().any(|r| r.saturated),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rails,
+        [
+            ("gpu0006", "mlx5_0", true),
+            ("gpu0010", "mlx5_1", true),
+            ("gpu0021", "mlx5_6", true),
+            ("gpu0027", "mlx5_3", true),
+            ("gpu0031", "mlx5_7", true),
+        ]
+    );
+    let downed = c.port_errors[3]
+        .readings
+        .iter()
+        .find(|r| r.counter == "LinkDownedCounter")
+        .unwrap();
+    assert_eq!(downed.value, 55);
+    assert!(c.port_errors[1].climbing, "host 9's delta");
+    assert_eq!(c.port_errors.iter().filter(|p| p.climbing).count(), 1);
+    let text = peerpath::render::cabling::render_text(&c, "db_csv");
+    assert_eq!(
+        text.matches("at least 65,535 (saturated)").count(),
+        5,
+        "{text}"
+    );
+}
+
+/// ibdiagnet's own `ibdiagnet2.ibnetdiscover` of the same run reads the same cabling: the
+/// crossed host (and the HDR cable only as a slow-link warning: that format prints no
+/// supported rate).
+#[test]
+fn ibdiagnet_ibnetdiscover_reads_the_same() {
+    let (pod, faults) = ndr_pod_ibdiag();
+    let text = ibdiagnet_ibnetdiscover(&pod, &faults);
+    let m = parse(&text, detect(&text).unwrap(), "ibdiagnet2.ibnetdiscover").unwrap();
+    let c = judge(&m, &[]);
+    assert_eq!(c.hosts, 32);
+    assert_eq!(c.leaves.len(), 8);
+    let errors: Vec<&str> = c
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .map(|f| f.host.as_deref().unwrap())
+        .collect();
+    assert_eq!(errors, ["gpu0018"], "{:#?}", c.findings);
+    let slow: Vec<&str> = c
+        .findings
+        .iter()
+        .filter(|f| f.kind == FindingKind::SlowLink)
+        .map(|f| f.host.as_deref().unwrap())
+        .collect();
+    assert_eq!(slow, ["gpu0004"]);
+}
+
+/// Utah's `iblinkinfo` (mixed QDR/FDR10/FDR/EDR/HDR), read by hand: 4 lines carry `( Could be
+/// 14.0625 Gbps)` — lines 3361/3880 (LID 9 port 36 ↔ LID 37 port 36) and 3766/3886 (LID 24
+/// port 33 ↔ LID 16 port 5): 2 cables, each printed from both ends, both FDR10 where both
+/// ends support FDR. Only those are slow (DEGRADED); the QDR ports on QDR-only hardware are
+/// neither (before: 87 slow links; the issue's "8" counted lines on both ends of more files).
+#[test]
+fn utah_iblinkinfo_slow_only_where_it_says_could_be() {
+    let c = judge_published(
+        "ibparserwrapper-iblinkinfo-utah-chpc-mixed-qdr-fdr-edr.out",
+        &[],
+    );
+    assert!(
+        !c.findings.iter().any(|f| f.kind == FindingKind::SlowLink),
+        "{:#?}",
+        c.findings
+            .iter()
+            .filter(|f| f.kind == FindingKind::SlowLink)
+            .take(3)
+            .collect::<Vec<_>>()
+    );
+    let degraded: Vec<&CablingFinding> = c
+        .findings
+        .iter()
+        .filter(|f| f.kind == FindingKind::Degraded)
+        .collect();
+    assert_eq!(degraded.len(), 2, "{degraded:#?}");
+    for f in &degraded {
+        assert_eq!(f.gbps, Some(40.0), "4X FDR10");
+        assert!(
+            f.evidence
+                .iter()
+                .any(|e| e.contains("Could be 14.0625 Gbps")),
+            "{:?}",
+            f.evidence
+        );
+    }
+}
+
+/// Two ibdiagnet runs of one fabric (SYNTHESIZED db_csv), the earlier first: gpu0006's
+/// rail-0 symbol errors rose from 100 to 150 between them — climbing by 50, an error — while
+/// gpu0011's 65,535 (saturated in both) stays standing.
+#[test]
+fn cli_two_maps_counters_climbing_between() {
+    let dir = tempfile::tempdir().unwrap();
+    let (pod, _) = ndr_pod_ibdiag();
+    let counter = |host, rail, value| PodFault::Counter {
+        host,
+        rail,
+        counter: "SymbolErrorCounter",
+        value,
+        delta: false,
+        leaf: false,
+    };
+    let before = dir.path().join("run1.db_csv");
+    let after = dir.path().join("run2.db_csv");
+    std::fs::write(
+        &before,
+        ibdiag_csv(&pod, &[counter(5, 0, 100), counter(10, 2, 65535)]),
+    )
+    .unwrap();
+    std::fs::write(
+        &after,
+        ibdiag_csv(&pod, &[counter(5, 0, 150), counter(10, 2, 65535)]),
+    )
+    .unwrap();
+    let o = common::peerpath()
+        .args(["rails", "--format", "json", "--fabric-map"])
+        .arg(&before)
+        .arg("--fabric-map")
+        .arg(&after)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let pe = v["port_errors"].as_array().unwrap();
+    assert_eq!(pe.len(), 2, "{pe:?}");
+    assert_eq!(pe[0]["host"], "gpu0006");
+    assert_eq!(pe[0]["climbing"], true);
+    let rose = pe[0]["readings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["span"] == "delta")
+        .unwrap();
+    assert_eq!(rose["value"], 50);
+    assert_eq!(pe[1]["host"], "gpu0011");
+    assert_eq!(pe[1]["climbing"], false);
+    assert!(v["findings"].as_array().unwrap().is_empty());
 }

@@ -60,6 +60,10 @@ pub struct FabricNode {
     pub desc: String,
     /// A key unique within the map: the GUID in hex, or the description where there is none.
     pub key: String,
+    /// How many ports the node has, where the producer prints it (`ibnetdiscover`'s
+    /// `Switch\t65 "S-…"`, db_csv `NODES.NumPorts`); `None`: not printed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ports: Option<u32>,
 }
 
 /// One end of a cable.
@@ -112,6 +116,11 @@ pub struct FabricLink {
     pub rate: Option<LinkRate>,
     /// File and 1-based line the link was read from.
     pub evidence: String,
+    /// Both ends are ports of one node (a switch port cabled to another port of the same
+    /// switch, as `ibnetdiscover` prints a loopback plug or a test cable): not a host link and
+    /// not a cable between two switches.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub loopback: bool,
 }
 
 /// Whether a port counter counts since the last clear or over the producer's own run.
@@ -166,6 +175,8 @@ pub fn ib_lane_gbps(generation: &str) -> Option<f64> {
         "SDR" => 2.5,
         "DDR" => 5.0,
         "QDR" | "FDR10" => 10.0,
+        // Mellanox's vendor speed EDR20 (ibutils2 `IB_LINK_SPEED_EDR_20`): 20 Gb/s a lane.
+        "EDR20" => 20.0,
         "FDR" => 14.0,
         "EDR" => 25.0,
         "HDR" => 50.0,

@@ -75,6 +75,9 @@ pub fn load_map(p: &Path, side: LldpSide) -> Result<FabricMap> {
     }
     let t = read_text(p)?;
     let Some(producer) = fabric::detect(&t) else {
+        if let Some(why) = fabric::ibdiagnet_other(&t) {
+            bail!("{name}: {why}");
+        }
         bail!(
             "{name}: not a fabric map peerpath reads (ibnetdiscover, ibnetdiscover -p, iblinkinfo, ibdiagnet2.db_csv, lldpctl -f json)"
         );

@@ -292,7 +292,7 @@ pub fn loopback(cx: &Ctx<'_>) -> Vec<CablingFinding> {
     cx.map
         .links
         .iter()
-        .filter(|l| l.a.node == l.b.node && cx.map.nodes[l.a.node].kind == NodeKind::Switch)
+        .filter(|l| l.loopback || l.a.node == l.b.node)
         .map(|l| {
             let mut f = CablingFinding::new(FindingKind::Loopback, Severity::Warning);
             f.leaf = Some(cx.name(l.a.node).to_string());

@@ -24,7 +24,7 @@ pub fn link_speed(cx: &Ctx<'_>) -> Vec<CablingFinding> {
         let Some(g) = l.rate.as_ref().and_then(|r| r.gbps) else {
             continue;
         };
-        if l.a.node == l.b.node {
+        if l.loopback || l.a.node == l.b.node {
             continue;
         }
         let hostlink = map.nodes[l.a.node].kind != NodeKind::Switch

@@ -12,6 +12,7 @@ fn node(kind: NodeKind, guid: u64, desc: &str) -> FabricNode {
         guid: Some(guid),
         desc: desc.into(),
         key: format!("{guid:x}"),
+        ports: None,
     }
 }
 
@@ -66,6 +67,7 @@ fn pod_rails(hosts: usize, rails: usize, supported: Option<f64>) -> FabricMap {
                 port_names: None,
                 rate: Some(rate(400.0, supported)),
                 evidence: format!("map line {}", links.len() + 1),
+                loopback: false,
             });
         }
     }

@@ -49,6 +49,89 @@ fn lid_port(s: &str) -> Option<(u32, u32, &str)> {
     Some((lid.parse().ok()?, port.parse().ok()?, before))
 }
 
+/// The words inside the last `( … )` of a port line: `get_max_msg`'s width and speed notes
+/// (`Could be 4X`, `Could be 14.0625 Gbps`, `Could be FDR10 (…)`), empty when there are none.
+fn note(after_desc: &str) -> &str {
+    let t = after_desc.trim();
+    t.strip_prefix('(')
+        .and_then(|t| t.strip_suffix(')'))
+        .unwrap_or("")
+        .trim()
+}
+
+/// What both ends support, from the note `iblinkinfo` prints after a cabled port
+/// (`print_port` always calls infiniband-diags' `get_max_msg` for a port with a peer, and
+/// prints its two messages as `(%s %s)`). `get_max_msg` writes `Could be <width>` when the
+/// widest width in both ends' `LinkWidthSupported` is not the active width, and `Could be
+/// <speed>` when the fastest speed both ends support (`LinkSpeedExtSupported` where both
+/// support extended speeds, Mellanox FDR10, else `LinkSpeedSupported`) is not the active one.
+/// So an empty note is the tool's own statement that the link runs at the widest width and
+/// fastest speed both ends support: the supported rate is the link's own. A note gives the
+/// rate it names, the active width or speed standing where it names only the other.
+fn supported(
+    note: &str,
+    lanes: Option<u32>,
+    generation: Option<&'static str>,
+) -> (Option<f64>, Option<String>) {
+    let mut lanes = lanes;
+    let mut generation = generation;
+    let mut rest = note;
+    while let Some(i) = rest.find("Could be ") {
+        rest = &rest[i + 9..];
+        let word = rest.split_whitespace().next().unwrap_or("");
+        if let Some(w) = word.strip_suffix(['X', 'x'])
+            && let Ok(l) = w.parse::<u32>()
+        {
+            lanes = Some(l);
+        } else if word == "FDR10" {
+            generation = Some("FDR10");
+        } else if let Some(g) = generation_of_lane(word) {
+            generation = Some(g);
+        } else {
+            // A note this reader cannot read: what both ends support is unknown.
+            return (None, Some(note.to_string()));
+        }
+    }
+    let gbps = lanes
+        .zip(generation.and_then(ib_lane_gbps))
+        .map(|(l, g)| f64::from(l) * g);
+    let raw = if note.is_empty() {
+        "no \"Could be\" note: the widest width and fastest speed both ends support".to_string()
+    } else {
+        note.to_string()
+    };
+    (gbps, gbps.map(|_| raw))
+}
+
+/// The width and speed between `==(` and `)==>` (`4X 106.25 Gbps Active/ LinkUp`, `4X 10.0
+/// Gbps (FDR10) …`) with what both ends support from the port's note; `None` for a port that
+/// prints no width (down).
+fn link_rate(mid: &str, note: &str) -> Option<LinkRate> {
+    let words: Vec<&str> = mid.split_whitespace().collect();
+    match words.as_slice() {
+        [w, s, "Gbps", rest @ ..] if w.ends_with(['X', 'x']) => {
+            let generation = if rest.first() == Some(&"(FDR10)") {
+                Some("FDR10")
+            } else {
+                generation_of_lane(s)
+            };
+            let lanes = w[..w.len() - 1].parse::<u32>().ok();
+            let (supported_gbps, supported_raw) = supported(note, lanes, generation);
+            Some(LinkRate {
+                lanes,
+                gbps: lanes
+                    .zip(generation.and_then(ib_lane_gbps))
+                    .map(|(l, g)| l as f64 * g),
+                generation: generation.map(str::to_string),
+                raw: format!("{w} {s} Gbps"),
+                supported_gbps,
+                supported_raw,
+            })
+        }
+        _ => None,
+    }
+}
+
 /// Parses either form.
 pub(super) fn parse(text: &str, name: &str) -> Result<FabricMap, MapError> {
     let mut b = Builder::new(Producer::Iblinkinfo);
@@ -128,28 +211,7 @@ pub(super) fn parse(text: &str, name: &str) -> Result<FabricMap, MapError> {
             return Err(MapError::at(n, raw, "no peer <lid> <port>[..]"));
         };
         let rguid = guid(rbefore.trim());
-        let words: Vec<&str> = mid.split_whitespace().collect();
-        let rate = match words.as_slice() {
-            [w, s, "Gbps", rest @ ..] if w.ends_with(['X', 'x']) => {
-                let generation = if rest.first() == Some(&"(FDR10)") {
-                    Some("FDR10")
-                } else {
-                    generation_of_lane(s)
-                };
-                let lanes = w[..w.len() - 1].parse::<u32>().ok();
-                Some(LinkRate {
-                    lanes,
-                    gbps: lanes
-                        .zip(generation.and_then(ib_lane_gbps))
-                        .map(|(l, g)| l as f64 * g),
-                    generation: generation.map(str::to_string),
-                    raw: format!("{w} {s} Gbps"),
-                    supported_gbps: None,
-                    supported_raw: None,
-                })
-            }
-            _ => None,
-        };
+        let rate = link_rate(mid, note(&right[qe + 1..]));
         let (kind, node_guid, desc) = match (&header, line_mode) {
             (Some((k, g, d)), false) => (*k, *g, d.clone()),
             (_, true) => (NodeKind::Ca, None, own_desc.clone().unwrap_or_default()),
@@ -244,5 +306,30 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.reason.contains("before any"), "{e}");
+    }
+
+    /// `get_max_msg`'s notes (infiniband-diags `ibdiag_common.c`): before they were read no
+    /// link carried a supported rate.
+    #[test]
+    fn could_be_notes() {
+        assert_eq!(
+            supported("Could be 14.0625 Gbps", Some(4), Some("FDR10")),
+            (Some(56.0), Some("Could be 14.0625 Gbps".into()))
+        );
+        assert_eq!(
+            supported("Could be 4X", Some(2), Some("NDR")).0,
+            Some(400.0)
+        );
+        assert_eq!(
+            supported("Could be 4X Could be 106.25 Gbps", Some(2), Some("HDR")).0,
+            Some(400.0)
+        );
+        assert_eq!(supported("", Some(4), Some("QDR")).0, Some(40.0));
+        assert_eq!(
+            supported("Could be something", Some(4), Some("QDR")).0,
+            None
+        );
+        assert_eq!(note(" ( Could be 14.0625 Gbps)"), "Could be 14.0625 Gbps");
+        assert_eq!(note(" ( )"), "");
     }
 }

@@ -11,6 +11,13 @@
 //! * `-p` (`dump_ports_report`): `%2s %5d %2d 0x%016x %s %s` (type, LID, port, port GUID,
 //!   width, speed) then ` - %2s %5d %2d 0x%016x ( '%s' - '%s' )` for the peer, or only the
 //!   node's description for an unconnected port.
+//!
+//! ibdiagnet writes the same topology file (`ibdiagnet2.ibnetdiscover`) with a label in
+//! parentheses after each port number: a switch port's `[1](1/1/1)` (ASIC/cage/port), an
+//! adapter port's `[1](B134D0F0/0/0/1)(<port guid>)` (its PCI place, then its port GUID), a
+//! SHARP port's `[65](65)`. Labels are skipped; an adapter port's GUID is its last
+//! parenthesised word that is a GUID. A node GUID printed on two node lines is refused,
+//! naming both lines: two nodes are never merged into one.
 
 use super::{Builder, MapError, at, guid, ib_rate};
 use crate::model::fabric::{FabricMap, LinkEnd, NodeKind, Producer};
@@ -45,16 +52,21 @@ fn port_num(s: &str) -> Option<(u32, &str)> {
     Some((n, rest))
 }
 
-/// `(8f10403960985)` at the start of `s` (after blanks) → (GUID, rest).
+/// The parenthesised words after a port number — `(8f10403960985)` (a port GUID),
+/// ibdiagnet's `(1/1/1)`, `(B134D0F0/0/0/1)(<guid>)`, `(65)` — skipped; → (the last one that
+/// is a GUID, rest).
 fn paren_guid(s: &str) -> (Option<u64>, &str) {
-    let t = s.trim_start();
-    if let Some(r) = t.strip_prefix('(')
-        && let Some(end) = r.find(')')
-        && let Some(g) = guid(&r[..end])
-    {
-        return (Some(g), &r[end + 1..]);
+    let mut rest = s;
+    let mut found = None;
+    while let Some(r) = rest.trim_start().strip_prefix('(') {
+        let Some(end) = r.find(')') else { break };
+        let word = &r[..end];
+        if !word.contains('/') {
+            found = guid(word).or(found);
+        }
+        rest = &r[end + 1..];
     }
-    (None, s)
+    (found, rest)
 }
 
 /// The quoted description in a header comment: `# "leaf01" enhanced port 0 …` → `leaf01`.
@@ -94,6 +106,8 @@ fn split_width_speed(w: &str) -> (&str, &str) {
 pub(super) fn parse_topology(text: &str, name: &str) -> Result<FabricMap, MapError> {
     let mut b = Builder::new(Producer::Ibnetdiscover);
     let mut current: Option<(usize, NodeKind)> = None;
+    // Each node's node line (0: none yet): a second one is refused.
+    let mut headers: Vec<usize> = Vec::new();
     let mut any = false;
     for (i, raw) in text.lines().enumerate() {
         let n = i + 1;
@@ -118,6 +132,29 @@ pub(super) fn parse_topology(text: &str, name: &str) -> Result<FabricMap, MapErr
                 };
                 let desc = header_desc(comment);
                 let idx = b.node(&format!("{g:016x}"), kind, Some(g), desc);
+                if headers.len() <= idx {
+                    headers.resize(idx + 1, 0);
+                }
+                if headers[idx] != 0 {
+                    return Err(MapError::at(
+                        n,
+                        raw,
+                        format!(
+                            "node GUID {g:016x} printed for two nodes: line {} ({:?}) and line {n} ({:?}); a map that names two nodes alike cannot be read",
+                            headers[idx],
+                            b.map.nodes[idx].desc,
+                            desc.unwrap_or("")
+                        ),
+                    ));
+                }
+                headers[idx] = n;
+                if let Some(ports) = after_type
+                    .split_whitespace()
+                    .next()
+                    .and_then(|p| p.parse().ok())
+                {
+                    b.set_ports(idx, ports);
+                }
                 current = Some((idx, kind));
                 any = true;
             }
@@ -128,11 +165,9 @@ pub(super) fn parse_topology(text: &str, name: &str) -> Result<FabricMap, MapErr
                 let Some((port, rest)) = port_num(head) else {
                     return Err(MapError::at(n, raw, "port line without [port]"));
                 };
-                let (own_guid, rest) = if kind == NodeKind::Switch {
-                    (None, rest)
-                } else {
-                    paren_guid(rest)
-                };
+                // A switch's port labels (ibdiagnet's `(1/1/1)`, `(65)`) name no port GUID.
+                let (own_guid, rest) = paren_guid(rest);
+                let own_guid = own_guid.filter(|_| kind != NodeKind::Switch);
                 let Some((rkind, rguid, rest)) = node_name(rest.trim_start()) else {
                     return Err(MapError::at(n, raw, "port line without peer \"X-<guid>\""));
                 };
@@ -140,6 +175,7 @@ pub(super) fn parse_topology(text: &str, name: &str) -> Result<FabricMap, MapErr
                     return Err(MapError::at(n, raw, "peer without [port]"));
                 };
                 let (rport_guid, _) = paren_guid(rest);
+                let rport_guid = rport_guid.filter(|_| rkind != NodeKind::Switch);
                 let Some((rdesc, ws)) = port_comment(comment) else {
                     return Err(MapError::at(n, raw, "port comment without \"desc\" lid N"));
                 };
@@ -218,8 +254,13 @@ pub(super) fn parse_ports(text: &str, name: &str) -> Result<FabricMap, MapError>
         let Some(pg) = guid(w[3]) else {
             return Err(MapError::at(n, raw, "port GUID is not hex"));
         };
-        // Unconnected: the node description follows the rate; nothing to link.
+        // Unconnected: the node description follows the rate (quoted, or bare in older
+        // releases); the node is kept, with nothing to link.
         let Some(dash) = w.iter().position(|x| *x == "-") else {
+            if w.len() > 6 {
+                let desc = unconnected_desc(l, w[5]);
+                b.node(&format!("{pg:016x}"), kind, None, Some(desc));
+            }
             continue;
         };
         if dash < 6 || w.len() < dash + 5 {
@@ -262,6 +303,22 @@ pub(super) fn parse_ports(text: &str, name: &str) -> Result<FabricMap, MapError>
         ));
     }
     Ok(b.finish())
+}
+
+/// The description after an unconnected port's speed word `speed`: `'leaf01 '` (quotes
+/// removed, blanks inside kept) or a bare `Infiniscale-IV Mellanox Technologies`.
+fn unconnected_desc<'a>(l: &'a str, speed: &str) -> &'a str {
+    // The speed word is the sixth field; the description starts after it.
+    let after = l
+        .match_indices(speed)
+        .map(|(i, _)| &l[i + speed.len()..])
+        .find(|r| r.starts_with(char::is_whitespace))
+        .unwrap_or("")
+        .trim();
+    after
+        .strip_prefix('\'')
+        .and_then(|d| d.strip_suffix('\''))
+        .unwrap_or(after)
 }
 
 /// `( 'leaf01' - 'node01 mlx5_0' )` at the end of a ports line → both descriptions.
@@ -320,5 +377,35 @@ SW     1  3 0xfc6a1c0300a1b2c3 4x ???                                    'leaf-r
         assert!(e.reason.contains("before any node"), "{e}");
         assert!(parse_topology("hello\n", "t").is_err());
         assert!(parse_ports("CA 1 1 0x1 4x NDR - CA\n", "p").is_err());
+    }
+
+    /// ibdiagnet's labels (format facts of ibdiagnet 2.10's `ibdiagnet2.ibnetdiscover`): before
+    /// they were read the first `[1](1/1/1)` was refused ("port line without peer").
+    #[test]
+    fn ibdiagnet_port_labels() {
+        let t = "Switch\t65 \"S-fc6a1c0300a1b2c3\"\t\t# \"Quantum-2 Mellanox Technologies\" enhanced port 0 lid 1 lmc 0\n\
+[1](1/1/1)\t\"H-a088c20300112233\"[1](a088c20300112233) \t\t# \"gpu001 mlx5_0\" lid 10 4xNDR\n\
+[65](65)\t\"H-a088c20300aa0000\"[1](a088c20300aa0000) \t\t# \"Mellanox Technologies Aggregation Node\" lid 11 4xNDR\n\
+\nCa\t1 \"H-a088c20300112233\"\t\t# \"gpu001 mlx5_0\"\n\
+[1](B134D0F0/0/0/1)(a088c20300112233) \t\"S-fc6a1c0300a1b2c3\"[1](1/1/1)\t\t# lid 10 lmc 0 \"Quantum-2 Mellanox Technologies\" lid 1 4xNDR\n";
+        let m = parse_topology(t, "d").unwrap();
+        assert_eq!((m.nodes.len(), m.links.len()), (3, 2));
+        assert_eq!(
+            m.links[0].a.port_guid, None,
+            "a switch port's label is no GUID"
+        );
+        assert_eq!(m.links[0].b.port_guid, Some(0xa088c20300112233));
+        assert_eq!(m.links[1].a.port, 65);
+        assert_eq!(m.nodes[0].ports, Some(65));
+    }
+
+    #[test]
+    fn two_node_lines_one_guid_refused() {
+        let t = format!("{TOPO}\nCa\t1 \"H-a088c20300112233\"\t\t# \"other mlx5_0\"\n");
+        let e = parse_topology(&t, "t").unwrap_err();
+        assert!(
+            e.reason.contains("line 16") && e.reason.contains("line 19"),
+            "{e}"
+        );
     }
 }

@@ -5,6 +5,8 @@
 //! pure: bytes in, a [`FabricMap`] or a [`MapError`] naming the line out.
 
 mod ibdiag_csv;
+mod ibdiag_pm;
+mod ibdiag_rate;
 mod iblinkinfo;
 mod ibnetdiscover;
 mod lldp;
@@ -58,6 +60,9 @@ pub fn detect(text: &str) -> Option<Producer> {
         cut -= 1;
     }
     let head: &str = &text[..cut];
+    if ibdiagnet_other(head).is_some() {
+        return None;
+    }
     let trimmed = head.trim_start();
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
         return Some(Producer::Lldpctl);
@@ -70,15 +75,47 @@ pub fn detect(text: &str) -> Option<Producer> {
     }
     for l in head.lines() {
         let l = l.trim_start();
-        if l.starts_with("switchguid=")
-            || l.starts_with("caguid=")
-            || l.starts_with("Switch\t")
-            || l.starts_with("Ca\t")
-        {
+        if l.starts_with("switchguid=") || l.starts_with("caguid=") || is_node_line(l) {
             return Some(Producer::Ibnetdiscover);
         }
         if ibnetdiscover::is_ports_line(l) {
             return Some(Producer::IbnetdiscoverPorts);
+        }
+    }
+    None
+}
+
+/// `Switch 65 "S-…"`, `Ca\t1 "H-…"`, `Rt 2 "R-…"`: a node line of the topology file, however
+/// blanks are printed (ibnetdiscover prints a tab, older releases and ibdiagnet blanks).
+fn is_node_line(l: &str) -> bool {
+    let mut w = l.split_whitespace();
+    matches!(w.next(), Some("Switch" | "Ca" | "Rt"))
+        && w.next().is_some_and(|n| n.parse::<u32>().is_ok())
+        && w.next()
+            .is_some_and(|q| ["\"S-", "\"H-", "\"R-"].iter().any(|p| q.starts_with(p)))
+}
+
+/// ibdiagnet's other topology files, which this reader does not read: `ibdiagnet2.lst` (a
+/// line per link, `{ CA Ports:… } { SW Ports:… } PHY=4x LOG=ACT SPD=…`) and
+/// `ibdiagnet2.net_dump` / `.net_dump_ext` (a table per switch, `# : IB# : Sta : PhysSta`
+/// or `Ty : # : #IB : GUID`): the one-line reason naming the files of the same run to give
+/// instead; `None` for any other text.
+pub fn ibdiagnet_other(text: &str) -> Option<&'static str> {
+    let mut cut = text.len().min(16 * 1024);
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    for l in text[..cut].lines().take(200) {
+        let l = l.trim_start();
+        if (l.starts_with("{ CA Ports:") || l.starts_with("{ SW Ports:")) && l.contains("PHY=") {
+            return Some(
+                "this is ibdiagnet's ibdiagnet2.lst, which peerpath does not read: give ibdiagnet2.db_csv (or ibdiagnet2.ibnetdiscover) from the same ibdiagnet run",
+            );
+        }
+        if l.contains("IB# : Sta : PhysSta") || l.starts_with("Ty : # : #IB : GUID") {
+            return Some(
+                "this is ibdiagnet's ibdiagnet2.net_dump, which peerpath does not read: give ibdiagnet2.db_csv (or ibdiagnet2.ibnetdiscover) from the same ibdiagnet run",
+            );
         }
     }
     None
@@ -149,6 +186,7 @@ impl Builder {
             guid,
             desc: desc.unwrap_or_default().to_string(),
             key: key.to_string(),
+            ports: None,
         });
         self.by_key.insert(key.to_string(), i);
         i
@@ -169,6 +207,17 @@ impl Builder {
             .get(&(a.node, a.port))
             .or_else(|| self.seen.get(&(b.node, b.port)))
             .copied();
+        if let Some(i) = found
+            && !self.same_cable(i, a, b)
+        {
+            // One port printed cabled to two different peers: both kept, and said.
+            let first = self.map.links[i].evidence.clone();
+            self.map.limitations.push(format!(
+                "a port is printed cabled to two different peers ({first} and {evidence}): both links kept"
+            ));
+            self.push_link(a, b, names, rate, evidence);
+            return;
+        }
         if let Some(i) = found {
             let l = &mut self.map.links[i];
             for end in [&mut l.a, &mut l.b] {
@@ -178,21 +227,58 @@ impl Builder {
                     }
                 }
             }
-            if l.rate.is_none() {
-                l.rate = rate;
+            match (&mut l.rate, rate) {
+                (None, r) => l.rate = r,
+                // A note printed from one end only (a faster supported rate) is kept.
+                (Some(old), Some(new))
+                    if new.supported_gbps.unwrap_or(0.0) > old.supported_gbps.unwrap_or(0.0) =>
+                {
+                    old.supported_gbps = new.supported_gbps;
+                    old.supported_raw = new.supported_raw;
+                }
+                _ => {}
             }
             return;
         }
+        self.push_link(a, b, names, rate, evidence);
+    }
+
+    /// Whether link `i` joins the same two ports as `a`–`b` (either way round).
+    fn same_cable(&self, i: usize, a: LinkEnd, b: LinkEnd) -> bool {
+        let l = &self.map.links[i];
+        let k = |e: LinkEnd| (e.node, e.port);
+        (k(l.a), k(l.b)) == (k(a), k(b)) || (k(l.a), k(l.b)) == (k(b), k(a))
+    }
+
+    fn push_link(
+        &mut self,
+        a: LinkEnd,
+        b: LinkEnd,
+        names: Option<(String, String)>,
+        rate: Option<LinkRate>,
+        evidence: String,
+    ) {
         let i = self.map.links.len();
-        self.seen.insert((a.node, a.port), i);
-        self.seen.insert((b.node, b.port), i);
+        self.seen.entry((a.node, a.port)).or_insert(i);
+        self.seen.entry((b.node, b.port)).or_insert(i);
         self.map.links.push(FabricLink {
             a,
             b,
             port_names: names,
             rate,
             evidence,
+            loopback: a.node == b.node,
         });
+    }
+
+    /// Records how many ports node `i` has.
+    pub(crate) fn set_ports(&mut self, i: usize, ports: u32) {
+        self.map.nodes[i].ports = Some(ports);
+    }
+
+    /// Adds port counter rows.
+    pub(crate) fn counters(&mut self, rows: Vec<crate::model::fabric::PortCounters>) {
+        self.map.counters.extend(rows);
     }
 
     pub(crate) fn limitation(&mut self, s: &str) {
