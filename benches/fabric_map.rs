@@ -48,7 +48,7 @@ fn cpu_s() -> f64 {
 }
 
 /// One judged run in this (child) process: prints `<seconds> <peak KiB> <read+parse s>
-/// <judge s>`.
+/// <judge s> <CPU s> <judge CPU s>`.
 fn one(path: &str, nodes: usize, with_layout: bool) {
     let t0 = Instant::now();
     let t = std::fs::read_to_string(path).expect("read");
@@ -56,6 +56,7 @@ fn one(path: &str, nodes: usize, with_layout: bool) {
     let m = parse(&t, Producer::Ibnetdiscover, "pod").expect("parse");
     drop(t);
     let parsed = t0.elapsed().as_secs_f64();
+    let parsed_cpu = cpu_s();
     let lay = if with_layout {
         vec![layout(&Pod::new(nodes))]
     } else {
@@ -69,11 +70,12 @@ fn one(path: &str, nodes: usize, with_layout: bool) {
         "the crossed pair, nothing else: {:?}",
         c.findings
     );
+    let cpu = cpu_s();
     println!(
-        "{secs} {} {parsed} {} {}",
+        "{secs} {} {parsed} {} {cpu} {}",
         vm_hwm_kib(),
         secs - parsed,
-        cpu_s()
+        cpu - parsed_cpu
     );
 }
 
@@ -135,7 +137,8 @@ fn main() {
             let parse_s: f64 = f.next().and_then(|v| v.parse().ok()).expect("parse");
             let judge_s: f64 = f.next().and_then(|v| v.parse().ok()).expect("judge");
             let cpu: f64 = f.next().and_then(|v| v.parse().ok()).expect("cpu");
-            phases.push((parse_s, judge_s, cpu));
+            let judge_cpu: f64 = f.next().and_then(|v| v.parse().ok()).expect("judge cpu");
+            phases.push((parse_s, judge_s, cpu, judge_cpu));
             wall.push(Duration::from_secs_f64(secs));
             peak = peak.max(kib);
         }
@@ -151,10 +154,10 @@ fn main() {
         );
         let list: Vec<String> = phases
             .iter()
-            .map(|(p, j, c)| format!("{p:.3} + {j:.3} (CPU {c:.3})"))
+            .map(|(p, j, c, jc)| format!("{p:.3} + {j:.3} (CPU {c:.3}, judge {jc:.3})"))
             .collect();
         println!(
-            "  read + parse + judge, each run, wall s (CPU s of the process): {}",
+            "  read + parse + judge, each run, wall s (CPU s of the process, of judge): {}",
             list.join(", ")
         );
     }

@@ -147,7 +147,7 @@ pub fn port_errors(cx: &Ctx<'_>) -> Vec<PortErrors> {
                 gpus: cx.gpus(p),
                 rail: cx.port_rail(p),
                 leaf: cx.name(p.sw.node).to_string(),
-                leaf_port: p.leaf_port.clone(),
+                leaf_port: cx.leaf_port(p),
                 climbing: readings.iter().any(|r| r.span == CounterSpan::Delta),
                 readings,
             }

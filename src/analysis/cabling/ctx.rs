@@ -56,8 +56,9 @@ pub struct Port<'a> {
     pub ca: LinkEnd,
     /// The switch's end.
     pub sw: LinkEnd,
-    /// The switch port (LLDP: its name).
-    pub leaf_port: String,
+    /// The switch port's name where ports are named (LLDP), else `None`: its number is
+    /// `sw.port` ([`Ctx::leaf_port`] gives either).
+    pub leaf_port_name: Option<&'a str>,
     /// Index into [`Ctx::hosts`].
     pub host: usize,
     /// The adapter as the map names it (`mlx5_3`, `HCA-4`, a netdev for LLDP).
@@ -301,7 +302,7 @@ impl<'a> Ctx<'a> {
     /// nodes are counted, not hosts.
     fn read_ports(&mut self, look: &Lookup<'_>) {
         let map = self.map;
-        let mut by_name: HashMap<String, usize> = HashMap::new();
+        let mut by_name: HashMap<&'a str, usize> = HashMap::new();
         let mut unnamed: HashSet<usize> = HashSet::new();
         let mut sharp: HashSet<usize> = HashSet::new();
         for (ki, link) in map.links.iter().enumerate() {
@@ -312,10 +313,10 @@ impl<'a> Ctx<'a> {
             };
             let node = &map.nodes[ca.node];
             let names = link.port_names.as_ref();
-            let (ca_if, leaf_port) = match names {
-                Some((x, y)) if link.a.node == ca.node => (Some(x.as_str()), y.clone()),
-                Some((x, y)) => (Some(y.as_str()), x.clone()),
-                None => (None, sw.port.to_string()),
+            let (ca_if, leaf_port_name) = match names {
+                Some((x, y)) if link.a.node == ca.node => (Some(x.as_str()), Some(y.as_str())),
+                Some((x, y)) => (Some(y.as_str()), Some(x.as_str())),
+                None => (None, None),
             };
             let by_guid = [node.guid, ca.port_guid]
                 .into_iter()
@@ -334,8 +335,7 @@ impl<'a> Ctx<'a> {
                 ),
                 (None, Some((h, a))) => {
                     let own = look.own(h);
-                    let name =
-                        own.map_or_else(|| h.to_string(), |li| layouts_host(self.layouts, li));
+                    let name = own.map_or(h, |li| layouts_host(self.layouts, li));
                     (name, a, own.or(look.template))
                 }
                 (None, None) => {
@@ -353,12 +353,12 @@ impl<'a> Ctx<'a> {
                     pair_by_name(&self.layouts[li], li, adapter, ca.port, ca_if, map.producer)
                 }),
             };
-            let hi = match by_name.get(host_name.as_str()) {
+            let hi = match by_name.get(host_name) {
                 Some(&hi) => hi,
                 None => {
-                    by_name.insert(host_name.clone(), self.hosts.len());
+                    by_name.insert(host_name, self.hosts.len());
                     self.hosts.push(Host {
-                        name: host_name,
+                        name: host_name.to_string(),
                         ports: Vec::new(),
                         not_gpu: None,
                         layout,
@@ -371,7 +371,7 @@ impl<'a> Ctx<'a> {
                 link: ki,
                 ca,
                 sw,
-                leaf_port,
+                leaf_port_name,
                 host: hi,
                 name: adapter,
                 pair,
@@ -542,6 +542,12 @@ impl<'a> Ctx<'a> {
             .map_or_else(|| Rail::Name(p.name.to_string()), Rail::Index)
     }
 
+    /// The switch port a host port is cabled to: its name (LLDP) or number.
+    pub fn leaf_port(&self, p: &Port<'_>) -> String {
+        p.leaf_port_name
+            .map_or_else(|| p.sw.port.to_string(), str::to_string)
+    }
+
     /// The leaf a port is cabled to.
     pub fn leaf(&self, p: &Port<'_>) -> &LeafInfo<'a> {
         &self.leaves[self.leaf_of[p.sw.node]]
@@ -666,8 +672,8 @@ impl<'a> Ctx<'a> {
     }
 }
 
-fn layouts_host(layouts: &[NodeLayout], li: usize) -> String {
-    layouts[li].host.clone().unwrap_or_default()
+fn layouts_host(layouts: &[NodeLayout], li: usize) -> &str {
+    layouts[li].host.as_deref().unwrap_or_default()
 }
 
 /// The layout adapter a map port names: by name and port, by name, by interface (LLDP).

@@ -125,7 +125,7 @@ fn port_finding(cx: &Ctx<'_>, kind: FindingKind, ports: &[usize]) -> CablingFind
         f.adapters.push(cx.adapter_name(p));
         f.gpus.extend(cx.gpus(p));
         f.leaves.push(cx.name(p.sw.node).to_string());
-        f.leaf_ports.push(p.leaf_port.clone());
+        f.leaf_ports.push(cx.leaf_port(p));
         f.evidence.push(cx.evidence(p));
     }
     f.leaf = f.leaves.first().cloned();
@@ -192,8 +192,8 @@ pub fn shared_leaf(cx: &Ctx<'_>) -> Vec<CablingFinding> {
             on.entry(cx.ports[pi].sw.node).or_default().push(pi);
         }
         for ps in on.values() {
-            let names: HashSet<&str> = ps.iter().map(|&pi| cx.ports[pi].name).collect();
-            if names.len() >= 2 {
+            let first = cx.ports[ps[0]].name;
+            if ps.iter().any(|&pi| cx.ports[pi].name != first) {
                 out.push(port_finding(cx, FindingKind::SharedLeaf, ps));
             }
         }

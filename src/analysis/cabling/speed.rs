@@ -97,7 +97,7 @@ fn finding(cx: &Ctx<'_>, l: &FabricLink, port: Option<usize>, kind: FindingKind)
             f.adapters = vec![cx.adapter_name(p)];
             f.gpus = cx.gpus(p);
             f.rail = Some(cx.port_rail(p));
-            f.leaf_ports = vec![p.leaf_port.clone()];
+            f.leaf_ports = vec![cx.leaf_port(p)];
         }
         None => {
             f.adapters = vec![format!("{} port {}", cx.name(other.node), other.port)];
