@@ -127,7 +127,9 @@ enum Command {
         json: bool,
     },
     /// Audit the node for every known cause of a silent GPUDirect RDMA fallback.
-    /// Exit 0: no error finding; 1: an error finding; 2: the audit could not run.
+    /// Exit 0: no error finding (a node with no GPU, accelerator or RDMA NIC: "nothing to
+    /// judge"); 1: an error finding; 2: the audit could not run; 3: operator text that cannot
+    /// identify its devices (a bare `lspci -t`, a grep of bridges): nothing judged.
     Audit {
         #[command(flatten)]
         input: InputArgs,

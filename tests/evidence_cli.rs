@@ -476,7 +476,8 @@ fn nothing_read_has_its_own_headline_and_exit_code() {
         "{head}"
     );
     // A log whose only network line is refused (a channel line whose channel number is not a
-    // number): the headline names it, and the exit says nothing was read.
+    // number): its process and NIC list were read, so it is not "nothing read" (issue 51) but
+    // nothing judged; the headline names the refused line.
     let log = t.path().join("refused.log");
     std::fs::write(
         &log,
@@ -485,10 +486,10 @@ fn nothing_read_has_its_own_headline_and_exit_code() {
     )
     .unwrap();
     let (code, out, _) = run(bin().arg("evidence").arg(&log));
-    assert_eq!(code, 3, "{out}");
+    assert_eq!(code, 0, "{out}");
     let head = out.lines().next().unwrap();
     assert!(
-        head.starts_with("NOTHING READ: ")
+        head.starts_with("NOTHING JUDGED (1 process(es) and 1 rank(s)/GPU(s) read")
             && head
                 .contains("not read: 1 line(s) refused (line 2: channel number is not a number)"),
         "{head}"

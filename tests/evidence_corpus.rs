@@ -69,6 +69,7 @@ fn gdr(s: &str) -> Gdr {
         "used" => Gdr::Used,
         "off" => Gdr::Off,
         "unknown" => Gdr::Unknown,
+        "not-applicable" => Gdr::NotApplicable,
         x => panic!("manifest: gdr {x:?}"),
     }
 }

@@ -57,7 +57,7 @@ fn verdicts(r: &EvidenceReport) -> Vec<(String, Option<u32>, Option<String>, Gdr
     v
 }
 
-const FILES: [&str; 16] = [
+const FILES: [&str; 20] = [
     "aks-rdma-infiniband-nd96asr-v4-a100.tests-expected-output.md",
     "deeplearningexamples-issue-383-node-1-4gpu-1hca.nccl-info.EXCERPT.log",
     "mellanox-sriov-roce-doc-t4.ib_write_bw-host-vs-use_cuda.EXCERPT.txt",
@@ -74,6 +74,10 @@ const FILES: [&str; 16] = [
     "nccl-tests-issue-350-n013.nccl-info.EXCERPT.log",
     "t9k-network-operator-doc-a100-ib.ib_write_bw-host-vs-use_cuda.EXCERPT.txt",
     "aks-rdma-infiniband-nd96asr-v4-a100.tests-expected-output.md",
+    "rccl-pr-2078-mi300x-ainic-ionic-roce-init-only.EXCERPT.log",
+    "lumi-laifs-issue-28-aws-ofi-rccl-cxi-no-prefix-summary.EXCERPT.log",
+    "sglang-issue-6017-ibext-v8-renamed-hcas-bootstrap-failure.EXCERPT.log",
+    "ray-issue-59778-k8s17-vllm-ray-tags-trees-rccl-suffix.EXCERPT.log",
 ];
 
 #[test]

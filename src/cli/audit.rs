@@ -100,7 +100,13 @@ pub fn run(topo: &peerpath::model::Topology, a: &AuditArgs, live: bool) -> Resul
         }
         AuditFormat::Health => super::print_text(&peerpath::render::audit::render_health(&report)),
     }
-    Ok(if report.failed() { 1 } else { 0 })
+    Ok(if report.failed() {
+        1
+    } else if report.undecided() {
+        3
+    } else {
+        0
+    })
 }
 
 /// This process's NCCL/CUDA variables, `NCCL_TOPO_FILE` read, and the live facts when `live`.

@@ -28,3 +28,18 @@ impl AerCounters {
             .unwrap_or_else(|| self.counters.iter().map(|(_, v)| *v).sum())
     }
 }
+
+/// One AER status bit an `lspci -vvv` text shows set (`CESta: RxErr+`, `UESta: UnsupReq+`),
+/// with whether its mask register masks it: a masked error sends no message, so the kernel
+/// never counted it and never cleared the bit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AerBit {
+    /// `CESta` or `UESta`.
+    pub register: String,
+    /// The bit's name as lspci prints it (`RxErr`, `BadTLP`, `Timeout`, `UnsupReq`).
+    pub name: String,
+    /// Set in `CEMsk`/`UEMsk`.
+    pub masked: bool,
+    /// 1-based line of the AER capability in the text.
+    pub line: usize,
+}

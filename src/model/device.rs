@@ -324,6 +324,10 @@ pub struct Device {
     pub aer_nonfatal: Option<AerCounters>,
     /// `aer_dev_fatal`.
     pub aer_fatal: Option<AerCounters>,
+    /// AER status bits operator text shows set, masked or not (`lspci -vvv`'s UESta/CESta with
+    /// UEMsk/CEMsk); empty elsewhere and when none is set.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aer_status_bits: Vec<crate::model::aer::AerBit>,
     /// Physical slot name (`sys/bus/pci/slots/<name>/address`).
     pub slot: Option<String>,
     /// Path of the device directory relative to the root (`sys/devices/pci0000:17/…`).
@@ -418,6 +422,7 @@ impl Device {
             aer_correctable: None,
             aer_nonfatal: None,
             aer_fatal: None,
+            aer_status_bits: Vec::new(),
             slot: None,
             sysfs_path,
             listed: true,

@@ -10,6 +10,7 @@ pub mod cpulist;
 pub mod device;
 pub mod fabric;
 pub mod fact;
+pub mod kmsg;
 pub mod linkfmt;
 pub mod nccl_settings;
 pub mod parts;

@@ -150,6 +150,13 @@ pub struct MachineInfo {
     /// peer-memory client registered, not "not captured".
     #[serde(default)]
     pub mm_visible: bool,
+    /// What the kernel log in the input says (IOMMU mode, command line, groups, Xid lines):
+    /// read from operator text only (see [`crate::model::kmsg`]); empty elsewhere.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::model::kmsg::KernelLog::is_empty"
+    )]
+    pub kernel_log: crate::model::kmsg::KernelLog,
     /// GPUDirect Storage facts: nvidia-fs, `/etc/cufile.json`, the P2PDMA prerequisites, the
     /// mounts and their NVMe drives (see [`crate::model::storage`]).
     #[serde(

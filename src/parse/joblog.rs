@@ -27,6 +27,10 @@ pub struct JobOutput {
     /// How many lines no parser understood, those kept in `unrecognised` included (a log of a
     /// million such lines is a count, not a million copies).
     pub unrecognised_count: usize,
+    /// Lines that end in Ray's ` [repeated Nx across cluster]` ([`text::ray_dedup`]): line
+    /// number and N, the lines of other workers it stands for. The suffix is taken off before
+    /// any parser reads the line.
+    pub ray_folded: Vec<(usize, u32)>,
 }
 
 /// Lines not understood kept with their text; the rest are counted.
@@ -55,7 +59,17 @@ impl JobOutput {
 /// Reads a job output. Bytes that are not UTF-8 are replaced (U+FFFD) before parsing.
 pub fn parse(bytes: &[u8]) -> JobOutput {
     let s = String::from_utf8_lossy(bytes);
-    let lines = text::lines(&s);
+    let mut ray_folded = Vec::new();
+    let lines: Vec<text::Line> = text::lines(&s)
+        .into_iter()
+        .map(|l| {
+            let (t, n) = text::ray_dedup(l.text);
+            if let Some(n) = n {
+                ray_folded.push((l.no, n));
+            }
+            text::Line { text: t, ..l }
+        })
+        .collect();
     let mut fragments = Vec::new();
     let nccl = nccl_log::parse(&lines, &mut fragments);
     let tests = nccl_tests::parse(&fragments);
@@ -68,6 +82,7 @@ pub fn parse(bytes: &[u8]) -> JobOutput {
         perftest,
         unrecognised,
         unrecognised_count,
+        ray_folded,
     }
 }
 
@@ -92,6 +107,9 @@ fn unrecognised(
     nccl.commands.iter().for_each(|c| mark(c.line));
     nccl.gaps.iter().for_each(|&g| mark(g));
     nccl.cut_ends.iter().for_each(|&(l, _)| mark(l));
+    nccl.banner_lines.iter().for_each(|&l| mark(l));
+    nccl.continued.iter().for_each(|&(l, _)| mark(l));
+    nccl.unattributed.iter().for_each(|&l| mark(l));
     // NCCL lines of known forms skipped knowingly; those of unknown forms stay counted.
     nccl.unread
         .iter()

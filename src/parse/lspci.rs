@@ -97,6 +97,13 @@ pub struct Block {
     pub driver: Option<String>,
     /// Lines that ended the block's text mid-register (the text was cut).
     pub truncated: bool,
+    /// The text ends inside this block with no final newline, so its last line is cut
+    /// mid-word: that line, a register, is not read; a header line is kept with its
+    /// description said as cut. The line's number.
+    pub cut_at: Option<usize>,
+    /// The block is the output of `lspci -vvv -s BDF | grep …` (`line` is the command's): only
+    /// the register lines the grep kept, in `header`, attributed to that address.
+    pub fragment: bool,
 }
 
 impl Block {
@@ -106,6 +113,22 @@ impl Block {
             .iter()
             .find(|r| r.key == key)
             .map(|r| r.value.as_str())
+    }
+    /// A number `lspci -v` prints among the `Flags:` line's items (`Flags: bus master, fast
+    /// devsel, latency 0, IRQ 107, NUMA node 0, IOMMU group 1`: pciutils' `show_verbose` adds
+    /// `, NUMA node %d` and `, IOMMU group %s` there at `-v`, and prints them as lines of their
+    /// own, `NUMA node: 0`, from `-vv`), or from the line of its own: `name` is `NUMA node` or
+    /// `IOMMU group`. An item cut short (the text ends mid-number) is not read.
+    pub fn number(&self, name: &str) -> Option<u32> {
+        if let Some(v) = self.header(name) {
+            return v.parse().ok();
+        }
+        let flags = self.header("Flags")?;
+        flags
+            .split(',')
+            .filter_map(|item| item.trim().strip_prefix(name))
+            // Lines below `Flags` that are not registers (`Memory at …`) are joined to it.
+            .find_map(|v| v.strip_prefix(' ')?.split_whitespace().next()?.parse().ok())
     }
     /// The first capability whose name starts with `prefix`.
     pub fn cap(&self, prefix: &str) -> Option<&Capability> {
@@ -145,6 +168,9 @@ pub struct Doc {
     pub tree_unresolved: usize,
     /// `ACSCtl:` lines outside any device block (`lspci -vvv | grep ACSCtl`), with their line.
     pub loose_acsctl: Vec<(usize, String)>,
+    /// The text's last line when it has no final newline (an excerpt cut mid-line): its number.
+    /// Such a line is never read as a value.
+    pub cut_line: Option<usize>,
 }
 
 impl Doc {
@@ -432,7 +458,60 @@ fn tree_line(st: &mut TreeState, line: &str, no: usize, doc: &mut Doc) {
 
 /// Reads every block and tree in `text`. Never fails: text that is not `lspci` output is
 /// skipped (callers decide from [`Doc::is_empty`] and what was found whether to accept it).
+/// A last line without its newline (lspci ends every line; an excerpt cut mid-line does not)
+/// is cut: it is not read as a value ([`Doc::cut_line`], [`Block::cut_at`]).
 pub fn parse(text: &str) -> Doc {
+    let Some(start) = text
+        .strip_suffix(|c: char| c != '\n')
+        .map(|_| text.rfind('\n').map_or(0, |i| i + 1))
+    else {
+        return parse_lines(text);
+    };
+    let (body, last) = text.split_at(start);
+    let no = body.lines().count() + 1;
+    let mut doc = parse_lines(body);
+    if last.trim().is_empty() {
+        return doc;
+    }
+    doc.cut_line = Some(no);
+    let indented = last.starts_with([' ', '\t']);
+    let in_block = !body.is_empty() && !body.ends_with("\n\n") && !is_tree_line(last);
+    if !indented && let Some(mut b) = header_line(last.trim_end_matches('\r'), no) {
+        b.cut_at = Some(no);
+        doc.blocks.push(b);
+    } else if indented
+        && in_block
+        && let Some(b) = doc.blocks.last_mut()
+    {
+        b.cut_at = Some(no);
+    } else if last.trim_start().starts_with("ACSCtl:") {
+        doc.loose_acsctl.push((
+            no,
+            last.trim().trim_start_matches("ACSCtl:").trim().to_string(),
+        ));
+    }
+    doc
+}
+
+/// The address of a command line that runs `lspci … -s ADDR …` piped into `grep` (a prompt
+/// before it is allowed): the registers it prints belong to that address.
+fn grep_command(t: &str) -> Option<Addr> {
+    let (cmd, _) = t.split_once('|')?;
+    let at = cmd.find("lspci")?;
+    let mut toks = cmd[at..].split_whitespace();
+    while let Some(tok) = toks.next() {
+        let a = match tok.strip_prefix("-s") {
+            Some("") => toks.next()?,
+            Some(rest) => rest,
+            None => continue,
+        };
+        let (addr, rest) = parse_addr(a)?;
+        return rest.is_empty().then_some(addr);
+    }
+    None
+}
+
+fn parse_lines(text: &str) -> Doc {
     let mut doc = Doc::default();
     let mut cur: Option<Block> = None;
     let mut tree = TreeState::default();
@@ -442,11 +521,13 @@ pub fn parse(text: &str) -> Doc {
             doc.blocks.push(b);
         }
     };
+    let mut grep_of: Option<(Addr, usize)> = None;
     for (i, raw) in text.lines().enumerate() {
         let no = i + 1;
         let line = raw.trim_end_matches('\r');
         if line.trim().is_empty() {
             finish(&mut cur, &mut doc);
+            grep_of = None;
             continue;
         }
         let first = line.as_bytes()[0];
@@ -485,7 +566,19 @@ pub fn parse(text: &str) -> Doc {
             if let Some(v) = t.strip_prefix("ACSCtl:") {
                 doc.loose_acsctl.push((no, v.trim().to_string()));
             }
+            grep_of = grep_command(t).map(|a| (a, no));
             continue;
+        }
+        if cur.is_none()
+            && let Some((addr, at)) = grep_of
+            && register_key(t).is_some()
+        {
+            cur = Some(Block {
+                line: at,
+                addr: Some(addr),
+                fragment: true,
+                ..Block::default()
+            });
         }
         let Some(c) = cur.as_mut() else {
             if let Some(v) = t.strip_prefix("ACSCtl:") {
@@ -589,6 +682,79 @@ pub fn bytes_after(value: &str, key: &str) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_grep_of_one_device_belongs_to_that_device() {
+        let d = parse(
+            "$ sudo lspci -vvv -s 41:00.0 | grep -i -e lnk -e acsctl\n\t\tLnkCap:\tPort #0, Speed 16GT/s, Width x16, ASPM L1\n\t\tLnkSta:\tSpeed 2.5GT/s (downgraded), Width x16\n$ lspci -vvv | grep ACSCtl\n\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir- CmpltRedir- UpstreamFwd- EgressCtrl- DirectTrans-\n",
+        );
+        assert_eq!(d.blocks.len(), 1, "{d:?}");
+        let b = &d.blocks[0];
+        assert!(b.fragment);
+        assert_eq!(
+            (b.line, b.addr.unwrap().bus, b.addr.unwrap().device),
+            (1, 0x41, 0)
+        );
+        assert!(b.header("LnkSta").is_some_and(|v| v.contains("2.5GT/s")));
+        // A grep without -s stays loose: which port it is cannot be told.
+        assert_eq!(d.loose_acsctl.len(), 1);
+        assert_eq!(
+            grep_command("lspci -s0000:c1:00.0 -vvv | grep LnkSta").map(|a| a.bus),
+            Some(0xc1)
+        );
+        assert!(grep_command("lspci -vvv -s 41:00 | grep LnkSta").is_none());
+    }
+
+    #[test]
+    fn a_last_line_cut_mid_word_is_never_read_as_a_value() {
+        // An index excerpt cut inside `Width x16`: never read as x1.
+        let d = parse(
+            "18:00.0 3D controller [0302]: NVIDIA Corporation Device 2330 [10de:2330]\n\tCapabilities: [60] Express (v2) Endpoint, MSI 00\n\t\tLnkCap:\tPort #0, Speed 32GT/s, Width x16\n\t\tLnkSta:\tSpeed 32GT/s, Width x1",
+        );
+        let b = &d.blocks[0];
+        assert_eq!(b.cut_at, Some(4));
+        assert_eq!(d.cut_line, Some(4));
+        let cap = b.cap("Express").unwrap();
+        assert!(cap.register("LnkSta").is_none(), "{cap:?}");
+        assert!(cap.register("LnkCap").is_some());
+        // A header line cut: kept, said as cut.
+        let d = parse(
+            "87:08.0 PCI bridge: PLX Technology, Inc. PEX 8747 48-Lane, 5-Port PCI Express Gen 3 (8.0 GT/s) Switch (rev ca)\n87:10.0 PCI bridge: PLX Technology, Inc. PEX 8747 48-Lane, 5-Po",
+        );
+        assert_eq!(d.blocks.len(), 2);
+        assert_eq!(d.blocks[1].cut_at, Some(2));
+        assert_eq!(d.blocks[0].cut_at, None);
+        // With its newline the same text is whole.
+        let d = parse(
+            "18:00.0 3D controller [0302]: NVIDIA Corporation Device 2330 [10de:2330]\n\tCapabilities: [60] Express (v2) Endpoint, MSI 00\n\t\tLnkSta:\tSpeed 32GT/s, Width x16\n",
+        );
+        assert_eq!(d.cut_line, None);
+        assert!(
+            d.blocks[0]
+                .cap("Express")
+                .unwrap()
+                .register("LnkSta")
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn numbers_on_the_flags_line_of_lspci_v() {
+        // nvidia-bug-report's `lspci -d "10de:*" -v -xxx` (pciutils prints them on Flags at -v).
+        let d = parse(
+            "02:00.0 VGA compatible controller: NVIDIA Corporation GV102 (rev a1) (prog-if 00 [VGA controller])\n\tFlags: bus master, fast devsel, latency 0, IRQ 107, NUMA node 0, IOMMU group 1\n\tMemory at d3000000 (32-bit, non-prefetchable) [size=16M]\n",
+        );
+        assert_eq!(d.blocks[0].number("NUMA node"), Some(0));
+        assert_eq!(d.blocks[0].number("IOMMU group"), Some(1));
+        let d = parse(
+            "61:00.0 3D controller: NVIDIA Corporation Device 2331 (rev a1)\n\tIOMMU group: 64\n\tNUMA node: 0\n",
+        );
+        assert_eq!(d.blocks[0].number("IOMMU group"), Some(64));
+        let d = parse(
+            "02:00.0 VGA compatible controller: NVIDIA Corporation GV102 (rev a1)\n\tFlags: bus master, fast devsel, latency 0, IRQ 107\n",
+        );
+        assert_eq!(d.blocks[0].number("IOMMU group"), None);
+    }
 
     #[test]
     fn headers_with_and_without_nn_and_domain() {

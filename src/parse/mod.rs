@@ -18,6 +18,7 @@ pub mod ib;
 pub mod ib_text;
 pub mod joblog;
 pub mod kfd;
+pub mod kmsg;
 pub mod lspci;
 pub mod mounts;
 pub mod nccl_conf;

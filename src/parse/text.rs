@@ -86,6 +86,14 @@ pub fn split_launcher(line: &str) -> (&str, &str) {
 
 /// The worker's pid in the last of Ray's tags in `tag` (`(Name pid=N[, ip=A])`), if any.
 pub fn ray_pid(tag: &str) -> Option<u32> {
+    ray_worker(tag).map(|(pid, _)| pid)
+}
+
+/// The worker of the last of Ray's tags in `tag`: its pid and, for a worker on another node
+/// than the driver, its node's address (`(RayTrainWorker pid=2981, ip=10.0.0.2)`). Ray prints
+/// the tag from the worker's own (pid, ip), so it names one process whatever the host name in
+/// the line after it says.
+pub fn ray_worker(tag: &str) -> Option<(u32, Option<&str>)> {
     let inner = tag.trim_end().strip_suffix(')')?;
     let inner = &inner[inner.rfind('(')? + 1..];
     let at = inner.find("pid=")?;
@@ -100,7 +108,54 @@ pub fn ray_pid(tag: &str) -> Option<u32> {
     if !(rest.is_empty() || rest.starts_with(',')) {
         return None;
     }
-    digits.parse().ok()
+    let ip = rest
+        .split(',')
+        .find_map(|kv| kv.trim().strip_prefix("ip="))
+        .filter(|ip| !ip.is_empty());
+    Some((digits.parse().ok()?, ip))
+}
+
+/// Ray's log deduplication (`ray/_private/ray_logging`: `LogDeduplicator`): a worker line
+/// printed once for several whose words without digits agree (`_canonicalise_log_line` drops
+/// every word holding a digit or hex), followed by ` [repeated Nx across cluster]` (colored
+/// when Ray writes to a terminal) and, the first time, ` (Ray deduplicates logs by default. …)`.
+/// Returns the line without those, and N: the other lines it stands for, from any worker, whose
+/// numbers — ranks, NIC indexes, `/GDRDMA` — may differ and are not in the copy.
+pub fn ray_dedup(line: &str) -> (&str, Option<u32>) {
+    let mut t = strip_ansi_end(line.trim_end());
+    if t.ends_with(')')
+        && let Some(at) = t.rfind(" (Ray deduplicates logs by default.")
+    {
+        t = strip_ansi_end(t[..at].trim_end());
+    }
+    let Some(body) = t.strip_suffix("x across cluster]") else {
+        return (line, None);
+    };
+    let Some(at) = body.rfind(" [repeated ") else {
+        return (line, None);
+    };
+    let Ok(n) = body[at + " [repeated ".len()..].parse::<u32>() else {
+        return (line, None);
+    };
+    (strip_ansi_end(&t[..at]), Some(n))
+}
+
+/// `t` without the terminal color codes (`ESC [ … m`) at its end.
+fn strip_ansi_end(mut t: &str) -> &str {
+    while let Some(at) = t.rfind('\x1b') {
+        let code = &t[at..];
+        let ok = code.len() >= 3
+            && code[1..].starts_with('[')
+            && code.ends_with('m')
+            && code[2..code.len() - 1]
+                .chars()
+                .all(|c| c.is_ascii_digit() || c == ';');
+        if !ok {
+            break;
+        }
+        t = &t[..at];
+    }
+    t
 }
 
 /// One launcher tag at the start of `t` (already left-trimmed), or `None`.
@@ -303,5 +358,36 @@ mod tests {
         );
         assert_eq!(shell_prompt("user@example.com wrote"), None);
         assert_eq!(shell_prompt("#bytes"), None);
+    }
+
+    #[test]
+    fn rays_dedup_suffix() {
+        assert_eq!(
+            ray_dedup("x NCCL INFO Using network IB [repeated 14x across cluster]"),
+            ("x NCCL INFO Using network IB", Some(14))
+        );
+        assert_eq!(
+            ray_dedup(
+                "a [repeated 2x across cluster] (Ray deduplicates logs by default. Set RAY_DEDUP_LOGS=0 to disable log deduplication, or see https://docs.ray.io/x for more options.)"
+            ),
+            ("a", Some(2))
+        );
+        assert_eq!(
+            ray_dedup("a\x1b[32m [repeated 9x across cluster]\x1b[0m"),
+            ("a", Some(9))
+        );
+        // Not Ray's: kept whole.
+        for t in [
+            "a [repeated many times across cluster]",
+            "a across cluster]",
+            "a",
+        ] {
+            assert_eq!(ray_dedup(t), (t, None));
+        }
+        assert_eq!(
+            ray_worker("(RayTrainWorker pid=12, ip=10.0.0.1) "),
+            Some((12, Some("10.0.0.1")))
+        );
+        assert_eq!(ray_worker("(pid=12) "), Some((12, None)));
     }
 }

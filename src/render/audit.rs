@@ -8,12 +8,22 @@ use std::fmt::Write;
 /// The one-line verdict: `PASS` / `FAIL` with counts; a pass with unknown facts says so.
 pub fn verdict_line(r: &Report) -> String {
     let c = &r.counts;
-    let word = if r.failed() { "FAIL" } else { "PASS" };
+    let word = if r.failed() {
+        "FAIL"
+    } else if r.undecided() {
+        "UNKNOWN"
+    } else if r.not_judged.is_some() {
+        "PASS (nothing to judge)"
+    } else {
+        "PASS"
+    };
     let mut s = format!(
         "{word}: {} error(s), {} warning(s), {} unknown, {} info — {}",
         c.error, c.warning, c.unknown, c.info, r.source
     );
-    if !r.failed() && c.unknown > 0 {
+    if let Some(why) = &r.not_judged {
+        s.push_str(&format!(" ({why})"));
+    } else if !r.failed() && c.unknown > 0 {
         s.push_str(" (some facts could not be read: the pass covers only what was readable)");
     }
     s

@@ -5,8 +5,8 @@
 use crate::analysis::evidence::{BwVerdict, EvidenceReport, Gdr, NicUse, RankVerdict};
 use std::fmt::Write;
 
-/// The one-line verdict: PROBLEMS, NOTHING READ (see [`nothing_read`]) or NO PROBLEM SHOWN,
-/// counts of ranks by GDR verdict and of bandwidth verdicts, and what was not read (lines
+/// The one-line verdict: PROBLEMS, NOTHING READ (see [`nothing_read`]), NOTHING JUDGED (see
+/// [`nothing_judged`]) or NO PROBLEM SHOWN, counts of ranks by GDR verdict and of bandwidth verdicts, and what was not read (lines
 /// refused, lines not understood) whenever a line was refused or nothing was read.
 pub fn verdict_line(r: &EvidenceReport) -> String {
     let n = |g: Gdr| r.ranks.iter().filter(|x| x.gdr == g).count();
@@ -28,6 +28,8 @@ pub fn verdict_line(r: &EvidenceReport) -> String {
                 empty.len(),
                 r.inputs.len()
             )
+        } else if nothing_judged(r) {
+            format!("NOTHING JUDGED ({})", what_was_read(r))
         } else {
             "NO PROBLEM SHOWN".to_string()
         },
@@ -39,6 +41,14 @@ pub fn verdict_line(r: &EvidenceReport) -> String {
         bw(BwVerdict::Broken),
         bw(BwVerdict::Unknown)
     );
+    let na = n(Gdr::NotApplicable);
+    if na > 0 {
+        // After the counts, so the headline of every other report is unchanged.
+        let _ = write!(
+            s,
+            "; GDR not applicable on {na} (one host, no network traffic)"
+        );
+    }
     if !r.perftest.is_empty() {
         let _ = write!(
             s,
@@ -80,16 +90,54 @@ pub fn verdict_line(r: &EvidenceReport) -> String {
     s
 }
 
-/// Whether nothing that bears on a verdict was read: no rank's GDR shown used or off, no
-/// nccl-tests run, perftest run, completion error or probe result — a prose summary, another
-/// tool's output, or a log whose only network line was refused. `evidence` exits
-/// [`EXIT_NOTHING_READ`] then, not 0.
+/// Whether nothing at all was read: no NCCL process (a `host:pid` header, or the lines quoted
+/// without one), rank, GPU or connection, no nccl-tests run, perftest run, completion error or
+/// probe result — a prose summary, another tool's output, an empty file. `evidence` exits
+/// [`EXIT_NOTHING_READ`] then, not 0. A log whose processes were read but whose GDR the lines do
+/// not show was read: see [`nothing_judged`].
 pub fn nothing_read(r: &EvidenceReport) -> bool {
-    r.ranks.iter().all(|x| x.gdr == Gdr::Unknown)
+    r.inputs.iter().all(|i| i.processes.is_empty())
+        && r.ranks.is_empty()
         && r.bandwidth.is_empty()
         && r.perftest.is_empty()
         && r.errors.is_empty()
         && r.probe.is_empty()
+}
+
+/// Whether something was read but nothing judged: processes, ranks or NICs read, yet no rank's
+/// GDR shown used or off (nor not applicable), and no nccl-tests or perftest run, completion
+/// error or probe result (an init-only log, a job that failed before its channels were set up,
+/// an nccl-tests header without its table). The headline says so and what was read; the exit
+/// code stays 0, as unknowns do in `audit`: nothing wrong was shown, and nothing was missed by
+/// the reader either.
+pub fn nothing_judged(r: &EvidenceReport) -> bool {
+    !nothing_read(r)
+        && r.ranks.iter().all(|x| x.gdr == Gdr::Unknown)
+        && r.bandwidth.is_empty()
+        && r.perftest.is_empty()
+        && r.errors.is_empty()
+        && r.probe.is_empty()
+}
+
+/// What the inputs showed, in words, for the NOTHING JUDGED headline: processes, ranks or
+/// GPUs, and that none shows GDR.
+fn what_was_read(r: &EvidenceReport) -> String {
+    let all = || r.inputs.iter().flat_map(|i| &i.processes);
+    let procs = all().filter(|p| !p.headerless).count();
+    let mut what = Vec::new();
+    if procs > 0 {
+        what.push(format!("{procs} process(es)"));
+    }
+    if all().any(|p| p.headerless) {
+        what.push("NCCL lines without `host:pid:tid`".to_string());
+    }
+    if !r.ranks.is_empty() || what.is_empty() {
+        what.push(format!("{} rank(s)/GPU(s)", r.ranks.len()));
+    }
+    format!(
+        "{} read; no NET connection or GDR line shows GDR",
+        what.join(" and ")
+    )
 }
 
 /// The job-output inputs in which nothing was recognised (no NCCL line, nccl-tests table or
@@ -228,7 +276,14 @@ pub fn text(r: &EvidenceReport) -> String {
             );
         }
         for p in &i.processes {
-            let mut line = format!("  process {}:{}  NCCL {}", p.host, p.pid, p.version.text);
+            let mut line = if p.headerless {
+                format!(
+                    "  lines without `host:pid:tid` (no process named)  NCCL {}",
+                    p.version.text
+                )
+            } else {
+                format!("  process {}:{}  NCCL {}", p.host, p.pid, p.version.text)
+            };
             match p.version.source {
                 crate::analysis::evidence::version::VersionSource::Banner => {
                     line.push_str(" (banner)")
@@ -246,6 +301,15 @@ pub fn text(r: &EvidenceReport) -> String {
             let _ = writeln!(out, "{line}");
             if let Some(n) = &p.network {
                 let _ = writeln!(out, "    network {n}");
+            }
+            if let Some(o) = &p.ofi_provider {
+                let _ = writeln!(out, "    OFI provider {o}");
+            }
+            if let Some((n, at)) = p.ib_devices {
+                let _ = writeln!(
+                    out,
+                    "    IB devices detected: {n} (`RCCL: Detected {n} IB devices`, line {at})"
+                );
             }
             if !p.nics.is_empty() {
                 let _ = writeln!(out, "    NICs {}", p.nics.join(" "));

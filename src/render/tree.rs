@@ -245,13 +245,19 @@ fn summary(t: &Topology, out: &mut String) {
         t.switches.len(),
         if t.switches.len() == 1 { "" } else { "es" }
     );
-    if count(DeviceKind::Gpu) + count(DeviceKind::Accelerator) == 0 {
+    let cannot_tell = match crate::analysis::audit::scope::not_judged(t) {
+        Some(crate::analysis::audit::scope::NotJudged::CannotTell(why)) => Some(why),
+        _ => None,
+    };
+    if let Some(why) = &cannot_tell {
+        let _ = writeln!(out, "Whether this node has a GPU cannot be told: {why}.");
+    } else if count(DeviceKind::Gpu) + count(DeviceKind::Accelerator) == 0 {
         let _ = writeln!(
             out,
             "No GPU or accelerator found: there is no GPUDirect path to judge on this node."
         );
     }
-    if rdma == 0 {
+    if rdma == 0 && cannot_tell.is_none() {
         let _ = writeln!(
             out,
             "No RDMA-capable NIC found ({}).",

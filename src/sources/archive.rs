@@ -1,7 +1,8 @@
 //! Support archives an operator attaches to a case — a `sosreport` (`sos report`, Red Hat and
 //! Ubuntu) or a SUSE `supportconfig` — read in memory without extracting: the members that
 //! hold `lspci` output (`sos_commands/pci/lspci_*`, supportconfig's `hardware.txt`), the RDMA
-//! tools (`sos_commands/infiniband/*`, `ib.txt`), `numactl --hardware` and the kernel command
+//! tools (`sos_commands/infiniband/*`, `ib.txt`), `numactl --hardware`, the kernel log
+//! (`sos_commands/kernel/dmesg`: IOMMU mode, AER and Xid lines) and the kernel command
 //! line (`proc/cmdline`, supportconfig's `boot.txt`) are joined and read as `lspci` text
 //! ([`super::lspci`]).
 
@@ -30,6 +31,7 @@ fn classify(path: &str) -> Option<(&'static str, u8)> {
         } else if r.starts_with("infiniband/")
             || r.starts_with("numa/numactl_--hardware")
             || r == "kernel/lsmod"
+            || r == "kernel/dmesg"
         {
             Some(("sosreport", 2))
         } else {
@@ -61,6 +63,7 @@ pub fn read_dir(
             "sos_commands/pci",
             "sos_commands/infiniband",
             "sos_commands/numa",
+            "sos_commands/kernel",
             "proc",
         ]
     } else {
@@ -74,7 +77,7 @@ pub fn read_dir(
         for e in entries {
             if e.kind != fsroot::EntryKind::File
                 || (d == "proc" && e.name != "cmdline")
-                || (d == "sos_commands/kernel" && e.name != "lsmod")
+                || (d == "sos_commands/kernel" && e.name != "lsmod" && e.name != "dmesg")
             {
                 continue;
             }
@@ -190,8 +193,13 @@ mod tests {
             classify("scc_n1_260101_1200/hardware.txt"),
             Some(("supportconfig", 1))
         );
+        // The kernel log: IOMMU mode, AER and Xid lines (issue 51).
         assert_eq!(
             classify("sosreport-n1-2026/sos_commands/kernel/dmesg"),
+            Some(("sosreport", 2))
+        );
+        assert_eq!(
+            classify("sosreport-n1-2026/sos_commands/kernel/sysctl_-a"),
             None
         );
     }

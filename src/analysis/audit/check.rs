@@ -47,6 +47,8 @@ checks! {
     DriverMismatch = "driver-mismatch", "DRV";
     /// `gpu-excluded`: the NVIDIA driver excludes a GPU.
     GpuExcluded = "gpu-excluded", "GPU";
+    /// `gpu-xid`: the kernel log in the input holds NVIDIA Xid lines for a GPU.
+    GpuXid = "gpu-xid", "XID";
     /// `acs-redirect`: ACS P2P redirect or egress control on a GPU–NIC path.
     AcsRedirect = "acs-redirect", "ACS";
     /// `iommu-translation`: the IOMMU translates DMA of a GPU or RDMA NIC.

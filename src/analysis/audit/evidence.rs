@@ -178,6 +178,10 @@ pub fn fold_job(pairs: &[Pair], ev: &EvidenceReport, findings: &mut Vec<Finding>
             Gdr::Off => (Severity::Error, "without GDR"),
             Gdr::Used => (Severity::Info, "with GDR"),
             Gdr::Unknown => (Severity::Unknown, "with GDR not shown"),
+            Gdr::NotApplicable => (
+                Severity::Info,
+                "on one host without network traffic (GDR not applicable)",
+            ),
         };
         let rank = ev
             .ranks

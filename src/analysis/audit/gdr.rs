@@ -210,25 +210,38 @@ pub fn peer_module(ctx: &Ctx) -> Vec<Finding> {
     vec![f.with_all(ev)]
 }
 
+/// Whether a value names a driver version (`570.86.15`, `550.135`), not a word such as "loaded
+/// (lsmod; no version there)".
+pub(super) fn is_version(v: &str) -> bool {
+    proc_driver_version(&format!("Module {v}")).as_deref() == Some(v.trim())
+}
+
 /// `driver-mismatch`: the NVIDIA driver version in `/proc/driver/nvidia/version`,
 /// `/sys/module/nvidia/version`, `/sys/module/nvidia_peermem/version` and
 /// `/sys/kernel/mm/memory_peers/nv_mem*/version` must all be the same; any difference is an
-/// error (the peer module or user space will refuse to work with the kernel module).
+/// error (the peer module or user space will refuse to work with the kernel module). Only
+/// versions are compared: a side the input shows without its version (`/proc/modules` and
+/// `lsmod` list none) is unknown, never a mismatch; when the versions shown agree but such a
+/// side exists, the finding is unknown and names it with its reason.
 pub fn driver_mismatch(ctx: &Ctx) -> Vec<Finding> {
     let m = &ctx.topo.machine;
     let mut seen: Vec<(String, String, String)> = Vec::new(); // (path, raw, version)
-    if let Some(l) = &m.nvidia_driver
-        && let Some(v) = proc_driver_version(l)
-    {
-        seen.push((PROC_VERSION.into(), l.clone(), v));
+    let mut unseen: Vec<(String, String)> = Vec::new(); // (path, what the input says)
+    if let Some(l) = &m.nvidia_driver {
+        match proc_driver_version(l) {
+            Some(v) => seen.push((PROC_VERSION.into(), l.clone(), v)),
+            None => unseen.push((PROC_VERSION.into(), l.clone())),
+        }
     }
-    if let Some(v) = &m.nvidia_module_version {
-        seen.push((MOD_NVIDIA.into(), v.clone(), v.clone()));
-    }
-    if let Some(v) = &m.nvidia_peermem_version
-        && proc_driver_version(&format!("Module {v}")).is_some()
-    {
-        seen.push((MOD_PEERMEM.into(), v.clone(), v.clone()));
+    for (path, v) in [
+        (MOD_NVIDIA, &m.nvidia_module_version),
+        (MOD_PEERMEM, &m.nvidia_peermem_version),
+    ] {
+        match v {
+            Some(v) if is_version(v) => seen.push((path.into(), v.clone(), v.trim().to_string())),
+            Some(v) => unseen.push((path.into(), v.clone())),
+            None => {}
+        }
     }
     for (n, v) in &m.memory_peers {
         if let Some(v) = v
@@ -240,22 +253,45 @@ pub fn driver_mismatch(ctx: &Ctx) -> Vec<Finding> {
     let mut versions: Vec<&str> = seen.iter().map(|(_, _, v)| v.as_str()).collect();
     versions.sort();
     versions.dedup();
-    if versions.len() <= 1 {
-        return Vec::new();
+    let evidence = |seen: Vec<(String, String, String)>, unseen: Vec<(String, String)>| {
+        seen.into_iter()
+            .map(|(p, raw, _)| super::Evidence::new(p, raw))
+            .chain(
+                unseen
+                    .into_iter()
+                    .map(|(p, raw)| super::Evidence::new(p, raw)),
+            )
+            .collect::<Vec<_>>()
+    };
+    if versions.len() > 1 {
+        let f = Finding::new(
+            CheckId::DriverMismatch,
+            Severity::Error,
+            Subject::Node,
+            format!("NVIDIA driver versions disagree: {}", versions.join(" vs ")),
+            "reinstall one driver version for the kernel module, nvidia-peermem and user space (then reboot or reload the modules); rebuild nvidia-peermem after any OFED upgrade",
+        );
+        return vec![f.with_all(evidence(seen, unseen))];
     }
-    let f = Finding::new(
-        CheckId::DriverMismatch,
-        Severity::Error,
-        Subject::Node,
-        format!("NVIDIA driver versions disagree: {}", versions.join(" vs ")),
-        "reinstall one driver version for the kernel module, nvidia-peermem and user space (then reboot or reload the modules); rebuild nvidia-peermem after any OFED upgrade",
-    );
-    vec![
-        f.with_all(
-            seen.into_iter()
-                .map(|(p, raw, _)| super::Evidence::new(p, raw)),
-        ),
-    ]
+    if versions.len() == 1 && !unseen.is_empty() {
+        let f = Finding::new(
+            CheckId::DriverMismatch,
+            Severity::Unknown,
+            Subject::Node,
+            format!(
+                "NVIDIA driver {} is the only version shown; whether {} agree(s) is unknown: the input shows no version there",
+                versions[0],
+                unseen
+                    .iter()
+                    .map(|(p, _)| p.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            ),
+            "compare `cat /sys/module/nvidia/version /sys/module/nvidia_peermem/version` with `cat /proc/driver/nvidia/version` on the machine (or `modinfo -F version nvidia nvidia-peermem`)",
+        );
+        return vec![f.with_all(evidence(seen, unseen))];
+    }
+    Vec::new()
 }
 
 /// `gpu-excluded`: the NVIDIA driver lists a GPU as excluded (`GPU Excluded: Yes` in
@@ -411,6 +447,30 @@ mod tests {
                 .len(),
             2
         );
+    }
+
+    #[test]
+    fn a_module_shown_without_its_version_is_unknown_not_a_mismatch() {
+        // nvidia-bug-report's /proc/modules and lsmod list modules without versions.
+        let mut m = machine();
+        m.nvidia_module_version =
+            Some("loaded (/proc/modules at line 3342; no version there)".into());
+        m.nvidia_peermem_version =
+            Some("loaded (lsmod table at line 9; lsmod lists no version)".into());
+        m.memory_peers.clear();
+        let t = topo(hgx(2), m);
+        let f = driver_mismatch(&Ctx::new(&Classifier::new(&t, &Default::default())));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].severity, Severity::Unknown, "{f:?}");
+        assert!(f[0].summary.contains("570.86.15") && f[0].summary.contains(MOD_NVIDIA));
+        // A real difference among the versions shown is still an error.
+        let mut m = machine();
+        m.nvidia_module_version = Some("loaded (lsmod; no version)".into());
+        m.nvidia_peermem_version = Some("565.57.01".into());
+        let t = topo(hgx(2), m);
+        let f = driver_mismatch(&Ctx::new(&Classifier::new(&t, &Default::default())));
+        assert_eq!(f[0].severity, Severity::Error);
+        assert!(!f[0].summary.contains("loaded"), "{}", f[0].summary);
     }
 
     #[test]

@@ -268,9 +268,24 @@ fn p2pdma_prerequisites(ctx: &Ctx, wanted: bool) -> (Vec<String>, Vec<String>, V
     }
     if let Some(v) = &m.nvidia_module_version {
         ev.push(Evidence::new("/sys/module/nvidia/version", v.clone()));
-        let mut it = v.split('.').map(|x| x.parse::<u32>().unwrap_or(0));
-        if (it.next().unwrap_or(0), it.next().unwrap_or(0)) < (565, 47) {
-            unmet.push(format!("NVIDIA driver {v} is older than 565.47"));
+        // Only a version is compared: a module listed without one (`/proc/modules`, `lsmod`)
+        // leaves the driver's version to /proc/driver/nvidia/version, else unknown.
+        let version = Some(v.clone())
+            .filter(|v| super::gdr::is_version(v))
+            .or_else(|| {
+                m.nvidia_driver
+                    .as_deref()
+                    .and_then(super::gdr::proc_driver_version)
+            });
+        match version {
+            Some(v) => {
+                let mut it = v.split('.').map(|x| x.parse::<u32>().unwrap_or(0));
+                if (it.next().unwrap_or(0), it.next().unwrap_or(0)) < (565, 47) {
+                    unmet.push(format!("NVIDIA driver {v} is older than 565.47"));
+                }
+            }
+            None => unknown
+                .push("NVIDIA driver version (the input lists the module without one)".into()),
         }
     }
     if let Some(mp) = &s.nvme_multipath {
@@ -698,6 +713,39 @@ pub fn gds_mounts(ctx: &Ctx) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_module_listed_without_its_version_is_not_an_old_driver() {
+        use super::super::testkit::*;
+        use crate::analysis::classify::Classifier;
+        let mut m = machine();
+        m.nvidia_module_version =
+            Some("loaded (lsmod table at line 9; lsmod lists no version)".into());
+        m.nvidia_driver = None;
+        let t = topo(hgx(2), m.clone());
+        let cl = Classifier::new(&t, &Default::default());
+        let (unmet, unknown, _) = p2pdma_prerequisites(&Ctx::new(&cl), true);
+        assert!(
+            !unmet.iter().any(|u| u.contains("older than 565.47")),
+            "{unmet:?}"
+        );
+        assert!(
+            unknown.iter().any(|u| u.contains("NVIDIA driver version")),
+            "{unknown:?}"
+        );
+        // The procfs version decides where the text has it.
+        m.nvidia_driver = Some(
+            "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.15  Release Build"
+                .into(),
+        );
+        let t = topo(hgx(2), m);
+        let cl = Classifier::new(&t, &Default::default());
+        let (unmet, _, _) = p2pdma_prerequisites(&Ctx::new(&cl), true);
+        assert!(
+            unmet.iter().any(|u| u.contains("550.54.15 is older")),
+            "{unmet:?}"
+        );
+    }
 
     #[test]
     fn kernel_versions() {

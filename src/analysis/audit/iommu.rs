@@ -35,6 +35,85 @@ fn pt_on_cmdline(ctx: &Ctx) -> bool {
     })
 }
 
+/// What the kernel log in the input says of DMA translation ([`crate::model::kmsg`]), with the
+/// lines that say it.
+enum LogMode {
+    /// `Default domain type: Translated` and an IOMMU driver took the devices.
+    Translated(Vec<Evidence>),
+    /// `Default domain type: Passthrough`.
+    Passthrough(Vec<Evidence>),
+    /// An IOMMU disabled, or a whole boot log in which no device joined an IOMMU group.
+    Off(Vec<Evidence>),
+    /// The log says something, but not enough to decide: the reason and its lines.
+    Undecided(String, Vec<Evidence>),
+}
+
+fn log_mode(ctx: &Ctx) -> Option<LogMode> {
+    let k = &ctx.topo.machine.kernel_log;
+    let at = |l: &crate::model::kmsg::LogLine| {
+        Evidence::new(
+            format!("{} line {}", ctx.topo.source.path, l.line),
+            l.text.clone(),
+        )
+    };
+    if let Some(off) = &k.iommu_off {
+        return Some(LogMode::Off(vec![at(off)]));
+    }
+    let on: Vec<Evidence> = k
+        .iommu_on
+        .iter()
+        .map(at)
+        .chain(k.groups.first().map(|(_, _, l)| at(l)))
+        .collect();
+    // An AMD root complex enables its IOMMU by default (amd_iommu=off turns it off); Intel's
+    // needs intel_iommu=on unless the kernel was built default-on, so only AMD counts here.
+    let mut on_translated = Vec::new();
+    if on.is_empty()
+        && let Some(rc) = ctx.topo.devices.iter().find(|d| {
+            // Its root ports, or the root complex function at 00.0 of a root bus.
+            d.vendor_id == Some(0x1022)
+                && (d.kind == crate::model::DeviceKind::RootPort
+                    || (d.parent.is_none() && d.bdf.device == 0 && d.bdf.function == 0))
+        })
+    {
+        on_translated.push(Evidence::new(
+            crate::analysis::audit::pci_path(&rc.bdf, "vendor"),
+            "0x1022: an AMD root complex, whose IOMMU the kernel enables by default (no amd_iommu=off seen)",
+        ));
+    }
+    match &k.default_domain {
+        Some((t, l)) if t == "Passthrough" => Some(LogMode::Passthrough(vec![at(l)])),
+        // A whole boot log says it itself: an IOMMU took devices, or none did.
+        Some((t, l)) if t == "Translated" && !on.is_empty() => {
+            Some(LogMode::Translated(std::iter::once(at(l)).chain(on).collect()))
+        }
+        Some((t, l)) if k.from_boot && on.is_empty() => Some(LogMode::Off(vec![
+            at(l),
+            Evidence::new(
+                format!("{} (kernel log)", ctx.topo.source.path),
+                format!("default domain {t}, but no IOMMU driver took a device: no `Adding to iommu group` line in the boot log"),
+            ),
+        ])),
+        // A part of the log (a grep): an AMD root complex's IOMMU is on unless turned off.
+        Some((t, l)) if t == "Translated" && !on_translated.is_empty() => Some(
+            LogMode::Translated(std::iter::once(at(l)).chain(on_translated).collect()),
+        ),
+        Some((t, l)) => Some(LogMode::Undecided(
+            format!("the kernel log says `Default domain type: {t}` but not whether an IOMMU driver took the devices (the log does not start at boot)"),
+            vec![at(l)],
+        )),
+        None if k.from_boot && on.is_empty() => Some(LogMode::Off(vec![Evidence::new(
+            format!("{} (kernel log)", ctx.topo.source.path),
+            "the boot log shows no IOMMU driver enabling DMA remapping (no `DMAR: Intel(R) Virtualization Technology for Directed I/O`, no `AMD-Vi: Found IOMMU`) and no device added to an IOMMU group",
+        )])),
+        None if !on.is_empty() => Some(LogMode::Undecided(
+            "an IOMMU is on, but the kernel log prints no default domain type (kernels before 5.2 do not)".into(),
+            on,
+        )),
+        None => None,
+    }
+}
+
 /// Runs the check over every GPU and RDMA NIC.
 pub fn iommu_translation(ctx: &Ctx) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -116,6 +195,12 @@ pub fn iommu_translation(ctx: &Ctx) -> Vec<Finding> {
         }));
         out.push(f.with_all(booted_pt));
     }
+    if !unknown.is_empty()
+        && let Some(mode) = log_mode(ctx)
+    {
+        out.push(from_log(ctx, mode, unknown));
+        return out;
+    }
     if !unknown.is_empty() {
         out.push(
             Finding::new(
@@ -129,6 +214,61 @@ pub fn iommu_translation(ctx: &Ctx) -> Vec<Finding> {
         );
     }
     out
+}
+
+/// The finding for devices whose group type the input does not hold, decided by the kernel
+/// log's lines ([`log_mode`]); `devices` are their per-device evidence.
+fn from_log(ctx: &Ctx, mode: LogMode, devices: Vec<Evidence>) -> Finding {
+    let n = devices.len();
+    let (f, lines) = match mode {
+        LogMode::Translated(ev) => (
+            Finding::new(
+                CheckId::IommuTranslation,
+                ctx.config_fault_severity(),
+                Subject::Node,
+                format!(
+                    "IOMMU translates DMA of {n} GPU/NIC device(s): the kernel log says the default domain is Translated and an IOMMU driver took the devices; GPUDirect RDMA hangs or loses bandwidth"
+                ),
+                "boot with `iommu=pt` (AMD: `amd_iommu=on iommu=pt`; Intel: `intel_iommu=on iommu=pt`), then check `dmesg | grep 'Default domain type'` says Passthrough",
+            ),
+            ev,
+        ),
+        LogMode::Passthrough(ev) => (
+            Finding::new(
+                CheckId::IommuTranslation,
+                Severity::Info,
+                Subject::Node,
+                format!(
+                    "IOMMU passthrough for {n} GPU/NIC device(s): the kernel log says the default domain is Passthrough; a group switched to DMA at run time is not in the log"
+                ),
+                "none; to be sure no group was switched, audit the live machine (/sys/kernel/iommu_groups/<n>/type)",
+            ),
+            ev,
+        ),
+        LogMode::Off(ev) => (
+            Finding::new(
+                CheckId::IommuTranslation,
+                Severity::Info,
+                Subject::Node,
+                format!(
+                    "IOMMU does not translate DMA of {n} GPU/NIC device(s): the kernel log shows no IOMMU driver remapping DMA"
+                ),
+                "none",
+            ),
+            ev,
+        ),
+        LogMode::Undecided(why, ev) => (
+            Finding::new(
+                CheckId::IommuTranslation,
+                Severity::Unknown,
+                Subject::Node,
+                format!("IOMMU mode unknown for {n} GPU/NIC device(s): {why}"),
+                "audit the live machine (kernel ≥ 5.11 exposes /sys/kernel/iommu_groups/<n>/type); check `dmesg | grep -e 'Default domain type' -e 'iommu group'`",
+            ),
+            ev,
+        ),
+    };
+    f.with_all(lines).with_all(devices)
 }
 
 #[cfg(test)]
@@ -166,6 +306,53 @@ mod tests {
         let f = iommu_translation(&Ctx::new(&Classifier::new(&t, &Default::default())));
         assert_eq!(f[0].severity, Severity::Warning);
         assert_eq!(f[0].subject, Subject::Device(b("0000:13:00.0")));
+    }
+
+    #[test]
+    fn the_kernel_log_decides_what_the_text_cannot_show() {
+        use crate::model::kmsg::LogLine;
+        let line = |n: usize, t: &str| LogLine {
+            line: n,
+            text: t.into(),
+        };
+        let mut d = hgx(2);
+        for x in &mut d {
+            x.iommu_group_type = None;
+        }
+        let mut m = machine();
+        m.iommu_units = Fact::Unknown("lspci text does not list IOMMU units".into());
+        m.kernel_log.default_domain = Some((
+            "Translated".into(),
+            line(4, "[    1.23] iommu: Default domain type: Translated"),
+        ));
+        m.kernel_log.iommu_on = Some(line(3, "pci 0000:00:00.2: AMD-Vi: Found IOMMU cap 0x40"));
+        let mut t = topo(d.clone(), m.clone());
+        t.source.kind = "lspci".into();
+        let f = iommu_translation(&Ctx::new(&Classifier::new(&t, &Default::default())));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(
+            f[0].severity,
+            Severity::Error,
+            "Translated with AMD-Vi on is a fault, not unknown"
+        );
+        assert!(
+            f[0].evidence
+                .iter()
+                .any(|e| e.path.ends_with("line 4") && e.value.contains("Translated"))
+        );
+        // Translated printed, but the log does not start at boot and shows no IOMMU (an Intel
+        // root complex, which needs intel_iommu=on): unknown.
+        m.kernel_log.iommu_on = None;
+        let mut t = topo(d.clone(), m.clone());
+        t.source.kind = "lspci".into();
+        let f = iommu_translation(&Ctx::new(&Classifier::new(&t, &Default::default())));
+        assert_eq!(f[0].severity, Severity::Unknown);
+        // A whole boot log in which no IOMMU took a device: off, said as info.
+        m.kernel_log.from_boot = true;
+        let mut t = topo(d, m);
+        t.source.kind = "lspci".into();
+        let f = iommu_translation(&Ctx::new(&Classifier::new(&t, &Default::default())));
+        assert_eq!(f[0].severity, Severity::Info, "{f:?}");
     }
 
     #[test]

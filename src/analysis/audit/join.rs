@@ -183,6 +183,7 @@ impl Node for Topo<'_> {
             Gdr::Used => "with GDR",
             Gdr::Off => "without GDR",
             Gdr::Unknown => "with GDR unknown",
+            Gdr::NotApplicable => "on one host without network traffic (GDR not applicable)",
         };
         let mut sentence = format!("{who} used {nic_words} {gdr}; {prediction}");
         if same_nic == Some(false) {

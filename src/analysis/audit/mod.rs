@@ -24,6 +24,8 @@ pub mod platform;
 pub mod profile;
 pub mod rdma;
 pub mod ready;
+pub mod scope;
+pub mod xid;
 
 pub use check::CheckId;
 pub use finding::{
@@ -312,6 +314,11 @@ pub struct Report {
     /// `pass` when no finding is an error, else `fail`. Unknown findings do not pass anything:
     /// they are counted in `counts.unknown` and listed.
     pub verdict: String,
+    /// Why nothing was judged, when nothing was ([`scope::not_judged`]): with verdict
+    /// `unknown`, what the input lacks to identify its devices; with `pass`, "nothing to judge"
+    /// (no GPU, accelerator or RDMA NIC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_judged: Option<String>,
     /// Counts by severity.
     pub counts: Counts,
     /// Where the topology came from (`--input`).
@@ -337,6 +344,12 @@ impl Report {
     /// Whether any finding is an error.
     pub fn failed(&self) -> bool {
         self.counts.error > 0
+    }
+
+    /// Whether the input could not identify its devices, so nothing was judged (verdict
+    /// `unknown`; `peerpath audit` exits 3).
+    pub fn undecided(&self) -> bool {
+        self.verdict == "unknown"
     }
 
     /// The audit's GPUDirect RDMA readiness verdict, the one every export reads (see
@@ -416,6 +429,7 @@ pub fn run_with(cl: &Classifier, opts: &AuditOptions) -> Report {
     findings.extend(gdr::peer_module(&ctx));
     findings.extend(gdr::driver_mismatch(&ctx));
     findings.extend(gdr::gpu_excluded(&ctx));
+    findings.extend(xid::gpu_xid(&ctx));
     findings.extend(pcie::acs_redirect(&ctx));
     findings.extend(iommu::iommu_translation(&ctx));
     findings.extend(pcie::link_degraded(&ctx));
@@ -534,6 +548,19 @@ pub fn finish(
     mut findings: Vec<Finding>,
     peer_memory: gdr::PeerMemory,
 ) -> Report {
+    let scope = scope::not_judged(topo);
+    if let Some(scope::NotJudged::CannotTell(why)) = &scope {
+        findings.push(
+            Finding::new(
+                CheckId::InputLimits,
+                Severity::Unknown,
+                Subject::Node,
+                format!("nothing judged: {why}"),
+                "give the whole `lspci -tv` and `sudo lspci -vvv` (or a sosreport, or `peerpath capture`)",
+            )
+            .with(topo.source.path.clone(), topo.source.kind.clone()),
+        );
+    }
     // By severity, then id and subject as their text (stable: equal keys keep check order).
     findings.sort_by_cached_key(|f| (f.severity, f.id.as_str(), f.subject.to_string()));
     let mut counts = Counts::default();
@@ -547,7 +574,15 @@ pub fn finish(
     }
     Report {
         schema: AUDIT_SCHEMA.to_string(),
-        verdict: if counts.error > 0 { "fail" } else { "pass" }.to_string(),
+        verdict: match (&scope, counts.error) {
+            (_, n) if n > 0 => "fail",
+            (Some(scope::NotJudged::CannotTell(_)), _) => "unknown",
+            _ => "pass",
+        }
+        .to_string(),
+        not_judged: scope.map(|s| match s {
+            scope::NotJudged::CannotTell(w) | scope::NotJudged::NothingToJudge(w) => w,
+        }),
         counts,
         source: topo.source.path.clone(),
         host: topo.host_scope.as_ref().map(|h| h.line()),

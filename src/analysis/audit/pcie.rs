@@ -90,11 +90,16 @@ pub fn acs_redirect(ctx: &Ctx) -> Vec<Finding> {
         let Some(d) = topo.device(&port) else {
             continue;
         };
-        if let Some(r) = config_unknown(d, 4096) {
+        // An ACSCtl the input shows is a fact even where the rest of the extended space is not
+        // (a `lspci -vvv -s PORT | grep ACSCtl`); without one, a short config space is unknown.
+        let shown = d.config.as_ref().and_then(|c| c.acs);
+        if shown.is_none()
+            && let Some(r) = config_unknown(d, 4096)
+        {
             unknown.push((port, r));
             continue;
         }
-        let Some(acs) = d.config.as_ref().and_then(|c| c.acs) else {
+        let Some(acs) = shown else {
             continue; // no ACS capability: the port cannot redirect
         };
         if !acs.redirects_p2p() {
@@ -179,6 +184,7 @@ pub fn link_degraded(ctx: &Ctx) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut idle_gpus = Vec::new();
     let mut unknown = Vec::new();
+    let mut ports_unknown: BTreeSet<Bdf> = BTreeSet::new();
     let sev = ctx.config_fault_severity();
     for (c, p) in hops(ctx) {
         let (Some(child), Some(parent), Some(ci)) =
@@ -251,15 +257,24 @@ pub fn link_degraded(ctx: &Ctx) -> Vec<Finding> {
             ),
             LinkHealth::IdleSpeed { speed: (s, m) } => idle_gpus.push((c, s, m)),
             LinkHealth::NoLink if child.is_vf() => {}
-            LinkHealth::Unknown | LinkHealth::NoLink => unknown.push((
-                c,
-                // The input's own reason (lspci text) where it gave one, for either end.
-                child
-                    .config_note
-                    .clone()
-                    .or_else(|| parent.config_note.clone())
-                    .unwrap_or_else(|| "negotiated link state or one end's capability (current_link_*/max_link_* of the device and of the port above) not exposed and config space not readable (kernel < 4.13 or not captured)".to_string()),
-            )),
+            LinkHealth::Unknown | LinkHealth::NoLink => {
+                // Which end the input did not show: the device's own state and capability, or
+                // (both of those shown) the port's capability; its reason where it gave one.
+                let port_side = cl.current_width.is_some() && cl.max_width.is_some();
+                let (who, note) = if port_side {
+                    ports_unknown.insert(p);
+                    (p, parent.config_note.clone())
+                } else {
+                    (c, child.config_note.clone().or_else(|| parent.config_note.clone()))
+                };
+                if unknown.iter().any(|(b, _)| *b == who) {
+                    continue;
+                }
+                unknown.push((
+                    who,
+                    note.unwrap_or_else(|| "negotiated link state or one end's capability (current_link_*/max_link_* of the device and of the port above) not exposed and config space not readable (kernel < 4.13 or not captured)".to_string()),
+                ))
+            }
             LinkHealth::Full | LinkHealth::Degraded { .. } => {}
         }
     }
@@ -292,8 +307,13 @@ pub fn link_degraded(ctx: &Ctx) -> Vec<Finding> {
         &unknown,
         "audit the live machine (link attributes are world-readable on kernels ≥ 4.13)",
     ) {
-        for e in &mut f.evidence {
-            e.path = e.path.replace("/config", "/current_link_width");
+        for (e, (b, _)) in f.evidence.iter_mut().zip(&unknown) {
+            let attr = if ports_unknown.contains(b) {
+                "/max_link_width"
+            } else {
+                "/current_link_width"
+            };
+            e.path = e.path.replace("/config", attr);
             e.value = "(absent)".into();
         }
         out.push(f);
@@ -371,33 +391,166 @@ pub fn aer_errors(ctx: &Ctx) -> Vec<Finding> {
                 }
             ));
         }
-        let Some(sev) = sev else { continue };
+        let Some(mut sev) = sev else { continue };
+        // From text: an advisory non-fatal bit alone is an uncorrectable error the device
+        // handled as advisory (an Unsupported Request from a probe, mostly), not link trouble.
+        let advisory = sev == Severity::Warning && advisory_only(d);
+        if advisory {
+            sev = Severity::Info;
+        }
         out.push(
             Finding::new(
                 CheckId::AerErrors,
                 sev,
                 Subject::Device(*b),
-                format!("AER errors on {} {}: {}", d.kind.as_str(), ctx.name(b), named.join("; ")),
-                "counters are cumulative since boot: note them, run load (`peerpath probe`) and compare; rising correctable counts (RxErr, BadTLP, BadDLLP, Rollover) point at the slot, riser or card; any non-fatal/fatal error needs the device's link checked and the kernel log read",
+                format!(
+                    "AER errors on {} {}: {}{}",
+                    d.kind.as_str(),
+                    ctx.name(b),
+                    named.join("; "),
+                    if advisory {
+                        format!(" — {}; not a link error", aer_bit_meaning("AdvNonFatalErr"))
+                    } else {
+                        String::new()
+                    }
+                ),
+                if advisory {
+                    "none: the bit stays set until cleared; if it comes back under load, read the kernel log for the request the device refused"
+                } else {
+                    "counters are cumulative since boot: note them, run load (`peerpath probe`) and compare; rising correctable counts (RxErr, BadTLP, BadDLLP, Rollover) point at the slot, riser or card; any non-fatal/fatal error needs the device's link checked and the kernel log read"
+                },
             )
             .with_all(ev)
             .with_pairs(ctx.pairs_of(b).map(|x| x.to_ref())),
         );
     }
+    let masked = masked_bits(ctx, &scope);
+    let n_masked = masked.len();
+    out.extend(masked);
     if !any_file && !scope.is_empty() {
         out.push(Finding::new(
             CheckId::AerErrors,
             Severity::Unknown,
             Subject::Node,
-            if topo.source.kind == "lspci" {
-                "AER counters unknown: lspci text holds no counters, and no uncleared AER status bit (UESta/CESta) is set on these devices (the kernel clears the bits of errors it handled)"
-            } else {
-                "AER counters unknown: no aer_dev_* files (kernel < 4.19, AER not enabled, or not captured)"
+            match (topo.source.kind == "lspci", n_masked) {
+                (true, 0) => "AER counters unknown: lspci text holds no counters, and no unmasked AER status bit (UESta/CESta) is set on these devices (the kernel clears the bits of errors it handled)".to_string(),
+                (true, _) => "AER counters unknown: lspci text holds no counters; the status bits set on these devices are masked (see the info finding), and no unmasked one is set".to_string(),
+                _ => "AER counters unknown: no aer_dev_* files (kernel < 4.19, AER not enabled, or not captured)".to_string(),
             },
             "audit the live machine on a kernel ≥ 4.19 with AER enabled (`pcie_ports=native` where firmware-first hides it)",
         ));
     }
     out
+}
+
+/// Whether a device's only set, unmasked correctable bit in the text is `AdvNonFatalErr`.
+fn advisory_only(d: &crate::model::Device) -> bool {
+    let unmasked: Vec<&str> = d
+        .aer_status_bits
+        .iter()
+        .filter(|b| !b.masked && b.register == "CESta")
+        .map(|b| b.name.as_str())
+        .collect();
+    unmasked == ["AdvNonFatalErr"]
+        && d.aer_nonfatal
+            .as_ref()
+            .is_none_or(|a| a.total_or_sum() == 0)
+        && d.aer_fatal.as_ref().is_none_or(|a| a.total_or_sum() == 0)
+}
+
+/// What an AER status bit says (PCIe Base spec 7.8.4, the bits lspci prints).
+fn aer_bit_meaning(name: &str) -> &'static str {
+    match name {
+        "RxErr" => {
+            "Receiver Error: the receiver saw bad symbols or framing, a signal-quality error on the link"
+        }
+        "BadTLP" => {
+            "Bad TLP: a packet failed its LCRC or sequence check and was replayed, a link signal-integrity error"
+        }
+        "BadDLLP" => "Bad DLLP: a link packet failed its CRC, a link signal-integrity error",
+        "Rollover" => {
+            "REPLAY_NUM Rollover: the same packet was replayed four times and the link retrained"
+        }
+        "Timeout" => {
+            "Replay Timer Timeout: an acknowledgement did not arrive in time and a packet was replayed"
+        }
+        "AdvNonFatalErr" => {
+            "Advisory Non-Fatal: an uncorrectable error the device handled as advisory (often an Unsupported Request from a probe)"
+        }
+        "UnsupReq" => {
+            "Unsupported Request: the device received a request it does not support (probes of absent functions or registers set it on healthy devices)"
+        }
+        "CmpltTO" => "Completion Timeout: a request the device sent got no completion",
+        "CmpltAbrt" => "Completer Abort",
+        "UnxCmplt" => "Unexpected Completion",
+        "MalfTLP" => "Malformed TLP",
+        "ECRC" => "ECRC error: end-to-end CRC failed",
+        "DLP" => "Data Link Protocol error",
+        "SDES" => "Surprise Down: the link went down unexpectedly",
+        "TLP" => "Poisoned TLP received",
+        "FCP" => "Flow Control Protocol error",
+        "RxOF" => "Receiver Overflow",
+        "ACSViol" => "ACS Violation",
+        _ => "see the PCIe Base specification's AER status register",
+    }
+}
+
+/// Info on AER status bits the text shows set but masked (`CESta: RxErr+` with `CEMsk: RxErr+`):
+/// what they are, that a masked error sends no message so the kernel never counted or cleared
+/// them, and what they suggest about the link. One finding per set of masked bits, naming its
+/// devices.
+fn masked_bits(ctx: &Ctx, scope: &BTreeSet<crate::model::Bdf>) -> Vec<Finding> {
+    let mut groups: std::collections::BTreeMap<Vec<(String, String)>, Vec<&crate::model::Device>> =
+        Default::default();
+    for b in scope {
+        let Some(d) = ctx.topo.device(b) else {
+            continue;
+        };
+        let key: Vec<(String, String)> = d
+            .aer_status_bits
+            .iter()
+            .filter(|x| x.masked)
+            .map(|x| (x.register.clone(), x.name.clone()))
+            .collect();
+        if !key.is_empty() {
+            groups.entry(key).or_default().push(d);
+        }
+    }
+    let link = ["RxErr", "BadTLP", "BadDLLP", "Rollover", "Timeout"];
+    groups
+        .into_iter()
+        .map(|(bits, devs)| {
+            let named = bits
+                .iter()
+                .map(|(r, n)| format!("{r} {n}+ ({})", aer_bit_meaning(n)))
+                .collect::<Vec<_>>()
+                .join("; ");
+            let on_link = bits.iter().any(|(_, n)| link.contains(&n.as_str()));
+            Finding::new(
+                CheckId::AerErrors,
+                Severity::Info,
+                if devs.len() == 1 { Subject::Device(devs[0].bdf) } else { Subject::Node },
+                format!(
+                    "AER status bits set but masked on {} device(s): {named}. A masked error sends no error message, so the kernel never counted it (no aer_dev_* count, no log line) and never cleared the bit{}",
+                    devs.len(),
+                    if on_link {
+                        "; these are corrected link errors (replays): harmless alone, but a link that keeps setting them has marginal signal quality (slot, riser, retimer or cable)"
+                    } else {
+                        ""
+                    }
+                ),
+                "none by itself; to see whether they recur, clear the bits (`setpci -s BDF ECAP_AER+0x10.l=ffffffff` for CESta) and read `lspci -vvv` again under load, or unmask them so the kernel counts them",
+            )
+            .with_all(devs.iter().flat_map(|d| {
+                d.aer_status_bits.iter().filter(|x| x.masked).map(|x| {
+                    Evidence::new(
+                        format!("{} line {}", ctx.topo.source.path, x.line),
+                        format!("{} {} {}+ masked in {}", d.bdf, x.register, x.name, x.register.replace("Sta", "Msk")),
+                    )
+                })
+            }))
+        })
+        .collect()
 }
 
 /// `bar1-small`: an NVIDIA GPU whose BAR1 (resource line 2, the GPU memory aperture the NIC
@@ -440,6 +593,11 @@ pub fn bar1_small(ctx: &Ctx) -> Vec<Finding> {
     out
 }
 
+/// Why an MPS/MRRS is unknown when the Express capability was read without its `DevCtl`
+/// sizes.
+const NOT_SHOWN: &str =
+    "DevCtl's MaxPayload/MaxReadReq not in the input (the text is cut or elided before them)";
+
 /// `mps-mrrs`: Max Payload Size differs between devices on a GPU–NIC path (warning), or an
 /// RDMA NIC's Max Read Request Size is below 512 bytes (warning). Needs the PCIe capability
 /// (root): otherwise one `unknown` finding.
@@ -469,6 +627,13 @@ pub fn mps_mrrs(ctx: &Ctx) -> Vec<Finding> {
                 continue;
             }
             if let Some(pc) = d.config.as_ref().and_then(|c| c.pcie.as_ref()) {
+                // DevCtl encodes 128 B at least: 0 is a register the input did not show
+                // (lspci text cut or elided before `MaxPayload`).
+                if pc.mps == 0 {
+                    unknown.insert(*b, NOT_SHOWN.to_string());
+                    complete = false;
+                    continue;
+                }
                 vals.push((*b, pc.mps));
             }
         }
@@ -505,6 +670,10 @@ pub fn mps_mrrs(ctx: &Ctx) -> Vec<Finding> {
         let Some(pc) = n.config.as_ref().and_then(|c| c.pcie.as_ref()) else {
             continue;
         };
+        if pc.mrrs == 0 {
+            unknown.insert(n.bdf, NOT_SHOWN.to_string());
+            continue;
+        }
         if pc.mrrs < 512 {
             out.push(
                 Finding::new(
@@ -540,6 +709,14 @@ pub(super) fn acs_redirect_remedy(port: &Bdf) -> String {
 /// The evidence value of a port's ACS control register (from its `config`): offset, raw value
 /// and the enabled bits by name.
 pub(super) fn acs_control_value(acs: &crate::model::pci_config::AcsCap) -> String {
+    if acs.offset == 0 {
+        // Read from a text's `ACSCtl:` line, not from config space: no offset to give.
+        return format!(
+            "ACSCtl = 0x{:04x}: {}",
+            acs.control,
+            acs.enabled_names().join(" ")
+        );
+    }
     format!(
         "ACSCtl @0x{:03x} = 0x{:04x}: {}",
         acs.offset + 6,

@@ -42,8 +42,19 @@ pub fn numa_unknown(ctx: &Ctx) -> Vec<Finding> {
         return Vec::new();
     }
     let mut out = Vec::new();
+    let mut unshown = Vec::new();
     for d in ctx.gpus.iter().chain(ctx.nics.iter()) {
         if d.numa_node.is_some() {
+            continue;
+        }
+        // lspci prints `NUMA node` (on `Flags` at -v, a line of its own from -vv) unless the
+        // kernel says -1; a device the text names without its verbose block (only in the tree,
+        // a plain listing) does not show it: unknown, not a fault.
+        if topo.source.kind == "lspci" && d.config.is_none() {
+            unshown.push(super::Evidence::new(
+                pci_path(&d.bdf, "numa_node"),
+                "(not in the text: no `lspci -v` block for it)",
+            ));
             continue;
         }
         let hb = topo.numa_of(d);
@@ -65,6 +76,21 @@ pub fn numa_unknown(ctx: &Ctx) -> Vec<Finding> {
                 "enable the ACPI SRAT/_PXM proximity information in the BIOS (often 'NUMA' or 'Sub-NUMA clustering' settings); pin jobs by the device's local_cpulist meanwhile",
             )
             .with(pci_path(&d.bdf, "numa_node"), "-1 (or absent)"),
+        );
+    }
+    if !unshown.is_empty() {
+        out.push(
+            Finding::new(
+                CheckId::NumaUnknown,
+                Severity::Unknown,
+                Subject::Node,
+                format!(
+                    "NUMA node of {} GPU/NIC device(s) not in the text: they are named without their `lspci -v` block (only in the tree, or a plain listing)",
+                    unshown.len()
+                ),
+                "add `lspci -vvv` for them (or `cat /sys/bus/pci/devices/BDF/numa_node`), or audit the live machine",
+            )
+            .with_all(unshown),
         );
     }
     out
@@ -125,6 +151,21 @@ mod tests {
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].evidence[0].path, "/proc/cpuinfo");
         assert!(virtualized(&Ctx::new(&Classifier::new(&clean(), &Default::default()))).is_empty());
+    }
+
+    #[test]
+    fn numa_not_in_the_text_is_unknown_not_a_warning() {
+        // A NIC named only in an `lspci -t` tree: no block, no config, no NUMA line.
+        let mut d = hgx(2);
+        edit(&mut d, "0000:14:00.0", |n| {
+            n.numa_node = None;
+            n.config = None;
+        });
+        let mut t = topo(d, machine());
+        t.source.kind = "lspci".into();
+        let f = numa_unknown(&Ctx::new(&Classifier::new(&t, &Default::default())));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].severity, Severity::Unknown);
     }
 
     #[test]

@@ -376,6 +376,26 @@ fn mps_mismatch_and_low_mrrs() {
 }
 
 #[test]
+fn mps_or_mrrs_the_input_did_not_show_is_unknown_not_a_warning() {
+    // lspci text cut before DevCtl's sizes leaves them 0, which DevCtl cannot encode.
+    let mut d = hgx(4);
+    edit(&mut d, "0000:33:00.0", |g| {
+        g.config.as_mut().unwrap().pcie.as_mut().unwrap().mps = 0
+    });
+    edit(&mut d, "0000:54:00.0", |n| {
+        n.config.as_mut().unwrap().pcie.as_mut().unwrap().mrrs = 0
+    });
+    let r = audit(&topo(d, machine()));
+    let m: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.id == CheckId::MpsMrrs)
+        .collect();
+    assert!(m.iter().all(|f| f.severity == Severity::Unknown), "{m:#?}");
+    assert!(m.iter().any(|f| f.summary.contains("not in the input")));
+}
+
+#[test]
 fn small_bar1_warns() {
     let mut d = hgx(4);
     edit(&mut d, "0000:13:00.0", |g| g.bars[1].size = 256 << 20);

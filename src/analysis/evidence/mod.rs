@@ -313,7 +313,8 @@ pub fn analyze(inputs: &[Input], topo: Option<&dyn Node>, opts: &Options) -> Evi
                     kinds,
                     lines: job.lines,
                     nccl_read: job.nccl.entries.len(),
-                    nccl_other: job.nccl.unread.iter().filter(|u| u.form.is_some()).count(),
+                    nccl_other: job.nccl.unread.iter().filter(|u| u.form.is_some()).count()
+                        + job.nccl.banner_lines.len(),
                     gaps: job.nccl.gaps.len(),
                     processes: r.processes,
                     refused,

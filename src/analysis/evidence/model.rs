@@ -20,15 +20,21 @@ pub enum Gdr {
     Off,
     /// The log does not show it (no NET connection, lines cut, no GDR line).
     Unknown,
+    /// The job ran on one host and the log shows it set up its connections without the
+    /// network (or it was a communicator of one rank): no network traffic, so GDR does not
+    /// apply — neither used nor off, and no problem.
+    #[serde(rename = "not-applicable")]
+    NotApplicable,
 }
 
 impl Gdr {
-    /// `used`, `off`, `unknown`.
+    /// `used`, `off`, `unknown`, `not-applicable`.
     pub fn as_str(self) -> &'static str {
         match self {
             Gdr::Used => "used",
             Gdr::Off => "off",
             Gdr::Unknown => "unknown",
+            Gdr::NotApplicable => "not-applicable",
         }
     }
 }
@@ -444,11 +450,22 @@ pub struct ProcessSummary {
     pub host: String,
     /// pid.
     pub pid: u32,
+    /// True for the lines quoted without `host:pid:tid` (host empty, pid 0): a group of lines,
+    /// not a process.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub headerless: bool,
     /// Its NCCL release.
     pub version: VersionInfo,
     /// `Using network …`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub network: Option<String>,
+    /// The net plugin's libfabric provider (`NET/OFI Selected provider is …`), in words with its
+    /// line: `cxi, fabric cxi, 4 NIC(s) (line 3)`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ofi_provider: Option<String>,
+    /// RCCL's `RCCL: Detected N IB devices` (count, line): 0 is a fact to report.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ib_devices: Option<(u32, usize)>,
     /// NIC list (`[0]mlx5_0:1/IB`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub nics: Vec<String>,

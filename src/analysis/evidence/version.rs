@@ -86,6 +86,21 @@ fn form_range(e: &Entry) -> Option<(Release, Release, &'static str)> {
     match &e.record {
         // ≤ 2.2: no source was published and the releases modelled start at 2.3.
         Record::NetChannel(c) if c.ring && c.channel.is_none() => None,
+        // A connection quoted from its ranks on (no `Channel NN[/M] : `): whether a connIndex
+        // was there is not shown, so it dates nothing by that.
+        Record::NetChannel(c) if c.channel.is_none() => match bracket_is_bus_id(&c.from_bracket) {
+            Some(false) => r(
+                (18, 3),
+                ANY.1,
+                "connection quoted with nvmlDev brackets (2.18.3+)",
+            ),
+            Some(true) => r(
+                (5, 0),
+                (18, 1),
+                "connection quoted with busId brackets (2.5–2.18.1)",
+            ),
+            None => None,
+        },
         Record::NetChannel(c) if c.ring && c.from_bracket.is_empty() => r(
             (3, 0),
             (4, MAXP),

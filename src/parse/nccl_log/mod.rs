@@ -22,7 +22,7 @@ pub mod topo;
 
 pub use records::*;
 
-use super::text::{Line, command_env, is_gap_marker, shell_prompt, split_launcher};
+use super::text::{Line, command_env, is_gap_marker, ray_worker, shell_prompt, split_launcher};
 
 /// Severity word after `NCCL`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -58,7 +58,8 @@ pub struct Header {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub host_repaired: bool,
     /// True when the line carries no `host:pid:tid` at all (`[0] NCCL INFO …`, a copy that
-    /// dropped it): host is empty and pid 0, so such lines form one process of their own.
+    /// dropped it): host is empty and pid 0, so such lines form one group of their own — or,
+    /// behind a Ray worker tag seen before with a header, that worker's host and pid.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub headerless: bool,
 }
@@ -146,6 +147,18 @@ pub struct NcclLog {
     /// with the line of the connection they end: that connection is read as cut (its GDR
     /// unknown), never as complete without `/GDRDMA`.
     pub cut_ends: Vec<(usize, usize)>,
+    /// The lines RCCL's version banner prints after `RCCL version : …` (`HIP version  : `,
+    /// `ROCm version : `, `Hostname     : `, `Librccl path : `; `init.cc` showVersion prints
+    /// them in the same message): read as part of the banner, with no bearing on GDR.
+    pub banner_lines: Vec<usize>,
+    /// Lines that continue the connection line before them (a copy wrapped it: `… NCCL INFO
+    /// Channel 00/0 :` then `0[0] -> 8[0] [send] via NET/IB/0/GDRDMA`), with the line of its
+    /// start: read as one line of the process that printed the start.
+    pub continued: Vec<(usize, usize)>,
+    /// Connection lines without `host:pid:tid` in a log whose other lines have one: a copy
+    /// dropped or wrapped away their header, and nothing ties them to a process, so they are
+    /// not judged (a log made only of such lines is read as one group without a process).
+    pub unattributed: Vec<usize>,
 }
 
 /// An NCCL line of a form the parser does not read: still a line its process printed.
@@ -309,6 +322,41 @@ fn headerless(tag: &str, rest: &str) -> Option<Found> {
     })
 }
 
+/// Messages quoted with neither `host:pid:tid` nor `NCCL INFO` (a summary of a log: `NET/OFI
+/// Selected provider is cxi, fabric is cxi (found 4 nics)`, `Using network Libfabric`), read
+/// only in an input where no line has an NCCL header, and only when the line (launcher tags
+/// taken off) starts with a network message NCCL or its net plugins print: one group without a
+/// process, like `[0] NCCL INFO …` lines.
+fn message_only(text: &str) -> Option<Found> {
+    const STARTS: [&str; 6] = [
+        "NET/OFI ",
+        "NET/IB : ",
+        "NET/IB: ",
+        "NET/Socket : ",
+        "NET/Plugin",
+        "Using network ",
+    ];
+    let t = split_launcher(text).1.trim_start();
+    if !STARTS.iter().any(|s| t.starts_with(s)) {
+        return None;
+    }
+    let start = text.len() - t.len();
+    Some(Found {
+        start,
+        msg: start,
+        header: Header {
+            host: String::new(),
+            pid: 0,
+            tid: 0,
+            cuda_dev: -1,
+            level: Level::Info,
+            source: None,
+            host_repaired: false,
+            headerless: true,
+        },
+    })
+}
+
 /// A line of NCCL 2.2 or older (binary releases; no source was published before 2.3):
 /// `host:pid:tid [dev] INFO message`, without the `NCCL` word (horovod#492's log). Taken only
 /// as the whole line's header, with a host, so that another program's `INFO` text is not.
@@ -332,10 +380,16 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
     // Hosts seen at the very start of a line (after launcher tags), by pid: used to cut a host
     // token glued to the text before it (`…NET/IB/3swat1-04:2017630:…`).
     let mut clean_hosts: std::collections::HashMap<u32, Vec<String>> = Default::default();
+    // The host first printed behind each Ray worker tag (pid, ip): Ray's tag names one process,
+    // so a later spelling of its host (a name redacted two ways) is that process's.
+    let mut ray_hosts: std::collections::HashMap<(u32, Option<&str>), String> = Default::default();
     let mut found_per_line: Vec<Vec<Found>> = Vec::with_capacity(lines.len());
     for l in lines {
         let (tag, rest) = split_launcher(l.text);
         let mut found = find_headers(rest);
+        if let Some(worker) = ray_worker(tag) {
+            one_ray_host(&mut ray_hosts, worker, &mut found);
+        }
         if found.is_empty() {
             found.extend(headerless(tag, rest));
         }
@@ -362,11 +416,20 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
                 .collect(),
         );
     }
+    if found_per_line.iter().all(Vec::is_empty) {
+        for (l, found) in lines.iter().zip(found_per_line.iter_mut()) {
+            found.extend(message_only(l.text));
+        }
+    }
     // A header whose message was printed later (≤ 2.3 wrote the header and the message with two
     // `fprintf` calls, so another process's line could come between): the header and the line
     // it was left on.
     let mut pending: Option<(Header, usize)> = None;
+    // The last message of the line before when it is the start of a connection line that a copy
+    // wrapped (see [`NcclLog::continued`]): its line, header and text.
+    let mut wrapped: Option<(usize, Header, String)> = None;
     for (l, found) in lines.iter().zip(found_per_line.iter_mut()) {
+        let mut prev_wrapped = wrapped.take();
         if pending.as_ref().is_some_and(|(_, at)| l.no > at + 2) {
             pending = None;
         }
@@ -385,13 +448,34 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
             continue;
         }
         if found.is_empty()
+            && let Some((at, h, start)) = prev_wrapped.take().filter(|w| w.0 + 1 == l.no)
+            && let Some(record) = continue_connection(&start, split_launcher(l.text).1, l.ended)
+        {
+            // The start was kept as a line of a known form (a ring order, `Channel NN/MM :`);
+            // it is read now, with its end.
+            log.unread.retain(|u| u.line != at);
+            log.refused.retain(|r| r.line != at);
+            log.entries.push(Entry {
+                line: at,
+                header: Some(h),
+                complete: l.ended,
+                record,
+            });
+            log.continued.push((l.no, at));
+            continue;
+        }
+        if found.is_empty()
             && let Some(record) = records::bare_net_channel(split_launcher(l.text).1, l.ended)
         {
+            // Behind a Ray worker tag seen before with a header, the line is that worker's.
+            let (host, pid) = ray_worker(split_launcher(l.text).0)
+                .and_then(|w| Some((ray_hosts.get(&w)?.clone(), w.0)))
+                .unwrap_or_default();
             log.entries.push(Entry {
                 line: l.no,
                 header: Some(Header {
-                    host: String::new(),
-                    pid: 0,
+                    host,
+                    pid,
                     tid: 0,
                     cuda_dev: -1,
                     level: Level::Info,
@@ -402,6 +486,10 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
                 complete: l.ended,
                 record,
             });
+            continue;
+        }
+        if found.is_empty() && banner_continues(&log, l.no, split_launcher(l.text).1) {
+            log.banner_lines.push(l.no);
             continue;
         }
         if is_gap_marker(split_launcher(l.text).1) {
@@ -498,9 +586,95 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
                     why,
                 }),
             }
+            if i + 1 == found.len() && l.ended && records::connection_start(msg) {
+                wrapped = Some((l.no, f.header.clone(), msg.to_string()));
+            }
         }
     }
+    set_apart_unattributed(&mut log);
     log
+}
+
+/// A wrapped connection line's end (`rest`, a line without header) read with its start (the
+/// message of the line before): the connection, when together they are one.
+fn continue_connection(start: &str, rest: &str, ended: bool) -> Option<Record> {
+    let joined = format!("{} {}", start.trim_end(), rest.trim());
+    match records::parse_message(&joined, ended) {
+        Parsed::Record(r @ (Record::NetChannel(_) | Record::PeerChannel(_))) => Some(r),
+        _ => None,
+    }
+}
+
+/// Connection lines read without any `host:pid:tid` (quoted from their ranks on, or `[0] NCCL
+/// INFO Channel …`) are a group of their own only in a log of such lines; beside lines that
+/// name their process they are set apart as [`NcclLog::unattributed`], never a process
+/// "pid 0".
+fn set_apart_unattributed(log: &mut NcclLog) {
+    let named = |h: &Header| !h.headerless;
+    let any_named = log
+        .entries
+        .iter()
+        .any(|e| e.header.as_ref().is_some_and(named))
+        || log.unread.iter().any(|u| named(&u.header));
+    if !any_named {
+        return;
+    }
+    let nameless = |e: &Entry| {
+        matches!(e.record, Record::NetChannel(_))
+            && e.header
+                .as_ref()
+                .is_some_and(|h| h.headerless && h.pid == 0 && h.host.is_empty())
+    };
+    log.unattributed = log
+        .entries
+        .iter()
+        .filter(|e| nameless(e))
+        .map(|e| e.line)
+        .collect();
+    log.entries.retain(|e| !nameless(e));
+}
+
+/// Whether line `no` (launcher tags taken off: `t`) is one of the lines of RCCL's version
+/// banner after `RCCL version : …` (see [`NcclLog::banner_lines`]): right after that line or
+/// another such line.
+fn banner_continues(log: &NcclLog, no: usize, t: &str) -> bool {
+    const WORDS: [&str; 5] = [
+        "HIP version",
+        "ROCm version",
+        "CUDA version",
+        "Hostname",
+        "Librccl path",
+    ];
+    let Some((word, _)) = t.split_once(':') else {
+        return false;
+    };
+    if !WORDS.contains(&word.trim_end()) {
+        return false;
+    }
+    let after_banner = log
+        .entries
+        .last()
+        .is_some_and(|e| matches!(e.record, Record::Version(_)) && e.line + 1 == no);
+    after_banner || log.banner_lines.last().is_some_and(|&b| b + 1 == no)
+}
+
+/// Gives the headers of a line behind Ray's tag of `worker` (pid, ip) whose pid is the worker's
+/// the host first seen behind that tag (marked repaired when it differs).
+fn one_ray_host<'a>(
+    seen: &mut std::collections::HashMap<(u32, Option<&'a str>), String>,
+    worker: (u32, Option<&'a str>),
+    found: &mut [Found],
+) {
+    for f in found
+        .iter_mut()
+        .filter(|f| f.header.pid == worker.0 && !f.header.host.is_empty())
+    {
+        let first = seen.entry(worker).or_insert_with(|| f.header.host.clone());
+        if *first != f.header.host {
+            f.header.host = first.clone();
+            f.header.host_repaired = true;
+        }
+    }
 }
 
 /// How many lines back the start of a cut connection line is looked for.

@@ -997,3 +997,50 @@ fn ordinary_info_lines_are_known_forms_skipped_knowingly() {
     assert_eq!(log.unread.len(), 2);
     assert!(log.unread[0].form.is_some() && log.unread[1].form.is_none());
 }
+
+#[test]
+fn trees_lines_name_the_printing_rank() {
+    let rec = |m: &str, complete: bool| match parse_message(m, complete) {
+        Parsed::Record(r) => Some(r),
+        _ => None,
+    };
+    // NVIDIA's form; the 2.20+ one-node form where every entry is `->0->-1`.
+    assert_eq!(
+        rec("Trees [0] 1/-1/-1->0->-1 [1] 1/-1/-1->0->-1", true),
+        Some(Record::Trees {
+            rank: 0,
+            nranks: None,
+            bus_id: None
+        })
+    );
+    // Cut inside an entry (NCCL cuts the line at 1023 characters; copies cut it anywhere):
+    // the entries before it still name the rank; a cut busId is not read.
+    assert_eq!(
+        rec("Trees [0] 2/-1/-1->1->0 [1] 2/-1/-1->1", false),
+        Some(Record::Trees {
+            rank: 1,
+            nranks: None,
+            bus_id: None
+        })
+    );
+    assert_eq!(
+        rec(
+            "Trees [0] 2/-1/-1->1->0 comm 0x1 nRanks 32 busId 170",
+            false
+        ),
+        Some(Record::Trees {
+            rank: 1,
+            nranks: Some(32),
+            bus_id: None
+        })
+    );
+    // No entry with its rank: a cut line is a known form, not a refusal.
+    assert!(matches!(
+        parse_message("Trees [0] 2/-1/-1->1", false),
+        Parsed::Other
+    ));
+    assert!(matches!(
+        parse_message("Trees [0] 2/-1/-1->1->0 [1] 2/-1/-1->3->0", true),
+        Parsed::Refused(_)
+    ));
+}

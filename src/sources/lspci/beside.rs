@@ -291,13 +291,24 @@ const VF_IDS: [u16; 8] = [
 /// Added when RDMA device names were given by the kernel's order rule.
 pub const RDMA_BY_ORDER: &str = "RDMA device names are not in lspci text: each ConnectX and Broadcom NetXtreme-E function is given the name the kernel gives it when nothing renames it (mlx5_N, bnxt_reN: physical functions in PCI address order, then virtual ones); udev or bonding renames (mlx5_ib0, mlx5_bond_0), RDMA devices of other vendors and port states are unknown; a LAG bond (two ports of one adapter as one RDMA device, mlx5_bond_N) cannot be seen, so each bonded port counts as a NIC of its own (`ibdev2netdev -v`, `ibv_devinfo` or `ibstat` beside the lspci text shows it)";
 
-/// AER errors the kernel logged (`dmesg` in an `nvidia-bug-report.log` or beside lspci):
-/// `<driver> DDDD:BB:DD.F: [AER: ]PCIe Bus Error: severity=Corrected, type=Physical Layer, …`
-/// counts one error of that severity on that device (Corrected → correctable, Uncorrected
-/// (Non-Fatal) → nonfatal, Uncorrected (Fatal) → fatal), named with its type and first line.
+/// AER errors the kernel logged (`dmesg` in an `nvidia-bug-report.log` or beside lspci), in
+/// drivers/pci/pcie/aer.c's forms: `<driver> DDDD:BB:DD.F: [AER: ]PCIe Bus Error:
+/// severity=Corrected, type=Physical Layer, …` is one error of that severity on that device
+/// (Corrected → correctable, Uncorrected (Non-Fatal) → nonfatal, Uncorrected (Fatal) → fatal),
+/// and the `DDDD:BB:DD.F:    [ 0] RxErr  (First)` lines after it name its status bits. Errors
+/// are counted per device, severity, type and bits, named with the first line.
 pub(super) fn dmesg_aer(text: &str, devices: &mut [Device]) {
-    let mut seen: BTreeMap<(Bdf, usize, String), (u64, usize)> = BTreeMap::new();
+    // (device, slot, type, first line, bits)
+    let mut events: Vec<(Bdf, usize, String, usize, Vec<String>)> = Vec::new();
     for (i, l) in text.lines().enumerate() {
+        if let Some((bdf, bit)) = aer_bit_line(l) {
+            if let Some(e) = events.iter_mut().rev().find(|e| e.0 == bdf)
+                && !e.4.contains(&bit)
+            {
+                e.4.push(bit);
+            }
+            continue;
+        }
         let Some(at) = l.find("PCIe Bus Error: severity=") else {
             continue;
         };
@@ -321,7 +332,16 @@ pub(super) fn dmesg_aer(text: &str, devices: &mut [Device]) {
             .strip_prefix("type=")
             .map(|t| t.split(',').next().unwrap_or(t).trim().to_string())
             .unwrap_or_default();
-        let e = seen.entry((bdf, slot, ty)).or_insert((0, i + 1));
+        events.push((bdf, slot, ty, i + 1, Vec::new()));
+    }
+    let mut seen: BTreeMap<(Bdf, usize, String), (u64, usize)> = BTreeMap::new();
+    for (bdf, slot, ty, line, bits) in events {
+        let what = if bits.is_empty() {
+            ty
+        } else {
+            format!("{ty} {}", bits.join(" "))
+        };
+        let e = seen.entry((bdf, slot, what)).or_insert((0, line));
         e.0 += 1;
     }
     for ((bdf, slot, ty), (n, line)) in seen {
@@ -337,6 +357,22 @@ pub(super) fn dmesg_aer(text: &str, devices: &mut [Device]) {
             .counters
             .push((format!("dmesg: {ty} (first at line {line})"), n));
     }
+}
+
+/// A status-bit line of an AER report (`mlx5_core 0000:21:00.0:    [ 0] RxErr   (First)`,
+/// aer.c `__aer_print_error`): the device and the bit's name.
+fn aer_bit_line(l: &str) -> Option<(Bdf, String)> {
+    let (before, after) = l.split_once(":    [")?;
+    let bdf = before
+        .split_whitespace()
+        .filter_map(|t| t.trim_end_matches(':').parse::<Bdf>().ok())
+        .next_back()?;
+    let (n, rest) = after.split_once(']')?;
+    n.trim().parse::<u8>().ok()?;
+    let name = rest.split_whitespace().next()?;
+    name.chars()
+        .all(|c| c.is_ascii_alphanumeric())
+        .then(|| (bdf, name.to_string()))
 }
 
 /// NUMA nodes from `numactl --hardware` text beside the lspci output (`node 0 cpus: 0 1 2`).

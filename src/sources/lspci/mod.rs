@@ -39,8 +39,8 @@ use registers::{acs_bits, bars, bus_line, config_from_block, sriov_layout, vpd_u
 
 /// What no `lspci` text holds; copied into [`SourceInfo::limitations`].
 pub const LIMITATIONS: &[&str] = &[
-    "lspci text has no RDMA or network device names (mlx5_N, ib0) or port states, no CPU lists of NUMA nodes, no IOMMU group types, no loaded modules beyond what -k prints, no NVLinks, no NVML facts, no KFD topology (AMD GPU memory size, PCIe atomics flags, xGMI links, amdkfd peer memory) and no GPUDirect Storage facts (/etc/cufile.json, nvidia-fs, mounts): NICs are numbered by PCI address and the IOMMU mode is unknown unless the text holds the kernel command line",
-    "AER comes from the status registers lspci printed (UESta/CESta): a set bit is an error not yet cleared; the kernel clears the bits of errors it handles, so clear bits prove nothing and the cumulative counters are unknown",
+    "lspci text has no RDMA or network device names (mlx5_N, ib0) or port states, no CPU lists of NUMA nodes, no IOMMU group types, no loaded modules beyond what -k prints, no NVLinks, no NVML facts, no KFD topology (AMD GPU memory size, PCIe atomics flags, xGMI links, amdkfd peer memory) and no GPUDirect Storage facts (/etc/cufile.json, nvidia-fs, mounts): NICs are numbered by PCI address and the IOMMU mode is unknown unless the text holds the kernel command line or the kernel's own log (dmesg)",
+    "AER comes from the status registers lspci printed (UESta/CESta) and any kernel log beside them: a set, unmasked bit is an error not yet cleared, a masked one was never reported; the kernel clears the bits of errors it handles, so clear bits prove nothing and the cumulative counters are unknown",
 ];
 
 /// Added when some devices' capabilities were `<access denied>`.
@@ -312,7 +312,44 @@ pub fn read(
         anyhow::bail!("no lspci device lines or tree found");
     }
     let raw = discover(&doc, text, &mut source, pci_ids);
-    Ok(assemble(raw, pci_ids))
+    let structured = !doc.tree.is_empty() || doc.blocks.iter().any(|b| bus_line(b).is_some());
+    let mut t = assemble(raw, pci_ids);
+    unplace_bridges(&mut t, structured);
+    Ok(t)
+}
+
+/// A bridge the structure rule made a root port only because nothing is above it in the text is
+/// a bridge whose place is unknown, never a root port, when its name says it is a switch
+/// function (`PEX 8747 … Switch`), or when the text has no structure at all (no tree, no `Bus:`
+/// line: an `lspci | grep PLX` excerpt) and its name does not say `Root Port`.
+fn unplace_bridges(t: &mut Topology, structured: bool) {
+    use crate::model::device::DeviceKind;
+    for d in t.devices.iter_mut() {
+        let named_switch = d.device_name.as_deref().is_some_and(|n| {
+            n.split(|c: char| !c.is_alphanumeric())
+                .any(|w| w == "Switch")
+        });
+        let named_root = d
+            .device_name
+            .as_deref()
+            .is_some_and(|n| n.contains("Root Port"));
+        if d.kind == DeviceKind::RootPort
+            && d.parent.is_none()
+            && d.port_type().is_none()
+            && (named_switch || (!structured && !named_root))
+        {
+            d.kind = DeviceKind::Bridge;
+            let note = if named_switch {
+                "named a switch function, but the text shows neither its port type nor what is above it: not a root port, its switch and host bridge unknown"
+            } else {
+                "a bridge the text shows without its port type or what is above it (no tree, no `Bus:` line): whether it is a root port is unknown"
+            };
+            d.config_note = Some(match d.config_note.take() {
+                Some(n) => format!("{n}; {note}"),
+                None => note.to_string(),
+            });
+        }
+    }
 }
 
 fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Path>) -> RawTopology {
@@ -508,13 +545,27 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
                 d.config = ft.config;
                 d.link = ft.link;
                 d.config_note = ft.note;
+                d.aer_status_bits = ft.aer_bits;
+                if let Some(n) = blk.cut_at {
+                    let cut = if n == blk.line {
+                        format!("its line {n} is cut mid-word where the text ends: its name is cut")
+                    } else {
+                        format!(
+                            "the text ends mid-line at line {n}, inside this block: that line is cut and not read"
+                        )
+                    };
+                    d.config_note = Some(match d.config_note.take() {
+                        Some(x) => format!("{x}; {cut}"),
+                        None => cut,
+                    });
+                }
                 if let Some([c, n, f]) = ft.aer {
                     d.aer_correctable = Some(c);
                     d.aer_nonfatal = Some(n);
                     d.aer_fatal = Some(f);
                 }
-                d.numa_node = blk.header("NUMA node").and_then(|v| v.parse().ok());
-                d.iommu_group = blk.header("IOMMU group").and_then(|v| v.parse().ok());
+                d.numa_node = blk.number("NUMA node");
+                d.iommu_group = blk.number("IOMMU group");
                 d.driver = blk.driver.clone();
                 d.slot = blk.header("Physical Slot").map(str::to_string);
                 d.bars = bars(blk);
@@ -610,6 +661,12 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
             ),
         });
     }
+    if let Some(n) = doc.cut_line {
+        warnings.push(Warning {
+            path: format!("{shown} line {n}"),
+            message: "the text ends mid-line here (no final newline: an excerpt cut at this point): the line is not read as a value".into(),
+        });
+    }
     if doc.tree_unresolved > 0 {
         warnings.push(Warning {
             path: shown.clone(),
@@ -635,7 +692,23 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
         });
     }
     let hypervisor = hypervisor_evidence(&entries, &shown);
-    let kernel_cmdline = cmdline(text);
+    let kernel_log = crate::parse::kmsg::parse(text);
+    // The running command line: `/proc/cmdline` where the text has it, else the kernel's own
+    // `Command line:` banner in its log.
+    let kernel_cmdline = match (cmdline(text), &kernel_log.cmdline) {
+        (crate::model::Fact::Unknown(_), Some(l)) => crate::model::Fact::Known(l.text.clone()),
+        (c, _) => c,
+    };
+    // Groups the kernel log names (`Adding to iommu group N`) for devices whose block printed
+    // none.
+    for (b, g, _) in &kernel_log.groups {
+        if let Some(d) = devices
+            .iter_mut()
+            .find(|d| d.bdf == *b && d.iommu_group.is_none())
+        {
+            d.iommu_group = Some(*g);
+        }
+    }
     // `intel_iommu=off`/`amd_iommu=off` on the running command line: the kernel registers no
     // IOMMU, so DMA is untranslated; anything else leaves the units unknown.
     let off = kernel_cmdline.known().is_some_and(|c| {
@@ -663,6 +736,7 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
             Fact::Unknown("lspci text does not list IOMMU units".into())
         },
         hypervisor,
+        kernel_log,
         ..MachineInfo::default()
     };
     let mut lims: Vec<String> = LIMITATIONS.iter().map(|s| s.to_string()).collect();

@@ -2,7 +2,7 @@
 //! decoder, else the Express capability, ACS, AER, ATS and SR-IOV lines, the bridge's bus
 //! range and the BARs (`Region` lines), each unknown where the text does not print it whole.
 
-use crate::model::aer::AerCounters;
+use crate::model::aer::{AerBit, AerCounters};
 use crate::model::bar::Bar;
 use crate::model::device::LinkInfo;
 use crate::model::pci_config::{
@@ -164,6 +164,29 @@ fn aer_from_text(c: &lspci::Capability) -> Option<[AerCounters; 3]> {
     out.iter().any(|a| !a.counters.is_empty()).then_some(out)
 }
 
+/// Every AER status bit the capability shows set (`CESta`, `UESta`), with whether its mask
+/// register (`CEMsk`, `UEMsk`) masks it.
+fn aer_set_bits(c: &lspci::Capability) -> Vec<AerBit> {
+    let mut out = Vec::new();
+    for (sta, msk) in [("CESta", "CEMsk"), ("UESta", "UEMsk")] {
+        let Some(v) = c.register(sta) else { continue };
+        let mask = lspci::flags(c.register(msk).unwrap_or(""));
+        let mut set: Vec<&str> = lspci::flags(v)
+            .into_iter()
+            .filter(|(_, on)| *on)
+            .map(|(n, _)| n)
+            .collect();
+        set.sort();
+        out.extend(set.into_iter().map(|n| AerBit {
+            register: sta.to_string(),
+            name: n.to_string(),
+            masked: mask.get(n) == Some(&true),
+            line: c.line,
+        }));
+    }
+    out
+}
+
 /// Everything the text says about one device's config space: the decoded space, its link,
 /// and why more is not known.
 pub(super) struct FromText {
@@ -175,6 +198,8 @@ pub(super) struct FromText {
     pub note: Option<String>,
     /// AER errors (correctable, nonfatal, fatal) from the status bits.
     pub aer: Option<[AerCounters; 3]>,
+    /// Every AER status bit shown set, masked or not.
+    pub aer_bits: Vec<AerBit>,
 }
 
 pub(super) fn bus_line(b: &Block) -> Option<(u8, u8, u8)> {
@@ -208,6 +233,7 @@ pub(super) fn config_from_block(b: &Block, vendor: u16, device: u16, class: u32)
         };
         return FromText {
             aer: None,
+            aer_bits: Vec::new(),
             link,
             note,
             config: Some(c),
@@ -233,12 +259,16 @@ pub(super) fn config_from_block(b: &Block, vendor: u16, device: u16, class: u32)
         ats: None,
         sriov: None,
     };
+    if b.fragment {
+        return from_fragment(b, cs);
+    }
     if b.access_denied {
         return FromText {
             config: Some(cs),
             link: None,
             note: Some("lspci ran without root: `Capabilities: <access denied>`".into()),
             aer: None,
+            aer_bits: Vec::new(),
         };
     }
     if !b.detailed {
@@ -254,12 +284,14 @@ pub(super) fn config_from_block(b: &Block, vendor: u16, device: u16, class: u32)
                 "{how}: no capability registers; `sudo lspci -vvv` prints them"
             )),
             aer: None,
+            aer_bits: Vec::new(),
         };
     }
     let mut link = None;
     let mut acs_cut = false;
     let mut notes: Vec<String> = Vec::new();
     let mut aer = None;
+    let mut aer_bits = Vec::new();
     let express = b.caps.iter().find(|c| c.name.starts_with("Express"));
     if let Some(e) = express {
         match port_type(&e.name) {
@@ -318,6 +350,7 @@ pub(super) fn config_from_block(b: &Block, vendor: u16, device: u16, class: u32)
             ECAP_AER => {
                 cs.aer_offset = Some(c.offset);
                 aer = aer_from_text(c);
+                aer_bits = aer_set_bits(c);
             }
             ECAP_ATS => {
                 cs.ats = c
@@ -364,6 +397,42 @@ pub(super) fn config_from_block(b: &Block, vendor: u16, device: u16, class: u32)
         link,
         note: (!notes.is_empty()).then(|| notes.join("; ")),
         aer,
+        aer_bits,
+    }
+}
+
+/// What a `lspci -vvv -s BDF | grep …` fragment shows of its device: the link from `LnkCap`
+/// and `LnkSta`, ACS from `ACSCtl` (with `ACSCap` where kept); everything the grep dropped is
+/// unknown, and the note says so.
+fn from_fragment(b: &Block, mut cs: ConfigSpace) -> FromText {
+    let reg = |k: &str| b.header(k);
+    let (cap_s, cap_w) = reg("LnkCap").map(lspci::link).unwrap_or((None, None));
+    let (sta_s, sta_w) = reg("LnkSta").map(lspci::link).unwrap_or((None, None));
+    let shown = cap_s.is_some() || cap_w.is_some() || sta_s.is_some() || sta_w.is_some();
+    let link = shown.then_some(LinkInfo {
+        current_gts: sta_s,
+        current_width: sta_w,
+        max_gts: cap_s,
+        max_width: cap_w,
+    });
+    if let Some(ctl) = reg("ACSCtl").and_then(acs_bits) {
+        cs.acs = Some(AcsCap {
+            offset: 0,
+            capability: reg("ACSCap").and_then(acs_bits).unwrap_or(0),
+            control: ctl,
+        });
+    }
+    let kept: Vec<&str> = b.header.iter().map(|r| r.key.as_str()).collect();
+    FromText {
+        config: Some(cs),
+        link,
+        note: Some(format!(
+            "only the lines a `grep` of `lspci -vvv -s` kept (line {}: {}): the rest of its registers are unknown",
+            b.line,
+            kept.join(", ")
+        )),
+        aer: None,
+        aer_bits: Vec::new(),
     }
 }
 

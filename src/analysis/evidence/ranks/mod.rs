@@ -17,7 +17,9 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 mod causes;
+mod scope;
 use causes::*;
+use scope::ray_folded_note;
 
 /// NCCL's busId integer (`busIdToInt64`: the hex digits of `DDDD:BB:DD.F`) as a PCI address.
 pub fn bdf_of_bus_id(v: u64) -> Option<Bdf> {
@@ -123,6 +125,9 @@ impl Proc<'_> {
                 Record::NicList(l) if l.transport != "Socket" && !l.nics.is_empty() => other = true,
                 Record::NoDevice { transport } if no_ib.is_none() => {
                     no_ib = Some((e.line, format!("`NET/{transport} : No device found.`")));
+                }
+                Record::IbDevices { count: 0 } if no_ib.is_none() => {
+                    no_ib = Some((e.line, "`RCCL: Detected 0 IB devices`".into()));
                 }
                 Record::NoVerbs if no_ib.is_none() => {
                     no_ib = Some((
@@ -244,6 +249,8 @@ struct Subject {
     cuda_dev: Option<i64>,
     nvml_dev: Option<u32>,
     lines: BTreeSet<usize>,
+    /// The log says its job ran on one host ([`scope`]).
+    one_host: Option<scope::OneHost>,
 }
 
 /// The subjects of one input, indexed by (host, rank) and (host, busId): lookups stay cheap on
@@ -524,6 +531,9 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
             s.cuda_dev = c.cuda_dev.map(i64::from).or(s.cuda_dev);
             s.nvml_dev = c.nvml_dev.or(s.nvml_dev);
             s.lines.insert(e.line);
+            if s.one_host.is_none() {
+                s.one_host = scope::from_comm(c, e.line);
+            }
             comm_rank.insert((pi, c.comm.clone()), i);
         }
     }
@@ -555,15 +565,29 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
                     let i = own_rank(&mut subj, pi, p, e, *rank, "");
                     subj.v[i].nranks = subj.v[i].nranks.or(*nranks);
                 }
+                Record::Trees {
+                    rank,
+                    nranks,
+                    bus_id,
+                } => {
+                    let i = own_rank(&mut subj, pi, p, e, *rank, "");
+                    let s = &mut subj.v[i];
+                    s.nranks = s.nranks.or(*nranks);
+                    s.bus_id = s.bus_id.or(bus_id.as_deref().and_then(hex));
+                }
                 _ => {}
             }
         }
     }
     // nccl-tests devices.
     for run in &job.tests.runs {
+        let alone = scope::from_tests(run, !job.nccl.gaps.is_empty());
         for d in &run.devices {
             let i = subj.rank(&d.host, d.pid, d.rank);
             let s = &mut subj.v[i];
+            if s.one_host.is_none() {
+                s.one_host = alone.clone();
+            }
             s.pid = s.pid.or(d.pid);
             s.cuda_dev = s.cuda_dev.or(Some(i64::from(d.device)));
             if let Some(b) = d.bus.strip_prefix("0x") {
@@ -578,6 +602,7 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
             s.lines.insert(run.line);
         }
     }
+    scope::every_rank_on_one_host(&mut subj.v);
     subj.index_buses();
     // Per-GPU GDR lines: about a GPU (busId) or a rank (2.24–2.25), from any process of a host.
     let mut gpu_lines: Vec<(usize, &GpuGdr, &Entry, usize)> = Vec::new();
@@ -670,6 +695,24 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
         .iter()
         .filter_map(|s| Some((s.host.clone(), s.pid?)))
         .collect();
+    // A process driving several GPUs (one thread each) whose lines name the rank of some of
+    // them only: its other GPUs are subjects of their own too.
+    for (pi, p) in procs.iter().enumerate() {
+        if p.devs.len() < 2 || !covered.contains(&pi) {
+            continue;
+        }
+        let named: BTreeSet<i64> = subj
+            .v
+            .iter()
+            .filter(|s| s.host == p.host && s.pid == Some(p.pid))
+            .filter_map(|s| s.cuda_dev)
+            .collect();
+        for (&d, &line) in p.devs.iter().filter(|(d, _)| !named.contains(d)) {
+            let i = subj.device(&p.host, p.pid, Some(d), None);
+            subj.v[i].proc_idx = Some(pi);
+            subj.v[i].lines.insert(line);
+        }
+    }
     for (pi, p) in procs.iter().enumerate() {
         if covered.contains(&pi) || with_pid.contains(&(p.host.clone(), p.pid)) {
             continue;
@@ -833,6 +876,30 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
                     ),
                 )
             }
+        } else if let Some(one) = &s.one_host {
+            // No NET connection of its own on a one-host job: whatever network NCCL loaded,
+            // none carried this rank's traffic when its connections show none.
+            let local = me.and_then(|m| scope::connected_locally(&procs[m]));
+            match (one.single_rank, local) {
+                (true, _) => (
+                    Gdr::NotApplicable,
+                    format!("{}: no peer, so no network traffic", one.why),
+                ),
+                (false, Some(line)) => (
+                    Gdr::NotApplicable,
+                    format!(
+                        "{}; its connections were set up without the network (line {line}), no NET connection",
+                        one.why
+                    ),
+                ),
+                (false, None) => (
+                    Gdr::Unknown,
+                    format!(
+                        "{}, but the log shows none of its connections: GDR applies only if NCCL was made to use the network within the host",
+                        one.why
+                    ),
+                ),
+            }
         } else if let Some((line, why)) = &socket_net {
             (
                 Gdr::Off,
@@ -903,7 +970,9 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
         ranks.push(RankVerdict {
             source: source.to_string(),
             host: s.host.clone(),
-            pid: s.pid,
+            // Lines quoted without `host:pid:tid` are read as one group with pid 0, which no
+            // process has: not shown.
+            pid: s.pid.filter(|&p| p != 0 || !s.host.is_empty()),
             rank: s.rank,
             nranks: s.nranks,
             nnodes: s.nnodes,
@@ -976,8 +1045,30 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
         .map(|p| ProcessSummary {
             host: p.host.clone(),
             pid: p.pid,
+            headerless: p.pid == 0 && p.host.is_empty(),
             version: p.version.clone(),
             network: p.network().map(str::to_string),
+            ofi_provider: p.records().rev().find_map(|(e, r)| match r {
+                Record::OfiProvider {
+                    provider,
+                    fabric,
+                    nics,
+                } => {
+                    let mut s = provider.clone();
+                    if let Some(f) = fabric {
+                        s.push_str(&format!(", fabric {f}"));
+                    }
+                    if let Some(n) = nics {
+                        s.push_str(&format!(", {n} NIC(s)"));
+                    }
+                    Some(format!("{s} (line {})", e.line))
+                }
+                _ => None,
+            }),
+            ib_devices: p.records().find_map(|(e, r)| match r {
+                Record::IbDevices { count } => Some((*count, e.line)),
+                _ => None,
+            }),
             nics: p
                 .nic_list()
                 .map(|(l, _)| l.nics.iter().map(nic_text).collect())
@@ -992,6 +1083,23 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
     let mut notes = Vec::new();
     for p in procs.iter() {
         notes.extend(ib_hca_note(source, p));
+    }
+    if !log.unattributed.is_empty() {
+        let first: Vec<String> = log
+            .unattributed
+            .iter()
+            .take(5)
+            .map(usize::to_string)
+            .collect();
+        notes.push(format!(
+            "{source}: {} NET connection line(s) without `host:pid:tid` among lines that have one (lines {}{}): a copy dropped or wrapped away their header, nothing ties them to a process, so they are not judged",
+            log.unattributed.len(),
+            first.join(", "),
+            if log.unattributed.len() > 5 { ", …" } else { "" }
+        ));
+    }
+    if !job.ray_folded.is_empty() {
+        notes.push(ray_folded_note(source, &job.ray_folded));
     }
     if !log.gaps.is_empty() {
         notes.push(format!(

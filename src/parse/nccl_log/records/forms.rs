@@ -81,6 +81,56 @@ pub(super) fn rank_of(t: &str) -> Parsed {
     }
 }
 
+/// The text after `Trees` (see [`Record::Trees`]). The printing rank is the number between the
+/// two arrows of each entry; an entry cut before its second arrow gives none (NCCL itself cuts
+/// the line at 1023 characters). Ranks that differ between entries are refused.
+pub(super) fn trees(t: &str, complete: bool) -> Parsed {
+    let (entries, suffix) = match t.find(" comm ") {
+        Some(i) => (&t[..i], Some(&t[i..])),
+        None => (t, None),
+    };
+    let mut rank = None;
+    for entry in entries.split(" [").skip(1) {
+        // `0] 1/-1/-1->0->-1`
+        let Some((_, shape)) = entry.split_once("] ") else {
+            continue;
+        };
+        let mut arrows = shape.splitn(3, "->");
+        let (Some(_), Some(me), Some(_)) = (arrows.next(), arrows.next(), arrows.next()) else {
+            continue; // cut before its second arrow
+        };
+        let Ok(me) = me.trim().parse::<u32>() else {
+            return Parsed::Refused("tree rank is not a number".into());
+        };
+        if rank.is_some_and(|r| r != me) {
+            return Parsed::Refused("tree entries name different ranks".into());
+        }
+        rank = Some(me);
+    }
+    let Some(rank) = rank else {
+        return if complete {
+            Parsed::Refused("no tree entry with its rank".into())
+        } else {
+            Parsed::Other
+        };
+    };
+    let kv = |k: &str| -> Option<String> {
+        let mut w = suffix?.split_whitespace();
+        w.find(|x| *x == k)?;
+        w.next().map(str::to_string)
+    };
+    // The last word of a line that may have been cut may be cut too.
+    let bus_id = kv("busId").filter(|_| complete);
+    let nranks = kv("nRanks")
+        .filter(|_| complete || kv("busId").is_some())
+        .and_then(|n| n.parse().ok());
+    Parsed::Record(Record::Trees {
+        rank,
+        nranks,
+        bus_id,
+    })
+}
+
 pub(super) fn net_channel(t: &str, complete: bool) -> Parsed {
     let refuse = |why: &str| Parsed::Refused(why.to_string());
     let (ring, rest) = match t.strip_prefix("Channel ") {
@@ -104,6 +154,39 @@ pub(super) fn net_channel(t: &str, complete: bool) -> Parsed {
         return refuse("connection index is not a number");
     }
     net_connection(ring, Some(channel), conn_index, rest, complete)
+}
+
+/// The text after `NET/OFI Selected provider is ` (see [`Record::OfiProvider`]).
+pub(super) fn ofi_provider(r: &str) -> Parsed {
+    let (head, nics) = match r.rsplit_once(" (found ") {
+        Some((h, n)) => (
+            h,
+            n.strip_suffix(" nics)").and_then(|n| n.trim().parse().ok()),
+        ),
+        None => (r, None),
+    };
+    let (provider, fabric) = match head.split_once(", fabric is ") {
+        Some((p, f)) => (p, Some(f.trim().to_string())),
+        None => (head, None),
+    };
+    let provider = provider.trim();
+    if provider.is_empty() || provider.contains(' ') {
+        return Parsed::Refused("not a provider name".into());
+    }
+    Parsed::Record(Record::OfiProvider {
+        provider: provider.to_string(),
+        fabric,
+        nics,
+    })
+}
+
+/// Whether a message is the start of a channel line that stops before its transport (`Channel
+/// 00/0 :`, `Channel 00/0 : 0[0] -> 8[0]`): a copy may have wrapped the rest onto the next line.
+pub fn connection_start(msg: &str) -> bool {
+    let t = msg.trim();
+    (t.starts_with("Channel ") || t.starts_with("Ring "))
+        && (t.contains(" : ") || t.ends_with(" :"))
+        && !t.contains(" via ")
 }
 
 /// A channel line's connection quoted from its ranks on, without the header and the `Channel

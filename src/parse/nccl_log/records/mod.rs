@@ -9,7 +9,7 @@ use serde::Serialize;
 
 mod forms;
 use forms::*;
-pub use forms::{bare_net_channel, is_cut_connection_end};
+pub use forms::{bare_net_channel, connection_start, is_cut_connection_end};
 
 /// What one message says.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -43,9 +43,15 @@ pub enum Record {
         /// The transport (`IB`).
         transport: String,
     },
-    /// `Failed to open libibverbs.so[.1]` (WARN in NCCL, INFO in RCCL): the IB transport has no
-    /// verbs library, so no IB device.
+    /// `Failed to open libibverbs.so[.1]` (WARN in NCCL, INFO in RCCL), RCCL 2.30's `Could not
+    /// open libibverbs.so`: the IB transport has no verbs library, so no IB device.
     NoVerbs,
+    /// RCCL's `RCCL: Detected %d IB devices, primary type: %d (count: %d)` (RCCL 2.30, before
+    /// its net plugins load): how many RDMA devices it found — 0 is a fact, not a blank.
+    IbDevices {
+        /// The number detected.
+        count: u32,
+    },
     /// `Using network IB` (`Socket`, `IBext_v8`, `AWS Libfabric`, …): the network chosen.
     UsingNetwork {
         /// Its name.
@@ -84,6 +90,33 @@ pub enum Record {
     },
     /// A `comm 0x… rank …` line (init, shape, destroy).
     Comm(Comm),
+    /// `Trees [0] 1/-1/-1->0->-1 [1] …` (`init.cc`: per channel ` [%d] %d/%d/%d->%d->%d`, the
+    /// three children, this rank, its parent; RCCL's `init.cc` appends ` comm %p nRanks %02d
+    /// busId %lx`, NVIDIA's never does):
+    /// the rank of the thread that printed it.
+    Trees {
+        /// The printing rank (the middle number of every channel's entry).
+        rank: u32,
+        /// RCCL's `nRanks`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        nranks: Option<u32>,
+        /// RCCL's `busId` (hex, as printed).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        bus_id: Option<String>,
+    },
+    /// aws-ofi-nccl's (and aws-ofi-rccl's) `NET/OFI Selected provider is %s, fabric is %s
+    /// (found %d nics)` (`nccl_ofi_net.cpp`; before 2023 `Selected Provider is %s` with the
+    /// count alone or none): the libfabric provider the plugin uses and how many NICs it found.
+    OfiProvider {
+        /// Provider (`efa`, `cxi`, `verbs;ofi_rxm`).
+        provider: String,
+        /// Fabric name, when printed.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        fabric: Option<String>,
+        /// NICs found, when printed.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        nics: Option<u32>,
+    },
     /// `NCCL_X set by environment to V` (also from nccl.conf).
     Env {
         /// Variable name.
@@ -396,6 +429,13 @@ pub enum Parsed {
     Refused(String),
 }
 
+/// The count of RCCL's `RCCL: Detected %d IB devices…` (after `RCCL: Detected `): `None` when
+/// the text is not that form, `Some(None)` when its count is not a number.
+fn ib_devices_count(r: &str) -> Option<Option<u32>> {
+    let (n, rest) = r.split_once(' ')?;
+    rest.starts_with("IB devices").then(|| n.parse().ok())
+}
+
 /// Reads `2.21.5+cuda12.4` (or `2.7.6`).
 pub fn version_record(v: &str) -> Option<Record> {
     let text = v.split_whitespace().next()?.to_string();
@@ -415,8 +455,22 @@ pub fn version_record(v: &str) -> Option<Record> {
 pub fn parse_message(msg: &str, complete: bool) -> Parsed {
     let t = msg.trim_end();
     let ts = t.trim_start();
-    if let Some(v) = ts.strip_prefix("NCCL version ") {
+    // NCCL's banner, and RCCL's as its INFO line prints it (`RCCL version : 2.30.4-HEAD:2b22ab0`,
+    // `init.cc` showVersion: `"RCCL version : " … NCCL_SUFFIX "-" rcclGitHash`).
+    if let Some(v) = ts
+        .strip_prefix("NCCL version ")
+        .or_else(|| ts.strip_prefix("RCCL version "))
+    {
+        let v = v.trim_start_matches([':', ' ']);
         return version_record(v).map_or(Parsed::Refused("not a version".into()), Parsed::Record);
+    }
+    if let Some(r) = ts.strip_prefix("RCCL: Detected ")
+        && let Some(n) = ib_devices_count(r)
+    {
+        return n.map_or(
+            Parsed::Refused("IB device count is not a number".into()),
+            |count| Parsed::Record(Record::IbDevices { count }),
+        );
     }
     if (ts.starts_with("Channel ") || ts.starts_with("Ring ")) && ts.contains(" via NET/") {
         return net_channel(ts, complete);
@@ -444,13 +498,24 @@ pub fn parse_message(msg: &str, complete: bool) -> Parsed {
     {
         return rank_of(r);
     }
-    if ts.starts_with("Failed to open libibverbs") {
+    if let Some(r) = ts.strip_prefix("Trees")
+        && r.trim_start().starts_with('[')
+    {
+        return trees(r, complete);
+    }
+    if ts.starts_with("Failed to open libibverbs") || ts.starts_with("Could not open libibverbs") {
         return Parsed::Record(Record::NoVerbs);
     }
     if let Some(r) = ts.strip_prefix("CUDA Dev ")
         && r.contains(" NIC distance")
     {
         return nic_distance(r);
+    }
+    if let Some(r) = ts
+        .strip_prefix("NET/OFI Selected provider is ")
+        .or_else(|| ts.strip_prefix("NET/OFI Selected Provider is "))
+    {
+        return ofi_provider(r);
     }
     if let Some(r) = ts.strip_prefix("NET/OFI ")
         && (r.starts_with("Could not disable CUDA API usage for HMEM, disabling GDR")
@@ -518,6 +583,16 @@ pub fn parse_message(msg: &str, complete: bool) -> Parsed {
             name: r.trim().to_string(),
         });
     }
+    // 2.28+ (and RCCL 2.30): `Assigned NET plugin %s to comm` (plugin/net.cc), the network the
+    // communicator was given: what `Using network` says.
+    if let Some(name) = ts
+        .strip_prefix("Assigned NET plugin ")
+        .and_then(|r| r.strip_suffix(" to comm"))
+    {
+        return Parsed::Record(Record::UsingNetwork {
+            name: name.trim().to_string(),
+        });
+    }
     if let Some(r) = ts
         .strip_prefix("P2P plugin ")
         .or_else(|| ts.strip_prefix("NET/Plugin"))
@@ -567,6 +642,27 @@ const SKIPPED: &[(&str, &str)] = &[
         "protocol thresholds (enqueue/tuning.cc)",
     ),
     ("Trees", "tree shape (init.cc `Trees%s`)"),
+    (
+        "Initialized NET plugin ",
+        "net plugin initialized (plugin/net.cc, 2.28+)",
+    ),
+    (
+        "Failed to initialize NET plugin ",
+        "net plugin not initialized (plugin/net.cc, 2.28+); the network assigned is said by `Assigned NET plugin`",
+    ),
+    (
+        "Failed to initialize any GIN plugin",
+        "no GIN plugin (plugin/gin.cc, 2.28+)",
+    ),
+    ("GIN/Plugin", "GIN plugin loading (plugin/gin.cc, 2.28+)"),
+    (
+        "Connection to proxy localRank ",
+        "proxy connection (proxy.cc, 2.12–2.18)",
+    ),
+    (
+        "NET/IB: Dev ",
+        "queue pair of an IB connection (transport/net_ib.cc `NET/IB: Dev %d Port %d qpn %d mtu %d LID|GID …`)",
+    ),
     ("Tree ", "tree shape (≤ 2.6)"),
     ("Connected all trees", "tree connected (graph/connect.cc)"),
     ("Connected NVLS", "NVLS connected (transport/nvls.cc)"),
@@ -629,6 +725,26 @@ const SKIPPED: &[(&str, &str)] = &[
     (
         "NET/OFI Using aws-ofi-nccl ",
         "aws-ofi-nccl's version (plugin)",
+    ),
+    (
+        "NET/OFI Using aws-ofi-rccl ",
+        "aws-ofi-rccl's version (plugin)",
+    ),
+    (
+        "NET/OFI Initializing ",
+        "aws-ofi-nccl's version (plugin, nccl_ofi_net.cpp)",
+    ),
+    (
+        "NET/OFI Using transport protocol ",
+        "aws-ofi-nccl's protocol (nccl_ofi_net.cpp)",
+    ),
+    (
+        "NET/OFI Support for ",
+        "aws-ofi-nccl's registration support (nccl_ofi_net.cpp)",
+    ),
+    (
+        "NET/OFI No eligible providers were found",
+        "aws-ofi-nccl found no provider for one protocol and tries the next (nccl_ofi_rdma.cpp)",
     ),
 ];
 
