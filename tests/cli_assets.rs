@@ -154,7 +154,8 @@ fn zsh_loads_the_completion_through_compinit_and_completes() {
     generate(d.path());
     // An interactive zsh on a pseudo-terminal (zsh/zpty), `_peerpath` found on $fpath by
     // compinit as an installed completion is, a Tab typed after each line; the candidates are
-    // what the completion functions hand to compadd (tests/shells/complete.zsh).
+    // what the completion functions hand to compadd (tests/shells/complete.zsh). Each key is
+    // typed after a marker the shell prints when ready for it: no sleeps, no retries.
     let script = common::repo().join("tests/shells/complete.zsh");
     let dir = d.path().join("completions");
     let Some(out) = common::tool(

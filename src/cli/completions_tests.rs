@@ -1,6 +1,5 @@
 //! Completion scripts made from a command tree whose help text is hostile: each shell checks
-//! the script's syntax, loads it and (bash, fish) completes from it, and nothing in the help
-//! runs. Synthesized tree (no published source): the characters that end or open a quoted
+//! the script's syntax, loads it and completes from it, and nothing in the help runs. Synthesized tree (no published source): the characters that end or open a quoted
 //! context in bash, zsh or fish.
 
 use super::generate;
@@ -121,7 +120,7 @@ fn bash_script_with_hostile_help_parses_loads_completes_and_runs_nothing() {
 }
 
 #[test]
-fn zsh_script_with_hostile_help_parses_loads_and_runs_nothing() {
+fn zsh_script_with_hostile_help_parses_loads_completes_and_runs_nothing() {
     let d = tempfile::tempdir().unwrap();
     let (path, _) = script(Shell::Zsh, d.path(), "_peerpath");
     let p = path.to_str().unwrap();
@@ -139,4 +138,23 @@ fn zsh_script_with_hostile_help_parses_loads_and_runs_nothing() {
         out.contains("ran-dollar") && out.contains("ran-backtick"),
         "{out}"
     );
+    // Found by compinit on $fpath and completing in an interactive zsh, where zsh's
+    // completion functions read the help (tests/shells/complete.zsh).
+    let harness = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/shells/complete.zsh");
+    let o = run(
+        "timeout",
+        &[
+            "60",
+            "zsh",
+            "-f",
+            harness.to_str().unwrap(),
+            d.path().to_str().unwrap(),
+            "peerpath au",
+            "peerpath audit --format ",
+        ],
+    )
+    .unwrap();
+    let out = ok(&o, "zsh completing");
+    nothing_ran(d.path());
+    assert_eq!(out, "HIT:audit\nEND\nHIT:json\nHIT:table\nEND\n");
 }
