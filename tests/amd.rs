@@ -485,3 +485,183 @@ fn held_out_mi350x_model_and_tioga_hwloc() {
         .and_then(|a| a.hive_id);
     assert_eq!(hive, Some(0xdc41_93b3_799d_5078));
 }
+
+/// Issue 51: RCCL's Rome rule on the synthesized MI50 node (`mi50-rome`). RCCL's sysfs walk
+/// climbs two levels at a time, so the MI50's own `1002:14a0` upstream port is the GPU's one PCI
+/// node (its `14a1` downstream port and the root port are dropped): GPU→CPU and NET→CPU both
+/// count 2 to CPU 0 and the bus numbers (64, 61) share their high nibble, so the level is PHB
+/// and GDR is on by default for GPU 3. GPU 0–2 (same NUMA node, other root complexes, other
+/// nibbles) and GPU 4–7 (other socket) stay staged.
+#[test]
+fn rccl_rome_rule_admits_the_mi50_on_the_nics_root_complex() {
+    let d = tempfile::tempdir().unwrap();
+    write_tree(&layouts::mi50_rome(), d.path(), &WriteOptions::default()).unwrap();
+    let t = load(d.path());
+    let r = audit::run(&t, &AuditOptions::default());
+    let nic = layouts::mi50_nic();
+    for i in 0..8 {
+        let g = layouts::mi50_gpu(i);
+        let p = r
+            .pairs
+            .iter()
+            .find(|p| p.gpu == g && p.nic == nic)
+            .unwrap_or_else(|| panic!("no pair {g}–{nic}: {:?}", r.pairs));
+        assert_eq!(
+            p.gdr,
+            i == layouts::MI50_ROME_NIC_HB,
+            "GPU {i} {g}: gdr {} ({})",
+            p.gdr,
+            p.reason
+        );
+    }
+    let g3 = layouts::mi50_gpu(layouts::MI50_ROME_NIC_HB).to_string();
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.summary.starts_with(&format!("GPU {g3}")))
+        .unwrap_or_else(|| panic!("no finding for {g3}"));
+    assert_eq!(f.severity, audit::Severity::Info, "{}", f.summary);
+    assert!(!f.summary.contains("stages"), "{}", f.summary);
+    let c = Classifier::new(&t, &ClassifyOptions::default());
+    let x = c.pair(&g3.parse().unwrap(), &nic).unwrap();
+    let text = format!("{x:?}");
+    assert!(text.contains("Rome-class"), "{text}");
+}
+
+fn platform(name: &str) -> PathBuf {
+    common::repo().join("fixtures/platforms").join(name)
+}
+
+const CORONA: &str = "llnl-corona-penguin-altus-xo1114gt-4xmi50-1cx6.hwloc1fmt.xml";
+
+/// Issue 51: hwloc 1.x names a package `Socket` (2.0 renamed it `Package`); the CPU facts on it
+/// (vendor, family, model) are what RCCL's Rome rule and NCCL's inter-CPU bandwidth read. LLNL
+/// Corona's file (2× EPYC 7401: family 23, model 1) lost them all before.
+#[test]
+fn hwloc1_socket_objects_give_the_cpu_facts() {
+    let t = load(&platform(CORONA));
+    let m = &t.machine;
+    assert_eq!(m.cpu_vendor.as_deref(), Some("AuthenticAMD"));
+    assert_eq!(m.cpu_family, Some(23));
+    assert_eq!(m.cpu_model_number, Some(1));
+    assert_eq!(m.sockets, Some(2));
+}
+
+/// Issue 51, on a real hwloc 1.x file: Corona's node with its CPUs said to be EPYC 7402 (Rome,
+/// model 49) and its ConnectX-6 moved from the PEX 8747 of host bridge 30 onto a root port of
+/// GPU 13:00.0's host bridge (synthesized from the published file, in this test). RCCL's
+/// walk: GPU–14a0–CPU and NET–NIC–CPU both count 2 on NUMA node 1, bus numbers 13/14 share
+/// their high nibble → PHB, GDR on; the other three GPUs (other NUMA nodes) stay staged.
+#[test]
+fn corona_as_rome_with_the_nic_on_a_gpus_host_bridge_gets_gdr() {
+    let text = std::fs::read_to_string(platform(CORONA)).unwrap();
+    let text = text
+        .replace(
+            r#"<info name="CPUModelNumber" value="1"/>"#,
+            r#"<info name="CPUModelNumber" value="49"/>"#,
+        )
+        .replace("AMD EPYC 7401 24-Core", "AMD EPYC 7402 24-Core");
+    // Cut the CX-6 (with its switch) out of host bridge 30 and put it on a new root port
+    // 10:03.1 as 14:00.0.
+    let lines: Vec<&str> = text.lines().collect();
+    let at = |pat: &str| lines.iter().position(|l| l.contains(pat)).unwrap();
+    let close = |from: usize| {
+        let ind = lines[from].len() - lines[from].trim_start().len();
+        (from + 1..lines.len())
+            .find(|&k| {
+                lines[k].trim() == "</object>"
+                    && lines[k].len() - lines[k].trim_start().len() == ind
+            })
+            .unwrap()
+    };
+    let (rp, nic) = (
+        at(r#"pci_busid="0000:30:03.1""#),
+        at(r#"pci_busid="0000:33:00.0""#),
+    );
+    let nic_lines: Vec<String> = lines[nic..=close(nic)]
+        .iter()
+        .map(|l| l.replace("0000:33:00.0", "0000:14:00.0"))
+        .collect();
+    let hb = at(r#"bridge_pci="0000:[10-15]""#);
+    let mut out: Vec<String> = Vec::new();
+    for (k, l) in lines.iter().enumerate() {
+        if (rp..=close(rp)).contains(&k) {
+            continue;
+        }
+        out.push(l.to_string());
+        if k == hb {
+            out.push(r#"<object type="Bridge" bridge_type="1-1" depth="1" bridge_pci="0000:[14-14]" pci_busid="0000:10:03.1" pci_type="0604 [1022:1453] [1458:1000] 00" pci_link_speed="15.753846">"#.into());
+            out.extend(nic_lines.iter().cloned());
+            out.push("</object>".into());
+        }
+    }
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("corona-as-rome.xml");
+    std::fs::write(&p, out.join("\n")).unwrap();
+    let t = load(&p);
+    assert_eq!(t.machine.cpu_model_number, Some(49));
+    let r = audit::run(&t, &AuditOptions::default());
+    let nic = b("0000:14:00.0");
+    for (g, gdr) in [
+        ("0000:13:00.0", true),
+        ("0000:23:00.0", false),
+        ("0000:53:00.0", false),
+        ("0000:73:00.0", false),
+    ] {
+        let p = r
+            .pairs
+            .iter()
+            .find(|p| p.gpu == b(g) && p.nic == nic)
+            .unwrap_or_else(|| panic!("no pair {g}: {:?}", r.pairs));
+        assert_eq!(p.gdr, gdr, "{g}: {}", p.reason);
+    }
+}
+
+/// Issue 51: LLNL Tuolumne in CPX mode (hwloc 2: six RSMI OS devices under each MI300A's PCI
+/// function) showed 4 GPUs with no word of the mode. Each APU now has an `amd-partition` finding
+/// naming CPX, the six partitions and the RSMI devices it was read from, and saying the memory
+/// partition is not recorded; the SPX file of the same machine gets none.
+#[test]
+fn mi300a_cpx_mode_is_read_from_hwloc_and_said() {
+    let t = load(&platform(
+        "llnl-tuolumne-ex255a-4xmi300a-cpx-4cassini.hwloc2.xml",
+    ));
+    let r = audit::run(&t, &AuditOptions::default());
+    let parts: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.id == audit::CheckId::AmdPartition)
+        .collect();
+    assert_eq!(parts.len(), 4, "{parts:?}");
+    for f in &parts {
+        assert!(
+            f.summary
+                .contains("(CPX, memory partition (NPS) not recorded"),
+            "{}",
+            f.summary
+        );
+        assert!(
+            f.summary.contains(": 6 compute partition(s)"),
+            "{}",
+            f.summary
+        );
+        assert!(
+            f.evidence
+                .iter()
+                .any(|e| e.value.contains("6 RSMI OS device(s) (rsmi")),
+            "{:?}",
+            f.evidence
+        );
+    }
+    let spx = load(&platform(
+        "hpe-cray-ex255a-tuolumne-4xmi300a-spx-4cassini.hwloc2.xml",
+    ));
+    let r = audit::run(&spx, &AuditOptions::default());
+    assert!(
+        !r.findings
+            .iter()
+            .any(|f| f.id == audit::CheckId::AmdPartition),
+        "{:?}",
+        r.findings
+    );
+}

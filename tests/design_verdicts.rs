@@ -409,3 +409,73 @@ fn settings_that_turn_gdr_off_are_errors_with_their_source() {
         && f.severity == Severity::Warning
         && f.summary.contains("case-sensitively")));
 }
+
+/// The number written just before each "GPU(s)" in `s` (`8 GPU(s)`, `0 NVIDIA GPU(s)`).
+fn gpu_counts(s: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut rest = s;
+    while let Some(at) = rest.find("GPU(s)") {
+        let words: Vec<&str> = rest[..at].split_whitespace().collect();
+        let n = words
+            .iter()
+            .rev()
+            .take(2)
+            .find_map(|w| w.trim_start_matches('(').parse::<usize>().ok());
+        if let Some(n) = n {
+            let from = at.saturating_sub(30);
+            out.push((n, rest[from..at + 6].to_string()));
+        }
+        rest = &rest[at + 6..];
+    }
+    out
+}
+
+/// Issue 51: Azure's hand-made NDv2 topology file (8 `<pci class="0x030200">` entries, no
+/// vendor attribute) once drew "0 NVIDIA GPU(s)" in one finding and "8 GPU(s)" in another. Every
+/// finding now counts the GPUs the file holds (8), saying the vendor is not recorded.
+#[test]
+fn one_gpu_count_in_every_finding_of_a_hand_made_topology_file() {
+    let t = load("fixtures/platforms/azure-ndv2-v100-azhpc-images.nccl-topo.xml");
+    let r = audit::run(&t, &AuditOptions::default());
+    let mut seen = 0;
+    for f in &r.findings {
+        for (n, ctx) in gpu_counts(&f.summary) {
+            seen += 1;
+            assert_eq!(n, 8, "{:?}: {ctx:?} in {}", f.id, f.summary);
+        }
+    }
+    assert!(seen >= 2, "{:?}", r.findings);
+    let g = r
+        .findings
+        .iter()
+        .find(|f| f.id == CheckId::GdrPeerModule)
+        .unwrap();
+    assert!(
+        g.summary.contains("vendor this input does not record"),
+        "{}",
+        g.summary
+    );
+}
+
+/// Issue 51: on AWS p4d the aws-ofi-nccl plugin's own topology file puts each GPU pair and its
+/// EFA behind one switch. No finding says their traffic is staged or that an EFA is beyond PXB
+/// from every GPU; each GPU's finding names the file, and the pair is GDR on.
+#[test]
+fn aws_p4d_gdr_is_stated_under_the_plugins_topology_file() {
+    let t = load("fixtures/platforms/aws-p4d.24xl.nixl.hwloc2.xml");
+    let r = audit::run(&t, &AuditOptions::default());
+    assert_eq!(r.pairs.len(), 8, "{:?}", r.pairs);
+    assert!(r.pairs.iter().all(|p| p.gdr), "{:?}", r.pairs);
+    for f in r.findings.iter().filter(|f| f.id == CheckId::GpuNicPath) {
+        assert!(f.summary.starts_with("GPU "), "{}", f.summary);
+        assert!(!f.summary.contains("stages"), "{}", f.summary);
+        assert!(f.summary.contains("p4d-24xl-topo.xml"), "{}", f.summary);
+        assert_eq!(f.severity, Severity::Info, "{}", f.summary);
+    }
+    // A job's own NCCL_TOPO_FILE replaces the plugin's: the VM's view (PHB, staged) again.
+    let r = audit::run(
+        &with_env(&t, "NCCL_TOPO_FILE=/opt/mine.xml"),
+        &AuditOptions::default(),
+    );
+    assert!(r.pairs.iter().all(|p| !p.gdr), "{:?}", r.pairs);
+}

@@ -146,6 +146,15 @@ pub struct AmdGpu {
     pub compute_partition: Option<String>,
     /// `current_memory_partition` of the PCI device (`NPS1`, `NPS4`).
     pub memory_partition: Option<String>,
+    /// Where the compute partition was read when not from the device's own
+    /// `current_compute_partition` file: `(source, raw value)`, e.g. the hwloc file and "6 RSMI
+    /// OS devices (rsmi0 … rsmi5) on this PCI function" ([`compute_partition_mode`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition_evidence: Option<(String, String)>,
+    /// Compute partitions a source counted on this PCI function (hwloc: its RSMI OS devices),
+    /// when it did not list KFD nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition_count: Option<u32>,
     /// The GPU node's io_link to its CPU node (type 2 PCIe; type 11 xGMI on an APU).
     pub cpu_link: Option<KfdLink>,
     /// Local memory of the GPU node: the sum of its `mem_banks/*/properties` `size_in_bytes`
@@ -161,6 +170,25 @@ impl AmdGpu {
         self.unique_id
             .filter(|&u| u != 0)
             .map(|u| format!("GPU-{u:016x}"))
+    }
+}
+
+/// The compute partition mode that `partitions` compute partitions on one PCI function mean
+/// for an MI300-series device (AMD's Instinct partitioning docs: an MI300A has 6 XCDs and
+/// modes SPX, TPX (3) and CPX (6); MI300X, MI325X and MI300X-HF have 8 XCDs and modes SPX, DPX
+/// (2), QPX (4) and CPX (8)); `None` for another device or count (the mode is then unknown).
+/// Sources that show partitions only as devices (hwloc's RSMI OS devices, one per partition)
+/// name the mode with it.
+pub fn compute_partition_mode(device_id: Option<u16>, partitions: u32) -> Option<&'static str> {
+    match (device_id?, partitions) {
+        (0x74a0, 1) => Some("SPX"),
+        (0x74a0, 3) => Some("TPX"),
+        (0x74a0, 6) => Some("CPX"),
+        (0x74a1 | 0x74a5 | 0x74a9, 1) => Some("SPX"),
+        (0x74a1 | 0x74a5 | 0x74a9, 2) => Some("DPX"),
+        (0x74a1 | 0x74a5 | 0x74a9, 4) => Some("QPX"),
+        (0x74a1 | 0x74a5 | 0x74a9, 8) => Some("CPX"),
+        _ => None,
     }
 }
 
@@ -260,6 +288,16 @@ mod tests {
         assert_eq!(f[0].a, b("0000:0c:00.0"));
         assert_eq!((f[0].count, f[0].weight), (Some(2), Some(15)));
         assert_eq!(f[0].source, "a");
+    }
+
+    #[test]
+    fn partition_counts_name_the_mode_only_where_known() {
+        assert_eq!(compute_partition_mode(Some(0x74a0), 6), Some("CPX"));
+        assert_eq!(compute_partition_mode(Some(0x74a0), 1), Some("SPX"));
+        assert_eq!(compute_partition_mode(Some(0x74a1), 8), Some("CPX"));
+        assert_eq!(compute_partition_mode(Some(0x74a1), 6), None);
+        assert_eq!(compute_partition_mode(Some(0x740c), 1), None);
+        assert_eq!(compute_partition_mode(None, 6), None);
     }
 
     #[test]

@@ -245,6 +245,7 @@ fn summary(t: &Topology, out: &mut String) {
         t.switches.len(),
         if t.switches.len() == 1 { "" } else { "es" }
     );
+    partitions(t, out);
     let cannot_tell = match crate::analysis::audit::scope::not_judged(t) {
         Some(crate::analysis::audit::scope::NotJudged::CannotTell(why)) => Some(why),
         _ => None,
@@ -280,5 +281,31 @@ fn summary(t: &Topology, out: &mut String) {
         if t.warnings.len() > 5 {
             let _ = writeln!(out, "  … and {} more", t.warnings.len() - 5);
         }
+    }
+}
+
+/// One line per AMD GPU partitioned beyond SPX/NPS1 (the device's `amd` facts: its
+/// `current_*_partition` files, or hwloc's RSMI devices counted), so a CPX node's "4 GPUs" is
+/// never read as 4 GPUs to RCCL.
+fn partitions(t: &Topology, out: &mut String) {
+    for d in &t.devices {
+        let Some(a) = &d.amd else { continue };
+        let c = a.compute_partition.as_deref();
+        let m = a.memory_partition.as_deref();
+        let n = if a.kfd_nodes.is_empty() {
+            a.partition_count.unwrap_or(1)
+        } else {
+            a.kfd_nodes.len() as u32
+        };
+        if c.is_none_or(|c| c == "SPX") && m.is_none_or(|m| m == "NPS1") && n <= 1 {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "Partitioned: AMD GPU {} in {}{}: {n} compute partition(s), each a GPU to RCCL and ROCm",
+            d.bdf,
+            c.unwrap_or("a compute mode not named for this device"),
+            m.map(|m| format!("/{m}")).unwrap_or_default(),
+        );
     }
 }

@@ -509,6 +509,7 @@ pub fn discover(doc: &Doc, source: SourceInfo) -> Result<RawTopology> {
         });
     }
 
+    rsmi_partitions(&mut ctx.devices, &source.path);
     let (nvlinks, nvlink_visible) = nvlinks(&ctx);
     let nvml_devices = ctx.doc.elements.iter().enumerate().any(|(i, e)| {
         ctx.is_object(i, "OSDev")
@@ -559,6 +560,39 @@ impl Ctx<'_> {
 }
 
 /// Whitespace-separated tokens of every child element named `name`, concatenated.
+/// The compute partitions hwloc shows of each AMD GPU: its RSMI plugin lists one OS device per
+/// partition (`rsmi0` … `rsmi5` under one MI300A in CPX mode), all on the one PCI function.
+/// The count, and the mode it means ([`crate::model::amd::compute_partition_mode`]), are kept
+/// with the OS devices' names as evidence; hwloc records no memory partition (NPS).
+fn rsmi_partitions(devices: &mut [Device], path: &str) {
+    for d in devices.iter_mut() {
+        let names: Vec<&str> = d
+            .os_devices
+            .iter()
+            .filter(|o| o.kind == OsDeviceKind::AmdGpu)
+            .map(|o| o.name.as_str())
+            .collect();
+        let n = names.len() as u32;
+        let Some(a) = d.amd.as_mut().filter(|_| n > 0) else {
+            continue;
+        };
+        let shown = match names.as_slice() {
+            [one] => one.to_string(),
+            [first, .., last] => format!("{first} … {last}"),
+            [] => continue,
+        };
+        a.partition_count = Some(n);
+        a.partition_evidence = Some((
+            path.to_string(),
+            format!("{n} RSMI OS device(s) ({shown}) on this PCI function"),
+        ));
+        if a.compute_partition.is_none() {
+            a.compute_partition =
+                crate::model::amd::compute_partition_mode(d.device_id, n).map(str::to_string);
+        }
+    }
+}
+
 fn tokens(doc: &Doc, i: usize, name: &str) -> Vec<String> {
     doc.children_named(i, name)
         .flat_map(|c| {
@@ -879,7 +913,8 @@ fn classify_end(ctx: &Ctx<'_>, i: usize) -> End {
             }
             None => End::Unknown,
         },
-        Some("Package" | "NUMANode" | "Machine" | "Group") => End::Cpu,
+        // hwloc 1.x names the package object "Socket".
+        Some("Package" | "Socket" | "NUMANode" | "Machine" | "Group") => End::Cpu,
         _ => End::Unknown,
     }
 }
@@ -902,7 +937,8 @@ fn machine_info(ctx: &Ctx<'_>) -> MachineInfo {
     let mut packages = 0u32;
     let mut pus = 0u32;
     for (i, _) in doc.elements.iter().enumerate() {
-        if ctx.is_object(i, "Package") {
+        // hwloc 1.x writes a package as `type="Socket"` (renamed "Package" in 2.0).
+        if ctx.is_object(i, "Package") || ctx.is_object(i, "Socket") {
             packages += 1;
             if packages == 1 {
                 infos.extend(ctx.infos(i));

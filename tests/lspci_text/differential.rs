@@ -241,6 +241,7 @@ fn differential_cases() -> Vec<Case> {
             &[TvVvv],
         ),
         c("mi300a-4apu", none, &[NnDvvvxxxx]),
+        c("mi50-rome", none, &[TvVvv]),
         c("scaling-34", none, &[TvXxxx, TvDBvvv]),
         c("many-vfs-4", none, &[Tvnn, NnDvvv]),
         // A bond named beside the text (ibdev2netdev, without and with addresses): its slave

@@ -362,31 +362,53 @@ pub fn apu_gdr_level(ctx: &Ctx) -> Vec<Finding> {
     out
 }
 
-/// `amd-partition`: compute or memory partitions other than SPX/NPS1.
+/// `amd-partition`: compute or memory partitions other than SPX/NPS1, read from the device's
+/// `current_compute_partition`/`current_memory_partition`, or counted by the source (hwloc's
+/// RSMI plugin lists one OS device per compute partition; the mode is named where the device's
+/// XCD count fixes it, and the memory partition is then unknown).
 pub fn partition(ctx: &Ctx) -> Vec<Finding> {
     let mut out = Vec::new();
     for d in amd_gpus(ctx) {
         let Some(a) = &d.amd else { continue };
         let c = a.compute_partition.as_deref();
         let m = a.memory_partition.as_deref();
-        if c.is_none_or(|c| c == "SPX") && m.is_none_or(|m| m == "NPS1") {
+        let counted = a.partition_count.unwrap_or(1);
+        if c.is_none_or(|c| c == "SPX") && m.is_none_or(|m| m == "NPS1") && counted <= 1 {
             continue;
         }
+        let parts = if a.kfd_nodes.is_empty() {
+            counted
+        } else {
+            a.kfd_nodes.len() as u32
+        };
+        let memory = match (m, &a.partition_evidence) {
+            (Some(m), _) => format!("/{m}"),
+            (None, Some(_)) => ", memory partition (NPS) not recorded in this input".into(),
+            (None, None) => String::new(),
+        };
+        let what = if a.partition_evidence.is_some() {
+            "compute partition(s) (one GPU each to RCCL and ROCm) on one PCI function"
+        } else {
+            "KFD node(s) on one PCI function"
+        };
         let mut f = Finding::new(
             CheckId::AmdPartition,
             Severity::Info,
             Subject::Device(d.bdf),
             format!(
-                "AMD GPU {} is partitioned ({}{}): {} KFD node(s) on one PCI function share its PCIe path and NIC",
+                "AMD GPU {} is partitioned ({}{memory}): {parts} {what} share its PCIe path and NIC",
                 d.bdf,
-                c.unwrap_or("compute ?"),
-                m.map(|m| format!("/{m}")).unwrap_or_default(),
-                a.kfd_nodes.len().max(1)
+                c.unwrap_or("compute mode not named for this device"),
             ),
             "none; RCCL and place see one GPU per partition, all behind this function's NIC",
         );
-        if let Some(c) = c {
-            f = f.with(pci_path(&d.bdf, "current_compute_partition"), c);
+        match &a.partition_evidence {
+            Some((path, raw)) => f = f.with(path.clone(), raw.clone()),
+            None => {
+                if let Some(c) = c {
+                    f = f.with(pci_path(&d.bdf, "current_compute_partition"), c);
+                }
+            }
         }
         if let Some(m) = m {
             f = f.with(pci_path(&d.bdf, "current_memory_partition"), m);

@@ -88,6 +88,29 @@ pub fn peer_memory(ctx: &Ctx) -> PeerMemory {
     }
 }
 
+/// The node's GPUs as every finding counts them (`Ctx::gpus`): all of them, and how many are
+/// NVIDIA's, other vendors' and of a vendor the input does not record (an NCCL topology file
+/// written by hand gives `class` only), so "0 NVIDIA GPU(s)" is never said of 8 GPUs of
+/// unrecorded vendor.
+fn gpu_count_words(ctx: &Ctx) -> String {
+    let nv = ctx.nvidia_gpus().count();
+    let unrecorded = ctx.gpus.iter().filter(|d| d.vendor_id.is_none()).count();
+    let other = ctx.gpus.len() - nv - unrecorded;
+    if unrecorded == 0 && other == 0 {
+        return format!("{nv} NVIDIA GPU(s)");
+    }
+    let mut parts = vec![format!("{nv} NVIDIA")];
+    if other > 0 {
+        parts.push(format!("{other} of other vendors"));
+    }
+    if unrecorded > 0 {
+        parts.push(format!(
+            "{unrecorded} of a vendor this input does not record"
+        ));
+    }
+    format!("{} GPU(s) ({})", ctx.gpus.len(), parts.join(", "))
+}
+
 /// `gdr-peer-module`: is any GPUDirect RDMA mechanism available ([`peer_memory`])?
 ///
 /// - a registered peer-memory client (`memory_peers/nv_mem*`) → info;
@@ -104,8 +127,8 @@ pub fn peer_module(ctx: &Ctx) -> Vec<Finding> {
             Severity::Info,
             Subject::Node,
             format!(
-                "GPUDirect RDMA not applicable: {} NVIDIA GPU(s), {} RDMA NIC(s)",
-                ctx.nvidia_gpus().count(),
+                "GPUDirect RDMA not applicable: {}, {} RDMA NIC(s)",
+                gpu_count_words(ctx),
                 ctx.nics.len()
             ),
             "none",

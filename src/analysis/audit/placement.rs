@@ -407,6 +407,15 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
         if apu_nic {
             continue;
         }
+        // A NIC the platform plugin's own topology file puts behind a switch with a GPU: PIX
+        // to NCCL (the GPU's gpu-nic-path finding says so), whatever the VM's tree shows.
+        if ctx
+            .gpus
+            .iter()
+            .any(|g| ctx.cl.plugin_file_words(&g.bdf, &n.bdf).is_some())
+        {
+            continue;
+        }
         let used = !paired[ni].is_empty();
         // Unpaired while a GPU's NIC is misplaced: most likely that GPU's NIC.
         let needy =
@@ -641,6 +650,15 @@ fn judge_gpu(
             evidence,
         );
     }
+    if !j.gdr && st.gdr_level.is_none() && ctx.cl.rccl_rome_undecided(&g.bdf, &n.bdf) {
+        return verdict(
+            RemedyClass::Unknown,
+            Severity::Unknown,
+            "RCCL's Rome rule (ncclTopoCheckGdr) admits this pair at PHB on an AMD Rome-class CPU, and the CPU model is not visible in this input, so whether RCCL uses GPUDirect RDMA here is unknown".into(),
+            "audit the live machine or a `peerpath capture` snapshot (its /proc/cpuinfo names the CPU), or run RCCL with NCCL_NET_GDR_LEVEL=PHB".into(),
+            evidence,
+        );
+    }
     if let Some(x) = st.transport_off(n) {
         return verdict(
             RemedyClass::Setting,
@@ -663,6 +681,22 @@ fn judge_gpu(
             j.nccl_path
         );
         return misplaced(ctx, g, k, judged, words, evidence);
+    }
+    if j.gdr
+        && let Some(file) = ctx.cl.plugin_file_words(&g.bdf, &n.bdf)
+    {
+        // The VM hides the switch; the plugin's own file is NCCL's tree for this pair.
+        evidence.extend(design_ev());
+        return verdict(
+            RemedyClass::None,
+            Severity::Info,
+            format!(
+                "that is the VM's view: {lib} reads {file}, so the pair is {} to {lib}, which its level admits ({level_words}): GPUDirect RDMA on",
+                j.nccl_path
+            ),
+            "none: the plugin sets NCCL_TOPO_FILE itself on this instance type (a job that sets its own NCCL_TOPO_FILE replaces it)".into(),
+            evidence,
+        );
     }
     if j.gdr {
         let mut words = format!(

@@ -17,6 +17,7 @@ pub mod label;
 mod nccl_rules;
 mod nvsmi;
 mod platform_words;
+pub mod plugin_topo;
 mod rccl;
 mod wording;
 
@@ -300,6 +301,9 @@ pub struct Classifier<'t> {
     rccl: bool,
     /// RCCL buckets the CPU as "Rome" ([`super::nccl::rccl_rome_class`]).
     rome: bool,
+    /// The topology file a cloud platform's NCCL plugin hands NCCL on this node, and why it
+    /// applies ([`plugin_topo::applying`]): NCCL's PCI tree for the devices it lists.
+    plugin: Option<(&'static plugin_topo::PluginTopo, String)>,
     /// NCCL's inter-CPU bandwidth and bucket for this machine.
     inter_cpu: Option<(f64, &'static str)>,
     endpoints: Vec<Endpoint>,
@@ -351,6 +355,7 @@ impl<'t> Classifier<'t> {
                 .filter(|e| e.kind == DeviceKind::Gpu)
                 .count(),
             rccl: rccl::rccl_topology(t),
+            plugin: plugin_topo::applying(t),
             rome: super::nccl::rccl_rome_class(
                 t.machine.cpu_vendor.as_deref(),
                 t.machine.cpu_family,
@@ -444,6 +449,21 @@ impl<'t> Classifier<'t> {
         } else {
             self.settings.default_gdr_level()
         }
+    }
+
+    /// When a cloud platform's NCCL plugin hands NCCL a topology file that puts `gpu` and
+    /// `nic` behind one switch ([`plugin_topo`]): the file, where it comes from and why it
+    /// applies to this node, in words. NCCL's path for the pair is then PIX, whatever the VM's
+    /// own tree shows.
+    pub fn plugin_file_words(&self, gpu: &Bdf, nic: &Bdf) -> Option<String> {
+        let (f, why) = self.plugin.as_ref()?;
+        let k = plugin_topo::group_of(f, gpu)?;
+        (plugin_topo::group_of(f, nic)? == k).then(|| {
+            format!(
+                "the topology file aws-ofi-nccl sets as NCCL_TOPO_FILE on {} ({}, {}; {why}), which puts both behind its switch {}",
+                f.instance, f.file, f.source, f.groups[k].0
+            )
+        })
     }
 
     /// The endpoints, in matrix order.

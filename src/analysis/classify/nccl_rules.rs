@@ -7,7 +7,7 @@
 use super::{Classifier, NcclPath};
 use crate::analysis::nccl;
 use crate::analysis::paths::DevIx;
-use crate::model::DeviceKind;
+use crate::model::{Bdf, DeviceKind};
 
 /// Why NCCL's base path type is what it is (no allocation; worded by `base_rule`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,6 +27,9 @@ pub(super) enum BaseWhy {
     },
     Cpu(Option<u32>),
     Cpus(Option<u32>, Option<u32>),
+    /// Both are behind this group's switch of the plugin's topology file (index into its
+    /// groups).
+    PluginFile(usize),
 }
 
 /// NCCL's decisions for one pair, before they are put into words.
@@ -83,6 +86,9 @@ impl Classifier<'_> {
         if da.domain == db.domain && da.bus == db.bus && da.device == db.device {
             return (NcclPath::Pix, BaseWhy::SameAdapter);
         }
+        if let Some(k) = self.plugin_group(da, db) {
+            return (NcclPath::Pix, BaseWhy::PluginFile(k));
+        }
         if let Some(m) = p.meet(a, b) {
             let (nodes, raw) = p.nccl_switch_nodes(a, b, m);
             let path = if nodes <= 1 {
@@ -98,6 +104,14 @@ impl Classifier<'_> {
         } else {
             (NcclPath::Sys, BaseWhy::Cpus(na, nb))
         }
+    }
+
+    /// The group of the plugin's topology file that lists both `a` and `b`, when one applies:
+    /// NCCL reads that file's switch as their parent ([`super::plugin_topo`]).
+    fn plugin_group(&self, a: Bdf, b: Bdf) -> Option<usize> {
+        let (f, _) = self.plugin.as_ref()?;
+        let ga = super::plugin_topo::group_of(f, &a)?;
+        (super::plugin_topo::group_of(f, &b)? == ga).then_some(ga)
     }
 
     /// The best base path rank from a GPU to any NIC endpoint (NCCL's local NICs of the GPU,

@@ -11,7 +11,7 @@ use super::nccl_rules::Decision;
 use crate::analysis::nccl;
 use crate::analysis::paths::DevIx;
 use crate::model::amd::{AMD_GPU_VENDOR, is_amd_gpu};
-use crate::model::{DeviceKind, Topology};
+use crate::model::{Bdf, DeviceKind, Topology};
 
 /// Whether RCCL, not NCCL, is the library the topology's GPUs run: it has AMD GPUs and no
 /// NVIDIA GPU.
@@ -43,6 +43,29 @@ impl Classifier<'_> {
     pub(super) fn rccl_rome_pair(&self, g: DevIx, n: DevIx) -> bool {
         let p = &self.paths;
         self.rome
+            && p.nccl_numa(g) == p.nccl_numa(n)
+            && p.nccl_numa(g).is_some()
+            && p.nccl_pci_nodes_above(g) == 1
+            && p.nccl_pci_nodes_above(n) == 0
+            && p.device(g).bdf.bus >> 4 == p.device(n).bdf.bus >> 4
+    }
+
+    /// Whether RCCL's Rome-class relaxation would decide GPU `gpu` and NIC `nic` but the input
+    /// does not name the CPU (no vendor, family or model: `lspci` text): the pair's topology
+    /// meets the rule (the GPU one PCI node below a CPU, the NIC directly on it, bus numbers
+    /// sharing their high nibble), so RCCL's level there is PHB on a Rome-class CPU and PXB
+    /// on another, and whether it uses GPUDirect RDMA is unknown.
+    pub fn rccl_rome_undecided(&self, gpu: &Bdf, nic: &Bdf) -> bool {
+        let m = &self.topo().machine;
+        let cpu_unknown = m.cpu_vendor.is_none()
+            || m.cpu_family.is_none()
+            || (m.cpu_family == Some(23) && m.cpu_model_number.is_none());
+        let p = &self.paths;
+        let (Some(g), Some(n)) = (p.index(gpu), p.index(nic)) else {
+            return false;
+        };
+        self.rccl
+            && cpu_unknown
             && p.nccl_numa(g) == p.nccl_numa(n)
             && p.nccl_numa(g).is_some()
             && p.nccl_pci_nodes_above(g) == 1
@@ -151,5 +174,67 @@ impl Classifier<'_> {
             out.push("XGMI = two AMD GPUs of one xGMI (Infinity Fabric) hive: rocm-smi's link type, RCCL's path type XGMI (`peerpath matrix --format rocm-smi` prints rocm-smi's weight, hops and link-type tables)".into());
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::classify::ClassifyOptions;
+    use crate::analysis::testkit::TopoBuilder;
+
+    /// A dual EPYC 7402 (Rome) host bridge with an MI50 behind its own two bridges
+    /// (`1002:14a0`, `1002:14a1`) on one root port and a ConnectX-6 on another (synthesized).
+    fn mi50_rome(plain_bridges: bool) -> Topology {
+        let mut b = TopoBuilder::new(&["0-23", "24-47"]).cpu("AuthenticAMD", 23, 49);
+        b.bridge("0000:60:01.1", None, Some(0));
+        b.nic("0000:61:00.0", Some("0000:60:01.1"), Some(0), &["mlx5_0"]);
+        b.bridge("0000:60:03.1", None, Some(0));
+        b.switch("0000:60:03.1", "0000:62:00.0", &["0000:63:00.0"], Some(0));
+        b.ids("0000:62:00.0", (0x1002, 0x14a0));
+        b.ids("0000:63:00.0", (0x1002, 0x14a1));
+        b.dev(
+            "0000:64:00.0",
+            Some("0000:63:00.0"),
+            0x038000,
+            (0x1002, 0x66a1),
+            Some(0),
+        );
+        let mut t = b.build();
+        if plain_bridges {
+            // As an input that shows the two functions as PCI bridges without PCIe port
+            // types: no switch is formed, each is a plain bridge.
+            for d in &mut t.devices {
+                if d.vendor_id == Some(0x1002) && d.class == 0x060400 {
+                    d.kind = DeviceKind::Bridge;
+                }
+            }
+            t.switches.clear();
+        }
+        t
+    }
+
+    /// RCCL's walk drops the `14a1` downstream port and the root port: the GPU has one PCI
+    /// node (GPU→CPU count 2), the NIC none (NET→CPU count 2), bus numbers 64/61 share their
+    /// high nibble → PHB, GDR on. Before the count followed the walk, two plain bridges
+    /// counted as two nodes and the pair was staged.
+    #[test]
+    fn mi50_internal_bridges_are_one_nccl_node_and_rome_admits_phb() {
+        for plain in [false, true] {
+            let t = mi50_rome(plain);
+            let c = Classifier::new(&t, &ClassifyOptions::default());
+            let ix = |s: &str| t.device_index(&s.parse().unwrap()).unwrap() as DevIx;
+            let (g, n) = (ix("0000:64:00.0"), ix("0000:61:00.0"));
+            assert_eq!(c.paths().nccl_pci_nodes_above(g), 1, "plain {plain}");
+            assert_eq!(c.paths().nccl_pci_nodes_above(n), 0, "plain {plain}");
+            assert!(c.rccl_rome_pair(g, n), "plain {plain}");
+            let p = c
+                .pair(
+                    &"0000:64:00.0".parse().unwrap(),
+                    &"0000:61:00.0".parse().unwrap(),
+                )
+                .unwrap();
+            assert!(p.nccl.gdr, "plain {plain}: {p:?}");
+        }
     }
 }

@@ -425,6 +425,16 @@ impl Classifier<'_> {
                 "no common switch: the path goes through CPU node {} (NCCL has no NODE; PHB)",
                 s(n)
             ),
+            BaseWhy::PluginFile(k) => match &self.plugin {
+                Some((f, why)) => format!(
+                    "the {} instance's NCCL_TOPO_FILE, which aws-ofi-nccl sets itself ({}; {why}), puts both behind its switch {}: PIX ({})",
+                    f.instance,
+                    f.file,
+                    f.groups.get(k).map(|g| g.0).unwrap_or("?"),
+                    f.source
+                ),
+                None => "behind one switch of the plugin's topology file: PIX".into(),
+            },
             BaseWhy::Cpus(x, y) => {
                 let extra = if x.is_none() || y.is_none() {
                     " (numa_node -1 forms its own CPU node)"

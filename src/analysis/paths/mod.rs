@@ -660,13 +660,29 @@ impl<'t> Paths<'t> {
         self.count_units(&self.unit, a, b, m)
     }
 
-    /// NCCL's PCI nodes between device `i` and its CPU (after Broadcom flattening): the
-    /// switches and plain bridges on its chain, each counted once (root ports are no node).
+    /// NCCL's PCI nodes between device `i` and its CPU (after Broadcom flattening), as NCCL's
+    /// own sysfs walk makes them (`ncclTopoGetXmlFromSys` in NVIDIA/nccl and ROCm/rccl
+    /// `src/graph/xml.cc`): from a device's sysfs path it climbs two levels at a time, so the
+    /// parent of a device is the function two levels up, and the CPU when either of those two
+    /// levels is the host bridge. Below a root port, a switch's upstream port is its one node
+    /// (the downstream port and the root port are dropped), and so is the `1002:14a0` upstream
+    /// port of an MI50/MI100/MI200's own bridge pair. Each node is counted once; a switch fused
+    /// by Broadcom flattening counts with its parent. An NCCL XML input records the walk's
+    /// result (each `pci` element a node), so there each switch or bridge on the chain counts.
+    /// RCCL's Rome rule reads this count: GPU→CPU path count = nodes + 1.
     pub fn nccl_pci_nodes_above(&self, i: DevIx) -> u32 {
+        let chain = self.chain(i);
+        let walked = self.topo.source.kind != "nccl-xml";
+        let nsw = self.topo.switches.len() as u32;
         let mut n = 0;
         let mut last = NONE;
-        for &d in self.chain(i).iter().skip(1) {
-            let u = self.nccl_unit[d as usize];
+        let (first, step) = if walked { (2, 2) } else { (1, 1) };
+        for &d in chain.iter().skip(first).step_by(step) {
+            let u = match (walked, self.port_switch[d as usize]) {
+                (_, Some(_)) => self.nccl_unit[d as usize],
+                (true, None) => nsw + d,
+                (false, None) => self.nccl_unit[d as usize],
+            };
             if u != NONE && u != last {
                 n += 1;
                 last = u;

@@ -1,4 +1,4 @@
-//! AMD Instinct nodes: an 8× MI300X UBB server and a 4× MI300A APU node.
+//! AMD Instinct nodes: an 8× MI300X UBB server, a 4× MI300A APU node and an 8× MI50 Rome node.
 //!
 //! The MI300X node follows the published shape (shared/reference/amd/README.md §2.5; RCCL's
 //! `topo_8p_940.xml`; ROCm's system-acceptance adjacency table): 8 GPUs on one baseboard, 4 per
@@ -371,7 +371,138 @@ pub fn mi300a_4apu() -> Spec {
     })
 }
 
-/// The CPU and board facts of a Supermicro server with Zen 4 sockets (family 25, SMT on):
+/// Host bridge buses of [`mi50_rome`]: four root complexes per EPYC 7002 socket (NPS1), one
+/// MI50 each.
+pub const MI50_ROME_BUSES: [u8; 8] = [0x00, 0x20, 0x40, 0x60, 0x80, 0xa0, 0xc0, 0xe0];
+
+/// The host bridge index of [`mi50_rome`] whose root complex also holds the ConnectX-6.
+pub const MI50_ROME_NIC_HB: usize = 3;
+
+/// The MI50 under host bridge `i` of [`mi50_rome`] (below its own `1002:14a0`/`1002:14a1`
+/// bridges; under the NIC's host bridge the NIC takes the first bus).
+pub fn mi50_gpu(i: usize) -> Bdf {
+    let extra = u8::from(i == MI50_ROME_NIC_HB);
+    b(0, MI50_ROME_BUSES[i] + 3 + extra, 0, 0)
+}
+
+/// The ConnectX-6 of [`mi50_rome`] (`mlx5_0`), on its own root port of host bridge
+/// [`MI50_ROME_NIC_HB`].
+pub fn mi50_nic() -> Bdf {
+    b(0, MI50_ROME_BUSES[MI50_ROME_NIC_HB] + 1, 0, 0)
+}
+
+/// What amdgpu shows of an MI50 (Vega 20, gfx906): 60 CUs (240 SIMDs), 32 GiB HBM2, no xGMI
+/// hive (PCIe only), no partition files.
+fn mi50_amd(render_minor: u32) -> AmdGpuSpec {
+    AmdGpuSpec {
+        hive_id: 0,
+        gfx_target_version: 90006,
+        simd_count: 240,
+        num_xcc: 1,
+        render_minor,
+        vram_bytes: 32 << 30,
+        large_bar: true,
+        atomics: true,
+        apu: false,
+        compute_partition: None,
+        memory_partition: None,
+        xgmi: (0, 0, 0),
+        xgmi_down: Vec::new(),
+    }
+}
+
+/// A synthesized dual AMD EPYC 7402 (Rome, family 23 model 49) node in NPS1 with 8× MI50
+/// (`1002:66a1`, display class as Vega 20 reports), each on its own root port of its own root
+/// complex behind the package's internal bridges (`1002:14a0` upstream, `1002:14a1`
+/// downstream, as LLNL Corona's hwloc file shows them), and one ConnectX-6 (HDR, `mlx5_0`) on a
+/// second root port of GPU 3's root complex: RCCL's Rome rule (`ncclTopoCheckGdr`) admits
+/// GPUDirect RDMA at PHB for that GPU (GPU→CPU and NET→CPU both two links, bus numbers `6x`).
+pub fn mi50_rome() -> Spec {
+    let gen4 = Link::full(16.0, 16);
+    let mut fns = Vec::new();
+    for (i, &bus) in MI50_ROME_BUSES.iter().enumerate() {
+        fns.push(host_fn(b(0, bus, 0, 0), 0x1022, 0x1480, 0x060000, true));
+        let rp = b(0, bus, 3, 1);
+        fns.push(port(rp, None, Role::RootPort, 0x1022, 0x1483, gen4));
+        if i == MI50_ROME_NIC_HB {
+            let nic_rp = b(0, bus, 1, 1);
+            fns.push(port(nic_rp, None, Role::RootPort, 0x1022, 0x1483, gen4));
+            fns.push(mlx_nic(
+                mi50_nic(),
+                Some(nic_rp),
+                0x101b,
+                ("mlx5_0", "ib0"),
+                ("200 Gb/sec (4X HDR)", "InfiniBand"),
+                gen4,
+            ));
+        }
+        let gpu = mi50_gpu(i);
+        let up = b(0, gpu.bus - 2, 0, 0);
+        let down = b(0, gpu.bus - 1, 0, 0);
+        fns.push(port(
+            up,
+            Some(rp),
+            Role::SwitchUpstream,
+            0x1002,
+            0x14a0,
+            gen4,
+        ));
+        let mut d = port(down, Some(up), Role::SwitchDownstream, 0x1002, 0x14a1, gen4);
+        d.subsystem_vendor = 0x1002;
+        d.subsystem_device = 0x14a1;
+        fns.push(d);
+        let mut g = amd_gpu(gpu, down, 0x66a1, gen4, 32 << 30, mi50_amd(128 + i as u32));
+        g.class = 0x038000;
+        g.subsystem_device = 0x0834;
+        fns.push(g);
+    }
+    let host_bridges: Vec<HostBridgeSpec> = MI50_ROME_BUSES
+        .iter()
+        .enumerate()
+        .map(|(i, &bus)| HostBridgeSpec {
+            domain: 0,
+            bus,
+            numa_node: Some((i / 4) as u32),
+        })
+        .collect();
+    let mut node = rocm_stack("mlx5_ib");
+    node.cmdline = "BOOT_IMAGE=/boot/vmlinuz-5.15.0-105-generic root=UUID=3e9a1c07-52d4-4b8e-a6f1-9c0d2b7e4a15 ro amd_iommu=on iommu=pt".into();
+    node.iommu_units = (0..host_bridges.len())
+        .map(|i| format!("ivhd{i}"))
+        .collect();
+    let machine = Machine {
+        cpu_family: 23,
+        ..zen4_supermicro(
+            ("AMD EPYC 7402 24-Core Processor", 49),
+            (2, 24),
+            "AS -4124GS-TNR",
+            256,
+        )
+    };
+    let numa_nodes = vec![
+        NumaSpec {
+            id: 0,
+            cpus: cpulist_of(&[(0, 23), (48, 71)]),
+            distances: vec![10, 32],
+        },
+        NumaSpec {
+            id: 1,
+            cpus: cpulist_of(&[(24, 47), (72, 95)]),
+            distances: vec![32, 10],
+        },
+    ];
+    numbered(Spec {
+        name: "mi50-rome".into(),
+        machine,
+        numa_nodes,
+        host_bridges,
+        functions: fns,
+        node,
+    })
+}
+
+/// The CPU and board facts of a Supermicro server with Zen 4 sockets (family 25, SMT on; a
+/// caller sets another family):
 /// `(model name, model)`, `(sockets, cores per socket)`, the product name and the memory of
 /// each NUMA node in GiB.
 fn zen4_supermicro(cpu: (&str, u32), shape: (u32, u32), product: &str, gib: u64) -> Machine {

@@ -79,6 +79,10 @@ pub const LAYOUTS: &[(&str, &str)] = &[
         "mi300a-4apu",
         "4x AMD MI300A APU, one per NUMA node, each with a ConnectX-7 on the same host bridge and no switch (RCCL's topo_4p_942 shape), xGMI hive",
     ),
+    (
+        "mi50-rome",
+        "2x EPYC 7402 (Rome) NPS1, 8x MI50 each on its own root port behind its 1002:14a0/14a1 bridges, one ConnectX-6 on GPU 3's root complex (RCCL's Rome PHB rule)",
+    ),
 ];
 
 /// The spec of a named layout (`hgx-h100`, …, `scaling-N`, `many-vfs-N`), or `None`.
@@ -97,6 +101,7 @@ pub fn by_name(name: &str) -> Option<Spec> {
         "hgx-h100-gds" => Some(hgx_h100_gds()),
         "mi300x-8gpu" => Some(mi300x_8gpu()),
         "mi300a-4apu" => Some(mi300a_4apu()),
+        "mi50-rome" => Some(mi50_rome()),
         "cray-ex-a100" => Some(cray_ex_a100()),
         "polaris-a100" => Some(polaris_a100()),
         _ => {
