@@ -53,8 +53,7 @@ pub fn run(m: &ArgMatches) -> Result<u8> {
     for (shell, name) in COMPLETIONS {
         let c = cmd.clone();
         write(&comp.join(name), &mut |w| {
-            crate::cli::completions::generate(*shell, &c, "peerpath", w);
-            Ok(())
+            crate::cli::completions::generate(*shell, &c, "peerpath", w)
         })?;
     }
     crate::cli::say(&format!(

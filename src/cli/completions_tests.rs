@@ -11,10 +11,11 @@ use std::process::Output;
 
 /// Help holding `"`, `'`, `$(…)`, backticks, `$VAR`, `\` and a newline; `$(…)` and the
 /// backticks would create `ran-dollar` and `ran-backtick` in `dir` if they ran.
+/// It also holds the placeholder the fish generator uses, to show help cannot pass for one.
 fn hostile(dir: &Path) -> String {
     let d = dir.display();
     format!(
-        "say \"hi\" it's $(touch {d}/ran-dollar) `touch {d}/ran-backtick` $HOME \\n back\\slash\nnext line"
+        "PEERPATHVALUEHELP000000X 'PEERPATHVALUEHELP000001X' say \"hi\" it's $(touch {d}/ran-dollar) `touch {d}/ran-backtick` $HOME \\n back\\slash\nnext line"
     )
 }
 
@@ -37,7 +38,7 @@ fn tree(help: &str) -> Command {
 fn script(shell: Shell, dir: &Path, name: &str) -> (std::path::PathBuf, String) {
     let help = hostile(dir);
     let mut out = Vec::new();
-    generate(shell, &tree(&help), "peerpath", &mut out);
+    generate(shell, &tree(&help), "peerpath", &mut out).unwrap();
     let path = dir.join(name);
     std::fs::write(&path, out).unwrap();
     (path, help)
