@@ -154,7 +154,8 @@ fn zsh_loads_the_completion_through_compinit_and_completes() {
     generate(d.path());
     // An interactive zsh on a pseudo-terminal (zsh/zpty), `_peerpath` found on $fpath by
     // compinit as an installed completion is, a Tab typed after each line; the candidates are
-    // what the completion functions hand to compadd (tests/shells/complete.zsh).
+    // what the completion functions hand to compadd (tests/shells/complete.zsh). Each key is
+    // typed after a marker the shell prints when ready for it: no sleeps, no retries.
     let script = common::repo().join("tests/shells/complete.zsh");
     let dir = d.path().join("completions");
     let Some(out) = common::tool(
@@ -223,6 +224,25 @@ fn fish_loads_the_completion_and_completes() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && err.is_empty(), "fish: {err}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), EXPECTED_COMPLETIONS);
+    // place's `env` value help holds `"$(…)"`, which clap_complete alone leaves unescaped in
+    // fish's `-a "…"` (src/cli/completions.rs): it is shown as written and runs nothing.
+    let prog = r#"source $argv[1]; or exit 3; complete -C "peerpath place --format e""#;
+    let out = std::process::Command::new("fish")
+        .args(["--no-config", "-c", prog, script.to_str().unwrap()])
+        .env("LANG", "C.UTF-8")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.starts_with("env\t`export KEY=value`")
+            && text.ends_with("for `eval \"$(peerpath place … --rank R)\"`\n"),
+        "{text}"
+    );
 }
 
 /// Whether `tool` is on PATH.

@@ -90,61 +90,6 @@ pub struct FleetInput {
     pub refused: Option<String>,
 }
 
-/// Why an entry of the fleet directory `dir` (canonical) is not read: only regular files and
-/// directories under it are; a link is followed only when where it leads is one of those and
-/// lies under `dir` (a planted `zz -> /` would otherwise make this machine a node).
-fn entry_refusal(dir: &Path, e: &std::fs::DirEntry) -> Option<String> {
-    let t = match e.file_type() {
-        Ok(t) => t,
-        Err(err) => return Some(format!("cannot read its type ({err})")),
-    };
-    if t.is_file() || t.is_dir() {
-        return None;
-    }
-    if !t.is_symlink() {
-        return Some(special_kind(&t).to_string() + ", not a regular file or directory; not read");
-    }
-    let to = std::fs::read_link(e.path())
-        .map(|l| l.display().to_string())
-        .unwrap_or_default();
-    match std::fs::canonicalize(e.path()) {
-        Ok(target) if target.starts_with(dir) && target != dir => {
-            match std::fs::metadata(&target) {
-                Ok(m) if m.is_file() || m.is_dir() => None,
-                Ok(m) => Some(format!(
-                    "a link to {}, {}, not a regular file or directory; not read",
-                    target.display(),
-                    special_kind(&m.file_type())
-                )),
-                Err(err) => Some(format!("a link to {to} that cannot be read ({err})")),
-            }
-        }
-        Ok(target) => Some(format!(
-            "a link out of {} (to {}); not read",
-            dir.display(),
-            target.display()
-        )),
-        Err(err) => Some(format!(
-            "a link to {to} that does not resolve ({err}); not read"
-        )),
-    }
-}
-
-fn special_kind(t: &std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if t.is_fifo() {
-        "a named pipe (FIFO)"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else {
-        "a special file"
-    }
-}
-
 /// Expands the inputs: directories into their entries (sorted; hidden and `.partial` names
 /// skipped; links out of the directory and special files refused, see [`FleetInput`]), files
 /// as given (a path named on the command line may be a link: the caller named it).
@@ -163,7 +108,7 @@ pub fn expand(inputs: &[PathBuf]) -> Result<Vec<FleetInput>> {
                     !n.starts_with('.') && !n.ends_with(".partial")
                 })
                 .map(|e| FleetInput {
-                    refused: entry_refusal(&dir, &e),
+                    refused: crate::sources::fsroot::input::dir_entry_refusal(&dir, &e),
                     path: e.path(),
                 })
                 .collect();

@@ -51,10 +51,9 @@ pub fn run(m: &ArgMatches) -> Result<u8> {
     let comp = a.dir.join("completions");
     mkdir(&comp)?;
     for (shell, name) in COMPLETIONS {
-        let mut c = cmd.clone();
+        let c = cmd.clone();
         write(&comp.join(name), &mut |w| {
-            clap_complete::generate(*shell, &mut c, "peerpath", w);
-            Ok(())
+            crate::cli::completions::generate(*shell, &c, "peerpath", w)
         })?;
     }
     crate::cli::say(&format!(

@@ -4,6 +4,7 @@ pub mod assets;
 pub mod audit;
 pub mod capture;
 pub mod classify;
+pub mod completions;
 pub mod diff;
 pub mod evidence;
 pub mod export;

@@ -12,10 +12,7 @@ pub enum PlaceFormat {
     /// Ranks with one-line reasons.
     Text,
     /// `export KEY=value` lines (CUDA_VISIBLE_DEVICES, NCCL_IB_HCA, UCX_NET_DEVICES, …) per
-    /// rank; with --rank R only that rank's, for the rank's shell to eval.
-    // No `"` or `$(` here: clap_complete 4.6 writes this text inside fish's `-a "…"`
-    // unescaped, where `"$(…)"` ends the string and runs a command substitution when fish
-    // sources the completion (tests/cli_assets.rs loads it in fish).
+    /// rank; with --rank R only that rank's, for `eval "$(peerpath place … --rank R)"`.
     Env,
     /// `peerpath.placement/1` JSON.
     Json,

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 pub enum RailsFormat {
     /// Tables.
     Text,
-    /// `peerpath.rails/2` JSON (`peerpath.cabling/1` with `--fabric-map`).
+    /// `peerpath.rails/2` JSON (`peerpath.cabling/2` with `--fabric-map`).
     Json,
 }
 
@@ -35,10 +35,13 @@ pub struct RailsArgs {
     /// The fabric's own map: `ibnetdiscover` (topology file or `-p`), `iblinkinfo`,
     /// `ibdiagnet2.db_csv`, or `lldpctl -f json` (a file, or a directory of one file per host
     /// named `<host>.json`). Checks that each GPU's NIC is cabled to its rail's leaf; `-i` is
-    /// the node layout every host shares, or a directory of captures named `<host>.tar.gz`.
+    /// the node layout every host shares, or a directory of captures named `<host>.tar.gz`;
+    /// with no `-i` on a machine with no GPU, judged from the map alone. Given twice (two
+    /// ibdiagnet runs of one fabric, the earlier first), the port error counters that climbed
+    /// between them are told apart from those standing since the last clear.
     // Not `--fabric`: that is probe's library choice (one flag name, one meaning).
     #[arg(long, value_name = "FILE|DIR")]
-    fabric_map: Option<PathBuf>,
+    fabric_map: Vec<PathBuf>,
     /// Which end printed the `lldpctl -f json` files of `--fabric-map`: `host` (each file a host's
     /// interfaces, named `<host>.json`) or `switch` (each a switch's ports, as Cumulus Linux and
     /// SONiC run lldpd, named `<switch>.json`).
@@ -58,8 +61,13 @@ pub enum LldpFrom {
 /// Runs `rails`; exit code 1 when the node is not rail-optimised, or with `--fabric-map` when the
 /// cabling has an error.
 pub fn run(a: RailsArgs) -> Result<u8> {
-    if let Some(map) = &a.fabric_map {
-        return run_fabric(&a, map);
+    match a.fabric_map.as_slice() {
+        [] => {}
+        [map] => return run_fabric(&a, map, None),
+        [before, after] => return run_fabric(&a, after, Some(before)),
+        _ => {
+            bail!("--fabric-map is given once, or twice (an earlier and a later map of one fabric)")
+        }
     }
     let topo = crate::load(&a.input)?;
     let r = rails::build_from(
@@ -134,22 +142,26 @@ fn layouts(i: &InputArgs) -> Result<Vec<NodeLayout>> {
     }
 }
 
-fn run_fabric(a: &RailsArgs, map_path: &Path) -> Result<u8> {
+fn run_fabric(a: &RailsArgs, map_path: &Path, before: Option<&PathBuf>) -> Result<u8> {
     let side = match a.lldp_from {
         LldpFrom::Host => sources::fabric::LldpSide::Host,
         LldpFrom::Switch => sources::fabric::LldpSide::Switch,
     };
-    let map = sources::fabric::load_map(map_path, side)?;
-    let layouts = layouts(&a.input)?;
-    if layouts
-        .iter()
-        .all(|l| l.adapters.iter().all(|x| x.rail.is_none()))
-    {
-        bail!(
-            "the node layout has no GPU on a rail: nothing for the fabric to be checked against (see peerpath rails -i)"
-        );
+    let mut map = sources::fabric::load_map(map_path, side)?;
+    let mut note = None;
+    if let Some(b) = before {
+        let old = sources::fabric::load_map(b, side)?;
+        let rises = cabling::counters::between(&old, &map);
+        note = Some(format!(
+            "port counters compared with {} (the earlier map): {} port(s) climbed between the two",
+            b.display(),
+            rises.len()
+        ));
+        map.counters.extend(rises);
     }
-    let c = cabling::judge(&map, &layouts);
+    let (layouts, alone) = fabric_layouts(&a.input)?;
+    let mut c = cabling::judge(&map, &layouts);
+    c.limitations.splice(0..0, alone.into_iter().chain(note));
     match a.format {
         RailsFormat::Text => super::print_text(&render::cabling::render_text(
             &c,
@@ -159,12 +171,48 @@ fn run_fabric(a: &RailsArgs, map_path: &Path) -> Result<u8> {
             super::print_document(&(serde_json::to_string_pretty(&c)? + "\n"), true)
         }
     }
-    if c.adapters_matched == 0 {
+    if c.hosts == 0 && c.findings.is_empty() {
         super::say(&format!(
-            "peerpath: no host adapter of {} matched the node layout (by GUID, `<host> mlx5_N` or interface name)",
+            "peerpath: no GPU node in {} (no adapter described `<host> <adapter>` by a host that is not a fabric manager): nothing judged",
             map_path.display()
         ));
         return Ok(2);
     }
-    Ok(if c.findings.is_empty() { 0 } else { 1 })
+    Ok(if c.ok { 0 } else { 1 })
+}
+
+/// The node layouts the map is judged against; none (judged from the map alone, with the
+/// reason) where `-i` or this machine shows no GPU on a rail. `-i` that cannot be read is an
+/// error; this machine that cannot be read is the map alone.
+fn fabric_layouts(i: &InputArgs) -> Result<(Vec<NodeLayout>, Option<String>)> {
+    let given = i.input.is_some();
+    let ls = match layouts(i) {
+        Ok(ls) => ls,
+        Err(e) if !given => {
+            return Ok((
+                Vec::new(),
+                Some(format!(
+                    "judged from the map alone: this machine's node layout could not be read ({e:#}); give -i for one"
+                )),
+            ));
+        }
+        Err(e) => return Err(e),
+    };
+    if ls
+        .iter()
+        .all(|l| l.adapters.iter().all(|x| x.rail.is_none()))
+    {
+        let whose = if given {
+            "the node layout of -i"
+        } else {
+            "this machine"
+        };
+        return Ok((
+            Vec::new(),
+            Some(format!(
+                "judged from the map alone: {whose} has no GPU on a rail (see peerpath rails -i)"
+            )),
+        ));
+    }
+    Ok((ls, None))
 }

@@ -41,9 +41,10 @@ pub struct ReportArgs {
     #[arg(long, value_name = "FILE")]
     pub font: Option<PathBuf>,
     /// The fabric's own map (as `peerpath rails --fabric-map`): the HTML report draws each
-    /// adapter's cable against its rail, this node's layout standing for every host.
+    /// adapter's cable against its rail, this node's layout standing for every host. Given
+    /// twice (an earlier and a later map), the port counters that climbed between them.
     #[arg(long, value_name = "FILE|DIR")]
-    pub fabric_map: Option<PathBuf>,
+    pub fabric_map: Vec<PathBuf>,
     /// PNG pixels per SVG unit.
     #[arg(long, default_value_t = 1.5)]
     pub scale: f32,
@@ -97,10 +98,23 @@ pub fn run(topo: &Topology, a: &ReportArgs) -> Result<u8> {
         }
         None => (None, None),
     };
-    let cabling = match &a.fabric_map {
+    let side = peerpath::sources::fabric::LldpSide::Host;
+    let (fabric_map, before) = match a.fabric_map.as_slice() {
+        [] => (None, None),
+        [p] => (Some(p), None),
+        [b, p] => (Some(p), Some(b)),
+        _ => anyhow::bail!(
+            "--fabric-map is given once, or twice (an earlier and a later map of one fabric)"
+        ),
+    };
+    let cabling = match fabric_map {
         Some(p) => {
-            let map =
-                peerpath::sources::fabric::load_map(p, peerpath::sources::fabric::LldpSide::Host)?;
+            let mut map = peerpath::sources::fabric::load_map(p, side)?;
+            if let Some(b) = before {
+                let old = peerpath::sources::fabric::load_map(b, side)?;
+                let rises = peerpath::analysis::cabling::counters::between(&old, &map);
+                map.counters.extend(rises);
+            }
             let view = peerpath::analysis::place::NodeView::new(topo);
             let rails = peerpath::analysis::rails::build(topo, &view, 1);
             let layout = peerpath::analysis::cabling::NodeLayout::from_rails(
@@ -109,9 +123,15 @@ pub fn run(topo: &Topology, a: &ReportArgs) -> Result<u8> {
                 None,
                 topo.source.path.clone(),
             );
+            // A node with no GPU on a rail: the map judged alone, as `rails --fabric-map`.
+            let layouts = if layout.adapters.iter().any(|x| x.rail.is_some()) {
+                vec![layout]
+            } else {
+                Vec::new()
+            };
             Some((
                 p.display().to_string(),
-                peerpath::analysis::cabling::judge(&map, &[layout]),
+                peerpath::analysis::cabling::judge(&map, &layouts),
             ))
         }
         None => None,

@@ -474,15 +474,23 @@ pub fn render(i: &HtmlInputs) -> String {
         o.push_str("<h2>Rail cabling</h2>\n");
         let _ = writeln!(
             o,
-            "<p>From <code>{}</code> ({}): {} hosts, {} adapter ports judged; {}</p>",
+            "<p>From <code>{}</code> ({}): {} GPU nodes, {} adapter ports paired with the layout; {}</p>",
             esc(name),
             esc(&c.producer),
             c.hosts,
             c.adapters_matched,
-            if c.findings.is_empty() {
-                "every adapter reaches a leaf of its own rail.".to_string()
-            } else {
-                format!("{} cabling error(s).", c.findings.len())
+            {
+                let errors = c
+                    .findings
+                    .iter()
+                    .filter(|f| f.severity == crate::analysis::cabling::Severity::Error)
+                    .count();
+                let warnings = c.findings.len() - errors;
+                match (errors, warnings) {
+                    (0, 0) => "every adapter reaches a leaf of its own rail.".to_string(),
+                    (e, 0) => format!("{e} cabling error(s)."),
+                    (e, w) => format!("{e} cabling error(s), {w} warning(s)."),
+                }
             }
         );
         o.push_str(r#"<div class="picture">"#);

@@ -275,7 +275,9 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
             let bytes = fsroot::input::read_input(path, fsroot::MAX_SNAPSHOT_BYTES)
                 .with_context(|| format!("cannot read {shown}"))?;
             // A gzip file that holds text, not a tar archive (`lspci-vvv.txt.gz`).
-            if let Some(text) = gunzip_text(&bytes) {
+            if let Some(text) = gunzip_text(&bytes, fsroot::input::MAX_TEXT_INPUT_BYTES)
+                .with_context(|| format!("{shown}: gzip text"))?
+            {
                 return read_operator_text(&text, &shown, text_ids.as_deref());
             }
             let fs = match fsroot::MemRoot::from_tar_bytes_charged(&shown, &bytes, charge.as_mut())
@@ -295,6 +297,10 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
                 // not, the snapshot reader's reason is the one said.
                 Err(e) => match archive::read(&bytes, &shown, text_ids.as_deref()) {
                     Ok(Some(t)) => return Ok(t),
+                    // A member over its cap refuses the archive in the cap's words.
+                    Err(ae) if is_too_large(&ae) => {
+                        return Err(ae).with_context(|| format!("{shown}: support archive"));
+                    }
                     _ => {
                         return Err(e)
                             .with_context(|| format!("{shown}: not a readable snapshot tarball"));
@@ -379,25 +385,45 @@ fn read_operator_text(text: &str, shown: &str, pci_ids: Option<&Path>) -> Result
     })
 }
 
-/// The text inside a gzip file that is not a tar archive: `None` for a tar, a file that does
-/// not decompress, or one whose content is not UTF-8 text.
-fn gunzip_text(bytes: &[u8]) -> Option<String> {
+/// Whether an error is a size cap's refusal (kind `FileTooLarge`), anywhere in its chain.
+fn is_too_large(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::FileTooLarge)
+    })
+}
+
+/// The text inside a gzip file that is not a tar archive: `Ok(None)` for a tar, a file that
+/// does not decompress, or one whose content is not UTF-8 text; an error (the cap's words,
+/// never a cut judged) when the text inflates past `max` bytes.
+fn gunzip_text(bytes: &[u8], max: u64) -> Result<Option<String>> {
     use std::io::Read;
     if !bytes.starts_with(&[0x1f, 0x8b]) {
-        return None;
+        return Ok(None);
     }
+    let mut d = flate2::read::MultiGzDecoder::new(bytes);
+    // The tar header first: a tarball is not inflated here only to be thrown away.
     let mut out = Vec::new();
-    flate2::read::MultiGzDecoder::new(bytes)
-        .take(fsroot::input::MAX_TEXT_INPUT_BYTES)
-        .read_to_end(&mut out)
-        .ok()?;
+    if (&mut d).take(512).read_to_end(&mut out).is_err() {
+        return Ok(None);
+    }
     if out.len() >= 262 && &out[257..262] == b"ustar" {
-        return None;
+        return Ok(None);
+    }
+    let rest = max.saturating_add(1).saturating_sub(out.len() as u64);
+    if d.take(rest).read_to_end(&mut out).is_err() {
+        return Ok(None);
+    }
+    if out.len() as u64 > max {
+        bail!(
+            "inflates to more than the {} peerpath reads of a text; refused (never judged from a cut)",
+            fsroot::shown_size(max)
+        );
     }
     if out.contains(&0) {
-        return None;
+        return Ok(None);
     }
-    String::from_utf8(out).ok()
+    Ok(String::from_utf8(out).ok())
 }
 
 /// Reads a whole text input, refusing non-UTF-8 content with a clear message.
@@ -415,6 +441,39 @@ fn read_text(path: &Path, shown: &str) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn gz(b: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(b).unwrap();
+        e.finish().unwrap()
+    }
+
+    /// Issue 53: a `.txt.gz` that inflates past the cap was cut at 256 MiB and judged; it is
+    /// refused in the cap's words. At the cap it is read whole.
+    #[test]
+    fn gzip_text_over_the_cap_is_refused_never_cut() {
+        let text = "01:00.0 3D controller [0302]: NVIDIA Corporation Device 2330 [10de:2330]\n";
+        let body = text.repeat(100);
+        let z = gz(body.as_bytes());
+        let e = format!("{:#}", gunzip_text(&z, body.len() as u64 - 1).unwrap_err());
+        assert!(e.contains("more than the") && e.contains("refused"), "{e}");
+        assert_eq!(
+            gunzip_text(&z, body.len() as u64).unwrap().as_deref(),
+            Some(body.as_str())
+        );
+        // The real cap, on 257 MiB of blank lines (a quarter of a MiB compressed).
+        let big = gz(&vec![b'\n'; (257 << 20) as usize]);
+        let e = format!(
+            "{:#}",
+            gunzip_text(&big, fsroot::input::MAX_TEXT_INPUT_BYTES).unwrap_err()
+        );
+        assert!(e.contains("256 MiB"), "{e}");
+        // A tarball is not inflated here.
+        let mut tar = vec![0u8; 1024];
+        tar[257..262].copy_from_slice(b"ustar");
+        assert!(gunzip_text(&gz(&tar), 10).unwrap().is_none());
+    }
 
     #[test]
     fn sniff_window_may_cut_a_character() {

@@ -222,4 +222,22 @@ mod tests {
         // NCCL_CONF_FILE is itself a setting NCCL read from the environment.
         assert!(s.get("NCCL_CONF_FILE").is_some());
     }
+
+    /// Issue 53: `/etc/nccl.conf` holding `NCCL_NET_GDR_LEVEL=LOC<NUL>PHB` is `LOC` to NCCL
+    /// (`strncpy` stops at the NUL): GDR off, never "a value NCCL ignores".
+    #[test]
+    fn etc_nccl_conf_value_ends_at_a_nul_as_nccl_reads_it() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("etc")).unwrap();
+        std::fs::write(
+            d.path().join("etc/nccl.conf"),
+            b"NCCL_NET_GDR_LEVEL=LOC\0PHB\n",
+        )
+        .unwrap();
+        let s = read_node(&DirRoot::new(d.path()), false);
+        assert_eq!(
+            s.get("NCCL_NET_GDR_LEVEL").map(|e| e.value.as_str()),
+            Some("LOC")
+        );
+    }
 }

@@ -3,49 +3,58 @@
 # (compinit, as an installed completion is found on $fpath); prints each candidate the
 # completion functions offer ("HIT:word"), then END, per line.
 # Usage: zsh -f complete.zsh DIR LINE...
+#
+# No step waits on time. The shell says when it is ready for keys: its .zshrc (in a ZDOTDIR
+# of its own, so nothing is typed to set it up) prints READY-n from zle-line-init, which runs
+# once the line editor reads keys, and Tab is bound to a widget that completes, then prints
+# DONE-n. Each line is typed only after the marker before it was read, so no key is typed
+# ahead of the shell (a completion may discard typeahead). Markers are computed ($((++n))), so
+# an echo of typed text is never taken for one. Reading is bounded by 30 s in all.
 zmodload zsh/zpty || exit 3
 dir=$1; shift
-zpty z zsh -f -i
-# Typed input before the shell has started is lost.
-sleep 0.5
-k=0
-# Types $1, then Ctrl-U (kill the line) and a line printing a marker; keeps the matches seen
-# before the marker in $hits (the completion functions print them: compadd is wrapped below).
-# A read that finds nothing yet is retried, for at most about 10 s.
-type_line() {
-  k=$((k + 1))
-  zpty -w -n z "$1"
-  # Typed ahead of a completion still running, the marker line could be discarded with it.
-  sleep 0.2
-  zpty -w z $'\x15'"print MARK-$k"
-  local tries=0 got
-  hits=()
-  while (( tries < 200 )); do
-    if ! zpty -r -t z got; then tries=$((tries + 1)); sleep 0.05; continue; fi
-    got=${got//$'\r'/}
-    # The marker as printed, not as echoed while typed (a completion listing can leave the
-    # cursor mid-line, so it need not start the line).
-    [[ $got == *MARK-$k* && $got != *"print MARK-$k"* ]] && return 0
-    # A match printed while the cursor is still on the typed line follows that line's text; the
-    # echo of the wrapper's own definition is not a match.
-    [[ $got == *HIT:* && $got != *"builtin compadd"* ]] && hits+=(${${got#*HIT:}%%$'\n'})
-  done
-  print "no marker $k"
-  return 1
-}
-type_line $'PS1=\'\'; PS2=\'\'\n'
-type_line "fpath=($dir \$fpath); autoload -Uz compinit; compinit -u -D"$'\n'
+home=$(mktemp -d) || exit 3
+trap 'zpty -d z 2>/dev/null; rm -rf -- $home' EXIT
+print -r -- 'unsetopt global_rcs' >$home/.zshenv
+cat >$home/.zshrc <<EOF
+PS1='' PS2='' RPS1=''
+fpath=(${(q)dir} \$fpath)
+autoload -Uz compinit && compinit -u -D
 # compadd wrapped: prints the matches it would add (HIT:word), then adds them.
-type_line $'compadd() { local -a __h; builtin compadd -O __h "$@"; (( $#__h )) && print -rl -- HIT:${^__h}; builtin compadd "$@"; }\n'
-type_line $'zstyle \':completion:*\' list-prompt \'\'; bindkey \'^I\' complete-word\n'
-for line in "$@"; do
-  # A completion that printed nothing is typed again (at most 3 times): the first Tab loads the
-  # completion system, which a loaded machine can make outlast the wait above.
-  for try in 1 2 3; do
-    type_line "$line"$'\t'
-    (( $#hits )) && break
+compadd() { local -a __h; builtin compadd -O __h "\$@"; (( \$#__h )) && print -rl -- HIT:\${^__h}; builtin compadd "\$@"; }
+zstyle ':completion:*' list-prompt ''
+__ready=0 __done=0
+zle-line-init() { print -r -- "READY-\$((++__ready))"; }
+zle -N zle-line-init
+complete-and-mark() { zle complete-word; print -r -- \$'\n'"DONE-\$((++__done))"; }
+zle -N complete-and-mark
+bindkey '^I' complete-and-mark
+EOF
+zpty z "ZDOTDIR=${(q)home} zsh -i" || exit 3
+deadline=$((SECONDS + 30))
+# Reads the shell's output until it matches the pattern $1; leaves it, carriage returns
+# removed, in $seen. Past the deadline: prints what was read and fails.
+await() {
+  local chunk
+  seen=
+  until [[ $seen == $~1 ]]; do
+    if (( SECONDS > deadline )); then
+      print -r -- "no ${1//\*/} within 30 s; read: ${(q)seen}"
+      exit 4
+    fi
+    # Nothing to read yet: look again shortly (the wait is only how often it looks).
+    zpty -r -t z chunk || { sleep 0.01; continue; }
+    seen+=${chunk//$'\r'/}
   done
+}
+await '*READY-1*'
+k=0
+for line in "$@"; do
+  k=$((k + 1))
+  zpty -w -n z "$line"$'\t'
+  await "*DONE-$k*"
+  hits=(${${(M)${(f)seen}:#*HIT:*}#*HIT:})
   (( $#hits )) && print -rl -- HIT:${^${(ou)hits}}
   echo END
+  # Ctrl-U: the line is killed before the next one's keys are read (keys are read in order).
+  zpty -w -n z $'\x15'
 done
-zpty -d z

@@ -102,6 +102,8 @@ fn read_nodes(b: &mut Builder, nodes: &Table) -> Result<HashMap<u64, usize>, Map
     let (nd, nt, ng) = (need("NodeDesc")?, need("NodeType")?, need("NodeGUID")?);
     let np = nodes.col("NumPorts");
     let mut index: HashMap<u64, usize> = HashMap::new();
+    // Each GUID's row: a NODES table lists a node once (ibdiagnet's DumpNodesCSV).
+    let mut row_of: HashMap<u64, (usize, String)> = HashMap::new();
     for (n, r) in &nodes.rows {
         let cell = |c: usize| r.get(c).map(String::as_str).unwrap_or("");
         let Some(g) = guid(cell(ng)) else {
@@ -113,6 +115,17 @@ fn read_nodes(b: &mut Builder, nodes: &Table) -> Result<HashMap<u64, usize>, Map
             "3" => NodeKind::Router,
             _ => return Err(MapError::at(*n, &r.join(","), "NodeType is not 1, 2 or 3")),
         };
+        if let Some((first, desc)) = row_of.get(&g) {
+            return Err(MapError::at(
+                *n,
+                &r.join(","),
+                format!(
+                    "node GUID {g:016x} listed for two nodes: line {first} ({desc:?}) and line {n} ({:?}); a map that names two nodes alike cannot be read",
+                    cell(nd)
+                ),
+            ));
+        }
+        row_of.insert(g, (*n, cell(nd).to_string()));
         let i = b.node(&format!("{g:016x}"), kind, Some(g), Some(cell(nd)));
         if let Some(ports) = np.and_then(|c| number(cell(c))) {
             b.set_ports(i, u32::try_from(ports).unwrap_or(u32::MAX));
@@ -372,6 +385,21 @@ START_LINKS\nNodeGuid1,PortNum1,NodeGuid2,PortNum2\n0x1,1,0xa,1\n0x2,1,0xb,1\nEN
             m.limitations.iter().any(|l| l.contains("no PM_INFO")),
             "{:?}",
             m.limitations
+        );
+    }
+
+    /// Issue 53: two NODES rows naming one GUID were merged into one node, the second's cables
+    /// hung on the first; refused, naming both rows.
+    #[test]
+    fn a_guid_listed_for_two_nodes_is_refused_naming_both() {
+        let t = "START_NODES\nNodeDesc,NumPorts,NodeType,NodeGUID\n\"leaf-1\",64,2,0xfc6a1c0300a1b2c3\n\"leaf-2\",64,2,0xfc6a1c0300a1b2c3\nEND_NODES\n\nSTART_LINKS\nNodeGuid1,PortNum1,NodeGuid2,PortNum2\nEND_LINKS\n";
+        let e = parse(t, "d").unwrap_err().to_string();
+        assert!(
+            e.contains("fc6a1c0300a1b2c3")
+                && e.contains("line 3")
+                && e.contains("leaf-1")
+                && e.contains("leaf-2"),
+            "{e}"
         );
     }
 }

@@ -133,11 +133,43 @@ fn link_rate(mid: &str, note: &str) -> Option<LinkRate> {
 }
 
 /// Parses either form.
+/// Records that `key` belongs to the node whose header is at `(line, desc)`; the same key
+/// under another header is two nodes named alike: refused, naming both header lines.
+fn twice<K: std::hash::Hash + Eq + Copy>(
+    seen: &mut HashMap<K, (usize, String)>,
+    key: K,
+    (line, desc): (usize, &str),
+    raw: &str,
+    what: &str,
+    shown: impl Fn(K) -> String,
+) -> Result<(), MapError> {
+    match seen.get(&key) {
+        Some((first, d)) if *first != line => Err(MapError::at(
+            line,
+            raw,
+            format!(
+                "{what} {} printed for two nodes: header line {first} ({d:?}) and header line {line} ({desc:?}); a map that names two nodes alike cannot be read",
+                shown(key)
+            ),
+        )),
+        Some(_) => Ok(()),
+        None => {
+            seen.insert(key, (line, desc.to_string()));
+            Ok(())
+        }
+    }
+}
+
 pub(super) fn parse(text: &str, name: &str) -> Result<FabricMap, MapError> {
     let mut b = Builder::new(Producer::Iblinkinfo);
     // The node a default-form port line belongs to: kind, GUID (switches), description.
     let mut header: Option<(NodeKind, Option<u64>, String)> = None;
     let mut any = false;
+    // iblinkinfo prints each node's header once: each switch GUID's header line, and each
+    // LID's (a node's ports share it, or each adapter port has its own) header line.
+    let mut header_line = 0usize;
+    let mut guid_header: HashMap<u64, (usize, String)> = HashMap::new();
+    let mut lid_header: HashMap<u32, (usize, String)> = HashMap::new();
     for (i, raw) in text.lines().enumerate() {
         let n = i + 1;
         let l = raw.trim();
@@ -146,6 +178,13 @@ pub(super) fn parse(text: &str, name: &str) -> Result<FabricMap, MapError> {
         }
         if let Some(rest) = l.strip_prefix("Switch: ") {
             let (g, desc) = rest.split_once(' ').unwrap_or((rest, ""));
+            let desc = desc.strip_suffix(':').unwrap_or(desc);
+            if let Some(g) = guid(g) {
+                twice(&mut guid_header, g, (n, desc), raw, "switch GUID", |g| {
+                    format!("{g:016x}")
+                })?;
+            }
+            header_line = n;
             header = Some((
                 NodeKind::Switch,
                 guid(g),
@@ -162,6 +201,7 @@ pub(super) fn parse(text: &str, name: &str) -> Result<FabricMap, MapError> {
             } else {
                 NodeKind::Router
             };
+            header_line = n;
             header = Some((
                 kind,
                 None,
@@ -223,6 +263,16 @@ pub(super) fn parse(text: &str, name: &str) -> Result<FabricMap, MapError> {
                 ));
             }
         };
+        if !line_mode {
+            twice(
+                &mut lid_header,
+                lid,
+                (header_line, &desc),
+                raw,
+                "LID",
+                |l| l.to_string(),
+            )?;
+        }
         let me = b.node(&format!("lid:{lid}"), kind, node_guid, Some(&desc));
         // The peer's kind is not printed: an adapter until it shows a second cabled port or
         // a Switch: header of its own (Builder keeps the kind first given; fixed below).
@@ -331,5 +381,33 @@ mod tests {
         );
         assert_eq!(note(" ( Could be 14.0625 Gbps)"), "Could be 14.0625 Gbps");
         assert_eq!(note(" ( )"), "");
+    }
+
+    /// Issue 53: two switch headers printing one GUID (or one LID) were merged or kept as two
+    /// nodes alike, never named; refused, naming both header lines.
+    #[test]
+    fn a_guid_or_lid_printed_for_two_nodes_is_refused() {
+        let sw = |g: &str, d: &str, lid: u32, peer: u32| {
+            format!(
+                "Switch: 0x{g} {d}:\n           {lid}    1[  ] ==( 4X        106.25 Gbps Active/  LinkUp)==>      {peer}    1[  ] \"gpu{peer} mlx5_0\" ( )\n"
+            )
+        };
+        let t = sw("fc6a1c0300a1b2c3", "leaf-1", 1, 10) + &sw("fc6a1c0300a1b2c3", "leaf-2", 2, 11);
+        let e = parse(&t, "l").unwrap_err().to_string();
+        assert!(
+            e.contains("switch GUID fc6a1c0300a1b2c3")
+                && e.contains("header line 1")
+                && e.contains("leaf-2"),
+            "{e}"
+        );
+        let t = sw("fc6a1c0300a1b2c3", "leaf-1", 1, 10) + &sw("fc6a1c0300a1b2c4", "leaf-2", 1, 11);
+        let e = parse(&t, "l").unwrap_err().to_string();
+        assert!(
+            e.contains("LID 1 printed for two nodes") && e.contains("header line 3"),
+            "{e}"
+        );
+        // Distinct GUIDs and LIDs read.
+        let t = sw("fc6a1c0300a1b2c3", "leaf-1", 1, 10) + &sw("fc6a1c0300a1b2c4", "leaf-2", 2, 11);
+        assert_eq!(parse(&t, "l").unwrap().links.len(), 2);
     }
 }

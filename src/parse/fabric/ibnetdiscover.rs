@@ -236,6 +236,7 @@ pub(super) fn parse_ports(text: &str, name: &str) -> Result<FabricMap, MapError>
     let mut b = Builder::new(Producer::IbnetdiscoverPorts);
     b.limitation("ibnetdiscover -p prints port GUIDs, not node GUIDs: each adapter port is matched by its port GUID or description");
     let mut any = false;
+    let mut seen = Sightings::new();
     for (i, raw) in text.lines().enumerate() {
         let n = i + 1;
         let l = raw.trim();
@@ -259,6 +260,7 @@ pub(super) fn parse_ports(text: &str, name: &str) -> Result<FabricMap, MapError>
         let Some(dash) = w.iter().position(|x| *x == "-") else {
             if w.len() > 6 {
                 let desc = unconnected_desc(l, w[5]);
+                sighted(&mut seen, pg, kind, desc, n, raw)?;
                 b.node(&format!("{pg:016x}"), kind, None, Some(desc));
             }
             continue;
@@ -277,6 +279,8 @@ pub(super) fn parse_ports(text: &str, name: &str) -> Result<FabricMap, MapError>
         let Some((desc, rdesc)) = quoted_pair(l) else {
             return Err(MapError::at(n, raw, "no ( 'desc' - 'peer desc' )"));
         };
+        sighted(&mut seen, pg, kind, desc, n, raw)?;
+        sighted(&mut seen, rpg, rkind, rdesc, n, raw)?;
         let a = b.node(&format!("{pg:016x}"), kind, None, Some(desc));
         let c = b.node(&format!("{rpg:016x}"), rkind, None, Some(rdesc));
         b.link(
@@ -303,6 +307,37 @@ pub(super) fn parse_ports(text: &str, name: &str) -> Result<FabricMap, MapError>
         ));
     }
     Ok(b.finish())
+}
+
+/// Each port GUID's first sighting in a `-p` report: line, node type, description.
+type Sightings = std::collections::HashMap<u64, (usize, NodeKind, String)>;
+
+/// Checks that a port GUID printed again names the same node (its type and description: a
+/// switch's ports share its GUID, and every line prints the node's own description); two
+/// nodes printing one GUID are refused, naming both lines, never merged.
+fn sighted(
+    seen: &mut Sightings,
+    g: u64,
+    kind: NodeKind,
+    desc: &str,
+    n: usize,
+    raw: &str,
+) -> Result<(), MapError> {
+    let desc = desc.trim();
+    match seen.get(&g) {
+        Some((first, k, d)) if *k != kind || d != desc => Err(MapError::at(
+            n,
+            raw,
+            format!(
+                "port GUID {g:016x} printed for two nodes: line {first} ({k:?} {d:?}) and line {n} ({kind:?} {desc:?}); a map that names two nodes alike cannot be read"
+            ),
+        )),
+        Some(_) => Ok(()),
+        None => {
+            seen.insert(g, (n, kind, desc.to_string()));
+            Ok(())
+        }
+    }
 }
 
 /// The description after an unconnected port's speed word `speed`: `'leaf01 '` (quotes
@@ -405,6 +440,22 @@ SW     1  3 0xfc6a1c0300a1b2c3 4x ???                                    'leaf-r
         let e = parse_topology(&t, "t").unwrap_err();
         assert!(
             e.reason.contains("line 16") && e.reason.contains("line 19"),
+            "{e}"
+        );
+    }
+
+    /// Issue 53: two switches printing one port GUID in `-p` were merged into one node, the
+    /// second's cables hung on the first; refused, naming both lines.
+    #[test]
+    fn ports_report_guid_printed_for_two_nodes_is_refused() {
+        let p = "SW     1  1 0xfc6a1c0300a1b2c3 4x NDR - CA    10  1 0xa088c20300112233 ( 'leaf-r0-1' - 'gpu001 mlx5_0' )\n\
+SW     2  1 0xfc6a1c0300a1b2c3 4x NDR - CA    11  1 0xa088c20300112244 ( 'leaf-r1-1' - 'gpu001 mlx5_1' )\n";
+        let e = parse_ports(p, "p").unwrap_err().to_string();
+        assert!(
+            e.contains("fc6a1c0300a1b2c3")
+                && e.contains("line 1")
+                && e.contains("leaf-r0-1")
+                && e.contains("leaf-r1-1"),
             "{e}"
         );
     }

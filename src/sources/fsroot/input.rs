@@ -138,6 +138,63 @@ impl<R: Read> Read for Bounded<R> {
     }
 }
 
+/// Why an entry of a directory of inputs `dir` (canonical: a fleet directory, an `lldpctl` map
+/// directory) is not read, the one rule for both: only regular files and directories under it
+/// are; a link is followed only when where it leads is one of those and lies under `dir` (a
+/// planted `zz -> /` would otherwise make this machine a node). Nothing is opened: a FIFO is
+/// named from its type, never waited on.
+pub fn dir_entry_refusal(dir: &Path, e: &std::fs::DirEntry) -> Option<String> {
+    let t = match e.file_type() {
+        Ok(t) => t,
+        Err(err) => return Some(format!("cannot read its type ({err})")),
+    };
+    if t.is_file() || t.is_dir() {
+        return None;
+    }
+    if !t.is_symlink() {
+        return Some(special_kind(&t).to_string() + ", not a regular file or directory; not read");
+    }
+    let to = std::fs::read_link(e.path())
+        .map(|l| l.display().to_string())
+        .unwrap_or_default();
+    match std::fs::canonicalize(e.path()) {
+        Ok(target) if target.starts_with(dir) && target != dir => {
+            match std::fs::metadata(&target) {
+                Ok(m) if m.is_file() || m.is_dir() => None,
+                Ok(m) => Some(format!(
+                    "a link to {}, {}, not a regular file or directory; not read",
+                    target.display(),
+                    special_kind(&m.file_type())
+                )),
+                Err(err) => Some(format!("a link to {to} that cannot be read ({err})")),
+            }
+        }
+        Ok(target) => Some(format!(
+            "a link out of {} (to {}); not read",
+            dir.display(),
+            target.display()
+        )),
+        Err(err) => Some(format!(
+            "a link to {to} that does not resolve ({err}); not read"
+        )),
+    }
+}
+
+fn special_kind(t: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_fifo() {
+        "a named pipe (FIFO)"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else {
+        "a special file"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -459,9 +459,10 @@ fn named_offset(
 pub const XZ_MAGIC: &[u8] = &[0xfd, b'7', b'z', b'X', b'Z', 0];
 
 /// The regular files of an archive (plain, gzip, bzip2 or xz tar) whose path `want` accepts,
-/// read in memory without extracting anything: `(path, bytes)` in archive order, each cut at
-/// `max_each` bytes. The decompressed archive is bounded as a snapshot's is
-/// ([`MAX_SNAPSHOT_BYTES`]); a malformed archive is an error.
+/// read in memory without extracting anything: `(path, bytes)` in archive order; a wanted
+/// member over `max_each` bytes is an error of kind `FileTooLarge` (never a cut). The
+/// decompressed archive is bounded as a snapshot's is ([`MAX_SNAPSHOT_BYTES`]); a malformed
+/// archive is an error.
 pub fn archive_members(
     bytes: &[u8],
     want: impl Fn(&str) -> bool,
@@ -475,7 +476,18 @@ pub fn archive_members(
         }
         let path = String::from_utf8_lossy(&m.path).into_owned();
         if want(&path) {
-            out.push((path, m.body[..m.body.len().min(max_each)].to_vec()));
+            if m.body.len() > max_each {
+                // Refused whole, never a cut judged: the caller says so (kind `FileTooLarge`).
+                return Err(io::Error::new(
+                    io::ErrorKind::FileTooLarge,
+                    format!(
+                        "member {path:?} is {} bytes, more than the {} peerpath reads of such a member; the archive is refused (never judged from a cut)",
+                        m.body.len(),
+                        shown_size(max_each as u64)
+                    ),
+                ));
+            }
+            out.push((path, m.body.to_vec()));
         }
         Ok(())
     })?;
