@@ -203,7 +203,7 @@ fn load_with(i: &InputArgs, names: bool, job: bool) -> Result<peerpath::model::T
     )?;
     // A multi-host input is never narrowed silently, whatever the output format.
     if let Some(s) = topo.host_scope.as_ref().filter(|s| s.hosts.len() > 1) {
-        eprintln!("peerpath: note: {}", s.line());
+        cli::say(&format!("peerpath: note: {}", s.line()));
     }
     Ok(topo)
 }

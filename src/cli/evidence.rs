@@ -64,8 +64,10 @@ pub fn run(a: EvidenceArgs) -> Result<u8> {
         &Options { nic: a.nic_gbps },
     );
     match a.format {
-        EvidenceFormat::Text => print!("{}", render::evidence::text(&report)),
-        EvidenceFormat::Json => println!("{}", render::evidence::json(&report)?),
+        EvidenceFormat::Text => super::print_text(&render::evidence::text(&report)),
+        EvidenceFormat::Json => {
+            super::print_document(&(render::evidence::json(&report)? + "\n"), true)
+        }
     }
     Ok(render::evidence::exit_code(&report))
 }

@@ -115,6 +115,13 @@ pub fn run(a: ExportArgs) -> Result<u8> {
         .unwrap_or(0);
     let text = match a.format {
         ExportFormat::Gres => {
+            use peerpath::render::escape::gres_value;
+            if let Some(n) = &a.node_name {
+                gres_value("--node-name", n)?;
+            }
+            if let Some(t) = &a.gpu_type {
+                gres_value("--gpu-type", t)?;
+            }
             let o = gres::GresOptions {
                 node_name: a.node_name,
                 gpu_type: a.gpu_type,

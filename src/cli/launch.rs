@@ -91,9 +91,10 @@ pub fn run(a: LaunchArgs) -> Result<u8> {
         b
     });
     if a.dry_run {
-        print!(
-            "{}",
-            render::place::launch_plan(&plan, r, &lr.source, bind.as_deref(), &a.cmd)
+        // Raw to a pipe (the values are shell words), escaped on a terminal.
+        super::print_document(
+            &render::place::launch_plan(&plan, r, &lr.source, bind.as_deref(), &a.cmd),
+            false,
         );
         return Ok(0);
     }

@@ -172,10 +172,10 @@ fn run_fabric(a: &RailsArgs, map_path: &Path, before: Option<&PathBuf>) -> Resul
         }
     }
     if c.hosts == 0 && c.findings.is_empty() {
-        eprintln!(
+        super::say(&format!(
             "peerpath: no GPU node in {} (no adapter described `<host> <adapter>` by a host that is not a fabric manager): nothing judged",
             map_path.display()
-        );
+        ));
         return Ok(2);
     }
     Ok(if c.ok { 0 } else { 1 })

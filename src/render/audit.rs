@@ -2,6 +2,7 @@
 //! (errors, warnings, unknowns, info), each with its evidence and remedy, then the GPU → NIC
 //! pairs that were judged.
 
+use super::escape::one_line;
 use crate::analysis::audit::{Report, Severity};
 use std::fmt::Write;
 
@@ -54,7 +55,7 @@ pub fn render_health(r: &Report) -> String {
                 1 => String::new(),
                 n => format!(" +{} more", n - 1),
             };
-            format!("{} {subject}{more} (peerpath)", f.id)
+            format!("{} {}{more} (peerpath)", f.id, one_line(&subject))
         }
         None => format!(
             "ok (peerpath): no error finding, {} warning(s)",
@@ -64,11 +65,8 @@ pub fn render_health(r: &Report) -> String {
     out.push('\n');
     for (sev, word) in [(Severity::Error, "error"), (Severity::Warning, "warning")] {
         for f in r.findings.iter().filter(|f| f.severity == sev) {
-            let _ = writeln!(
-                out,
-                "peerpath: {word} {} {}: {}",
-                f.id, f.subject, f.summary
-            );
+            let line = format!("{} {}: {}", f.id, f.subject, f.summary);
+            let _ = writeln!(out, "peerpath: {word} {}", one_line(&line));
         }
     }
     out

@@ -230,11 +230,9 @@ pub fn render(p: &Paths, view: &NodeView, r: &Rails, o: &DraOptions) -> Result<S
     Ok(out)
 }
 
-/// A path in a YAML comment: one line.
+/// A path in a YAML comment: one line ([`super::escape::one_line`]).
 fn comment(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect()
+    super::escape::one_line(s).into_owned()
 }
 
 /// Whether a mapping key can be written plain: starts with a letter, holds no YAML indicator,
@@ -255,17 +253,18 @@ fn key(k: &str) -> String {
     if plain_key(k) {
         k.to_string()
     } else {
-        Value::String(k.to_string()).to_string()
+        super::escape::yaml_str(k)
     }
 }
 
 /// A scalar in flow form: a string plain when it is a word no YAML version reads as anything
-/// but a string ([`plain_key`]), else double-quoted with JSON escapes (a subset of YAML's
-/// double-quoted escapes, so read the same by YAML 1.1 and 1.2 parsers: `0000:18:00.0` would be
+/// but a string ([`plain_key`]), else double-quoted ([`super::escape::yaml_str`]: JSON escapes,
+/// a subset of YAML's double-quoted escapes, with every character YAML forbids raw escaped; so read the same by YAML 1.1 and 1.2 parsers: `0000:18:00.0` would be
 /// a base-60 number to YAML 1.1 unquoted); numbers and booleans as they are.
 fn scalar(v: &Value) -> String {
     match v {
         Value::String(s) if plain_key(s) => s.clone(),
+        Value::String(s) => super::escape::yaml_str(s),
         Value::Object(m) if m.is_empty() => "{}".into(),
         Value::Array(a) if a.is_empty() => "[]".into(),
         v => v.to_string(),

@@ -12,6 +12,7 @@
 //! far end is another GPU, so behind NVSwitches it writes 0 everywhere; [`NvSwitchLinks`]
 //! chooses between that and the fabric count.
 
+use super::escape::one_line;
 use crate::analysis::cores::CoreMap;
 use crate::analysis::nvlink::{self, NvLinkCell};
 use crate::model::cpulist;
@@ -53,10 +54,11 @@ pub fn nvidia_minor(d: &Device) -> Option<u32> {
 /// file is not captured by the scan, so the line is left for the operator to complete).
 pub fn render(t: &Topology, cores: &CoreMap, o: &GresOptions) -> String {
     let mut s = String::new();
+    let from = format!("{} ({})", t.source.path, t.source.kind);
     let _ = writeln!(
         s,
-        "# gres.conf written by peerpath from {} ({})",
-        t.source.path, t.source.kind
+        "# gres.conf written by peerpath from {}",
+        one_line(&from)
     );
     let _ = writeln!(
         s,
@@ -196,14 +198,14 @@ fn nic_lines(t: &Topology, cores: &CoreMap, prefix: &str, s: &mut String) {
             continue;
         };
         let core_ids = n.local_cpus.as_deref().and_then(|c| cores.slurm_ids_for(c));
-        let _ = writeln!(
-            s,
-            "# {prefix}Name=nic File=/dev/infiniband/uverbs? {}# {rdma} {} (complete File= from /sys/class/infiniband/{rdma}/device/infiniband_verbs/)",
+        let comment = format!(
+            "{prefix}Name=nic File=/dev/infiniband/uverbs? {}# {rdma} {} (complete File= from /sys/class/infiniband/{rdma}/device/infiniband_verbs/)",
             core_ids
                 .filter(|v| !v.is_empty())
                 .map(|v| format!("Cores={} ", cpulist::format_list(&v)))
                 .unwrap_or_default(),
             n.bdf
         );
+        let _ = writeln!(s, "# {}", one_line(&comment));
     }
 }

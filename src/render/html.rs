@@ -7,6 +7,7 @@
 //! script then marks every endpoint box with `data-sel-label` and the colour of its class, and
 //! the `<html>` element with `data-gpu`, which is what the headless-browser test reads.
 
+use super::escape::script_json;
 use super::layout::{Layout, label_colour, severity_colour};
 use super::svg::{self, esc};
 use crate::analysis::audit::Report;
@@ -218,13 +219,6 @@ const ALPHABET: &[u8] =
 /// (the full table would be endpoints² cells, more than a browser lays out).
 const FULL_MATRIX_MAX: usize = 512;
 
-/// Text as a JSON string that can sit inside `<script>`.
-fn js_str(s: &str) -> String {
-    serde_json::to_string(s)
-        .unwrap_or_else(|_| "\"\"".into())
-        .replace("</", "<\\/")
-}
-
 /// The rows of the pair matrix the page needs (one flag per endpoint): every row up to
 /// 512 endpoints (`FULL_MATRIX_MAX`), above it the GPUs' and accelerators' rows (the table then shows
 /// the selected one's row, and the boxes are coloured by it).
@@ -257,10 +251,10 @@ fn pair_data(eps: &[Endpoint], pc: &PairCells) -> String {
                 };
                 format!(
                     "[{},{},{},{}]",
-                    js_str(&l.to_string()),
-                    js_str(bg),
-                    js_str(ink),
-                    js_str(title)
+                    script_json(&l.to_string()),
+                    script_json(bg),
+                    script_json(ink),
+                    script_json(title)
                 )
             }
         })
@@ -304,21 +298,21 @@ fn pair_data(eps: &[Endpoint], pc: &PairCells) -> String {
                 .collect();
             format!(
                 "[{},{},{},{},{}]",
-                js_str(&e.name),
-                js_str(&e.bdf.to_string()),
-                js_str(
+                script_json(&e.name),
+                script_json(&e.bdf.to_string()),
+                script_json(
                     &e.numa_node
                         .map(|v| v.to_string())
                         .unwrap_or_else(|| "?".into())
                 ),
-                js_str(&names.join(" ")),
+                script_json(&names.join(" ")),
                 g.map(|g| g as i64).unwrap_or(-1)
             )
         })
         .collect();
     format!(
         "var ALPHABET={};\nvar FULL_MATRIX_MAX={FULL_MATRIX_MAX};\nvar EP=[{}];\nvar CELL=[{}];\nvar W={width};\nvar GHB=[{}];\nvar FAR=\"{}\";\nvar NEAR=[{}];\n",
-        js_str(std::str::from_utf8(ALPHABET).unwrap_or_default()),
+        script_json(std::str::from_utf8(ALPHABET).unwrap_or_default()),
         eps.join(",\n"),
         cells.join(",\n"),
         ghb.join(","),

@@ -6,6 +6,7 @@ pub mod cabling;
 pub mod diff;
 pub mod dot;
 pub mod dra;
+pub mod escape;
 pub mod evidence;
 pub mod fleet;
 pub mod gres;

@@ -1,20 +1,9 @@
 //! Placement plan renderers: text (with the reasons), launcher environment (`export` lines),
 //! JSON, a Slurm `srun` script, and the plan `peerpath launch --dry-run` prints. Data: a [`Placement`] from [`crate::analysis::place`].
 
+use super::escape::{one_line, shell_word};
 use crate::analysis::place::{Placement, RankPlan};
 use std::fmt::Write;
-
-/// Quotes a word for a POSIX shell when it needs it (single quotes, `'` escaped).
-pub fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.bytes()
-            .all(|c| c.is_ascii_alphanumeric() || b"=:,._-/+@%".contains(&c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
-}
 
 /// The rank's NIC, `-` when it has none.
 fn nic(r: &RankPlan) -> &str {
@@ -75,7 +64,7 @@ pub fn text(p: &Placement) -> String {
 fn bind_line(r: &RankPlan) -> String {
     r.bind
         .iter()
-        .map(|w| shell_quote(w))
+        .map(|w| shell_word(w))
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -108,29 +97,29 @@ pub fn env(p: &Placement, rank: Option<usize>) -> String {
         .iter()
         .filter(|ps| rank.is_none_or(|n| ps.ranks.contains(&n)))
     {
-        let _ = writeln!(
-            s,
-            "# documented for this platform ({}) by {} ({}), not chosen by peerpath",
+        let note = format!(
+            "documented for this platform ({}) by {} ({}), not chosen by peerpath",
             ps.platform, ps.documented_by, ps.source
         );
-        let _ = writeln!(s, "export {}={}", ps.name, shell_quote(&ps.value));
+        let _ = writeln!(s, "# {}", one_line(&note));
+        let _ = writeln!(s, "export {}={}", ps.name, shell_word(&ps.value));
     }
     for r in p.ranks.iter().filter(|r| rank.is_none_or(|n| r.rank == n)) {
-        let _ = writeln!(
-            s,
-            "{}# local_rank={} gpu={} nic={} path={} numa={}",
-            if rank.is_some() { "" } else { "\n" },
+        let head = format!(
+            "local_rank={} gpu={} nic={} path={} numa={}",
             r.rank,
             r.gpu,
             nic(r),
             path(r),
             numa(r)
         );
+        let gap = if rank.is_some() { "" } else { "\n" };
+        let _ = writeln!(s, "{gap}# {}", one_line(&head));
         for (k, v) in &r.env {
-            let _ = writeln!(s, "export {k}={}", shell_quote(v));
+            let _ = writeln!(s, "export {k}={}", shell_word(v));
         }
         if !r.bind.is_empty() {
-            let _ = writeln!(s, "export PEERPATH_BIND={}", shell_quote(&bind_line(r)));
+            let _ = writeln!(s, "export PEERPATH_BIND={}", shell_word(&bind_line(r)));
         }
     }
     s
@@ -146,9 +135,8 @@ pub fn launch_plan(
     cmd: &[String],
 ) -> String {
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "# peerpath launch: local rank {} of {} (from {source}): GPU {} ({} {}) -> NIC {} [{}] -> NUMA {}",
+    let head = format!(
+        "peerpath launch: local rank {} of {} (from {source}): GPU {} ({} {}) -> NIC {} [{}] -> NUMA {}",
         r.rank,
         p.ranks.len(),
         r.gpu,
@@ -158,25 +146,24 @@ pub fn launch_plan(
         path(r),
         numa(r)
     );
+    let _ = writeln!(s, "# {}", one_line(&head));
     for (k, v) in &r.env {
-        let _ = writeln!(s, "{k}={}", shell_quote(v));
+        let _ = writeln!(s, "{k}={}", shell_word(v));
     }
     match bind {
         Some(b) => {
-            let _ = writeln!(s, "# bind: {b}");
+            let _ = writeln!(s, "# bind: {}", one_line(b));
         }
         None => {
             let _ = writeln!(s, "# bind: none");
         }
     }
-    let _ = writeln!(
-        s,
-        "# exec: {}",
-        cmd.iter()
-            .map(|w| shell_quote(w))
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
+    let exec = cmd
+        .iter()
+        .map(|w| shell_word(w))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let _ = writeln!(s, "# exec: {}", one_line(&exec));
     s
 }
 
@@ -208,12 +195,12 @@ pub fn slurm(p: &Placement) -> String {
     for r in &p.ranks {
         let _ = write!(s, "{}) export", r.rank);
         for (k, v) in &r.env {
-            let _ = write!(s, " {k}={}", shell_quote(v));
+            let _ = write!(s, " {k}={}", shell_word(v));
         }
         let _ = writeln!(
             s,
             "; CPUS={}; MEM={};;",
-            shell_quote(&r.cpus),
+            shell_word(&r.cpus),
             r.numa_node.map(|n| n.to_string()).unwrap_or_default()
         );
     }

@@ -10,6 +10,7 @@
 //! no sample timestamps, enum values as labels with value 1, a trailing newline. Label names
 //! follow dcgm-exporter where they overlap (`gpu`, `pci_bus_id`).
 
+use super::escape::prom_label;
 use crate::analysis::audit::Report;
 use crate::analysis::paths::Paths;
 use crate::analysis::place::NodeView;
@@ -34,13 +35,6 @@ pub struct PromInputs<'a> {
     pub fingerprint: Option<u64>,
 }
 
-/// Escapes a label value (`\`, `"`, newline).
-pub fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
 struct Out {
     s: String,
 }
@@ -55,7 +49,7 @@ impl Out {
         if !labels.is_empty() {
             let parts: Vec<String> = labels
                 .iter()
-                .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
+                .map(|(k, v)| format!("{k}=\"{}\"", prom_label(v)))
                 .collect();
             l = format!("{{{}}}", parts.join(","));
         }

@@ -14,20 +14,9 @@ use std::fmt::Write;
 /// another monospace font of the same 0.6 em advance.
 pub const FONT_FAMILY: &str = "DejaVu Sans Mono, Menlo, Consolas, Liberation Mono, monospace";
 
-/// Escapes text for XML content and attribute values.
+/// Escapes text for XML content and attribute values ([`super::escape::xml_text`]).
 pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
+    super::escape::xml_text(s)
 }
 
 fn n(v: f32) -> String {
