@@ -874,6 +874,39 @@ fn superpod_plane_judged_from_the_map_alone() {
     assert_eq!(c.coverage.short_units.len(), 1, "{:#?}", c.coverage);
     assert_eq!(c.coverage.short_units[0].hosts, 11);
     assert_eq!(text.matches("reach 3 leaves").count(), 1, "{text}");
+    // One unit's hosts name their adapters mlx5_{0,1,4,5} (leaves A09-P1-IBLEAF-0N-04), the
+    // other seven units' HCA-{1,2,5,6}: 8 names on the leaves, never said as 8 rails.
+    let namings: Vec<(Vec<String>, usize)> = c
+        .coverage
+        .namings
+        .iter()
+        .map(|n| (n.rails.iter().map(ToString::to_string).collect(), n.units))
+        .collect();
+    assert_eq!(
+        namings,
+        vec![
+            (
+                vec![
+                    "HCA-1".into(),
+                    "HCA-2".into(),
+                    "HCA-5".into(),
+                    "HCA-6".into()
+                ],
+                7
+            ),
+            (
+                vec![
+                    "mlx5_0".into(),
+                    "mlx5_1".into(),
+                    "mlx5_4".into(),
+                    "mlx5_5".into()
+                ],
+                1
+            ),
+        ]
+    );
+    assert!(!text.contains("leaves carry 8 rail(s)"), "{text}");
+    assert!(text.contains("name their adapters 2 ways"), "{text}");
 }
 
 /// The same plane with the HGX H100 layout (8 rails, `mlx5_0`…`mlx5_7`): the 17 hosts of unit 4

@@ -142,12 +142,32 @@ fn coverage_lines(c: &Cabling) -> Vec<String> {
     if !cov.rails.is_empty() {
         let names: Vec<String> = cov.rails.iter().map(ToString::to_string).collect();
         v.push(format!(
-            "leaves carry {} rail(s): {}{}",
+            "leaves carry {} {}: {}{}",
             names.len(),
+            if cov.namings.is_empty() {
+                "rail(s)"
+            } else {
+                "rail names (names, not necessarily rails)"
+            },
             names.join(", "),
             cov.leaves_per_host.map_or(String::new(), |n| format!(
                 "; most GPU nodes reach {n} leaves"
             ))
+        ));
+    }
+    if !cov.namings.is_empty() {
+        let sets: Vec<String> = cov
+            .namings
+            .iter()
+            .map(|n| {
+                let names: Vec<String> = n.rails.iter().map(ToString::to_string).collect();
+                format!("{} ({} unit(s))", names.join(", "), n.units)
+            })
+            .collect();
+        v.push(format!(
+            "scalable units name their adapters {} ways that share no name: {}; these are the same rails named differently, or other rails in other units: the map alone cannot tell (give `-i` with captures to pair adapters with GPUs)",
+            cov.namings.len(),
+            sets.join(" · ")
         ));
     }
     if cov.layout_rails > 0 {

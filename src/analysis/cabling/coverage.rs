@@ -25,6 +25,17 @@ pub struct ShortUnit {
     pub adapters: Vec<String>,
 }
 
+/// One way of naming the rails: the adapter names (map rails) leaves carry in the units that
+/// use them, where units share no name with units of another naming (one scalable unit's
+/// hosts call their adapters `mlx5_0…`, another's `HCA-1…`: the same rails, named twice).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Naming {
+    /// The rail names, sorted.
+    pub rails: Vec<Rail>,
+    /// How many scalable units name their leaves' rails from this set.
+    pub units: usize,
+}
+
 /// The map's coverage.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Coverage {
@@ -40,6 +51,9 @@ pub struct Coverage {
     pub short_units: Vec<ShortUnit>,
     /// Captured hosts the map does not show.
     pub hosts_not_in_map: Vec<String>,
+    /// Disjoint sets of rail names, where units name their rails differently (two or more;
+    /// empty where every unit draws from one set): `rails` then counts names, not rails.
+    pub namings: Vec<Naming>,
 }
 
 /// The coverage of the map.
@@ -82,7 +96,9 @@ pub fn coverage(cx: &Ctx<'_>) -> Coverage {
         .filter(|h| !in_map.contains(h))
         .map(str::to_string)
         .collect();
+    let namings = namings(cx);
     Coverage {
+        namings,
         rails: rails.into_iter().collect(),
         leaves_per_host,
         layout_rails_held: held.into_iter().collect(),
@@ -90,6 +106,50 @@ pub fn coverage(cx: &Ctx<'_>) -> Coverage {
         short_units,
         hosts_not_in_map,
     }
+}
+
+/// The disjoint sets of map rail names the units' leaves carry (units whose name sets share a
+/// name are one naming), with how many units use each; empty when there is one naming or the
+/// leaves carry layout rails.
+fn namings(cx: &Ctx<'_>) -> Vec<Naming> {
+    let mut sets: Vec<(BTreeSet<String>, usize)> = Vec::new();
+    for u in &cx.units {
+        let names: BTreeSet<String> = u
+            .leaf_nodes
+            .iter()
+            .filter_map(|&n| cx.leaves.get(*cx.leaf_of.get(n)?))
+            .filter_map(|l| match l.rail() {
+                Some(Rail::Name(n)) => Some(n),
+                _ => None,
+            })
+            .collect();
+        if names.is_empty() {
+            continue;
+        }
+        // Join every set this unit's names meet.
+        let (mut joined, mut units) = (names, 1);
+        sets.retain(|(s, n)| {
+            if s.is_disjoint(&joined) {
+                return true;
+            }
+            joined.extend(s.iter().cloned());
+            units += n;
+            false
+        });
+        sets.push((joined, units));
+    }
+    if sets.len() < 2 {
+        return Vec::new();
+    }
+    let mut out: Vec<Naming> = sets
+        .into_iter()
+        .map(|(s, units)| Naming {
+            rails: s.into_iter().map(Rail::Name).collect(),
+            units,
+        })
+        .collect();
+    out.sort_by(|a, b| b.units.cmp(&a.units).then_with(|| a.rails.cmp(&b.rails)));
+    out
 }
 
 fn first_host_adapters(cx: &Ctx<'_>, host: Option<&String>) -> Vec<String> {
