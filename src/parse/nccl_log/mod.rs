@@ -64,6 +64,24 @@ pub struct Header {
     pub headerless: bool,
 }
 
+impl Header {
+    /// The header of a line that carries no `host:pid:tid` (the `headerless` field): an
+    /// INFO line with `host` and `pid` given (empty and 0 unless a Ray worker tag names them)
+    /// and the bracket's device (-1 when none).
+    fn headerless(host: String, pid: u32, cuda_dev: i64, level: Level) -> Self {
+        Header {
+            host,
+            pid,
+            tid: 0,
+            cuda_dev,
+            level,
+            source: None,
+            host_repaired: false,
+            headerless: true,
+        }
+    }
+}
+
 /// One NCCL message that was read.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Entry {
@@ -309,16 +327,7 @@ fn headerless(tag: &str, rest: &str) -> Option<Found> {
     Some(Found {
         start,
         msg,
-        header: Header {
-            host: String::new(),
-            pid: 0,
-            tid: 0,
-            cuda_dev,
-            level,
-            source: None,
-            host_repaired: false,
-            headerless: true,
-        },
+        header: Header::headerless(String::new(), 0, cuda_dev, level),
     })
 }
 
@@ -344,16 +353,7 @@ fn message_only(text: &str) -> Option<Found> {
     Some(Found {
         start,
         msg: start,
-        header: Header {
-            host: String::new(),
-            pid: 0,
-            tid: 0,
-            cuda_dev: -1,
-            level: Level::Info,
-            source: None,
-            host_repaired: false,
-            headerless: true,
-        },
+        header: Header::headerless(String::new(), 0, -1, Level::Info),
     })
 }
 
@@ -473,16 +473,7 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
                 .unwrap_or_default();
             log.entries.push(Entry {
                 line: l.no,
-                header: Some(Header {
-                    host,
-                    pid,
-                    tid: 0,
-                    cuda_dev: -1,
-                    level: Level::Info,
-                    source: None,
-                    host_repaired: false,
-                    headerless: true,
-                }),
+                header: Some(Header::headerless(host, pid, -1, Level::Info)),
                 complete: l.ended,
                 record,
             });
