@@ -438,11 +438,10 @@ fn per_adapter(f: &CablingFinding) -> Vec<CablingFinding> {
 /// Width of one rail's column in the drawing.
 const COL: usize = 150;
 
+/// SVG text and attribute values: the one XML rule ([`super::escape::xml_text`]), so a host
+/// or switch name holding a control character cannot make the picture ill-formed.
 fn xml(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+    super::escape::xml_text(s)
 }
 
 /// The cabling drawn: a column per rail with its leaves on top (the first four, and every leaf a
@@ -621,6 +620,31 @@ mod tests {
             threshold: 10,
             evidence: "db_csv line 9".into(),
         }
+    }
+
+    /// A crossed host whose name (from the map) holds ESC, `<` and a bidi control: the SVG
+    /// shows them as text and stays well-formed XML.
+    #[test]
+    fn svg_escapes_names_from_the_map() {
+        use crate::synth::fabric::{Pod, PodFault, ibnetdiscover};
+        let text = ibnetdiscover(
+            &Pod::new(4),
+            &[PodFault::SwapRails {
+                host: 1,
+                a: 2,
+                b: 5,
+            }],
+        )
+        .replace("gpu0002", "gpu\u{1b}[2J<0002\u{202e}");
+        let map = crate::parse::fabric::parse(&text, Producer::Ibnetdiscover, "pod").unwrap();
+        let c = judge(&map, &[]);
+        assert!(!c.findings.is_empty(), "{c:#?}");
+        let svg = render_svg(&c);
+        assert!(svg.contains("gpu\\x1b[2J&lt;0002\\u{202e}"), "{svg}");
+        assert!(
+            !svg.contains('\u{1b}') && !svg.contains('\u{202e}'),
+            "{svg}"
+        );
     }
 
     /// A saturated counter is said "at least 65,535", a delta "rose by", climbing and standing
