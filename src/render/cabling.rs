@@ -478,7 +478,7 @@ struct Plan<'a> {
     /// The rails, in order: one column each, then a "mixed" column for leaves of no one rail.
     rails: Vec<&'a Rail>,
     /// Leaves shown per column, in order, and whether a finding names them.
-    shown: Vec<Vec<(&'a str, bool)>>,
+    shown: Vec<Column<'a>>,
     /// Leaves left out per column.
     hidden: Vec<usize>,
     /// The hosts drawn (at most 12), each with its wrong-rail, shared-leaf or crossed findings.
@@ -488,6 +488,9 @@ struct Plan<'a> {
     /// The y of the first host row.
     host_y0: i64,
 }
+
+/// The leaves shown in one column of the picture, each with whether a finding names it.
+type Column<'a> = Vec<(&'a str, bool)>;
 
 /// The baseline of the `i`-th leaf of a column.
 fn leaf_y(i: usize) -> i64 {
@@ -525,7 +528,7 @@ fn picture_rails(c: &Cabling) -> Vec<&Rail> {
 
 /// The leaves shown per column (the first four, and every leaf a finding names, flagged) and
 /// how many are left out.
-fn shown_leaves<'a>(c: &'a Cabling, rails: &[&Rail]) -> (Vec<Vec<(&'a str, bool)>>, Vec<usize>) {
+fn shown_leaves<'a>(c: &'a Cabling, rails: &[&Rail]) -> (Vec<Column<'a>>, Vec<usize>) {
     let col_of = |rail: Option<&Rail>| match rail {
         Some(r) => rails.iter().position(|&x| x == r).unwrap_or(rails.len()),
         None => rails.len(),
