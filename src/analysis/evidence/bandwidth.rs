@@ -46,27 +46,12 @@ pub fn judge_run(
     hosts.sort();
     hosts.dedup();
     let rows = &run.rows;
-    let sizes = (!rows.is_empty()).then(|| {
-        (
-            rows.first().map_or(0, |r| r.size),
-            rows.last().map_or(0, |r| r.size),
-            rows.len(),
-        )
-    });
-    let peak = rows
-        .iter()
-        .filter_map(|r| r.busbw().map(|b| (b, r.size)))
-        .reduce(|a, b| if b.0 > a.0 { b } else { a });
-    let large = rows
-        .iter()
-        .max_by_key(|r| r.size)
-        .and_then(|r| r.busbw().map(|b| (b, r.size)));
-    let collapse = match (peak, large) {
-        (Some(p), Some(l)) if rows.len() >= 3 && l.1 > p.1 && l.0 < 0.5 * p.0 => {
-            Some(Collapse { peak: p, large: l })
-        }
-        _ => None,
-    };
+    let Shape {
+        sizes,
+        peak,
+        large,
+        collapse,
+    } = shape(rows);
     let judged = judged_figure(run, large);
     let test = run.test.clone().unwrap_or_else(|| match rows.first() {
         Some(r) if r.redop != "none" => format!("unknown (a reduction: redop {})", r.redop),
@@ -135,6 +120,49 @@ pub fn judge_run(
         &collapse_words,
     );
     v
+}
+
+/// What a run's rows show.
+struct Shape {
+    /// First size, last size, rows.
+    sizes: Option<(u64, u64, usize)>,
+    /// The highest busbw and its size.
+    peak: Option<(f64, u64)>,
+    /// The busbw at the largest size.
+    large: Option<(f64, u64)>,
+    /// Under half the peak at a larger size, with three rows or more.
+    collapse: Option<Collapse>,
+}
+
+/// The sizes, peak, busbw at the largest size and collapse of a run's rows.
+fn shape(rows: &[crate::parse::nccl_tests::Row]) -> Shape {
+    let sizes = (!rows.is_empty()).then(|| {
+        (
+            rows.first().map_or(0, |r| r.size),
+            rows.last().map_or(0, |r| r.size),
+            rows.len(),
+        )
+    });
+    let peak = rows
+        .iter()
+        .filter_map(|r| r.busbw().map(|b| (b, r.size)))
+        .reduce(|a, b| if b.0 > a.0 { b } else { a });
+    let large = rows
+        .iter()
+        .max_by_key(|r| r.size)
+        .and_then(|r| r.busbw().map(|b| (b, r.size)));
+    let collapse = match (peak, large) {
+        (Some(p), Some(l)) if rows.len() >= 3 && l.1 > p.1 && l.0 < 0.5 * p.0 => {
+            Some(Collapse { peak: p, large: l })
+        }
+        _ => None,
+    };
+    Shape {
+        sizes,
+        peak,
+        large,
+        collapse,
+    }
 }
 
 /// The figure a run is judged on and how it was read (busbw at the largest size when that is

@@ -113,29 +113,7 @@ impl<'p, 'a> Context<'p, 'a> {
             from_host(procs, pi, &format!("env {k}"), |p| p.env.get(k).cloned()).map(|(v, _)| v)
         };
         let nics = nics_used(procs, me, &my_conns, hi);
-        let shown = Shown {
-            procs,
-            me,
-            s,
-            conns: &my_conns,
-            gpu: &my_gpu,
-            reroute: &my_reroute,
-            socket: my_conns
-                .iter()
-                .any(|c| c.1.net.as_deref() == Some("Socket")),
-            rings: me.and_then(|m| {
-                procs[m].records().rev().find_map(|(e, r)| match r {
-                    Record::RingsConnected { gdr: Some(g), .. } => Some((*g, e.line)),
-                    _ => None,
-                })
-            }),
-            socket_net: me.and_then(|m| procs[m].socket_network()),
-            plugin_off: me.and_then(|m| procs[m].plugin_gdr_off()),
-            all_disabled: me.and_then(|m| all_nics_disabled(procs, m)),
-            own_ring_flag: ["NCCL_LOCAL_REGISTER", "NCCL_GRAPH_REGISTER"]
-                .iter()
-                .all(|k| env_of(k).is_some_and(|(v, _)| v.trim() == "0")),
-        };
+        let shown = Shown::gather(procs, me, s, &my_conns, &my_gpu, &my_reroute, &env_of);
         let (gdr, basis) = shown.gdr();
         let cause = (gdr == Gdr::Off).then(|| {
             off_cause(
@@ -235,7 +213,41 @@ struct Shown<'x, 'p, 'a> {
     own_ring_flag: bool,
 }
 
-impl Shown<'_, '_, '_> {
+impl<'x, 'p, 'a> Shown<'x, 'p, 'a> {
+    /// What subject `s` (of process `me`) shows: its own lines, and its process's network,
+    /// plugin, per-NIC check, ring summary and registration variables.
+    fn gather(
+        procs: &'p Procs<'a>,
+        me: Option<usize>,
+        s: &'x Subject,
+        conns: &'x [&'x Conn<'a>],
+        gpu: &'x [&'x GpuLine<'a>],
+        reroute: &'x [&'p Rerouted],
+        env_of: &dyn Fn(&str) -> Option<(String, String)>,
+    ) -> Self {
+        Shown {
+            procs,
+            me,
+            s,
+            conns,
+            gpu,
+            reroute,
+            socket: conns.iter().any(|c| c.1.net.as_deref() == Some("Socket")),
+            rings: me.and_then(|m| {
+                procs[m].records().rev().find_map(|(e, r)| match r {
+                    Record::RingsConnected { gdr: Some(g), .. } => Some((*g, e.line)),
+                    _ => None,
+                })
+            }),
+            socket_net: me.and_then(|m| procs[m].socket_network()),
+            plugin_off: me.and_then(|m| procs[m].plugin_gdr_off()),
+            all_disabled: me.and_then(|m| all_nics_disabled(procs, m)),
+            own_ring_flag: ["NCCL_LOCAL_REGISTER", "NCCL_GRAPH_REGISTER"]
+                .iter()
+                .all(|k| env_of(k).is_some_and(|(v, _)| v.trim() == "0")),
+        }
+    }
+
     /// GDR used, off or unknown, and why: the first check with something to say.
     fn gdr(&self) -> (Gdr, String) {
         self.connections()
