@@ -257,7 +257,11 @@ impl Reader<'_> {
     /// A port line, `<lid> <port>[..] ==(<rate> <state>)==> <lid> <port>[..] "<desc>" (<note>)`:
     /// a cable, unless the port is down or its peer not available.
     fn port_line(&mut self, n: usize, raw: &str, l: &str) -> Result<(), MapError> {
-        let (Some(open), Some(close)) = (l.find("==("), l.find(")==>")) else {
+        // The closing `)==>` is the first one after `==(`: a line holding `)==>` before its
+        // `==(` (damaged or hostile) is not a port line, and must not be sliced backwards.
+        let open = l.find("==(");
+        let close = open.and_then(|o| l[o + 3..].find(")==>").map(|c| o + 3 + c));
+        let (Some(open), Some(close)) = (open, close) else {
             return Err(MapError::at(
                 n,
                 raw,
@@ -399,6 +403,15 @@ mod tests {
         assert_eq!(m.links[0].b.port_guid, Some(0xa088c20300112233));
         assert_eq!(m.links[0].rate.as_ref().unwrap().gbps, Some(400.0));
         assert_eq!(m.links[1].rate.as_ref().unwrap().gbps, Some(200.0));
+    }
+
+    #[test]
+    fn arrow_before_its_opening_is_refused_not_sliced() {
+        // Found by `cargo bench --bench fuzz -- fabric_map` (issue 56's split kept it): a port
+        // line with `)==>` before `==(` made the reader slice backwards and panic.
+        let t = "CA: gpu001 mlx5_0:\n      0xa088c20300112233     10 )==>   1[  ] ==( 4X 106.25 Gbps Active/  LinkUp  1 \"leaf\" ( )\n";
+        let e = parse(t, "l").unwrap_err();
+        assert!(e.to_string().contains("line 2"), "{e}");
     }
 
     #[test]
