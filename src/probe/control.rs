@@ -173,9 +173,139 @@ pub struct Control {
     pub wait: Duration,
     /// A time no read may pass whatever `wait` says (the listener's wait for a valid peer).
     pub cap: Option<Instant>,
+    t: Transcript,
+}
+
+/// One session's transcript on one side: the key, the side, and the hash of every line so
+/// far. It tags the lines this side sends ([`Transcript::seal`]) and checks the other side's
+/// ([`Transcript::open`]); no I/O (the fuzz target `control` drives it with bytes).
+pub struct Transcript {
     key: Key,
     me: Side,
-    transcript: Sha256,
+    hash: Sha256,
+}
+
+impl Transcript {
+    /// An empty transcript of side `me` under `key`.
+    pub fn new(key: Key, me: Side) -> Transcript {
+        Transcript {
+            key,
+            me,
+            hash: Sha256::new(),
+        }
+    }
+
+    /// Adds a line sent by `by`; its tag's MAC (none without a key).
+    fn absorb(&mut self, by: Side, payload: &str) -> Option<Hmac<Sha256>> {
+        step(&mut self.hash, &self.key, by, payload)
+    }
+
+    /// `payload` as this side sends it: with its tag (`-` without a key).
+    pub fn seal(&mut self, payload: &str) -> String {
+        let tag = match self.absorb(self.me, payload) {
+            Some(mac) => hex(&mac.finalize().into_bytes()),
+            None => "-".into(),
+        };
+        format!("{payload} {tag}")
+    }
+
+    /// The peer's check of the listener's `CHALLENGE` line: the protocol, the nonce, and both
+    /// sides agreeing on having a key; the line is added to the transcript.
+    pub fn challenged(&mut self, line: &str) -> Result<(), String> {
+        if let Some(text) = line.strip_prefix("ERROR") {
+            return Err(format!("the other side: {}", shown(text.trim())));
+        }
+        let w: Vec<&str> = line.split(' ').collect();
+        if w.first() != Some(&"CHALLENGE") || w.get(1) != Some(&PROTOCOL) || w.len() != 4 {
+            return Err(format!(
+                "expected `CHALLENGE {PROTOCOL}` (is the listener peerpath with the same \
+                 protocol?), got `{}`",
+                shown(line)
+            ));
+        }
+        match (w[2], self.key.is_set()) {
+            ("hmac-sha256", true) | ("none", false) => {}
+            ("none", true) => {
+                return Err(
+                    "the listener runs without a key (--insecure), this side has \
+                            one: refused"
+                        .into(),
+                );
+            }
+            ("hmac-sha256", false) => {
+                return Err("the listener requires a key: pass the same --key-file (or \
+                            PEERPATH_PROBE_KEY) on this side"
+                    .into());
+            }
+            (m, _) => return Err(format!("unknown authentication `{}`", shown(m))),
+        }
+        if unhex(w[3]).is_none_or(|n| n.len() != NONCE) {
+            return Err(format!("a challenge nonce of {} characters", w[3].len()));
+        }
+        self.absorb(Side::Listener, line);
+        Ok(())
+    }
+
+    /// The words of a line from the other side once its tag is checked; an `ERROR` line
+    /// becomes `Err` with its text.
+    pub fn open(&mut self, line: &str) -> Result<Vec<String>, String> {
+        if let Some(text) = line.strip_prefix("ERROR") {
+            return Err(format!("the other side: {}", shown(text.trim())));
+        }
+        let Some((payload, tag)) = line.rsplit_once(' ') else {
+            return Err(format!(
+                "control connection: an untagged line `{}`",
+                shown(line)
+            ));
+        };
+        let by = self.me.other();
+        match (self.absorb(by, payload), tag) {
+            (None, "-") => {}
+            (None, _) => {
+                return Err(
+                    "control connection: the other side tags its lines (it has a key), \
+                     this side runs --insecure"
+                        .into(),
+                );
+            }
+            (Some(_), "-") => {
+                return Err("control connection: the other side runs without a key \
+                     (--insecure), this side has one: refused"
+                    .into());
+            }
+            (Some(mac), t) => {
+                let ok = unhex(t).is_some_and(|t| mac.verify_slice(&t).is_ok());
+                if !ok {
+                    return Err(format!(
+                        "control connection: bad tag on `{}`: the other side does not hold \
+                         this key (or the line was altered)",
+                        shown(payload)
+                    ));
+                }
+            }
+        }
+        Ok(payload.split_whitespace().map(str::to_string).collect())
+    }
+}
+
+/// The first whole line waiting in `pending`, taken out of it without its newline: `None`
+/// while no newline has come and fewer than [`MAX_LINE`] bytes wait; `Err` for a line of
+/// [`MAX_LINE`] bytes or more, or one that is not UTF-8.
+pub fn take_line(pending: &mut Vec<u8>) -> Option<Result<String, String>> {
+    match memchr::memchr(b'\n', pending) {
+        Some(i) if i < MAX_LINE => {
+            let mut line: Vec<u8> = pending.drain(..=i).collect();
+            line.pop();
+            Some(
+                String::from_utf8(line)
+                    .map_err(|_| "control connection: a line that is not UTF-8".to_string()),
+            )
+        }
+        None if pending.len() < MAX_LINE => None,
+        _ => Some(Err(format!(
+            "control connection: line longer than {MAX_LINE} bytes"
+        ))),
+    }
 }
 
 /// `s` (text from the other side) cut to 200 characters. It is still the other side's text:
@@ -224,9 +354,7 @@ impl Control {
             pending: Vec::new(),
             wait,
             cap: None,
-            key,
-            me,
-            transcript: Sha256::new(),
+            t: Transcript::new(key, me),
         })
     }
 
@@ -241,18 +369,10 @@ impl Control {
             .map_err(|e| format!("control connection: cannot send: {e}"))
     }
 
-    /// Adds a line sent by `by` to the transcript; its tag's MAC (none without a key).
-    fn absorb(&mut self, by: Side, payload: &str) -> Option<Hmac<Sha256>> {
-        step(&mut self.transcript, &self.key, by, payload)
-    }
-
     /// Sends `payload` with its tag.
     pub fn send(&mut self, payload: &str) -> Result<(), String> {
-        let tag = match self.absorb(self.me, payload) {
-            Some(mac) => hex(&mac.finalize().into_bytes()),
-            None => "-".into(),
-        };
-        self.write_line(&format!("{payload} {tag}"))
+        let line = self.t.seal(payload);
+        self.write_line(&line)
     }
 
     /// Sends `ERROR <text>` (untagged), `text` on one line and at most 400 characters.
@@ -271,17 +391,8 @@ impl Control {
     fn read_line(&mut self) -> Result<String, String> {
         let deadline = self.deadline();
         loop {
-            if let Some(i) = memchr::memchr(b'\n', &self.pending) {
-                if i >= MAX_LINE {
-                    break;
-                }
-                let mut line: Vec<u8> = self.pending.drain(..=i).collect();
-                line.pop();
-                return String::from_utf8(line)
-                    .map_err(|_| "control connection: a line that is not UTF-8".to_string());
-            }
-            if self.pending.len() >= MAX_LINE {
-                break;
+            if let Some(line) = take_line(&mut self.pending) {
+                return line;
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -308,51 +419,13 @@ impl Control {
                 Err(e) => return Err(format!("control connection: {e}")),
             }
         }
-        Err(format!(
-            "control connection: line longer than {MAX_LINE} bytes"
-        ))
     }
 
-    /// The next line's words, its tag checked; an `ERROR` line from the other side becomes
-    /// `Err` with its text escaped.
+    /// The next line's words, its tag checked ([`Transcript::open`]); an `ERROR` line from
+    /// the other side becomes `Err` with its text.
     pub fn recv(&mut self) -> Result<Vec<String>, String> {
         let line = self.read_line()?;
-        if let Some(text) = line.strip_prefix("ERROR") {
-            return Err(format!("the other side: {}", shown(text.trim())));
-        }
-        let Some((payload, tag)) = line.rsplit_once(' ') else {
-            return Err(format!(
-                "control connection: an untagged line `{}`",
-                shown(&line)
-            ));
-        };
-        let by = self.me.other();
-        match (self.absorb(by, payload), tag) {
-            (None, "-") => {}
-            (None, _) => {
-                return Err(
-                    "control connection: the other side tags its lines (it has a key), \
-                     this side runs --insecure"
-                        .into(),
-                );
-            }
-            (Some(_), "-") => {
-                return Err("control connection: the other side runs without a key \
-                     (--insecure), this side has one: refused"
-                    .into());
-            }
-            (Some(mac), t) => {
-                let ok = unhex(t).is_some_and(|t| mac.verify_slice(&t).is_ok());
-                if !ok {
-                    return Err(format!(
-                        "control connection: bad tag on `{}`: the other side does not hold \
-                         this key (or the line was altered)",
-                        shown(payload)
-                    ));
-                }
-            }
-        }
-        Ok(payload.split_whitespace().map(str::to_string).collect())
+        self.t.open(&line)
     }
 
     /// The listener's opening: sends `CHALLENGE` with a fresh random nonce and returns the
@@ -360,13 +433,13 @@ impl Control {
     pub fn challenge(&mut self) -> Result<Vec<String>, String> {
         let mut nonce = [0u8; NONCE];
         getrandom::fill(&mut nonce).map_err(|e| format!("no random nonce: {e}"))?;
-        let mode = if self.key.is_set() {
+        let mode = if self.t.key.is_set() {
             "hmac-sha256"
         } else {
             "none"
         };
         let line = format!("CHALLENGE {PROTOCOL} {mode} {}", hex(&nonce));
-        self.absorb(Side::Listener, &line);
+        self.t.absorb(Side::Listener, &line);
         self.write_line(&line)?;
         let hello = self.recv()?;
         if hello.first().map(String::as_str) != Some("HELLO")
@@ -385,37 +458,7 @@ impl Control {
     /// The listener proves the key with the tag of its next line.
     pub fn hello(&mut self, words: &str) -> Result<(), String> {
         let line = self.read_line()?;
-        if let Some(text) = line.strip_prefix("ERROR") {
-            return Err(format!("the other side: {}", shown(text.trim())));
-        }
-        let w: Vec<&str> = line.split(' ').collect();
-        if w.first() != Some(&"CHALLENGE") || w.get(1) != Some(&PROTOCOL) || w.len() != 4 {
-            return Err(format!(
-                "expected `CHALLENGE {PROTOCOL}` (is the listener peerpath with the same \
-                 protocol?), got `{}`",
-                shown(&line)
-            ));
-        }
-        match (w[2], self.key.is_set()) {
-            ("hmac-sha256", true) | ("none", false) => {}
-            ("none", true) => {
-                return Err(
-                    "the listener runs without a key (--insecure), this side has \
-                            one: refused"
-                        .into(),
-                );
-            }
-            ("hmac-sha256", false) => {
-                return Err("the listener requires a key: pass the same --key-file (or \
-                            PEERPATH_PROBE_KEY) on this side"
-                    .into());
-            }
-            (m, _) => return Err(format!("unknown authentication `{}`", shown(m))),
-        }
-        if unhex(w[3]).is_none_or(|n| n.len() != NONCE) {
-            return Err(format!("a challenge nonce of {} characters", w[3].len()));
-        }
-        self.absorb(Side::Listener, &line);
+        self.t.challenged(&line)?;
         let mut nonce = [0u8; NONCE];
         getrandom::fill(&mut nonce).map_err(|e| format!("no random nonce: {e}"))?;
         self.send(&format!("HELLO {PROTOCOL} {words} {}", hex(&nonce)))
@@ -516,7 +559,7 @@ mod tests {
         let mut p = t.join().unwrap();
         // The same line again with the tag it had when first sent (a replay): refused.
         let line = "REGION 0 1 4096";
-        let mut snap = l.transcript.clone();
+        let mut snap = l.t.hash.clone();
         let tag = step(&mut snap, &key(), Side::Listener, line).unwrap();
         let tag = hex(&tag.finalize().into_bytes());
         l.send(line).unwrap();

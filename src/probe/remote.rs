@@ -297,13 +297,12 @@ fn handshake(
 
 /// `HELLO`'s buffer length and window once checked against this side and the documented
 /// limits ([`MAX_BUFFER`], [`MAX_WINDOW_MS`]).
-fn check_hello(o: &ListenOptions, hello: &[String]) -> Result<(usize, u64), String> {
+fn check_hello(this_provider: &str, hello: &[String]) -> Result<(usize, u64), String> {
     let provider: String = word(hello, 2, "provider")?;
-    if provider != o.provider {
+    if provider != this_provider {
         return Err(format!(
-            "peer asks provider {}, this side runs {}",
+            "peer asks provider {}, this side runs {this_provider}",
             shown(&provider),
-            o.provider
         ));
     }
     if hello.get(3).map(String::as_str) != Some("host") {
@@ -324,6 +323,48 @@ fn check_hello(o: &ListenOptions, hello: &[String]) -> Result<(usize, u64), Stri
     Ok((len as usize, window_ms))
 }
 
+/// The seed, message size and used slots of a `VERIFY` request, the size 1 B to the
+/// buffer's `len`.
+fn verify_request(w: &[String], len: usize) -> Result<(u64, usize, String), String> {
+    let seed: u64 = word(w, 1, "seed")?;
+    let msg: usize = word(w, 2, "message size")?;
+    let used: String = word(w, 3, "slots")?;
+    if msg == 0 || msg > len {
+        return Err(format!(
+            "message of {msg} bytes refused (1 B to the buffer's {len} B)"
+        ));
+    }
+    Ok((seed, msg, used))
+}
+
+/// Fuzz entry (`crate::fuzzing`, target `control`): `data` as the bytes a listener and a peer
+/// read, with and without a key — framed into lines, the peer's first line checked as a
+/// `CHALLENGE`, every line's tag checked, and `HELLO`, `RAIL` and `VERIFY` parsed and checked
+/// as the sessions do. Never panics, whatever the bytes.
+pub fn fuzz_lines(data: &[u8]) {
+    let keyed = Key::from_bytes(b"fuzz-key-0123456789abcdef").unwrap_or_else(|_| Key::insecure());
+    for (key, me) in [
+        (Key::insecure(), Side::Listener),
+        (Key::insecure(), Side::Peer),
+        (keyed.clone(), Side::Listener),
+        (keyed, Side::Peer),
+    ] {
+        let mut t = super::control::Transcript::new(key, me);
+        let mut pending = data.to_vec();
+        let mut first = me == Side::Peer;
+        while let Some(Ok(line)) = super::control::take_line(&mut pending) {
+            if std::mem::take(&mut first) {
+                let _ = t.challenged(&line);
+                continue;
+            }
+            let Ok(w) = t.open(&line) else { continue };
+            let _ = check_hello("tcp", &w);
+            let _ = check_rail(&w, Ipv4Addr::LOCALHOST);
+            let _ = verify_request(&w, 4096);
+        }
+    }
+}
+
 /// One rail's session on the listening side (see the module doc for the lines), after the
 /// peer's `HELLO` proved the key.
 fn serve(
@@ -333,7 +374,7 @@ fn serve(
     (local, peer): (SocketAddr, SocketAddr),
     log: &mut dyn FnMut(&str),
 ) -> Result<ListenSummary, String> {
-    let (len, window_ms) = check_hello(o, hello)?;
+    let (len, window_ms) = check_hello(&o.provider, hello)?;
     // Each answer waits at most the peer's warm-up and window plus a stalled transfer.
     c.wait = o.timeout + Duration::from_millis(window_ms * 2) + Duration::from_secs(10);
     let IpAddr::V4(ip) = local.ip() else {
@@ -405,15 +446,7 @@ fn session(
                 c.send("OK")?;
             }
             Some("VERIFY") => {
-                let seed: u64 = word(&w, 1, "seed")?;
-                let msg: usize = word(&w, 2, "message size")?;
-                let used: String = word(&w, 3, "slots")?;
-                if msg == 0 || msg > buf.len() {
-                    return Err(format!(
-                        "message of {msg} bytes refused (1 B to the buffer's {} B)",
-                        buf.len()
-                    ));
-                }
+                let (seed, msg, used) = verify_request(&w, buf.len())?;
                 if fault == Some(run::Fault::Corrupt)
                     && let Some(last) = used.bytes().rposition(|b| b == b'1')
                 {
@@ -914,12 +947,12 @@ mod tests {
         let hello = |w: &str| -> Vec<String> { w.split(' ').map(String::from).collect() };
         let big = hello("HELLO p/2 tcp host 67108865 100 n");
         assert!(
-            check_hello(&o, &big)
+            check_hello(&o.provider, &big)
                 .unwrap_err()
                 .contains("1 B to 67108864 B")
         );
         let ok = hello("HELLO p/2 tcp host 67108864 10000 n");
-        assert_eq!(check_hello(&o, &ok).unwrap(), (64 << 20, 10_000));
+        assert_eq!(check_hello(&o.provider, &ok).unwrap(), (64 << 20, 10_000));
     }
 
     #[test]
