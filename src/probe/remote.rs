@@ -295,6 +295,14 @@ fn handshake(
     }
 }
 
+/// The peer's IPv4 address (the only one its fabric connection may come from).
+fn peer_ip(peer: SocketAddr) -> Result<Ipv4Addr, String> {
+    match peer.ip() {
+        IpAddr::V4(a) => Ok(a),
+        other => Err(format!("peer {other} is not an IPv4 address")),
+    }
+}
+
 /// `HELLO`'s buffer length and window once checked against this side and the documented
 /// limits ([`MAX_BUFFER`], [`MAX_WINDOW_MS`]).
 fn check_hello(this_provider: &str, hello: &[String]) -> Result<(usize, u64), String> {
@@ -392,7 +400,13 @@ fn serve(
         _ => ip,
     };
     c.send(&format!("RAIL {named} {port} {domain} {speed}"))?;
-    fab.accept(o.timeout).map_err(open_err)?;
+    // Only the peer's address may take the fabric connection (a stranger that finds the
+    // port first is rejected and named).
+    for a in fab.accept(o.timeout, peer_ip(peer)?).map_err(open_err)? {
+        log(&format!(
+            "fabric connection request from {a} rejected: not the peer's address"
+        ));
+    }
     log(&format!("fabric connected on {ip}:{port} ({})", fab.nic()));
     let mut summary = ListenSummary {
         peer: peer.to_string(),
@@ -1001,6 +1015,30 @@ mod tests {
         }
         let e = check_rail(&w("REGION 1 2 3"), dialled).unwrap_err();
         assert_eq!(e, "expected RAIL, got `REGION 1 2 3`");
+    }
+
+    #[test]
+    fn a_fabric_connection_from_another_address_is_rejected() {
+        let lo = Ipv4Addr::LOCALHOST;
+        let Ok((mut fab, port)) = OfiFabric::listen_on("tcp", MemoryKind::Host, lo) else {
+            eprintln!("SKIPPED: libfabric's tcp provider is not available");
+            return;
+        };
+        let (stranger, peer) = (Ipv4Addr::new(127, 0, 0, 3), Ipv4Addr::new(127, 0, 0, 2));
+        let t = std::thread::spawn(move || {
+            let wait = Duration::from_secs(3);
+            let s = OfiFabric::connect_to("tcp", MemoryKind::Host, (stranger, lo), port, wait);
+            let p = OfiFabric::connect_to("tcp", MemoryKind::Host, (peer, lo), port, wait);
+            (
+                s.err().map(|e| e.to_string()),
+                p.err().map(|e| e.to_string()),
+            )
+        });
+        let rejected = fab.accept(Duration::from_secs(10), peer).unwrap();
+        assert_eq!(rejected, [stranger]);
+        let (s, p) = t.join().unwrap();
+        assert!(s.is_some(), "the stranger was connected");
+        assert_eq!(p, None);
     }
 
     #[test]
