@@ -54,9 +54,40 @@ run fleet.json fleet "$TMP/fleet" --format json
 "$BIN" probe --fabric ofi --provider tcp --memory host --format json --duration 0.2 --sizes 4096 2>/dev/null \
   | python3 -c 'import json,sys; d=json.load(sys.stdin); print(sorted(d.keys())); print(sorted(d["results"][0].keys()) if d.get("results") else "none")' > "$OUT/probe.keys" 2>&1
 
+# evidence and fabric maps (issue 56)
+OCI="$ROOT/fixtures/evidence/topology/oci-bm-gpu-h100-8.nccl-topo.xml"
+EV=()
+for f in "$ROOT"/fixtures/evidence/* "$ROOT"/tests/data/evidence/* "$ROOT"/tests/data/evidence-held-out/*; do
+  [ -f "$f" ] || continue
+  EV+=("$f")
+  d=$(basename "$(dirname "$f")"); b=$(basename "$f")
+  run "evidence.$d.$b" evidence "$f"
+  run "evidence.$d.$b.json" evidence "$f" --format json
+  run "evidence.$d.$b.oci" evidence "$f" -i "$OCI" --format json
+  run "evidence.$d.$b.8x200" evidence "$f" --nic-gbps 8x200
+done
+run evidence.all evidence "${EV[@]}"
+run evidence.all.json evidence "${EV[@]}" --format json --nic-gbps 8x400
+run evidence.hgx-faults evidence "$ROOT/fixtures/evidence/nccl-issue-707-8xa100-18nic.nccl-tests+nccl-info.EXCERPT.log" -i "$TMP/hgx-faults.tar.gz"
+for f in "$ROOT"/fixtures/fabric/published/* "$ROOT"/fixtures/fabric/pods/*; do
+  b=$(basename "$f")
+  run "fabric.$b" rails --fabric-map "$f"
+  run "fabric.$b.json" rails --fabric-map "$f" --format json
+  run "fabric.$b.hgx" rails -i "$ROOT/fixtures/synth/hgx-h100.tar.gz" --fabric-map "$f"
+  run "fabric.$b.hgx.json" rails -i "$ROOT/fixtures/synth/hgx-h100.tar.gz" --fabric-map "$f" --format json
+  run "fabric.$b.switch.json" rails --lldp-from switch --fabric-map "$f" --format json
+  run "fabric.$b.report.html" report -i "$ROOT/fixtures/synth/hgx-h100.tar.gz" --fabric-map "$f" -o /dev/stdout --format html
+done
+for f in "$ROOT"/fixtures/bundles/*.md; do
+  b=$(basename "$f")
+  run "bundle.$b.scan" scan -i "$f"
+  run "bundle.$b.scan.json" scan -i "$f" --format json
+done
+
 # synth layouts and cabling pictures (issue 56)
 # Every layout written as a tarball (listing with sizes/modes/mtimes, and the content of every file),
-# a few with faults or unprivileged configs; the HTML report's cabling picture from real maps.
+# a few with faults or unprivileged configs. The HTML report's cabling picture from every real map
+# is `fabric.*.report.html` above.
 LAYOUTS=$("$BIN" fixture --list | awk '/^[a-z]/{print $1}' | grep -v '^any$')
 fx() { local name=$1; shift; local d="$TMP/fx-$name"; mkdir -p "$d/x"
   { "$BIN" fixture "$@" -o "$d/t.tar.gz" 2>&1; echo "exit=$?"; } | sed "s#$TMP#TMP#g" > "$OUT/fixture.$name"
@@ -71,11 +102,3 @@ fx hgx-h100-faults hgx-h100 --fault acs-redirect=0000:39:01.0 --fault link-width
 fx hgx-h100-gds-faults hgx-h100-gds --fault no-nvidia-fs
 fx mi300x-faults mi300x-8gpu --fault no-amdkfd-peer
 run fixture.gb300.spec fixture gb300-tray --print-spec
-"$BIN" fixture hgx-h100 -o "$TMP/h100.tar.gz" >/dev/null 2>&1
-MAPS=("$ROOT/fixtures/fabric/pods/pod16-gpu0007-r2r5-swapped.ibnetdiscover"
-  "$ROOT"/fixtures/fabric/published/*)
-for m in "${MAPS[@]}"; do
-  [ "$(basename "$m")" = README.md ] && continue
-  b=$(basename "$m"); b=${b%%.*}
-  run "cabling.$b.report.html" report -i "$TMP/h100.tar.gz" --fabric-map "$m" -o /dev/stdout --format html
-done

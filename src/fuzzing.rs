@@ -84,10 +84,20 @@ pub const TARGETS: &[Target] = &[
         run: mountinfo,
     },
     Target {
+        name: "control",
+        run: control,
+    },
+    Target {
         name: "evidence",
         run: evidence,
     },
 ];
+
+/// The probe's control protocol (`peerpath-probe/2`): lines framed, tags checked, `CHALLENGE`,
+/// `HELLO`, `RAIL` and `VERIFY` parsed and checked ([`crate::probe::remote::fuzz_lines`]).
+pub fn control(data: &[u8]) {
+    crate::probe::remote::fuzz_lines(data);
+}
 
 /// `/etc/cufile.json` (JSON with comments), then the facts the GDS audit reads of it; at most
 /// [`crate::parse::MAX_LINE_REFUSALS`] wrong-type notes are kept, each shortened.

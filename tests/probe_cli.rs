@@ -11,6 +11,7 @@ fn probe(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_peerpath"));
     c.arg("probe").args(args);
     c.env_remove("PEERPATH_PROBE_FAULT");
+    c.env_remove("PEERPATH_PROBE_KEY");
     for (k, v) in env {
         c.env(k, v);
     }
@@ -446,4 +447,63 @@ fn probe_reads_its_input_as_every_topology_command_does() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!err.contains("no such host"), "{err}");
     assert_eq!(o.status.code(), Some(3), "{err}");
+}
+
+/// A listener whose `ERROR` text holds terminal escapes (OSC 52 writes the clipboard, `ESC[2J`
+/// clears the screen): the peer shows it escaped on stderr and in its text output, never raw.
+#[test]
+fn a_listeners_error_text_reaches_the_terminal_escaped() {
+    use std::io::Write;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let fake = std::thread::spawn(move || {
+        for _ in 0..2 {
+            let (mut s, _) = l.accept().unwrap();
+            let _ = s.write_all(b"ERROR \x1b]52;c;cHduZWQ=\x07\x1b[2J\xc2\x9b31m pwned\r\n");
+        }
+    });
+    let peer = format!("127.0.0.1:{port}");
+    for format in ["json", "text"] {
+        let o = probe(
+            &[
+                "--fabric",
+                "ofi",
+                "--provider",
+                "tcp",
+                "--memory",
+                "host",
+                "--duration",
+                "1",
+                "--timeout",
+                "3",
+                "--insecure",
+                "--peer",
+                &peer,
+                "--format",
+                format,
+            ],
+            &[],
+        );
+        no_panic(&o);
+        let err = String::from_utf8_lossy(&o.stderr);
+        if err.contains("libfabric.so.1") {
+            eprintln!("SKIPPED: libfabric not installed");
+            return;
+        }
+        assert_eq!(o.status.code(), Some(3), "{err}");
+        assert!(err.contains("\\x1b]52;c;cHduZWQ=\\x07\\x1b[2J"), "{err}");
+        for out in [&o.stdout, &o.stderr] {
+            assert!(
+                !out.iter().any(|b| [0x1b, 0x07, b'\r'].contains(b)),
+                "raw control bytes: {:?}",
+                String::from_utf8_lossy(out)
+            );
+        }
+        // C1 controls: escaped on stderr and in text; JSON into a pipe is data, as written.
+        assert!(!err.contains('\u{9b}'), "{err}");
+        if format == "text" {
+            assert!(!String::from_utf8_lossy(&o.stdout).contains('\u{9b}'));
+        }
+    }
+    fake.join().unwrap();
 }

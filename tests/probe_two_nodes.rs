@@ -4,7 +4,12 @@
 //! verified byte for byte on the side they landed on. Also: a rail whose peer is missing
 //! (nothing listening, or no host at the address) is named with a clear error and exit 3
 //! within a bounded time; a listener nobody reaches gives up; a corrupted byte at the
-//! listener is caught.
+//! listener is caught. The control connection is authenticated with a shared key (the
+//! listener from `--key-file`, the peer from `PEERPATH_PROBE_KEY`), and hostile peers are
+//! tried: strangers connecting first (closing, garbage, another key) do not stop the
+//! listener serving the real peer; a peer trickling one byte a second does not hold it past
+//! `--timeout`; a `RAIL` naming another address than the one dialled is refused; without a
+//! key both sides refuse unless `--insecure`; `--bind` binds that address only.
 //!
 //! Needs root (network namespaces), `ip` (iproute2) and libfabric1; `.ci/run` installs both.
 //! Under `CI` a missing piece fails; elsewhere the test reports itself skipped.
@@ -81,7 +86,12 @@ struct Nodes {
     b: String,
     /// The interface in b (the connector's NIC).
     veth_b: String,
+    /// Holds the listener's key file (mode 0600), [`KEY`].
+    keys: tempfile::TempDir,
 }
+
+/// The key both sides share in these tests (the peer reads it from `PEERPATH_PROBE_KEY`).
+const KEY: &str = "two-nodes-test-key-0123456789";
 
 impl Nodes {
     fn new(tag: &str) -> Nodes {
@@ -90,7 +100,14 @@ impl Nodes {
             a: format!("{tag}a"),
             b: format!("{tag}b"),
             veth_b: format!("{tag}vb"),
+            keys: tempfile::tempdir().unwrap(),
         };
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let p = n.key_file();
+            std::fs::write(&p, format!("{KEY}\n")).unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
         let veth_a = format!("{tag}va");
         // Whatever exists of a previous run with the same id goes first.
         let _ = Command::new("ip").args(["netns", "del", &n.a]).output();
@@ -131,10 +148,23 @@ impl Nodes {
         n
     }
 
-    /// `peerpath ARGS` in namespace `ns`.
+    fn key_file(&self) -> String {
+        self.keys.path().join("key").display().to_string()
+    }
+
+    /// `peerpath ARGS` in namespace `ns`, [`KEY`] in `PEERPATH_PROBE_KEY`.
     fn cmd(ns: &str, args: &[&str]) -> Command {
         let mut c = Command::new("ip");
         c.args(["netns", "exec", ns, bin()]).args(args);
+        c.env("PEERPATH_PROBE_KEY", KEY);
+        c.env_remove("PEERPATH_PROBE_FAULT");
+        c
+    }
+
+    /// `bash -c SCRIPT` in namespace `ns` (a stranger's TCP connections via `/dev/tcp`).
+    fn sh(ns: &str, script: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", ns, "bash", "-c", script]);
         c
     }
 }
@@ -153,22 +183,41 @@ struct Listener(Child, std::sync::mpsc::Receiver<String>);
 impl Listener {
     /// `peerpath probe --listen PORT` in namespace a, returned once it says it listens.
     fn start(nodes: &Nodes, port: u16, timeout: &str, env: &[(&str, &str)]) -> Listener {
-        let mut c = Nodes::cmd(
-            &nodes.a,
-            &[
-                "probe",
-                "--listen",
-                &port.to_string(),
-                "--fabric",
-                "ofi",
-                "--provider",
-                "tcp",
-                "--memory",
-                "host",
-                "--timeout",
-                timeout,
-            ],
-        );
+        Listener::start_with(nodes, port, timeout, env, &[])
+    }
+
+    /// [`Listener::start`] with more options; the key from `--key-file` (the file holds
+    /// [`KEY`]) unless they say `--insecure`.
+    fn start_with(
+        nodes: &Nodes,
+        port: u16,
+        timeout: &str,
+        env: &[(&str, &str)],
+        extra: &[&str],
+    ) -> Listener {
+        let port = port.to_string();
+        let key_file = nodes.key_file();
+        let mut args = vec![
+            "probe",
+            "--listen",
+            &port,
+            "--fabric",
+            "ofi",
+            "--provider",
+            "tcp",
+            "--memory",
+            "host",
+            "--timeout",
+            timeout,
+        ];
+        if !extra.contains(&"--insecure") {
+            args.extend(["--key-file", &key_file]);
+        }
+        args.extend(extra);
+        let mut c = Nodes::cmd(&nodes.a, &args);
+        if extra.contains(&"--insecure") {
+            c.env_remove("PEERPATH_PROBE_KEY");
+        }
         c.envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -201,6 +250,17 @@ impl Listener {
         }
     }
 
+    /// [`Listener::finish`] and everything it said on stderr after its first line.
+    fn finish_said(self) -> (Output, String) {
+        let out_rx = std::sync::mpsc::channel().1;
+        let mut me = self;
+        let rx = std::mem::replace(&mut me.1, out_rx);
+        let out = me.finish();
+        // The drain thread ends at the listener's end of stderr.
+        let said: String = rx.iter().collect();
+        (out, said)
+    }
+
     fn finish(mut self) -> Output {
         let deadline = Instant::now() + Duration::from_secs(20);
         while self.0.try_wait().unwrap().is_none() {
@@ -221,6 +281,17 @@ impl Drop for Listener {
 
 /// `peerpath probe --peer …` in namespace b, JSON; its exit code, document and wall time.
 fn peer(nodes: &Nodes, peers: &[&str], extra: &[&str]) -> (i32, Value, Duration) {
+    let (rc, doc, took, _) = peer_env(nodes, peers, extra, &[]);
+    (rc, doc, took)
+}
+
+/// [`peer`] with environment variables set (an empty value removes one), and its stderr.
+fn peer_env(
+    nodes: &Nodes,
+    peers: &[&str],
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (i32, Value, Duration, String) {
     let mut args = vec![
         "probe",
         "--fabric",
@@ -241,7 +312,15 @@ fn peer(nodes: &Nodes, peers: &[&str], extra: &[&str]) -> (i32, Value, Duration)
     }
     args.extend(extra);
     let t0 = Instant::now();
-    let out = Nodes::cmd(&nodes.b, &args).output().unwrap();
+    let mut c = Nodes::cmd(&nodes.b, &args);
+    for (k, v) in env {
+        if v.is_empty() {
+            c.env_remove(k);
+        } else {
+            c.env(k, v);
+        }
+    }
+    let out = c.output().unwrap();
     let took = t0.elapsed();
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
@@ -250,7 +329,8 @@ fn peer(nodes: &Nodes, peers: &[&str], extra: &[&str]) -> (i32, Value, Duration)
             String::from_utf8_lossy(&out.stderr)
         )
     });
-    (out.status.code().unwrap_or(-1), doc, took)
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code().unwrap_or(-1), doc, took, err)
 }
 
 fn rows(doc: &Value, rail: u64) -> Vec<&Value> {
@@ -375,7 +455,7 @@ fn a_listener_nobody_reaches_gives_up() {
     )
     .output()
     .unwrap();
-    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("no peer connected to port 7043 within 1 s"),
@@ -479,4 +559,194 @@ fn a_listener_that_refuses_the_session_is_named() {
         );
     }
     assert_eq!(listener.finish().status.code(), Some(1));
+}
+
+/// Every row of rail 0 verified (the real peer was served).
+fn served(doc: &Value) {
+    let r0 = rows(doc, 0);
+    assert_eq!(r0.len(), 4, "{doc:#}");
+    assert!(r0.iter().all(|r| r["verified"] == true), "{doc:#}");
+}
+
+#[test]
+fn strangers_connecting_first_do_not_stop_the_real_peer() {
+    if !available() {
+        return;
+    }
+    let nodes = Nodes::new("s");
+    let listener = Listener::start(&nodes, 7046, "15", &[]);
+    // A port scan (connect, close), garbage with terminal escapes (OSC 52 writes the
+    // clipboard, ESC[2J clears the screen), and a peer with another key.
+    let scan = Nodes::sh(&nodes.b, "exec 3<>/dev/tcp/10.40.0.1/7046; exec 3>&-")
+        .status()
+        .unwrap();
+    assert!(scan.success());
+    let garbage = Nodes::sh(
+        &nodes.b,
+        r"exec 3<>/dev/tcp/10.40.0.1/7046; printf '\033]52;c;cHduZWQ=\a\033[2J HELLO\n' >&3; sleep 0.3",
+    )
+    .status()
+    .unwrap();
+    assert!(garbage.success());
+    let (rc, doc, _, err) = peer_env(
+        &nodes,
+        &["10.40.0.1:7046"],
+        &[],
+        &[("PEERPATH_PROBE_KEY", "another-key-of-enough-bytes")],
+    );
+    assert_eq!(rc, 3, "{err}\n{doc:#}");
+    assert!(err.contains("the handshake failed"), "{err}");
+    // The real peer is still served.
+    let (rc, doc, _) = peer(&nodes, &["10.40.0.1:7046"], &[]);
+    assert_eq!(rc, 0, "{doc:#}");
+    served(&doc);
+    let (out, log) = listener.finish_said();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("2 verified, 0 wrong"),
+        "{out:?}"
+    );
+    assert!(log.matches("refused:").count() >= 3, "{log}");
+    assert!(log.contains("\\x1b]52;c;cHduZWQ=\\x07"), "{log}");
+    assert!(!log.contains('\x1b') && !log.contains('\x07'), "{log:?}");
+}
+
+#[test]
+fn a_trickling_peer_does_not_hold_the_listener_past_its_timeout() {
+    if !available() {
+        return;
+    }
+    let nodes = Nodes::new("t");
+    let listener = Listener::start(&nodes, 7047, "2", &[]);
+    let t0 = Instant::now();
+    // One byte a second, never a whole line.
+    let mut trickle = Nodes::sh(
+        &nodes.b,
+        "exec 3<>/dev/tcp/10.40.0.1/7047; for i in $(seq 20); do printf H >&3 || exit; sleep 1; done",
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let (out, err) = listener.finish_said();
+    let took = t0.elapsed();
+    let _ = trickle.kill();
+    let _ = trickle.wait();
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert!(
+        err.contains("no peer connected to port 7047 within 2 s"),
+        "{err}"
+    );
+    assert!(took < Duration::from_secs(4), "took {took:?}");
+}
+
+#[test]
+fn a_rail_naming_another_address_is_refused() {
+    if !available() {
+        return;
+    }
+    let nodes = Nodes::new("f");
+    // A debug build honours the fault: the listener names 127.0.0.1 in RAIL — in b's
+    // namespace that is b itself, not the node dialled.
+    let listener = Listener::start(&nodes, 7048, "5", &[("PEERPATH_PROBE_FAULT", "forge-rail")]);
+    let (rc, doc, _) = peer(&nodes, &["10.40.0.1:7048"], &["--timeout", "2"]);
+    let r0 = rows(&doc, 0);
+    assert_eq!(r0.len(), 4, "{doc:#}");
+    for r in &r0 {
+        assert_eq!(r["verdict"], "transfer_failed", "{r:#}");
+        let why = r["reason"].as_str().unwrap();
+        assert!(
+            why.contains("names fabric address 127.0.0.1, not the address dialled (10.40.0.1)"),
+            "{why}"
+        );
+    }
+    assert_eq!(rc, 1);
+    drop(listener);
+}
+
+#[test]
+fn without_a_key_both_sides_refuse_unless_insecure() {
+    if !available() {
+        return;
+    }
+    let nodes = Nodes::new("n");
+    let mut c = Nodes::cmd(
+        &nodes.a,
+        &[
+            "probe", "--listen", "7049", "--fabric", "ofi", "--memory", "host",
+        ],
+    );
+    let out = c.env_remove("PEERPATH_PROBE_KEY").output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no key for the control connection"), "{err}");
+    let mut c = Nodes::cmd(
+        &nodes.b,
+        &[
+            "probe",
+            "--peer",
+            "10.40.0.1:7049",
+            "--fabric",
+            "ofi",
+            "--memory",
+            "host",
+        ],
+    );
+    let out = c.env_remove("PEERPATH_PROBE_KEY").output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    // A peer with a key refuses an --insecure listener; both --insecure run.
+    let listener = Listener::start_with(&nodes, 7049, "10", &[], &["--insecure"]);
+    let (rc, doc, _, err) = peer_env(&nodes, &["10.40.0.1:7049"], &[], &[]);
+    assert_eq!(rc, 3, "{doc:#}");
+    assert!(err.contains("the listener runs without a key"), "{err}");
+    let (rc, doc, _, _) = peer_env(
+        &nodes,
+        &["10.40.0.1:7049"],
+        &["--insecure"],
+        &[("PEERPATH_PROBE_KEY", "")],
+    );
+    assert_eq!(rc, 0, "{doc:#}");
+    served(&doc);
+    assert_eq!(listener.finish().status.code(), Some(0));
+}
+
+#[test]
+fn listen_binds_the_address_it_is_told() {
+    if !available() {
+        return;
+    }
+    let nodes = Nodes::new("b");
+    let listener = Listener::start_with(&nodes, 7050, "10", &[], &["--bind", "10.40.0.1"]);
+    // On a's own loopback nothing listens: --bind 10.40.0.1 binds that address only.
+    let mut c = Nodes::cmd(
+        &nodes.a,
+        &[
+            "probe",
+            "--peer",
+            "127.0.0.1:7050",
+            "--fabric",
+            "ofi",
+            "--memory",
+            "host",
+            "--format",
+            "json",
+            "--duration",
+            "1",
+        ],
+    );
+    let out = c.output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("connection refused"),
+        "{out:?}"
+    );
+    let (rc, doc, _) = peer(&nodes, &["10.40.0.1:7050"], &[]);
+    assert_eq!(rc, 0, "{doc:#}");
+    served(&doc);
+    let out = listener.finish();
+    // The fabric endpoint is on the bound address too.
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("over 10.40.0.1:"),
+        "{out:?}"
+    );
 }

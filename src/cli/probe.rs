@@ -109,9 +109,18 @@ pub struct ProbeArgs {
     /// first); each rail's bytes go to the address its peer is reached at.
     #[arg(long, value_name = "HOST:PORT")]
     pub peer: Vec<String>,
-    /// Bound on each wait for the peer (connecting, each answer, the fabric connection), seconds.
+    /// Bound on each wait for the peer (connecting, each answer as a whole, the fabric
+    /// connection; on the listener, the wait for a peer that proves the key), seconds.
     #[arg(long, default_value_t = 10.0, value_name = "SECS")]
     pub timeout: f64,
+    /// With --listen/--peer: the file holding the key both sides share (at least 16 bytes,
+    /// readable by its owner only); default: the environment variable PEERPATH_PROBE_KEY.
+    #[arg(long, value_name = "PATH")]
+    pub key_file: Option<PathBuf>,
+    /// With --listen/--peer: run the control connection without a key (both sides must say
+    /// so): the listener serves whoever connects first. Trusted networks only.
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 /// Runs the subcommand; returns the exit code.
@@ -188,6 +197,7 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<u8> {
 /// `--listen` / `--peer`: the probe across two nodes (docs/probe.md).
 fn across_nodes(a: &ProbeArgs) -> anyhow::Result<u8> {
     use peerpath::probe::remote;
+    use peerpath::render::escape::one_line;
     if a.fabric != FabricArg::Ofi {
         anyhow::bail!(
             "--listen/--peer run over libfabric only (--fabric ofi); verbs across nodes is not implemented"
@@ -200,6 +210,8 @@ fn across_nodes(a: &ProbeArgs) -> anyhow::Result<u8> {
         anyhow::bail!("--timeout must be between 0 and 3600 seconds");
     }
     let timeout = Duration::from_secs_f64(a.timeout);
+    let key = remote::Key::resolve(a.key_file.as_deref(), a.insecure)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let json = a.format == ProbeFormat::Json;
     if let Some(port) = a.listen {
         let o = remote::ListenOptions {
@@ -207,9 +219,11 @@ fn across_nodes(a: &ProbeArgs) -> anyhow::Result<u8> {
             bind: a.bind,
             provider: a.provider.clone(),
             timeout,
+            key: key.clone(),
             fault: Fault::from_env(),
         };
-        let mut log = |l: &str| eprintln!("peerpath probe --listen: {l}");
+        // Log lines quote the other side (a stranger's bytes): escaped, one line each.
+        let mut log = |l: &str| eprintln!("peerpath probe --listen: {}", one_line(l));
         return Ok(match remote::listen(&o, &mut log) {
             Ok(s) => {
                 println!(
@@ -230,11 +244,14 @@ fn across_nodes(a: &ProbeArgs) -> anyhow::Result<u8> {
                 }
             }
             Err(Ok(u)) => {
-                eprintln!("peerpath probe --listen: cannot run: {u}");
+                eprintln!(
+                    "peerpath probe --listen: cannot run: {}",
+                    one_line(&u.to_string())
+                );
                 EXIT_UNAVAILABLE
             }
             Err(Err(e)) => {
-                eprintln!("peerpath probe --listen: session failed: {e}");
+                eprintln!("peerpath probe --listen: session failed: {}", one_line(&e));
                 EXIT_CONTRADICTED
             }
         });
@@ -246,6 +263,7 @@ fn across_nodes(a: &ProbeArgs) -> anyhow::Result<u8> {
         depth: usize::from(a.depth),
         duration: Duration::from_secs_f64(a.duration),
         timeout,
+        key,
         progress: !json && std::io::stderr().is_terminal(),
     };
     let run = match remote::probe_peers(&o) {
@@ -265,7 +283,7 @@ fn across_nodes(a: &ProbeArgs) -> anyhow::Result<u8> {
         super::print_text(&render_text(&run.report));
     }
     for u in &run.unreachable {
-        eprintln!("peerpath probe: peer not reached: {u}");
+        eprintln!("peerpath probe: peer not reached: {}", one_line(u));
     }
     Ok(if !run.unreachable.is_empty() {
         EXIT_UNAVAILABLE

@@ -16,6 +16,7 @@
 //! below keep it so).
 #![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
+pub mod control;
 pub mod counters;
 pub mod cuda;
 pub mod cufile;

@@ -4,14 +4,16 @@
 //! ([`run::timed_phase`]), pattern and verdicts as the local probe; only the libfabric side is
 //! split in two processes ([`OfiFabric::listen_on`] / [`OfiFabric::connect_to`]).
 //!
-//! The out-of-band control connection is one TCP socket per rail (std::net), text lines of at
-//! most [`MAX_LINE`] bytes, every read bounded by a timeout:
+//! The out-of-band control connection is one TCP socket per rail ([`Control`]: whole lines
+//! under a deadline, at most [`MAX_LINE`] bytes, each tagged with the shared key — see
+//! [`super::control`] for the handshake and the tags, which end every line below):
 //!
 //! ```text
-//! A → B  HELLO peerpath-probe/1 <provider> <memory> <buffer bytes> <window ms>
+//! B → A  CHALLENGE peerpath-probe/2 hmac-sha256|none <nonce>
+//! A → B  HELLO peerpath-probe/2 <provider> <memory> <buffer bytes> <window ms> <nonce>
 //! B → A  RAIL <fabric ip> <fabric port> <domain> <link Mb/s or ->
 //!        (B listens on the address A's control connection reached; A connects there from
-//!        the address its control connection left from)
+//!        the address its control connection left from, and refuses any other address)
 //! B → A  REGION <addr> <key> <len>          (B accepted and registered its buffer)
 //! A → B  FILL <seed>                       B → A  OK
 //! A → B  VERIFY <seed> <msg> <used slots>  B → A  VERIFIED | WRONG <slot> <offset>
@@ -19,7 +21,10 @@
 //! ```
 //!
 //! Either side answers `ERROR <text>` instead and closes. The bytes themselves never cross the
-//! control connection: B checks what landed in its memory and says so.
+//! control connection: B checks what landed in its memory and says so. The listener serves
+//! the first connection that proves the key; one that does not (a port scan, a health check,
+//! another key, garbage, silence) is logged and closed while the listener keeps waiting, up
+//! to `--timeout` in all.
 
 use super::fabric::ofi::OfiFabric;
 use super::fabric::{Fabric, OpenError, RegKey, Registration, RemoteRegion, RemoteRegistration};
@@ -32,17 +37,23 @@ use crate::analysis::probe_report::verdict::{self, Verdict};
 use crate::analysis::probe_report::{
     CellResult, Direction, MemoryKind, NicRef, Op, PROBE_SCHEMA, ProbeReport,
 };
-use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// The control protocol's name and version, first word of `HELLO`.
-pub const PROTOCOL: &str = "peerpath-probe/1";
-/// Longest control line accepted, bytes.
-pub const MAX_LINE: usize = 512;
+use super::control::shown;
+pub use super::control::{Control, Key, MAX_LINE, PROTOCOL, Side};
+
 /// Largest buffer a listener registers for a peer, bytes.
 pub const MAX_BUFFER: usize = 64 << 20;
+/// Longest timed window a listener accepts in `HELLO`, milliseconds (the peer asks at most
+/// 3 s); each of its waits for the peer's next request is `--timeout` + twice this + 10 s.
+pub const MAX_WINDOW_MS: u64 = 10_000;
+/// Handshakes a listener runs at once; a connection beyond them is closed at once.
+pub const MAX_HANDSHAKES: usize = 16;
+/// Fastest link a listener may name in `RAIL`, Mb/s (10 Tb/s); a rate above it, or 0, is
+/// read as unknown.
+pub const MAX_LINK_MBPS: u64 = 10_000_000;
 
 /// Options of the listening side (`--listen`).
 #[derive(Debug, Clone)]
@@ -53,8 +64,10 @@ pub struct ListenOptions {
     pub bind: IpAddr,
     /// libfabric provider.
     pub provider: String,
-    /// How long to wait for the peer, and for each of its requests.
+    /// How long to wait for a peer that proves the key (in all), and for each of its requests.
     pub timeout: Duration,
+    /// The shared key (or none: `--insecure`).
+    pub key: Key,
     /// A fault to inject (debug builds, tests): `Corrupt` flips a byte of the last slot the
     /// peer wrote before it is verified.
     pub fault: Option<run::Fault>,
@@ -86,8 +99,10 @@ pub struct PeerOptions {
     pub depth: usize,
     /// Bound on the whole run.
     pub duration: Duration,
-    /// Bound on each wait for a peer (connect, each answer, the fabric connection).
+    /// Bound on each wait for a peer (connect, each answer as a whole, the fabric connection).
     pub timeout: Duration,
+    /// The shared key (or none: `--insecure`).
+    pub key: Key,
     /// Show a progress bar.
     pub progress: bool,
 }
@@ -102,63 +117,14 @@ pub struct PeerRun {
     pub unreachable: Vec<String>,
 }
 
-/// A control connection: line reads bounded by the socket's read timeout and [`MAX_LINE`].
-struct Control {
-    reader: BufReader<TcpStream>,
-    writer: TcpStream,
-}
-
-impl Control {
-    fn new(s: TcpStream, timeout: Duration) -> Result<Control, String> {
-        s.set_read_timeout(Some(timeout))
-            .map_err(|e| e.to_string())?;
-        s.set_write_timeout(Some(timeout))
-            .map_err(|e| e.to_string())?;
-        s.set_nodelay(true).map_err(|e| e.to_string())?;
-        let writer = s.try_clone().map_err(|e| e.to_string())?;
-        Ok(Control {
-            reader: BufReader::new(s),
-            writer,
-        })
-    }
-    fn send(&mut self, line: &str) -> Result<(), String> {
-        self.writer
-            .write_all(format!("{line}\n").as_bytes())
-            .map_err(|e| format!("control connection: cannot send: {e}"))
-    }
-    /// The next line's words; an `ERROR` line from the other side becomes `Err`.
-    fn recv(&mut self) -> Result<Vec<String>, String> {
-        let mut line = String::new();
-        let n = (&mut self.reader)
-            .take(MAX_LINE as u64 + 1)
-            .read_line(&mut line)
-            .map_err(|e| match e.kind() {
-                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
-                    "control connection: no answer in time".to_string()
-                }
-                _ => format!("control connection: {e}"),
-            })?;
-        if n == 0 {
-            return Err("control connection closed by the other side".into());
-        }
-        if n > MAX_LINE || !line.ends_with('\n') {
-            return Err(format!(
-                "control connection: line longer than {MAX_LINE} bytes"
-            ));
-        }
-        let words: Vec<String> = line.split_whitespace().map(str::to_string).collect();
-        if words.first().map(String::as_str) == Some("ERROR") {
-            return Err(format!("the other side: {}", words[1..].join(" ")));
-        }
-        Ok(words)
-    }
-}
-
 /// Parses word `i` of a control line.
 fn word<T: std::str::FromStr>(w: &[String], i: usize, what: &str) -> Result<T, String> {
-    w.get(i)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| format!("control connection: bad {what} in `{}`", w.join(" ")))
+    w.get(i).and_then(|s| s.parse().ok()).ok_or_else(|| {
+        format!(
+            "control connection: bad {what} in `{}`",
+            shown(&w.join(" "))
+        )
+    })
 }
 
 /// The link rate of a network interface in Mb/s, from `/sys/class/net/<ifname>/speed`;
@@ -179,9 +145,9 @@ fn open_err(e: OpenError) -> String {
     e.to_string()
 }
 
-/// Waits for one peer on `o.port`, serves its rail and returns what it did. `Err(Unavailable)`
-/// when no peer came within the timeout or the fabric cannot open (exit 3); `Err` in the other
-/// variant for a session that broke.
+/// Waits for one peer on `o.port` that proves the key, serves its rail and returns what it
+/// did. `Err(Unavailable)` when no such peer came within the timeout or the fabric cannot open
+/// (exit 3); `Err` in the other variant for a session that broke.
 pub fn listen(
     o: &ListenOptions,
     log: &mut dyn FnMut(&str),
@@ -192,87 +158,233 @@ pub fn listen(
             o.bind, o.port
         )))
     })?;
-    listener
-        .set_nonblocking(true)
-        .map_err(|e| Err(e.to_string()))?;
     log(&format!(
-        "listening on {}:{} for {:.0} s",
+        "listening on {}:{} for {:.0} s{}",
         o.bind,
         o.port,
-        o.timeout.as_secs_f64()
-    ));
-    let deadline = Instant::now() + o.timeout;
-    let (stream, peer) = loop {
-        match listener.accept() {
-            Ok(x) => break x,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                if Instant::now() > deadline || interrupted() {
-                    return Err(Ok(Unavailable::device(&format!(
-                        "no peer connected to port {} within {:.0} s",
-                        o.port,
-                        o.timeout.as_secs_f64()
-                    ))));
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Err(e) => return Err(Err(format!("accept: {e}"))),
+        o.timeout.as_secs_f64(),
+        if o.key.is_set() {
+            ""
+        } else {
+            " (--insecure: whoever connects first is served)"
         }
-    };
-    stream
-        .set_nonblocking(false)
-        .map_err(|e| Err(e.to_string()))?;
-    let local = stream.local_addr().map_err(|e| Err(e.to_string()))?;
-    log(&format!("peer {peer} connected (control)"));
-    let mut c = Control::new(stream, o.timeout).map_err(Err)?;
-    let r = serve(o, &mut c, local, peer, log);
+    ));
+    listen_on(listener, o, log)
+}
+
+/// [`listen`] on a socket already bound.
+pub fn listen_on(
+    listener: TcpListener,
+    o: &ListenOptions,
+    log: &mut dyn FnMut(&str),
+) -> Result<ListenSummary, Result<Unavailable, String>> {
+    let admitted = await_peer(&listener, o, log)?;
+    // Nobody else is served: later connections are refused by the kernel.
+    drop(listener);
+    let Admitted {
+        mut control,
+        local,
+        peer,
+        hello,
+    } = admitted;
+    control.cap = None;
+    log(&format!(
+        "peer {peer} connected (control) and proved the key"
+    ));
+    let r = serve(o, &mut control, &hello, (local, peer), log);
     if let Err(e) = &r {
-        let one_line: String = e.replace(['\n', '\r'], " ").chars().take(400).collect();
-        let _ = c.send(&format!("ERROR {one_line}"));
+        control.send_error(e);
     }
     r.map_err(Err)
 }
 
-/// One rail's session on the listening side (see the module doc for the lines).
-fn serve(
-    o: &ListenOptions,
-    c: &mut Control,
+/// A control connection whose `HELLO` proved the key.
+struct Admitted {
+    control: Control,
     local: SocketAddr,
     peer: SocketAddr,
+    hello: Vec<String>,
+}
+
+/// Accepts connections until one proves the key, each handshake on a thread of its own (at
+/// most [`MAX_HANDSHAKES`] at once) bounded by `o.timeout` for its `HELLO` and by the
+/// overall deadline: a stranger that closes, sends garbage, the wrong key or nothing at all
+/// is logged (escaped) and the wait goes on.
+fn await_peer(
+    listener: &TcpListener,
+    o: &ListenOptions,
     log: &mut dyn FnMut(&str),
-) -> Result<ListenSummary, String> {
-    let hello = c.recv()?;
-    if hello.first().map(String::as_str) != Some("HELLO")
-        || hello.get(1).map(String::as_str) != Some(PROTOCOL)
-    {
-        return Err(format!(
-            "expected `HELLO {PROTOCOL}`, got `{}`",
-            hello.join(" ")
-        ));
+) -> Result<Admitted, Result<Unavailable, String>> {
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| Err(e.to_string()))?;
+    let deadline = Instant::now() + o.timeout;
+    let (tx, rx) = std::sync::mpsc::channel::<Result<Admitted, (SocketAddr, String)>>();
+    let (mut busy, mut refused) = (0usize, 0usize);
+    loop {
+        while let Ok(m) = rx.try_recv() {
+            busy -= 1;
+            match m {
+                Ok(a) => return Ok(a),
+                Err((who, why)) => {
+                    refused += 1;
+                    log(&format!("connection from {who} refused: {}", shown(&why)));
+                }
+            }
+        }
+        if Instant::now() >= deadline || interrupted() {
+            let also = match refused {
+                0 => String::new(),
+                n => format!(" ({n} connection(s) that did not prove the key refused)"),
+            };
+            return Err(Ok(Unavailable::device(&format!(
+                "no peer connected to port {} within {:.0} s{also}",
+                o.port,
+                o.timeout.as_secs_f64()
+            ))));
+        }
+        match listener.accept() {
+            Ok((s, who)) if busy >= MAX_HANDSHAKES => {
+                drop(s);
+                log(&format!(
+                    "connection from {who} closed: {MAX_HANDSHAKES} handshakes under way"
+                ));
+            }
+            Ok((s, who)) => {
+                busy += 1;
+                let (tx, key, wait) = (tx.clone(), o.key.clone(), o.timeout);
+                std::thread::spawn(move || {
+                    let _ = tx.send(handshake(s, key, wait, deadline).map_err(|e| (who, e)));
+                });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Err(format!("accept: {e}"))),
+        }
     }
-    let provider: String = word(&hello, 2, "provider")?;
-    if provider != o.provider {
+}
+
+/// The listener's side of one connection's handshake: `CHALLENGE`, then a `HELLO` whose tag
+/// proves the key, before `deadline`. A connection that fails is answered `ERROR` and closed.
+fn handshake(
+    s: TcpStream,
+    key: Key,
+    wait: Duration,
+    deadline: Instant,
+) -> Result<Admitted, String> {
+    s.set_nonblocking(false).map_err(|e| e.to_string())?;
+    let local = s.local_addr().map_err(|e| e.to_string())?;
+    let peer = s.peer_addr().map_err(|e| e.to_string())?;
+    let mut control = Control::new(s, wait, key, Side::Listener)?;
+    control.cap = Some(deadline);
+    match control.challenge() {
+        Ok(hello) => Ok(Admitted {
+            control,
+            local,
+            peer,
+            hello,
+        }),
+        Err(e) => {
+            control.send_error(
+                "the handshake failed: this listener serves only a peer that proves its key",
+            );
+            Err(e)
+        }
+    }
+}
+
+/// The peer's IPv4 address (the only one its fabric connection may come from).
+fn peer_ip(peer: SocketAddr) -> Result<Ipv4Addr, String> {
+    match peer.ip() {
+        IpAddr::V4(a) => Ok(a),
+        other => Err(format!("peer {other} is not an IPv4 address")),
+    }
+}
+
+/// `HELLO`'s buffer length and window once checked against this side and the documented
+/// limits ([`MAX_BUFFER`], [`MAX_WINDOW_MS`]).
+fn check_hello(this_provider: &str, hello: &[String]) -> Result<(usize, u64), String> {
+    let provider: String = word(hello, 2, "provider")?;
+    if provider != this_provider {
         return Err(format!(
-            "peer asks provider {provider}, this side runs {}",
-            o.provider
+            "peer asks provider {}, this side runs {this_provider}",
+            shown(&provider),
         ));
     }
     if hello.get(3).map(String::as_str) != Some("host") {
         return Err("only host memory is served across nodes (this side)".into());
     }
-    let len: usize = word(&hello, 4, "buffer length")?;
-    if len == 0 || len > MAX_BUFFER {
+    let len: u64 = word(hello, 4, "buffer length")?;
+    if len == 0 || len > MAX_BUFFER as u64 {
         return Err(format!(
             "buffer of {len} bytes refused (1 B to {MAX_BUFFER} B)"
         ));
     }
-    let window_ms: u64 = word(&hello, 5, "window")?;
+    let window_ms: u64 = word(hello, 5, "window")?;
+    if window_ms == 0 || window_ms > MAX_WINDOW_MS {
+        return Err(format!(
+            "window of {window_ms} ms refused (1 to {MAX_WINDOW_MS} ms)"
+        ));
+    }
+    Ok((len as usize, window_ms))
+}
+
+/// The seed, message size and used slots of a `VERIFY` request, the size 1 B to the
+/// buffer's `len`.
+fn verify_request(w: &[String], len: usize) -> Result<(u64, usize, String), String> {
+    let seed: u64 = word(w, 1, "seed")?;
+    let msg: usize = word(w, 2, "message size")?;
+    let used: String = word(w, 3, "slots")?;
+    if msg == 0 || msg > len {
+        return Err(format!(
+            "message of {msg} bytes refused (1 B to the buffer's {len} B)"
+        ));
+    }
+    Ok((seed, msg, used))
+}
+
+/// Fuzz entry (`crate::fuzzing`, target `control`): `data` as the bytes a listener and a peer
+/// read, with and without a key — framed into lines, the peer's first line checked as a
+/// `CHALLENGE`, every line's tag checked, and `HELLO`, `RAIL` and `VERIFY` parsed and checked
+/// as the sessions do. Never panics, whatever the bytes.
+pub fn fuzz_lines(data: &[u8]) {
+    let keyed = Key::from_bytes(b"fuzz-key-0123456789abcdef").unwrap_or_else(|_| Key::insecure());
+    for (key, me) in [
+        (Key::insecure(), Side::Listener),
+        (Key::insecure(), Side::Peer),
+        (keyed.clone(), Side::Listener),
+        (keyed, Side::Peer),
+    ] {
+        let mut t = super::control::Transcript::new(key, me);
+        let mut pending = data.to_vec();
+        let mut first = me == Side::Peer;
+        while let Some(Ok(line)) = super::control::take_line(&mut pending) {
+            if std::mem::take(&mut first) {
+                let _ = t.challenged(&line);
+                continue;
+            }
+            let Ok(w) = t.open(&line) else { continue };
+            let _ = check_hello("tcp", &w);
+            let _ = check_rail(&w, Ipv4Addr::LOCALHOST);
+            let _ = verify_request(&w, 4096);
+        }
+    }
+}
+
+/// One rail's session on the listening side (see the module doc for the lines), after the
+/// peer's `HELLO` proved the key.
+fn serve(
+    o: &ListenOptions,
+    c: &mut Control,
+    hello: &[String],
+    (local, peer): (SocketAddr, SocketAddr),
+    log: &mut dyn FnMut(&str),
+) -> Result<ListenSummary, String> {
+    let (len, window_ms) = check_hello(&o.provider, hello)?;
     // Each answer waits at most the peer's warm-up and window plus a stalled transfer.
-    let wait =
-        o.timeout + Duration::from_millis(window_ms.saturating_mul(2)) + Duration::from_secs(10);
-    c.reader
-        .get_ref()
-        .set_read_timeout(Some(wait))
-        .map_err(|e| e.to_string())?;
+    c.wait = o.timeout + Duration::from_millis(window_ms * 2) + Duration::from_secs(10);
     let IpAddr::V4(ip) = local.ip() else {
         return Err(format!(
             "control connection reached {local}, not an IPv4 address"
@@ -282,8 +394,19 @@ fn serve(
         OfiFabric::listen_on(&o.provider, MemoryKind::Host, ip).map_err(open_err)?;
     let domain = fab.domain_name().unwrap_or("?").to_string();
     let speed = link_rate_mbps(&domain).map_or("-".to_string(), |v| v.to_string());
-    c.send(&format!("RAIL {ip} {port} {domain} {speed}"))?;
-    fab.accept(o.timeout).map_err(open_err)?;
+    // A debug build's injected fault names another address than the one the peer dialled.
+    let named = match o.fault {
+        Some(run::Fault::ForgeRail) => Ipv4Addr::LOCALHOST,
+        _ => ip,
+    };
+    c.send(&format!("RAIL {named} {port} {domain} {speed}"))?;
+    // Only the peer's address may take the fabric connection (a stranger that finds the
+    // port first is rejected and named).
+    for a in fab.accept(o.timeout, peer_ip(peer)?).map_err(open_err)? {
+        log(&format!(
+            "fabric connection request from {a} rejected: not the peer's address"
+        ));
+    }
     log(&format!("fabric connected on {ip}:{port} ({})", fab.nic()));
     let mut summary = ListenSummary {
         peer: peer.to_string(),
@@ -337,9 +460,7 @@ fn session(
                 c.send("OK")?;
             }
             Some("VERIFY") => {
-                let seed: u64 = word(&w, 1, "seed")?;
-                let msg: usize = word(&w, 2, "message size")?;
-                let used: String = word(&w, 3, "slots")?;
+                let (seed, msg, used) = verify_request(&w, buf.len())?;
                 if fault == Some(run::Fault::Corrupt)
                     && let Some(last) = used.bytes().rposition(|b| b == b'1')
                 {
@@ -351,7 +472,9 @@ fn session(
                 }
                 let mut answer = "VERIFIED".to_string();
                 for (s, _) in used.bytes().enumerate().filter(|(_, b)| *b == b'1') {
-                    let at = s.checked_mul(msg).filter(|a| a + msg <= buf.len());
+                    let at = s
+                        .checked_mul(msg)
+                        .filter(|a| a.checked_add(msg).is_some_and(|e| e <= buf.len()));
                     let Some(at) = at else {
                         return Err(format!("slot {s} of {msg} bytes lies past the buffer"));
                     };
@@ -372,7 +495,7 @@ fn session(
                 let _ = c.send("BYE");
                 return Ok(());
             }
-            _ => return Err(format!("unexpected request `{}`", w.join(" "))),
+            _ => return Err(format!("unexpected request `{}`", shown(&w.join(" ")))),
         }
     }
 }
@@ -516,6 +639,59 @@ fn dial(peer: &str, timeout: Duration) -> Result<TcpStream, String> {
     Err(last)
 }
 
+/// Dials `peer`, runs the handshake (`CHALLENGE`/`HELLO`) and returns the control
+/// connection, the address it left from (this side's NIC of the rail) and the address it
+/// reached (the only one the fabric connection may go to).
+fn open_control(ctx: &RailCtx<'_>, peer: &str) -> Result<(Control, Ipv4Addr, Ipv4Addr), RailEnd> {
+    let o = ctx.o;
+    let stream = dial(peer, o.timeout).map_err(RailEnd::Unreachable)?;
+    // The NIC the control connection left through is the rail's NIC on this side.
+    let ends = (
+        stream.local_addr().map(|a| a.ip()),
+        stream.peer_addr().map(|a| a.ip()),
+    );
+    let (source, dialled) = match ends {
+        (Ok(IpAddr::V4(s)), Ok(IpAddr::V4(d))) => (s, d),
+        other => {
+            return Err(RailEnd::Failed(format!(
+                "control connection between {other:?}, not IPv4 addresses"
+            )));
+        }
+    };
+    let mut c =
+        Control::new(stream, o.timeout, o.key.clone(), Side::Peer).map_err(RailEnd::Unreachable)?;
+    c.hello(&format!(
+        "{} host {} {}",
+        o.provider,
+        ctx.buffer_len,
+        ctx.window.as_millis()
+    ))
+    .map_err(RailEnd::Unreachable)?;
+    Ok((c, source, dialled))
+}
+
+/// The fabric address, port and link rate of a `RAIL` line, refused unless the address is
+/// the one the control connection `dialled`: a listener cannot send this side's bytes
+/// elsewhere. A link rate of 0 or above [`MAX_LINK_MBPS`] is unknown.
+fn check_rail(w: &[String], dialled: Ipv4Addr) -> Result<(Ipv4Addr, u16, Option<u64>), String> {
+    if w.first().map(String::as_str) != Some("RAIL") {
+        return Err(format!("expected RAIL, got `{}`", shown(&w.join(" "))));
+    }
+    let ip: Ipv4Addr = word(w, 1, "fabric address")?;
+    if ip != dialled {
+        return Err(format!(
+            "the listener names fabric address {ip}, not the address dialled ({dialled}): \
+             refused (the fabric connection goes only where the control connection went)"
+        ));
+    }
+    let port: u16 = word(w, 2, "fabric port")?;
+    let speed = w
+        .get(4)
+        .and_then(|s| s.parse().ok())
+        .filter(|v| (1..=MAX_LINK_MBPS).contains(v));
+    Ok((ip, port, speed))
+}
+
 /// One rail: control connection, fabric connection, the peer's region, then every cell.
 fn run_rail(
     ctx: &mut RailCtx<'_>,
@@ -525,35 +701,10 @@ fn run_rail(
 ) -> Result<(), RailEnd> {
     let o = ctx.o;
     let peer = ctx.nic.peer.clone().unwrap_or_default();
-    let stream = dial(&peer, o.timeout).map_err(RailEnd::Unreachable)?;
-    // The NIC the control connection left through is the rail's NIC on this side.
-    let source = match stream.local_addr().map(|a| a.ip()) {
-        Ok(IpAddr::V4(a)) => a,
-        other => {
-            return Err(RailEnd::Failed(format!(
-                "control connection from {other:?}, not an IPv4 address"
-            )));
-        }
-    };
-    let mut c = Control::new(stream, o.timeout).map_err(RailEnd::Unreachable)?;
-    c.send(&format!(
-        "HELLO {PROTOCOL} {} host {} {}",
-        o.provider,
-        ctx.buffer_len,
-        ctx.window.as_millis()
-    ))
-    .map_err(RailEnd::Unreachable)?;
-    let w = c.recv().map_err(RailEnd::Unreachable)?;
-    if w.first().map(String::as_str) != Some("RAIL") {
-        return Err(RailEnd::Failed(format!(
-            "expected RAIL, got `{}`",
-            w.join(" ")
-        )));
-    }
+    let (mut c, source, dialled) = open_control(ctx, &peer)?;
     let failed = RailEnd::Failed;
-    let ip: Ipv4Addr = word(&w, 1, "fabric address").map_err(failed)?;
-    let port: u16 = word(&w, 2, "fabric port").map_err(failed)?;
-    let peer_speed: Option<u64> = w.get(4).and_then(|s| s.parse().ok());
+    let w = c.recv().map_err(RailEnd::Unreachable)?;
+    let (ip, port, peer_speed) = check_rail(&w, dialled).map_err(failed)?;
     let fab = OfiFabric::connect_to(&o.provider, MemoryKind::Host, (source, ip), port, o.timeout)
         .map_err(|e| failed(format!("fabric connection to {ip}:{port}: {e}")))?;
     super::install_interrupt_handler();
@@ -567,7 +718,10 @@ fn run_rail(
     let line_rate = speeds.iter().min().map(|m| *m as f64 / 8000.0);
     let w = c.recv().map_err(failed)?;
     if w.first().map(String::as_str) != Some("REGION") {
-        return Err(failed(format!("expected REGION, got `{}`", w.join(" "))));
+        return Err(failed(format!(
+            "expected REGION, got `{}`",
+            shown(&w.join(" "))
+        )));
     }
     let region = RemoteRegion {
         addr: word(&w, 1, "region address").map_err(failed)?,
@@ -683,11 +837,16 @@ fn cell(
                 Some("VERIFIED") => None,
                 Some("WRONG") => Some(format!(
                     "at the peer, slot {}: first wrong byte at offset {} of {}",
-                    w.get(1).map_or("?", String::as_str),
-                    w.get(2).map_or("?", String::as_str),
+                    shown(w.get(1).map_or("?", String::as_str)),
+                    shown(w.get(2).map_or("?", String::as_str)),
                     msg
                 )),
-                _ => return Err(format!("expected VERIFIED or WRONG, got `{}`", w.join(" "))),
+                _ => {
+                    return Err(format!(
+                        "expected VERIFIED or WRONG, got `{}`",
+                        shown(&w.join(" "))
+                    ));
+                }
             }
         }
         Op::Read => {
@@ -714,50 +873,172 @@ fn expect(c: &mut Control, what: &str) -> Result<(), String> {
     if w.first().map(String::as_str) == Some(what) {
         Ok(())
     } else {
-        Err(format!("expected {what}, got `{}`", w.join(" ")))
+        Err(format!("expected {what}, got `{}`", shown(&w.join(" "))))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
-    /// A connected pair of control connections on 127.0.0.1 (one end raw).
-    fn pair(timeout: Duration) -> (Control, TcpStream) {
+    fn key() -> Key {
+        Key::from_bytes(b"remote-test-key-0123456789").unwrap()
+    }
+
+    fn options(timeout: Duration) -> ListenOptions {
+        ListenOptions {
+            port: 0,
+            bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            provider: "tcp".into(),
+            timeout,
+            key: key(),
+            fault: None,
+        }
+    }
+
+    /// A peer's control connection to `to` with `k`, its `HELLO` naming `words`.
+    fn hello(to: SocketAddr, k: Key, words: &str) -> Result<Control, String> {
+        let s = TcpStream::connect(to).map_err(|e| e.to_string())?;
+        let mut c = Control::new(s, Duration::from_secs(5), k, Side::Peer)?;
+        c.hello(words)?;
+        Ok(c)
+    }
+
+    #[test]
+    fn strangers_are_refused_and_the_real_peer_is_served() {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        let (b, _) = l.accept().unwrap();
-        (Control::new(a, timeout).unwrap(), b)
-    }
-
-    #[test]
-    fn control_lines_are_bounded_and_errors_named() {
-        let (mut c, mut raw) = pair(Duration::from_secs(5));
-        raw.write_all(b"RAIL 10.0.0.1 4000 eth0 -\nERROR no buffer\n")
-            .unwrap();
-        assert_eq!(c.recv().unwrap(), ["RAIL", "10.0.0.1", "4000", "eth0", "-"]);
-        assert_eq!(c.recv().unwrap_err(), "the other side: no buffer");
-        raw.write_all(&[b'x'; MAX_LINE + 10]).unwrap();
-        let e = c.recv().unwrap_err();
-        assert!(e.contains("longer than 512 bytes"), "{e}");
-        drop(raw);
-        let (mut c, raw) = pair(Duration::from_secs(5));
-        drop(raw);
+        let at = l.local_addr().unwrap();
+        let o = options(Duration::from_secs(8));
+        let t = std::thread::spawn(move || {
+            // A port scan: connect and close.
+            drop(TcpStream::connect(at).unwrap());
+            // Garbage with terminal escapes.
+            let mut g = TcpStream::connect(at).unwrap();
+            g.write_all(b"GET / HTTP/1.0\x1b]0;pwned\x07\n").unwrap();
+            // Another key.
+            let other = Key::from_bytes(b"not the key of this listener").unwrap();
+            let _ = hello(at, other, "tcp host 4096 100");
+            // One that says nothing (held open), then the real peer.
+            let _silent = TcpStream::connect(at).unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+            let c = hello(at, key(), "tcp host 4096 100").unwrap();
+            std::thread::sleep(Duration::from_millis(500));
+            (c, g)
+        });
+        let mut lines = Vec::new();
+        let a = await_peer(&l, &o, &mut |m| lines.push(m.to_string()));
+        let a = a.unwrap_or_else(|e| panic!("{e:?} {lines:?}"));
         assert_eq!(
-            c.recv().unwrap_err(),
-            "control connection closed by the other side"
+            &a.hello[..6],
+            ["HELLO", PROTOCOL, "tcp", "host", "4096", "100"]
         );
+        let _ = t.join().unwrap();
+        let all = lines.join("\n");
+        assert!(lines.len() >= 3, "{all}");
+        assert!(all.contains("does not hold this key"), "{all}");
     }
 
     #[test]
-    fn a_silent_peer_is_a_timeout_not_a_hang() {
-        let (mut c, _raw) = pair(Duration::from_millis(200));
+    fn a_huge_window_is_refused_naming_the_limit() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let at = l.local_addr().unwrap();
+        let o = options(Duration::from_secs(5));
+        let t = std::thread::spawn(move || {
+            let mut c = hello(at, key(), "tcp host 67108864 18446744073709551615").unwrap();
+            c.recv().unwrap_err()
+        });
         let t0 = Instant::now();
-        assert_eq!(
-            c.recv().unwrap_err(),
-            "control connection: no answer in time"
-        );
+        let e = listen_on(l, &o, &mut |_| {}).unwrap_err().unwrap_err();
         assert!(t0.elapsed() < Duration::from_secs(3));
+        assert_eq!(
+            e,
+            "window of 18446744073709551615 ms refused (1 to 10000 ms)"
+        );
+        let said = t.join().unwrap();
+        assert!(said.contains("refused (1 to 10000 ms)"), "{said}");
+        let o = options(Duration::from_secs(5));
+        let hello = |w: &str| -> Vec<String> { w.split(' ').map(String::from).collect() };
+        let big = hello("HELLO p/2 tcp host 67108865 100 n");
+        assert!(
+            check_hello(&o.provider, &big)
+                .unwrap_err()
+                .contains("1 B to 67108864 B")
+        );
+        let ok = hello("HELLO p/2 tcp host 67108864 10000 n");
+        assert_eq!(check_hello(&o.provider, &ok).unwrap(), (64 << 20, 10_000));
+    }
+
+    #[test]
+    fn a_trickling_peer_ends_the_listener_within_its_timeout() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let at = l.local_addr().unwrap();
+        let o = options(Duration::from_millis(1500));
+        std::thread::spawn(move || {
+            let mut s = TcpStream::connect(at).unwrap();
+            for b in b"HELLO peerpath-probe/2 tcp host 4096 100 "
+                .iter()
+                .cycle()
+                .take(40)
+            {
+                if s.write_all(&[*b]).is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let t0 = Instant::now();
+        let e = listen_on(l, &o, &mut |_| {}).unwrap_err().unwrap();
+        assert!(e.message.contains("no peer connected"), "{e}");
+        assert!(
+            t0.elapsed() < Duration::from_millis(2500),
+            "{:?}",
+            t0.elapsed()
+        );
+    }
+
+    #[test]
+    fn a_rail_naming_another_address_is_refused() {
+        let dialled = Ipv4Addr::new(10, 40, 0, 1);
+        let w = |l: &str| -> Vec<String> { l.split(' ').map(String::from).collect() };
+        let (ip, port, speed) = check_rail(&w("RAIL 10.40.0.1 4000 veth0 10000"), dialled).unwrap();
+        assert_eq!((ip, port, speed), (dialled, 4000, Some(10000)));
+        let e = check_rail(&w("RAIL 127.0.0.1 4000 veth0 10000"), dialled).unwrap_err();
+        assert!(
+            e.contains("names fabric address 127.0.0.1, not the address dialled (10.40.0.1)"),
+            "{e}"
+        );
+        // A rate of 0 or past 10 Tb/s is unknown, not a line rate to judge against.
+        for r in ["0", "18446744073709551615", "-", "x"] {
+            let l = format!("RAIL 10.40.0.1 4000 veth0 {r}");
+            assert_eq!(check_rail(&w(&l), dialled).unwrap().2, None, "{r}");
+        }
+        let e = check_rail(&w("REGION 1 2 3"), dialled).unwrap_err();
+        assert_eq!(e, "expected RAIL, got `REGION 1 2 3`");
+    }
+
+    #[test]
+    fn a_fabric_connection_from_another_address_is_rejected() {
+        let lo = Ipv4Addr::LOCALHOST;
+        let Ok((mut fab, port)) = OfiFabric::listen_on("tcp", MemoryKind::Host, lo) else {
+            eprintln!("SKIPPED: libfabric's tcp provider is not available");
+            return;
+        };
+        let (stranger, peer) = (Ipv4Addr::new(127, 0, 0, 3), Ipv4Addr::new(127, 0, 0, 2));
+        let t = std::thread::spawn(move || {
+            let wait = Duration::from_secs(3);
+            let s = OfiFabric::connect_to("tcp", MemoryKind::Host, (stranger, lo), port, wait);
+            let p = OfiFabric::connect_to("tcp", MemoryKind::Host, (peer, lo), port, wait);
+            (
+                s.err().map(|e| e.to_string()),
+                p.err().map(|e| e.to_string()),
+            )
+        });
+        let rejected = fab.accept(Duration::from_secs(10), peer).unwrap();
+        assert_eq!(rejected, [stranger]);
+        let (s, p) = t.join().unwrap();
+        assert!(s.is_some(), "the stranger was connected");
+        assert_eq!(p, None);
     }
 
     #[test]

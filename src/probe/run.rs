@@ -37,10 +37,13 @@ pub enum Fault {
     Corrupt,
     /// Move only half of each message.
     Truncate,
+    /// Across nodes, the listener names 127.0.0.1 in `RAIL` instead of the address the peer
+    /// dialled (the peer must refuse it).
+    ForgeRail,
 }
 
 impl Fault {
-    /// The fault named by `PEERPATH_PROBE_FAULT` (`corrupt`, `truncate`) in a debug build;
+    /// The fault named by `PEERPATH_PROBE_FAULT` (`corrupt`, `truncate`, `forge-rail`) in a debug build;
     /// always `None` in a release build.
     pub fn from_env() -> Option<Fault> {
         if !cfg!(debug_assertions) {
@@ -49,6 +52,7 @@ impl Fault {
         match std::env::var("PEERPATH_PROBE_FAULT").ok()?.as_str() {
             "corrupt" => Some(Fault::Corrupt),
             "truncate" => Some(Fault::Truncate),
+            "forge-rail" => Some(Fault::ForgeRail),
             _ => None,
         }
     }

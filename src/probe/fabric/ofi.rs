@@ -169,6 +169,23 @@ struct InfoQuery<'a> {
     hmem: bool,
 }
 
+/// The IPv4 address a connection request came from, when the provider gives it as a
+/// `sockaddr_in` (libfabric's tcp provider does).
+fn request_ipv4(info: *const fi_info) -> Option<std::net::Ipv4Addr> {
+    if info.is_null() {
+        return None;
+    }
+    // SAFETY: info is the live request's info, read before it is freed.
+    let i = unsafe { &*info };
+    if i.dest_addr.is_null() || i.dest_addrlen < std::mem::size_of::<sockaddr_in>() {
+        return None;
+    }
+    // SAFETY: dest_addr holds dest_addrlen bytes, at least a sockaddr_in.
+    let sa = unsafe { std::ptr::read_unaligned(i.dest_addr as *const sockaddr_in) };
+    (sa.sin_family == libc::AF_INET as u16)
+        .then(|| std::net::Ipv4Addr::from(u32::from_be(sa.sin_addr)))
+}
+
 impl OfiFabric {
     /// Opens `provider` on 127.0.0.1 and connects a loopback pair. `memory` says whether
     /// device memory will be registered (then `FI_HMEM` is asked for, and its absence noted).
@@ -204,16 +221,45 @@ impl OfiFabric {
     }
 
     /// Waits (until `timeout`) for the peer's connection request on the listener, accepts it
-    /// as the target endpoint, and waits until it is connected.
-    pub fn accept(&mut self, timeout: Duration) -> Result<(), OpenError> {
+    /// as the target endpoint, and waits until it is connected. A request from another address
+    /// than `from` (the peer's control connection) is rejected (`fi_reject`) and the wait goes
+    /// on; the addresses rejected are returned. A request whose address the provider does not
+    /// give as a `sockaddr_in` cannot be told apart and is accepted.
+    pub fn accept(
+        &mut self,
+        timeout: Duration,
+        from: std::net::Ipv4Addr,
+    ) -> Result<Vec<std::net::Ipv4Addr>, OpenError> {
         let deadline = Instant::now() + timeout;
-        let (which, ev, request) = self.eq_wait(deadline)?;
-        if which != 0 || ev != FI_CONNREQ {
-            return Err(OpenError::Failed(format!(
-                "expected FI_CONNREQ on the listener, got event {ev} on queue {which}"
-            )));
+        let mut rejected = Vec::new();
+        loop {
+            let (which, ev, request) = self.eq_wait(deadline)?;
+            if which != 0 || ev != FI_CONNREQ {
+                return Err(OpenError::Failed(format!(
+                    "expected FI_CONNREQ on the listener, got event {ev} on queue {which}"
+                )));
+            }
+            match request_ipv4(request.info) {
+                Some(a) if a != from => {
+                    rejected.push(a);
+                    // SAFETY: pep is open and listening; `cm` is its provider's table.
+                    let cm = unsafe { &*(*self.pep).cm };
+                    let reject = entry(cm.reject, "fi_reject");
+                    // SAFETY: the request's handle belongs to this pep; its info is owned by
+                    // this caller of fi_eq_read and freed once, after the handle is used.
+                    unsafe {
+                        if let Ok(reject) = reject {
+                            reject(self.pep, (*request.info).handle, std::ptr::null(), 0);
+                        }
+                        (self.lib.fi_freeinfo)(request.info);
+                    }
+                }
+                _ => {
+                    self.accept_request(request.info, deadline, false)?;
+                    return Ok(rejected);
+                }
+            }
         }
-        self.accept_request(request.info, deadline, false)
     }
 
     /// The initiator side of a probe across nodes: from `source` (this node's NIC address)

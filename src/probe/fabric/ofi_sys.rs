@@ -308,7 +308,8 @@ c_struct! {
     }
 }
 c_struct! {
-    /// `struct fi_ops_cm`: `fi_getname`, `fi_connect`, `fi_listen`, `fi_accept`, `fi_shutdown`.
+    /// `struct fi_ops_cm`: `fi_getname`, `fi_connect`, `fi_listen`, `fi_accept`, `fi_reject`,
+    /// `fi_shutdown`.
     "struct fi_ops_cm" => pub struct fi_ops_cm {
         pub size: usize,
         pub setname: Unused,
@@ -317,7 +318,7 @@ c_struct! {
         pub connect: Option<unsafe extern "C" fn(*mut fid_ep, *const c_void, *const c_void, usize) -> c_int>,
         pub listen: Option<unsafe extern "C" fn(*mut fid_pep) -> c_int>,
         pub accept: Option<unsafe extern "C" fn(*mut fid_ep, *const c_void, usize) -> c_int>,
-        pub reject: Unused,
+        pub reject: Option<unsafe extern "C" fn(*mut fid_pep, *mut fid, *const c_void, usize) -> c_int>,
         pub shutdown: Option<unsafe extern "C" fn(*mut fid_ep, u64) -> c_int>,
         pub join: Unused,
     }
