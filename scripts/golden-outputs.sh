@@ -53,6 +53,7 @@ run fleet fleet "$TMP/fleet"
 run fleet.json fleet "$TMP/fleet" --format json
 "$BIN" probe --fabric ofi --provider tcp --memory host --format json --duration 0.2 --sizes 4096 2>/dev/null \
   | python3 -c 'import json,sys; d=json.load(sys.stdin); print(sorted(d.keys())); print(sorted(d["results"][0].keys()) if d.get("results") else "none")' > "$OUT/probe.keys" 2>&1
+
 # evidence and fabric maps (issue 56)
 OCI="$ROOT/fixtures/evidence/topology/oci-bm-gpu-h100-8.nccl-topo.xml"
 EV=()
@@ -82,3 +83,22 @@ for f in "$ROOT"/fixtures/bundles/*.md; do
   run "bundle.$b.scan" scan -i "$f"
   run "bundle.$b.scan.json" scan -i "$f" --format json
 done
+
+# synth layouts and cabling pictures (issue 56)
+# Every layout written as a tarball (listing with sizes/modes/mtimes, and the content of every file),
+# a few with faults or unprivileged configs. The HTML report's cabling picture from every real map
+# is `fabric.*.report.html` above.
+LAYOUTS=$("$BIN" fixture --list | awk '/^[a-z]/{print $1}' | grep -v '^any$')
+fx() { local name=$1; shift; local d="$TMP/fx-$name"; mkdir -p "$d/x"
+  { "$BIN" fixture "$@" -o "$d/t.tar.gz" 2>&1; echo "exit=$?"; } | sed "s#$TMP#TMP#g" > "$OUT/fixture.$name"
+  [ -f "$d/t.tar.gz" ] || return
+  tar -tvzf "$d/t.tar.gz" >> "$OUT/fixture.$name"; tar -xzf "$d/t.tar.gz" -C "$d/x"
+  (cd "$d/x" && find . -type f | LC_ALL=C sort | xargs -d '\n' sha256sum) >> "$OUT/fixture.$name"
+  rm -rf "$d"; }
+for l in $LAYOUTS scaling-64 many-vfs-4; do fx "$l" "$l"; done
+fx hgx-h100-unpriv hgx-h100 --unprivileged
+fx hgx-h100-faults hgx-h100 --fault acs-redirect=0000:39:01.0 --fault link-width=0000:ac:00.0,8 \
+  --fault aer=0000:ba:00.0,12,0,0 --fault no-peermem --fault vm
+fx hgx-h100-gds-faults hgx-h100-gds --fault no-nvidia-fs
+fx mi300x-faults mi300x-8gpu --fault no-amdkfd-peer
+run fixture.gb300.spec fixture gb300-tray --print-spec

@@ -449,12 +449,86 @@ fn xml(s: &str) -> String {
 /// from each of its adapters to the leaf its cable reaches and a dashed green line to the leaf
 /// it should reach. An SVG fragment (no XML prolog), for the HTML report.
 pub fn render_svg(c: &Cabling) -> String {
-    let rails: Vec<&Rail> = {
-        let mut r: Vec<&Rail> = c.leaves.iter().filter_map(|l| l.rail.as_ref()).collect();
-        r.sort_unstable();
-        r.dedup();
-        r
-    };
+    let p = plan(c);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="cabling" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="monospace" font-size="11">"#,
+        w = p.width,
+        h = p.height
+    );
+    let pos = leaf_columns(&mut s, &p);
+    for (hi, (host, fs)) in p.hosts.iter().enumerate() {
+        host_row(&mut s, p.host_y0 + hi as i64 * 70, host, fs, &pos);
+    }
+    if !p.hosts.is_empty() {
+        let _ = writeln!(
+            s,
+            r##"<text x="6" y="{}" fill="#555">red: where the adapter's cable goes · dashed green: the leaf of its rail it should reach</text>"##,
+            p.height - 6
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+/// What the cabling picture shows and where: its rail columns, the leaves shown in each (and how
+/// many left out), the hosts drawn with their findings, and the picture's size.
+struct Plan<'a> {
+    /// The rails, in order: one column each, then a "mixed" column for leaves of no one rail.
+    rails: Vec<&'a Rail>,
+    /// Leaves shown per column, in order, and whether a finding names them.
+    shown: Vec<Column<'a>>,
+    /// Leaves left out per column.
+    hidden: Vec<usize>,
+    /// The hosts drawn (at most 12), each with its wrong-rail, shared-leaf or crossed findings.
+    hosts: Vec<(&'a str, Vec<CablingFinding>)>,
+    width: i64,
+    height: i64,
+    /// The y of the first host row.
+    host_y0: i64,
+}
+
+/// The leaves shown in one column of the picture, each with whether a finding names it.
+type Column<'a> = Vec<(&'a str, bool)>;
+
+/// The baseline of the `i`-th leaf of a column.
+fn leaf_y(i: usize) -> i64 {
+    40 + i as i64 * 26
+}
+
+/// Lays the picture out: rails, the leaves shown, the hosts with findings, the size.
+fn plan(c: &Cabling) -> Plan<'_> {
+    let rails = picture_rails(c);
+    let (shown, hidden) = shown_leaves(c, &rails);
+    let rows = shown.iter().map(Vec::len).max().unwrap_or(0) + 1;
+    let hosts = hosts_with_findings(c);
+    let cols = rails.len() + usize::from(!shown[rails.len()].is_empty());
+    let width = (cols.max(1) * COL) as i64;
+    let host_y0 = leaf_y(rows) + 50;
+    let height = host_y0 + hosts.len() as i64 * 70 + 20;
+    Plan {
+        rails,
+        shown,
+        hidden,
+        hosts,
+        width,
+        height,
+        host_y0,
+    }
+}
+
+/// The rails of the map's leaves, sorted and once each.
+fn picture_rails(c: &Cabling) -> Vec<&Rail> {
+    let mut r: Vec<&Rail> = c.leaves.iter().filter_map(|l| l.rail.as_ref()).collect();
+    r.sort_unstable();
+    r.dedup();
+    r
+}
+
+/// The leaves shown per column (the first four, and every leaf a finding names, flagged) and
+/// how many are left out.
+fn shown_leaves<'a>(c: &'a Cabling, rails: &[&Rail]) -> (Vec<Column<'a>>, Vec<usize>) {
     let col_of = |rail: Option<&Rail>| match rail {
         Some(r) => rails.iter().position(|&x| x == r).unwrap_or(rails.len()),
         None => rails.len(),
@@ -477,40 +551,37 @@ pub fn render_svg(c: &Cabling) -> String {
             hidden[col] += 1;
         }
     }
-    let rows = shown.iter().map(Vec::len).max().unwrap_or(0) + 1;
-    let hosts: Vec<(&str, Vec<CablingFinding>)> = {
-        let mut m: BTreeMap<&str, Vec<CablingFinding>> = BTreeMap::new();
-        for f in &c.findings {
-            if let Some(h) = f.host.as_deref() {
-                match f.kind {
-                    FindingKind::WrongRail | FindingKind::SharedLeaf => {
-                        m.entry(h).or_default().push(f.clone())
-                    }
-                    FindingKind::Crossed => m.entry(h).or_default().extend(per_adapter(f)),
-                    _ => {}
+    (shown, hidden)
+}
+
+/// The hosts with a wrong-rail, shared-leaf or crossed finding (a crossed pair split per
+/// adapter), in name order, at most 12.
+fn hosts_with_findings(c: &Cabling) -> Vec<(&str, Vec<CablingFinding>)> {
+    let mut m: BTreeMap<&str, Vec<CablingFinding>> = BTreeMap::new();
+    for f in &c.findings {
+        if let Some(h) = f.host.as_deref() {
+            match f.kind {
+                FindingKind::WrongRail | FindingKind::SharedLeaf => {
+                    m.entry(h).or_default().push(f.clone())
                 }
+                FindingKind::Crossed => m.entry(h).or_default().extend(per_adapter(f)),
+                _ => {}
             }
         }
-        m.into_iter().take(12).collect()
-    };
-    let cols = rails.len() + usize::from(!shown[rails.len()].is_empty());
-    let width = (cols.max(1) * COL) as i64;
-    let leaf_y = |i: usize| 40 + i as i64 * 26;
-    let host_y0 = leaf_y(rows) + 50;
-    let height = host_y0 + hosts.len() as i64 * 70 + 20;
+    }
+    m.into_iter().take(12).collect()
+}
+
+/// Draws each column's head and leaves; returns where each leaf's lines end.
+fn leaf_columns<'a>(s: &mut String, p: &Plan<'a>) -> BTreeMap<&'a str, (i64, i64)> {
     let mut pos: BTreeMap<&str, (i64, i64)> = BTreeMap::new();
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="cabling" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="monospace" font-size="11">"#
-    );
-    for (col, leaves) in shown.iter().enumerate() {
-        if col == rails.len() && leaves.is_empty() {
+    for (col, leaves) in p.shown.iter().enumerate() {
+        if col == p.rails.len() && leaves.is_empty() {
             continue;
         }
         let x = (col * COL) as i64 + 6;
-        let head = if col < rails.len() {
-            format!("rail {}", rails[col])
+        let head = if col < p.rails.len() {
+            format!("rail {}", p.rails[col])
         } else {
             "mixed".to_string()
         };
@@ -534,74 +605,74 @@ pub fn render_svg(c: &Cabling) -> String {
             );
             pos.insert(name, (x + (COL as i64 - 14) / 2, y + 6));
         }
-        if hidden[col] > 0 {
+        if p.hidden[col] > 0 {
             let _ = writeln!(
                 s,
                 r##"<text x="{x}" y="{}" fill="#555">… {} more</text>"##,
                 leaf_y(leaves.len()),
-                hidden[col]
+                p.hidden[col]
             );
         }
     }
-    for (hi, (host, fs)) in hosts.iter().enumerate() {
-        let y = host_y0 + hi as i64 * 70;
+    pos
+}
+
+/// One host's row: its name, a box per adapter finding, a red line to the leaf its cable
+/// reaches and dashed green lines to the leaves it should reach.
+fn host_row(
+    s: &mut String,
+    y: i64,
+    host: &str,
+    fs: &[CablingFinding],
+    pos: &BTreeMap<&str, (i64, i64)>,
+) {
+    let _ = writeln!(
+        s,
+        r##"<text x="6" y="{y}" font-weight="bold">{}</text>"##,
+        xml(host)
+    );
+    for (k, f) in fs.iter().enumerate() {
+        let ax = 110 + k as i64 * 170;
+        let label = format!(
+            "{}{}",
+            f.adapters.join("+"),
+            if f.gpus.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", f.gpus.join(","))
+            }
+        );
         let _ = writeln!(
             s,
-            r##"<text x="6" y="{y}" font-weight="bold">{}</text>"##,
-            xml(host)
+            r##"<rect x="{ax}" y="{}" width="160" height="22" rx="3" fill="#fff" stroke="#b00"><title>{}</title></rect><text x="{}" y="{}">{}</text>"##,
+            y - 15,
+            xml(&finding_line(f)),
+            ax + 4,
+            y,
+            xml(&label)
         );
-        for (k, f) in fs.iter().enumerate() {
-            let ax = 110 + k as i64 * 170;
-            let label = format!(
-                "{}{}",
-                f.adapters.join("+"),
-                if f.gpus.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", f.gpus.join(","))
-                }
-            );
+        let from = (ax + 80, y - 15);
+        if let Some(&(lx, ly)) = f.leaf.as_deref().and_then(|l| pos.get(l)) {
             let _ = writeln!(
                 s,
-                r##"<rect x="{ax}" y="{}" width="160" height="22" rx="3" fill="#fff" stroke="#b00"><title>{}</title></rect><text x="{}" y="{}">{}</text>"##,
-                y - 15,
-                xml(&finding_line(f)),
-                ax + 4,
-                y,
-                xml(&label)
+                r##"<line x1="{}" y1="{}" x2="{lx}" y2="{ly}" stroke="#c00" stroke-width="2"><title>{}</title></line>"##,
+                from.0,
+                from.1,
+                xml(&finding_line(f))
             );
-            let from = (ax + 80, y - 15);
-            if let Some(&(lx, ly)) = f.leaf.as_deref().and_then(|l| pos.get(l)) {
+        }
+        for r in &f.should_reach {
+            if let Some(&(lx, ly)) = pos.get(r.as_str()) {
                 let _ = writeln!(
                     s,
-                    r##"<line x1="{}" y1="{}" x2="{lx}" y2="{ly}" stroke="#c00" stroke-width="2"><title>{}</title></line>"##,
+                    r##"<line x1="{}" y1="{}" x2="{lx}" y2="{ly}" stroke="#080" stroke-width="1.5" stroke-dasharray="5,4"><title>should reach {}</title></line>"##,
                     from.0,
                     from.1,
-                    xml(&finding_line(f))
+                    xml(r)
                 );
-            }
-            for r in &f.should_reach {
-                if let Some(&(lx, ly)) = pos.get(r.as_str()) {
-                    let _ = writeln!(
-                        s,
-                        r##"<line x1="{}" y1="{}" x2="{lx}" y2="{ly}" stroke="#080" stroke-width="1.5" stroke-dasharray="5,4"><title>should reach {}</title></line>"##,
-                        from.0,
-                        from.1,
-                        xml(r)
-                    );
-                }
             }
         }
     }
-    if !hosts.is_empty() {
-        let _ = writeln!(
-            s,
-            r##"<text x="6" y="{}" fill="#555">red: where the adapter's cable goes · dashed green: the leaf of its rail it should reach</text>"##,
-            height - 6
-        );
-    }
-    s.push_str("</svg>\n");
-    s
 }
 
 #[cfg(test)]

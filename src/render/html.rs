@@ -321,10 +321,25 @@ fn pair_data(eps: &[Endpoint], pc: &PairCells) -> String {
     )
 }
 
-/// Writes the HTML report.
+/// Writes the HTML report: each section in page order.
 pub fn render(i: &HtmlInputs) -> String {
-    let l = i.layout;
     let mut o = String::new();
+    head(&mut o, i);
+    selector_and_picture(&mut o, i);
+    matrix_section(&mut o, i);
+    pairs_section(&mut o, i.layout);
+    findings_section(&mut o, i.audit);
+    probe_section(&mut o, i.probe);
+    if let Some((name, c)) = i.cabling {
+        cabling_section(&mut o, name, c);
+    }
+    script(&mut o, i);
+    o
+}
+
+/// The document head, the title and header lines, and the audit's verdict line.
+fn head(o: &mut String, i: &HtmlInputs) {
+    let l = i.layout;
     let title = l
         .header
         .first()
@@ -349,7 +364,10 @@ pub fn render(i: &HtmlInputs) -> String {
         i.audit.counts.info,
         v = esc(&i.audit.verdict)
     );
-    // Selector.
+}
+
+/// The GPU selector and the picture.
+fn selector_and_picture(o: &mut String, i: &HtmlInputs) {
     o.push_str(r#"<div class="controls"><label for="gpu-select">Colour endpoints by their path class from: </label><select id="gpu-select"><option value="">(rail pairs only)</option>"#);
     for e in i.endpoints.iter().filter(|e| e.kind.is_compute()) {
         let _ = write!(
@@ -361,9 +379,12 @@ pub fn render(i: &HtmlInputs) -> String {
     }
     o.push_str("</select> <span>hover a box, badge or line for details</span></div>\n");
     o.push_str(r#"<div class="picture">"#);
-    o.push_str(&svg::render_for_page(l));
+    o.push_str(&svg::render_for_page(i.layout));
     o.push_str("</div>\n");
+}
 
+/// The pair matrix's place (filled by the script) and the notes that limit it.
+fn matrix_section(o: &mut String, i: &HtmlInputs) {
     // Matrix: filled by the script from the packed pair data (see [`pair_data`]).
     let _ = writeln!(
         o,
@@ -377,8 +398,10 @@ pub fn render(i: &HtmlInputs) -> String {
         }
         o.push_str("</ul>\n");
     }
+}
 
-    // Rail pairs.
+/// The rail pairs table.
+fn pairs_section(o: &mut String, l: &Layout) {
     let _ = writeln!(o, "<h2>Rail pairs</h2>\n<p>{}</p>", esc(&l.pairs_source));
     o.push_str("<table id=\"pairs\"><tr><th>GPU</th><th>NIC</th><th>class</th><th>why, bottleneck</th></tr>\n");
     for c in &l.connectors {
@@ -393,14 +416,16 @@ pub fn render(i: &HtmlInputs) -> String {
         );
     }
     o.push_str("</table>\n");
+}
 
-    // Findings.
+/// The audit findings with their evidence and remedies.
+fn findings_section(o: &mut String, audit: &Report) {
     let _ = writeln!(
         o,
         "<h2>Audit findings ({})</h2>\n<table id=\"findings\"><tr><th>severity</th><th>id</th><th>subject</th><th>summary</th><th>evidence</th><th>remedy</th></tr>",
-        i.audit.findings.len()
+        audit.findings.len()
     );
-    for f in &i.audit.findings {
+    for f in &audit.findings {
         let mut ev = String::from("<ul class=\"evidence\">");
         for e in &f.evidence {
             let _ = write!(
@@ -427,10 +452,12 @@ pub fn render(i: &HtmlInputs) -> String {
         );
     }
     o.push_str("</table>\n");
+}
 
-    // Probe.
+/// The probe results given with `--evidence`.
+fn probe_section(o: &mut String, probe: Option<&ProbeDoc>) {
     o.push_str("<h2>Probe results</h2>\n");
-    match i.probe {
+    match probe {
         None => o.push_str("<p>No probe results given (<code>peerpath report --evidence probe.json</code> embeds the output of <code>peerpath probe --format json</code>).</p>\n"),
         Some(p) => {
             let r = &p.report;
@@ -468,52 +495,54 @@ pub fn render(i: &HtmlInputs) -> String {
             }
         }
     }
+}
 
-    // Rail cabling.
-    if let Some((name, c)) = i.cabling {
-        o.push_str("<h2>Rail cabling</h2>\n");
-        let _ = writeln!(
-            o,
-            "<p>From <code>{}</code> ({}): {} GPU nodes, {} adapter ports paired with the layout; {}</p>",
-            esc(name),
-            esc(&c.producer),
-            c.hosts,
-            c.adapters_matched,
-            {
-                let errors = c
-                    .findings
-                    .iter()
-                    .filter(|f| f.severity == crate::analysis::cabling::Severity::Error)
-                    .count();
-                let warnings = c.findings.len() - errors;
-                match (errors, warnings) {
-                    (0, 0) => "every adapter reaches a leaf of its own rail.".to_string(),
-                    (e, 0) => format!("{e} cabling error(s)."),
-                    (e, w) => format!("{e} cabling error(s), {w} warning(s)."),
-                }
+/// The rail cabling judged from `--fabric-map`: summary, picture, findings and limitations.
+fn cabling_section(o: &mut String, name: &str, c: &Cabling) {
+    o.push_str("<h2>Rail cabling</h2>\n");
+    let _ = writeln!(
+        o,
+        "<p>From <code>{}</code> ({}): {} GPU nodes, {} adapter ports paired with the layout; {}</p>",
+        esc(name),
+        esc(&c.producer),
+        c.hosts,
+        c.adapters_matched,
+        {
+            let errors = c
+                .findings
+                .iter()
+                .filter(|f| f.severity == crate::analysis::cabling::Severity::Error)
+                .count();
+            let warnings = c.findings.len() - errors;
+            match (errors, warnings) {
+                (0, 0) => "every adapter reaches a leaf of its own rail.".to_string(),
+                (e, 0) => format!("{e} cabling error(s)."),
+                (e, w) => format!("{e} cabling error(s), {w} warning(s)."),
             }
-        );
-        o.push_str(r#"<div class="picture">"#);
-        o.push_str(&super::cabling::render_svg(c));
-        o.push_str("</div>\n");
-        if !c.findings.is_empty() {
-            o.push_str("<table id=\"cabling\"><tr><th>finding</th><th>evidence</th></tr>\n");
-            for f in &c.findings {
-                let _ = writeln!(
-                    o,
-                    "<tr><td>{}</td><td class=\"mono\">{}</td></tr>",
-                    esc(&super::cabling::finding_line(f)),
-                    esc(&f.evidence.join("; "))
-                );
-            }
-            o.push_str("</table>\n");
         }
-        for l in &c.limitations {
-            let _ = writeln!(o, "<p>{}</p>", esc(l));
+    );
+    o.push_str(r#"<div class="picture">"#);
+    o.push_str(&super::cabling::render_svg(c));
+    o.push_str("</div>\n");
+    if !c.findings.is_empty() {
+        o.push_str("<table id=\"cabling\"><tr><th>finding</th><th>evidence</th></tr>\n");
+        for f in &c.findings {
+            let _ = writeln!(
+                o,
+                "<tr><td>{}</td><td class=\"mono\">{}</td></tr>",
+                esc(&super::cabling::finding_line(f)),
+                esc(&f.evidence.join("; "))
+            );
         }
+        o.push_str("</table>\n");
     }
+    for l in &c.limitations {
+        let _ = writeln!(o, "<p>{}</p>", esc(l));
+    }
+}
 
-    // Script with the colour tables from the Rust side.
+/// The script, with the colour tables from the Rust side and the packed pair data.
+fn script(o: &mut String, i: &HtmlInputs) {
     let labels = [
         Label::Nv(1),
         Label::Pix,
@@ -546,5 +575,4 @@ pub fn render(i: &HtmlInputs) -> String {
         inks.join(","),
         pair_data(i.endpoints, i.cells)
     );
-    o
 }

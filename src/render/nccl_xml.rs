@@ -313,19 +313,46 @@ fn key_of(n: &Node, t: &Topology) -> String {
     }
 }
 
-/// Renders the XML document.
+/// Renders the XML document: the CPU architecture, the endpoints NCCL sees, the element tree
+/// under each NUMA node, then the document.
 pub fn render(t: &Topology, o: &NcclXmlOptions) -> Result<String> {
-    let arch = match (&o.arch, arch_of_vendor(t.machine.cpu_vendor.as_deref())) {
-        (Some(a), _) => a.clone(),
-        (None, Some(a)) => a.to_string(),
-        (None, None) => bail!(
-            "cannot tell the CPU architecture NCCL's `arch` attribute needs ({}); pass --arch x86_64|arm64|ppc64",
-            match &t.machine.cpu_vendor {
-                Some(v) => format!("CPU vendor \"{v}\" is not one NCCL knows"),
-                None => "the input records no CPU vendor".to_string(),
-            }
-        ),
+    let arch = arch_attribute(t, o)?;
+    let (gpus, nics) = nccl_endpoints(t);
+    check_pairs(o, &gpus, &nics)?;
+    let cx = Ctx {
+        t,
+        o,
+        children: element_tree(t, o, &gpus, &nics),
+        gpu_index: gpus.iter().enumerate().map(|(i, d)| (d.bdf, i)).collect(),
+        net_index: net_numbers(&nics),
     };
+    let mut w = Out::new();
+    header_comments(&cx, &mut w)?;
+    w.start(BytesStart::new("system").with_attributes([("version", topology_file_version(t))]))?;
+    write_cpus(&cx, &mut w, &arch)?;
+    w.end()?;
+    w.finish()
+}
+
+/// NCCL's `arch` attribute: `--arch`, else from the CPU vendor; refused when neither tells.
+fn arch_attribute(t: &Topology, o: &NcclXmlOptions) -> Result<String> {
+    Ok(
+        match (&o.arch, arch_of_vendor(t.machine.cpu_vendor.as_deref())) {
+            (Some(a), _) => a.clone(),
+            (None, Some(a)) => a.to_string(),
+            (None, None) => bail!(
+                "cannot tell the CPU architecture NCCL's `arch` attribute needs ({}); pass --arch x86_64|arm64|ppc64",
+                match &t.machine.cpu_vendor {
+                    Some(v) => format!("CPU vendor \"{v}\" is not one NCCL knows"),
+                    None => "the input records no CPU vendor".to_string(),
+                }
+            ),
+        },
+    )
+}
+
+/// The GPUs, and the NICs as NCCL's net plugins see them.
+fn nccl_endpoints(t: &Topology) -> (Vec<&Device>, Vec<&Device>) {
     let gpus: Vec<&Device> = t.of_kind(DeviceKind::Gpu).collect();
     // As NCCL's net plugins see them: RDMA NICs when any NIC has RDMA, else every NIC.
     let all_nics: Vec<&Device> = t.of_kind(DeviceKind::Nic).collect();
@@ -334,7 +361,11 @@ pub fn render(t: &Topology, o: &NcclXmlOptions) -> Result<String> {
         .into_iter()
         .filter(|d| !any_rdma || d.rdma_names().next().is_some())
         .collect();
-    let paired: BTreeSet<Bdf> = o.pairs.iter().flat_map(|(g, n)| [*g, *n]).collect();
+    (gpus, nics)
+}
+
+/// Refuses a declared pair whose GPU or NIC is not one of this topology's.
+fn check_pairs(o: &NcclXmlOptions, gpus: &[&Device], nics: &[&Device]) -> Result<()> {
     for (g, n) in &o.pairs {
         if !gpus.iter().any(|d| d.bdf == *g) {
             bail!("declared pair {g}={n}: {g} is not a GPU of this topology");
@@ -343,8 +374,18 @@ pub fn render(t: &Topology, o: &NcclXmlOptions) -> Result<String> {
             bail!("declared pair {g}={n}: {n} is not a NIC of this topology");
         }
     }
-    // Which switches lead to an endpoint we write.
-    let mut wanted_sw: BTreeSet<usize> = BTreeSet::new();
+    Ok(())
+}
+
+/// Parent key → sorted children: each unpaired endpoint under its switch chain, the top under
+/// `cpu:<numa>`, and one synthetic switch per declared pair.
+fn element_tree(
+    t: &Topology,
+    o: &NcclXmlOptions,
+    gpus: &[&Device],
+    nics: &[&Device],
+) -> BTreeMap<String, Vec<(String, Node)>> {
+    let paired: BTreeSet<Bdf> = o.pairs.iter().flat_map(|(g, n)| [*g, *n]).collect();
     // parent key → children; "cpu:<numa>" for the top.
     let mut children: BTreeMap<String, Vec<(String, Node)>> = BTreeMap::new();
     let numa_key = |n: Option<u32>| format!("cpu:{}", n.map(|n| n as i64).unwrap_or(-1));
@@ -375,7 +416,6 @@ pub fn render(t: &Topology, o: &NcclXmlOptions) -> Result<String> {
             }
             let s = &t.switches[si];
             add(format!("sw:{}", s.id), cur_sort.clone(), cur, &mut children);
-            wanted_sw.insert(si);
             cur = Node::Switch(si);
             cur_sort = s.upstream.to_string();
             sw = s.parent_switch.as_deref().and_then(sw_idx);
@@ -399,27 +439,27 @@ pub fn render(t: &Topology, o: &NcclXmlOptions) -> Result<String> {
     for v in children.values_mut() {
         v.sort_by(|a, b| a.0.cmp(&b.0));
     }
-    let gpu_index = gpus.iter().enumerate().map(|(i, d)| (d.bdf, i)).collect();
+    children
+}
+
+/// The `dev` number of each RDMA name: its place in RDMA-name (natural) order.
+fn net_numbers(nics: &[&Device]) -> BTreeMap<String, usize> {
     // NCCL's IB plugin numbers devices in verbs enumeration order; RDMA-name order is assumed.
     let mut rdma_names: Vec<String> = nics
         .iter()
         .flat_map(|d| d.rdma_names().map(str::to_string))
         .collect();
     rdma_names.sort_by_key(|a| natural_key(a));
-    let net_index = rdma_names
+    rdma_names
         .into_iter()
         .enumerate()
         .map(|(i, n)| (n, i))
-        .collect();
-    let cx = Ctx {
-        t,
-        o,
-        children,
-        gpu_index,
-        net_index,
-    };
+        .collect()
+}
 
-    let mut w = Out::new();
+/// The comments at the top: the source, and what the file assumes or declares.
+fn header_comments(cx: &Ctx, w: &mut Out) -> Result<()> {
+    let (t, o) = (cx.t, cx.o);
     w.comment(&format!(
         "NCCL_TOPO_FILE written by peerpath from {} ({}); link attributes are min(device, parent port) max values, as NCCL reads them.",
         t.source.path, t.source.kind
@@ -434,7 +474,13 @@ pub fn render(t: &Topology, o: &NcclXmlOptions) -> Result<String> {
             "Synthetic switches ffff:ff:NN.0 hold GPU-NIC pairs DECLARED by the operator (they share a PCIe switch on the host); the guest cannot observe this.",
         )?;
     }
-    w.start(BytesStart::new("system").with_attributes([("version", topology_file_version(t))]))?;
+    Ok(())
+}
+
+/// One `cpu` element per NUMA key of the tree, with its affinity, arch and CPUID, and its
+/// children.
+fn write_cpus(cx: &Ctx, w: &mut Out, arch: &str) -> Result<()> {
+    let t = cx.t;
     let max_cpu = t
         .numa_nodes
         .iter()
@@ -465,7 +511,7 @@ pub fn render(t: &Topology, o: &NcclXmlOptions) -> Result<String> {
                 .unwrap_or_default();
             e.push_attribute(("affinity", cpumask(&cpus, words).as_str()));
         }
-        e.push_attribute(("arch", arch.as_str()));
+        e.push_attribute(("arch", arch));
         // NCCL writes (and reads) the CPUID vendor, family and model on x86 only.
         if arch == "x86_64" {
             if let Some(v) = &t.machine.cpu_vendor {
@@ -479,11 +525,10 @@ pub fn render(t: &Topology, o: &NcclXmlOptions) -> Result<String> {
             }
         }
         w.start(e)?;
-        write_children(&cx, &mut w, &format!("cpu:{id}"))?;
+        write_children(cx, w, &format!("cpu:{id}"))?;
         w.end()?;
     }
-    w.end()?;
-    w.finish()
+    Ok(())
 }
 
 /// Natural order key (`mlx5_2` < `mlx5_10`).

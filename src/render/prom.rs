@@ -15,7 +15,7 @@ use crate::analysis::audit::Report;
 use crate::analysis::paths::Paths;
 use crate::analysis::place::NodeView;
 use crate::analysis::rails::Rails;
-use crate::model::{Bdf, DeviceKind};
+use crate::model::{Bdf, DeviceKind, Topology};
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
@@ -65,10 +65,22 @@ fn fmt_value(v: f64) -> String {
     }
 }
 
-/// Renders the textfile.
+/// Renders the textfile: each metric family in file order.
 pub fn render(p: &Paths, view: &NodeView, r: &Rails, i: &PromInputs) -> String {
     let t = p.topo();
     let mut o = Out { s: String::new() };
+    info_metric(&mut o, t, i);
+    gpu_nic_paths(&mut o, view, r);
+    gpu_nvme_paths(&mut o, view);
+    link_metrics(&mut o, p);
+    layout_metrics(&mut o, t, r);
+    audit_metrics(&mut o, i.audit);
+    last_run(&mut o, i.now_unix);
+    o.s
+}
+
+/// `peerpath_info`: the source kind, the version and the fingerprint.
+fn info_metric(o: &mut Out, t: &Topology, i: &PromInputs) {
     o.metric(
         "peerpath_info",
         "Where this topology came from and its layout fingerprint (value 1).",
@@ -81,6 +93,10 @@ pub fn render(p: &Paths, view: &NodeView, r: &Rails, i: &PromInputs) -> String {
         info.push(("fingerprint", format!("{f:016x}")));
     }
     o.sample("peerpath_info", &info, 1.0);
+}
+
+/// `peerpath_gpu_nic_path`: one series per GPU–NIC pair with its label and whether it is the rail.
+fn gpu_nic_paths(o: &mut Out, view: &NodeView, r: &Rails) {
     o.metric(
         "peerpath_gpu_nic_path",
         "Path label between a GPU and a NIC (one series per pair, value 1; rail=\"true\" marks the NIC assigned to the GPU).",
@@ -117,6 +133,10 @@ pub fn render(p: &Paths, view: &NodeView, r: &Rails, i: &PromInputs) -> String {
             );
         }
     }
+}
+
+/// `peerpath_gpu_nvme_path`: one series per GPU–data-NVMe pair (only when there are drives).
+fn gpu_nvme_paths(o: &mut Out, view: &NodeView) {
     if !view.gpu_nvme.is_empty() {
         o.metric(
             "peerpath_gpu_nvme_path",
@@ -144,6 +164,12 @@ pub fn render(p: &Paths, view: &NodeView, r: &Rails, i: &PromInputs) -> String {
             );
         }
     }
+}
+
+/// `peerpath_pcie_link_width_lanes` and `peerpath_pcie_link_speed_gts` of every function on a
+/// GPU's or NIC's path up to its host bridge.
+fn link_metrics(o: &mut Out, p: &Paths) {
+    let t = p.topo();
     // Every function on a GPU's or NIC's path up to its host bridge.
     let hops: BTreeSet<Bdf> = p.upward_closure(
         t.devices
@@ -193,6 +219,10 @@ pub fn render(p: &Paths, view: &NodeView, r: &Rails, i: &PromInputs) -> String {
             }
         }
     }
+}
+
+/// `peerpath_rail_optimised`, and the NVLink domain and xGMI hive/link counts where visible.
+fn layout_metrics(o: &mut Out, t: &Topology, r: &Rails) {
     o.metric(
         "peerpath_rail_optimised",
         "1 if every GPU has its own NIC within PXB (one NIC per GPU).",
@@ -226,11 +256,15 @@ pub fn render(p: &Paths, view: &NodeView, r: &Rails, i: &PromInputs) -> String {
             t.xgmi.iter().filter(|l| l.direct != Some(false)).count() as f64,
         );
     }
-    if let Some(g) = i.audit.and_then(|a| a.gdr_ready().ready) {
+}
+
+/// `peerpath_gdr_ready` and `peerpath_findings`, only when the audit ran.
+fn audit_metrics(o: &mut Out, audit: Option<&Report>) {
+    if let Some(g) = audit.and_then(|a| a.gdr_ready().ready) {
         o.metric("peerpath_gdr_ready", "1 if GPUDirect RDMA prerequisites are met for every rail pair (left out when unknown).");
         o.sample("peerpath_gdr_ready", &[], if g { 1.0 } else { 0.0 });
     }
-    if let Some(a) = i.audit {
+    if let Some(a) = audit {
         o.metric("peerpath_findings", "Audit findings by severity.");
         let c = &a.counts;
         // Severities with findings only, in name order.
@@ -249,14 +283,13 @@ pub fn render(p: &Paths, view: &NodeView, r: &Rails, i: &PromInputs) -> String {
             }
         }
     }
+}
+
+/// `peerpath_last_run_timestamp_seconds`.
+fn last_run(o: &mut Out, now_unix: u64) {
     o.metric(
         "peerpath_last_run_timestamp_seconds",
         "Unix time of the peerpath run that wrote this file.",
     );
-    o.sample(
-        "peerpath_last_run_timestamp_seconds",
-        &[],
-        i.now_unix as f64,
-    );
-    o.s
+    o.sample("peerpath_last_run_timestamp_seconds", &[], now_unix as f64);
 }

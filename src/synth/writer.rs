@@ -329,10 +329,48 @@ pub(super) fn layout(spec: &Spec) -> Result<Layout, SpecError> {
     Ok(Layout { dirs, buses, vfs })
 }
 
-/// Builds every entry of the tree for `spec`, sorted by path.
+/// What every step of [`build_entries`] reads: the spec, the options, the tree's directories and
+/// bus numbers, and the CPUs of each NUMA node.
+struct Ctx<'a> {
+    spec: &'a Spec,
+    opts: &'a WriteOptions,
+    lay: Layout,
+    ncpus: u32,
+    numa_cpus: HashMap<u32, Vec<u32>>,
+    all_cpus: Vec<u32>,
+    /// Slots (domain, bus, device) holding a function other than 0: multifunction devices.
+    slots_by_device: BTreeSet<(u32, u8, u8)>,
+}
+
+/// What the per-function steps collect for the files written after them: each driver's
+/// functions, and each IOMMU group's type and functions.
+#[derive(Default)]
+struct Bindings {
+    groups: BTreeMap<u32, (Option<String>, Vec<Bdf>)>,
+    drivers: BTreeMap<String, Vec<Bdf>>,
+}
+
+/// Builds every entry of the tree for `spec`, sorted by path: the PCI roots, every function's
+/// directory, the drivers and IOMMU groups, the loopback, then the node's and KFD's files.
 pub fn build_entries(spec: &Spec, opts: &WriteOptions) -> Result<Vec<(PathBuf, Entry)>, SpecError> {
-    let lay = layout(spec)?;
+    let cx = context(spec, opts)?;
     let mut t = Tree::default();
+    let mut bind = Bindings::default();
+    pci_roots(&mut t, spec);
+    for f in &spec.functions {
+        function_files(&mut t, &cx, &mut bind, f);
+    }
+    driver_dirs(&mut t, &cx, &bind.drivers);
+    iommu_groups(&mut t, &cx, &bind.groups);
+    loopback(&mut t);
+    node_files(&mut t, spec, &cx.numa_cpus);
+    kfd_files(&mut t, spec, &cx.lay.dirs);
+    Ok(t.nodes.into_iter().collect())
+}
+
+/// The layout of the tree and the CPUs of each NUMA node (an empty list for a node without CPUs).
+fn context<'a>(spec: &'a Spec, opts: &'a WriteOptions) -> Result<Ctx<'a>, SpecError> {
+    let lay = layout(spec)?;
     let ncpus = spec.machine.logical_cpus();
     let numa_cpus: HashMap<u32, Vec<u32>> = spec
         .numa_nodes
@@ -353,8 +391,19 @@ pub fn build_entries(spec: &Spec, opts: &WriteOptions) -> Result<Vec<(PathBuf, E
         .filter(|f| f.physfn.is_none() && f.bdf.function != 0)
         .map(|f| (f.bdf.domain, f.bdf.bus, f.bdf.device))
         .collect();
-    let mut groups: BTreeMap<u32, (Option<String>, Vec<Bdf>)> = BTreeMap::new();
-    let mut drivers: BTreeMap<String, Vec<Bdf>> = BTreeMap::new();
+    Ok(Ctx {
+        spec,
+        opts,
+        lay,
+        ncpus,
+        numa_cpus,
+        all_cpus,
+        slots_by_device,
+    })
+}
+
+/// `sys/bus/pci/{devices,drivers}` and one `sys/devices/pciDDDD:BB` per host bridge.
+fn pci_roots(t: &mut Tree, spec: &Spec) {
     t.dir(Path::new("sys/bus/pci/devices"));
     t.dir(Path::new("sys/bus/pci/drivers"));
     for hb in &spec.host_bridges {
@@ -363,256 +412,323 @@ pub fn build_entries(spec: &Spec, opts: &WriteOptions) -> Result<Vec<(PathBuf, E
             hb.domain, hb.bus
         )));
     }
+}
 
-    for f in &spec.functions {
-        let dir = &lay.dirs[&f.bdf];
-        let a = |n: &str| dir.join(n);
-        t.dir(dir);
-        t.file(a("vendor"), format!("0x{:04x}\n", f.vendor));
-        t.file(a("device"), format!("0x{:04x}\n", f.device));
+/// One function's directory and everything under or about it, in the order the kernel's files
+/// are listed: identity, locality, link, resources, config, AER, bindings, class devices, VPD,
+/// the NVIDIA driver's files, and its `sys/bus/pci/devices` link.
+fn function_files(t: &mut Tree, cx: &Ctx, bind: &mut Bindings, f: &Function) {
+    let dir = &cx.lay.dirs[&f.bdf];
+    t.dir(dir);
+    identity_files(t, dir, f);
+    locality_files(t, cx, dir, f);
+    link_files(t, cx, dir, f);
+    t.file(dir.join("resource"), resource_text(f));
+    config_file(t, cx, dir, f);
+    if let Some(aer) = &f.aer {
+        aer_files(t, dir, aer);
+    }
+    binding_links(t, cx, bind, dir, f);
+    for r in &f.rdma {
+        rdma_device(t, dir, f, r);
+    }
+    for n in &f.netdevs {
+        let nd = dir.join("net").join(&n.name);
+        netdev_files(t, &nd, n);
+        t.link(nd.join("device"), dir);
+        t.link(PathBuf::from("sys/class/net").join(&n.name), &nd);
+    }
+    for n in &f.nvme {
+        nvme_device(t, dir, n);
+    }
+    // `vpd` is readable by root only: the unprivileged view has none.
+    if let (Some(v), false) = (&f.vpd, cx.opts.unprivileged) {
+        let kw: Vec<(&str, &str)> = v
+            .keywords
+            .iter()
+            .map(|(k, x)| (k.as_str(), x.as_str()))
+            .collect();
+        t.file(dir.join("vpd"), crate::parse::vpd::build(&v.name, &kw));
+    }
+    nvidia_proc_files(t, cx.spec, f);
+    t.link(
+        PathBuf::from("sys/bus/pci/devices").join(f.bdf.to_string()),
+        dir,
+    );
+}
+
+/// IDs, class, revision, `enable`, `irq` and `modalias`.
+fn identity_files(t: &mut Tree, dir: &Path, f: &Function) {
+    let a = |n: &str| dir.join(n);
+    t.file(a("vendor"), format!("0x{:04x}\n", f.vendor));
+    t.file(a("device"), format!("0x{:04x}\n", f.device));
+    t.file(
+        a("subsystem_vendor"),
+        format!("0x{:04x}\n", f.subsystem_vendor),
+    );
+    t.file(
+        a("subsystem_device"),
+        format!("0x{:04x}\n", f.subsystem_device),
+    );
+    t.file(a("class"), format!("0x{:06x}\n", f.class));
+    t.file(a("revision"), format!("0x{:02x}\n", f.revision));
+    t.file(a("enable"), "1\n");
+    t.file(a("irq"), "0\n");
+    t.file(
+        a("modalias"),
+        format!(
+            "pci:v{:08X}d{:08X}sv{:08X}sd{:08X}bc{:02X}sc{:02X}i{:02X}\n",
+            f.vendor,
+            f.device,
+            f.subsystem_vendor,
+            f.subsystem_device,
+            f.class >> 16,
+            (f.class >> 8) & 0xff,
+            f.class & 0xff
+        ),
+    );
+}
+
+/// `numa_node`, `local_cpulist` and `local_cpus` (every CPU when the node has none or is -1).
+fn locality_files(t: &mut Tree, cx: &Ctx, dir: &Path, f: &Function) {
+    let numa = cx.spec.numa_of(f);
+    t.file(dir.join("numa_node"), format!("{numa}\n"));
+    let local: &[u32] = match u32::try_from(numa).ok().and_then(|n| cx.numa_cpus.get(&n)) {
+        Some(c) if !c.is_empty() => c,
+        _ => &cx.all_cpus,
+    };
+    t.file(
+        dir.join("local_cpulist"),
+        format!("{}\n", crate::model::cpulist::format_list(local)),
+    );
+    t.file(
+        dir.join("local_cpus"),
+        format!("{}\n", cpumask(local, cx.ncpus)),
+    );
+}
+
+/// The PCIe link's speed and width (PCIe functions with a link), and a bridge's bus numbers.
+fn link_files(t: &mut Tree, cx: &Ctx, dir: &Path, f: &Function) {
+    let a = |n: &str| dir.join(n);
+    if let (true, Some(l)) = (f.pcie, f.link) {
         t.file(
-            a("subsystem_vendor"),
-            format!("0x{:04x}\n", f.subsystem_vendor),
+            a("current_link_speed"),
+            format!("{}\n", speed_text(l.speed)),
         );
+        t.file(a("current_link_width"), format!("{}\n", l.width));
         t.file(
-            a("subsystem_device"),
-            format!("0x{:04x}\n", f.subsystem_device),
+            a("max_link_speed"),
+            format!("{}\n", speed_text(l.max_speed)),
         );
-        t.file(a("class"), format!("0x{:06x}\n", f.class));
-        t.file(a("revision"), format!("0x{:02x}\n", f.revision));
-        t.file(a("enable"), "1\n");
-        t.file(a("irq"), "0\n");
-        t.file(
-            a("modalias"),
-            format!(
-                "pci:v{:08X}d{:08X}sv{:08X}sd{:08X}bc{:02X}sc{:02X}i{:02X}\n",
-                f.vendor,
-                f.device,
-                f.subsystem_vendor,
-                f.subsystem_device,
-                f.class >> 16,
-                (f.class >> 8) & 0xff,
-                f.class & 0xff
-            ),
-        );
-        let numa = spec.numa_of(f);
-        t.file(a("numa_node"), format!("{numa}\n"));
-        let local: &[u32] = match u32::try_from(numa).ok().and_then(|n| numa_cpus.get(&n)) {
-            Some(c) if !c.is_empty() => c,
-            _ => &all_cpus,
-        };
-        t.file(
-            a("local_cpulist"),
-            format!("{}\n", crate::model::cpulist::format_list(local)),
-        );
-        t.file(a("local_cpus"), format!("{}\n", cpumask(local, ncpus)));
-        if let (true, Some(l)) = (f.pcie, f.link) {
-            t.file(
-                a("current_link_speed"),
-                format!("{}\n", speed_text(l.speed)),
-            );
-            t.file(a("current_link_width"), format!("{}\n", l.width));
-            t.file(
-                a("max_link_speed"),
-                format!("{}\n", speed_text(l.max_speed)),
-            );
-            t.file(a("max_link_width"), format!("{}\n", l.max_width));
-        }
-        let buses = lay.buses.get(&f.bdf).copied();
-        if let Some(bb) = buses {
-            t.file(a("secondary_bus_number"), format!("{}\n", bb.secondary));
-            t.file(a("subordinate_bus_number"), format!("{}\n", bb.subordinate));
-        }
-        // resource: 13 lines for endpoints, 17 for bridges (windows), kernel format.
-        let nres = if f.role.is_bridge() { 17 } else { 13 };
-        let mut res = String::new();
-        for i in 0..nres {
-            match f
-                .bars
-                .iter()
-                .find(|b| usize::from(b.index) == i && !f.role.is_bridge())
-            {
-                Some(bar) => {
-                    let mut flags: u64 = 0x0004_0200;
-                    if bar.mem64 {
-                        flags |= 0x0010_0004;
-                    }
-                    if bar.prefetchable {
-                        flags |= 0x2008;
-                    }
-                    let end = bar.start + bar.size.max(1) - 1;
-                    let _ = writeln!(res, "0x{:016x} 0x{:016x} 0x{:016x}", bar.start, end, flags);
+        t.file(a("max_link_width"), format!("{}\n", l.max_width));
+    }
+    if let Some(bb) = cx.lay.buses.get(&f.bdf) {
+        t.file(a("secondary_bus_number"), format!("{}\n", bb.secondary));
+        t.file(a("subordinate_bus_number"), format!("{}\n", bb.subordinate));
+    }
+}
+
+/// `resource`: 13 lines for endpoints, 17 for bridges (windows), kernel format.
+fn resource_text(f: &Function) -> String {
+    let nres = if f.role.is_bridge() { 17 } else { 13 };
+    let mut res = String::new();
+    for i in 0..nres {
+        match f
+            .bars
+            .iter()
+            .find(|b| usize::from(b.index) == i && !f.role.is_bridge())
+        {
+            Some(bar) => {
+                let mut flags: u64 = 0x0004_0200;
+                if bar.mem64 {
+                    flags |= 0x0010_0004;
                 }
-                None => res.push_str("0x0000000000000000 0x0000000000000000 0x0000000000000000\n"),
-            }
-        }
-        t.file(a("resource"), res);
-        // config
-        let vfs = lay.vfs.get(&f.bdf);
-        let offset_stride = match vfs.map(|v| v.as_slice()) {
-            Some([first, second, ..]) => (
-                (rid(*first).wrapping_sub(rid(f.bdf))) as u16,
-                (rid(*second).wrapping_sub(rid(*first))) as u16,
-            ),
-            Some([first]) => ((rid(*first).wrapping_sub(rid(f.bdf))) as u16, 1),
-            _ => (0, 0),
-        };
-        let ctx = ConfigContext {
-            buses,
-            multifunction: f.physfn.is_none()
-                && slots_by_device.contains(&(f.bdf.domain, f.bdf.bus, f.bdf.device)),
-            num_vfs: vfs.map_or(0, |v| v.len() as u16),
-            vf_offset_stride: offset_stride,
-            is_vf: f.physfn.is_some(),
-        };
-        let mut cfg = config::build(f, &ctx);
-        if opts.unprivileged {
-            cfg.truncate(64);
-        }
-        t.file(a("config"), cfg);
-        if let Some(aer) = &f.aer {
-            t.file(
-                a("aer_dev_correctable"),
-                aer_file(&AER_COR, &aer.correctable, "TOTAL_ERR_COR"),
-            );
-            t.file(
-                a("aer_dev_nonfatal"),
-                aer_file(&AER_UNCOR, &aer.nonfatal, "TOTAL_ERR_NONFATAL"),
-            );
-            t.file(
-                a("aer_dev_fatal"),
-                aer_file(&AER_UNCOR, &aer.fatal, "TOTAL_ERR_FATAL"),
-            );
-        }
-        if let Some(d) = &f.driver {
-            let ddir = PathBuf::from("sys/bus/pci/drivers").join(d);
-            t.link(a("driver"), &ddir);
-            drivers.entry(d.clone()).or_default().push(f.bdf);
-        }
-        if let Some(g) = f.iommu_group {
-            t.link(a("iommu_group"), format!("sys/kernel/iommu_groups/{g}"));
-            let e = groups.entry(g).or_insert((None, Vec::new()));
-            if e.0.is_none() {
-                e.0 = f.iommu_type.clone();
-            }
-            e.1.push(f.bdf);
-        }
-        if let Some(pf) = f.physfn {
-            t.link(a("physfn"), &lay.dirs[&pf]);
-        }
-        if let Some(v) = vfs {
-            for (i, vf) in v.iter().enumerate() {
-                t.link(a(&format!("virtfn{i}")), &lay.dirs[vf]);
-            }
-        }
-        if f.total_vfs > 0 {
-            t.file(a("sriov_totalvfs"), format!("{}\n", f.total_vfs));
-            t.file(a("sriov_numvfs"), format!("{}\n", vfs.map_or(0, Vec::len)));
-        }
-        if let (Some(s), Some(bb)) = (&f.slot, buses) {
-            let sd = PathBuf::from("sys/bus/pci/slots").join(&s.name);
-            t.file(
-                sd.join("address"),
-                format!("{:04x}:{:02x}:00\n", f.bdf.domain, bb.secondary),
-            );
-        }
-        // Class devices.
-        for r in &f.rdma {
-            // An HPE Cassini's CXI device is in its own class (`cxi_core`), not infiniband.
-            if f.vendor == 0x17db && r.name.starts_with("cxi") {
-                let cd = dir.join("cxi").join(&r.name);
-                t.link(cd.join("device"), dir);
-                t.link(PathBuf::from("sys/class/cxi").join(&r.name), &cd);
-                continue;
-            }
-            let rd = dir.join("infiniband").join(&r.name);
-            t.file(rd.join("fw_ver"), format!("{}\n", r.fw_ver));
-            t.file(rd.join("hca_type"), format!("{}\n", r.hca_type));
-            t.file(rd.join("board_id"), format!("{}\n", r.board_id));
-            t.file(rd.join("node_type"), "1: CA\n");
-            t.link(rd.join("device"), dir);
-            for p in &r.ports {
-                let pd = rd.join("ports").join(p.port.to_string());
-                t.file(
-                    pd.join("state"),
-                    format!("{}: {}\n", p.state, ib_state_name(p.state)),
-                );
-                t.file(
-                    pd.join("phys_state"),
-                    format!("{}: {}\n", p.phys_state, ib_phys_state_name(p.phys_state)),
-                );
-                t.file(pd.join("rate"), format!("{}\n", p.rate));
-                t.file(pd.join("link_layer"), format!("{}\n", p.link_layer));
-            }
-            t.link(PathBuf::from("sys/class/infiniband").join(&r.name), &rd);
-        }
-        for n in &f.netdevs {
-            let nd = dir.join("net").join(&n.name);
-            netdev_files(&mut t, &nd, n);
-            t.link(nd.join("device"), dir);
-            t.link(PathBuf::from("sys/class/net").join(&n.name), &nd);
-        }
-        for n in &f.nvme {
-            let nd = dir.join("nvme").join(&n.name);
-            t.file(nd.join("model"), format!("{}\n", n.model));
-            t.link(nd.join("device"), dir);
-            t.link(PathBuf::from("sys/class/nvme").join(&n.name), &nd);
-            for ns in &n.namespaces {
-                let d = nd.join(&ns.name);
-                block_dev(&mut t, &d, ns, false);
-                for p in &ns.partitions {
-                    block_dev(&mut t, &d.join(&p.name), p, true);
+                if bar.prefetchable {
+                    flags |= 0x2008;
                 }
+                let end = bar.start + bar.size.max(1) - 1;
+                let _ = writeln!(res, "0x{:016x} 0x{:016x} 0x{:016x}", bar.start, end, flags);
             }
+            None => res.push_str("0x0000000000000000 0x0000000000000000 0x0000000000000000\n"),
         }
-        // `vpd` is readable by root only: the unprivileged view has none.
-        if let (Some(v), false) = (&f.vpd, opts.unprivileged) {
-            let kw: Vec<(&str, &str)> = v
-                .keywords
-                .iter()
-                .map(|(k, x)| (k.as_str(), x.as_str()))
-                .collect();
-            t.file(a("vpd"), crate::parse::vpd::build(&v.name, &kw));
+    }
+    res
+}
+
+/// `config`: the configuration space (64 bytes in the unprivileged view).
+fn config_file(t: &mut Tree, cx: &Ctx, dir: &Path, f: &Function) {
+    let vfs = cx.lay.vfs.get(&f.bdf);
+    let offset_stride = match vfs.map(|v| v.as_slice()) {
+        Some([first, second, ..]) => (
+            (rid(*first).wrapping_sub(rid(f.bdf))) as u16,
+            (rid(*second).wrapping_sub(rid(*first))) as u16,
+        ),
+        Some([first]) => ((rid(*first).wrapping_sub(rid(f.bdf))) as u16, 1),
+        _ => (0, 0),
+    };
+    let ctx = ConfigContext {
+        buses: cx.lay.buses.get(&f.bdf).copied(),
+        multifunction: f.physfn.is_none()
+            && cx
+                .slots_by_device
+                .contains(&(f.bdf.domain, f.bdf.bus, f.bdf.device)),
+        num_vfs: vfs.map_or(0, |v| v.len() as u16),
+        vf_offset_stride: offset_stride,
+        is_vf: f.physfn.is_some(),
+    };
+    let mut cfg = config::build(f, &ctx);
+    if cx.opts.unprivileged {
+        cfg.truncate(64);
+    }
+    t.file(dir.join("config"), cfg);
+}
+
+/// `aer_dev_{correctable,nonfatal,fatal}`.
+fn aer_files(t: &mut Tree, dir: &Path, aer: &super::Aer) {
+    t.file(
+        dir.join("aer_dev_correctable"),
+        aer_file(&AER_COR, &aer.correctable, "TOTAL_ERR_COR"),
+    );
+    t.file(
+        dir.join("aer_dev_nonfatal"),
+        aer_file(&AER_UNCOR, &aer.nonfatal, "TOTAL_ERR_NONFATAL"),
+    );
+    t.file(
+        dir.join("aer_dev_fatal"),
+        aer_file(&AER_UNCOR, &aer.fatal, "TOTAL_ERR_FATAL"),
+    );
+}
+
+/// The function's driver and IOMMU group links (collected for [`driver_dirs`] and
+/// [`iommu_groups`]), its PF/VF links and SR-IOV counts, and its slot's address.
+fn binding_links(t: &mut Tree, cx: &Ctx, bind: &mut Bindings, dir: &Path, f: &Function) {
+    let a = |n: &str| dir.join(n);
+    if let Some(d) = &f.driver {
+        let ddir = PathBuf::from("sys/bus/pci/drivers").join(d);
+        t.link(a("driver"), &ddir);
+        bind.drivers.entry(d.clone()).or_default().push(f.bdf);
+    }
+    if let Some(g) = f.iommu_group {
+        t.link(a("iommu_group"), format!("sys/kernel/iommu_groups/{g}"));
+        let e = bind.groups.entry(g).or_insert((None, Vec::new()));
+        if e.0.is_none() {
+            e.0 = f.iommu_type.clone();
         }
-        if let (Some(n), true) = (f.gpu_memory_numa, f.nvidia_model.is_some()) {
-            let gd = PathBuf::from("proc/driver/nvidia/gpus").join(f.bdf.to_string());
-            t.file(
-                gd.join("numa_status"),
-                format!("Node: {n}\nStatus: online\n"),
-            );
+        e.1.push(f.bdf);
+    }
+    if let Some(pf) = f.physfn {
+        t.link(a("physfn"), &cx.lay.dirs[&pf]);
+    }
+    let vfs = cx.lay.vfs.get(&f.bdf);
+    if let Some(v) = vfs {
+        for (i, vf) in v.iter().enumerate() {
+            t.link(a(&format!("virtfn{i}")), &cx.lay.dirs[vf]);
         }
-        if let Some(model) = &f.nvidia_model {
-            let gd = PathBuf::from("proc/driver/nvidia/gpus").join(f.bdf.to_string());
-            let minor = spec
-                .functions
-                .iter()
-                .filter(|g| g.nvidia_model.is_some() && g.bdf < f.bdf)
-                .count();
-            t.file(
-                gd.join("information"),
-                format!(
-                    "Model: \t\t {model}\nIRQ:   \t\t 0\nGPU UUID: \t GPU-????????-????-????-????-????????????\nVideo BIOS: \t ??.??.??.??.??\nBus Type: \t PCIe\nDMA Size: \t 52 bits\nDMA Mask: \t 0xfffffffffffff\nBus Location: \t {}\nDevice Minor: \t {minor}\nGPU Excluded:\t No\n",
-                    f.bdf
-                ),
-            );
-        }
-        t.link(
-            PathBuf::from("sys/bus/pci/devices").join(f.bdf.to_string()),
-            dir,
+    }
+    if f.total_vfs > 0 {
+        t.file(a("sriov_totalvfs"), format!("{}\n", f.total_vfs));
+        t.file(a("sriov_numvfs"), format!("{}\n", vfs.map_or(0, Vec::len)));
+    }
+    if let (Some(s), Some(bb)) = (&f.slot, cx.lay.buses.get(&f.bdf)) {
+        let sd = PathBuf::from("sys/bus/pci/slots").join(&s.name);
+        t.file(
+            sd.join("address"),
+            format!("{:04x}:{:02x}:00\n", f.bdf.domain, bb.secondary),
         );
     }
-    for (d, devs) in &drivers {
+}
+
+/// An RDMA device: `infiniband/<name>` with its ports and class link, or an HPE Cassini's CXI
+/// device, which is in its own class (`cxi_core`), not infiniband.
+fn rdma_device(t: &mut Tree, dir: &Path, f: &Function, r: &super::Rdma) {
+    if f.vendor == 0x17db && r.name.starts_with("cxi") {
+        let cd = dir.join("cxi").join(&r.name);
+        t.link(cd.join("device"), dir);
+        t.link(PathBuf::from("sys/class/cxi").join(&r.name), &cd);
+        return;
+    }
+    let rd = dir.join("infiniband").join(&r.name);
+    t.file(rd.join("fw_ver"), format!("{}\n", r.fw_ver));
+    t.file(rd.join("hca_type"), format!("{}\n", r.hca_type));
+    t.file(rd.join("board_id"), format!("{}\n", r.board_id));
+    t.file(rd.join("node_type"), "1: CA\n");
+    t.link(rd.join("device"), dir);
+    for p in &r.ports {
+        let pd = rd.join("ports").join(p.port.to_string());
+        t.file(
+            pd.join("state"),
+            format!("{}: {}\n", p.state, ib_state_name(p.state)),
+        );
+        t.file(
+            pd.join("phys_state"),
+            format!("{}: {}\n", p.phys_state, ib_phys_state_name(p.phys_state)),
+        );
+        t.file(pd.join("rate"), format!("{}\n", p.rate));
+        t.file(pd.join("link_layer"), format!("{}\n", p.link_layer));
+    }
+    t.link(PathBuf::from("sys/class/infiniband").join(&r.name), &rd);
+}
+
+/// An NVMe controller: `nvme/<name>` with its model, class link, namespaces and partitions.
+fn nvme_device(t: &mut Tree, dir: &Path, n: &super::Nvme) {
+    let nd = dir.join("nvme").join(&n.name);
+    t.file(nd.join("model"), format!("{}\n", n.model));
+    t.link(nd.join("device"), dir);
+    t.link(PathBuf::from("sys/class/nvme").join(&n.name), &nd);
+    for ns in &n.namespaces {
+        let d = nd.join(&ns.name);
+        block_dev(t, &d, ns, false);
+        for p in &ns.partitions {
+            block_dev(t, &d.join(&p.name), p, true);
+        }
+    }
+}
+
+/// An NVIDIA GPU's `proc/driver/nvidia/gpus/<bdf>/{numa_status,information}`.
+fn nvidia_proc_files(t: &mut Tree, spec: &Spec, f: &Function) {
+    if let (Some(n), true) = (f.gpu_memory_numa, f.nvidia_model.is_some()) {
+        let gd = PathBuf::from("proc/driver/nvidia/gpus").join(f.bdf.to_string());
+        t.file(
+            gd.join("numa_status"),
+            format!("Node: {n}\nStatus: online\n"),
+        );
+    }
+    if let Some(model) = &f.nvidia_model {
+        let gd = PathBuf::from("proc/driver/nvidia/gpus").join(f.bdf.to_string());
+        let minor = spec
+            .functions
+            .iter()
+            .filter(|g| g.nvidia_model.is_some() && g.bdf < f.bdf)
+            .count();
+        t.file(
+            gd.join("information"),
+            format!(
+                "Model: \t\t {model}\nIRQ:   \t\t 0\nGPU UUID: \t GPU-????????-????-????-????-????????????\nVideo BIOS: \t ??.??.??.??.??\nBus Type: \t PCIe\nDMA Size: \t 52 bits\nDMA Mask: \t 0xfffffffffffff\nBus Location: \t {}\nDevice Minor: \t {minor}\nGPU Excluded:\t No\n",
+                f.bdf
+            ),
+        );
+    }
+}
+
+/// `sys/bus/pci/drivers/<driver>/<bdf>` for every bound function.
+fn driver_dirs(t: &mut Tree, cx: &Ctx, drivers: &BTreeMap<String, Vec<Bdf>>) {
+    for (d, devs) in drivers {
         let dd = PathBuf::from("sys/bus/pci/drivers").join(d);
         t.dir(&dd);
         for b in devs {
-            t.link(dd.join(b.to_string()), &lay.dirs[b]);
+            t.link(dd.join(b.to_string()), &cx.lay.dirs[b]);
         }
     }
-    for (g, (ty, devs)) in &groups {
+}
+
+/// `sys/kernel/iommu_groups/<g>`: its type (the first member's, else the node default, else
+/// identity), reserved regions and device links.
+fn iommu_groups(t: &mut Tree, cx: &Ctx, groups: &BTreeMap<u32, (Option<String>, Vec<Bdf>)>) {
+    for (g, (ty, devs)) in groups {
         let gd = PathBuf::from(format!("sys/kernel/iommu_groups/{g}"));
         let ty = ty
             .clone()
-            .or_else(|| spec.node.iommu_default_type.clone())
+            .or_else(|| cx.spec.node.iommu_default_type.clone())
             .unwrap_or_else(|| "identity".into());
         t.file(gd.join("type"), format!("{ty}\n"));
         t.file(
@@ -620,13 +736,16 @@ pub fn build_entries(spec: &Spec, opts: &WriteOptions) -> Result<Vec<(PathBuf, E
             "0x00000000fee00000 0x00000000feefffff msi\n",
         );
         for b in devs {
-            t.link(gd.join("devices").join(b.to_string()), &lay.dirs[b]);
+            t.link(gd.join("devices").join(b.to_string()), &cx.lay.dirs[b]);
         }
     }
-    // Loopback.
+}
+
+/// The loopback interface `lo` and its class link.
+fn loopback(t: &mut Tree) {
     let lo = PathBuf::from("sys/devices/virtual/net/lo");
     netdev_files(
-        &mut t,
+        t,
         &lo,
         &super::Netdev {
             name: "lo".into(),
@@ -636,9 +755,6 @@ pub fn build_entries(spec: &Spec, opts: &WriteOptions) -> Result<Vec<(PathBuf, E
         },
     );
     t.link("sys/class/net/lo", &lo);
-    node_files(&mut t, spec, &numa_cpus);
-    kfd_files(&mut t, spec, &lay.dirs);
-    Ok(t.nodes.into_iter().collect())
 }
 
 /// One node of a tree as the synthesizer writes it to a directory or a `.tar.gz`: what

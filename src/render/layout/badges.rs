@@ -7,8 +7,7 @@
 //! empty port) marks the nearest drawn box above it. The badge tag is [`CheckId::tag`].
 
 use super::boxes::{self, Node};
-use super::placement::{self, line_chars};
-use super::{Badge, FONT, PAD, Rect, SMALL, text_width};
+use super::{Badge, FONT, PAD, Rect, SMALL, line_chars, selector_chars, text_width};
 use crate::analysis::audit::{CheckId, Report, Severity, Subject};
 use crate::model::{Bdf, Topology};
 use std::collections::HashMap;
@@ -109,7 +108,7 @@ pub(super) fn rows(columns: &[Node], col_w: &[f32], badges: &Badges) -> HashMap<
             continue;
         };
         let chars = line_chars(w);
-        let sel = placement::selector_chars(ep);
+        let sel = selector_chars(ep);
         let used = text_width(first.min(chars.saturating_sub(sel)), FONT) + 5.0;
         if used + row_width(list) + selector_width(ep) + 6.0 > w {
             let avail = w - 10.0;

@@ -56,6 +56,17 @@ pub fn text_width(n: usize, size: f32) -> f32 {
     n as f32 * size * ADVANCE
 }
 
+/// Characters of body text that fit on a line of a box `w` px wide (the box's text lines in
+/// [`placement`], the badge rows below them in [`badges`]).
+fn line_chars(w: f32) -> usize {
+    ((w - 10.0) / text_width(1, FONT)).floor().max(1.0) as usize
+}
+
+/// Characters an endpoint box keeps free on its first line for the HTML selector's class.
+fn selector_chars(endpoint: bool) -> usize {
+    if endpoint { 5 } else { 0 }
+}
+
 /// An axis-aligned rectangle, px.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Rect {

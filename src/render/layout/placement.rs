@@ -8,19 +8,9 @@ use super::badges::{self, Badges};
 use super::boxes::{Node, depth};
 use super::{
     BoxKind, FONT, GAP, LANE, LEAF_CHARS, LINE, LaidBox, MARGIN, PAD, Rect, SMALL, TextLine, fit,
-    text_width,
+    line_chars, selector_chars, text_width,
 };
 use std::collections::HashMap;
-
-/// Characters of body text that fit on a line of a box `w` px wide.
-pub(super) fn line_chars(w: f32) -> usize {
-    ((w - 10.0) / text_width(1, FONT)).floor().max(1.0) as usize
-}
-
-/// Characters an endpoint box keeps free on its first line for the HTML selector's class.
-pub(super) fn selector_chars(endpoint: bool) -> usize {
-    if endpoint { 5 } else { 0 }
-}
 
 /// Height of a node with its badge rows.
 pub(super) fn height(n: &Node, badge_rows: &HashMap<String, usize>) -> f32 {

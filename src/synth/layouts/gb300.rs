@@ -85,127 +85,157 @@ fn cx_port(bdf: Bdf, parent: Bdf, role: Role, link: Link, acs: Option<u16>) -> F
 /// nodes 2–5), 4 ConnectX-8 (IB XDR 800G ACTIVE) whose GPU traffic takes a Data Direct DMA
 /// function next to their GPU; SMMUv3 in passthrough (`identity`), nvidia-peermem loaded.
 pub fn gb300_tray() -> Spec {
-    let gen6 = Link::full(64.0, 16);
-    let gen5 = Link::full(32.0, 16);
-    let x1 = Link::full(16.0, 1);
     let mut fns = Vec::new();
     let mut group = 0u32;
     let mut host_bridges = Vec::new();
     for i in 0..4 {
-        let d = GB300_DMA_DOMAINS[i];
         let numa = Some((i / 2) as u32);
         host_bridges.push(HostBridgeSpec {
-            domain: d,
+            domain: GB300_DMA_DOMAINS[i],
             bus: 0,
             numa_node: numa,
         });
-        let rp = gb300_dma_root_port(i);
-        let usp = b(d, 1, 0, 0);
-        let usp2 = b(d, 4, 0, 0);
-        let dsp2 = b(d, 5, 0, 0);
-        let mut root = grace_rp(rp, x1, ACS_DMA_ROOT_PORT);
-        root.iommu_group = Some(group);
-        group += 1;
-        let mut seg = vec![
-            cx_port(usp, rp, Role::SwitchUpstream, x1, None),
-            cx_port(
-                gb300_dma_dsp(i),
-                usp,
-                Role::SwitchDownstream,
-                gen6,
-                Some(ACS_DMA_PORT),
-            ),
-            cx_port(
-                gb300_gpu_dsp(i),
-                usp,
-                Role::SwitchDownstream,
-                gen6,
-                Some(ACS_GPU_PORT),
-            ),
-            cx_port(usp2, gb300_gpu_dsp(i), Role::SwitchUpstream, gen6, None),
-            cx_port(
-                dsp2,
-                usp2,
-                Role::SwitchDownstream,
-                gen6,
-                Some(ACS_KERNEL_DEFAULT),
-            ),
-            Function {
-                bdf: gb300_dma(i),
-                parent: Some(gb300_dma_dsp(i)),
-                vendor: 0x15b3,
-                device: 0x2100,
-                subsystem_vendor: 0x15b3,
-                subsystem_device: 0x0208,
-                class: 0x080100,
-                link: Some(gen6),
-                aer: Some(Aer::default()),
-                bars: vec![Bar {
-                    index: 0,
-                    start: 0x4000_0000_0000 + (u64::from(d) << 36),
-                    size: 32 << 20,
-                    mem64: true,
-                    prefetchable: true,
-                }],
-                driver: Some("mlx5_ib".into()),
-                vpd: Some(cx8_vpd(&board_uuid(0x3b, i), i)),
-                ..Default::default()
-            },
-        ];
-        let mut g = gpu(
-            gb300_gpu(i),
-            Some(dsp2),
-            &GB300,
-            gen6,
-            0x6000_0000_0000 + (u64::from(d) << 40),
-        );
-        g.gpu_memory_numa = Some(2 + i as u32);
-        seg.push(g);
-        // ACS SV is off on the root port: everything below it is one IOMMU group.
-        for f in seg.iter_mut() {
-            f.iommu_group = Some(group);
-        }
-        group += 1;
-        fns.push(root);
-        fns.extend(seg);
-
-        // The ConnectX-8's RDMA function on a Grace root port of its own.
-        let pd = GB300_NIC_DOMAINS[i];
+        fns.extend(dma_segment(i, &mut group));
         host_bridges.push(HostBridgeSpec {
-            domain: pd,
+            domain: GB300_NIC_DOMAINS[i],
             bus: 0,
             numa_node: numa,
         });
-        let prp = b(pd, 0, 0, 0);
-        let mut root = grace_rp(prp, gen5, ACS_KERNEL_DEFAULT);
-        root.iommu_group = Some(group);
-        group += 1;
-        fns.push(root);
-        let mut nic = mlx_nic(
-            gb300_nic(i),
-            Some(prp),
-            0x1023,
-            (&format!("mlx5_{i}"), &format!("ibP{pd}p1s0")),
-            ("800 Gb/sec (4X XDR)", "InfiniBand"),
-            gen5,
-        );
-        nic.subsystem_device = 0x0101;
-        if let Some(r) = nic.rdma.first_mut() {
-            r.hca_type = "MT4131".into();
-            r.fw_ver = "40.44.1036".into();
-        }
-        nic.vpd = Some(cx8_vpd(&board_uuid(0x3b, i), i));
-        nic.iommu_group = Some(group);
-        group += 1;
-        fns.push(nic);
+        fns.extend(nic_segment(i, &mut group));
     }
     host_bridges.sort_by_key(|h| (h.domain, h.bus));
+    Spec {
+        name: "gb300-tray".into(),
+        machine: grace_pair(),
+        numa_nodes: gb300_numa_nodes(),
+        host_bridges,
+        functions: fns,
+        node: gb300_node(),
+    }
+}
+
+/// GPU `i`'s Data Direct segment: the Grace root port (an IOMMU group of its own), then in one
+/// group the CX switch with the DMA function on one port and, one CX level deeper, the GPU.
+fn dma_segment(i: usize, group: &mut u32) -> Vec<Function> {
+    let gen6 = Link::full(64.0, 16);
+    let x1 = Link::full(16.0, 1);
+    let d = GB300_DMA_DOMAINS[i];
+    let rp = gb300_dma_root_port(i);
+    let usp = b(d, 1, 0, 0);
+    let usp2 = b(d, 4, 0, 0);
+    let dsp2 = b(d, 5, 0, 0);
+    let mut root = grace_rp(rp, x1, ACS_DMA_ROOT_PORT);
+    root.iommu_group = Some(*group);
+    *group += 1;
+    let mut seg = vec![
+        cx_port(usp, rp, Role::SwitchUpstream, x1, None),
+        cx_port(
+            gb300_dma_dsp(i),
+            usp,
+            Role::SwitchDownstream,
+            gen6,
+            Some(ACS_DMA_PORT),
+        ),
+        cx_port(
+            gb300_gpu_dsp(i),
+            usp,
+            Role::SwitchDownstream,
+            gen6,
+            Some(ACS_GPU_PORT),
+        ),
+        cx_port(usp2, gb300_gpu_dsp(i), Role::SwitchUpstream, gen6, None),
+        cx_port(
+            dsp2,
+            usp2,
+            Role::SwitchDownstream,
+            gen6,
+            Some(ACS_KERNEL_DEFAULT),
+        ),
+        Function {
+            bdf: gb300_dma(i),
+            parent: Some(gb300_dma_dsp(i)),
+            vendor: 0x15b3,
+            device: 0x2100,
+            subsystem_vendor: 0x15b3,
+            subsystem_device: 0x0208,
+            class: 0x080100,
+            link: Some(gen6),
+            aer: Some(Aer::default()),
+            bars: vec![Bar {
+                index: 0,
+                start: 0x4000_0000_0000 + (u64::from(d) << 36),
+                size: 32 << 20,
+                mem64: true,
+                prefetchable: true,
+            }],
+            driver: Some("mlx5_ib".into()),
+            vpd: Some(cx8_vpd(&board_uuid(0x3b, i), i)),
+            ..Default::default()
+        },
+    ];
+    let mut g = gpu(
+        gb300_gpu(i),
+        Some(dsp2),
+        &GB300,
+        gen6,
+        0x6000_0000_0000 + (u64::from(d) << 40),
+    );
+    g.gpu_memory_numa = Some(2 + i as u32);
+    seg.push(g);
+    // ACS SV is off on the root port: everything below it is one IOMMU group.
+    for f in seg.iter_mut() {
+        f.iommu_group = Some(*group);
+    }
+    *group += 1;
+    let mut fns = vec![root];
+    fns.extend(seg);
+    fns
+}
+
+/// ConnectX-8 `i`'s RDMA function on a Grace root port of its own (each its own IOMMU group).
+fn nic_segment(i: usize, group: &mut u32) -> Vec<Function> {
+    let gen5 = Link::full(32.0, 16);
+    let pd = GB300_NIC_DOMAINS[i];
+    let mut fns = Vec::new();
+    let prp = b(pd, 0, 0, 0);
+    let mut root = grace_rp(prp, gen5, ACS_KERNEL_DEFAULT);
+    root.iommu_group = Some(*group);
+    *group += 1;
+    fns.push(root);
+    let mut nic = mlx_nic(
+        gb300_nic(i),
+        Some(prp),
+        0x1023,
+        (&format!("mlx5_{i}"), &format!("ibP{pd}p1s0")),
+        ("800 Gb/sec (4X XDR)", "InfiniBand"),
+        gen5,
+    );
+    nic.subsystem_device = 0x0101;
+    if let Some(r) = nic.rdma.first_mut() {
+        r.hca_type = "MT4131".into();
+        r.fw_ver = "40.44.1036".into();
+    }
+    nic.vpd = Some(cx8_vpd(&board_uuid(0x3b, i), i));
+    nic.iommu_group = Some(*group);
+    *group += 1;
+    fns.push(nic);
+    fns
+}
+
+/// The node-wide facts: NVIDIA 580 open driver with nvidia-peermem, the kernel command line
+/// (SMMU passthrough) and four SMMUv3 units.
+fn gb300_node() -> NodeFacts {
     let nv = "580.95.05";
     let mut node = peer_stack(nv, true, "25.04-0.6.1");
     node.cmdline = "BOOT_IMAGE=/boot/vmlinuz-6.8.0-1030-nvidia-64k root=UUID=5e0c2a9f-3b1d-4f7e-8a6c-1d2e3f4a5b6c ro iommu.passthrough=1 init_on_alloc=0".into();
     node.iommu_units = (0..4)
         .map(|i| format!("smmu3.0x0000{:02x}0000000000", 0x10 + i))
         .collect();
+    node
+}
+
+/// NUMA nodes 0–1 (the Graces) and 2–5 (each GPU's memory), with their distances.
+fn gb300_numa_nodes() -> Vec<NumaSpec> {
     let grace = |n: u32, cpus: &str| NumaSpec {
         id: n,
         cpus: cpus.into(),
@@ -232,28 +262,26 @@ pub fn gb300_tray() -> Spec {
                 .collect(),
         });
     }
-    Spec {
-        name: "gb300-tray".into(),
-        machine: Machine {
-            cpu_vendor: String::new(),
-            cpu_model: String::new(),
-            cpu_family: 0,
-            cpu_model_number: 0,
-            sockets: 2,
-            cores_per_socket: 72,
-            threads_per_core: 1,
-            hypervisor: false,
-            dmi_vendor: None,
-            dmi_product: None,
-            memory_kib_per_node: 480 * 1024 * 1024,
-            arm: Some(crate::synth::ArmCpu {
-                implementer: 0x41,
-                part: 0xd4f,
-            }),
-        },
-        numa_nodes,
-        host_bridges,
-        functions: fns,
-        node,
+    numa_nodes
+}
+
+/// Two Grace CPUs (Neoverse V2, 72 cores each), 480 GiB per NUMA node.
+fn grace_pair() -> Machine {
+    Machine {
+        cpu_vendor: String::new(),
+        cpu_model: String::new(),
+        cpu_family: 0,
+        cpu_model_number: 0,
+        sockets: 2,
+        cores_per_socket: 72,
+        threads_per_core: 1,
+        hypervisor: false,
+        dmi_vendor: None,
+        dmi_product: None,
+        memory_kib_per_node: 480 * 1024 * 1024,
+        arm: Some(crate::synth::ArmCpu {
+            implementer: 0x41,
+            part: 0xd4f,
+        }),
     }
 }
