@@ -200,44 +200,7 @@ impl<'a> Ranks<'a> {
         } else {
             vec!["taskset".into(), "-c".into(), cpus_s.clone()]
         };
-        // Why, one line per choice.
-        let vendor = dev.and_then(|d| d.vendor_id);
-        let mut why = Vec::new();
-        why.push(format!(
-            "GPU: {} ({}) on NUMA {}, {} index {g}: local rank {r} takes the {} chosen GPU in PCI order (set: see notes)",
-            gpu.name,
-            gpu.bdf,
-            numa_s(gpu.numa_node),
-            if vendor == Some(0x1002) { "HIP" } else { "CUDA" },
-            ordinal(r + 1)
-        ));
-        why.push(match (nic, &pair) {
-            (Some(n), Some(p)) => nic_why(
-                view,
-                c,
-                g,
-                nic_of[r].unwrap_or(0),
-                n,
-                p,
-                &shared,
-                nic_of,
-                self.chosen,
-            ),
-            (Some(n), None) => format!(
-                "NIC: {} ({}): path could not be classified",
-                nic_name(n),
-                n.bdf
-            ),
-            _ => "NIC: none (the node has no NIC)".to_string(),
-        });
-        why.push(cpu_why(
-            &self.cores,
-            my_cores,
-            &cpus_s,
-            self.numa[r],
-            gpu.numa_node,
-            nic.and_then(|n| n.numa_node),
-        ));
+        let why = self.why(r, g, nic, pair.as_ref(), &shared, &cpus_s);
         RankPlan {
             rank: r,
             gpu: gpu.bdf.to_string(),
@@ -257,6 +220,59 @@ impl<'a> Ranks<'a> {
             why,
             drive: None,
         }
+    }
+
+    /// Why rank `r` got GPU `g`, its NIC and its CPUs: one line per choice.
+    fn why(
+        &self,
+        r: usize,
+        g: usize,
+        nic: Option<&Endpoint>,
+        pair: Option<&PairCand>,
+        shared: &[usize],
+        cpus_s: &str,
+    ) -> Vec<String> {
+        let (view, c, nic_of) = (self.view, self.c, self.nic_of);
+        let gpu = &view.gpus[g];
+        let dev = self.t.device(&gpu.bdf);
+        let vendor = dev.and_then(|d| d.vendor_id);
+        let mut why = Vec::new();
+        why.push(format!(
+            "GPU: {} ({}) on NUMA {}, {} index {g}: local rank {r} takes the {} chosen GPU in PCI order (set: see notes)",
+            gpu.name,
+            gpu.bdf,
+            numa_s(gpu.numa_node),
+            if vendor == Some(0x1002) { "HIP" } else { "CUDA" },
+            ordinal(r + 1)
+        ));
+        why.push(match (nic, pair) {
+            (Some(n), Some(p)) => nic_why(
+                view,
+                c,
+                g,
+                nic_of[r].unwrap_or(0),
+                n,
+                p,
+                shared,
+                nic_of,
+                self.chosen,
+            ),
+            (Some(n), None) => format!(
+                "NIC: {} ({}): path could not be classified",
+                nic_name(n),
+                n.bdf
+            ),
+            _ => "NIC: none (the node has no NIC)".to_string(),
+        });
+        why.push(cpu_why(
+            &self.cores,
+            &self.core_sets[r],
+            cpus_s,
+            self.numa[r],
+            gpu.numa_node,
+            nic.and_then(|n| n.numa_node),
+        ));
+        why
     }
 }
 
