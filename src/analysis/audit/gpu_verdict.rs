@@ -3,9 +3,9 @@
 //! transport off, GDR on, a setting that turns it off, staged in a VM, then the node's
 //! arrangement), over one [`GpuCase`].
 
-use super::arrangement::{Arrangement, DesignWhy, Placement};
-use super::judged::Judged;
-use super::placement::{Judgement, location, power_cpu, setting_evidence, target};
+use super::arrangement::{Arrangement, DesignWhy, Placement, location, target};
+use super::judged::{Judged, Judgement};
+use super::nccl_settings::setting_evidence;
 use super::{Ctx, Evidence, RemedyClass, Severity};
 use crate::analysis::classify::Label;
 use crate::analysis::design::Design;
@@ -501,4 +501,13 @@ fn misplaced(
         evidence,
         move_nic: Some(k),
     }
+}
+
+/// Whether the CPU is an IBM POWER (`/proc/cpuinfo` `cpu`/`model name`, hwloc `CPUModel`
+/// `POWER9, altivec supported`), whose NVIDIA GPUs can attach to the CPU over NVLink.
+pub fn power_cpu(m: &crate::model::MachineInfo) -> bool {
+    m.cpu_model
+        .as_deref()
+        .is_some_and(|s| s.starts_with("POWER"))
+        || m.cpu_vendor.as_deref() == Some("IBM")
 }

@@ -7,199 +7,18 @@
 //! storage adapter ([`crate::analysis::pairing::rail_mask`]) and never counts as a GPU's NIC.
 //! The remedy names the adapter, where it is now (slot, root port, host bridge, NUMA node) and
 //! where it belongs (the PCIe switch that holds the GPU, with a free downstream port where one
-//! exists), never a port of an endpoint's internal bridge ([`is_internal_switch`]).
+//! exists), never a port of an endpoint's internal bridge ([`super::arrangement::is_internal_switch`]).
 //!
 //! Facts: the classification (labels, bottlenecks), the switches of the topology, and each
 //! NIC's port rate (`/sys/class/infiniband/<dev>/ports/<p>/rate`, NCCL XML `speed`).
 
-use super::arrangement::Arrangement;
+use super::arrangement::{Arrangement, location, target};
 use super::gpu_verdict::{GpuVerdict, judge_gpu};
 use super::judged::Judged;
-use super::{
-    CheckId, Ctx, Evidence, Finding, Pair, PathLabel, RemedyClass, Severity, Subject, device_place,
-};
+use super::{CheckId, Ctx, Evidence, Finding, Pair, RemedyClass, Severity, Subject, device_place};
 use crate::analysis::classify::Label;
 use crate::analysis::pairing::{RAIL_FRACTION, nic_speed_gbps, rail_mask};
-use crate::model::{Bdf, Device, DeviceKind, Switch, Topology};
-
-/// The path between a GPU and a NIC as the matching sees it: the classifier's label and
-/// bottleneck (no words; [`Ctx::reason`] words the pairs a finding names).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Judgement {
-    /// nvidia-smi label (`Unknown` when the source cannot decide NODE vs SYS, or a device is
-    /// missing).
-    pub label: Label,
-    /// Bottleneck bandwidth in GB/s, when the links are known.
-    pub bottleneck_gbytes: Option<f64>,
-    /// NCCL's path type (NCCL has no NODE: it is PHB there).
-    pub nccl_path: crate::analysis::nccl::NcclPath,
-    /// Whether NCCL uses GPUDirect RDMA on the pair under the effective settings.
-    pub gdr: bool,
-}
-
-impl Judgement {
-    /// PIX or PXB (or better): NCCL uses GPUDirect RDMA by default.
-    pub fn local(&self) -> bool {
-        self.label.within_pxb()
-    }
-
-    /// The label as the audit writes it (`unknown`, not `?`).
-    pub fn word(&self) -> PathLabel {
-        PathLabel(self.label)
-    }
-}
-
-impl Ctx<'_> {
-    /// Judges the path between two devices with the classifier built once for the audit.
-    pub fn judge(&self, a: &Bdf, b: &Bdf) -> Judgement {
-        match self.cl.summary_of(a, b) {
-            Some(s) => Judgement {
-                label: s.label,
-                bottleneck_gbytes: s.bottleneck_gbytes_per_s,
-                nccl_path: s.nccl_path,
-                gdr: s.gdr,
-            },
-            None => Judgement {
-                label: Label::Unknown,
-                bottleneck_gbytes: None,
-                nccl_path: crate::analysis::nccl::NcclPath::Dis,
-                gdr: false,
-            },
-        }
-    }
-
-    /// Why the classifier labels a pair as it does, in words.
-    pub fn reason(&self, a: &Bdf, b: &Bdf) -> String {
-        match self.cl.label_and_reason(a, b) {
-            Some((_, r)) => r,
-            None => format!("{a} or {b} not in the topology"),
-        }
-    }
-}
-
-/// Where a device sits: slot, root port, host bridge, NUMA node.
-pub fn location(ctx: &Ctx, d: &Device) -> String {
-    let topo = ctx.topo;
-    let chain = ctx.paths().ancestors(&d.bdf);
-    let slot = chain
-        .iter()
-        .filter_map(|b| topo.device(b).and_then(|x| x.slot.clone()))
-        .next();
-    let root = chain.last().filter(|b| **b != d.bdf);
-    let mut parts = Vec::new();
-    if let Some(s) = slot {
-        parts.push(format!("slot {s}"));
-    }
-    if let Some(r) = root {
-        parts.push(format!("root port {r}"));
-    }
-    parts.push(format!("host bridge {}", d.host_bridge));
-    parts.push(match topo.numa_of(d) {
-        Some(n) => format!("NUMA node {n}"),
-        None => "NUMA node unknown".to_string(),
-    });
-    parts.join(", ")
-}
-
-/// PCIe switch vendors (Broadcom/PLX, LSI, Microchip/PMC-Sierra, ASMedia, Pericom, IDT): a
-/// switch of theirs is board or card switching, never one endpoint's own bridge.
-pub const SWITCH_VENDORS: [u16; 7] = [0x10b5, 0x1000, 0x11f8, 0x1b21, 0x12d8, 0x111d, 0x1d0f];
-
-/// Whether a switch is an endpoint's internal bridge rather than a place for another card: its
-/// upstream port is made by the vendor of a GPU, accelerator or NIC below it (an AMD Instinct's
-/// or Hygon DCU's own PCIe switch, a ConnectX-8's switch), and that vendor is not a PCIe switch
-/// maker ([`SWITCH_VENDORS`]). Its "free" downstream ports are on the card, not slots.
-pub fn is_internal_switch(topo: &Topology, sw: &Switch) -> bool {
-    let Some(v) = topo.device(&sw.upstream).and_then(|d| d.vendor_id) else {
-        return false;
-    };
-    if SWITCH_VENDORS.contains(&v) {
-        return false;
-    }
-    let mut stack: Vec<Bdf> = sw.downstream.clone();
-    while let Some(b) = stack.pop() {
-        for c in topo.children(&b) {
-            let endpoint = c.kind.is_compute() || c.kind == DeviceKind::Nic;
-            if endpoint && c.vendor_id == Some(v) {
-                return true;
-            }
-            stack.push(c.bdf);
-        }
-    }
-    false
-}
-
-/// Where a NIC belongs to be PIX/PXB with a GPU: the nearest PCIe switch above the GPU that is
-/// not an endpoint's internal bridge, naming a free downstream port (one with nothing below
-/// it) of that switch or of a switch above it (internal bridges' ports are never proposed).
-pub fn target(ctx: &Ctx, gpu: &Device) -> String {
-    let topo = ctx.topo;
-    let mut cur = gpu.switch.as_deref().and_then(|id| topo.switch(id));
-    let mut internal = Vec::new();
-    while let Some(s) = cur.filter(|s| is_internal_switch(topo, s)) {
-        internal.push(s.id.clone());
-        cur = s.parent_switch.as_deref().and_then(|id| topo.switch(id));
-    }
-    let own = if internal.is_empty() {
-        String::new()
-    } else {
-        format!(
-            " (above its own internal bridge {}, whose ports are no slots)",
-            internal.join(", ")
-        )
-    };
-    let Some(sw) = cur else {
-        return format!(
-            "GPU {}{own} sits on a root port with no PCIe switch above it, so no slot makes the pair PIX/PXB; the closest is a root port of host bridge {} (PHB) or, failing that, of NUMA node {} (NODE)",
-            gpu.bdf,
-            gpu.host_bridge,
-            topo.numa_of(gpu)
-                .map(|n| n.to_string())
-                .unwrap_or_else(|| "?".into())
-        );
-    };
-    let mut free = Vec::new();
-    let mut up = Some(sw);
-    while let Some(s) = up {
-        if !is_internal_switch(topo, s) {
-            for p in &s.downstream {
-                if topo.children(p).is_empty() {
-                    let slot = topo.device(p).and_then(|d| d.slot.clone());
-                    free.push(match slot {
-                        Some(sl) => format!("{p} (slot {sl}, switch {})", s.id),
-                        None => format!("{p} (switch {})", s.id),
-                    });
-                }
-            }
-        }
-        up = s.parent_switch.as_deref().and_then(|id| topo.switch(id));
-    }
-    let root = ctx.paths().ancestors(&gpu.bdf).last().copied();
-    let mut s = format!(
-        "behind PCIe switch {} (upstream port {}{}) with GPU {}{own}",
-        sw.id,
-        sw.upstream,
-        root.map(|r| format!(", root port {r}")).unwrap_or_default(),
-        gpu.bdf
-    );
-    if free.is_empty() {
-        s.push_str(
-            ": no free downstream port there (free one, or move a non-GPU device out of that switch)",
-        );
-    } else {
-        s.push_str(&format!(": free downstream port {}", free.join(", ")));
-    }
-    s
-}
-
-/// Whether the CPU is an IBM POWER (`/proc/cpuinfo` `cpu`/`model name`, hwloc `CPUModel`
-/// `POWER9, altivec supported`), whose NVIDIA GPUs can attach to the CPU over NVLink.
-pub fn power_cpu(m: &crate::model::MachineInfo) -> bool {
-    m.cpu_model
-        .as_deref()
-        .is_some_and(|s| s.starts_with("POWER"))
-        || m.cpu_vendor.as_deref() == Some("IBM")
-}
+use crate::model::{Bdf, Device, Topology};
 
 fn gbps(s: Option<f64>) -> String {
     match s {
@@ -634,24 +453,14 @@ fn path_evidence(topo: &Topology, a: &Bdf, b: &Bdf) -> Vec<Evidence> {
         .collect()
 }
 
-/// A setting as finding evidence: `env NAME` = value, or `FILE line N` = `NAME=value`.
-pub fn setting_evidence(s: &crate::model::nccl_settings::NcclSetting) -> Evidence {
-    use crate::model::nccl_settings::SettingSource;
-    match &s.source {
-        SettingSource::Environment => Evidence::new(format!("env {}", s.name), s.value.clone()),
-        SettingSource::File { path, line } => Evidence::new(
-            format!("{path} line {line}"),
-            format!("{}={}", s.name, s.value),
-        ),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::audit::arrangement::is_internal_switch;
     use crate::analysis::audit::{AuditOptions, run};
     use crate::analysis::pairing::NodeView;
     use crate::analysis::testkit::TopoBuilder;
+    use crate::model::DeviceKind;
     use crate::model::{OsDeviceKind, RdmaPort};
 
     fn rate(t: &mut Topology, nic: &str, gbps: f64) {

@@ -5,7 +5,7 @@
 //! rdma_topo's complexes; docs/nextgen.md), or read from a TOML file. [`diff`] reports missing,
 //! extra and moved devices by role as `profile-diff` findings.
 
-use super::placement::{location, target};
+use super::arrangement::{location, target};
 use super::{CheckId, Ctx, Evidence, Finding, Severity, Subject, device_place, pci_path};
 use crate::analysis::classify::Label;
 use crate::analysis::pairing::assign_rails;
