@@ -53,6 +53,36 @@ run fleet fleet "$TMP/fleet"
 run fleet.json fleet "$TMP/fleet" --format json
 "$BIN" probe --fabric ofi --provider tcp --memory host --format json --duration 0.2 --sizes 4096 2>/dev/null \
   | python3 -c 'import json,sys; d=json.load(sys.stdin); print(sorted(d.keys())); print(sorted(d["results"][0].keys()) if d.get("results") else "none")' > "$OUT/probe.keys" 2>&1
+# audit, diff and place inputs (issue 56)
+# Layouts with profiles, faults and job settings: audit --profile / --job, nextgen checks (C2C,
+# Data Direct, ACS), place's chosen plan, rails and diff across moved and faulted nodes.
+G56=(hgx-b300 gb300-tray mi300x-8gpu cray-ex-a100 polaris-a100 mi300a-4apu mi50-rome h200-bond hgx-h100-13nic hgx-h100-field)
+for l in "${G56[@]}"; do "$BIN" fixture "$l" -o "$TMP/$l.tar.gz" >/dev/null 2>&1; done
+"$BIN" fixture hgx-h100 -o "$TMP/moved.tar.gz" --fault move=0000:2a:00.0,1 --fault link-width=0000:3a:00.0,8 >/dev/null 2>&1
+"$BIN" fixture gb300-tray -o "$TMP/gb300-vm.tar.gz" --fault vm --fault no-peermem >/dev/null 2>&1
+"$BIN" fixture dgx-a100 -o "$TMP/dgx-faults.tar.gz" --fault move=0000:ba:00.0,0 --fault link-width=0000:46:00.0,4 >/dev/null 2>&1
+P56=("${G56[@]/#/$TMP/}"); P56=("${P56[@]/%/.tar.gz}")
+P56+=("$TMP/moved.tar.gz" "$TMP/gb300-vm.tar.gz" "$TMP/dgx-faults.tar.gz" "$ROOT/fixtures/diff/hgx-h100-five-faults.tar.gz"
+  "$ROOT"/fixtures/platforms/*.xml "$ROOT"/fixtures/nccl/oci-*.xml "$ROOT"/fixtures/amd/rccl-topo-*.xml)
+for in in "${P56[@]}"; do
+  b=i56.$(basename "$in"); b=${b%%.tar.gz}
+  run "$b.audit" audit -i "$in"
+  run "$b.audit.json" audit -i "$in" --format json
+  run "$b.audit.job" audit -i "$in" --job
+  NCCL_NET_GDR_LEVEL=PHB NCCL_IB_HCA==mlx5_0:1,mlx5_5:1 NCCL_NET_GDR_C2C=0 run "$b.audit.job-env" audit -i "$in" --job
+  NCCL_IB_HCA=^mlx5_1 NCCL_SOCKET_IFNAME=eth0 NCCL_NET_GDR_LEVEL=LOC run "$b.audit.env2" audit -i "$in" --job --format json
+  for p in dgx-h100 dgx-a100 hgx-b300 gb300 rail-optimised; do run "$b.profile.$p" audit -i "$in" --profile $p; done
+  run "$b.place4" place -i "$in" --ranks 4 --format json
+  run "$b.place8" place -i "$in" --ranks 8
+  run "$b.rails" rails -i "$in" --format json --nodes 2
+done
+for x in "$TMP/moved.tar.gz" "$TMP/dgx-faults.tar.gz" "$ROOT/fixtures/diff/hgx-h100-five-faults.tar.gz" "$TMP/hgx-h100-13nic.tar.gz" "$TMP/hgx-h100-field.tar.gz"; do
+  b=$(basename "$x"); b=${b%%.tar.gz}
+  run "i56.diff.$b" diff "$ROOT/fixtures/synth/hgx-h100.tar.gz" "$x"
+  run "i56.diff.$b.json" diff "$x" "$ROOT/fixtures/synth/hgx-h100.tar.gz" --format json
+done
+run i56.diff.gb300-vm diff "$TMP/gb300-tray.tar.gz" "$TMP/gb300-vm.tar.gz"
+run i56.diff.dgx diff "$ROOT/fixtures/synth/dgx-a100.tar.gz" "$TMP/dgx-faults.tar.gz"
 
 # evidence and fabric maps (issue 56)
 OCI="$ROOT/fixtures/evidence/topology/oci-bm-gpu-h100-8.nccl-topo.xml"

@@ -6,7 +6,7 @@
 //! node no design matches is judged by the arrangement rule alone (`audit::placement`).
 
 use super::paths::Paths;
-use crate::model::{DeviceKind, Topology};
+use crate::model::{Device, DeviceKind, MachineInfo, Topology};
 
 /// A setting an operator of a design documents for GPUDirect RDMA.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,158 +99,246 @@ fn contains(s: &Option<String>, w: &str) -> bool {
         .is_some_and(|x| x.to_ascii_lowercase().contains(&w.to_ascii_lowercase()))
 }
 
-/// Recognises the node's design from its facts; `None` when no known design matches.
+/// Recognises the node's design from its facts; `None` when no known design matches. The
+/// recognisers run in order and the first that matches names the design.
 pub fn recognise(paths: &Paths) -> Option<Design> {
-    let t: &Topology = paths.topo();
-    let m = &t.machine;
-    let dmi = |what: &str, v: &Option<String>| v.as_ref().map(|x| (what.to_string(), x.clone()));
-    let dmi_ev: Vec<(String, String)> = [
-        dmi("/sys/class/dmi/id/sys_vendor", &m.dmi_sys_vendor),
-        dmi("/sys/class/dmi/id/product_name", &m.dmi_product_name),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-    let nics = || t.of_kind(DeviceKind::Nic).filter(|d| !d.is_vf());
-    let gpus = || t.of_kind(DeviceKind::Gpu);
-    let id_ev = |d: &crate::model::Device| {
-        (
-            format!("/sys/bus/pci/devices/{}", d.bdf),
-            format!(
-                "{:04x}:{:04x}",
-                d.vendor_id.unwrap_or(0),
-                d.device_id.unwrap_or(0)
-            ),
-        )
+    let f = Facts::new(paths);
+    let recognisers: [fn(&Facts) -> Option<Design>; 7] = [
+        hpe_slingshot,
+        grace_c2c,
+        aws_ec2,
+        azure_nd,
+        gcp,
+        oci_bm_gpu,
+        nvidia_dgx,
+    ];
+    recognisers.iter().find_map(|r| r(&f))
+}
+
+/// What the recognisers read: the node, its machine facts, and the DMI evidence.
+struct Facts<'p, 't> {
+    paths: &'p Paths<'t>,
+    t: &'t Topology,
+    m: &'t MachineInfo,
+    /// The DMI vendor and product, as evidence.
+    dmi_ev: Vec<(String, String)>,
+}
+
+impl<'p, 't> Facts<'p, 't> {
+    fn new(paths: &'p Paths<'t>) -> Self {
+        let t: &Topology = paths.topo();
+        let m = &t.machine;
+        let dmi =
+            |what: &str, v: &Option<String>| v.as_ref().map(|x| (what.to_string(), x.clone()));
+        let dmi_ev: Vec<(String, String)> = [
+            dmi("/sys/class/dmi/id/sys_vendor", &m.dmi_sys_vendor),
+            dmi("/sys/class/dmi/id/product_name", &m.dmi_product_name),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        Facts {
+            paths,
+            t,
+            m,
+            dmi_ev,
+        }
+    }
+
+    /// NICs (VFs excluded).
+    fn nics(&self) -> impl Iterator<Item = &'t Device> {
+        self.t.of_kind(DeviceKind::Nic).filter(|d| !d.is_vf())
+    }
+
+    /// GPUs.
+    fn gpus(&self) -> impl Iterator<Item = &'t Device> {
+        self.t.of_kind(DeviceKind::Gpu)
+    }
+
+    /// Whether a GPU reaches its CPU over NVLink-C2C.
+    fn c2c(&self, g: &Device) -> bool {
+        self.paths
+            .index(&g.bdf)
+            .and_then(|i| self.paths.c2c(i))
+            .is_some()
+    }
+}
+
+/// A device's PCI ids, as evidence.
+fn id_ev(d: &Device) -> (String, String) {
+    (
+        format!("/sys/bus/pci/devices/{}", d.bdf),
+        format!(
+            "{:04x}:{:04x}",
+            d.vendor_id.unwrap_or(0),
+            d.device_id.unwrap_or(0)
+        ),
+    )
+}
+
+/// An HPE Slingshot (Cassini) NIC: Cray EX235a / EX255a / EX254n, or another Slingshot node.
+fn hpe_slingshot(f: &Facts) -> Option<Design> {
+    let m = f.m;
+    let c = f.nics().find(|d| d.vendor_id == Some(CASSINI_VENDOR))?;
+    let amd = f.gpus().any(|g| g.vendor_id == Some(0x1002));
+    let apu = f.gpus().any(crate::model::amd::is_apu);
+    let grace = f.gpus().any(|g| f.c2c(g));
+    let name = if contains(&m.dmi_product_name, "EX235A") || (amd && !apu) {
+        "HPE Cray EX235a-class node (MI250X, Slingshot)"
+    } else if contains(&m.dmi_product_name, "EX255A") || apu {
+        "HPE Cray EX255a-class node (MI300A, Slingshot)"
+    } else if grace {
+        "HPE Cray EX254n-class node (GH200, Slingshot)"
+    } else {
+        "HPE Slingshot GPU node (Cray EX / Apollo class: Perlmutter, Polaris)"
     };
-    if let Some(c) = nics().find(|d| d.vendor_id == Some(CASSINI_VENDOR)) {
-        let amd = gpus().any(|g| g.vendor_id == Some(0x1002));
-        let apu = gpus().any(crate::model::amd::is_apu);
-        let grace = gpus().any(|g| paths.index(&g.bdf).and_then(|i| paths.c2c(i)).is_some());
-        let name = if contains(&m.dmi_product_name, "EX235A") || (amd && !apu) {
-            "HPE Cray EX235a-class node (MI250X, Slingshot)"
-        } else if contains(&m.dmi_product_name, "EX255A") || apu {
-            "HPE Cray EX255a-class node (MI300A, Slingshot)"
-        } else if grace {
-            "HPE Cray EX254n-class node (GH200, Slingshot)"
-        } else {
-            "HPE Slingshot GPU node (Cray EX / Apollo class: Perlmutter, Polaris)"
-        };
-        let mut evidence = vec![id_ev(c)];
-        evidence.extend(dmi_ev);
-        return Some(Design {
-            id: "hpe-slingshot",
-            name: name.into(),
-            evidence,
-            settings: vec![HPE, HPE_CROSS],
-            note: "each Slingshot NIC sits on its GPU's host bridge or NUMA node, with no PCIe switch between them: PHB by design",
-            hides_tree: None,
-        });
-    }
-    if let Some(g) = gpus().find(|g| paths.index(&g.bdf).and_then(|i| paths.c2c(i)).is_some()) {
-        let mut evidence = vec![(
-            format!("/sys/bus/pci/devices/{}", g.bdf),
-            "GPU reaches its CPU over NVLink-C2C".to_string(),
-        )];
-        evidence.extend(dmi_ev);
-        return Some(Design {
-            id: "grace-c2c",
-            name: "NVIDIA Grace node (GH200 / GB200 / GB300: GPUs reach the NICs through Grace)"
-                .into(),
-            evidence,
-            settings: vec![GRACE],
-            note: "the NIC hangs off Grace's PCIe and the GPU reaches Grace over C2C: NCCL's P2C path by design",
-            hides_tree: None,
-        });
-    }
-    let efa = nics().find(|d| {
+    let mut evidence = vec![id_ev(c)];
+    evidence.extend(f.dmi_ev.clone());
+    Some(Design {
+        id: "hpe-slingshot",
+        name: name.into(),
+        evidence,
+        settings: vec![HPE, HPE_CROSS],
+        note: "each Slingshot NIC sits on its GPU's host bridge or NUMA node, with no PCIe switch between them: PHB by design",
+        hides_tree: None,
+    })
+}
+
+/// A GPU that reaches its CPU over NVLink-C2C: a Grace node.
+fn grace_c2c(f: &Facts) -> Option<Design> {
+    let g = f.gpus().find(|g| f.c2c(g))?;
+    let mut evidence = vec![(
+        format!("/sys/bus/pci/devices/{}", g.bdf),
+        "GPU reaches its CPU over NVLink-C2C".to_string(),
+    )];
+    evidence.extend(f.dmi_ev.clone());
+    Some(Design {
+        id: "grace-c2c",
+        name: "NVIDIA Grace node (GH200 / GB200 / GB300: GPUs reach the NICs through Grace)".into(),
+        evidence,
+        settings: vec![GRACE],
+        note: "the NIC hangs off Grace's PCIe and the GPU reaches Grace over C2C: NCCL's P2C path by design",
+        hides_tree: None,
+    })
+}
+
+/// An EFA adapter or an EC2 DMI vendor.
+fn aws_ec2(f: &Facts) -> Option<Design> {
+    let m = f.m;
+    let efa = f.nics().find(|d| {
         d.vendor_id == Some(AMAZON_VENDOR)
             && d.device_id.is_some_and(|x| (0xefa0..=0xefa3).contains(&x))
     });
-    if efa.is_some() || contains(&m.dmi_sys_vendor, "Amazon EC2") {
-        let mut evidence: Vec<_> = efa.map(id_ev).into_iter().collect();
-        evidence.extend(dmi_ev);
-        let product = m.dmi_product_name.clone().unwrap_or_default();
-        // The plugin's topology files cover p4d/p4de and g5 (and p5 before 2025); AWS documents
-        // no GDR setting for other types (g4dn).
-        let plugin_file = product.is_empty()
-            || ["p4d", "p4de", "g5.", "p5."]
-                .iter()
-                .any(|t| product.starts_with(t));
-        return Some(Design {
-            id: "aws-ec2",
-            name: if product.is_empty() {
-                "AWS EC2 instance with EFA".into()
-            } else {
-                format!("AWS EC2 {product}")
-            },
-            evidence,
-            settings: if plugin_file { vec![AWS] } else { Vec::new() },
-            note: "AWS places its EFA adapters; on p4d/p5/p5en/p6 a PCIe switch holds GPUs and EFAs (PIX), on g4dn and g5 one EFA serves every GPU from one socket",
-            hides_tree: (!m.hypervisor.is_empty()).then_some(
-                "an EC2 instance's PCIe tree is the hypervisor's view; the aws-ofi-nccl plugin hands NCCL its own topology file for the instance type",
-            ),
-        });
+    if efa.is_none() && !contains(&m.dmi_sys_vendor, "Amazon EC2") {
+        return None;
     }
+    let mut evidence: Vec<_> = efa.map(id_ev).into_iter().collect();
+    evidence.extend(f.dmi_ev.clone());
+    let product = m.dmi_product_name.clone().unwrap_or_default();
+    // The plugin's topology files cover p4d/p4de and g5 (and p5 before 2025); AWS documents
+    // no GDR setting for other types (g4dn).
+    let plugin_file = product.is_empty()
+        || ["p4d", "p4de", "g5.", "p5."]
+            .iter()
+            .any(|t| product.starts_with(t));
+    Some(Design {
+        id: "aws-ec2",
+        name: if product.is_empty() {
+            "AWS EC2 instance with EFA".into()
+        } else {
+            format!("AWS EC2 {product}")
+        },
+        evidence,
+        settings: if plugin_file { vec![AWS] } else { Vec::new() },
+        note: "AWS places its EFA adapters; on p4d/p5/p5en/p6 a PCIe switch holds GPUs and EFAs (PIX), on g4dn and g5 one EFA serves every GPU from one socket",
+        hides_tree: (!m.hypervisor.is_empty()).then_some(
+            "an EC2 instance's PCIe tree is the hypervisor's view; the aws-ofi-nccl plugin hands NCCL its own topology file for the instance type",
+        ),
+    })
+}
+
+/// A Hyper-V guest with GPUs.
+fn azure_nd(f: &Facts) -> Option<Design> {
+    let m = f.m;
     let hyperv = m
         .hypervisor
         .iter()
         .any(|(_, v)| v.to_ascii_lowercase().contains("microsoft"))
         || contains(&m.dmi_sys_vendor, "Microsoft Corporation");
-    if hyperv && gpus().next().is_some() {
-        let mut evidence: Vec<_> = m.hypervisor.clone();
-        evidence.extend(dmi_ev);
-        return Some(Design {
-            id: "azure-nd",
-            name: "Azure ND-series VM (Hyper-V guest)".into(),
-            evidence,
-            settings: vec![AZURE],
-            note: "a Hyper-V guest puts each device in its own PCI domain, so every GPU–NIC path looks flat",
-            hides_tree: Some(
-                "a Hyper-V guest's flat PCI domains; the image's NCCL_TOPO_FILE gives NCCL the real grouping (two GPUs and two HCAs per switch on NDv4, one pair per switch on NDv5)",
-            ),
-        });
+    if !hyperv || f.gpus().next().is_none() {
+        return None;
     }
-    let gvnic = nics().find(|d| (d.vendor_id, d.device_id) == (Some(GVNIC.0), Some(GVNIC.1)));
-    if gvnic.is_some() || contains(&m.dmi_sys_vendor, "Google") {
-        let mut evidence: Vec<_> = gvnic.map(id_ev).into_iter().collect();
-        evidence.extend(dmi_ev);
-        return Some(Design {
-            id: "gcp",
-            name: "Google Cloud A3-family VM".into(),
-            evidence,
-            settings: vec![GCP],
-            note: "each GPU NIC shares a PCIe bridge with two GPUs (A3) or has its own (A3 Mega/Ultra, A4)",
-            hides_tree: (!m.hypervisor.is_empty())
-                .then_some("a Compute Engine VM's PCIe tree is the hypervisor's view"),
-        });
+    let mut evidence: Vec<_> = m.hypervisor.clone();
+    evidence.extend(f.dmi_ev.clone());
+    Some(Design {
+        id: "azure-nd",
+        name: "Azure ND-series VM (Hyper-V guest)".into(),
+        evidence,
+        settings: vec![AZURE],
+        note: "a Hyper-V guest puts each device in its own PCI domain, so every GPU–NIC path looks flat",
+        hides_tree: Some(
+            "a Hyper-V guest's flat PCI domains; the image's NCCL_TOPO_FILE gives NCCL the real grouping (two GPUs and two HCAs per switch on NDv4, one pair per switch on NDv5)",
+        ),
+    })
+}
+
+/// A gVNIC or a Google DMI vendor.
+fn gcp(f: &Facts) -> Option<Design> {
+    let m = f.m;
+    let gvnic = f
+        .nics()
+        .find(|d| (d.vendor_id, d.device_id) == (Some(GVNIC.0), Some(GVNIC.1)));
+    if gvnic.is_none() && !contains(&m.dmi_sys_vendor, "Google") {
+        return None;
     }
-    if contains(&m.dmi_product_name, "BM.GPU") || contains(&m.dmi_sys_vendor, "Oracle") {
-        return Some(Design {
-            id: "oci-bm-gpu",
-            name: format!(
-                "Oracle Cloud {}",
-                m.dmi_product_name
-                    .clone()
-                    .unwrap_or("bare-metal GPU shape".into())
-            ),
-            evidence: dmi_ev,
-            settings: vec![],
-            note: "each GPU shares a Broadcom PCIe switch tree with its NICs: PXB by design",
-            hides_tree: None,
-        });
+    let mut evidence: Vec<_> = gvnic.map(id_ev).into_iter().collect();
+    evidence.extend(f.dmi_ev.clone());
+    Some(Design {
+        id: "gcp",
+        name: "Google Cloud A3-family VM".into(),
+        evidence,
+        settings: vec![GCP],
+        note: "each GPU NIC shares a PCIe bridge with two GPUs (A3) or has its own (A3 Mega/Ultra, A4)",
+        hides_tree: (!m.hypervisor.is_empty())
+            .then_some("a Compute Engine VM's PCIe tree is the hypervisor's view"),
+    })
+}
+
+/// An OCI bare-metal GPU shape, by DMI.
+fn oci_bm_gpu(f: &Facts) -> Option<Design> {
+    let m = f.m;
+    if !contains(&m.dmi_product_name, "BM.GPU") && !contains(&m.dmi_sys_vendor, "Oracle") {
+        return None;
     }
-    if contains(&m.dmi_product_name, "DGX") {
-        return Some(Design {
-            id: "nvidia-dgx",
-            name: format!("NVIDIA {}", m.dmi_product_name.clone().unwrap_or_default()),
-            evidence: dmi_ev,
-            settings: vec![],
-            note: "each GPU shares a PCIe switch with its compute NIC: PIX/PXB by design",
-            hides_tree: None,
-        });
+    Some(Design {
+        id: "oci-bm-gpu",
+        name: format!(
+            "Oracle Cloud {}",
+            m.dmi_product_name
+                .clone()
+                .unwrap_or("bare-metal GPU shape".into())
+        ),
+        evidence: f.dmi_ev.clone(),
+        settings: vec![],
+        note: "each GPU shares a Broadcom PCIe switch tree with its NICs: PXB by design",
+        hides_tree: None,
+    })
+}
+
+/// An NVIDIA DGX, by DMI.
+fn nvidia_dgx(f: &Facts) -> Option<Design> {
+    let m = f.m;
+    if !contains(&m.dmi_product_name, "DGX") {
+        return None;
     }
-    None
+    Some(Design {
+        id: "nvidia-dgx",
+        name: format!("NVIDIA {}", m.dmi_product_name.clone().unwrap_or_default()),
+        evidence: f.dmi_ev.clone(),
+        settings: vec![],
+        note: "each GPU shares a PCIe switch with its compute NIC: PIX/PXB by design",
+        hides_tree: None,
+    })
 }
 
 #[cfg(test)]

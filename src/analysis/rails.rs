@@ -12,7 +12,8 @@
 //! rail = one destination leaf).
 
 use super::classify::Classifier;
-use super::pairing::{NodeView, assign_rails, nic_name, nvlink_domains};
+use super::classify::Label;
+use super::pairing::{Candidates, NodeView, assign_rails, nic_name, nvlink_domains};
 use crate::model::{OsDeviceKind, Topology};
 use serde::Serialize;
 
@@ -190,8 +191,6 @@ fn build_with(t: &Topology, view: &NodeView, domains: Vec<Vec<usize>>, nodes: us
     let all: Vec<usize> = (0..c.gpus.len()).collect();
     let pairing = view.pairing();
     let matched = assign_rails(c, &all);
-    let label = |g: usize, k: usize| c.gn[g][k].as_ref().map(|p| p.label);
-    let within = |g: usize, k: usize| label(g, k).is_some_and(|l| l.within_pxb());
     let domains: Vec<Domain> = domains
         .into_iter()
         .map(|d| Domain {
@@ -199,11 +198,63 @@ fn build_with(t: &Topology, view: &NodeView, domains: Vec<Vec<usize>>, nodes: us
             gpus: d.iter().map(|&g| c.gpus[g].name.clone()).collect(),
         })
         .collect();
+    let one_per_gpu = c.nics.len() >= c.gpus.len();
+    let mut problems = count_problems(c, one_per_gpu);
+    let gpu_nic = gpu_nics(c, &pairing);
+    // Each GPU's rail NIC: its matched NIC when within PXB.
+    let rail_nic: Vec<Option<usize>> = matched
+        .iter()
+        .enumerate()
+        .map(|(g, k)| k.filter(|&k| within(c, g, k)))
+        .collect();
+    let served: Vec<Vec<usize>> = (0..c.nics.len())
+        .map(|k| (0..all.len()).filter(|&g| rail_nic[g] == Some(k)).collect())
+        .collect();
+    let (rail_of_nic, rails_total) = rail_numbers(c, &served, one_per_gpu);
+    let missing = missing_rails(view, &rail_nic, one_per_gpu, &mut problems);
+    let (other_nics, off_rail) = unserved_nics(view, &served, &mut problems);
+    shared_nics(c, &served, &mut problems);
+    let ports = rail_ports(t, view, &served, &rail_of_nic, &off_rail);
+    let rail_optimised = problems.is_empty();
+    let plant_per_node = Plant::for_ports(ports.len());
+    let nodes = nodes.max(1);
+    let by_rail = rail_groups(&ports, rails_total, nodes);
+    let off_rail_ports = ports.iter().filter(|p| p.rail.is_none()).count();
+    let plant_total = Plant::for_ports(ports.len() * nodes);
+    Rails {
+        schema: RAILS_SCHEMA.to_string(),
+        nodes,
+        nvlink_visible: t.nvlink_visible,
+        domains,
+        ports,
+        missing,
+        gpu_nic,
+        rail_optimised,
+        problems,
+        other_nics,
+        plant_per_node,
+        by_rail,
+        off_rail_ports,
+        plant_total,
+    }
+}
+
+/// The path label between GPU `g` and NIC `k`, when classified.
+fn label(c: &Candidates, g: usize, k: usize) -> Option<Label> {
+    c.gn[g][k].as_ref().map(|p| p.label)
+}
+
+/// Whether NIC `k` is within PXB of GPU `g`.
+fn within(c: &Candidates, g: usize, k: usize) -> bool {
+    label(c, g, k).is_some_and(|l| l.within_pxb())
+}
+
+/// Problems of the counts: no GPU, fewer NICs than GPUs.
+fn count_problems(c: &Candidates, one_per_gpu: bool) -> Vec<String> {
     let mut problems = Vec::new();
     if c.gpus.is_empty() {
         problems.push("no GPU: nothing to put on rails".to_string());
     }
-    let one_per_gpu = c.nics.len() >= c.gpus.len();
     if !one_per_gpu && !c.gpus.is_empty() {
         problems.push(format!(
             "{} NIC{} for {} GPUs: not one NIC per GPU",
@@ -212,26 +263,30 @@ fn build_with(t: &Topology, view: &NodeView, domains: Vec<Vec<usize>>, nodes: us
             c.gpus.len()
         ));
     }
+    problems
+}
+
+/// The node's one GPU–NIC pairing, with each pair's path.
+fn gpu_nics(c: &Candidates, pairing: &[Option<usize>]) -> Vec<GpuNic> {
     let mut gpu_nic = Vec::new();
     for (g, k) in pairing.iter().enumerate() {
         let Some(k) = *k else { continue };
         gpu_nic.push(GpuNic {
             gpu: c.gpus[g].name.clone(),
             nic: c.nics[k].name.clone(),
-            path: label(g, k).map_or_else(|| "?".into(), |l| l.to_string()),
+            path: label(c, g, k).map_or_else(|| "?".into(), |l| l.to_string()),
         });
     }
-    // Each GPU's rail NIC: its matched NIC when within PXB.
-    let rail_nic: Vec<Option<usize>> = matched
-        .iter()
-        .enumerate()
-        .map(|(g, k)| k.filter(|&k| within(g, k)))
-        .collect();
-    let served: Vec<Vec<usize>> = (0..c.nics.len())
-        .map(|k| (0..all.len()).filter(|&g| rail_nic[g] == Some(k)).collect())
-        .collect();
-    // Rail numbers: GPU k's rail is k when every GPU can have its own NIC, else the rail NICs
-    // in order of the first GPU they serve.
+    gpu_nic
+}
+
+/// Rail numbers: GPU k's rail is k when every GPU can have its own NIC, else the rail NICs in
+/// order of the first GPU they serve. Returns each NIC's rail and the number of rails.
+fn rail_numbers(
+    c: &Candidates,
+    served: &[Vec<usize>],
+    one_per_gpu: bool,
+) -> (Vec<Option<usize>>, usize) {
     let mut rail_of_nic: Vec<Option<usize>> = vec![None; c.nics.len()];
     let mut rails_total = 0;
     if one_per_gpu {
@@ -249,9 +304,20 @@ fn build_with(t: &Topology, view: &NodeView, domains: Vec<Vec<usize>>, nodes: us
             rails_total = r + 1;
         }
     }
+    (rail_of_nic, rails_total)
+}
+
+/// GPUs without a rail NIC within PXB, each with a problem naming its nearest NIC.
+fn missing_rails(
+    view: &NodeView,
+    rail_nic: &[Option<usize>],
+    one_per_gpu: bool,
+    problems: &mut Vec<String>,
+) -> Vec<MissingRail> {
+    let c = &view.cand;
     let nearest_nic = |g: usize| {
         (0..c.nics.len())
-            .filter_map(|k| label(g, k).map(|l| (l, k)))
+            .filter_map(|k| label(c, g, k).map(|l| (l, k)))
             .min()
     };
     let mut missing = Vec::new();
@@ -283,8 +349,18 @@ fn build_with(t: &Topology, view: &NodeView, domains: Vec<Vec<usize>>, nodes: us
             None => format!("{} has no NIC within PXB: no NIC path is known{on}", c.gpus[g].name),
         });
     }
-    // NICs on no rail: with no more NICs than GPUs every NIC is a cabled compute NIC (a
-    // misplaced one when it serves no GPU); extra NICs beyond the GPUs are storage / in-band.
+    missing
+}
+
+/// NICs on no rail: with no more NICs than GPUs every NIC is a cabled compute NIC (a
+/// misplaced one when it serves no GPU, a problem); extra NICs beyond the GPUs are storage /
+/// in-band. Returns those other NICs' names and the off-rail compute NICs.
+fn unserved_nics(
+    view: &NodeView,
+    served: &[Vec<usize>],
+    problems: &mut Vec<String>,
+) -> (Vec<String>, Vec<usize>) {
+    let c = &view.cand;
     let all_cabled = c.nics.len() <= c.gpus.len();
     let mut other_nics = Vec::new();
     let mut off_rail: Vec<usize> = Vec::new();
@@ -298,7 +374,7 @@ fn build_with(t: &Topology, view: &NodeView, domains: Vec<Vec<usize>>, nodes: us
         }
         off_rail.push(k);
         let nearest = (0..c.gpus.len())
-            .filter_map(|g| label(g, k).map(|l| (l, g)))
+            .filter_map(|g| label(c, g, k).map(|l| (l, g)))
             .min();
         problems.push(match nearest {
             Some((lab, g)) => format!(
@@ -308,6 +384,11 @@ fn build_with(t: &Topology, view: &NodeView, domains: Vec<Vec<usize>>, nodes: us
             None => format!("{} serves no GPU ({}): on no rail", c.nics[k].name, view.nics[k].bdf),
         });
     }
+    (other_nics, off_rail)
+}
+
+/// A problem per NIC serving more than one GPU.
+fn shared_nics(c: &Candidates, served: &[Vec<usize>], problems: &mut Vec<String>) {
     for (k, sv) in served.iter().enumerate() {
         if sv.len() > 1 {
             let names: Vec<&str> = sv.iter().map(|&i| c.gpus[i].name.as_str()).collect();
@@ -319,6 +400,18 @@ fn build_with(t: &Topology, view: &NodeView, domains: Vec<Vec<usize>>, nodes: us
             ));
         }
     }
+}
+
+/// The fabric ports of the rail NICs and the off-rail compute NICs, by rail, one per RDMA
+/// port (one without a port when none was captured).
+fn rail_ports(
+    t: &Topology,
+    view: &NodeView,
+    served: &[Vec<usize>],
+    rail_of_nic: &[Option<usize>],
+    off_rail: &[usize],
+) -> Vec<RailPort> {
+    let c = &view.cand;
     let mut fabric: Vec<(Option<usize>, usize)> = (0..c.nics.len())
         .filter(|&k| rail_of_nic[k].is_some() || off_rail.contains(&k))
         .map(|k| (rail_of_nic[k], k))
@@ -329,7 +422,7 @@ fn build_with(t: &Topology, view: &NodeView, domains: Vec<Vec<usize>>, nodes: us
         let nic = &view.nics[k];
         let g = served[k].first().copied();
         let path = g
-            .and_then(|g| label(g, k))
+            .and_then(|g| label(c, g, k))
             .map_or_else(|| "-".into(), |l| l.to_string());
         let dev = t.device(&nic.bdf);
         let rdma = dev.and_then(|d| {
@@ -358,10 +451,12 @@ fn build_with(t: &Topology, view: &NodeView, domains: Vec<Vec<usize>>, nodes: us
             }
         }
     }
-    let rail_optimised = problems.is_empty();
-    let plant_per_node = Plant::for_ports(ports.len());
-    let nodes = nodes.max(1);
-    let by_rail: Vec<RailGroup> = (0..rails_total)
+    ports
+}
+
+/// Per rail: its speeds, and its ports and plant across `nodes` nodes.
+fn rail_groups(ports: &[RailPort], rails_total: usize, nodes: usize) -> Vec<RailGroup> {
+    (0..rails_total)
         .map(|r| {
             let on: Vec<&RailPort> = ports.iter().filter(|p| p.rail == Some(r)).collect();
             let mut speeds: Vec<&str> = on.iter().map(|p| p.speed.as_str()).collect();
@@ -377,25 +472,7 @@ fn build_with(t: &Topology, view: &NodeView, domains: Vec<Vec<usize>>, nodes: us
                 plant: Plant::for_ports(on.len() * nodes),
             }
         })
-        .collect();
-    let off_rail_ports = ports.iter().filter(|p| p.rail.is_none()).count();
-    let plant_total = Plant::for_ports(ports.len() * nodes);
-    Rails {
-        schema: RAILS_SCHEMA.to_string(),
-        nodes,
-        nvlink_visible: t.nvlink_visible,
-        domains,
-        ports,
-        missing,
-        gpu_nic,
-        rail_optimised,
-        problems,
-        other_nics,
-        plant_per_node,
-        by_rail,
-        off_rail_ports,
-        plant_total,
-    }
+        .collect()
 }
 
 /// GPUDirect RDMA readiness as far as the topology tells: every rail path within PXB (NCCL's

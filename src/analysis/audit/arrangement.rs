@@ -4,7 +4,7 @@
 //! ports free, no NIC to spare).
 //!
 //! A NIC anywhere under the top PCIe switch above a GPU (the highest switch of a switch maker
-//! or a board, never an endpoint's internal bridge, [`super::placement::is_internal_switch`])
+//! or a board, never an endpoint's internal bridge, [`is_internal_switch`])
 //! is within PXB of every GPU under that switch: that switch tree is the GPU's *group*. A
 //! group can take a NIC when one of its switches' downstream ports leads to no GPU and no rail
 //! NIC (an empty port, or one holding a card that could swap places). A rail NIC can move
@@ -14,10 +14,14 @@
 //! design's.
 //!
 //! Facts: the switches of the topology (`Topology::switches`, their `parent_switch` and
-//! downstream ports) and the children of each port; nothing else.
+//! downstream ports) and the children of each port; nothing else for the rule.
+//!
+//! Where a device sits and where a NIC belongs, in words ([`location`], [`target`]), are
+//! here too (they also read slots, host bridges and NUMA nodes): the remedies of
+//! `gpu-nic-path` and `profile-diff` read them.
 
 use super::Ctx;
-use crate::model::{Bdf, DeviceKind, Switch};
+use crate::model::{Bdf, Device, DeviceKind, Switch, Topology};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// Why no arrangement of this node's adapters gives a GPU a NIC within PXB.
@@ -95,7 +99,7 @@ pub struct Arrangement {
 
 /// The top non-internal switch above each switch (its upstream port), walking `parent_switch`
 /// once per switch: whether a switch is an endpoint's internal bridge is decided once each
-/// ([`super::placement::is_internal_switch`] walks the switch's subtree).
+/// ([`is_internal_switch`] walks the switch's subtree).
 struct Tops<'t> {
     topo: &'t crate::model::Topology,
     internal: HashMap<&'t str, bool>,
@@ -106,7 +110,7 @@ impl<'t> Tops<'t> {
         let internal = topo
             .switches
             .iter()
-            .map(|s| (s.id.as_str(), super::placement::is_internal_switch(topo, s)))
+            .map(|s| (s.id.as_str(), is_internal_switch(topo, s)))
             .collect();
         Tops { topo, internal }
     }
@@ -234,6 +238,121 @@ impl Arrangement {
     pub fn can_move(&self, k: usize) -> bool {
         self.movable.contains(&k)
     }
+}
+
+/// Where a device sits: slot, root port, host bridge, NUMA node.
+pub fn location(ctx: &Ctx, d: &Device) -> String {
+    let topo = ctx.topo;
+    let chain = ctx.paths().ancestors(&d.bdf);
+    let slot = chain
+        .iter()
+        .filter_map(|b| topo.device(b).and_then(|x| x.slot.clone()))
+        .next();
+    let root = chain.last().filter(|b| **b != d.bdf);
+    let mut parts = Vec::new();
+    if let Some(s) = slot {
+        parts.push(format!("slot {s}"));
+    }
+    if let Some(r) = root {
+        parts.push(format!("root port {r}"));
+    }
+    parts.push(format!("host bridge {}", d.host_bridge));
+    parts.push(match topo.numa_of(d) {
+        Some(n) => format!("NUMA node {n}"),
+        None => "NUMA node unknown".to_string(),
+    });
+    parts.join(", ")
+}
+
+/// PCIe switch vendors (Broadcom/PLX, LSI, Microchip/PMC-Sierra, ASMedia, Pericom, IDT): a
+/// switch of theirs is board or card switching, never one endpoint's own bridge.
+pub const SWITCH_VENDORS: [u16; 7] = [0x10b5, 0x1000, 0x11f8, 0x1b21, 0x12d8, 0x111d, 0x1d0f];
+
+/// Whether a switch is an endpoint's internal bridge rather than a place for another card: its
+/// upstream port is made by the vendor of a GPU, accelerator or NIC below it (an AMD Instinct's
+/// or Hygon DCU's own PCIe switch, a ConnectX-8's switch), and that vendor is not a PCIe switch
+/// maker ([`SWITCH_VENDORS`]). Its "free" downstream ports are on the card, not slots.
+pub fn is_internal_switch(topo: &Topology, sw: &Switch) -> bool {
+    let Some(v) = topo.device(&sw.upstream).and_then(|d| d.vendor_id) else {
+        return false;
+    };
+    if SWITCH_VENDORS.contains(&v) {
+        return false;
+    }
+    let mut stack: Vec<Bdf> = sw.downstream.clone();
+    while let Some(b) = stack.pop() {
+        for c in topo.children(&b) {
+            let endpoint = c.kind.is_compute() || c.kind == DeviceKind::Nic;
+            if endpoint && c.vendor_id == Some(v) {
+                return true;
+            }
+            stack.push(c.bdf);
+        }
+    }
+    false
+}
+
+/// Where a NIC belongs to be PIX/PXB with a GPU: the nearest PCIe switch above the GPU that is
+/// not an endpoint's internal bridge, naming a free downstream port (one with nothing below
+/// it) of that switch or of a switch above it (internal bridges' ports are never proposed).
+pub fn target(ctx: &Ctx, gpu: &Device) -> String {
+    let topo = ctx.topo;
+    let mut cur = gpu.switch.as_deref().and_then(|id| topo.switch(id));
+    let mut internal = Vec::new();
+    while let Some(s) = cur.filter(|s| is_internal_switch(topo, s)) {
+        internal.push(s.id.clone());
+        cur = s.parent_switch.as_deref().and_then(|id| topo.switch(id));
+    }
+    let own = if internal.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " (above its own internal bridge {}, whose ports are no slots)",
+            internal.join(", ")
+        )
+    };
+    let Some(sw) = cur else {
+        return format!(
+            "GPU {}{own} sits on a root port with no PCIe switch above it, so no slot makes the pair PIX/PXB; the closest is a root port of host bridge {} (PHB) or, failing that, of NUMA node {} (NODE)",
+            gpu.bdf,
+            gpu.host_bridge,
+            topo.numa_of(gpu)
+                .map(|n| n.to_string())
+                .unwrap_or_else(|| "?".into())
+        );
+    };
+    let mut free = Vec::new();
+    let mut up = Some(sw);
+    while let Some(s) = up {
+        if !is_internal_switch(topo, s) {
+            for p in &s.downstream {
+                if topo.children(p).is_empty() {
+                    let slot = topo.device(p).and_then(|d| d.slot.clone());
+                    free.push(match slot {
+                        Some(sl) => format!("{p} (slot {sl}, switch {})", s.id),
+                        None => format!("{p} (switch {})", s.id),
+                    });
+                }
+            }
+        }
+        up = s.parent_switch.as_deref().and_then(|id| topo.switch(id));
+    }
+    let root = ctx.paths().ancestors(&gpu.bdf).last().copied();
+    let mut s = format!(
+        "behind PCIe switch {} (upstream port {}{}) with GPU {}{own}",
+        sw.id,
+        sw.upstream,
+        root.map(|r| format!(", root port {r}")).unwrap_or_default(),
+        gpu.bdf
+    );
+    if free.is_empty() {
+        s.push_str(
+            ": no free downstream port there (free one, or move a non-GPU device out of that switch)",
+        );
+    } else {
+        s.push_str(&format!(": free downstream port {}", free.join(", ")));
+    }
+    s
 }
 
 #[cfg(test)]

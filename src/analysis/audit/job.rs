@@ -110,7 +110,17 @@ fn ib_hca(ctx: &Ctx, env: &JobEnv) -> Vec<Finding> {
             .with("env NCCL_IB_HCA", v),
         ];
     }
-    let mut out = Vec::new();
+    let mut out = vec![hca_selection(v, &l, &devs)];
+    hca_by_release(v, &devs, &mut out);
+    hca_unmatched(v, &l, &devs, &mut out);
+    hca_prefix_surprises(v, &l, &devs, &mut out);
+    hca_local_excluded(ctx, v, &l, &devs, &mut out);
+    out
+}
+
+/// The HCAs NCCL_IB_HCA selects: none (an error: NET/Socket), or which.
+fn hca_selection(v: &str, l: &nccl_env::IfList, devs: &[(String, Option<u32>)]) -> Finding {
+    let id = CheckId::JobIbHca;
     let selected: Vec<String> = {
         let mut s: Vec<String> = devs
             .iter()
@@ -130,27 +140,28 @@ fn ib_hca(ctx: &Ctx, env: &JobEnv) -> Vec<Finding> {
         (true, true) => "`^=`: exclude exact names",
     };
     if selected.is_empty() {
-        out.push(
-            Finding::new(id, Severity::Error, Subject::Node, format!("NCCL_IB_HCA={v} selects no HCA of the {} on this node ({mode}): NCCL finds no IB device and falls back to NET/Socket", devs.len()), format!("name HCAs that exist ({}), or unset NCCL_IB_HCA", devs.iter().map(|d| d.0.as_str()).collect::<Vec<_>>().join(", ")))
-                .with("env NCCL_IB_HCA", v),
-        );
+        Finding::new(id, Severity::Error, Subject::Node, format!("NCCL_IB_HCA={v} selects no HCA of the {} on this node ({mode}): NCCL finds no IB device and falls back to NET/Socket", devs.len()), format!("name HCAs that exist ({}), or unset NCCL_IB_HCA", devs.iter().map(|d| d.0.as_str()).collect::<Vec<_>>().join(", ")))
+            .with("env NCCL_IB_HCA", v)
     } else {
-        out.push(
-            Finding::new(
-                id,
-                Severity::Info,
-                Subject::Node,
-                format!(
-                    "NCCL_IB_HCA={v} selects {} HCA(s) ({mode}): {}",
-                    selected.len(),
-                    selected.join(", ")
-                ),
-                "none",
-            )
-            .with("env NCCL_IB_HCA", v),
-        );
+        Finding::new(
+            id,
+            Severity::Info,
+            Subject::Node,
+            format!(
+                "NCCL_IB_HCA={v} selects {} HCA(s) ({mode}): {}",
+                selected.len(),
+                selected.join(", ")
+            ),
+            "none",
+        )
+        .with("env NCCL_IB_HCA", v)
     }
-    let by_release = nccl_env::selection_by_release(v, &devs);
+}
+
+/// NCCL releases that read the list differently.
+fn hca_by_release(v: &str, devs: &[(String, Option<u32>)], out: &mut Vec<Finding>) {
+    let id = CheckId::JobIbHca;
+    let by_release = nccl_env::selection_by_release(v, devs);
     if !by_release.is_empty() {
         let words: Vec<String> = by_release
             .iter()
@@ -173,7 +184,17 @@ fn ib_hca(ctx: &Ctx, env: &JobEnv) -> Vec<Finding> {
                 .with("env NCCL_IB_HCA", v),
         );
     }
-    for e in l.unmatched(&devs) {
+}
+
+/// Entries that match no HCA on this node.
+fn hca_unmatched(
+    v: &str,
+    l: &nccl_env::IfList,
+    devs: &[(String, Option<u32>)],
+    out: &mut Vec<Finding>,
+) {
+    let id = CheckId::JobIbHca;
+    for e in l.unmatched(devs) {
         let port = e.port.map(|p| format!(" port {p}")).unwrap_or_default();
         let (sev, why) = if l.exclude {
             (Severity::Warning, "excludes nothing")
@@ -195,6 +216,16 @@ fn ib_hca(ctx: &Ctx, env: &JobEnv) -> Vec<Finding> {
             .with("env NCCL_IB_HCA", v),
         );
     }
+}
+
+/// Without `=`, an entry that is a prefix of other HCAs' names.
+fn hca_prefix_surprises(
+    v: &str,
+    l: &nccl_env::IfList,
+    devs: &[(String, Option<u32>)],
+    out: &mut Vec<Finding>,
+) {
+    let id = CheckId::JobIbHca;
     let names: Vec<String> = {
         let mut n: Vec<String> = devs.iter().map(|d| d.0.clone()).collect();
         n.dedup();
@@ -220,6 +251,17 @@ fn ib_hca(ctx: &Ctx, env: &JobEnv) -> Vec<Finding> {
             );
         }
     }
+}
+
+/// A GPU's local (PIX/PXB) NIC the list excludes: its traffic goes to a farther NIC.
+fn hca_local_excluded(
+    ctx: &Ctx,
+    v: &str,
+    l: &nccl_env::IfList,
+    devs: &[(String, Option<u32>)],
+    out: &mut Vec<Finding>,
+) {
+    let id = CheckId::JobIbHca;
     for p in ctx.pairs.iter().filter(|p| p.local) {
         // A dual-port adapter has one RDMA device per port: the NIC is excluded only when
         // none of its devices is selected.
@@ -243,7 +285,6 @@ fn ib_hca(ctx: &Ctx, env: &JobEnv) -> Vec<Finding> {
             );
         }
     }
-    out
 }
 
 /// `job-socket-ifname`.
@@ -627,7 +668,16 @@ fn live_checks(ctx: &Ctx, env: &JobEnv) -> Vec<Finding> {
             .collect();
     };
     let mut out = Vec::new();
-    // RDMA devices, libibverbs, ports, RoCE GIDs.
+    rdma_devices(ctx, live, &mut out);
+    memlock(live, &mut out);
+    shm(live, &mut out);
+    cpuset(ctx, live, &mut out);
+    peer_memory(ctx, &mut out);
+    out
+}
+
+/// `job-rdma-devices`: uverbs devices, libibverbs, an ACTIVE port, RoCE GIDs.
+fn rdma_devices(ctx: &Ctx, live: &LiveFacts, out: &mut Vec<Finding>) {
     let id = CheckId::JobRdmaDevices;
     let rdma_nics = !ctx.nics.is_empty();
     match &live.uverbs {
@@ -705,7 +755,10 @@ fn live_checks(ctx: &Ctx, env: &JobEnv) -> Vec<Finding> {
             }
         }
     }
-    // RLIMIT_MEMLOCK.
+}
+
+/// `job-memlock`: RLIMIT_MEMLOCK.
+fn memlock(live: &LiveFacts, out: &mut Vec<Finding>) {
     let id = CheckId::JobMemlock;
     match &live.memlock {
         Fact::Known(None) => out.push(Finding::new(id, Severity::Info, Subject::Node, "RLIMIT_MEMLOCK is unlimited", "none").with("getrlimit(RLIMIT_MEMLOCK)", "unlimited")),
@@ -713,14 +766,20 @@ fn live_checks(ctx: &Ctx, env: &JobEnv) -> Vec<Finding> {
         Fact::Known(Some(b)) => out.push(Finding::new(id, Severity::Warning, Subject::Node, format!("RLIMIT_MEMLOCK is {} MiB: large registrations may fail", b >> 20), "run with `ulimit -l unlimited`").with("getrlimit(RLIMIT_MEMLOCK)", format!("{b}"))),
         Fact::Unknown(r) => out.push(Finding::new(id, Severity::Unknown, Subject::Node, format!("RLIMIT_MEMLOCK not read: {r}"), "none")),
     }
-    // /dev/shm.
+}
+
+/// `job-shm`: the size of /dev/shm.
+fn shm(live: &LiveFacts, out: &mut Vec<Finding>) {
     let id = CheckId::JobShm;
     match &live.shm_bytes {
         Fact::Known(b) if *b < 512 << 20 => out.push(Finding::new(id, Severity::Warning, Subject::Node, format!("/dev/shm is {} MiB: NCCL's SHM transport and proxy buffers can run out (`Error while creating shared memory segment`)", b >> 20), "give the container a larger /dev/shm (docker --shm-size=1g, or --ipc=host)").with("/dev/shm", format!("{b} bytes"))),
         Fact::Known(b) => out.push(Finding::new(id, Severity::Info, Subject::Node, format!("/dev/shm is {} MiB", b >> 20), "none").with("/dev/shm", format!("{b} bytes"))),
         Fact::Unknown(r) => out.push(Finding::new(id, Severity::Unknown, Subject::Node, format!("/dev/shm not read: {r}"), "none")),
     }
-    // cgroup cpuset against the cores place gives each GPU.
+}
+
+/// `job-cpuset`: the cgroup cpuset against the cores `place` gives each GPU.
+fn cpuset(ctx: &Ctx, live: &LiveFacts, out: &mut Vec<Finding>) {
     let id = CheckId::JobCpuset;
     match &live.cpus_allowed {
         Fact::Known(allowed) => {
@@ -768,7 +827,10 @@ fn live_checks(ctx: &Ctx, env: &JobEnv) -> Vec<Finding> {
             "none",
         )),
     }
-    // Peer memory, as the live topology shows it.
+}
+
+/// `job-peer-memory`: peer memory, as the live topology shows it.
+fn peer_memory(ctx: &Ctx, out: &mut Vec<Finding>) {
     let id = CheckId::JobPeerMemory;
     use super::gdr::PeerMemory as P;
     let (sev, words) = match super::gdr::peer_memory(ctx) {
@@ -806,5 +868,4 @@ fn live_checks(ctx: &Ctx, env: &JobEnv) -> Vec<Finding> {
         )
         .remedy_only_if_error(),
     );
-    out
 }

@@ -2,8 +2,8 @@
 //! matching is chosen from ([`crate::analysis::pairing::NodeView::gpu_nic`]): the classifier's
 //! label, bottleneck, NCCL path and GPUDirect RDMA decision per pair, without words.
 
-use super::Ctx;
-use super::placement::Judgement;
+use super::{Ctx, PathLabel};
+use crate::analysis::classify::Label;
 use crate::model::Bdf;
 
 /// Every audit GPU against every audit RDMA NIC, read from the matching's own table
@@ -204,6 +204,61 @@ impl<'v, 'a> Judged<'v, 'a> {
                     .collect(),
             })
             .collect()
+    }
+}
+
+/// The path between a GPU and a NIC as the matching sees it: the classifier's label and
+/// bottleneck (no words; [`Ctx::reason`] words the pairs a finding names).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Judgement {
+    /// nvidia-smi label (`Unknown` when the source cannot decide NODE vs SYS, or a device is
+    /// missing).
+    pub label: Label,
+    /// Bottleneck bandwidth in GB/s, when the links are known.
+    pub bottleneck_gbytes: Option<f64>,
+    /// NCCL's path type (NCCL has no NODE: it is PHB there).
+    pub nccl_path: crate::analysis::nccl::NcclPath,
+    /// Whether NCCL uses GPUDirect RDMA on the pair under the effective settings.
+    pub gdr: bool,
+}
+
+impl Judgement {
+    /// PIX or PXB (or better): NCCL uses GPUDirect RDMA by default.
+    pub fn local(&self) -> bool {
+        self.label.within_pxb()
+    }
+
+    /// The label as the audit writes it (`unknown`, not `?`).
+    pub fn word(&self) -> PathLabel {
+        PathLabel(self.label)
+    }
+}
+
+impl Ctx<'_> {
+    /// Judges the path between two devices with the classifier built once for the audit.
+    pub fn judge(&self, a: &Bdf, b: &Bdf) -> Judgement {
+        match self.cl.summary_of(a, b) {
+            Some(s) => Judgement {
+                label: s.label,
+                bottleneck_gbytes: s.bottleneck_gbytes_per_s,
+                nccl_path: s.nccl_path,
+                gdr: s.gdr,
+            },
+            None => Judgement {
+                label: Label::Unknown,
+                bottleneck_gbytes: None,
+                nccl_path: crate::analysis::nccl::NcclPath::Dis,
+                gdr: false,
+            },
+        }
+    }
+
+    /// Why the classifier labels a pair as it does, in words.
+    pub fn reason(&self, a: &Bdf, b: &Bdf) -> String {
+        match self.cl.label_and_reason(a, b) {
+            Some((_, r)) => r,
+            None => format!("{a} or {b} not in the topology"),
+        }
     }
 }
 

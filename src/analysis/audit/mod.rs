@@ -12,6 +12,7 @@ pub mod evidence;
 pub mod finding;
 pub mod gdr;
 pub mod gds;
+mod gpu_verdict;
 pub mod iommu;
 pub mod job;
 pub mod join;

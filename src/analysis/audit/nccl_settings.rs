@@ -64,7 +64,7 @@ pub fn check(ctx: &Ctx) -> Vec<Finding> {
         .filter(|e| DECIDING.contains(&e.name.as_str()))
         .map(|e| e.described())
         .collect();
-    let effective_ev = s.used().map(super::placement::setting_evidence);
+    let effective_ev = s.used().map(setting_evidence);
     out.push(
         Finding::new(
             CheckId::NcclSettings,
@@ -102,7 +102,7 @@ pub fn check(ctx: &Ctx) -> Vec<Finding> {
                     None => format!("fix it in {}", m.setting.source),
                 },
             )
-            .with_all([super::placement::setting_evidence(&m.setting)]),
+            .with_all([setting_evidence(&m.setting)]),
         );
     }
     for (hidden, winner) in s.shadowed() {
@@ -122,8 +122,8 @@ pub fn check(ctx: &Ctx) -> Vec<Finding> {
                 "none if intended; otherwise keep one value",
             )
             .with_all([
-                super::placement::setting_evidence(hidden),
-                super::placement::setting_evidence(winner),
+                setting_evidence(hidden),
+                setting_evidence(winner),
             ]),
         );
     }
@@ -140,4 +140,16 @@ pub fn check(ctx: &Ctx) -> Vec<Finding> {
         ));
     }
     out
+}
+
+/// A setting as finding evidence: `env NAME` = value, or `FILE line N` = `NAME=value`.
+pub fn setting_evidence(s: &crate::model::nccl_settings::NcclSetting) -> Evidence {
+    use crate::model::nccl_settings::SettingSource;
+    match &s.source {
+        SettingSource::Environment => Evidence::new(format!("env {}", s.name), s.value.clone()),
+        SettingSource::File { path, line } => Evidence::new(
+            format!("{path} line {line}"),
+            format!("{}={}", s.name, s.value),
+        ),
+    }
 }

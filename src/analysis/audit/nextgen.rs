@@ -84,133 +84,160 @@ pub fn acs_platform(ctx: &Ctx) -> (Vec<Finding>, BTreeSet<Bdf>) {
     let mut ok: Vec<Evidence> = Vec::new();
     let mut unknown: Vec<(Bdf, String)> = Vec::new();
     for r in &rules {
-        let d = p.device(r.port);
-        covered.insert(d.bdf);
-        if let Some(why) = config_unknown(d, 4096) {
-            unknown.push((d.bdf, why));
-            continue;
+        covered.insert(p.device(r.port).bdf);
+        match acs_port(ctx, pl, r, sev) {
+            PortAcs::Unknown(b, why) => unknown.push((b, why)),
+            PortAcs::Holds(ev) => ok.push(ev),
+            PortAcs::Fault(f) => out.push(f),
+            PortAcs::Nothing => {}
         }
-        // The port as findings name it, and its finding at the platform's severity.
-        let port = format!("{} {} ({})", d.kind.as_str(), d.bdf, r.role);
-        let port_finding = |summary: String, remedy: String| {
-            Finding::new(
-                CheckId::AcsRedirect,
-                sev,
-                Subject::Device(d.bdf),
-                summary,
-                remedy,
-            )
-        };
-        let Some(cap) = d.config.as_ref().and_then(|c| c.acs) else {
-            if r.mask.set != 0 {
-                out.push(
-                    port_finding(
-                        format!(
-                            "{port} has no ACS capability; the {} needs {}",
-                            nvcx::kind_words(pl.kind),
-                            r.mask.pattern()
-                        ),
-                        "check the port's firmware; rdma_topo cannot configure a port without ACS"
-                            .into(),
-                    )
-                    .with(pci_path(&d.bdf, "config"), "no ACS extended capability")
-                    .with_pairs(pairs_through(ctx, r.port)),
-                );
-            }
-            continue;
-        };
-        let ev = Evidence::new(
-            pci_path(&d.bdf, "config"),
-            format!(
-                "ACSCtl @0x{:03x} = 0x{:04x}: {}",
-                cap.offset + 6,
-                cap.control,
-                names(cap.control)
-            ),
-        );
-        if r.mask.holds(cap.control) {
-            ok.push(Evidence::new(
-                ev.path,
-                format!(
-                    "{} — {} as required{} for {}",
-                    ev.value,
-                    r.mask.pattern(),
-                    if r.requires_redirect {
-                        " (redirect on)"
-                    } else {
-                        ""
-                    },
-                    r.role
-                ),
-            ));
-            continue;
-        }
-        let mut wrong = Vec::new();
-        for (b, n) in acs::NAMES {
-            if r.mask.set & b != 0 && cap.control & b == 0 {
-                wrong.push(format!("{n} must be on"));
-            }
-            if r.mask.clear & b != 0 && cap.control & b != 0 {
-                wrong.push(format!("{n} must be off"));
-            }
-        }
-        out.push(
-            port_finding(
-                format!(
-                    "ACS on {port} is {} (0x{:04x}); the {} needs {}: {}",
-                    names(cap.control),
-                    cap.control,
-                    nvcx::kind_words(pl.kind),
-                    r.mask.pattern(),
-                    wrong.join(", ")
-                ),
-                rdma_topo_remedy(d.bdf, r, cap.control),
-            )
-            .with_all([ev])
-            .with_pairs(pairs_through(ctx, r.port)),
-        );
     }
     if !ok.is_empty() {
-        out.push(
-            Finding::new(
-                CheckId::AcsRedirect,
-                Severity::Info,
-                Subject::Node,
-                format!(
-                    "ACS on {} port(s) as the {} needs (rdma_topo's settings{})",
-                    ok.len(),
-                    nvcx::kind_words(pl.kind),
-                    match pl.virt {
-                        Some(true) => ", VM mode",
-                        Some(false) => ", bare metal",
-                        None => "",
-                    }
-                ),
-                "none",
-            )
-            .with_all(ok),
-        );
+        out.push(acs_held(pl, ok));
     }
     if !unknown.is_empty() {
-        out.push(
-            Finding::new(
-                CheckId::AcsRedirect,
-                Severity::Unknown,
-                Subject::Node,
-                format!(
-                    "ACS the {} needs unknown on {} port(s): {}",
-                    nvcx::kind_words(pl.kind),
-                    unknown.len(),
-                    unknown[0].1
-                ),
-                "run `peerpath audit` as root (or `rdma_topo check`) so the full config space is readable",
-            )
-            .with_all(unknown.iter().map(|(b, _)| {
-                Evidence::new(pci_path(b, "config"), "not readable as a whole")
-            })),
-        );
+        out.push(acs_unread(pl, &unknown));
     }
     (out, covered)
+}
+
+/// One port's ACS against its rule.
+enum PortAcs {
+    /// Its config space not readable: the port and why.
+    Unknown(Bdf, String),
+    /// The control holds the mask: the evidence.
+    Holds(Evidence),
+    /// No ACS capability where the mask sets bits, or the control breaks the mask.
+    Fault(Finding),
+    /// No ACS capability and the mask sets nothing.
+    Nothing,
+}
+
+/// Holds one port rdma_topo configures to its rule's mask.
+fn acs_port(ctx: &Ctx, pl: &nvcx::Platform, r: &AcsRule, sev: Severity) -> PortAcs {
+    let d = ctx.paths().device(r.port);
+    if let Some(why) = config_unknown(d, 4096) {
+        return PortAcs::Unknown(d.bdf, why);
+    }
+    // The port as findings name it, and its finding at the platform's severity.
+    let port = format!("{} {} ({})", d.kind.as_str(), d.bdf, r.role);
+    let port_finding = |summary: String, remedy: String| {
+        Finding::new(
+            CheckId::AcsRedirect,
+            sev,
+            Subject::Device(d.bdf),
+            summary,
+            remedy,
+        )
+    };
+    let Some(cap) = d.config.as_ref().and_then(|c| c.acs) else {
+        if r.mask.set == 0 {
+            return PortAcs::Nothing;
+        }
+        return PortAcs::Fault(
+            port_finding(
+                format!(
+                    "{port} has no ACS capability; the {} needs {}",
+                    nvcx::kind_words(pl.kind),
+                    r.mask.pattern()
+                ),
+                "check the port's firmware; rdma_topo cannot configure a port without ACS".into(),
+            )
+            .with(pci_path(&d.bdf, "config"), "no ACS extended capability")
+            .with_pairs(pairs_through(ctx, r.port)),
+        );
+    };
+    let ev = Evidence::new(
+        pci_path(&d.bdf, "config"),
+        format!(
+            "ACSCtl @0x{:03x} = 0x{:04x}: {}",
+            cap.offset + 6,
+            cap.control,
+            names(cap.control)
+        ),
+    );
+    if r.mask.holds(cap.control) {
+        return PortAcs::Holds(Evidence::new(
+            ev.path,
+            format!(
+                "{} — {} as required{} for {}",
+                ev.value,
+                r.mask.pattern(),
+                if r.requires_redirect {
+                    " (redirect on)"
+                } else {
+                    ""
+                },
+                r.role
+            ),
+        ));
+    }
+    let mut wrong = Vec::new();
+    for (b, n) in acs::NAMES {
+        if r.mask.set & b != 0 && cap.control & b == 0 {
+            wrong.push(format!("{n} must be on"));
+        }
+        if r.mask.clear & b != 0 && cap.control & b != 0 {
+            wrong.push(format!("{n} must be off"));
+        }
+    }
+    PortAcs::Fault(
+        port_finding(
+            format!(
+                "ACS on {port} is {} (0x{:04x}); the {} needs {}: {}",
+                names(cap.control),
+                cap.control,
+                nvcx::kind_words(pl.kind),
+                r.mask.pattern(),
+                wrong.join(", ")
+            ),
+            rdma_topo_remedy(d.bdf, r, cap.control),
+        )
+        .with_all([ev])
+        .with_pairs(pairs_through(ctx, r.port)),
+    )
+}
+
+/// The ports whose ACS is as the platform needs, in one info finding.
+fn acs_held(pl: &nvcx::Platform, ok: Vec<Evidence>) -> Finding {
+    Finding::new(
+        CheckId::AcsRedirect,
+        Severity::Info,
+        Subject::Node,
+        format!(
+            "ACS on {} port(s) as the {} needs (rdma_topo's settings{})",
+            ok.len(),
+            nvcx::kind_words(pl.kind),
+            match pl.virt {
+                Some(true) => ", VM mode",
+                Some(false) => ", bare metal",
+                None => "",
+            }
+        ),
+        "none",
+    )
+    .with_all(ok)
+}
+
+/// The ports whose config space could not be read, in one unknown finding.
+fn acs_unread(pl: &nvcx::Platform, unknown: &[(Bdf, String)]) -> Finding {
+    Finding::new(
+        CheckId::AcsRedirect,
+        Severity::Unknown,
+        Subject::Node,
+        format!(
+            "ACS the {} needs unknown on {} port(s): {}",
+            nvcx::kind_words(pl.kind),
+            unknown.len(),
+            unknown[0].1
+        ),
+        "run `peerpath audit` as root (or `rdma_topo check`) so the full config space is readable",
+    )
+    .with_all(
+        unknown
+            .iter()
+            .map(|(b, _)| Evidence::new(pci_path(b, "config"), "not readable as a whole")),
+    )
 }
 
 fn group_of(ctx: &Ctx, i: DevIx) -> (Bdf, Option<u32>) {

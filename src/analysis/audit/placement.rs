@@ -7,198 +7,18 @@
 //! storage adapter ([`crate::analysis::pairing::rail_mask`]) and never counts as a GPU's NIC.
 //! The remedy names the adapter, where it is now (slot, root port, host bridge, NUMA node) and
 //! where it belongs (the PCIe switch that holds the GPU, with a free downstream port where one
-//! exists), never a port of an endpoint's internal bridge ([`is_internal_switch`]).
+//! exists), never a port of an endpoint's internal bridge ([`super::arrangement::is_internal_switch`]).
 //!
 //! Facts: the classification (labels, bottlenecks), the switches of the topology, and each
 //! NIC's port rate (`/sys/class/infiniband/<dev>/ports/<p>/rate`, NCCL XML `speed`).
 
-use super::arrangement::{Arrangement, DesignWhy, Placement};
+use super::arrangement::{Arrangement, location, target};
+use super::gpu_verdict::{GpuVerdict, judge_gpu};
 use super::judged::Judged;
-use super::{
-    CheckId, Ctx, Evidence, Finding, Pair, PathLabel, RemedyClass, Severity, Subject, device_place,
-};
+use super::{CheckId, Ctx, Evidence, Finding, Pair, RemedyClass, Severity, Subject, device_place};
 use crate::analysis::classify::Label;
 use crate::analysis::pairing::{RAIL_FRACTION, nic_speed_gbps, rail_mask};
-use crate::model::{Bdf, Device, DeviceKind, Switch, Topology};
-
-/// The path between a GPU and a NIC as the matching sees it: the classifier's label and
-/// bottleneck (no words; [`Ctx::reason`] words the pairs a finding names).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Judgement {
-    /// nvidia-smi label (`Unknown` when the source cannot decide NODE vs SYS, or a device is
-    /// missing).
-    pub label: Label,
-    /// Bottleneck bandwidth in GB/s, when the links are known.
-    pub bottleneck_gbytes: Option<f64>,
-    /// NCCL's path type (NCCL has no NODE: it is PHB there).
-    pub nccl_path: crate::analysis::nccl::NcclPath,
-    /// Whether NCCL uses GPUDirect RDMA on the pair under the effective settings.
-    pub gdr: bool,
-}
-
-impl Judgement {
-    /// PIX or PXB (or better): NCCL uses GPUDirect RDMA by default.
-    pub fn local(&self) -> bool {
-        self.label.within_pxb()
-    }
-
-    /// The label as the audit writes it (`unknown`, not `?`).
-    pub fn word(&self) -> PathLabel {
-        PathLabel(self.label)
-    }
-}
-
-impl Ctx<'_> {
-    /// Judges the path between two devices with the classifier built once for the audit.
-    pub fn judge(&self, a: &Bdf, b: &Bdf) -> Judgement {
-        match self.cl.summary_of(a, b) {
-            Some(s) => Judgement {
-                label: s.label,
-                bottleneck_gbytes: s.bottleneck_gbytes_per_s,
-                nccl_path: s.nccl_path,
-                gdr: s.gdr,
-            },
-            None => Judgement {
-                label: Label::Unknown,
-                bottleneck_gbytes: None,
-                nccl_path: crate::analysis::nccl::NcclPath::Dis,
-                gdr: false,
-            },
-        }
-    }
-
-    /// Why the classifier labels a pair as it does, in words.
-    pub fn reason(&self, a: &Bdf, b: &Bdf) -> String {
-        match self.cl.label_and_reason(a, b) {
-            Some((_, r)) => r,
-            None => format!("{a} or {b} not in the topology"),
-        }
-    }
-}
-
-/// Where a device sits: slot, root port, host bridge, NUMA node.
-pub fn location(ctx: &Ctx, d: &Device) -> String {
-    let topo = ctx.topo;
-    let chain = ctx.paths().ancestors(&d.bdf);
-    let slot = chain
-        .iter()
-        .filter_map(|b| topo.device(b).and_then(|x| x.slot.clone()))
-        .next();
-    let root = chain.last().filter(|b| **b != d.bdf);
-    let mut parts = Vec::new();
-    if let Some(s) = slot {
-        parts.push(format!("slot {s}"));
-    }
-    if let Some(r) = root {
-        parts.push(format!("root port {r}"));
-    }
-    parts.push(format!("host bridge {}", d.host_bridge));
-    parts.push(match topo.numa_of(d) {
-        Some(n) => format!("NUMA node {n}"),
-        None => "NUMA node unknown".to_string(),
-    });
-    parts.join(", ")
-}
-
-/// PCIe switch vendors (Broadcom/PLX, LSI, Microchip/PMC-Sierra, ASMedia, Pericom, IDT): a
-/// switch of theirs is board or card switching, never one endpoint's own bridge.
-pub const SWITCH_VENDORS: [u16; 7] = [0x10b5, 0x1000, 0x11f8, 0x1b21, 0x12d8, 0x111d, 0x1d0f];
-
-/// Whether a switch is an endpoint's internal bridge rather than a place for another card: its
-/// upstream port is made by the vendor of a GPU, accelerator or NIC below it (an AMD Instinct's
-/// or Hygon DCU's own PCIe switch, a ConnectX-8's switch), and that vendor is not a PCIe switch
-/// maker ([`SWITCH_VENDORS`]). Its "free" downstream ports are on the card, not slots.
-pub fn is_internal_switch(topo: &Topology, sw: &Switch) -> bool {
-    let Some(v) = topo.device(&sw.upstream).and_then(|d| d.vendor_id) else {
-        return false;
-    };
-    if SWITCH_VENDORS.contains(&v) {
-        return false;
-    }
-    let mut stack: Vec<Bdf> = sw.downstream.clone();
-    while let Some(b) = stack.pop() {
-        for c in topo.children(&b) {
-            let endpoint = c.kind.is_compute() || c.kind == DeviceKind::Nic;
-            if endpoint && c.vendor_id == Some(v) {
-                return true;
-            }
-            stack.push(c.bdf);
-        }
-    }
-    false
-}
-
-/// Where a NIC belongs to be PIX/PXB with a GPU: the nearest PCIe switch above the GPU that is
-/// not an endpoint's internal bridge, naming a free downstream port (one with nothing below
-/// it) of that switch or of a switch above it (internal bridges' ports are never proposed).
-pub fn target(ctx: &Ctx, gpu: &Device) -> String {
-    let topo = ctx.topo;
-    let mut cur = gpu.switch.as_deref().and_then(|id| topo.switch(id));
-    let mut internal = Vec::new();
-    while let Some(s) = cur.filter(|s| is_internal_switch(topo, s)) {
-        internal.push(s.id.clone());
-        cur = s.parent_switch.as_deref().and_then(|id| topo.switch(id));
-    }
-    let own = if internal.is_empty() {
-        String::new()
-    } else {
-        format!(
-            " (above its own internal bridge {}, whose ports are no slots)",
-            internal.join(", ")
-        )
-    };
-    let Some(sw) = cur else {
-        return format!(
-            "GPU {}{own} sits on a root port with no PCIe switch above it, so no slot makes the pair PIX/PXB; the closest is a root port of host bridge {} (PHB) or, failing that, of NUMA node {} (NODE)",
-            gpu.bdf,
-            gpu.host_bridge,
-            topo.numa_of(gpu)
-                .map(|n| n.to_string())
-                .unwrap_or_else(|| "?".into())
-        );
-    };
-    let mut free = Vec::new();
-    let mut up = Some(sw);
-    while let Some(s) = up {
-        if !is_internal_switch(topo, s) {
-            for p in &s.downstream {
-                if topo.children(p).is_empty() {
-                    let slot = topo.device(p).and_then(|d| d.slot.clone());
-                    free.push(match slot {
-                        Some(sl) => format!("{p} (slot {sl}, switch {})", s.id),
-                        None => format!("{p} (switch {})", s.id),
-                    });
-                }
-            }
-        }
-        up = s.parent_switch.as_deref().and_then(|id| topo.switch(id));
-    }
-    let root = ctx.paths().ancestors(&gpu.bdf).last().copied();
-    let mut s = format!(
-        "behind PCIe switch {} (upstream port {}{}) with GPU {}{own}",
-        sw.id,
-        sw.upstream,
-        root.map(|r| format!(", root port {r}")).unwrap_or_default(),
-        gpu.bdf
-    );
-    if free.is_empty() {
-        s.push_str(
-            ": no free downstream port there (free one, or move a non-GPU device out of that switch)",
-        );
-    } else {
-        s.push_str(&format!(": free downstream port {}", free.join(", ")));
-    }
-    s
-}
-
-/// Whether the CPU is an IBM POWER (`/proc/cpuinfo` `cpu`/`model name`, hwloc `CPUModel`
-/// `POWER9, altivec supported`), whose NVIDIA GPUs can attach to the CPU over NVLink.
-pub fn power_cpu(m: &crate::model::MachineInfo) -> bool {
-    m.cpu_model
-        .as_deref()
-        .is_some_and(|s| s.starts_with("POWER"))
-        || m.cpu_vendor.as_deref() == Some("IBM")
-}
+use crate::model::{Bdf, Device, Topology};
 
 fn gbps(s: Option<f64>) -> String {
     match s {
@@ -207,134 +27,206 @@ fn gbps(s: Option<f64>) -> String {
     }
 }
 
-/// Builds the GPU → NIC matching and adds the `gpu-nic-path` and `nic-sharing` findings.
+/// Builds the GPU → NIC matching and adds the `gpu-nic-path` and `nic-sharing` findings: the
+/// matching, a pair per GPU, a finding per GPU without GDR on its best rail NIC, a finding per
+/// NIC no GPU reaches at PIX/PXB, then the shared NICs.
 pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
-    let topo = ctx.topo;
     if ctx.gpus.is_empty() || ctx.nics.is_empty() {
         if !ctx.gpus.is_empty() {
-            findings.push(Finding::new(
-                CheckId::GpuNicPath,
-                Severity::Info,
-                Subject::Node,
-                format!(
-                    "{} GPU(s) but no RDMA NIC{}: no GPU–NIC path to judge",
-                    ctx.gpus.len(),
-                    if ctx.plain_nics.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({} NIC(s) without an RDMA device)", ctx.plain_nics.len())
-                    }
-                ),
-                "none, unless this node should do GPUDirect RDMA: then install the RDMA driver (mlx5_ib) or the NIC",
-            ));
+            findings.push(no_rdma_nic(ctx));
         }
         return Vec::new();
     }
     let judged = Judged::new(ctx);
-    // Port speeds and the rail rule over the audit's RDMA NICs (the same rule the matching
-    // applies to its candidates).
-    let speeds: Vec<Option<f64>> = ctx.nics.iter().map(|n| nic_speed_gbps(n)).collect();
-    let rail = rail_mask(&speeds);
-    let fastest = speeds.iter().flatten().fold(0.0f64, |m, &s| m.max(s));
-    // The one GPU→NIC matching (analysis::pairing) over the audit's GPUs and RDMA NICs.
-    let view = &ctx.view;
-    let gpu_rows: Vec<usize> = judged.view_rows().unwrap_or_default();
-    let best_rail = |gi: usize| judged.best_rail(gi, &rail);
-    let assignment: Vec<usize> = if gpu_rows.len() == ctx.gpus.len() {
-        view.assign_with(ctx.cl, &gpu_rows)
-            .into_iter()
-            .enumerate()
-            .map(|(gi, k)| {
-                k.and_then(|k| judged.nic_of_col(k))
-                    .unwrap_or_else(|| best_rail(gi))
-            })
-            .collect()
-    } else {
-        (0..ctx.gpus.len()).map(best_rail).collect()
-    };
-    // The GPUs paired with each NIC.
-    let mut paired: Vec<Vec<usize>> = vec![Vec::new(); ctx.nics.len()];
-    for (gi, &ni) in assignment.iter().enumerate() {
-        paired[ni].push(gi);
-    }
-    // GPU × NIC within PXB, for the arrangement (built with it, only when a GPU is judged).
-    let local = || judged.local_table();
-    // Built only when a GPU has to be judged (most nodes have every GPU within PXB).
-    let arrangement = std::cell::OnceCell::new();
-    let design = std::cell::OnceCell::new();
-    let mut pairs = Vec::new();
-    for (gi, &ni) in assignment.iter().enumerate() {
-        let (g, n, j) = (ctx.gpus[gi], ctx.nics[ni], judged.at(gi, ni));
-        pairs.push(Pair {
-            gpu: g.bdf,
-            nic: n.bdf,
-            rdma: n.rdma_names().next().map(str::to_string),
-            label: j.word(),
-            reason: ctx.reason(&g.bdf, &n.bdf),
-            bottleneck_gbytes: j.bottleneck_gbytes,
-            local: j.local(),
-            gdr: j.gdr,
-            remedy: RemedyClass::None,
-        });
-    }
-    let mut misplaced_gpu = None;
-    // Path: each GPU by the best rail NIC it can reach.
-    for (gi, g) in ctx.gpus.iter().enumerate() {
-        let bi = best_rail(gi);
-        let best = judged.at(gi, bi);
-        if best.local() && best.gdr {
-            continue;
-        }
-        // An APU (MI300A) with its NIC on its own NUMA node and no switch between them is the
-        // platform's intended pairing: `amd-apu-gdr-level` judges it (RCCL's GDR level).
-        if crate::model::amd::is_apu(g) && matches!(best.label, Label::Phb | Label::Node) {
-            // The design's pairing: what would give it GDR is the setting its operators
-            // document (RCCL's level), which `amd-apu-gdr-level` names.
-            if let Some(p) = pairs.get_mut(gi).filter(|p| !p.gdr) {
-                p.remedy = RemedyClass::Design;
-            }
-            continue;
-        }
-        // The matched NIC has the best label (label first); name it when it is the best.
-        let ni = if judged.at(gi, assignment[gi]).label == best.label
-            && judged.at(gi, assignment[gi]).gdr == best.gdr
-        {
-            assignment[gi]
-        } else {
-            bi
-        };
-        let verdict = judge_gpu(
-            ctx,
-            gi,
-            ni,
-            &judged,
-            arrangement.get_or_init(|| Arrangement::new(ctx, &rail, &local())),
-            design
-                .get_or_init(|| crate::analysis::design::recognise(ctx.paths()))
-                .as_ref(),
-        );
-        if verdict.class == RemedyClass::Misplaced && misplaced_gpu.is_none() {
-            misplaced_gpu = Some(gi);
-        }
-        // The pair's class is this verdict's, unless the matching gave the GPU another NIC
-        // on which it has GDR.
-        if let Some(p) = pairs.get_mut(gi) {
-            p.remedy = if p.nic != ctx.nics[ni].bdf && p.gdr {
-                RemedyClass::None
+    let m = Matching::new(ctx, &judged);
+    let mut pairs = m.pairs();
+    let misplaced_gpu = m.gpu_findings(&mut pairs, findings);
+    m.nic_findings(misplaced_gpu, findings);
+    findings.extend(sharing(ctx, &pairs, &m.assignment, &m.speeds));
+    pairs
+}
+
+/// GPUs but no RDMA NIC: no path to judge.
+fn no_rdma_nic(ctx: &Ctx) -> Finding {
+    Finding::new(
+        CheckId::GpuNicPath,
+        Severity::Info,
+        Subject::Node,
+        format!(
+            "{} GPU(s) but no RDMA NIC{}: no GPU–NIC path to judge",
+            ctx.gpus.len(),
+            if ctx.plain_nics.is_empty() {
+                String::new()
             } else {
-                verdict.class
-            };
+                format!(" ({} NIC(s) without an RDMA device)", ctx.plain_nics.len())
+            }
+        ),
+        "none, unless this node should do GPUDirect RDMA: then install the RDMA driver (mlx5_ib) or the NIC",
+    )
+}
+
+/// The one GPU→NIC matching and what its findings read: port speeds, the rail rule, and the
+/// arrangement and design, built only when a GPU has to be judged.
+struct Matching<'c, 'v, 'a> {
+    ctx: &'c Ctx<'a>,
+    judged: &'c Judged<'v, 'a>,
+    /// Port speed per audit NIC.
+    speeds: Vec<Option<f64>>,
+    /// Rail NICs (the rule the matching applies to its candidates).
+    rail: Vec<bool>,
+    /// The node's fastest RDMA NIC.
+    fastest: f64,
+    /// NIC per GPU.
+    assignment: Vec<usize>,
+    /// GPUs per NIC.
+    paired: Vec<Vec<usize>>,
+    /// Built only when a GPU has to be judged (most nodes have every GPU within PXB).
+    arrangement: std::cell::OnceCell<Arrangement>,
+    design: std::cell::OnceCell<Option<crate::analysis::design::Design>>,
+}
+
+impl<'c, 'v, 'a> Matching<'c, 'v, 'a> {
+    /// The one GPU→NIC matching (analysis::pairing) over the audit's GPUs and RDMA NICs.
+    fn new(ctx: &'c Ctx<'a>, judged: &'c Judged<'v, 'a>) -> Self {
+        // Port speeds and the rail rule over the audit's RDMA NICs (the same rule the matching
+        // applies to its candidates).
+        let speeds: Vec<Option<f64>> = ctx.nics.iter().map(|n| nic_speed_gbps(n)).collect();
+        let rail = rail_mask(&speeds);
+        let fastest = speeds.iter().flatten().fold(0.0f64, |m, &s| m.max(s));
+        let view = &ctx.view;
+        let gpu_rows: Vec<usize> = judged.view_rows().unwrap_or_default();
+        let best_rail = |gi: usize| judged.best_rail(gi, &rail);
+        let assignment: Vec<usize> = if gpu_rows.len() == ctx.gpus.len() {
+            view.assign_with(ctx.cl, &gpu_rows)
+                .into_iter()
+                .enumerate()
+                .map(|(gi, k)| {
+                    k.and_then(|k| judged.nic_of_col(k))
+                        .unwrap_or_else(|| best_rail(gi))
+                })
+                .collect()
+        } else {
+            (0..ctx.gpus.len()).map(best_rail).collect()
+        };
+        // The GPUs paired with each NIC.
+        let mut paired: Vec<Vec<usize>> = vec![Vec::new(); ctx.nics.len()];
+        for (gi, &ni) in assignment.iter().enumerate() {
+            paired[ni].push(gi);
         }
-        let n = ctx.nics[ni];
+        Matching {
+            ctx,
+            judged,
+            speeds,
+            rail,
+            fastest,
+            assignment,
+            paired,
+            arrangement: std::cell::OnceCell::new(),
+            design: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// The best rail NIC GPU `gi` can reach.
+    fn best_rail(&self, gi: usize) -> usize {
+        self.judged.best_rail(gi, &self.rail)
+    }
+
+    /// One pair per GPU, its NIC the matching's.
+    fn pairs(&self) -> Vec<Pair> {
+        let (ctx, judged) = (self.ctx, self.judged);
+        let mut pairs = Vec::new();
+        for (gi, &ni) in self.assignment.iter().enumerate() {
+            let (g, n, j) = (ctx.gpus[gi], ctx.nics[ni], judged.at(gi, ni));
+            pairs.push(Pair {
+                gpu: g.bdf,
+                nic: n.bdf,
+                rdma: n.rdma_names().next().map(str::to_string),
+                label: j.word(),
+                reason: ctx.reason(&g.bdf, &n.bdf),
+                bottleneck_gbytes: j.bottleneck_gbytes,
+                local: j.local(),
+                gdr: j.gdr,
+                remedy: RemedyClass::None,
+            });
+        }
+        pairs
+    }
+
+    /// Path: each GPU by the best rail NIC it can reach; sets each pair's remedy class and
+    /// returns the first GPU whose NIC is misplaced.
+    fn gpu_findings(&self, pairs: &mut [Pair], findings: &mut Vec<Finding>) -> Option<usize> {
+        let (ctx, judged) = (self.ctx, self.judged);
+        let mut misplaced_gpu = None;
+        for (gi, g) in ctx.gpus.iter().enumerate() {
+            let bi = self.best_rail(gi);
+            let best = judged.at(gi, bi);
+            if best.local() && best.gdr {
+                continue;
+            }
+            // An APU (MI300A) with its NIC on its own NUMA node and no switch between them is
+            // the platform's intended pairing: `amd-apu-gdr-level` judges it (RCCL's GDR level).
+            if crate::model::amd::is_apu(g) && matches!(best.label, Label::Phb | Label::Node) {
+                // The design's pairing: what would give it GDR is the setting its operators
+                // document (RCCL's level), which `amd-apu-gdr-level` names.
+                if let Some(p) = pairs.get_mut(gi).filter(|p| !p.gdr) {
+                    p.remedy = RemedyClass::Design;
+                }
+                continue;
+            }
+            // The matched NIC has the best label (label first); name it when it is the best.
+            let at = judged.at(gi, self.assignment[gi]);
+            let ni = if at.label == best.label && at.gdr == best.gdr {
+                self.assignment[gi]
+            } else {
+                bi
+            };
+            let verdict = judge_gpu(
+                ctx,
+                gi,
+                ni,
+                judged,
+                self.arrangement
+                    .get_or_init(|| Arrangement::new(ctx, &self.rail, &judged.local_table())),
+                self.design
+                    .get_or_init(|| crate::analysis::design::recognise(ctx.paths()))
+                    .as_ref(),
+            );
+            if verdict.class == RemedyClass::Misplaced && misplaced_gpu.is_none() {
+                misplaced_gpu = Some(gi);
+            }
+            // The pair's class is this verdict's, unless the matching gave the GPU another NIC
+            // on which it has GDR.
+            if let Some(p) = pairs.get_mut(gi) {
+                p.remedy = if p.nic != ctx.nics[ni].bdf && p.gdr {
+                    RemedyClass::None
+                } else {
+                    verdict.class
+                };
+            }
+            findings.push(self.gpu_finding(gi, ni, verdict, pairs.get(gi)));
+        }
+        misplaced_gpu
+    }
+
+    /// The `gpu-nic-path` finding of GPU `gi` on rail NIC `ni` under its verdict.
+    fn gpu_finding(
+        &self,
+        gi: usize,
+        ni: usize,
+        verdict: GpuVerdict,
+        pair: Option<&Pair>,
+    ) -> Finding {
+        let (ctx, judged, topo) = (self.ctx, self.judged, self.ctx.topo);
+        let (g, n) = (ctx.gpus[gi], ctx.nics[ni]);
         let j = judged.at(gi, ni);
         let slow_closer: Vec<String> = (0..ctx.nics.len())
-            .filter(|&k| !rail[k] && judged.at(gi, k).label < j.label)
+            .filter(|&k| !self.rail[k] && judged.at(gi, k).label < j.label)
             .map(|k| {
                 format!(
                     "{} is closer ({}) but at {} no rail",
                     ctx.name(&ctx.nics[k].bdf),
                     judged.at(gi, k).word(),
-                    gbps(speeds[k])
+                    gbps(self.speeds[k])
                 )
             })
             .collect();
@@ -344,82 +236,97 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
             RemedyClass::Misplaced => verdict.move_nic,
             _ => None,
         };
-        findings.push(
-            Finding::new(
-                CheckId::GpuNicPath,
-                verdict.severity,
-                Subject::Device(g.bdf),
-                format!(
-                    "GPU {}: best NIC it can reach, {nic_name} at {}, is {} ({reason}){}; {}",
-                    g.bdf,
-                    gbps(speeds[ni]),
-                    j.word(),
-                    if slow_closer.is_empty() {
-                        String::new()
-                    } else {
-                        format!("; {}", slow_closer.join("; "))
-                    },
-                    verdict.words
-                ),
-                verdict.remedy,
-            )
-            .with_all(path_evidence(topo, &g.bdf, &n.bdf))
-            .with_all(
-                moved
-                    .map(|k| path_evidence(topo, &ctx.nics[k].bdf, &ctx.nics[k].bdf))
-                    .unwrap_or_default()
-                    .into_iter()
-                    .take(1),
-            )
-            .with_all(verdict.evidence)
-            .with_pairs(pairs.get(gi).map(|p| p.to_ref())),
-        );
+        Finding::new(
+            CheckId::GpuNicPath,
+            verdict.severity,
+            Subject::Device(g.bdf),
+            format!(
+                "GPU {}: best NIC it can reach, {nic_name} at {}, is {} ({reason}){}; {}",
+                g.bdf,
+                gbps(self.speeds[ni]),
+                j.word(),
+                if slow_closer.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {}", slow_closer.join("; "))
+                },
+                verdict.words
+            ),
+            verdict.remedy,
+        )
+        .with_all(path_evidence(topo, &g.bdf, &n.bdf))
+        .with_all(
+            moved
+                .map(|k| path_evidence(topo, &ctx.nics[k].bdf, &ctx.nics[k].bdf))
+                .unwrap_or_default()
+                .into_iter()
+                .take(1),
+        )
+        .with_all(verdict.evidence)
+        .with_pairs(pair.map(|p| p.to_ref()))
     }
-    // NICs no GPU reaches at PIX/PXB.
-    for (ni, n) in ctx.nics.iter().enumerate() {
-        if !rail[ni] {
-            findings.push(
-                Finding::new(
-                    CheckId::GpuNicPath,
-                    Severity::Info,
-                    nic_subject(n),
-                    format!(
-                        "NIC {} at {} is no rail: below {:.0} % of the node's fastest RDMA NIC ({}), so a management or storage adapter; no GPU is paired with it",
-                        ctx.name(&n.bdf),
-                        gbps(speeds[ni]),
-                        RAIL_FRACTION * 100.0,
-                        gbps(Some(fastest))
-                    ),
-                    "none; if it should carry GPU traffic, it needs the rails' speed",
-                )
-                .with_all(port_rate_evidence(n)),
-            );
-            continue;
+
+    /// NICs no GPU reaches at PIX/PXB: a slow NIC is no rail; a rail NIC unpaired while a
+    /// GPU's NIC is misplaced is likely that GPU's NIC.
+    fn nic_findings(&self, misplaced_gpu: Option<usize>, findings: &mut Vec<Finding>) {
+        let (ctx, judged) = (self.ctx, self.judged);
+        for (ni, n) in ctx.nics.iter().enumerate() {
+            if !self.rail[ni] {
+                findings.push(self.no_rail(ni, n));
+                continue;
+            }
+            if judged.any_local(ni) {
+                continue;
+            }
+            // The NIC of an APU on the APU's own NUMA node (`amd-apu-gdr-level` judges it).
+            let apu_nic = self.paired[ni].iter().any(|&gi| {
+                crate::model::amd::is_apu(ctx.gpus[gi])
+                    && matches!(judged.at(gi, ni).label, Label::Phb | Label::Node)
+            });
+            if apu_nic {
+                continue;
+            }
+            // A NIC the platform plugin's own topology file puts behind a switch with a GPU:
+            // PIX to NCCL (the GPU's gpu-nic-path finding says so), whatever the VM's tree
+            // shows.
+            if ctx
+                .gpus
+                .iter()
+                .any(|g| ctx.cl.plugin_file_words(&g.bdf, &n.bdf).is_some())
+            {
+                continue;
+            }
+            findings.push(self.not_local(ni, n, misplaced_gpu));
         }
-        if judged.any_local(ni) {
-            continue;
-        }
-        // The NIC of an APU on the APU's own NUMA node (`amd-apu-gdr-level` judges it).
-        let apu_nic = paired[ni].iter().any(|&gi| {
-            crate::model::amd::is_apu(ctx.gpus[gi])
-                && matches!(judged.at(gi, ni).label, Label::Phb | Label::Node)
-        });
-        if apu_nic {
-            continue;
-        }
-        // A NIC the platform plugin's own topology file puts behind a switch with a GPU: PIX
-        // to NCCL (the GPU's gpu-nic-path finding says so), whatever the VM's tree shows.
-        if ctx
-            .gpus
-            .iter()
-            .any(|g| ctx.cl.plugin_file_words(&g.bdf, &n.bdf).is_some())
-        {
-            continue;
-        }
-        let used = !paired[ni].is_empty();
+    }
+
+    /// A NIC slower than the rails: a management or storage adapter.
+    fn no_rail(&self, ni: usize, n: &Device) -> Finding {
+        let ctx = self.ctx;
+        Finding::new(
+            CheckId::GpuNicPath,
+            Severity::Info,
+            nic_subject(n),
+            format!(
+                "NIC {} at {} is no rail: below {:.0} % of the node's fastest RDMA NIC ({}), so a management or storage adapter; no GPU is paired with it",
+                ctx.name(&n.bdf),
+                gbps(self.speeds[ni]),
+                RAIL_FRACTION * 100.0,
+                gbps(Some(self.fastest))
+            ),
+            "none; if it should carry GPU traffic, it needs the rails' speed",
+        )
+        .with_all(port_rate_evidence(n))
+    }
+
+    /// A rail NIC at PIX/PXB from no GPU: serving GPUs across the host bridge, likely a
+    /// misplaced GPU's NIC, or no GPU's.
+    fn not_local(&self, ni: usize, n: &Device, misplaced_gpu: Option<usize>) -> Finding {
+        let ctx = self.ctx;
+        let used = !self.paired[ni].is_empty();
         // Unpaired while a GPU's NIC is misplaced: most likely that GPU's NIC.
-        let needy =
-            misplaced_gpu.filter(|_| !used && arrangement.get().is_some_and(|a| a.can_move(ni)));
+        let needy = misplaced_gpu
+            .filter(|_| !used && self.arrangement.get().is_some_and(|a| a.can_move(ni)));
         let (sev, tail, remedy) = match needy {
             Some(gi) => (
                 Severity::Warning,
@@ -444,22 +351,18 @@ pub fn pair(ctx: &Ctx, findings: &mut Vec<Finding>) -> Vec<Pair> {
                 "none if it serves storage/in-band traffic".to_string(),
             ),
         };
-        findings.push(
-            Finding::new(
-                CheckId::GpuNicPath,
-                sev,
-                nic_subject(n),
-                format!(
-                    "NIC {} is not at PIX/PXB from any GPU{tail}",
-                    ctx.name(&n.bdf)
-                ),
-                remedy,
-            )
-            .with_all(path_evidence(topo, &n.bdf, &n.bdf).into_iter().take(1)),
-        );
+        Finding::new(
+            CheckId::GpuNicPath,
+            sev,
+            nic_subject(n),
+            format!(
+                "NIC {} is not at PIX/PXB from any GPU{tail}",
+                ctx.name(&n.bdf)
+            ),
+            remedy,
+        )
+        .with_all(path_evidence(ctx.topo, &n.bdf, &n.bdf).into_iter().take(1))
     }
-    findings.extend(sharing(ctx, &pairs, &assignment, &speeds));
-    pairs
 }
 
 /// `nic-sharing`: one info finding per rail NIC the matching gives to more than one GPU, with
@@ -550,392 +453,14 @@ fn path_evidence(topo: &Topology, a: &Bdf, b: &Bdf) -> Vec<Evidence> {
         .collect()
 }
 
-/// A setting as finding evidence: `env NAME` = value, or `FILE line N` = `NAME=value`.
-pub fn setting_evidence(s: &crate::model::nccl_settings::NcclSetting) -> Evidence {
-    use crate::model::nccl_settings::SettingSource;
-    match &s.source {
-        SettingSource::Environment => Evidence::new(format!("env {}", s.name), s.value.clone()),
-        SettingSource::File { path, line } => Evidence::new(
-            format!("{path} line {line}"),
-            format!("{}={}", s.name, s.value),
-        ),
-    }
-}
-
-/// The audit's judgement of one GPU whose best rail NIC gives it no GPUDirect RDMA, or gives
-/// it only because a setting admits the path.
-struct GpuVerdict {
-    class: RemedyClass,
-    severity: Severity,
-    /// What NCCL does on the pair and why (the end of the summary).
-    words: String,
-    remedy: String,
-    evidence: Vec<Evidence>,
-    /// The NIC to move, when misplaced (index into `Ctx::nics`).
-    move_nic: Option<usize>,
-}
-
-/// Judges GPU `gi` against rail NIC `ni` (its best): unknown, GDR admitted by a setting, a
-/// setting that turns GDR off, a misplaced adapter or the node's design (module docs).
-fn judge_gpu(
-    ctx: &Ctx,
-    gi: usize,
-    ni: usize,
-    judged: &Judged,
-    arrangement: &Arrangement,
-    design: Option<&crate::analysis::design::Design>,
-) -> GpuVerdict {
-    use crate::analysis::settings::Effective;
-    let topo = ctx.topo;
-    let (g, n, j) = (ctx.gpus[gi], ctx.nics[ni], judged.at(gi, ni));
-    let st = ctx.cl.settings();
-    let v = st.version;
-    let lib = ctx.cl.library();
-    let gpu_c2c = ctx
-        .paths()
-        .index(&g.bdf)
-        .and_then(|i| ctx.paths().c2c(i))
-        .is_some();
-    let (fallback, fallback_words) = ctx.cl.default_gdr_level(&g.bdf, &n.bdf);
-    let level = st.gdr_level_or(fallback);
-    // P2C admits what PXB admits unless the GPU reaches its CPU over C2C: say PXB there.
-    let shown = |p: crate::analysis::nccl::NcclPath| {
-        if p == crate::analysis::nccl::NcclPath::P2c && !gpu_c2c {
-            crate::analysis::nccl::NcclPath::Pxb
-        } else {
-            p
-        }
-    };
-    let level_words = st.gdr_level_words(shown(fallback), &fallback_words);
-    let mut evidence: Vec<Evidence> = st
-        .gdr_level
-        .iter()
-        .map(|a| setting_evidence(&a.setting))
-        .collect();
-    let design_ev = || -> Vec<Evidence> {
-        design
-            .map(|d| {
-                d.evidence
-                    .iter()
-                    .map(|(p, r)| Evidence::new(p.clone(), r.clone()))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let verdict = |class, severity, words: String, remedy: String, evidence| GpuVerdict {
-        class,
-        severity,
-        words,
-        remedy,
-        evidence,
-        move_nic: None,
-    };
-    // On POWER8/9 an NVIDIA GPU can reach the CPU over NVLink, a link no input here can
-    // represent: the PCIe label may not be the route NCCL takes.
-    if power_cpu(&topo.machine) && g.vendor_id == Some(0x10de) {
-        return verdict(
-            RemedyClass::Unknown,
-            Severity::Unknown,
-            "on this POWER CPU the GPU may reach the CPU over NVLink, which this input cannot show, so whether NCCL uses GPUDirect RDMA is unknown from the PCIe path alone".into(),
-            "run `peerpath probe` on the node, or read the job's NCCL log (`peerpath evidence`), to see whether GDR is used".into(),
-            evidence,
-        );
-    }
-    if j.label == Label::Unknown {
-        return verdict(
-            RemedyClass::Unknown,
-            Severity::Unknown,
-            "the input cannot decide the path class, so whether NCCL uses GPUDirect RDMA is unknown".into(),
-            "audit the live machine or a `peerpath capture` snapshot".into(),
-            evidence,
-        );
-    }
-    if !j.gdr && st.gdr_level.is_none() && ctx.cl.rccl_rome_undecided(&g.bdf, &n.bdf) {
-        return verdict(
-            RemedyClass::Unknown,
-            Severity::Unknown,
-            "RCCL's Rome rule (ncclTopoCheckGdr) admits this pair at PHB on an AMD Rome-class CPU, and the CPU model is not visible in this input, so whether RCCL uses GPUDirect RDMA here is unknown".into(),
-            "audit the live machine or a `peerpath capture` snapshot (its /proc/cpuinfo names the CPU), or run RCCL with NCCL_NET_GDR_LEVEL=PHB".into(),
-            evidence,
-        );
-    }
-    if let Some(x) = st.transport_off(n) {
-        return verdict(
-            RemedyClass::Setting,
-            Severity::Error,
-            format!(
-                "{}: {lib} does not drive this NIC over RDMA (NET/Socket), so no GPUDirect RDMA on any path",
-                x.described()
-            ),
-            format!("unset {} (set in {})", x.name, x.source),
-            vec![setting_evidence(x)],
-        );
-    }
-    if j.gdr
-        && !j.local()
-        && !ctx.virtualized
-        && let Placement::Misplaced { nic: k } = arrangement.placement(gi)
-    {
-        let words = format!(
-            "{level_words} admits {} so {lib} uses GPUDirect RDMA across the host bridge, but the NIC is misplaced",
-            j.nccl_path
-        );
-        return misplaced(ctx, g, k, judged, words, evidence);
-    }
-    if j.gdr
-        && let Some(file) = ctx.cl.plugin_file_words(&g.bdf, &n.bdf)
-    {
-        // The VM hides the switch; the plugin's own file is NCCL's tree for this pair.
-        evidence.extend(design_ev());
-        return verdict(
-            RemedyClass::None,
-            Severity::Info,
-            format!(
-                "that is the VM's view: {lib} reads {file}, so the pair is {} to {lib}, which its level admits ({level_words}): GPUDirect RDMA on",
-                j.nccl_path
-            ),
-            "none: the plugin sets NCCL_TOPO_FILE itself on this instance type (a job that sets its own NCCL_TOPO_FILE replaces it)".into(),
-            evidence,
-        );
-    }
-    if j.gdr {
-        let mut words = format!(
-            "{level_words}: it admits {}, so {lib} uses GPUDirect RDMA on this pair",
-            j.nccl_path
-        );
-        if let Some(d) = design {
-            words.push_str(&format!(" (by design on this {}: {})", d.name, d.note));
-            evidence.extend(design_ev());
-        }
-        return verdict(
-            RemedyClass::None,
-            Severity::Info,
-            words,
-            "none; GDR across the host bridge pays where it is faster than staging through host memory: `peerpath probe` (or ib_write_bw --use_cuda) on this pair shows it".into(),
-            evidence,
-        );
-    }
-    // The release's own rule without any GDR setting: does it admit this path?
-    let bare = Effective {
-        version: v,
-        ..Default::default()
-    };
-    let bare_level = if fallback == crate::analysis::nccl::NcclPath::Phb {
-        fallback
-    } else {
-        bare.default_gdr_level()
-    };
-    if bare.gdr_allows(j.nccl_path, bare_level, gpu_c2c) {
-        let culprit = st.gdr_level.as_ref().map(|a| &a.setting).or(st
-            .gdr_c2c
-            .as_ref()
-            .filter(|a| !a.value)
-            .map(|a| &a.setting));
-        if let Some(x) = culprit {
-            return verdict(
-                RemedyClass::Setting,
-                Severity::Error,
-                format!(
-                    "{} turns GPUDirect RDMA off on this {} path, which NCCL {v}'s default ({}) admits",
-                    x.described(),
-                    j.nccl_path,
-                    shown(bare_level)
-                ),
-                format!(
-                    "unset {} (set in {}), or raise it to at least {}",
-                    x.name, x.source, j.nccl_path
-                ),
-                vec![setting_evidence(x)],
-            );
-        }
-    }
-    // A setting NCCL does not read as written, whose meaning would admit the path.
-    for m in &st.misread {
-        let Some(meant) = m.meant.as_deref() else {
-            continue;
-        };
-        let Some(lv) = meant
-            .strip_prefix("NCCL_NET_GDR_LEVEL=")
-            .and_then(|x| crate::analysis::settings::read_level(x, v))
-        else {
-            continue;
-        };
-        if st.gdr_allows(j.nccl_path, lv, gpu_c2c) {
-            return verdict(
-                RemedyClass::Setting,
-                Severity::Error,
-                format!(
-                    "{}: {}; so GPUDirect RDMA stays off on this {} path, which `{meant}` would admit",
-                    m.setting.described(),
-                    m.why,
-                    j.nccl_path
-                ),
-                format!("write `{meant}` in {}", m.setting.source),
-                vec![setting_evidence(&m.setting)],
-            );
-        }
-    }
-    let staged = format!(
-        "{lib} does not use GPUDirect RDMA beyond {} ({level_words}): it stages this GPU's traffic through host memory",
-        shown(level)
-    );
-    if ctx.virtualized {
-        let n_name = ctx.name(&n.bdf);
-        let mut words = format!("{staged}; this is a VM, whose PCIe tree may not be the host's");
-        let mut remedy = format!(
-            "run `peerpath probe` and audit with --evidence; on the host, place NIC {n_name} (guest view: {}) behind the GPU's PCIe switch",
-            location(ctx, n)
-        );
-        if let Some(d) = design {
-            if let Some(h) = d.hides_tree {
-                words.push_str(&format!(" ({}: {h})", d.name));
-            }
-            for s in &d.settings {
-                remedy = format!(
-                    "{} documents {} for this design ({}; {}); {remedy}",
-                    s.who, s.setting, s.note, s.source
-                );
-            }
-            evidence.extend(design_ev());
-        }
-        return verdict(
-            RemedyClass::Design,
-            Severity::Warning,
-            words,
-            remedy,
-            evidence,
-        );
-    }
-    match arrangement.placement(gi) {
-        Placement::Misplaced { nic: k } => misplaced(ctx, g, k, judged, staged, evidence),
-        Placement::FreePortUnknown { nic: k, switch } => {
-            let m = ctx.nics[k];
-            GpuVerdict {
-                class: RemedyClass::Unknown,
-                severity: Severity::Unknown,
-                words: format!(
-                    "{staged}; whether a NIC can move under its switch (upstream port {switch}) is unknown: this input ({}) does not list empty switch ports",
-                    topo.source.kind
-                ),
-                remedy: format!(
-                    "check the switch for a free slot (`lspci -tv` on the node, or audit a `peerpath capture` snapshot); if it has one, move NIC {} — now at {} — there",
-                    ctx.name(&m.bdf),
-                    location(ctx, m)
-                ),
-                evidence,
-                move_nic: None,
-            }
-        }
-        Placement::Design(why) => {
-            let mut words = format!(
-                "{staged}; no arrangement of this node's adapters does better: {}",
-                why.words(&g.bdf)
-            );
-            let mut remedy = None;
-            if let Some(d) = design {
-                words.push_str(&format!("; by design on this {}: {}", d.name, d.note));
-                evidence.extend(design_ev());
-                let admits: Vec<_> = d
-                    .settings
-                    .iter()
-                    .filter(|s| {
-                        s.gdr_level()
-                            .is_some_and(|lv| st.gdr_allows(j.nccl_path, lv, gpu_c2c))
-                    })
-                    .collect();
-                let others: Vec<_> = d
-                    .settings
-                    .iter()
-                    .filter(|s| s.gdr_level().is_some())
-                    .collect();
-                remedy = if let Some(s) = admits.first() {
-                    Some(format!(
-                        "set {}, as {} documents for this design ({}; {}): it admits this {} path",
-                        s.setting, s.who, s.note, s.source, j.nccl_path
-                    ))
-                } else if let Some(s) = others.first() {
-                    Some(format!(
-                        "none that moves a card: {} (documented by {}) admits GPUs on a NIC's own CPU, and this GPU is {} from its best NIC, so its traffic stays staged by design",
-                        s.setting,
-                        s.who,
-                        j.word()
-                    ))
-                } else {
-                    d.settings.first().map(|s| {
-                        format!(
-                            "none that moves a card; {} documents {} for this design ({}; {})",
-                            s.who, s.setting, s.note, s.source
-                        )
-                    })
-                };
-            }
-            let remedy = remedy.unwrap_or_else(|| {
-                if matches!(why, DesignWhy::NoSpareNic { .. }) {
-                    format!(
-                        "none that moves a card (each NIC serves its own switch's GPUs); adding an RDMA NIC {} gives this GPU one within PXB",
-                        target(ctx, g)
-                    )
-                } else if j.nccl_path == crate::analysis::nccl::NcclPath::Phb {
-                    "none that moves a card; NCCL_NET_GDR_LEVEL=PHB lets NCCL use GPUDirect RDMA across the host bridge (NCCL's PHB covers nvidia-smi's NODE): set it where `peerpath probe` (or ib_write_bw --use_cuda) shows it faster than staging".to_string()
-                } else {
-                    format!(
-                        "none that moves a card: the GPU is {} from every NIC (across NUMA nodes or CPUs), where GPUDirect RDMA is rarely faster than staging; a NIC on this GPU's own NUMA node would change it",
-                        j.word()
-                    )
-                }
-            });
-            GpuVerdict {
-                class: RemedyClass::Design,
-                severity: Severity::Warning,
-                words,
-                remedy,
-                evidence,
-                move_nic: None,
-            }
-        }
-    }
-}
-
-/// The verdict of a GPU whose NIC is misplaced: rail NIC `k` can move under its switch.
-fn misplaced(
-    ctx: &Ctx,
-    g: &Device,
-    k: usize,
-    judged: &Judged,
-    what: String,
-    evidence: Vec<Evidence>,
-) -> GpuVerdict {
-    let m = ctx.nics[k];
-    let serves = judged.any_local(k);
-    let remedy = format!(
-        "move NIC {} — now at {}{} — {}",
-        ctx.name(&m.bdf),
-        location(ctx, m),
-        if serves {
-            ", beside another NIC that keeps serving its switch's GPUs"
-        } else {
-            ", where no GPU can use it"
-        },
-        target(ctx, g)
-    );
-    GpuVerdict {
-        class: RemedyClass::Misplaced,
-        severity: Severity::Error,
-        words: format!(
-            "{what}; moving one of this node's own NICs under the GPU's switch gives it one within PXB"
-        ),
-        remedy,
-        evidence,
-        move_nic: Some(k),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::audit::arrangement::is_internal_switch;
     use crate::analysis::audit::{AuditOptions, run};
     use crate::analysis::pairing::NodeView;
     use crate::analysis::testkit::TopoBuilder;
+    use crate::model::DeviceKind;
     use crate::model::{OsDeviceKind, RdmaPort};
 
     fn rate(t: &mut Topology, nic: &str, gbps: f64) {

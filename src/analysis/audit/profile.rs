@@ -5,7 +5,7 @@
 //! rdma_topo's complexes; docs/nextgen.md), or read from a TOML file. [`diff`] reports missing,
 //! extra and moved devices by role as `profile-diff` findings.
 
-use super::placement::{location, target};
+use super::arrangement::{location, target};
 use super::{CheckId, Ctx, Evidence, Finding, Severity, Subject, device_place, pci_path};
 use crate::analysis::classify::Label;
 use crate::analysis::pairing::assign_rails;
@@ -266,301 +266,352 @@ fn narrow_hops(ctx: &Ctx, g: &Bdf, n: &Bdf) -> Vec<(Bdf, u32, u32)> {
     out
 }
 
-/// Compares the node with a profile.
+/// Compares the node with a profile: the GPUs by role (count, then each GPU's NUMA node,
+/// link and C2C), each rail's compute NIC (found, then judged), then the NICs left over.
 pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
-    let topo = ctx.topo;
     let mut out = Vec::new();
-    let role = |k: usize| format!("GPU {k}");
-    // GPUs by role (index in address order).
-    if let Some(c) = p.gpus.count {
-        let f = ctx.gpus.len();
-        if f < c {
-            out.push(pdiff(
-                Severity::Error,
-                Subject::Node,
-                format!("missing GPU(s): profile {} expects {c}, found {f}", p.name),
-                "check that every GPU is seated and visible (`lspci -d 10de:`), and that none fell off the bus (dmesg: 'fallen off the bus', Xid 79)".into(),
-            ));
-        } else if f > c {
-            out.push(pdiff(
-                Severity::Warning,
-                Subject::Node,
-                format!("extra GPU(s): profile {} expects {c}, found {f}", p.name),
-                "check that the profile matches this node".into(),
-            ));
-        }
-    }
+    gpu_count(ctx, p, &mut out);
     for (k, g) in ctx.gpus.iter().enumerate() {
-        if let Some(want) = p.gpus.numa.as_ref().and_then(|v| v.get(k)) {
-            let have = topo.numa_of(g);
-            if have != Some(*want) {
-                out.push(
-                    pdiff(
-                        Severity::Error,
-                        Subject::Device(g.bdf),
-                        format!(
-                            "moved: {} ({}) is on NUMA node {}, profile {} expects {want}",
-                            role(k),
-                            g.bdf,
-                            have.map(|n| n.to_string())
-                                .unwrap_or_else(|| "unknown".into()),
-                            p.name
-                        ),
-                        format!(
-                            "GPU {} is at {}; the profile places it on NUMA node {want}",
-                            g.bdf,
-                            location(ctx, g)
-                        ),
-                    )
-                    .with(
-                        pci_path(&g.bdf, "numa_node"),
-                        have.map(|n| n.to_string()).unwrap_or_else(|| "-1".into()),
-                    ),
-                );
-            }
-        }
-        let l = g.link.unwrap_or_default();
-        if let (Some(want), Some(m)) = (p.gpus.pcie_gen, l.max_gts)
-            && gen_of(m) < want
-        {
+        gpu_numa(ctx, p, k, g, &mut out);
+        gpu_link(p, k, g, &mut out);
+    }
+    let max_label = max_label(&p.nics.max_path).unwrap_or(Label::Pxb);
+    let rail_pairs = rail_pairs(ctx);
+    let mut compute: Vec<Bdf> = Vec::new();
+    for (k, g) in ctx.gpus.iter().enumerate() {
+        let Some(n) = rail_nic(ctx, p, &rail_pairs, k, g, &mut out) else {
+            continue;
+        };
+        compute.push(n.bdf);
+        rail_nic_checks(ctx, p, max_label, k, g, n, &mut out);
+    }
+    extra_nics(ctx, p, &compute, &mut out);
+    out
+}
+
+/// A GPU's role in the profile: its index in address order.
+fn role(k: usize) -> String {
+    format!("GPU {k}")
+}
+
+/// GPUs missing or beyond the profile's count.
+fn gpu_count(ctx: &Ctx, p: &Profile, out: &mut Vec<Finding>) {
+    let Some(c) = p.gpus.count else { return };
+    let f = ctx.gpus.len();
+    if f < c {
+        out.push(pdiff(
+            Severity::Error,
+            Subject::Node,
+            format!("missing GPU(s): profile {} expects {c}, found {f}", p.name),
+            "check that every GPU is seated and visible (`lspci -d 10de:`), and that none fell off the bus (dmesg: 'fallen off the bus', Xid 79)".into(),
+        ));
+    } else if f > c {
+        out.push(pdiff(
+            Severity::Warning,
+            Subject::Node,
+            format!("extra GPU(s): profile {} expects {c}, found {f}", p.name),
+            "check that the profile matches this node".into(),
+        ));
+    }
+}
+
+/// GPU `k` on another NUMA node than the profile places it.
+fn gpu_numa(ctx: &Ctx, p: &Profile, k: usize, g: &Device, out: &mut Vec<Finding>) {
+    let Some(want) = p.gpus.numa.as_ref().and_then(|v| v.get(k)) else {
+        return;
+    };
+    let have = ctx.topo.numa_of(g);
+    if have != Some(*want) {
+        out.push(
+            pdiff(
+                Severity::Error,
+                Subject::Device(g.bdf),
+                format!(
+                    "moved: {} ({}) is on NUMA node {}, profile {} expects {want}",
+                    role(k),
+                    g.bdf,
+                    have.map(|n| n.to_string())
+                        .unwrap_or_else(|| "unknown".into()),
+                    p.name
+                ),
+                format!(
+                    "GPU {} is at {}; the profile places it on NUMA node {want}",
+                    g.bdf,
+                    location(ctx, g)
+                ),
+            )
+            .with(
+                pci_path(&g.bdf, "numa_node"),
+                have.map(|n| n.to_string()).unwrap_or_else(|| "-1".into()),
+            ),
+        );
+    }
+}
+
+/// GPU `k`'s link capability (generation, then C2C links, then width) below the profile's.
+fn gpu_link(p: &Profile, k: usize, g: &Device, out: &mut Vec<Finding>) {
+    let l = g.link.unwrap_or_default();
+    if let (Some(want), Some(m)) = (p.gpus.pcie_gen, l.max_gts)
+        && gen_of(m) < want
+    {
+        out.push(
+            pdiff(
+                Severity::Error,
+                Subject::Device(g.bdf),
+                format!(
+                    "{} ({}) link capable of Gen{} only; profile {} expects Gen{want}",
+                    role(k),
+                    g.bdf,
+                    gen_of(m),
+                    p.name
+                ),
+                "check the BIOS PCIe generation setting and the riser/slot the GPU is in".into(),
+            )
+            .with(
+                pci_path(&g.bdf, "max_link_speed"),
+                format!("{m:.1} GT/s PCIe"),
+            ),
+        );
+    }
+    if let Some(want) = p.gpus.c2c_links {
+        let up = g.c2c.as_ref().and_then(|c| c.links_up);
+        if up.is_some_and(|u| u < want) || g.c2c.is_none() {
             out.push(
                 pdiff(
                     Severity::Error,
                     Subject::Device(g.bdf),
                     format!(
-                        "{} ({}) link capable of Gen{} only; profile {} expects Gen{want}",
+                        "{} ({}) has {} NVLink-C2C link(s) up; profile {} expects {want}",
                         role(k),
                         g.bdf,
-                        gen_of(m),
+                        up.map(|u| u.to_string()).unwrap_or_else(|| "no".into()),
                         p.name
                     ),
-                    "check the BIOS PCIe generation setting and the riser/slot the GPU is in"
+                    "read `nvidia-smi c2c -s` on the node; a C2C link down needs the tray serviced"
                         .into(),
                 )
                 .with(
-                    pci_path(&g.bdf, "max_link_speed"),
-                    format!("{m:.1} GT/s PCIe"),
+                    format!("GPU {} C2C", g.bdf),
+                    g.c2c
+                        .as_ref()
+                        .map(|c| c.source.clone())
+                        .unwrap_or_else(|| "(no C2C link reported)".into()),
                 ),
             );
         }
-        if let Some(want) = p.gpus.c2c_links {
-            let up = g.c2c.as_ref().and_then(|c| c.links_up);
-            if up.is_some_and(|u| u < want) || g.c2c.is_none() {
-                out.push(
-                    pdiff(
-                        Severity::Error,
-                        Subject::Device(g.bdf),
-                        format!(
-                            "{} ({}) has {} NVLink-C2C link(s) up; profile {} expects {want}",
-                            role(k),
-                            g.bdf,
-                            up.map(|u| u.to_string()).unwrap_or_else(|| "no".into()),
-                            p.name
-                        ),
-                        "read `nvidia-smi c2c -s` on the node; a C2C link down needs the tray serviced".into(),
-                    )
-                    .with(
-                        format!("GPU {} C2C", g.bdf),
-                        g.c2c
-                            .as_ref()
-                            .map(|c| c.source.clone())
-                            .unwrap_or_else(|| "(no C2C link reported)".into()),
-                    ),
-                );
-            }
+    }
+    if let (Some(want), Some(m)) = (p.gpus.pcie_width, l.max_width)
+        && m < want
+    {
+        out.push(
+            pdiff(
+                Severity::Error,
+                Subject::Device(g.bdf),
+                format!(
+                    "{} ({}) link capable of x{m} only; profile {} expects x{want}",
+                    role(k),
+                    g.bdf,
+                    p.name
+                ),
+                "move the GPU to a full-width slot or fix the slot's bifurcation setting".into(),
+            )
+            .with(pci_path(&g.bdf, "max_link_width"), m.to_string()),
+        );
+    }
+}
+
+/// Each GPU's rail NIC (one per GPU, none shared while there are enough RDMA NICs).
+fn rail_pairs(ctx: &Ctx) -> Vec<(Bdf, Bdf)> {
+    // The rail matching reads every GPU–NIC pair: a near view (large node) is completed.
+    let full;
+    let v = if ctx.view.near.is_some() {
+        full = crate::analysis::pairing::NodeView::gpu_nic(ctx.cl);
+        &full
+    } else {
+        &ctx.view
+    };
+    let rows: Vec<usize> = ctx
+        .gpus
+        .iter()
+        .filter_map(|g| v.gpus.iter().position(|e| e.bdf == g.bdf))
+        .collect();
+    assign_rails(&v.cand, &rows)
+        .into_iter()
+        .zip(&rows)
+        .filter_map(|(k, &g)| Some((v.gpus[g].bdf, v.nics.get(k?)?.bdf)))
+        .filter(|(_, n)| ctx.nics.iter().any(|x| x.bdf == *n))
+        .collect()
+}
+
+/// Rail `k`'s compute NIC: by bus, by RDMA name, or the GPU's own rail NIC; a finding when
+/// the profile's NIC is not there.
+fn rail_nic<'a>(
+    ctx: &Ctx<'a>,
+    p: &Profile,
+    rail_pairs: &[(Bdf, Bdf)],
+    k: usize,
+    g: &Device,
+    out: &mut Vec<Finding>,
+) -> Option<&'a Device> {
+    if let Some(bus) = p.nics.buses.as_ref().and_then(|v| v.get(k)) {
+        let want = parse_bus(bus);
+        let hit = ctx.nics.iter().find(|n| Some(n.bdf.bus) == want).copied();
+        if hit.is_none() {
+            out.push(pdiff(
+                Severity::Error,
+                Subject::Rail(k),
+                format!("missing: compute NIC of rail {k} (for {} {}) expected on bus {bus}, none there", role(k), g.bdf),
+                format!("install or reseat the rail-{k} adapter {}", target(ctx, g)),
+            ));
         }
-        if let (Some(want), Some(m)) = (p.gpus.pcie_width, l.max_width)
-            && m < want
-        {
-            out.push(
-                pdiff(
+        hit
+    } else if let Some(name) = p.nics.rdma.as_ref().and_then(|v| v.get(k)) {
+        let hit = ctx
+            .nics
+            .iter()
+            .find(|n| n.rdma_names().any(|r| r == name))
+            .copied();
+        if hit.is_none() {
+            out.push(pdiff(
+                Severity::Error,
+                Subject::Rail(k),
+                format!(
+                    "missing: compute NIC {name} of rail {k} (for {} {}) not found",
+                    role(k),
+                    g.bdf
+                ),
+                format!("install or reseat the rail-{k} adapter {}", target(ctx, g)),
+            ));
+        }
+        hit
+    } else if p.nics.one_per_gpu {
+        let pair = rail_pairs.iter().find(|x| x.0 == g.bdf);
+        match pair {
+            Some(x) if rail_pairs.iter().filter(|y| y.1 == x.1).count() == 1 => {
+                ctx.topo.device(&x.1)
+            }
+            Some(x) => {
+                out.push(pdiff(
                     Severity::Error,
                     Subject::Device(g.bdf),
                     format!(
-                        "{} ({}) link capable of x{m} only; profile {} expects x{want}",
+                        "missing: {} ({}) has no compute NIC of its own (shares {} with another GPU); profile {} wants one per GPU",
+                        role(k),
+                        g.bdf,
+                        ctx.name(&x.1),
+                        p.name
+                    ),
+                    format!("add an RDMA NIC {}", target(ctx, g)),
+                ));
+                None
+            }
+            None => {
+                out.push(pdiff(
+                    Severity::Error,
+                    Subject::Device(g.bdf),
+                    format!(
+                        "missing: {} ({}) has no RDMA NIC; profile {} wants one per GPU",
                         role(k),
                         g.bdf,
                         p.name
                     ),
-                    "move the GPU to a full-width slot or fix the slot's bifurcation setting"
-                        .into(),
-                )
-                .with(pci_path(&g.bdf, "max_link_width"), m.to_string()),
-            );
+                    format!("add an RDMA NIC {}", target(ctx, g)),
+                ));
+                None
+            }
         }
+    } else {
+        None
     }
-    // Compute NICs by rail.
-    let max_label = max_label(&p.nics.max_path).unwrap_or(Label::Pxb);
-    // Each GPU's rail NIC (one per GPU, none shared while there are enough RDMA NICs).
-    let rail_pairs: Vec<(Bdf, Bdf)> = {
-        // The rail matching reads every GPU–NIC pair: a near view (large node) is completed.
-        let full;
-        let v = if ctx.view.near.is_some() {
-            full = crate::analysis::pairing::NodeView::gpu_nic(ctx.cl);
-            &full
-        } else {
-            &ctx.view
-        };
-        let rows: Vec<usize> = ctx
-            .gpus
-            .iter()
-            .filter_map(|g| v.gpus.iter().position(|e| e.bdf == g.bdf))
-            .collect();
-        assign_rails(&v.cand, &rows)
-            .into_iter()
-            .zip(&rows)
-            .filter_map(|(k, &g)| Some((v.gpus[g].bdf, v.nics.get(k?)?.bdf)))
-            .filter(|(_, n)| ctx.nics.iter().any(|x| x.bdf == *n))
-            .collect()
-    };
-    let mut compute: Vec<Bdf> = Vec::new();
-    for (k, g) in ctx.gpus.iter().enumerate() {
-        let nic: Option<&Device> = if let Some(bus) = p.nics.buses.as_ref().and_then(|v| v.get(k)) {
-            let want = parse_bus(bus);
-            let hit = ctx.nics.iter().find(|n| Some(n.bdf.bus) == want).copied();
-            if hit.is_none() {
-                out.push(pdiff(
-                    Severity::Error,
-                    Subject::Rail(k),
-                    format!("missing: compute NIC of rail {k} (for {} {}) expected on bus {bus}, none there", role(k), g.bdf),
-                    format!("install or reseat the rail-{k} adapter {}", target(ctx, g)),
-                ));
-            }
-            hit
-        } else if let Some(name) = p.nics.rdma.as_ref().and_then(|v| v.get(k)) {
-            let hit = ctx
-                .nics
-                .iter()
-                .find(|n| n.rdma_names().any(|r| r == name))
-                .copied();
-            if hit.is_none() {
-                out.push(pdiff(
-                    Severity::Error,
-                    Subject::Rail(k),
-                    format!(
-                        "missing: compute NIC {name} of rail {k} (for {} {}) not found",
-                        role(k),
-                        g.bdf
-                    ),
-                    format!("install or reseat the rail-{k} adapter {}", target(ctx, g)),
-                ));
-            }
-            hit
-        } else if p.nics.one_per_gpu {
-            let pair = rail_pairs.iter().find(|x| x.0 == g.bdf);
-            match pair {
-                Some(x) if rail_pairs.iter().filter(|y| y.1 == x.1).count() == 1 => {
-                    topo.device(&x.1)
-                }
-                Some(x) => {
-                    out.push(pdiff(
-                        Severity::Error,
-                        Subject::Device(g.bdf),
-                        format!(
-                            "missing: {} ({}) has no compute NIC of its own (shares {} with another GPU); profile {} wants one per GPU",
-                            role(k),
-                            g.bdf,
-                            ctx.name(&x.1),
-                            p.name
-                        ),
-                        format!("add an RDMA NIC {}", target(ctx, g)),
-                    ));
-                    None
-                }
-                None => {
-                    out.push(pdiff(
-                        Severity::Error,
-                        Subject::Device(g.bdf),
-                        format!(
-                            "missing: {} ({}) has no RDMA NIC; profile {} wants one per GPU",
-                            role(k),
-                            g.bdf,
-                            p.name
-                        ),
-                        format!("add an RDMA NIC {}", target(ctx, g)),
-                    ));
-                    None
-                }
-            }
-        } else {
-            None
-        };
-        let Some(n) = nic else { continue };
-        compute.push(n.bdf);
-        let j = ctx.judge(&g.bdf, &n.bdf);
-        if j.label > max_label {
+}
+
+/// Rail `k`'s compute NIC judged against its GPU: path class, NUMA node, hop widths.
+fn rail_nic_checks(
+    ctx: &Ctx,
+    p: &Profile,
+    max_label: Label,
+    k: usize,
+    g: &Device,
+    n: &Device,
+    out: &mut Vec<Finding>,
+) {
+    let topo = ctx.topo;
+    let j = ctx.judge(&g.bdf, &n.bdf);
+    if j.label > max_label {
+        out.push(
+            pdiff(
+                Severity::Error,
+                ctx.named(&n.bdf),
+                format!(
+                    "moved: rail-{k} NIC {} is {} from {} ({}); profile {} expects at most {}",
+                    ctx.name(&n.bdf),
+                    j.word(),
+                    role(k),
+                    g.bdf,
+                    p.name,
+                    p.nics.max_path
+                ),
+                format!(
+                    "move NIC {} — now at {} — {}",
+                    ctx.name(&n.bdf),
+                    location(ctx, n),
+                    target(ctx, g)
+                ),
+            )
+            .with_all([device_place(ctx.topo, n)]),
+        );
+    }
+    if p.nics.same_numa {
+        let (a, b) = (topo.numa_of(g), topo.numa_of(n));
+        if a.is_some() && b.is_some() && a != b {
             out.push(
                 pdiff(
                     Severity::Error,
                     ctx.named(&n.bdf),
                     format!(
-                        "moved: rail-{k} NIC {} is {} from {} ({}); profile {} expects at most {}",
+                        "moved: rail-{k} NIC {} is on NUMA node {}, {} ({}) on {}",
                         ctx.name(&n.bdf),
-                        j.word(),
+                        b.unwrap_or(0),
                         role(k),
                         g.bdf,
-                        p.name,
-                        p.nics.max_path
+                        a.unwrap_or(0)
                     ),
-                    format!(
-                        "move NIC {} — now at {} — {}",
-                        ctx.name(&n.bdf),
-                        location(ctx, n),
-                        target(ctx, g)
-                    ),
+                    format!("move NIC {} {}", ctx.name(&n.bdf), target(ctx, g)),
                 )
-                .with_all([device_place(ctx.topo, n)]),
+                .with(pci_path(&n.bdf, "numa_node"), b.unwrap_or(0).to_string())
+                .with(pci_path(&g.bdf, "numa_node"), a.unwrap_or(0).to_string()),
             );
         }
-        if p.nics.same_numa {
-            let (a, b) = (topo.numa_of(g), topo.numa_of(n));
-            if a.is_some() && b.is_some() && a != b {
-                out.push(
-                    pdiff(
-                        Severity::Error,
-                        ctx.named(&n.bdf),
-                        format!(
-                            "moved: rail-{k} NIC {} is on NUMA node {}, {} ({}) on {}",
-                            ctx.name(&n.bdf),
-                            b.unwrap_or(0),
-                            role(k),
-                            g.bdf,
-                            a.unwrap_or(0)
-                        ),
-                        format!("move NIC {} {}", ctx.name(&n.bdf), target(ctx, g)),
-                    )
-                    .with(pci_path(&n.bdf, "numa_node"), b.unwrap_or(0).to_string())
-                    .with(pci_path(&g.bdf, "numa_node"), a.unwrap_or(0).to_string()),
-                );
-            }
-        }
-        if p.nics.full_width {
-            let hops = narrow_hops(ctx, &g.bdf, &n.bdf);
-            if !hops.is_empty() {
-                out.push(
-                    pdiff(
-                        Severity::Error,
-                        Subject::Device(g.bdf),
-                        format!(
-                            "rail {k}: {} hop(s) between {} and {} below full width ({})",
-                            hops.len(),
-                            g.bdf,
-                            ctx.name(&n.bdf),
-                            hops.iter()
-                                .map(|(b, c, m)| format!("{b} x{c}/x{m}"))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                        "see the link-degraded findings for each hop".into(),
-                    )
-                    .with_all(hops.iter().map(|(b, c, _)| {
-                        Evidence::new(pci_path(b, "current_link_width"), c.to_string())
-                    })),
-                );
-            }
+    }
+    if p.nics.full_width {
+        let hops = narrow_hops(ctx, &g.bdf, &n.bdf);
+        if !hops.is_empty() {
+            out.push(
+                pdiff(
+                    Severity::Error,
+                    Subject::Device(g.bdf),
+                    format!(
+                        "rail {k}: {} hop(s) between {} and {} below full width ({})",
+                        hops.len(),
+                        g.bdf,
+                        ctx.name(&n.bdf),
+                        hops.iter()
+                            .map(|(b, c, m)| format!("{b} x{c}/x{m}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                    "see the link-degraded findings for each hop".into(),
+                )
+                .with_all(hops.iter().map(|(b, c, _)| {
+                    Evidence::new(pci_path(b, "current_link_width"), c.to_string())
+                })),
+            );
         }
     }
-    // Extra NICs: RDMA NICs that are no rail's compute NIC, beyond the auxiliary allowance.
+}
+
+/// Extra NICs: RDMA NICs that are no rail's compute NIC, beyond the auxiliary allowance.
+fn extra_nics(ctx: &Ctx, p: &Profile, compute: &[Bdf], out: &mut Vec<Finding>) {
     let extra: Vec<&Device> = ctx
         .nics
         .iter()
@@ -583,7 +634,6 @@ pub fn diff(ctx: &Ctx, p: &Profile) -> Vec<Finding> {
                 "check that the profile matches this node; an extra adapter is harmless unless it took a GPU rail's slot".into(),
             ));
     }
-    out
 }
 
 #[cfg(test)]

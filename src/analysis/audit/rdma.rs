@@ -10,6 +10,7 @@
 
 use super::{CheckId, Ctx, Finding, Severity, Subject, pci_path};
 use crate::model::bandwidth::pcie_link_gbytes;
+use crate::model::{Device, RdmaPort};
 
 /// Highest port rate (Gb/s) of an NVIDIA/Mellanox adapter family, by PCI device id.
 pub fn family_max_gbps(vendor: Option<u16>, device: Option<u16>) -> Option<(f64, &'static str)> {
@@ -38,11 +39,6 @@ pub fn nic_port_down(ctx: &Ctx) -> Vec<Finding> {
     let mut out = Vec::new();
     for n in &ctx.nics {
         let paired = ctx.pairs_of(&n.bdf).next().is_some();
-        let down_sev = if paired {
-            Severity::Error
-        } else {
-            Severity::Warning
-        };
         let family = family_max_gbps(n.vendor_id, n.device_id);
         for od in n
             .os_devices
@@ -51,70 +47,22 @@ pub fn nic_port_down(ctx: &Ctx) -> Vec<Finding> {
         {
             let base = format!("/sys/class/infiniband/{}/ports", od.name);
             if od.ports.is_empty() {
-                out.push(
-                    Finding::new(
-                        CheckId::NicPortDown,
-                        Severity::Unknown,
-                        Subject::RdmaDevice(od.name.clone()),
-                        if ctx.topo.source.kind == "lspci" {
-                            format!("port state of {} unknown: no `ibstat`/`ibv_devinfo` text names its ports", od.name)
-                        } else {
-                            format!("port state of {} unknown: no ports read", od.name)
-                        },
-                        "audit the live machine, or capture /sys/class/infiniband/*/ports in the snapshot (for pasted text: add `ibstat` output)",
-                    )
-                    .with(base.clone(), "(no ports)"),
-                );
+                out.push(no_ports(ctx, &od.name, &base));
                 continue;
             }
             for p in &od.ports {
-                let subject = Subject::RdmaPort {
-                    device: od.name.clone(),
-                    port: p.port,
+                let port = Port {
+                    ctx,
+                    n,
+                    p,
+                    subject: Subject::RdmaPort {
+                        device: od.name.clone(),
+                        port: p.port,
+                    },
+                    pb: format!("{base}/{}", p.port),
                 };
-                let pb = format!("{base}/{}", p.port);
-                let active = p.state.as_ref().map(|(n, _)| *n == 4 || *n == 5);
-                let linkup = p.phys_state.as_ref().map(|(n, _)| *n == 5);
-                let fmt_state = |s: &Option<(u32, String)>| {
-                    s.as_ref()
-                        .map(|(n, t)| format!("{n}: {t}"))
-                        .unwrap_or_else(|| "(absent)".into())
-                };
-                if active == Some(false) || linkup == Some(false) {
-                    out.push(
-                        Finding::new(
-                            CheckId::NicPortDown,
-                            down_sev,
-                            subject.clone(),
-                            format!(
-                                "RDMA port {subject} ({}) is not up: state {}, phys_state {}{}",
-                                n.bdf,
-                                fmt_state(&p.state),
-                                fmt_state(&p.phys_state),
-                                if paired { "" } else { " (NIC not paired with a GPU)" }
-                            ),
-                            "check the cable and the switch port; for InfiniBand a port stuck in INIT needs a subnet manager (opensm / UFM); `ibstat` shows the same state",
-                        )
-                        .with(format!("{pb}/state"), fmt_state(&p.state))
-                        .with(format!("{pb}/phys_state"), fmt_state(&p.phys_state))
-                        .with_pairs(ctx.pairs_of(&n.bdf).map(|x| x.to_ref())),
-                    );
-                    continue;
-                }
-                if active.is_none() || linkup.is_none() {
-                    out.push(
-                        Finding::new(
-                            CheckId::NicPortDown,
-                            Severity::Unknown,
-                            subject.clone(),
-                            format!(
-                                "state of RDMA port {subject} unknown: state/phys_state not read"
-                            ),
-                            "audit the live machine",
-                        )
-                        .with(format!("{pb}/state"), fmt_state(&p.state))
-                        .with(format!("{pb}/phys_state"), fmt_state(&p.phys_state)),
-                    );
+                if let Some(f) = port.state(paired) {
+                    out.push(f);
                     continue;
                 }
                 let Some(rate) = p.rate_gbps else { continue };
@@ -122,96 +70,190 @@ pub fn nic_port_down(ctx: &Ctx) -> Vec<Finding> {
                     .rate_text
                     .clone()
                     .unwrap_or_else(|| format!("{rate} Gb/sec"));
-                // The port's own ceiling: the netdev's fastest supported link mode (live only).
-                let netdev_max = n
-                    .os_devices
-                    .iter()
-                    .filter(|o| o.kind == crate::model::OsDeviceKind::Net)
-                    .filter_map(|o| o.link_modes_max_mbps.map(|m| (o.name.as_str(), m)))
-                    .max_by_key(|(_, m)| *m);
-                match (netdev_max, family) {
-                    (Some((ifname, sup)), _) if rate + 0.5 < sup as f64 / 1000.0 => {
-                        let sup_g = sup as f64 / 1000.0;
-                        out.push(
-                            Finding::new(
-                                CheckId::NicPortDown,
-                                Severity::Warning,
-                                subject.clone(),
-                                format!("RDMA port {subject} runs at {rate} Gb/s; the port supports {sup_g} Gb/s ({ifname}'s link modes)"),
-                                "check the cable, transceiver and switch port speed (`ethtool` shows the supported and advertised modes); ignore for a split cable by design",
-                            )
-                            .with(format!("{pb}/rate"), rate_raw.clone())
-                            .with(format!("ethtool {ifname} (supported link modes)"), format!("up to {sup} Mb/s")),
-                        );
-                    }
-                    (Some(_), _) => {}
-                    (None, Some((max, fam))) if rate + 0.5 < max => {
-                        let why = if ctx.topo.source.kind == "sysfs" && ctx.topo.source.path == "/"
-                        {
-                            "the driver reports no speed modes (InfiniBand ports and IPoIB have none)"
-                        } else {
-                            "supported link modes are read on the live machine only"
-                        };
-                        out.push(
-                            Finding::new(
-                                CheckId::NicPortDown,
-                                Severity::Info,
-                                subject.clone(),
-                                format!("RDMA port {subject} runs at {rate} Gb/s; {fam} adapters reach {max} Gb/s, but what this port supports is unknown ({why}): a lower-speed SKU or a split cable is no fault"),
-                                "compare with the adapter's SKU (`ethtool <netdev>` supported link modes, or the part number in `lspci -vv`); if it should run faster, check the cable, transceiver and switch port",
-                            )
-                            .with(format!("{pb}/rate"), rate_raw.clone())
-                            .with(pci_path(&n.bdf, "device"), format!("0x{:04x}", n.device_id.unwrap_or(0))),
-                        );
-                    }
-                    _ => {}
-                }
-                // PCIe capacity of the NIC's link (capability shared by both ends) vs port rate;
-                // a Data Direct NIC moves its data over its DMA function's link.
-                let n = n
-                    .data_direct
-                    .as_ref()
-                    .and_then(|dd| ctx.topo.device(&dd.dma))
-                    .unwrap_or(n);
-                let parent = n
-                    .parent
-                    .and_then(|p| ctx.topo.device(&p))
-                    .and_then(|d| d.link);
-                let l = n.link.unwrap_or_default();
-                let gts = match (l.max_gts, parent.and_then(|x| x.max_gts)) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                };
-                let w = match (l.max_width, parent.and_then(|x| x.max_width)) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                };
-                if let Some(gb) = pcie_link_gbytes(gts, w) {
-                    let gbps = gb * 8.0;
-                    if gbps < rate {
-                        out.push(
-                            Finding::new(
-                                CheckId::NicPortDown,
-                                Severity::Warning,
-                                subject.clone(),
-                                format!(
-                                    "PCIe link of {} ({} GT/s x{}, {gbps:.0} Gb/s) cannot carry the port rate {rate} Gb/s",
-                                    n.bdf,
-                                    gts.unwrap_or(0.0),
-                                    w.unwrap_or(0)
-                                ),
-                                "move the adapter to a slot of the adapter's full PCIe generation and width",
-                            )
-                            .with(format!("{pb}/rate"), rate_raw)
-                            .with(pci_path(&n.bdf, "max_link_speed"), format!("{:.1} GT/s PCIe", gts.unwrap_or(0.0)))
-                            .with(pci_path(&n.bdf, "max_link_width"), w.unwrap_or(0).to_string()),
-                        );
-                    }
-                }
+                out.extend(port.speed(family, rate, &rate_raw));
+                out.extend(port.pcie(rate, rate_raw));
             }
         }
     }
     out
+}
+
+/// An RDMA device whose ports were not read.
+fn no_ports(ctx: &Ctx, name: &str, base: &str) -> Finding {
+    Finding::new(
+        CheckId::NicPortDown,
+        Severity::Unknown,
+        Subject::RdmaDevice(name.to_string()),
+        if ctx.topo.source.kind == "lspci" {
+            format!("port state of {name} unknown: no `ibstat`/`ibv_devinfo` text names its ports")
+        } else {
+            format!("port state of {name} unknown: no ports read")
+        },
+        "audit the live machine, or capture /sys/class/infiniband/*/ports in the snapshot (for pasted text: add `ibstat` output)",
+    )
+    .with(base.to_string(), "(no ports)")
+}
+
+/// A port state as sysfs writes it (`4: ACTIVE`), or `(absent)`.
+fn fmt_state(s: &Option<(u32, String)>) -> String {
+    s.as_ref()
+        .map(|(n, t)| format!("{n}: {t}"))
+        .unwrap_or_else(|| "(absent)".into())
+}
+
+/// One RDMA port of a NIC, as the steps of [`nic_port_down`] judge it.
+struct Port<'c, 'a> {
+    ctx: &'c Ctx<'a>,
+    n: &'a Device,
+    p: &'a RdmaPort,
+    subject: Subject,
+    /// `/sys/class/infiniband/<dev>/ports/<p>`.
+    pb: String,
+}
+
+impl Port<'_, '_> {
+    /// The port not up (an error on a paired NIC, else a warning), or its state unread.
+    fn state(&self, paired: bool) -> Option<Finding> {
+        let (n, p, subject, pb) = (self.n, self.p, &self.subject, &self.pb);
+        let active = p.state.as_ref().map(|(n, _)| *n == 4 || *n == 5);
+        let linkup = p.phys_state.as_ref().map(|(n, _)| *n == 5);
+        if active == Some(false) || linkup == Some(false) {
+            let down_sev = if paired {
+                Severity::Error
+            } else {
+                Severity::Warning
+            };
+            return Some(
+                Finding::new(
+                    CheckId::NicPortDown,
+                    down_sev,
+                    subject.clone(),
+                    format!(
+                        "RDMA port {subject} ({}) is not up: state {}, phys_state {}{}",
+                        n.bdf,
+                        fmt_state(&p.state),
+                        fmt_state(&p.phys_state),
+                        if paired { "" } else { " (NIC not paired with a GPU)" }
+                    ),
+                    "check the cable and the switch port; for InfiniBand a port stuck in INIT needs a subnet manager (opensm / UFM); `ibstat` shows the same state",
+                )
+                .with(format!("{pb}/state"), fmt_state(&p.state))
+                .with(format!("{pb}/phys_state"), fmt_state(&p.phys_state))
+                .with_pairs(self.ctx.pairs_of(&n.bdf).map(|x| x.to_ref())),
+            );
+        }
+        if active.is_none() || linkup.is_none() {
+            return Some(
+                Finding::new(
+                    CheckId::NicPortDown,
+                    Severity::Unknown,
+                    subject.clone(),
+                    format!("state of RDMA port {subject} unknown: state/phys_state not read"),
+                    "audit the live machine",
+                )
+                .with(format!("{pb}/state"), fmt_state(&p.state))
+                .with(format!("{pb}/phys_state"), fmt_state(&p.phys_state)),
+            );
+        }
+        None
+    }
+
+    /// The port below what it supports (the netdev's fastest link mode, live only), or below
+    /// its adapter family's top rate where what it supports is unknown (info).
+    fn speed(
+        &self,
+        family: Option<(f64, &'static str)>,
+        rate: f64,
+        rate_raw: &str,
+    ) -> Option<Finding> {
+        let (ctx, n, subject, pb) = (self.ctx, self.n, &self.subject, &self.pb);
+        // The port's own ceiling: the netdev's fastest supported link mode (live only).
+        let netdev_max = n
+            .os_devices
+            .iter()
+            .filter(|o| o.kind == crate::model::OsDeviceKind::Net)
+            .filter_map(|o| o.link_modes_max_mbps.map(|m| (o.name.as_str(), m)))
+            .max_by_key(|(_, m)| *m);
+        match (netdev_max, family) {
+            (Some((ifname, sup)), _) if rate + 0.5 < sup as f64 / 1000.0 => {
+                let sup_g = sup as f64 / 1000.0;
+                Some(
+                    Finding::new(
+                        CheckId::NicPortDown,
+                        Severity::Warning,
+                        subject.clone(),
+                        format!("RDMA port {subject} runs at {rate} Gb/s; the port supports {sup_g} Gb/s ({ifname}'s link modes)"),
+                        "check the cable, transceiver and switch port speed (`ethtool` shows the supported and advertised modes); ignore for a split cable by design",
+                    )
+                    .with(format!("{pb}/rate"), rate_raw.to_string())
+                    .with(format!("ethtool {ifname} (supported link modes)"), format!("up to {sup} Mb/s")),
+                )
+            }
+            (Some(_), _) => None,
+            (None, Some((max, fam))) if rate + 0.5 < max => {
+                let why = if ctx.topo.source.kind == "sysfs" && ctx.topo.source.path == "/" {
+                    "the driver reports no speed modes (InfiniBand ports and IPoIB have none)"
+                } else {
+                    "supported link modes are read on the live machine only"
+                };
+                Some(
+                    Finding::new(
+                        CheckId::NicPortDown,
+                        Severity::Info,
+                        subject.clone(),
+                        format!("RDMA port {subject} runs at {rate} Gb/s; {fam} adapters reach {max} Gb/s, but what this port supports is unknown ({why}): a lower-speed SKU or a split cable is no fault"),
+                        "compare with the adapter's SKU (`ethtool <netdev>` supported link modes, or the part number in `lspci -vv`); if it should run faster, check the cable, transceiver and switch port",
+                    )
+                    .with(format!("{pb}/rate"), rate_raw.to_string())
+                    .with(pci_path(&n.bdf, "device"), format!("0x{:04x}", n.device_id.unwrap_or(0))),
+                )
+            }
+            _ => None,
+        }
+    }
+
+    /// PCIe capacity of the NIC's link (capability shared by both ends) below the port rate;
+    /// a Data Direct NIC moves its data over its DMA function's link.
+    fn pcie(&self, rate: f64, rate_raw: String) -> Option<Finding> {
+        let (ctx, subject, pb) = (self.ctx, &self.subject, &self.pb);
+        let n = self
+            .n
+            .data_direct
+            .as_ref()
+            .and_then(|dd| ctx.topo.device(&dd.dma))
+            .unwrap_or(self.n);
+        let parent = n
+            .parent
+            .and_then(|p| ctx.topo.device(&p))
+            .and_then(|d| d.link);
+        let l = n.link.unwrap_or_default();
+        let gts = match (l.max_gts, parent.and_then(|x| x.max_gts)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let w = match (l.max_width, parent.and_then(|x| x.max_width)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let gbps = pcie_link_gbytes(gts, w)? * 8.0;
+        (gbps < rate).then(|| {
+            Finding::new(
+                CheckId::NicPortDown,
+                Severity::Warning,
+                subject.clone(),
+                format!(
+                    "PCIe link of {} ({} GT/s x{}, {gbps:.0} Gb/s) cannot carry the port rate {rate} Gb/s",
+                    n.bdf,
+                    gts.unwrap_or(0.0),
+                    w.unwrap_or(0)
+                ),
+                "move the adapter to a slot of the adapter's full PCIe generation and width",
+            )
+            .with(format!("{pb}/rate"), rate_raw)
+            .with(pci_path(&n.bdf, "max_link_speed"), format!("{:.1} GT/s PCIe", gts.unwrap_or(0.0)))
+            .with(pci_path(&n.bdf, "max_link_width"), w.unwrap_or(0).to_string())
+        })
+    }
 }
 
 #[cfg(test)]

@@ -144,10 +144,14 @@ fn endpoint_name(d: &DevRec) -> String {
     }
 }
 
-/// Compares two layouts: the physical changes, then what no change explains.
+/// Compares two layouts: the physical changes (moves, replacements, added and removed
+/// subtrees, links, ACS, AER, IOMMU, NUMA, renames, node facts), then what no change explains
+/// (labels, findings) folded under the change that explains it.
 pub fn diff(a: &NodeLayout, b: &NodeLayout) -> Diff {
     let m = match_nodes(a, b);
-    let na = a.devices.len();
+    let pairs: Vec<(usize, usize)> = (0..a.devices.len())
+        .filter_map(|i| m.a_to_b[i].map(|j| (i, j)))
+        .collect();
     let mut cx = Ctx {
         a,
         b,
@@ -155,21 +159,48 @@ pub fn diff(a: &NodeLayout, b: &NodeLayout) -> Diff {
         changes: vec![],
         members: vec![],
     };
-    let pairs: Vec<(usize, usize)> = (0..na)
-        .filter_map(|i| cx.m.a_to_b[i].map(|j| (i, j)))
-        .collect();
-    let link_changed: HashSet<usize> = pairs
-        .iter()
-        .filter(|&&(i, j)| link_state(a.devices[i].link) != link_state(b.devices[j].link))
-        .map(|&(i, _)| i)
-        .collect();
-    let mut link_done: HashSet<usize> = HashSet::new();
+    let mut mv = moves(&mut cx, &pairs);
+    replaced(&mut cx, &pairs, &mv);
+    added_removed(&mut cx, &mv);
+    links(&mut cx, &pairs, &mut mv.link_done);
+    acs(&mut cx, &pairs);
+    aers(&mut cx, &pairs);
+    iommu(&mut cx, &pairs);
+    numa(&mut cx, &pairs, &mv);
+    renames(&mut cx, &pairs);
+    let fact_change = facts(&mut cx);
 
-    // Moves, one per card (functions on one bus/device number under the same ports).
+    fold_labels(&mut cx);
+    fold_findings(&mut cx, fact_change);
+
+    let equal = cx.changes.is_empty();
+    Diff {
+        schema: DIFF_SCHEMA.into(),
+        a: a.source.clone(),
+        b: b.source.clone(),
+        equal,
+        changes: cx.changes,
+    }
+}
+
+/// The moved cards, as the later steps read them.
+struct Moves {
+    /// A and B indices of moved functions.
+    moved_a: HashSet<usize>,
+    moved_b: HashSet<usize>,
+    /// A index → its move's change.
+    move_of: HashMap<usize, usize>,
+    /// A devices whose link change a change already explains.
+    link_done: HashSet<usize>,
+}
+
+/// Moves, one per card (functions on one bus/device number under the same ports).
+fn moves(cx: &mut Ctx, pairs: &[(usize, usize)]) -> Moves {
+    let (a, b) = (cx.a, cx.b);
     // (A parent, B parent, domain, bus, device) of a card.
     type CardKey = (Option<usize>, Option<usize>, u32, u8, u8);
     let mut cards: Groups<CardKey> = BTreeMap::new();
-    for &(i, j) in &pairs {
+    for &(i, j) in pairs {
         if cx.moved(i, j) {
             let x = &a.devices[i];
             let key = if x.vf {
@@ -186,9 +217,12 @@ pub fn diff(a: &NodeLayout, b: &NodeLayout) -> Diff {
             cards.entry(key).or_default().push((i, j));
         }
     }
-    let mut moved_a: HashSet<usize> = HashSet::new();
-    let mut moved_b: HashSet<usize> = HashSet::new();
-    let mut move_of: HashMap<usize, usize> = HashMap::new(); // A index → change
+    let mut mv = Moves {
+        moved_a: HashSet::new(),
+        moved_b: HashSet::new(),
+        move_of: HashMap::new(),
+        link_done: HashSet::new(),
+    };
     for fns in cards.values() {
         let &(i, j) = fns
             .iter()
@@ -204,14 +238,14 @@ pub fn diff(a: &NodeLayout, b: &NodeLayout) -> Diff {
         let mut members: Vec<usize> = Vec::new();
         for &(x, y) in fns {
             members.push(x);
-            moved_a.insert(x);
-            moved_b.insert(y);
-            link_done.insert(x);
+            mv.moved_a.insert(x);
+            mv.moved_b.insert(y);
+            mv.link_done.insert(x);
         }
         // The port it left and the port it came to retrain with it.
         for p in pa.into_iter().chain(pb.and_then(|q| cx.m.b_to_a[q])) {
             members.push(p);
-            link_done.insert(p);
+            mv.link_done.insert(p);
         }
         let what = What::Moved(Box::new(Move {
             device: cx.both(i, j),
@@ -222,23 +256,29 @@ pub fn diff(a: &NodeLayout, b: &NodeLayout) -> Diff {
             left,
         }));
         for &(x, _) in fns {
-            move_of.insert(x, cx.changes.len());
+            mv.move_of.insert(x, cx.changes.len());
         }
         cx.push(what, members);
     }
+    mv
+}
 
-    // Cards replaced in place.
-    for &(i, j) in &pairs {
-        if a.devices[i].ids != b.devices[j].ids && !moved_a.contains(&i) {
+/// Cards replaced in place.
+fn replaced(cx: &mut Ctx, pairs: &[(usize, usize)], mv: &Moves) {
+    for &(i, j) in pairs {
+        if cx.a.devices[i].ids != cx.b.devices[j].ids && !mv.moved_a.contains(&i) {
             let what = What::Replaced {
                 device: cx.both(i, j),
             };
             cx.push(what, vec![i]);
         }
     }
+}
 
-    // Added and removed subtrees; those that hold a moved card are where it came from or
-    // went to, and fold into its move.
+/// Added and removed subtrees; those that hold a moved card are where it came from or went
+/// to, and fold into its move.
+fn added_removed(cx: &mut Ctx, mv: &Moves) {
+    let (a, b) = (cx.a, cx.b);
     for side_b in [true, false] {
         let (l, unmatched): (&NodeLayout, Vec<usize>) = if side_b {
             (
@@ -248,7 +288,12 @@ pub fn diff(a: &NodeLayout, b: &NodeLayout) -> Diff {
                     .collect(),
             )
         } else {
-            (a, (0..na).filter(|&i| cx.m.a_to_b[i].is_none()).collect())
+            (
+                a,
+                (0..a.devices.len())
+                    .filter(|&i| cx.m.a_to_b[i].is_none())
+                    .collect(),
+            )
         };
         let un: HashSet<usize> = unmatched.iter().copied().collect();
         for &top in &unmatched {
@@ -261,9 +306,9 @@ pub fn diff(a: &NodeLayout, b: &NodeLayout) -> Diff {
                 .copied()
                 .filter(|k| {
                     if side_b {
-                        moved_b.contains(k)
+                        mv.moved_b.contains(k)
                     } else {
-                        moved_a.contains(k)
+                        mv.moved_a.contains(k)
                     }
                 })
                 .collect();
@@ -273,7 +318,7 @@ pub fn diff(a: &NodeLayout, b: &NodeLayout) -> Diff {
                 .collect();
             if let Some(&k) = moved_here.first() {
                 let ai = if side_b { cx.m.b_to_a[k] } else { Some(k) };
-                if let Some(c) = ai.and_then(|ai| move_of.get(&ai)) {
+                if let Some(c) = ai.and_then(|ai| mv.move_of.get(&ai)) {
                     cx.members[*c].extend(anchors);
                     continue;
                 }
@@ -301,9 +346,18 @@ pub fn diff(a: &NodeLayout, b: &NodeLayout) -> Diff {
             cx.push(what, anchors);
         }
     }
+}
 
-    // Links: a device and the port above it report the same link: one change.
-    let mut order: Vec<(usize, usize)> = pairs.clone();
+/// Links: a device and the port above it report the same link: one change (a link a move
+/// already explains is left to it).
+fn links(cx: &mut Ctx, pairs: &[(usize, usize)], link_done: &mut HashSet<usize>) {
+    let (a, b) = (cx.a, cx.b);
+    let link_changed: HashSet<usize> = pairs
+        .iter()
+        .filter(|&&(i, j)| link_state(a.devices[i].link) != link_state(b.devices[j].link))
+        .map(|&(i, _)| i)
+        .collect();
+    let mut order: Vec<(usize, usize)> = pairs.to_vec();
     order.sort_by_key(|&(i, _)| {
         matches!(
             a.devices[i].kind,
@@ -339,9 +393,12 @@ pub fn diff(a: &NodeLayout, b: &NodeLayout) -> Diff {
         };
         cx.push(what, members);
     }
+}
 
-    // ACS, AER, IOMMU group type.
-    for &(i, j) in &pairs {
+/// ACS control changed on a port, with the endpoints below it.
+fn acs(cx: &mut Ctx, pairs: &[(usize, usize)]) {
+    let (a, b) = (cx.a, cx.b);
+    for &(i, j) in pairs {
         let (x, y) = (&a.devices[i], &b.devices[j]);
         if x.acs != y.acs {
             let below: Vec<String> = subtree(b, j)
@@ -360,8 +417,12 @@ pub fn diff(a: &NodeLayout, b: &NodeLayout) -> Diff {
             cx.push(what, members);
         }
     }
-    for &(i, j) in &pairs {
-        let (x, y) = (&a.devices[i], &b.devices[j]);
+}
+
+/// AER counters changed on a device.
+fn aers(cx: &mut Ctx, pairs: &[(usize, usize)]) {
+    for &(i, j) in pairs {
+        let (x, y) = (&cx.a.devices[i], &cx.b.devices[j]);
         if x.aer != y.aer {
             let what = What::Aer {
                 device: cx.both(i, j),
@@ -371,9 +432,13 @@ pub fn diff(a: &NodeLayout, b: &NodeLayout) -> Diff {
             cx.push(what, vec![i]);
         }
     }
+}
+
+/// IOMMU group types changed, grouped by value.
+fn iommu(cx: &mut Ctx, pairs: &[(usize, usize)]) {
     let mut iommu: Groups<(Option<String>, Option<String>)> = BTreeMap::new();
-    for &(i, j) in &pairs {
-        let (x, y) = (&a.devices[i], &b.devices[j]);
+    for &(i, j) in pairs {
+        let (x, y) = (&cx.a.devices[i], &cx.b.devices[j]);
         if x.iommu_type != y.iommu_type {
             iommu
                 .entry((x.iommu_type.clone(), y.iommu_type.clone()))
@@ -389,12 +454,14 @@ pub fn diff(a: &NodeLayout, b: &NodeLayout) -> Diff {
         };
         cx.push(what, devs.iter().map(|&(i, _)| i).collect());
     }
+}
 
-    // NUMA nodes known on one side only (a VM), grouped by value.
+/// NUMA nodes known on one side only (a VM), grouped by value.
+fn numa(cx: &mut Ctx, pairs: &[(usize, usize)], mv: &Moves) {
     let mut numa: Groups<(Option<u32>, Option<u32>)> = BTreeMap::new();
-    for &(i, j) in &pairs {
-        let (p, q) = (a.devices[i].numa, b.devices[j].numa);
-        if p != q && !moved_a.contains(&i) {
+    for &(i, j) in pairs {
+        let (p, q) = (cx.a.devices[i].numa, cx.b.devices[j].numa);
+        if p != q && !mv.moved_a.contains(&i) {
             numa.entry((p, q)).or_default().push((i, j));
         }
     }
@@ -406,8 +473,11 @@ pub fn diff(a: &NodeLayout, b: &NodeLayout) -> Diff {
         };
         cx.push(what, devs.iter().map(|&(i, _)| i).collect());
     }
+}
 
-    // Names the kernel gave differently to the same devices.
+/// Names the kernel gave differently to the same devices: one change for them all.
+fn renames(cx: &mut Ctx, pairs: &[(usize, usize)]) {
+    let (a, b) = (cx.a, cx.b);
     let renames: Vec<Rename> = pairs
         .iter()
         .filter(|&&(i, j)| {
@@ -426,8 +496,11 @@ pub fn diff(a: &NodeLayout, b: &NodeLayout) -> Diff {
     if !renames.is_empty() {
         cx.push(What::Renamed { renames }, vec![]);
     }
+}
 
-    // Node facts.
+/// Node facts that differ; returns the first fact change, if any.
+fn facts(cx: &mut Ctx) -> Option<usize> {
+    let (a, b) = (cx.a, cx.b);
     let first_fact = cx.changes.len();
     let names: std::collections::BTreeSet<&String> = a.facts.keys().chain(b.facts.keys()).collect();
     for f in names {
@@ -441,19 +514,7 @@ pub fn diff(a: &NodeLayout, b: &NodeLayout) -> Diff {
             cx.push(what, vec![]);
         }
     }
-    let fact_change = (cx.changes.len() > first_fact).then_some(first_fact);
-
-    fold_labels(&mut cx);
-    fold_findings(&mut cx, fact_change);
-
-    let equal = cx.changes.is_empty();
-    Diff {
-        schema: DIFF_SCHEMA.into(),
-        a: a.source.clone(),
-        b: b.source.clone(),
-        equal,
-        changes: cx.changes,
-    }
+    (cx.changes.len() > first_fact).then_some(first_fact)
 }
 
 /// The change whose devices include one of these anchors.

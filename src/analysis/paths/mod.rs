@@ -198,137 +198,164 @@ fn bcm_signature(d: &Device) -> Option<(u16, u16, u16, u16)> {
     (gen4 || gen5).then_some(sig)
 }
 
-impl<'t> Paths<'t> {
-    /// Builds the model: chains, units, Broadcom flattening, links, ACS and NVLink tables.
-    pub fn new(t: &'t Topology) -> Self {
-        let n = t.devices.len();
-        let nsw = t.switches.len();
-        // Chains, bounded and loop-safe.
-        let mut chains = Vec::with_capacity(n * 4);
-        let mut chain_at = Vec::with_capacity(n + 1);
-        for d in &t.devices {
-            let start = chains.len();
-            chain_at.push(start);
-            let Some(i) = t.device_index(&d.bdf) else {
-                continue;
-            };
-            chains.push(i as DevIx);
-            let mut cur = d.parent;
-            while let Some(p) = cur {
-                let Some(pi) = t.device_index(&p) else { break };
-                let pi = pi as DevIx;
-                if chains[start..].contains(&pi) || chains.len() - start >= MAX_DEPTH {
-                    break;
-                }
-                chains.push(pi);
-                cur = t.devices[pi as usize].parent;
-            }
-        }
-        chain_at.push(chains.len());
-
-        let mut hb_names: Vec<String> = t.host_bridges.iter().map(|h| h.name.clone()).collect();
-        let mut hb_index: HashMap<String, u32> = HashMap::new();
-        for (i, h) in hb_names.iter().enumerate() {
-            hb_index.entry(h.clone()).or_insert(i as u32);
-        }
-        let mut hb = Vec::with_capacity(n);
-        for d in &t.devices {
-            let ix = match hb_index.get(d.host_bridge.as_str()) {
-                Some(&ix) => ix,
-                None => {
-                    let ix = hb_names.len() as u32;
-                    hb_names.push(d.host_bridge.clone());
-                    hb_index.insert(d.host_bridge.clone(), ix);
-                    ix
-                }
-            };
-            hb.push(ix);
-        }
-
-        let sw_index: HashMap<&str, usize> = t
-            .switches
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.id.as_str(), i))
-            .collect();
-        let mut port_switch: Vec<Option<u32>> = vec![None; n];
-        for (si, s) in t.switches.iter().enumerate() {
-            for b in std::iter::once(&s.upstream).chain(s.downstream.iter()) {
-                if let Some(i) = t.device_index(b) {
-                    port_switch[i] = Some(si as u32);
-                }
-            }
-        }
-        let unit: Vec<u32> = t
-            .devices
-            .iter()
-            .enumerate()
-            .map(|(i, d)| match port_switch[i] {
-                Some(s) => s,
-                None if d.kind.is_bridge() => (nsw + i) as u32,
-                None => NONE,
-            })
-            .collect();
-
-        // Broadcom flattening, top-down: a child switch with the parent's exact signature is
-        // fused into the parent (one level only: the parent is marked afterwards).
-        let parent_of = |s: usize| {
-            t.switches[s]
-                .parent_switch
-                .as_deref()
-                .and_then(|p| sw_index.get(p))
-                .copied()
+/// Ancestor chains, bounded and loop-safe: the flattened chains and where each device's starts.
+fn chains(t: &Topology) -> (Vec<DevIx>, Vec<usize>) {
+    let n = t.devices.len();
+    let mut chains = Vec::with_capacity(n * 4);
+    let mut chain_at = Vec::with_capacity(n + 1);
+    for d in &t.devices {
+        let start = chains.len();
+        chain_at.push(start);
+        let Some(i) = t.device_index(&d.bdf) else {
+            continue;
         };
-        let depth = |mut s: usize| {
-            let mut d = 0;
-            while let Some(p) = parent_of(s) {
-                d += 1;
-                if d > MAX_DEPTH {
-                    break;
-                }
-                s = p;
+        chains.push(i as DevIx);
+        let mut cur = d.parent;
+        while let Some(p) = cur {
+            let Some(pi) = t.device_index(&p) else { break };
+            let pi = pi as DevIx;
+            if chains[start..].contains(&pi) || chains.len() - start >= MAX_DEPTH {
+                break;
             }
-            d
+            chains.push(pi);
+            cur = t.devices[pi as usize].parent;
+        }
+    }
+    chain_at.push(chains.len());
+    (chains, chain_at)
+}
+
+/// Interned host bridge per device, and the names (the topology's, then any only a device
+/// names).
+fn host_bridges(t: &Topology) -> (Vec<u32>, Vec<String>) {
+    let mut hb_names: Vec<String> = t.host_bridges.iter().map(|h| h.name.clone()).collect();
+    let mut hb_index: HashMap<String, u32> = HashMap::new();
+    for (i, h) in hb_names.iter().enumerate() {
+        hb_index.entry(h.clone()).or_insert(i as u32);
+    }
+    let mut hb = Vec::with_capacity(t.devices.len());
+    for d in &t.devices {
+        let ix = match hb_index.get(d.host_bridge.as_str()) {
+            Some(&ix) => ix,
+            None => {
+                let ix = hb_names.len() as u32;
+                hb_names.push(d.host_bridge.clone());
+                hb_index.insert(d.host_bridge.clone(), ix);
+                ix
+            }
         };
-        let mut sw_unit: Vec<u32> = (0..nsw as u32).collect();
-        let mut bcm_fused = vec![false; nsw];
-        let mut children: Vec<Vec<usize>> = vec![Vec::new(); nsw];
-        for c in 0..nsw {
-            if let Some(p) = parent_of(c) {
-                children[p].push(c);
+        hb.push(ix);
+    }
+    (hb, hb_names)
+}
+
+/// The switch of each switch port, and each device's bridge unit as nvidia-smi counts them.
+fn switch_units(t: &Topology) -> (Vec<Option<u32>>, Vec<u32>) {
+    let (n, nsw) = (t.devices.len(), t.switches.len());
+    let mut port_switch: Vec<Option<u32>> = vec![None; n];
+    for (si, s) in t.switches.iter().enumerate() {
+        for b in std::iter::once(&s.upstream).chain(s.downstream.iter()) {
+            if let Some(i) = t.device_index(b) {
+                port_switch[i] = Some(si as u32);
             }
         }
-        let mut order: Vec<usize> = (0..nsw).collect();
-        order.sort_by_key(|&s| (depth(s), s));
-        let sig_of = |s: usize| t.device(&t.switches[s].upstream).and_then(bcm_signature);
-        for &s in &order {
-            if bcm_fused[s] {
-                continue;
-            }
-            let Some(sig) = sig_of(s) else { continue };
-            for &c in &children[s] {
-                if !bcm_fused[c] && sig_of(c) == Some(sig) {
-                    bcm_fused[c] = true;
-                    sw_unit[c] = sw_unit[s];
-                }
-            }
-        }
-        let pci_node = |i: usize, s: Option<u32>, units: &[u32]| match s {
-            Some(s) => units[s as usize],
-            None if t.devices[i].kind == DeviceKind::Bridge => (nsw + i) as u32,
+    }
+    let unit: Vec<u32> = t
+        .devices
+        .iter()
+        .enumerate()
+        .map(|(i, d)| match port_switch[i] {
+            Some(s) => s,
+            None if d.kind.is_bridge() => (nsw + i) as u32,
             None => NONE,
-        };
-        let ident: Vec<u32> = (0..nsw as u32).collect();
-        let nccl_unit = (0..n)
-            .map(|i| pci_node(i, port_switch[i], &sw_unit))
-            .collect();
-        let nccl_unit_raw = (0..n)
-            .map(|i| pci_node(i, port_switch[i], &ident))
-            .collect();
+        })
+        .collect();
+    (port_switch, unit)
+}
 
-        let mut nv_direct: HashMap<(DevIx, DevIx), u32> = HashMap::new();
-        let mut nv_fabric: Vec<u32> = vec![0; n];
-        let mut nv_version: HashMap<DevIx, u32> = HashMap::new();
+/// NCCL's PCI switch node per device after Broadcom flattening and before it, and which
+/// switches were fused. Flattening runs top-down: a child switch with the parent's exact
+/// signature is fused into the parent (one level only: the parent is marked afterwards).
+fn nccl_units(t: &Topology, port_switch: &[Option<u32>]) -> (Vec<u32>, Vec<u32>, Vec<bool>) {
+    let (n, nsw) = (t.devices.len(), t.switches.len());
+    let sw_index: HashMap<&str, usize> = t
+        .switches
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.id.as_str(), i))
+        .collect();
+    let parent_of = |s: usize| {
+        t.switches[s]
+            .parent_switch
+            .as_deref()
+            .and_then(|p| sw_index.get(p))
+            .copied()
+    };
+    let depth = |mut s: usize| {
+        let mut d = 0;
+        while let Some(p) = parent_of(s) {
+            d += 1;
+            if d > MAX_DEPTH {
+                break;
+            }
+            s = p;
+        }
+        d
+    };
+    let mut sw_unit: Vec<u32> = (0..nsw as u32).collect();
+    let mut bcm_fused = vec![false; nsw];
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); nsw];
+    for c in 0..nsw {
+        if let Some(p) = parent_of(c) {
+            children[p].push(c);
+        }
+    }
+    let mut order: Vec<usize> = (0..nsw).collect();
+    order.sort_by_key(|&s| (depth(s), s));
+    let sig_of = |s: usize| t.device(&t.switches[s].upstream).and_then(bcm_signature);
+    for &s in &order {
+        if bcm_fused[s] {
+            continue;
+        }
+        let Some(sig) = sig_of(s) else { continue };
+        for &c in &children[s] {
+            if !bcm_fused[c] && sig_of(c) == Some(sig) {
+                bcm_fused[c] = true;
+                sw_unit[c] = sw_unit[s];
+            }
+        }
+    }
+    let pci_node = |i: usize, s: Option<u32>, units: &[u32]| match s {
+        Some(s) => units[s as usize],
+        None if t.devices[i].kind == DeviceKind::Bridge => (nsw + i) as u32,
+        None => NONE,
+    };
+    let ident: Vec<u32> = (0..nsw as u32).collect();
+    let nccl_unit = (0..n)
+        .map(|i| pci_node(i, port_switch[i], &sw_unit))
+        .collect();
+    let nccl_unit_raw = (0..n)
+        .map(|i| pci_node(i, port_switch[i], &ident))
+        .collect();
+    (nccl_unit, nccl_unit_raw, bcm_fused)
+}
+
+/// The NVLink tables of [`Paths`]: direct links, fabric links, versions, peers.
+struct NvTables {
+    direct: HashMap<(DevIx, DevIx), u32>,
+    fabric: Vec<u32>,
+    version: HashMap<DevIx, u32>,
+    peers: HashMap<DevIx, Vec<(DevIx, u32)>>,
+    any: Vec<bool>,
+}
+
+impl NvTables {
+    /// Reads the topology's NVLinks.
+    fn new(t: &Topology) -> Self {
+        let n = t.devices.len();
+        let mut direct: HashMap<(DevIx, DevIx), u32> = HashMap::new();
+        let mut fabric: Vec<u32> = vec![0; n];
+        let mut version: HashMap<DevIx, u32> = HashMap::new();
         for l in &t.nvlinks {
             let Some(a) = t.device_index(&l.a) else {
                 continue;
@@ -339,9 +366,9 @@ impl<'t> Paths<'t> {
                     let Some(b) = t.device_index(&b) else {
                         continue;
                     };
-                    *nv_direct.entry(norm(a, b as DevIx)).or_insert(0) += l.count;
+                    *direct.entry(norm(a, b as DevIx)).or_insert(0) += l.count;
                 }
-                None => nv_fabric[a as usize] += l.count,
+                None => fabric[a as usize] += l.count,
             }
         }
         // The version of a GPU's links: the first link (in the source's order) naming it.
@@ -352,37 +379,58 @@ impl<'t> Paths<'t> {
                 .flatten()
             {
                 if let Some(i) = t.device_index(&b) {
-                    nv_version.entry(i as DevIx).or_insert(v);
+                    version.entry(i as DevIx).or_insert(v);
                 }
             }
         }
-        let mut nv_peers: HashMap<DevIx, Vec<(DevIx, u32)>> = HashMap::new();
-        for (&(x, y), &c) in &nv_direct {
-            nv_peers.entry(x).or_default().push((y, c));
+        let mut peers: HashMap<DevIx, Vec<(DevIx, u32)>> = HashMap::new();
+        for (&(x, y), &c) in &direct {
+            peers.entry(x).or_default().push((y, c));
             if x != y {
-                nv_peers.entry(y).or_default().push((x, c));
+                peers.entry(y).or_default().push((x, c));
             }
         }
-        for v in nv_peers.values_mut() {
+        for v in peers.values_mut() {
             v.sort_unstable();
         }
-        let nv_any: Vec<bool> = (0..n)
-            .map(|i| nv_peers.contains_key(&(i as DevIx)) || nv_fabric[i] > 0)
+        let any: Vec<bool> = (0..n)
+            .map(|i| peers.contains_key(&(i as DevIx)) || fabric[i] > 0)
             .collect();
+        NvTables {
+            direct,
+            fabric,
+            version,
+            peers,
+            any,
+        }
+    }
+}
 
+/// Ports whose ACS redirects peer-to-peer traffic, with the controls enabled.
+fn acs_redirects(t: &Topology) -> HashMap<DevIx, String> {
+    t.devices
+        .iter()
+        .enumerate()
+        .filter_map(|(i, d)| {
+            let acs = d.config.as_ref().and_then(|c| c.acs)?;
+            acs.redirects_p2p()
+                .then(|| (i as DevIx, acs.enabled_names().join(" ")))
+        })
+        .collect()
+}
+
+impl<'t> Paths<'t> {
+    /// Builds the model in phases: chains, host bridges, switch units, Broadcom flattening,
+    /// NVLink and xGMI tables, ACS; then per device its NUMA nodes, the link above it, the
+    /// lowest bandwidth up each chain and its data path.
+    pub fn new(t: &'t Topology) -> Self {
+        let n = t.devices.len();
+        let (chains, chain_at) = chains(t);
+        let (hb, hb_names) = host_bridges(t);
+        let (port_switch, unit) = switch_units(t);
+        let (nccl_unit, nccl_unit_raw, bcm_fused) = nccl_units(t, &port_switch);
+        let nv = NvTables::new(t);
         let (xgmi_direct, xgmi_hive) = xgmi_tables(t);
-
-        let acs = t
-            .devices
-            .iter()
-            .enumerate()
-            .filter_map(|(i, d)| {
-                let acs = d.config.as_ref().and_then(|c| c.acs)?;
-                acs.redirects_p2p()
-                    .then(|| (i as DevIx, acs.enabled_names().join(" ")))
-            })
-            .collect();
-
         let mut p = Paths {
             topo: t,
             chains,
@@ -399,12 +447,12 @@ impl<'t> Paths<'t> {
             nccl_unit_raw,
             bcm_fused,
             edges: Vec::new(),
-            acs,
-            nv_direct,
-            nv_peers,
-            nv_fabric,
-            nv_any,
-            nv_version,
+            acs: acs_redirects(t),
+            nv_direct: nv.direct,
+            nv_peers: nv.peers,
+            nv_fabric: nv.fabric,
+            nv_any: nv.any,
+            nv_version: nv.version,
             xgmi_direct,
             xgmi_hive,
             cpu_nodes: t.numa_nodes.iter().filter(|n| !n.cpus.is_empty()).count(),
@@ -413,17 +461,7 @@ impl<'t> Paths<'t> {
         p.numa = (0..n as DevIx).map(|i| p.compute_numa(i)).collect();
         p.nccl_numa = (0..n as DevIx).map(|i| p.compute_nccl_numa(i)).collect();
         p.edges = (0..n as DevIx).map(|i| p.compute_edge(i)).collect();
-        p.chain_min = {
-            let mut v = Vec::with_capacity(p.chains.len());
-            for i in 0..n {
-                let mut low: Option<f64> = None;
-                for k in p.chain_at[i]..p.chain_at[i + 1] {
-                    low = lower(low, p.edges[p.chains[k] as usize].gbytes_per_s);
-                    v.push(low);
-                }
-            }
-            v
-        };
+        p.chain_min = p.compute_chain_min();
         p.data_path = (0..n as DevIx)
             .map(|i| {
                 p.device(i)
@@ -434,6 +472,19 @@ impl<'t> Paths<'t> {
             })
             .collect();
         p
+    }
+
+    /// Per position of the chains: the lowest known bandwidth of the links up to it.
+    fn compute_chain_min(&self) -> Vec<Option<f64>> {
+        let mut v = Vec::with_capacity(self.chains.len());
+        for i in 0..self.chain_at.len() - 1 {
+            let mut low: Option<f64> = None;
+            for k in self.chain_at[i]..self.chain_at[i + 1] {
+                low = lower(low, self.edges[self.chains[k] as usize].gbytes_per_s);
+                v.push(low);
+            }
+        }
+        v
     }
 
     /// The device whose PCIe path device `i`'s traffic really takes: for a NIC function with a

@@ -19,18 +19,19 @@
 //!   (its NIC's node when the GPU's is unknown), split evenly among the ranks on that node; no
 //!   core is given twice.
 
-use super::classify::{Classifier, ClassifyOptions, Endpoint};
+use super::classify::{Classifier, ClassifyOptions};
 use super::cores::CoreMap;
 use super::pairing::near::{FAR_RANK, NEAR_FROM_PAIRS};
 use near::NearPairs;
 
 mod near;
+mod ranks;
 pub use super::pairing::{
     Candidates, GpuCand, NicCand, NodeView, PairCand, PathRank, UNKNOWN_RANK, assign_nics,
     nic_name, nvlink_domains, pair_rank,
 };
-use crate::model::cpulist;
-use crate::model::{Bdf, OsDeviceKind, Topology};
+use crate::model::{Bdf, Topology};
+use ranks::plan_chosen;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -496,16 +497,6 @@ pub struct PlaceOptions {
     pub cores_per_rank: Option<usize>,
 }
 
-/// First RDMA port number of a NIC's RDMA device (`ports/<n>`), when captured.
-fn rdma_port(t: &Topology, n: &Endpoint) -> Option<u32> {
-    let d = t.device(&n.bdf)?;
-    let rdma = n.rdma.first()?;
-    d.os_devices
-        .iter()
-        .find(|o| o.kind == OsDeviceKind::Rdma && &o.name == rdma)
-        .and_then(|o| o.ports.iter().map(|p| p.port).min())
-}
-
 fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
@@ -579,225 +570,6 @@ pub fn plan_with(t: &Topology, view: &NodeView, o: &PlaceOptions) -> anyhow::Res
     plan_chosen(t, view, c, o, chosen, gpu_why, nic_of)
 }
 
-/// The plan of the GPUs `chosen` (with the line saying why) and their NICs `nic_of`; `c` holds
-/// at least the chosen GPUs' rows of the GPU × NIC table.
-fn plan_chosen(
-    t: &Topology,
-    view: &NodeView,
-    c: &Candidates,
-    o: &PlaceOptions,
-    chosen: Vec<usize>,
-    gpu_why: String,
-    nic_of: Vec<Option<usize>>,
-) -> anyhow::Result<Placement> {
-    let cores = CoreMap::from_topology(t);
-    // A rank's NUMA node: its GPU's, else its NIC's.
-    let numa: Vec<Option<u32>> = chosen
-        .iter()
-        .zip(&nic_of)
-        .map(|(&g, n)| {
-            c.gpus[g]
-                .numa_node
-                .or_else(|| n.and_then(|k| c.nics[k].numa_node))
-        })
-        .collect();
-    let fallback: Vec<Vec<u32>> = chosen
-        .iter()
-        .map(|&g| {
-            t.device(&view.gpus[g].bdf)
-                .and_then(|d| d.local_cpus.clone())
-                .unwrap_or_default()
-        })
-        .collect();
-    let core_sets = assign_cores(&cores, &numa, &fallback, o.cores_per_rank);
-    let mut notes = view.notes.clone();
-    notes.push(gpu_why.clone());
-    if view.nics.is_empty() {
-        notes.push("no NIC found: ranks get no NIC variables".into());
-    } else if view.nics.iter().all(|n| n.rdma.is_empty()) {
-        notes.push("no NIC has an RDMA device: NCCL will use sockets; NCCL_IB_HCA/UCX_NET_DEVICES left out".into());
-    }
-    if !cores.smt_known() {
-        notes.push(
-            "SMT siblings unknown (/proc/cpuinfo not captured): each CPU treated as a core".into(),
-        );
-    }
-    if view.nics.len() < o.ranks && !view.nics.is_empty() {
-        notes.push(format!(
-            "{} NIC{} for {} ranks: NICs are shared, spread evenly",
-            view.nics.len(),
-            plural(view.nics.len()),
-            o.ranks
-        ));
-    }
-    let mut ranks = Vec::new();
-    let mut port_unknown: Vec<String> = Vec::new();
-    for (r, &g) in chosen.iter().enumerate() {
-        let gpu = &view.gpus[g];
-        let dev = t.device(&gpu.bdf);
-        let nic = nic_of[r].map(|k| &view.nics[k]);
-        let pair = nic_of[r].and_then(|k| c.gn[g][k].clone());
-        let shared: Vec<usize> = (0..chosen.len())
-            .filter(|&q| q != r && nic_of[q].is_some() && nic_of[q] == nic_of[r])
-            .collect();
-        let my_cores = &core_sets[r];
-        let mut cpus: Vec<u32> = my_cores
-            .iter()
-            .flat_map(|&i| cores.cores[i].threads.iter().copied())
-            .collect();
-        cpus.sort_unstable();
-        let cpus_s = cpulist::format_list(&cpus);
-        let port = nic.and_then(|n| rdma_port(t, n));
-        let rdma = nic.and_then(|n| n.rdma.first().cloned());
-        let netdev = nic.and_then(|n| n.net.first().cloned());
-        let mut env = BTreeMap::new();
-        let vendor = dev.and_then(|d| d.vendor_id);
-        if vendor != Some(0x1002) {
-            env.insert("CUDA_DEVICE_ORDER".to_string(), "PCI_BUS_ID".to_string());
-        }
-        if vendor == Some(0x1002) {
-            // ROCr's own filter (what Slurm's AutoDetect=rsmi exports): by the GPU's UUID when
-            // KFD gave it (immune to enumeration order), else its index in PCI order. Only one
-            // of ROCR_/HIP_VISIBLE_DEVICES is set: HIP's indexes the list ROCr already filtered.
-            let id = dev
-                .and_then(|d| d.amd.as_ref())
-                .and_then(|a| a.rocr_uuid())
-                .unwrap_or_else(|| g.to_string());
-            env.insert("ROCR_VISIBLE_DEVICES".to_string(), id);
-        } else {
-            env.insert("CUDA_VISIBLE_DEVICES".to_string(), g.to_string());
-        }
-        if let Some(rd) = &rdma {
-            match port {
-                Some(p) => {
-                    env.insert("NCCL_IB_HCA".to_string(), format!("={rd}:{p}"));
-                    env.insert("UCX_NET_DEVICES".to_string(), format!("{rd}:{p}"));
-                }
-                None => {
-                    // Without a port NCCL uses every port of the device; UCX needs one.
-                    env.insert("NCCL_IB_HCA".to_string(), format!("={rd}"));
-                    env.insert("UCX_NET_DEVICES".to_string(), format!("{rd}:1"));
-                    port_unknown.push(rd.clone());
-                }
-            }
-        }
-        if let Some(nd) = &netdev {
-            env.insert("NCCL_SOCKET_IFNAME".to_string(), format!("={nd}"));
-        }
-        let bind = if cpus.is_empty() {
-            Vec::new()
-        } else if let Some(n) = numa[r] {
-            vec![
-                "numactl".into(),
-                format!("--physcpubind={cpus_s}"),
-                format!("--membind={n}"),
-            ]
-        } else {
-            vec!["taskset".into(), "-c".into(), cpus_s.clone()]
-        };
-        // Why, one line per choice.
-        let mut why = Vec::new();
-        why.push(format!(
-            "GPU: {} ({}) on NUMA {}, {} index {g}: local rank {r} takes the {} chosen GPU in PCI order (set: see notes)",
-            gpu.name,
-            gpu.bdf,
-            numa_s(gpu.numa_node),
-            if vendor == Some(0x1002) { "HIP" } else { "CUDA" },
-            ordinal(r + 1)
-        ));
-        why.push(match (nic, &pair) {
-            (Some(n), Some(p)) => nic_why(
-                view,
-                c,
-                g,
-                nic_of[r].unwrap_or(0),
-                n,
-                p,
-                &shared,
-                &nic_of,
-                &chosen,
-            ),
-            (Some(n), None) => format!(
-                "NIC: {} ({}): path could not be classified",
-                nic_name(n),
-                n.bdf
-            ),
-            _ => "NIC: none (the node has no NIC)".to_string(),
-        });
-        why.push(cpu_why(
-            &cores,
-            my_cores,
-            &cpus_s,
-            numa[r],
-            gpu.numa_node,
-            nic.and_then(|n| n.numa_node),
-        ));
-        ranks.push(RankPlan {
-            rank: r,
-            gpu: gpu.bdf.to_string(),
-            cuda_index: g,
-            nic: nic.map(nic_name),
-            nic_bdf: nic.map(|n| n.bdf.to_string()),
-            nic_port: port,
-            netdev,
-            path: pair.as_ref().map(|p| p.label.to_string()),
-            bottleneck_gbps: pair.as_ref().and_then(|p| p.bottleneck_gbps),
-            nic_shared_with: shared,
-            numa_node: numa[r],
-            cpus: cpus_s,
-            cores: my_cores.len(),
-            env,
-            bind,
-            why,
-            drive: None,
-        });
-    }
-    if ranks
-        .iter()
-        .any(|r: &RankPlan| r.env.contains_key("NCCL_SOCKET_IFNAME"))
-    {
-        notes.push(
-            "NCCL_SOCKET_IFNAME names each rank's NIC netdev; NCCL's bootstrap needs an IP address on it (the scan does not read addresses): set your management interface instead if it has none"
-                .into(),
-        );
-    }
-    if !port_unknown.is_empty() {
-        port_unknown.dedup();
-        notes.push(format!(
-            "RDMA port of {} not captured: NCCL_IB_HCA names the whole device, UCX_NET_DEVICES assumes port 1",
-            port_unknown.join(", ")
-        ));
-    }
-    let far: Vec<(usize, crate::analysis::nccl::NcclPath)> = ranks
-        .iter()
-        .enumerate()
-        .filter_map(|(i, r)| {
-            let g: usize = r.cuda_index;
-            let k = nic_of[i]?;
-            let p = c.gn[g][k].as_ref()?;
-            (!p.gdr && !p.label.within_pxb()).then_some((i, p.nccl_path))
-        })
-        .collect();
-    let platform_settings = platform_settings(t, &ranks, &far);
-    for ps in &platform_settings {
-        notes.push(format!(
-            "{}={} is documented for this platform ({}) by {} ({}), not chosen by peerpath: it gives GPUDirect RDMA to rank(s) {} that the design's path otherwise stages through host memory",
-            ps.name,
-            ps.value,
-            ps.platform,
-            ps.documented_by,
-            ps.source,
-            ps.ranks.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", ")
-        ));
-    }
-    Ok(Placement {
-        schema: PLACEMENT_SCHEMA.to_string(),
-        ranks,
-        notes,
-        platform_settings,
-    })
-}
-
 /// [`plan`], then [`add_storage`] when `storage` is asked for or [`storage_by_default`]: what
 /// `place` and `launch` compute.
 pub fn plan_for(t: &Topology, o: &PlaceOptions, storage: bool) -> anyhow::Result<Placement> {
@@ -853,125 +625,6 @@ pub fn add_storage(t: &Topology, p: &mut Placement) {
         ));
         r.drive = Some(c);
     }
-}
-
-fn ordinal(n: usize) -> String {
-    let suffix = match (n % 10, n % 100) {
-        (1, x) if x != 11 => "st",
-        (2, x) if x != 12 => "nd",
-        (3, x) if x != 13 => "rd",
-        _ => "th",
-    };
-    format!("{n}{suffix}")
-}
-
-fn numa_s(n: Option<u32>) -> String {
-    n.map(|n| n.to_string()).unwrap_or_else(|| "?".into())
-}
-
-fn gbps_s(g: Option<f64>) -> String {
-    g.map(|g| format!("{g:.1} GB/s"))
-        .unwrap_or_else(|| "unknown bandwidth".into())
-}
-
-#[allow(clippy::too_many_arguments)]
-fn nic_why(
-    view: &NodeView,
-    c: &Candidates,
-    g: usize,
-    k: usize,
-    n: &Endpoint,
-    p: &PairCand,
-    shared: &[usize],
-    nic_of: &[Option<usize>],
-    chosen: &[usize],
-) -> String {
-    let mut s = format!(
-        "NIC: {} ({}) {} from {}, {}",
-        nic_name(n),
-        n.bdf,
-        p.label,
-        view.gpus[g].name,
-        gbps_s(p.bottleneck_gbps)
-    );
-    if shared.is_empty() {
-        s.push_str(", not shared");
-    } else {
-        let others: Vec<String> = shared.iter().map(|q| format!("rank {q}")).collect();
-        s.push_str(&format!(", shared with {}", others.join(", ")));
-        // Best NIC nobody uses, to say why sharing won.
-        let free = (0..c.nics.len())
-            .filter(|kk| !nic_of.contains(&Some(*kk)))
-            .filter_map(|kk| c.gn[g][kk].as_ref().map(|pp| (pp.label, kk)))
-            .min();
-        match free {
-            Some((lab, kk)) => s.push_str(&format!(
-                " (the nearest unshared NIC, {}, is {lab} from this GPU)",
-                c.nics[kk].name
-            )),
-            None if c.nics.len() < chosen.len() => s.push_str(" (fewer NICs than ranks)"),
-            None => {}
-        }
-    }
-    // Routing around: the NIC in this GPU's rail position was not taken because its path is worse.
-    if let Some(rail) = c.nics.get(g)
-        && g != k
-        && let Some(rp) = c.gn[g][g].as_ref()
-        && rp.label > p.label
-    {
-        s.push_str(&format!(
-            "; routes around {} (rail {g} by position), which is {} from this GPU",
-            rail.name, rp.label
-        ));
-    }
-    match (p.label.within_pxb(), p.gdr) {
-        // The input could not decide the path class (NUMA nodes or a Data Direct pairing it
-        // does not hold): neither GDR on nor off is known.
-        (false, false) if p.label == crate::analysis::classify::Label::Unknown => s.push_str(
-            "; its path class is unknown from this input, so whether NCCL uses GPUDirect RDMA on it is unknown",
-        ),
-        (true, false) => s.push_str(
-            "; a setting of this job turns GPUDirect RDMA off on this pair (see `peerpath audit`): staged through host memory",
-        ),
-        (false, false) => s.push_str(
-            "; no NIC within NCCL's GDR level of this GPU: NCCL keeps GPUDirect RDMA off for it (staged through host memory)",
-        ),
-        (false, true) => s.push_str(
-            "; beyond PXB, but the job's NCCL GDR level admits it: GPUDirect RDMA on",
-        ),
-        (true, true) => {}
-    }
-    s
-}
-
-fn cpu_why(
-    cores: &CoreMap,
-    mine: &[usize],
-    cpus: &str,
-    numa: Option<u32>,
-    gpu_numa: Option<u32>,
-    nic_numa: Option<u32>,
-) -> String {
-    if mine.is_empty() {
-        return "CPUs: none left to give on this rank's NUMA node (or its CPUs are unknown): bind by hand".into();
-    }
-    let mut s = format!(
-        "CPUs: {} core{} ({cpus}) on NUMA {}",
-        mine.len(),
-        plural(mine.len()),
-        numa_s(numa)
-    );
-    if cores.smt_known() {
-        s.push_str(", SMT siblings together");
-    }
-    match (gpu_numa, nic_numa) {
-        (Some(a), Some(b)) if a == b => s.push_str(", the node of both the GPU and the NIC"),
-        (Some(_), Some(b)) => s.push_str(&format!(", the GPU's node (the NIC is on NUMA {b})")),
-        (Some(_), None) => s.push_str(", the GPU's node"),
-        (None, Some(_)) => s.push_str(", the NIC's node (the GPU's is unknown)"),
-        (None, None) => s.push_str(" (GPU local_cpulist; NUMA unknown)"),
-    }
-    s
 }
 
 #[cfg(test)]
