@@ -247,7 +247,9 @@ impl Ctx<'_> {
         self.data_direct = true;
     }
 
-    /// Reads one `pci` element and its subtree.
+    /// Reads one `pci` element and its subtree: the device it describes, its GPU or NIC,
+    /// then its `pci` children. A second element of an address already read is merged into
+    /// the first, as NCCL merges it.
     fn pci(
         &mut self,
         i: usize,
@@ -286,6 +288,28 @@ impl Ctx<'_> {
         d.parent = parent;
         d.numa_node = numa;
         d.local_cpus = cpus.clone();
+        self.pci_attributes(i, &mut d);
+        let gpu_el = doc.children_named(i, "gpu").next();
+        let nic_el = doc.children_named(i, "nic").next();
+        d.kind = pci_kind(&d, doc.children_named(i, "pci").next().is_some(), gpu_el, nic_el);
+        if let Some(g) = gpu_el {
+            self.gpu(g, &mut d);
+        }
+        if let Some(n) = nic_el {
+            for net in doc.children_named(n, "net") {
+                self.net(net, &mut d);
+            }
+            self.data_direct_nic(&mut d);
+        }
+        self.seen.insert(bdf, self.devices.len());
+        self.devices.push(d);
+        for c in doc.children_named(i, "pci").collect::<Vec<_>>() {
+            self.pci(c, Some(bdf), hb, numa, cpus);
+        }
+    }
+
+    /// The class, IDs and link NCCL writes on the `pci` element `i`.
+    fn pci_attributes(&mut self, i: usize, d: &mut Device) {
         d.class = self
             .value(i, "class", attr::hex_u32, "kind from children only")
             .unwrap_or(0);
@@ -303,160 +327,176 @@ impl Ctx<'_> {
                 .flatten(),
         };
         d.link = link.any().then_some(link);
-        let has_pci_children = doc.children_named(i, "pci").next().is_some();
-        let gpu_el = doc.children_named(i, "gpu").next();
-        let nic_el = doc.children_named(i, "nic").next();
-        d.kind = if has_pci_children {
-            DeviceKind::SwitchUpstream
-        } else if gpu_el.is_some() {
-            let k = kind_from_class(d.class, d.vendor_id, d.device_id);
-            if k.is_compute() { k } else { DeviceKind::Gpu }
-        } else if nic_el.is_some() {
-            DeviceKind::Nic
-        } else if d.class >> 16 == 0x03 {
-            // NCCL's own mapping (kvDictPciClass): any display class is a GPU, whatever the
-            // vendor (partial topology files often give no vendor at all).
-            DeviceKind::Gpu
-        } else if d.class >> 16 == 0x02 {
-            DeviceKind::Nic
+    }
+
+    /// The `gpu` element `g` of device `d`: its OS device (NVML or, for RCCL's AMD GPUs, HIP),
+    /// C2C links, NVLink version (from `sm`), and its `nvlink` and `xgmi` elements.
+    fn gpu(&mut self, g: usize, d: &mut Device) {
+        let doc = self.doc;
+        let bdf = d.bdf;
+        self.any_gpu_element = true;
+        let ge = &doc.elements[g];
+        let dev = ge.attr("dev").unwrap_or("?");
+        // RCCL writes the same element for an AMD GPU, with its `gcn` architecture.
+        let amd = d.vendor_id == Some(crate::model::amd::AMD_GPU_VENDOR) || ge.attr("gcn").is_some();
+        self.amd_gpu_element |= amd;
+        let mut od = if amd {
+            OsDevice::new(OsDeviceKind::AmdGpu, format!("hip{dev}"))
         } else {
-            kind_from_class(d.class, d.vendor_id, d.device_id)
+            OsDevice::new(OsDeviceKind::NvidiaGpu, format!("nvml{dev}"))
         };
-        if let Some(g) = gpu_el {
-            self.any_gpu_element = true;
-            let ge = &doc.elements[g];
-            let dev = ge.attr("dev").unwrap_or("?");
-            // RCCL writes the same element for an AMD GPU, with its `gcn` architecture.
-            let amd =
-                d.vendor_id == Some(crate::model::amd::AMD_GPU_VENDOR) || ge.attr("gcn").is_some();
-            self.amd_gpu_element |= amd;
-            let mut od = if amd {
-                OsDevice::new(OsDeviceKind::AmdGpu, format!("hip{dev}"))
-            } else {
-                OsDevice::new(OsDeviceKind::NvidiaGpu, format!("nvml{dev}"))
+        for (k, v) in &ge.attrs {
+            od.attrs.push((k.clone(), v.clone()));
+        }
+        for c in doc.children_named(g, "c2c") {
+            d.c2c = self.c2c(c).or(d.c2c.take());
+        }
+        d.os_devices.push(od);
+        let version = ge
+            .attr("sm")
+            .and_then(|s| s.trim().parse().ok())
+            .and_then(nvlink_version_of_sm);
+        self.gpu_version.insert(bdf, version);
+        for l in doc.children_named(g, "nvlink") {
+            self.nvlink(l, bdf);
+        }
+        for l in doc.children_named(g, "xgmi") {
+            self.xgmi_element(l, bdf);
+        }
+    }
+
+    /// One `nvlink` element `l` of GPU `bdf`, kept for the link phase when its count is
+    /// above 0.
+    fn nvlink(&mut self, l: usize, bdf: Bdf) {
+        let doc = self.doc;
+        let le = &doc.elements[l];
+        let count = match attr_value(le.attr("count"), attr::uint) {
+            Ok(Some(c)) if c > 0 => c,
+            Ok(Some(_)) => {
+                self.warn(l, "nvlink count 0; link not kept");
+                return;
+            }
+            Ok(None) => {
+                self.warn(l, "nvlink without a count; link not kept");
+                return;
+            }
+            Err(r) => {
+                self.warn(l, format!("nvlink count {r}; link not kept"));
+                return;
+            }
+        };
+        let tclass = self.value(l, "tclass", attr::hex_u32, "target class unknown");
+        self.nvlinks.push((
+            bdf,
+            le.attr("target").unwrap_or("").to_string(),
+            tclass,
+            count,
+        ));
+    }
+
+    /// One `xgmi` element `l` (RCCL) of GPU `bdf`, kept for the link phase when its count is
+    /// above 0.
+    fn xgmi_element(&mut self, l: usize, bdf: Bdf) {
+        let doc = self.doc;
+        let le = &doc.elements[l];
+        let count = match attr_value(le.attr("count"), attr::uint) {
+            Ok(Some(c)) if c > 0 => c,
+            Ok(_) => {
+                self.warn(l, "xgmi without a count above 0; link not kept");
+                return;
+            }
+            Err(r) => {
+                self.warn(l, format!("xgmi count {r}; link not kept"));
+                return;
+            }
+        };
+        let tclass = self.value(l, "tclass", attr::hex_u32, "target class unknown");
+        self.xgmi.push((
+            bdf,
+            le.attr("target").unwrap_or("").to_string(),
+            tclass,
+            count,
+            l,
+        ));
+    }
+
+    /// One `net` element of the NIC on device `d`: an RDMA device (a port of one already read
+    /// when the name repeats) or a network interface.
+    fn net(&mut self, net: usize, d: &mut Device) {
+        let doc = self.doc;
+        let ne = &doc.elements[net];
+        let name = ne.attr("name").unwrap_or("").to_string();
+        let speed = ne
+            .attr("speed")
+            .and_then(|s| s.trim().parse::<f64>().ok())
+            .filter(|s| *s > 0.0);
+        let mut od = if is_rdma_name(&name) {
+            let port = ne
+                .attr("port")
+                .and_then(|p| p.trim().parse().ok())
+                .unwrap_or(1);
+            let rp = RdmaPort {
+                port,
+                state: None,
+                phys_state: None,
+                rate_gbps: speed.map(|s| s / 1000.0),
+                rate_text: None,
+                link_layer: None,
             };
-            for (k, v) in &ge.attrs {
+            // Two ports of one RDMA device (`mlx4_0` ports 1 and 2) are one device
+            // with two ports; distinct names (`mlx5_0`, `mlx5_1`) stay two devices.
+            if let Some(prev) = d
+                .os_devices
+                .iter_mut()
+                .find(|o| o.kind == OsDeviceKind::Rdma && o.name == name)
+            {
+                if prev.ports.iter().any(|p| p.port == port) {
+                    self.warn(
+                        net,
+                        format!("{name} port {port} listed twice; second entry not kept"),
+                    );
+                } else {
+                    prev.ports.push(rp);
+                }
+                return;
+            }
+            let mut od = OsDevice::new(OsDeviceKind::Rdma, name);
+            // NCCL's device number: its libibverbs list order, the registration order.
+            od.index = ne.attr("dev").and_then(|v| v.trim().parse().ok());
+            od.ports.push(rp);
+            od
+        } else {
+            let mut od = OsDevice::new(OsDeviceKind::Net, name);
+            od.speed_mbps = speed.map(|s| s as u64);
+            od
+        };
+        for (k, v) in &ne.attrs {
+            if k != "name" {
                 od.attrs.push((k.clone(), v.clone()));
             }
-            for c in doc.children_named(g, "c2c") {
-                d.c2c = self.c2c(c).or(d.c2c.take());
-            }
-            d.os_devices.push(od);
-            let version = ge
-                .attr("sm")
-                .and_then(|s| s.trim().parse().ok())
-                .and_then(nvlink_version_of_sm);
-            self.gpu_version.insert(bdf, version);
-            for l in doc.children_named(g, "nvlink") {
-                let le = &doc.elements[l];
-                let count = match attr_value(le.attr("count"), attr::uint) {
-                    Ok(Some(c)) if c > 0 => c,
-                    Ok(Some(_)) => {
-                        self.warn(l, "nvlink count 0; link not kept");
-                        continue;
-                    }
-                    Ok(None) => {
-                        self.warn(l, "nvlink without a count; link not kept");
-                        continue;
-                    }
-                    Err(r) => {
-                        self.warn(l, format!("nvlink count {r}; link not kept"));
-                        continue;
-                    }
-                };
-                let tclass = self.value(l, "tclass", attr::hex_u32, "target class unknown");
-                self.nvlinks.push((
-                    bdf,
-                    le.attr("target").unwrap_or("").to_string(),
-                    tclass,
-                    count,
-                ));
-            }
-            for l in doc.children_named(g, "xgmi") {
-                let le = &doc.elements[l];
-                let count = match attr_value(le.attr("count"), attr::uint) {
-                    Ok(Some(c)) if c > 0 => c,
-                    Ok(_) => {
-                        self.warn(l, "xgmi without a count above 0; link not kept");
-                        continue;
-                    }
-                    Err(r) => {
-                        self.warn(l, format!("xgmi count {r}; link not kept"));
-                        continue;
-                    }
-                };
-                let tclass = self.value(l, "tclass", attr::hex_u32, "target class unknown");
-                self.xgmi.push((
-                    bdf,
-                    le.attr("target").unwrap_or("").to_string(),
-                    tclass,
-                    count,
-                    l,
-                ));
-            }
         }
-        if let Some(n) = nic_el {
-            for net in doc.children_named(n, "net") {
-                let ne = &doc.elements[net];
-                let name = ne.attr("name").unwrap_or("").to_string();
-                let speed = ne
-                    .attr("speed")
-                    .and_then(|s| s.trim().parse::<f64>().ok())
-                    .filter(|s| *s > 0.0);
-                let mut od = if is_rdma_name(&name) {
-                    let port = ne
-                        .attr("port")
-                        .and_then(|p| p.trim().parse().ok())
-                        .unwrap_or(1);
-                    let rp = RdmaPort {
-                        port,
-                        state: None,
-                        phys_state: None,
-                        rate_gbps: speed.map(|s| s / 1000.0),
-                        rate_text: None,
-                        link_layer: None,
-                    };
-                    // Two ports of one RDMA device (`mlx4_0` ports 1 and 2) are one device
-                    // with two ports; distinct names (`mlx5_0`, `mlx5_1`) stay two devices.
-                    if let Some(prev) = d
-                        .os_devices
-                        .iter_mut()
-                        .find(|o| o.kind == OsDeviceKind::Rdma && o.name == name)
-                    {
-                        if prev.ports.iter().any(|p| p.port == port) {
-                            self.warn(
-                                net,
-                                format!("{name} port {port} listed twice; second entry not kept"),
-                            );
-                        } else {
-                            prev.ports.push(rp);
-                        }
-                        continue;
-                    }
-                    let mut od = OsDevice::new(OsDeviceKind::Rdma, name);
-                    // NCCL's device number: its libibverbs list order, the registration order.
-                    od.index = ne.attr("dev").and_then(|v| v.trim().parse().ok());
-                    od.ports.push(rp);
-                    od
-                } else {
-                    let mut od = OsDevice::new(OsDeviceKind::Net, name);
-                    od.speed_mbps = speed.map(|s| s as u64);
-                    od
-                };
-                for (k, v) in &ne.attrs {
-                    if k != "name" {
-                        od.attrs.push((k.clone(), v.clone()));
-                    }
-                }
-                d.os_devices.push(od);
-            }
-            self.data_direct_nic(&mut d);
-        }
-        self.seen.insert(bdf, self.devices.len());
-        self.devices.push(d);
-        for c in doc.children_named(i, "pci").collect::<Vec<_>>() {
-            self.pci(c, Some(bdf), hb, numa, cpus);
-        }
+        d.os_devices.push(od);
+    }
+}
+
+/// The kind of a `pci` element's device: a switch when it has `pci` children, a GPU or NIC
+/// when it holds one, else by class as NCCL maps it.
+fn pci_kind(d: &Device, has_pci_children: bool, gpu_el: Option<usize>, nic_el: Option<usize>) -> DeviceKind {
+    if has_pci_children {
+        DeviceKind::SwitchUpstream
+    } else if gpu_el.is_some() {
+        let k = kind_from_class(d.class, d.vendor_id, d.device_id);
+        if k.is_compute() { k } else { DeviceKind::Gpu }
+    } else if nic_el.is_some() {
+        DeviceKind::Nic
+    } else if d.class >> 16 == 0x03 {
+        // NCCL's own mapping (kvDictPciClass): any display class is a GPU, whatever the
+        // vendor (partial topology files often give no vendor at all).
+        DeviceKind::Gpu
+    } else if d.class >> 16 == 0x02 {
+        DeviceKind::Nic
+    } else {
+        kind_from_class(d.class, d.vendor_id, d.device_id)
     }
 }
 
