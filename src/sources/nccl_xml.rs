@@ -587,6 +587,12 @@ pub fn discover(doc: &Doc, source: SourceInfo) -> Result<RawTopology> {
 }
 
 /// [`discover`] for one host (see [`read_host`]).
+///
+/// The phases of every discovery (docs/architecture.md, "Discover, phase by phase"):
+/// enumerate the host's `cpu` elements and the `pci` trees below them ([`select_cpus`],
+/// [`cpu_element`]; GPUs and NICs are attached as each `pci` element is read), link the
+/// NVLinks and xGMI links ([`nvlink_tally`], [`xgmi_links`]) and annotate what the file
+/// could not record.
 pub fn discover_host(doc: &Doc, source: SourceInfo, host: Option<&str>) -> Result<RawTopology> {
     let Some(root) = doc.root() else {
         bail!("empty document")
@@ -626,13 +632,64 @@ pub fn discover_host(doc: &Doc, source: SourceInfo, host: Option<&str>) -> Resul
             ),
         }),
     }
-    let mut numa: BTreeMap<u32, NumaNode> = BTreeMap::new();
-    let mut host_bridges: Vec<HostBridge> = Vec::new();
-    let mut machine = MachineInfo {
-        kernel_cmdline: Fact::Unknown("NCCL XML does not record the kernel command line".into()),
-        iommu_units: Fact::Unknown("NCCL XML does not record IOMMU units".into()),
-        ..MachineInfo::default()
+    // 1. Enumerate: the host's cpu elements, and the pci trees below them.
+    let (cpu_els, host_scope) = select_cpus(doc, host)?;
+    let mut node = Node {
+        numa: BTreeMap::new(),
+        host_bridges: Vec::new(),
+        machine: MachineInfo {
+            kernel_cmdline: Fact::Unknown(
+                "NCCL XML does not record the kernel command line".into(),
+            ),
+            iommu_units: Fact::Unknown("NCCL XML does not record IOMMU units".into()),
+            ..MachineInfo::default()
+        },
     };
+    for &c in &cpu_els {
+        cpu_element(&mut ctx, c, &mut node);
+    }
+    // 2. Link: NVLinks, then (after the limitations NVLinks need none of) xGMI.
+    let gpus: HashMap<Bdf, Option<u32>> = ctx.gpu_version.clone();
+    let tally = nvlink_tally(&mut ctx, &gpus, &source.path);
+    if ctx.data_direct {
+        source.limitations.push(DATA_DIRECT_LIMITATION.to_string());
+    }
+    if ctx.devices.iter().any(|d| d.bdf.domain == 0xffff) {
+        source
+            .limitations
+            .push(INVENTED_TREE_LIMITATION.to_string());
+    }
+    let xgmi = xgmi_links(&mut ctx, &gpus);
+    if ctx.amd_gpu_element {
+        source.limitations.push(XGMI_LIMITATION.to_string());
+    }
+    let mut raw = RawTopology::new(source, node.machine);
+    raw.numa_nodes = node.numa.into_values().collect();
+    raw.devices = ctx.devices;
+    raw.structure = Structure::UpstreamOnly {
+        host_bridges: node.host_bridges,
+        evidence: "nccl-xml",
+    };
+    raw.nvlinks = tally;
+    raw.nvlink_visible = ctx.any_gpu_element;
+    raw.xgmi = xgmi;
+    raw.xgmi_visible = ctx.amd_gpu_element;
+    raw.warnings = ctx.warnings;
+    raw.host_scope = host_scope;
+    Ok(raw)
+}
+
+/// What the `cpu` elements give the node: its NUMA nodes, one host bridge per NUMA node,
+/// and the CPU's identity.
+struct Node {
+    numa: BTreeMap<u32, NumaNode>,
+    host_bridges: Vec<HostBridge>,
+    machine: MachineInfo,
+}
+
+/// The `cpu` elements of the host `host` names (the first host when `None`), and, for a
+/// document whose `cpu` elements carry `host_hash`, the scope naming every host.
+fn select_cpus(doc: &Doc, host: Option<&str>) -> Result<(Vec<usize>, Option<HostScope>)> {
     let mut groups = hosts(doc);
     if groups.is_empty() {
         bail!("<system> has no <cpu> element");
@@ -659,87 +716,99 @@ pub fn discover_host(doc: &Doc, source: SourceInfo, host: Option<&str>) -> Resul
         selected,
         chosen: host.is_some(),
     });
-    let cpu_els: Vec<usize> = groups.swap_remove(selected).1;
-    for &c in &cpu_els {
-        let ce = &doc.elements[c];
-        // NCCL writes -1 when the CPU has no NUMA node.
-        let numaid = match ce.attr("numaid") {
-            Some(_) => ctx
-                .value(c, "numaid", attr::numa_node, "NUMA node unknown")
-                .flatten(),
-            None => {
-                ctx.warn(c, "no numaid; NUMA node unknown");
-                None
-            }
-        };
-        let cpus = ctx
-            .value(c, "affinity", cpulist::parse_mask, "local CPUs unknown")
-            .filter(|c| !c.is_empty());
-        if let Some(id) = numaid {
-            match numa.entry(id) {
-                std::collections::btree_map::Entry::Occupied(_) => {
-                    ctx.warn(
-                        c,
-                        format!("second cpu element for NUMA node {id}; its devices share the first one's host bridge"),
-                    );
-                }
-                std::collections::btree_map::Entry::Vacant(v) => {
-                    v.insert(NumaNode {
-                        id,
-                        cpus: cpus
-                            .as_deref()
-                            .map(crate::model::cpulist::format_list)
-                            .unwrap_or_default(),
-                        distances: Vec::new(),
-                    });
-                }
-            }
+    Ok((groups.swap_remove(selected).1, host_scope))
+}
+
+/// One `cpu` element `c`: its NUMA node and host bridge, the CPU's identity (from the first
+/// that has one), the `pci` trees below it, and (warned, not kept) NICs directly under it.
+fn cpu_element(ctx: &mut Ctx<'_>, c: usize, node: &mut Node) {
+    let doc = ctx.doc;
+    let ce = &doc.elements[c];
+    // NCCL writes -1 when the CPU has no NUMA node.
+    let numaid = match ce.attr("numaid") {
+        Some(_) => ctx
+            .value(c, "numaid", attr::numa_node, "NUMA node unknown")
+            .flatten(),
+        None => {
+            ctx.warn(c, "no numaid; NUMA node unknown");
+            None
         }
-        let hb = host_bridge_for(numaid);
-        if !host_bridges.iter().any(|h| h.name == hb) {
-            host_bridges.push(HostBridge {
-                name: hb.clone(),
-                domain: 0,
-                bus: 0,
-                numa_node: numaid,
-                cpus: cpus.as_deref().map(crate::model::cpulist::format_list),
-            });
-        }
-        if machine.cpu_vendor.is_none() {
-            // NCCL writes `vendor` for x86 only; an Arm or POWER node is told by `arch`.
-            let arch = ce.attr("arch").map(str::trim);
-            machine.cpu_vendor = ce
-                .attr("vendor")
-                .map(|v| v.to_string())
-                .filter(|v| !v.trim().is_empty())
-                .or_else(|| match arch {
-                    Some("arm64") => Some("no vendor (arm64, <cpu arch>)".to_string()),
-                    Some("ppc64") => Some("IBM POWER (ppc64, <cpu arch>)".to_string()),
-                    _ => None,
+    };
+    let cpus = ctx
+        .value(c, "affinity", cpulist::parse_mask, "local CPUs unknown")
+        .filter(|c| !c.is_empty());
+    if let Some(id) = numaid {
+        match node.numa.entry(id) {
+            std::collections::btree_map::Entry::Occupied(_) => {
+                ctx.warn(
+                    c,
+                    format!("second cpu element for NUMA node {id}; its devices share the first one's host bridge"),
+                );
+            }
+            std::collections::btree_map::Entry::Vacant(v) => {
+                v.insert(NumaNode {
+                    id,
+                    cpus: cpus
+                        .as_deref()
+                        .map(crate::model::cpulist::format_list)
+                        .unwrap_or_default(),
+                    distances: Vec::new(),
                 });
-            machine.cpu_family = ce.attr("familyid").and_then(|v| v.trim().parse().ok());
-            machine.cpu_model_number = ce.attr("modelid").and_then(|v| v.trim().parse().ok());
-        }
-        for p in doc.children_named(c, "pci").collect::<Vec<_>>() {
-            ctx.pci(p, None, &hb, numaid, &cpus);
-        }
-        for n in doc.children_named(c, "nic").collect::<Vec<_>>() {
-            let names: Vec<&str> = doc
-                .children_named(n, "net")
-                .filter_map(|x| doc.elements[x].attr("name"))
-                .collect();
-            ctx.warn(
-                n,
-                format!(
-                    "virtual NIC directly under a cpu (no PCI device): {} not kept",
-                    names.join(", ")
-                ),
-            );
+            }
         }
     }
+    let hb = host_bridge_for(numaid);
+    if !node.host_bridges.iter().any(|h| h.name == hb) {
+        node.host_bridges.push(HostBridge {
+            name: hb.clone(),
+            domain: 0,
+            bus: 0,
+            numa_node: numaid,
+            cpus: cpus.as_deref().map(crate::model::cpulist::format_list),
+        });
+    }
+    if node.machine.cpu_vendor.is_none() {
+        cpu_identity(ce, &mut node.machine);
+    }
+    for p in doc.children_named(c, "pci").collect::<Vec<_>>() {
+        ctx.pci(p, None, &hb, numaid, &cpus);
+    }
+    for n in doc.children_named(c, "nic").collect::<Vec<_>>() {
+        let names: Vec<&str> = doc
+            .children_named(n, "net")
+            .filter_map(|x| doc.elements[x].attr("name"))
+            .collect();
+        ctx.warn(
+            n,
+            format!(
+                "virtual NIC directly under a cpu (no PCI device): {} not kept",
+                names.join(", ")
+            ),
+        );
+    }
+}
 
-    // NVLinks.
-    let gpus: HashMap<Bdf, Option<u32>> = ctx.gpu_version.clone();
+/// The CPU's vendor, family and model from a `cpu` element.
+fn cpu_identity(ce: &super::xmltree::Element, machine: &mut MachineInfo) {
+    // NCCL writes `vendor` for x86 only; an Arm or POWER node is told by `arch`.
+    let arch = ce.attr("arch").map(str::trim);
+    machine.cpu_vendor = ce
+        .attr("vendor")
+        .map(|v| v.to_string())
+        .filter(|v| !v.trim().is_empty())
+        .or_else(|| match arch {
+            Some("arm64") => Some("no vendor (arm64, <cpu arch>)".to_string()),
+            Some("ppc64") => Some("IBM POWER (ppc64, <cpu arch>)".to_string()),
+            _ => None,
+        });
+    machine.cpu_family = ce.attr("familyid").and_then(|v| v.trim().parse().ok());
+    machine.cpu_model_number = ce.attr("modelid").and_then(|v| v.trim().parse().ok());
+}
+
+/// The NVLinks the `nvlink` elements list: GPU pairs (both GPUs in the file), links to an
+/// NVSwitch fabric; links to a CPU (POWER), to a GPU not in the file or to another target
+/// are warned and not kept. `path` names the input in the CPU-links warning.
+fn nvlink_tally(ctx: &mut Ctx<'_>, gpus: &HashMap<Bdf, Option<u32>>, path: &str) -> NvLinkTally {
     let mut tally = NvLinkTally::default();
     let mut cpu_links = 0usize;
     for (gpu, target, tclass, count) in &ctx.nvlinks {
@@ -775,38 +844,13 @@ pub fn discover_host(doc: &Doc, source: SourceInfo, host: Option<&str>) -> Resul
     }
     if cpu_links > 0 {
         ctx.warnings.push(Warning {
-            path: source.path.clone(),
+            path: path.to_string(),
             message: format!(
                 "{cpu_links} GPU-to-CPU NVLink element(s) (POWER) cannot be represented; not kept"
             ),
         });
     }
-    if ctx.data_direct {
-        source.limitations.push(DATA_DIRECT_LIMITATION.to_string());
-    }
-    if ctx.devices.iter().any(|d| d.bdf.domain == 0xffff) {
-        source
-            .limitations
-            .push(INVENTED_TREE_LIMITATION.to_string());
-    }
-    let xgmi = xgmi_links(&mut ctx, &gpus);
-    if ctx.amd_gpu_element {
-        source.limitations.push(XGMI_LIMITATION.to_string());
-    }
-    let mut raw = RawTopology::new(source, machine);
-    raw.numa_nodes = numa.into_values().collect();
-    raw.devices = ctx.devices;
-    raw.structure = Structure::UpstreamOnly {
-        host_bridges,
-        evidence: "nccl-xml",
-    };
-    raw.nvlinks = tally;
-    raw.nvlink_visible = ctx.any_gpu_element;
-    raw.xgmi = xgmi;
-    raw.xgmi_visible = ctx.amd_gpu_element;
-    raw.warnings = ctx.warnings;
-    raw.host_scope = host_scope;
-    Ok(raw)
+    tally
 }
 
 #[cfg(test)]
