@@ -405,7 +405,9 @@ fn placement(
     } else {
         ctx.warn(
             i,
-            format!("PCI object {bdf} is not below a host bridge; host bridge assumed from its address"),
+            format!(
+                "PCI object {bdf} is not below a host bridge; host bridge assumed from its address"
+            ),
         );
         let (c, m) = attach
             .map(|a| locality(ctx, a, numa_cpus))

@@ -291,7 +291,12 @@ impl Ctx<'_> {
         self.pci_attributes(i, &mut d);
         let gpu_el = doc.children_named(i, "gpu").next();
         let nic_el = doc.children_named(i, "nic").next();
-        d.kind = pci_kind(&d, doc.children_named(i, "pci").next().is_some(), gpu_el, nic_el);
+        d.kind = pci_kind(
+            &d,
+            doc.children_named(i, "pci").next().is_some(),
+            gpu_el,
+            nic_el,
+        );
         if let Some(g) = gpu_el {
             self.gpu(g, &mut d);
         }
@@ -338,7 +343,8 @@ impl Ctx<'_> {
         let ge = &doc.elements[g];
         let dev = ge.attr("dev").unwrap_or("?");
         // RCCL writes the same element for an AMD GPU, with its `gcn` architecture.
-        let amd = d.vendor_id == Some(crate::model::amd::AMD_GPU_VENDOR) || ge.attr("gcn").is_some();
+        let amd =
+            d.vendor_id == Some(crate::model::amd::AMD_GPU_VENDOR) || ge.attr("gcn").is_some();
         self.amd_gpu_element |= amd;
         let mut od = if amd {
             OsDevice::new(OsDeviceKind::AmdGpu, format!("hip{dev}"))
@@ -481,7 +487,12 @@ impl Ctx<'_> {
 
 /// The kind of a `pci` element's device: a switch when it has `pci` children, a GPU or NIC
 /// when it holds one, else by class as NCCL maps it.
-fn pci_kind(d: &Device, has_pci_children: bool, gpu_el: Option<usize>, nic_el: Option<usize>) -> DeviceKind {
+fn pci_kind(
+    d: &Device,
+    has_pci_children: bool,
+    gpu_el: Option<usize>,
+    nic_el: Option<usize>,
+) -> DeviceKind {
     if has_pci_children {
         DeviceKind::SwitchUpstream
     } else if gpu_el.is_some() {

@@ -393,7 +393,14 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
     }
     // 3. Link: virtual functions, and what the text beside the lspci output adds.
     link_vfs(&mut devices);
-    link_beside(text, &shown, &mut devices, &mut tally, &mut warnings, source);
+    link_beside(
+        text,
+        &shown,
+        &mut devices,
+        &mut tally,
+        &mut warnings,
+        source,
+    );
     // 4. Annotate: the input's limitations and warnings, the node's facts.
     note_input(doc, &shown, &tally, &mut warnings, source);
     let hypervisor = hypervisor_evidence(&entries, &shown);

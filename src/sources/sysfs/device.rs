@@ -94,7 +94,12 @@ fn open_device_dir<'a>(
             None
         }
         Err(e) => {
-            log.warn(dir, format!("device directory unreadable ({e}); device vanished or access denied, skipped"));
+            log.warn(
+                dir,
+                format!(
+                    "device directory unreadable ({e}); device vanished or access denied, skipped"
+                ),
+            );
             None
         }
     }
@@ -163,10 +168,14 @@ fn read_attributes(at: &DeviceDir, d: &mut Device) {
     };
     settle_kind(at, d, class);
     read_bars_and_aer(at, d);
-    d.driver = at.link_value("driver").and_then(|b| String::from_utf8(b).ok());
-    d.iommu_group = at
-        .log
-        .value(&at.path("iommu_group"), at.link_value("iommu_group"), attr::uint);
+    d.driver = at
+        .link_value("driver")
+        .and_then(|b| String::from_utf8(b).ok());
+    d.iommu_group = at.log.value(
+        &at.path("iommu_group"),
+        at.link_value("iommu_group"),
+        attr::uint,
+    );
     d.physfn = at.log.value(&at.path("physfn"), physfn, |b| {
         attr::pci_address(attr::text(b)?)
     });
