@@ -332,7 +332,7 @@ fn load_tarball(
     shown: String,
     scan_opts: &sysfs::ScanOptions,
     text_ids: Option<&Path>,
-    mut charge: Option<&mut budget::Charge>,
+    charge: Option<&mut budget::Charge>,
 ) -> Result<Topology> {
     let bytes = fsroot::input::read_input(path, fsroot::MAX_SNAPSHOT_BYTES)
         .with_context(|| format!("cannot read {shown}"))?;
@@ -342,7 +342,7 @@ fn load_tarball(
     {
         return read_operator_text(&text, &shown, text_ids);
     }
-    let fs = match fsroot::MemRoot::from_tar_bytes_charged(&shown, &bytes, charge.as_deref_mut()) {
+    let fs = match fsroot::MemRoot::from_tar_bytes_charged(&shown, &bytes, charge) {
         Ok(fs) if fs.is_dir(Path::new("sys/bus/pci")) => fs,
         // Not a snapshot: a sosreport or supportconfig holds lspci text instead.
         Ok(fs) => {

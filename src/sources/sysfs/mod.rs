@@ -222,10 +222,14 @@ fn locate(fs: &dyn FsRoot, log: &Log, bus: &Path, entries: &[super::fsroot::Entr
     located
 }
 
+/// A host bridge's name (when the path has one) and the `(address, path prefix)` of each
+/// bridge below it on a device's canonical path.
+type PathChain = (Option<String>, Vec<(Bdf, PathBuf)>);
+
 /// The host bridge (`pci0000:00`) and the bridges on the canonical path `dir`, each with its
 /// path prefix; `Err` says why the device is skipped (a path too deep or naming an address
 /// twice).
-fn path_chain(dir: &Path) -> Result<(Option<String>, Vec<(Bdf, PathBuf)>), String> {
+fn path_chain(dir: &Path) -> Result<PathChain, String> {
     let mut hb: Option<String> = None;
     let mut chain: Vec<(Bdf, PathBuf)> = Vec::new();
     let mut prefix = PathBuf::new();
