@@ -53,6 +53,35 @@ run fleet fleet "$TMP/fleet"
 run fleet.json fleet "$TMP/fleet" --format json
 "$BIN" probe --fabric ofi --provider tcp --memory host --format json --duration 0.2 --sizes 4096 2>/dev/null \
   | python3 -c 'import json,sys; d=json.load(sys.stdin); print(sorted(d.keys())); print(sorted(d["results"][0].keys()) if d.get("results") else "none")' > "$OUT/probe.keys" 2>&1
+# evidence and fabric maps (issue 56)
+OCI="$ROOT/fixtures/evidence/topology/oci-bm-gpu-h100-8.nccl-topo.xml"
+EV=()
+for f in "$ROOT"/fixtures/evidence/* "$ROOT"/tests/data/evidence/* "$ROOT"/tests/data/evidence-held-out/*; do
+  [ -f "$f" ] || continue
+  EV+=("$f")
+  d=$(basename "$(dirname "$f")"); b=$(basename "$f")
+  run "evidence.$d.$b" evidence "$f"
+  run "evidence.$d.$b.json" evidence "$f" --format json
+  run "evidence.$d.$b.oci" evidence "$f" -i "$OCI" --format json
+  run "evidence.$d.$b.8x200" evidence "$f" --nic-gbps 8x200
+done
+run evidence.all evidence "${EV[@]}"
+run evidence.all.json evidence "${EV[@]}" --format json --nic-gbps 8x400
+run evidence.hgx-faults evidence "$ROOT/fixtures/evidence/nccl-issue-707-8xa100-18nic.nccl-tests+nccl-info.EXCERPT.log" -i "$TMP/hgx-faults.tar.gz"
+for f in "$ROOT"/fixtures/fabric/published/* "$ROOT"/fixtures/fabric/pods/*; do
+  b=$(basename "$f")
+  run "fabric.$b" rails --fabric-map "$f"
+  run "fabric.$b.json" rails --fabric-map "$f" --format json
+  run "fabric.$b.hgx" rails -i "$ROOT/fixtures/synth/hgx-h100.tar.gz" --fabric-map "$f"
+  run "fabric.$b.hgx.json" rails -i "$ROOT/fixtures/synth/hgx-h100.tar.gz" --fabric-map "$f" --format json
+  run "fabric.$b.switch.json" rails --lldp-from switch --fabric-map "$f" --format json
+  run "fabric.$b.report.html" report -i "$ROOT/fixtures/synth/hgx-h100.tar.gz" --fabric-map "$f" -o /dev/stdout --format html
+done
+for f in "$ROOT"/fixtures/bundles/*.md; do
+  b=$(basename "$f")
+  run "bundle.$b.scan" scan -i "$f"
+  run "bundle.$b.scan.json" scan -i "$f" --format json
+done
 # text sources and platforms (issue 56): lspci text and bug reports (fixtures/bundles), published
 # platform and real-world XML, the real H200 VM snapshot, and the other input forms load_input
 # reads (a snapshot directory, a directory of text, gzip text, peerpath JSON).

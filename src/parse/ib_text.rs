@@ -72,12 +72,34 @@ pub fn natural_key(name: &str) -> (String, u64) {
 }
 
 /// Every RDMA device the text names, once per name (the first mention with a PCI address or
-/// ports wins over a bare legend entry).
+/// ports wins over a bare legend entry). Each line is tried as each tool's form in turn.
 pub fn parse(text: &str) -> Vec<IbDevice> {
-    let mut out: Vec<IbDevice> = Vec::new();
-    let mut cur: Option<usize> = None;
-    let mut port: Option<usize> = None;
-    let add = |out: &mut Vec<IbDevice>, d: IbDevice| -> usize {
+    let mut r = Reader::default();
+    for (i, raw) in text.lines().enumerate() {
+        let no = i + 1;
+        let t = raw.trim();
+        let _ = r.device_header(no, t)
+            || r.legend(no, t)
+            || r.ibdev2netdev(no, t)
+            || r.port_header(t)
+            || r.port_field(t);
+    }
+    r.out
+}
+
+/// The state of [`parse`] across lines: the devices, and the device and port whose block is
+/// being read.
+#[derive(Default)]
+struct Reader {
+    out: Vec<IbDevice>,
+    cur: Option<usize>,
+    port: Option<usize>,
+}
+
+impl Reader {
+    /// Adds a device, or merges it into the one of that name; its index.
+    fn add(&mut self, d: IbDevice) -> usize {
+        let out = &mut self.out;
         match out.iter().position(|x| x.name == d.name) {
             Some(i) => {
                 let x = &mut out[i];
@@ -99,124 +121,131 @@ pub fn parse(text: &str) -> Vec<IbDevice> {
                 out.len() - 1
             }
         }
-    };
-    for (i, raw) in text.lines().enumerate() {
-        let no = i + 1;
-        let t = raw.trim();
-        // ibstat: CA 'mlx5_0'
-        if let Some(n) = t.strip_prefix("CA '").and_then(|r| r.strip_suffix('\''))
+    }
+
+    /// ibstat `CA 'mlx5_0'`, ibv_devinfo `hca_id:\tmlx5_0`: a device's block starts.
+    fn device_header(&mut self, no: usize, t: &str) -> bool {
+        let found = if let Some(n) = t.strip_prefix("CA '").and_then(|r| r.strip_suffix('\''))
             && is_name(n)
         {
-            let d = IbDevice {
-                name: n.into(),
-                from: "ibstat",
-                line: no,
-                ..IbDevice::default()
-            };
-            cur = Some(add(&mut out, d));
-            port = None;
-            continue;
-        }
-        // ibv_devinfo: hca_id:	mlx5_0
-        if let Some(n) = t.strip_prefix("hca_id:").map(str::trim)
+            Some((n, "ibstat"))
+        } else if let Some(n) = t.strip_prefix("hca_id:").map(str::trim)
             && is_name(n)
         {
-            let d = IbDevice {
-                name: n.into(),
-                from: "ibv_devinfo",
-                line: no,
-                ..IbDevice::default()
-            };
-            cur = Some(add(&mut out, d));
-            port = None;
-            continue;
-        }
-        // nvidia-smi topo -m legend: NIC0: mlx5_0
+            Some((n, "ibv_devinfo"))
+        } else {
+            None
+        };
+        let Some((n, from)) = found else {
+            return false;
+        };
+        let d = IbDevice {
+            name: n.into(),
+            from,
+            line: no,
+            ..IbDevice::default()
+        };
+        self.cur = Some(self.add(d));
+        self.port = None;
+        true
+    }
+
+    /// nvidia-smi topo -m legend: `NIC0: mlx5_0`.
+    fn legend(&mut self, no: usize, t: &str) -> bool {
         if let Some((k, v)) = t.split_once(": ")
             && k.strip_prefix("NIC")
                 .is_some_and(|n| !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit()))
             && is_name(v.trim())
         {
-            add(
-                &mut out,
-                IbDevice {
-                    name: v.trim().into(),
-                    from: "nvidia-smi topo -m",
-                    line: no,
-                    ..IbDevice::default()
-                },
-            );
-            cur = None;
-            continue;
+            self.add(IbDevice {
+                name: v.trim().into(),
+                from: "nvidia-smi topo -m",
+                line: no,
+                ..IbDevice::default()
+            });
+            self.cur = None;
+            return true;
         }
-        // ibdev2netdev: [PCI ]mlx5_0 [(…) … ]port 1 ==> ib0 (Up)
-        if let Some((left, right)) = t.split_once(" ==> ") {
-            let toks: Vec<&str> = left.split_whitespace().collect();
-            let (pci, name) = match toks.as_slice() {
-                [p, n, ..] if p.matches(':').count() == 2 && p.contains('.') => {
-                    (Some(p.to_string()), *n)
-                }
-                [n, ..] => (None, *n),
-                [] => continue,
-            };
-            if !is_name(name) {
-                continue;
+        false
+    }
+
+    /// ibdev2netdev: `[PCI ]mlx5_0 [(…) … ]port 1 ==> ib0 (Up)`; any line with the arrow is
+    /// taken, read or not.
+    fn ibdev2netdev(&mut self, no: usize, t: &str) -> bool {
+        let Some((left, right)) = t.split_once(" ==> ") else {
+            return false;
+        };
+        let toks: Vec<&str> = left.split_whitespace().collect();
+        let (pci, name) = match toks.as_slice() {
+            [p, n, ..] if p.matches(':').count() == 2 && p.contains('.') => {
+                (Some(p.to_string()), *n)
             }
-            let portno = left
-                .rsplit_once("port ")
-                .and_then(|(_, p)| p.split_whitespace().next())
-                .and_then(|p| p.parse().ok());
-            let netdev = right.split_whitespace().next().map(str::to_string);
-            let i = add(
-                &mut out,
-                IbDevice {
-                    name: name.into(),
-                    pci,
-                    netdev,
-                    from: "ibdev2netdev",
-                    line: no,
-                    ..IbDevice::default()
-                },
-            );
-            if let Some(p) = portno
-                && !out[i].ports.iter().any(|x| x.port == p)
-            {
-                // ibdev2netdev says the netdev's operstate, not the port's: kept as unknown
-                // state unless `-v` printed `(ACTIVE)`/`(DOWN)` before the arrow.
-                let st = left
-                    .rsplit_once('(')
-                    .and_then(|(_, r)| r.strip_suffix(')'))
-                    .and_then(|w| state_num(w).map(|n| (n, w.to_ascii_uppercase())));
-                out[i].ports.push(Port {
-                    port: p,
-                    state: st,
-                    ..Port::default()
-                });
-            }
-            cur = None;
-            continue;
+            [n, ..] => (None, *n),
+            [] => return true,
+        };
+        if !is_name(name) {
+            return true;
         }
-        let Some(ci) = cur else { continue };
-        // Port headers: `Port 1:` (ibstat), `port:	1` (ibv_devinfo).
+        let portno = left
+            .rsplit_once("port ")
+            .and_then(|(_, p)| p.split_whitespace().next())
+            .and_then(|p| p.parse().ok());
+        let netdev = right.split_whitespace().next().map(str::to_string);
+        let i = self.add(IbDevice {
+            name: name.into(),
+            pci,
+            netdev,
+            from: "ibdev2netdev",
+            line: no,
+            ..IbDevice::default()
+        });
+        let out = &mut self.out;
+        if let Some(p) = portno
+            && !out[i].ports.iter().any(|x| x.port == p)
+        {
+            // ibdev2netdev says the netdev's operstate, not the port's: kept as unknown
+            // state unless `-v` printed `(ACTIVE)`/`(DOWN)` before the arrow.
+            let st = left
+                .rsplit_once('(')
+                .and_then(|(_, r)| r.strip_suffix(')'))
+                .and_then(|w| state_num(w).map(|n| (n, w.to_ascii_uppercase())));
+            out[i].ports.push(Port {
+                port: p,
+                state: st,
+                ..Port::default()
+            });
+        }
+        self.cur = None;
+        true
+    }
+
+    /// Port headers inside a device's block: `Port 1:` (ibstat), `port:\t1` (ibv_devinfo).
+    fn port_header(&mut self, t: &str) -> bool {
+        let Some(ci) = self.cur else { return false };
         let port_no = t
             .strip_prefix("Port ")
             .and_then(|r| r.strip_suffix(':'))
             .or_else(|| t.strip_prefix("port:").map(str::trim))
             .and_then(|n| n.parse::<u32>().ok());
-        if let Some(p) = port_no {
-            out[ci].ports.push(Port {
-                port: p,
-                ..Port::default()
-            });
-            port = Some(out[ci].ports.len() - 1);
-            continue;
-        }
-        let Some(pi) = port else { continue };
+        let Some(p) = port_no else { return false };
+        self.out[ci].ports.push(Port {
+            port: p,
+            ..Port::default()
+        });
+        self.port = Some(self.out[ci].ports.len() - 1);
+        true
+    }
+
+    /// A field of the port being read: state, physical state, rate, link layer.
+    fn port_field(&mut self, t: &str) -> bool {
+        let (Some(ci), Some(pi)) = (self.cur, self.port) else {
+            return false;
+        };
         let Some((k, v)) = t.split_once(':') else {
-            continue;
+            return false;
         };
         let v = v.trim();
-        let p = &mut out[ci].ports[pi];
+        let p = &mut self.out[ci].ports[pi];
         match k.trim() {
             // ibstat `State: Active`; ibv_devinfo `state: PORT_ACTIVE (4)`.
             "State" | "state" => {
@@ -232,8 +261,8 @@ pub fn parse(text: &str) -> Vec<IbDevice> {
             "Link layer" | "link_layer" => p.link_layer = Some(v.to_string()),
             _ => {}
         }
+        true
     }
-    out
 }
 
 #[cfg(test)]

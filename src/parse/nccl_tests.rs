@@ -204,185 +204,220 @@ fn run_at<'r>(cur: &'r mut Option<TestRun>, runs: &mut Vec<TestRun>, no: usize) 
     run
 }
 
-/// Parses the fragments of an input (what is not NCCL's).
+/// Parses the fragments of an input (what is not NCCL's): each line dispatched to the form it
+/// has ([`Reader::line`]): a command, a `#` line ([`Reader::comment`]), a row or part of one.
 pub fn parse(fragments: &[Fragment]) -> NcclTests {
-    let mut out = NcclTests::default();
-    let mut cur: Option<TestRun> = None;
-    let mut layout: Option<Layout> = None;
-    let mut pending: Option<(usize, String)> = None;
-    let mut last_command: Option<(String, Option<String>)> = None;
-    // `# nccl-tests version …` and `# Collective test starting: …` come before the run's
-    // parameter line.
-    let mut library: Option<(u32, u32, u32)> = None;
-    let mut starting: Option<String> = None;
-    let finish = |cur: &mut Option<TestRun>, out: &mut NcclTests| {
-        if let Some(r) = cur.take()
+    let mut r = Reader::default();
+    for f in fragments {
+        r.line(f);
+    }
+    if let Some((no, text)) = r.pending.take() {
+        r.out.refused.push(RefusedRow {
+            line: no,
+            text,
+            why: "row cut at the end of the input".into(),
+        });
+    }
+    r.finish();
+    r.out
+}
+
+/// The state of [`parse`] across lines.
+#[derive(Default)]
+struct Reader {
+    out: NcclTests,
+    /// The run being read.
+    cur: Option<TestRun>,
+    /// The columns of its table.
+    layout: Option<Layout>,
+    /// The first half of a row a copy wrapped: its line and text.
+    pending: Option<(usize, String)>,
+    /// The last command that ran a test: its text and the test's name.
+    last_command: Option<(String, Option<String>)>,
+    /// `# nccl-tests version …` (its `nccl-library=`), before the run's parameter line.
+    library: Option<(u32, u32, u32)>,
+    /// `# Collective test starting: …`, before the run's parameter line.
+    starting: Option<String>,
+}
+
+impl Reader {
+    /// Ends the run being read (kept when it has rows, devices or an average).
+    fn finish(&mut self) {
+        if let Some(r) = self.cur.take()
             && (!r.rows.is_empty() || !r.devices.is_empty() || r.avg_busbw.is_some())
         {
-            out.runs.push(r);
+            self.out.runs.push(r);
         }
-    };
-    for f in fragments {
-        let raw = f.text;
-        let t = raw.trim();
+    }
+
+    /// One line, by its form.
+    fn line(&mut self, f: &Fragment) {
+        let t = f.text.trim();
         if t.is_empty() {
-            continue;
+            return;
         }
         if is_gap_marker(t) {
-            if let Some(run) = cur
+            if let Some(run) = self
+                .cur
                 .as_mut()
                 .filter(|r| r.rows.is_empty() && !r.devices.is_empty())
             {
                 run.devices_cut = true;
             }
-            continue;
+            return;
         }
         let cmd_text = shell_prompt(t).map_or(t, |(_, c)| c);
         if let Some(name) = test_name(cmd_text)
             && !t.starts_with('#')
         {
-            last_command = Some((cmd_text.chars().take(400).collect(), Some(name)));
-            out.lines.push(f.no);
-            continue;
+            self.last_command = Some((cmd_text.chars().take(400).collect(), Some(name)));
+            self.out.lines.push(f.no);
+            return;
         }
         if let Some(r) = comment(t) {
-            let r = r.trim();
-            // Every `#` line inside a run is the run's; outside one, only the forms read below.
-            out.lines.push(f.no);
-            let known = cur.is_some()
-                || [
-                    "nThread",
-                    "nccl-tests version",
-                    "Collective test",
-                    "Using devices",
-                ]
-                .iter()
-                .any(|p| r.starts_with(p))
-                || rank_device(r).is_some()
-                || (r.contains("size") && r.contains("count") && r.contains("busbw"));
-            if !known {
-                out.lines.pop();
-            }
-            if let Some(v) = r.strip_prefix("nccl-tests version") {
-                library = v
-                    .split_whitespace()
-                    .find_map(|w| w.strip_prefix("nccl-library="))
-                    .and_then(version_code);
-                continue;
-            }
-            if let Some(v) = r.strip_prefix("Collective test starting:") {
-                starting = Some(v.trim().to_string());
-                continue;
-            }
-            // A header line after a pending half row means that row was cut.
-            if let Some((no, text)) = pending.take() {
-                out.refused.push(RefusedRow {
-                    line: no,
-                    text,
-                    why: "row cut: its second half never came".into(),
-                });
-            }
-            if r.starts_with("nThread") {
-                finish(&mut cur, &mut out);
-                let mut run = TestRun {
-                    line: f.no,
-                    ..Default::default()
-                };
-                if let Some((c, n)) = last_command.take() {
-                    run.command = Some(c);
-                    run.test = n;
-                }
-                if let Some(t) = starting.take() {
-                    run.test.get_or_insert(t);
-                }
-                run.nccl_library = library.take();
-                let toks: Vec<&str> = r.split_whitespace().collect();
-                let num = |k: &str| {
-                    toks.windows(2)
-                        .find(|w| w[0] == k)
-                        .and_then(|w| w[1].parse::<u64>().ok())
-                };
-                if let (Some(a), Some(b)) = (num("minBytes"), num("maxBytes")) {
-                    run.bytes_range = Some((a, b));
-                }
-                run.gpus_per_process = num("nGpus").map(|n| n as u32);
-                cur = Some(run);
-                layout = None;
-                continue;
-            }
-            if let Some(d) = rank_device(r) {
-                let cut = !f.ended || d.bus.is_empty();
-                let run = run_at(&mut cur, &mut out.runs, f.no);
-                run.devices_cut |= cut;
-                if !run
-                    .devices
-                    .iter()
-                    .any(|x| x.rank == d.rank && x.host == d.host)
-                {
-                    run.devices.push(d);
-                }
-                continue;
-            }
-            if r.contains("size") && r.contains("count") && r.contains("busbw") {
-                let cols: Vec<&str> = r.split_whitespace().collect();
-                let root = cols.contains(&"root");
-                let busbw = cols.iter().filter(|c| **c == "busbw").count().max(1);
-                let after_head = cols.len()
-                    - cols.iter().position(|c| *c == "redop").map_or(3, |p| p + 1)
-                    - usize::from(root);
-                layout = Some(Layout {
-                    redop: cols.contains(&"redop"),
-                    root,
-                    half: (after_head / busbw).clamp(4, 8),
-                });
-                let run = run_at(&mut cur, &mut out.runs, f.no);
-                if let Some((c, n)) = last_command.take() {
-                    run.command = Some(c);
-                    run.test = n;
-                }
-                run.header_seen = true;
-                continue;
-            }
-            if let Some(v) = r.strip_prefix("Avg bus bandwidth") {
-                let v = v.trim_start_matches([' ', ':']);
-                if let Some(run) = cur.as_mut() {
-                    let w = v.split_whitespace().next().unwrap_or("");
-                    run.avg_busbw = super::text::finite(w);
-                    if super::text::non_finite(w) {
-                        out.refused.push(RefusedRow {
-                            line: f.no,
-                            text: r.chars().take(160).collect(),
-                            why: format!("{w:?} is not a finite bandwidth"),
-                        });
-                    }
-                }
-                continue;
-            }
-            if let Some(v) = r.strip_prefix("Out of bounds values") {
-                let v = v.trim_start_matches([' ', ':']);
-                if let Some(run) = cur.as_mut() {
-                    run.out_of_bounds = v.split_whitespace().next().and_then(|x| x.parse().ok());
-                }
-                continue;
-            }
-            if let Some(v) = r.strip_prefix("Collective test concluded:") {
-                if let Some(run) = cur.as_mut() {
-                    run.test = Some(v.trim().to_string());
-                }
-                finish(&mut cur, &mut out);
-                layout = None;
-                continue;
-            }
-            continue;
+            self.comment(f, r.trim());
+            return;
         }
-        // A row, or part of one. A launcher that tags every write (`[0]`) puts its tag inside
-        // the row, between the pieces nccl-tests prints (NVIDIA/nccl#1453): taken out.
+        self.row(f, t);
+    }
+
+    /// A `#` line: every one inside a run is the run's; outside one, only the forms read here.
+    fn comment(&mut self, f: &Fragment, r: &str) {
+        self.out.lines.push(f.no);
+        let known = self.cur.is_some()
+            || [
+                "nThread",
+                "nccl-tests version",
+                "Collective test",
+                "Using devices",
+            ]
+            .iter()
+            .any(|p| r.starts_with(p))
+            || rank_device(r).is_some()
+            || is_table_header(r);
+        if !known {
+            self.out.lines.pop();
+        }
+        if let Some(v) = r.strip_prefix("nccl-tests version") {
+            self.library = v
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix("nccl-library="))
+                .and_then(version_code);
+            return;
+        }
+        if let Some(v) = r.strip_prefix("Collective test starting:") {
+            self.starting = Some(v.trim().to_string());
+            return;
+        }
+        // A header line after a pending half row means that row was cut.
+        if let Some((no, text)) = self.pending.take() {
+            self.out.refused.push(RefusedRow {
+                line: no,
+                text,
+                why: "row cut: its second half never came".into(),
+            });
+        }
+        if r.starts_with("nThread") {
+            self.parameters(f.no, r);
+        } else if let Some(d) = rank_device(r) {
+            let cut = !f.ended || d.bus.is_empty();
+            let run = run_at(&mut self.cur, &mut self.out.runs, f.no);
+            run.devices_cut |= cut;
+            if !run
+                .devices
+                .iter()
+                .any(|x| x.rank == d.rank && x.host == d.host)
+            {
+                run.devices.push(d);
+            }
+        } else if is_table_header(r) {
+            self.table_header(f.no, r);
+        } else if let Some(v) = r.strip_prefix("Avg bus bandwidth") {
+            let v = v.trim_start_matches([' ', ':']);
+            if let Some(run) = self.cur.as_mut() {
+                let w = v.split_whitespace().next().unwrap_or("");
+                run.avg_busbw = super::text::finite(w);
+                if super::text::non_finite(w) {
+                    self.out.refused.push(RefusedRow {
+                        line: f.no,
+                        text: r.chars().take(160).collect(),
+                        why: format!("{w:?} is not a finite bandwidth"),
+                    });
+                }
+            }
+        } else if let Some(v) = r.strip_prefix("Out of bounds values") {
+            let v = v.trim_start_matches([' ', ':']);
+            if let Some(run) = self.cur.as_mut() {
+                run.out_of_bounds = v.split_whitespace().next().and_then(|x| x.parse().ok());
+            }
+        } else if let Some(v) = r.strip_prefix("Collective test concluded:") {
+            if let Some(run) = self.cur.as_mut() {
+                run.test = Some(v.trim().to_string());
+            }
+            self.finish();
+            self.layout = None;
+        }
+    }
+
+    /// `# nThread … minBytes … maxBytes … nGpus …`: a new run.
+    fn parameters(&mut self, no: usize, r: &str) {
+        self.finish();
+        let mut run = TestRun {
+            line: no,
+            ..Default::default()
+        };
+        if let Some((c, n)) = self.last_command.take() {
+            run.command = Some(c);
+            run.test = n;
+        }
+        if let Some(t) = self.starting.take() {
+            run.test.get_or_insert(t);
+        }
+        run.nccl_library = self.library.take();
+        let toks: Vec<&str> = r.split_whitespace().collect();
+        let num = |k: &str| {
+            toks.windows(2)
+                .find(|w| w[0] == k)
+                .and_then(|w| w[1].parse::<u64>().ok())
+        };
+        if let (Some(a), Some(b)) = (num("minBytes"), num("maxBytes")) {
+            run.bytes_range = Some((a, b));
+        }
+        run.gpus_per_process = num("nGpus").map(|n| n as u32);
+        self.cur = Some(run);
+        self.layout = None;
+    }
+
+    /// The table's header: its columns.
+    fn table_header(&mut self, no: usize, r: &str) {
+        let cols: Vec<&str> = r.split_whitespace().collect();
+        let root = cols.contains(&"root");
+        let busbw = cols.iter().filter(|c| **c == "busbw").count().max(1);
+        let after_head = cols.len()
+            - cols.iter().position(|c| *c == "redop").map_or(3, |p| p + 1)
+            - usize::from(root);
+        self.layout = Some(Layout {
+            redop: cols.contains(&"redop"),
+            root,
+            half: (after_head / busbw).clamp(4, 8),
+        });
+        let run = run_at(&mut self.cur, &mut self.out.runs, no);
+        if let Some((c, n)) = self.last_command.take() {
+            run.command = Some(c);
+            run.test = n;
+        }
+        run.header_seen = true;
+    }
+
+    /// A row, or part of one. A launcher that tags every write (`[0]`) puts its tag inside
+    /// the row, between the pieces nccl-tests prints (NVIDIA/nccl#1453): taken out.
+    fn row(&mut self, f: &Fragment, t: &str) {
         let untagged = strip_inner_tags(t);
         let t = untagged.as_ref();
-        let text = match pending.take() {
+        let text = match self.pending.take() {
             Some((no, head)) if continues_row(t) => (no, format!("{head} {t}")),
             Some((no, head)) => {
-                out.refused.push(RefusedRow {
+                self.out.refused.push(RefusedRow {
                     line: no,
                     text: head,
                     why: "row cut: the next line does not continue it".into(),
@@ -392,19 +427,20 @@ pub fn parse(fragments: &[Fragment]) -> NcclTests {
             None => (f.no, t.to_string()),
         };
         if !starts_row(&text.1) {
-            continue;
+            return;
         }
-        match read_row(text.0, &text.1, layout) {
+        let out = &mut self.out;
+        match read_row(text.0, &text.1, self.layout) {
             RowRead::Row(row) => {
                 out.lines.push(f.no);
                 if text.0 != f.no {
                     out.lines.push(text.0);
                 }
-                let run = cur.get_or_insert_with(|| TestRun {
+                let run = self.cur.get_or_insert_with(|| TestRun {
                     line: f.no,
                     ..Default::default()
                 });
-                if let Some((c, n)) = last_command.take() {
+                if let Some((c, n)) = self.last_command.take() {
                     run.command.get_or_insert(c);
                     if run.test.is_none() {
                         run.test = n;
@@ -431,7 +467,7 @@ pub fn parse(fragments: &[Fragment]) -> NcclTests {
                         why: "row cut: fewer columns than the table has".into(),
                     });
                 } else {
-                    pending = Some((text.0, text.1));
+                    self.pending = Some((text.0, text.1));
                 }
             }
             // Five numbers and no type: another tool's table (perftest), not ours.
@@ -443,15 +479,11 @@ pub fn parse(fragments: &[Fragment]) -> NcclTests {
             }),
         }
     }
-    if let Some((no, text)) = pending {
-        out.refused.push(RefusedRow {
-            line: no,
-            text,
-            why: "row cut at the end of the input".into(),
-        });
-    }
-    finish(&mut cur, &mut out);
-    out
+}
+
+/// Whether a `#` line is a table's header (`size count … busbw`).
+fn is_table_header(r: &str) -> bool {
+    r.contains("size") && r.contains("count") && r.contains("busbw")
 }
 
 /// `Rank  0 Group  0 Pid 2017630 on   swat1-04 device  0 [0x07] NVIDIA A100-SXM4-80GB`.

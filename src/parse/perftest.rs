@@ -167,31 +167,63 @@ fn setting<'a>(t: &'a str, key: &str) -> Option<&'a str> {
     None
 }
 
-/// Parses the fragments of an input.
+/// Parses the fragments of an input: each line dispatched to the form it has ([`Reader::line`]).
 pub fn parse(fragments: &[Fragment]) -> Perftest {
-    let mut out = Perftest::default();
-    let mut cur: Option<PerfRun> = None;
-    let mut in_table = false;
-    let mut last_host: Option<String> = None;
-    let push = |cur: &mut Option<PerfRun>, out: &mut Perftest| {
-        if let Some(r) = cur.take()
+    let mut r = Reader::default();
+    for f in fragments {
+        r.line(f);
+    }
+    r.finish_run();
+    r.out
+}
+
+/// The state of [`parse`] across lines: the runs read, the run being read, whether its table
+/// is open, the host of the last shell prompt.
+#[derive(Default)]
+struct Reader {
+    out: Perftest,
+    cur: Option<PerfRun>,
+    in_table: bool,
+    last_host: Option<String>,
+}
+
+impl Reader {
+    /// Ends the run being read (kept when it has rows).
+    fn finish_run(&mut self) {
+        if let Some(r) = self.cur.take()
             && !r.rows.is_empty()
         {
-            out.runs.push(r);
+            self.out.runs.push(r);
         }
-    };
-    for f in fragments {
+    }
+
+    /// Whether the run being read has rows (a new banner starts another run).
+    fn run_started(&self) -> bool {
+        self.cur.as_ref().is_some_and(|r| !r.rows.is_empty())
+    }
+
+    /// The run being read, started at line `no` on the last host when there is none.
+    fn run(&mut self, no: usize) -> &mut PerfRun {
+        self.cur.get_or_insert_with(|| {
+            let mut r = PerfRun::new(no);
+            r.host = self.last_host.clone();
+            r
+        })
+    }
+
+    /// One line, by its form.
+    fn line(&mut self, f: &Fragment) {
         let t = f.text.trim_end();
         let tt = t.trim();
         if tt.is_empty() {
-            continue;
+            return;
         }
         let (host, cmd) = match shell_prompt(tt) {
             Some((h, c)) => (Some(h.to_string()), c),
             None => (None, tt),
         };
         if host.is_some() {
-            last_host = host.clone();
+            self.last_host = host.clone();
         }
         let tool = cmd
             .split_whitespace()
@@ -199,146 +231,160 @@ pub fn parse(fragments: &[Fragment]) -> Perftest {
             .map(|w| w.rsplit('/').next().unwrap_or(w))
             .filter(|w| TOOLS.contains(w));
         if let Some(tool) = tool {
-            push(&mut cur, &mut out);
-            in_table = false;
-            let mut r = PerfRun::new(f.no);
-            r.host = host.or_else(|| last_host.clone());
-            r.command = Some(cmd.chars().take(400).collect());
-            r.tool = Some(tool.to_string());
-            let toks: Vec<&str> = cmd.split_whitespace().collect();
-            for (i, w) in toks.iter().enumerate() {
-                let val = |flag: &str| -> Option<String> {
-                    w.strip_prefix(flag)
-                        .and_then(|v| v.strip_prefix('='))
-                        .map(str::to_string)
-                        .or_else(|| {
-                            (*w == flag)
-                                .then(|| toks.get(i + 1).map(|s| s.to_string()))
-                                .flatten()
-                        })
-                };
-                if let Some(d) = val("-d").or_else(|| val("--ib-dev")) {
-                    r.device = Some(d);
-                }
-                if let Some(c) = val("--use_cuda") {
-                    r.memory = PerfMemory::Cuda {
-                        device: c.parse().ok(),
-                        pci: None,
-                        name: None,
-                        dmabuf: toks.contains(&"--use_cuda_dmabuf"),
-                    };
-                } else if let Some(b) = val("--use_cuda_bus_id") {
-                    r.memory = PerfMemory::Cuda {
-                        device: None,
-                        pci: Some(b),
-                        name: None,
-                        dmabuf: toks.contains(&"--use_cuda_dmabuf"),
-                    };
-                }
+            self.command(f.no, tool, host, cmd);
+        } else if let Some(r) = tt.strip_prefix("Starting RDMA client '") {
+            self.client(f.no, r);
+        } else if tt.contains("Waiting for client to connect") {
+            if self.run_started() {
+                self.finish_run();
             }
-            if r.memory == PerfMemory::Unknown {
-                r.memory = PerfMemory::Host {
-                    basis: "the command has no --use_cuda".into(),
-                };
-            }
-            cur = Some(r);
-            continue;
-        }
-        if let Some(r) = tt.strip_prefix("Starting RDMA client '") {
-            push(&mut cur, &mut out);
-            in_table = false;
-            let mut run = PerfRun::new(f.no);
-            run.host = last_host.clone();
-            let (tool, rest) = r.split_once('\'').unwrap_or((r, ""));
-            run.tool = Some(tool.to_string());
-            run.role = Some("client".into());
-            run.device = rest
-                .split_whitespace()
-                .skip_while(|w| *w != "for")
-                .nth(1)
-                .map(str::to_string);
-            cur = Some(run);
-            continue;
-        }
-        let run_started = |cur: &Option<PerfRun>| cur.as_ref().is_some_and(|r| !r.rows.is_empty());
-        if tt.contains("Waiting for client to connect") {
-            if run_started(&cur) {
-                push(&mut cur, &mut out);
-            }
-            let r = cur.get_or_insert_with(|| {
-                let mut r = PerfRun::new(f.no);
-                r.host = last_host.clone();
-                r
-            });
-            r.role = Some("server".into());
-            continue;
-        }
-        if tt == "initializing CUDA" {
-            if run_started(&cur) {
-                push(&mut cur, &mut out);
-            }
-            let r = cur.get_or_insert_with(|| {
-                let mut r = PerfRun::new(f.no);
-                r.host = last_host.clone();
-                r
-            });
-            if !matches!(r.memory, PerfMemory::Cuda { .. }) {
-                r.memory = PerfMemory::Cuda {
-                    device: None,
-                    pci: None,
-                    name: None,
-                    dmabuf: false,
-                };
-            }
-            continue;
-        }
-        if let Some(PerfMemory::Cuda {
-            device, pci, name, ..
-        }) = cur.as_mut().map(|r| &mut r.memory)
-        {
-            if let Some(n) = tt.strip_prefix("Picking device No. ") {
-                *device = n.trim().parse().ok();
-                continue;
-            }
-            if let Some(rest) = tt.strip_prefix("CUDA device ")
-                && let Some((n, addr)) = rest.split_once(": PCIe address is ")
-            {
-                // Kept for the device picked (or the first when none was picked yet).
-                if device.is_none_or(|d| n.trim().parse() == Ok(d)) && pci.is_none() {
-                    *pci = Some(addr.trim().to_string());
-                }
-                continue;
-            }
-            if let Some((_, nm)) = tt.split_once("device name = [") {
-                *name = Some(nm.trim_end_matches(']').to_string());
-                continue;
-            }
-        }
-        if let Some(test) = tt.strip_suffix(" BW Test") {
-            if run_started(&cur) || cur.as_ref().is_some_and(|r| r.test.is_some()) {
-                push(&mut cur, &mut out);
-            }
-            let r = cur.get_or_insert_with(|| {
-                let mut r = PerfRun::new(f.no);
-                r.host = last_host.clone();
-                r
-            });
-            r.test = Some(test.trim().to_string());
-            if r.memory == PerfMemory::Unknown {
-                r.memory = PerfMemory::Host {
-                    basis: "no CUDA initialisation was printed before the test banner".into(),
-                };
-            }
-            in_table = false;
-            continue;
-        }
-        if let Some(w) = tt.strip_prefix("WARNING:") {
-            if let Some(r) = cur.as_mut() {
+            self.run(f.no).role = Some("server".into());
+        } else if tt == "initializing CUDA" {
+            self.cuda_init(f.no);
+        } else if self.cuda_device(tt) {
+        } else if let Some(test) = tt.strip_suffix(" BW Test") {
+            self.test_banner(f.no, test);
+        } else if let Some(w) = tt.strip_prefix("WARNING:") {
+            if let Some(r) = self.cur.as_mut() {
                 r.warnings.push(w.trim().to_string());
             }
-            continue;
+        } else {
+            self.settings(t);
+            if tt.starts_with("#bytes") && tt.contains("BW average") {
+                self.table_header(f.no, tt);
+            } else if self.in_table {
+                self.table_line(f.no, tt);
+            }
         }
-        if let Some(r) = cur.as_mut() {
+    }
+
+    /// A perftest command line: a new run, with its device and memory from the flags.
+    fn command(&mut self, no: usize, tool: &str, host: Option<String>, cmd: &str) {
+        self.finish_run();
+        self.in_table = false;
+        let mut r = PerfRun::new(no);
+        r.host = host.or_else(|| self.last_host.clone());
+        r.command = Some(cmd.chars().take(400).collect());
+        r.tool = Some(tool.to_string());
+        let toks: Vec<&str> = cmd.split_whitespace().collect();
+        for (i, w) in toks.iter().enumerate() {
+            let val = |flag: &str| -> Option<String> {
+                w.strip_prefix(flag)
+                    .and_then(|v| v.strip_prefix('='))
+                    .map(str::to_string)
+                    .or_else(|| {
+                        (*w == flag)
+                            .then(|| toks.get(i + 1).map(|s| s.to_string()))
+                            .flatten()
+                    })
+            };
+            if let Some(d) = val("-d").or_else(|| val("--ib-dev")) {
+                r.device = Some(d);
+            }
+            if let Some(c) = val("--use_cuda") {
+                r.memory = PerfMemory::Cuda {
+                    device: c.parse().ok(),
+                    pci: None,
+                    name: None,
+                    dmabuf: toks.contains(&"--use_cuda_dmabuf"),
+                };
+            } else if let Some(b) = val("--use_cuda_bus_id") {
+                r.memory = PerfMemory::Cuda {
+                    device: None,
+                    pci: Some(b),
+                    name: None,
+                    dmabuf: toks.contains(&"--use_cuda_dmabuf"),
+                };
+            }
+        }
+        if r.memory == PerfMemory::Unknown {
+            r.memory = PerfMemory::Host {
+                basis: "the command has no --use_cuda".into(),
+            };
+        }
+        self.cur = Some(r);
+    }
+
+    /// `Starting RDMA client '<tool>' … for <device>`: a new client run.
+    fn client(&mut self, no: usize, r: &str) {
+        self.finish_run();
+        self.in_table = false;
+        let mut run = PerfRun::new(no);
+        run.host = self.last_host.clone();
+        let (tool, rest) = r.split_once('\'').unwrap_or((r, ""));
+        run.tool = Some(tool.to_string());
+        run.role = Some("client".into());
+        run.device = rest
+            .split_whitespace()
+            .skip_while(|w| *w != "for")
+            .nth(1)
+            .map(str::to_string);
+        self.cur = Some(run);
+    }
+
+    /// `initializing CUDA`: the run's memory is a GPU's.
+    fn cuda_init(&mut self, no: usize) {
+        if self.run_started() {
+            self.finish_run();
+        }
+        let r = self.run(no);
+        if !matches!(r.memory, PerfMemory::Cuda { .. }) {
+            r.memory = PerfMemory::Cuda {
+                device: None,
+                pci: None,
+                name: None,
+                dmabuf: false,
+            };
+        }
+    }
+
+    /// The GPU of a CUDA run: the device picked, its PCIe address, its name; whether the line
+    /// was one of these.
+    fn cuda_device(&mut self, tt: &str) -> bool {
+        let Some(PerfMemory::Cuda {
+            device, pci, name, ..
+        }) = self.cur.as_mut().map(|r| &mut r.memory)
+        else {
+            return false;
+        };
+        if let Some(n) = tt.strip_prefix("Picking device No. ") {
+            *device = n.trim().parse().ok();
+            return true;
+        }
+        if let Some(rest) = tt.strip_prefix("CUDA device ")
+            && let Some((n, addr)) = rest.split_once(": PCIe address is ")
+        {
+            // Kept for the device picked (or the first when none was picked yet).
+            if device.is_none_or(|d| n.trim().parse() == Ok(d)) && pci.is_none() {
+                *pci = Some(addr.trim().to_string());
+            }
+            return true;
+        }
+        if let Some((_, nm)) = tt.split_once("device name = [") {
+            *name = Some(nm.trim_end_matches(']').to_string());
+            return true;
+        }
+        false
+    }
+
+    /// `<test> BW Test`: the run's test (a new run when the current one has one).
+    fn test_banner(&mut self, no: usize, test: &str) {
+        if self.run_started() || self.cur.as_ref().is_some_and(|r| r.test.is_some()) {
+            self.finish_run();
+        }
+        let r = self.run(no);
+        r.test = Some(test.trim().to_string());
+        if r.memory == PerfMemory::Unknown {
+            r.memory = PerfMemory::Host {
+                basis: "no CUDA initialisation was printed before the test banner".into(),
+            };
+        }
+        self.in_table = false;
+    }
+
+    /// The settings block (`Device`, `Link type`, `Number of qps`, `PCIe relax order`).
+    fn settings(&mut self, t: &str) {
+        if let Some(r) = self.cur.as_mut() {
             if let Some(d) = setting(t, "Device") {
                 r.device = Some(d.to_string());
             }
@@ -352,69 +398,71 @@ pub fn parse(fragments: &[Fragment]) -> Perftest {
                 r.relaxed_order = Some(v.to_string());
             }
         }
-        if tt.starts_with("#bytes") && tt.contains("BW average") {
-            let unit = tt
-                .split_once("BW average[")
-                .and_then(|(_, u)| u.split_once(']'))
-                .map(|(u, _)| u.to_string());
-            let r = cur.get_or_insert_with(|| {
-                let mut r = PerfRun::new(f.no);
-                r.host = last_host.clone();
-                r
-            });
-            if !r.rows.is_empty() {
-                let mut next = PerfRun::new(f.no);
-                next.host = r.host.clone();
-                std::mem::swap(r, &mut next);
-                out.runs.push(next);
-            }
-            r.unit = unit;
-            in_table = true;
-            continue;
-        }
-        if in_table {
-            let toks: Vec<&str> = tt.split_whitespace().collect();
-            if toks.first().is_some_and(|w| is_uint(w)) {
-                let to_gbps = match cur.as_ref().and_then(|r| r.unit.as_deref()) {
-                    Some("Gb/sec") => 1.0,
-                    // MiB/s (and the older MB/sec, also 2^20 bytes) to Gb/s.
-                    Some(_) => 1048576.0 * 8.0 / 1e9,
-                    None => 1.0,
-                };
-                let nums: Vec<f64> = toks.iter().filter_map(|w| w.parse().ok()).collect();
-                if toks.iter().any(|w| crate::parse::text::non_finite(w)) {
-                    out.refused.push((f.no, tt.chars().take(160).collect()));
-                    continue;
-                }
-                // Five fields: the average (fourth) is whole even if the line was cut after it.
-                if let Some(r) = cur.as_mut() {
-                    r.end_line = f.no;
-                }
-                if nums.len() >= 5 && toks.len() >= 5 {
-                    if let Some(r) = cur.as_mut() {
-                        r.rows.push(PerfRow {
-                            bytes: nums[0] as u64,
-                            iterations: nums[1] as u64,
-                            peak_gbps: nums[2] * to_gbps,
-                            avg_gbps: nums[3] * to_gbps,
-                        });
-                    }
-                } else {
-                    out.refused.push((f.no, tt.chars().take(160).collect()));
-                }
-                continue;
-            }
-            if tt.starts_with("---") {
-                if let Some(r) = cur.as_mut() {
-                    r.end_line = f.no;
-                }
-                continue;
-            }
-            in_table = false;
-        }
     }
-    push(&mut cur, &mut out);
-    out
+
+    /// `#bytes … BW average[unit] …`: the table opens (a new run when this one has rows).
+    fn table_header(&mut self, no: usize, tt: &str) {
+        let unit = tt
+            .split_once("BW average[")
+            .and_then(|(_, u)| u.split_once(']'))
+            .map(|(u, _)| u.to_string());
+        let r = self.cur.get_or_insert_with(|| {
+            let mut r = PerfRun::new(no);
+            r.host = self.last_host.clone();
+            r
+        });
+        if !r.rows.is_empty() {
+            let mut next = PerfRun::new(no);
+            next.host = r.host.clone();
+            std::mem::swap(r, &mut next);
+            self.out.runs.push(next);
+        }
+        r.unit = unit;
+        self.in_table = true;
+    }
+
+    /// A line of an open table: a row (or refused when cut or not finite), a rule, or the
+    /// table's end.
+    fn table_line(&mut self, no: usize, tt: &str) {
+        let toks: Vec<&str> = tt.split_whitespace().collect();
+        if toks.first().is_some_and(|w| is_uint(w)) {
+            let to_gbps = match self.cur.as_ref().and_then(|r| r.unit.as_deref()) {
+                Some("Gb/sec") => 1.0,
+                // MiB/s (and the older MB/sec, also 2^20 bytes) to Gb/s.
+                Some(_) => 1048576.0 * 8.0 / 1e9,
+                None => 1.0,
+            };
+            let nums: Vec<f64> = toks.iter().filter_map(|w| w.parse().ok()).collect();
+            if toks.iter().any(|w| crate::parse::text::non_finite(w)) {
+                self.out.refused.push((no, tt.chars().take(160).collect()));
+                return;
+            }
+            // Five fields: the average (fourth) is whole even if the line was cut after it.
+            if let Some(r) = self.cur.as_mut() {
+                r.end_line = no;
+            }
+            if nums.len() >= 5 && toks.len() >= 5 {
+                if let Some(r) = self.cur.as_mut() {
+                    r.rows.push(PerfRow {
+                        bytes: nums[0] as u64,
+                        iterations: nums[1] as u64,
+                        peak_gbps: nums[2] * to_gbps,
+                        avg_gbps: nums[3] * to_gbps,
+                    });
+                }
+            } else {
+                self.out.refused.push((no, tt.chars().take(160).collect()));
+            }
+            return;
+        }
+        if tt.starts_with("---") {
+            if let Some(r) = self.cur.as_mut() {
+                r.end_line = no;
+            }
+            return;
+        }
+        self.in_table = false;
+    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,10 @@
 //! input what was read, the GDR verdict of each rank with its cause and NIC, the bandwidth and
 //! perftest verdicts, completion errors, and what the inputs could not show.
 
-use crate::analysis::evidence::{BwVerdict, EvidenceReport, Gdr, NicUse, RankVerdict};
+use crate::analysis::evidence::{
+    BwVerdict, EvidenceReport, Gdr, InputSummary, NicUse, PerftestVerdict, ProcessSummary,
+    RankVerdict,
+};
 use std::fmt::Write;
 
 /// The one-line verdict: PROBLEMS, NOTHING READ (see [`nothing_read`]), NOTHING JUDGED (see
@@ -236,7 +239,8 @@ fn who(r: &RankVerdict) -> String {
     s
 }
 
-/// Renders the report as text.
+/// Renders the report as text: the verdict line and what it was judged against, each input's
+/// section, then the GPU-vs-host comparisons, the ranks joined to the topology and the notes.
 pub fn text(r: &EvidenceReport) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", verdict_line(r));
@@ -258,187 +262,7 @@ pub fn text(r: &EvidenceReport) -> String {
         );
     }
     for i in &r.inputs {
-        let kinds = if i.kinds.is_empty() {
-            "nothing recognised".to_string()
-        } else {
-            i.kinds.join(", ")
-        };
-        let _ = writeln!(out, "\nINPUT {} [{kinds}]", i.source);
-        if i.kinds.iter().any(|k| k == "nccl-log") {
-            let _ = writeln!(
-                out,
-                "  {} line(s); {} NCCL message(s) read, {} of forms with no bearing on GDR/NICs, {} refused, {} gap marker(s)",
-                i.lines,
-                i.nccl_read,
-                i.nccl_other,
-                i.refused.len(),
-                i.gaps
-            );
-        }
-        for p in &i.processes {
-            let mut line = if p.headerless {
-                format!(
-                    "  lines without `host:pid:tid` (no process named)  NCCL {}",
-                    p.version.text
-                )
-            } else {
-                format!("  process {}:{}  NCCL {}", p.host, p.pid, p.version.text)
-            };
-            match p.version.source {
-                crate::analysis::evidence::version::VersionSource::Banner => {
-                    line.push_str(" (banner)")
-                }
-                crate::analysis::evidence::version::VersionSource::LineForms => {
-                    let _ = write!(line, " (from line forms: {})", p.version.forms.join("; "));
-                }
-                crate::analysis::evidence::version::VersionSource::Unknown => {
-                    line.push_str(" (no banner, no dated line form)")
-                }
-            }
-            if let Some(c) = &p.version.conflict {
-                let _ = write!(line, " [conflict: {c}]");
-            }
-            let _ = writeln!(out, "{line}");
-            if let Some(n) = &p.network {
-                let _ = writeln!(out, "    network {n}");
-            }
-            if let Some(o) = &p.ofi_provider {
-                let _ = writeln!(out, "    OFI provider {o}");
-            }
-            if let Some((n, at)) = p.ib_devices {
-                let _ = writeln!(
-                    out,
-                    "    IB devices detected: {n} (`RCCL: Detected {n} IB devices`, line {at})"
-                );
-            }
-            if !p.nics.is_empty() {
-                let _ = writeln!(out, "    NICs {}", p.nics.join(" "));
-            }
-            for (k, v, w) in &p.env {
-                let _ = writeln!(out, "    {k}={v} ({w})");
-            }
-        }
-        for x in &i.refused {
-            let _ = writeln!(out, "  refused line {}: {} — {:?}", x.line, x.why, x.text);
-        }
-        let u = &i.unrecognised_lines;
-        if u.count > 0 {
-            let first: Vec<String> = u.lines.iter().take(5).map(|l| l.line.to_string()).collect();
-            let _ = writeln!(
-                out,
-                "  {} line(s) not understood (lines {}{}; all in --format json)",
-                u.count,
-                first.join(", "),
-                if u.count > first.len() { ", …" } else { "" }
-            );
-        }
-        let ranks: Vec<&RankVerdict> = r.ranks.iter().filter(|x| x.source == i.source).collect();
-        if !ranks.is_empty() {
-            let _ = writeln!(out, "  GDR per rank:");
-        }
-        for x in ranks {
-            let _ = writeln!(
-                out,
-                "    {} — GDR {} (NCCL {})",
-                who(x),
-                x.gdr.as_str(),
-                x.version
-            );
-            if let Some(c) = &x.cause {
-                let _ = writeln!(out, "      why: {}", c.text);
-            }
-            let lines: Vec<String> = x.lines.iter().map(|l| l.to_string()).collect();
-            let _ = writeln!(
-                out,
-                "      shown by: {} (lines {})",
-                x.basis,
-                lines.join(", ")
-            );
-            for n in &x.nics {
-                let _ = writeln!(out, "      NIC {}", nic_words(n));
-            }
-            if let Some(t) = &x.topology {
-                let _ = writeln!(out, "      topology: {}", t.sentence);
-            }
-        }
-        for b in r.bandwidth.iter().filter(|b| b.source == i.source) {
-            let hosts = if b.hosts.is_empty() {
-                "hosts not shown".to_string()
-            } else {
-                b.hosts.join(", ")
-            };
-            let _ = writeln!(
-                out,
-                "  bandwidth (line {}) {} — {} rank(s), {hosts}: {} [{}]",
-                b.line,
-                b.test,
-                b.ranks,
-                b.summary,
-                b.verdict.as_str()
-            );
-            for e in &b.explanation {
-                let _ = writeln!(out, "      {e}");
-            }
-        }
-        for p in r.perftest.iter().filter(|p| p.source == i.source) {
-            let mut s = format!(
-                "  perftest (line {}) {}{}{} on {} memory{}: {:.2} Gb/s average at {} B, peak {:.2} Gb/s ({} size(s))",
-                p.line,
-                p.tool,
-                p.role
-                    .as_deref()
-                    .map(|x| format!(" {x}"))
-                    .unwrap_or_default(),
-                p.host
-                    .as_deref()
-                    .map(|h| format!(" on {h}"))
-                    .unwrap_or_default(),
-                p.memory,
-                p.device
-                    .as_deref()
-                    .map(|d| format!(", device {d}"))
-                    .unwrap_or_default(),
-                p.avg_gbps,
-                p.sizes.1,
-                p.peak_gbps,
-                p.sizes.2
-            );
-            if let Some(g) = &p.gpu {
-                let _ = write!(s, "; GPU {g}");
-            }
-            if let Some(port) = p.port_gbps {
-                let _ = write!(
-                    s,
-                    "; {:.0} % of the {port:.0} Gb/s port",
-                    p.avg_gbps / port * 100.0
-                );
-            }
-            let _ = writeln!(out, "{s}");
-            for w in &p.warnings {
-                let _ = writeln!(out, "      perftest WARNING: {w}");
-            }
-        }
-        for e in r.errors.iter().filter(|e| e.source == i.source) {
-            let _ = writeln!(
-                out,
-                "  completion error (line {}) {}{} ×{} on {}: {}",
-                e.line,
-                e.status_name,
-                e.vendor_err
-                    .map(|v| format!(", vendor err {v}"))
-                    .unwrap_or_default(),
-                e.count,
-                e.hosts.join(", "),
-                e.meaning
-            );
-        }
-        for p in r
-            .probe
-            .iter()
-            .filter(|_| i.kinds.iter().any(|k| k == "peerpath-probe"))
-        {
-            let _ = writeln!(out, "  probe {p}");
-        }
+        input(&mut out, r, i);
     }
     if !r.comparisons.is_empty() {
         let _ = writeln!(out, "\nGPU vs HOST (perftest)");
@@ -476,6 +300,211 @@ pub fn text(r: &EvidenceReport) -> String {
         }
     }
     out
+}
+
+/// One input's section: what was read, its processes, what was not read, then its ranks,
+/// bandwidth, perftest, completion-error and probe lines.
+fn input(out: &mut String, r: &EvidenceReport, i: &InputSummary) {
+    let kinds = if i.kinds.is_empty() {
+        "nothing recognised".to_string()
+    } else {
+        i.kinds.join(", ")
+    };
+    let _ = writeln!(out, "\nINPUT {} [{kinds}]", i.source);
+    if i.kinds.iter().any(|k| k == "nccl-log") {
+        let _ = writeln!(
+            out,
+            "  {} line(s); {} NCCL message(s) read, {} of forms with no bearing on GDR/NICs, {} refused, {} gap marker(s)",
+            i.lines,
+            i.nccl_read,
+            i.nccl_other,
+            i.refused.len(),
+            i.gaps
+        );
+    }
+    for p in &i.processes {
+        process(out, p);
+    }
+    not_read(out, i);
+    ranks(out, r, i);
+    for b in r.bandwidth.iter().filter(|b| b.source == i.source) {
+        let hosts = if b.hosts.is_empty() {
+            "hosts not shown".to_string()
+        } else {
+            b.hosts.join(", ")
+        };
+        let _ = writeln!(
+            out,
+            "  bandwidth (line {}) {} — {} rank(s), {hosts}: {} [{}]",
+            b.line,
+            b.test,
+            b.ranks,
+            b.summary,
+            b.verdict.as_str()
+        );
+        for e in &b.explanation {
+            let _ = writeln!(out, "      {e}");
+        }
+    }
+    for p in r.perftest.iter().filter(|p| p.source == i.source) {
+        perftest(out, p);
+    }
+    for e in r.errors.iter().filter(|e| e.source == i.source) {
+        let _ = writeln!(
+            out,
+            "  completion error (line {}) {}{} ×{} on {}: {}",
+            e.line,
+            e.status_name,
+            e.vendor_err
+                .map(|v| format!(", vendor err {v}"))
+                .unwrap_or_default(),
+            e.count,
+            e.hosts.join(", "),
+            e.meaning
+        );
+    }
+    for p in r
+        .probe
+        .iter()
+        .filter(|_| i.kinds.iter().any(|k| k == "peerpath-probe"))
+    {
+        let _ = writeln!(out, "  probe {p}");
+    }
+}
+
+/// A process: its NCCL release and how it was told, network, OFI provider, IB devices, NICs,
+/// environment.
+fn process(out: &mut String, p: &ProcessSummary) {
+    let mut line = if p.headerless {
+        format!(
+            "  lines without `host:pid:tid` (no process named)  NCCL {}",
+            p.version.text
+        )
+    } else {
+        format!("  process {}:{}  NCCL {}", p.host, p.pid, p.version.text)
+    };
+    match p.version.source {
+        crate::analysis::evidence::version::VersionSource::Banner => line.push_str(" (banner)"),
+        crate::analysis::evidence::version::VersionSource::LineForms => {
+            let _ = write!(line, " (from line forms: {})", p.version.forms.join("; "));
+        }
+        crate::analysis::evidence::version::VersionSource::Unknown => {
+            line.push_str(" (no banner, no dated line form)")
+        }
+    }
+    if let Some(c) = &p.version.conflict {
+        let _ = write!(line, " [conflict: {c}]");
+    }
+    let _ = writeln!(out, "{line}");
+    if let Some(n) = &p.network {
+        let _ = writeln!(out, "    network {n}");
+    }
+    if let Some(o) = &p.ofi_provider {
+        let _ = writeln!(out, "    OFI provider {o}");
+    }
+    if let Some((n, at)) = p.ib_devices {
+        let _ = writeln!(
+            out,
+            "    IB devices detected: {n} (`RCCL: Detected {n} IB devices`, line {at})"
+        );
+    }
+    if !p.nics.is_empty() {
+        let _ = writeln!(out, "    NICs {}", p.nics.join(" "));
+    }
+    for (k, v, w) in &p.env {
+        let _ = writeln!(out, "    {k}={v} ({w})");
+    }
+}
+
+/// The lines of an input refused, and those not understood.
+fn not_read(out: &mut String, i: &InputSummary) {
+    for x in &i.refused {
+        let _ = writeln!(out, "  refused line {}: {} — {:?}", x.line, x.why, x.text);
+    }
+    let u = &i.unrecognised_lines;
+    if u.count > 0 {
+        let first: Vec<String> = u.lines.iter().take(5).map(|l| l.line.to_string()).collect();
+        let _ = writeln!(
+            out,
+            "  {} line(s) not understood (lines {}{}; all in --format json)",
+            u.count,
+            first.join(", "),
+            if u.count > first.len() { ", …" } else { "" }
+        );
+    }
+}
+
+/// The GDR verdict of each rank of an input, with its cause, lines, NICs and topology.
+fn ranks(out: &mut String, r: &EvidenceReport, i: &InputSummary) {
+    let ranks: Vec<&RankVerdict> = r.ranks.iter().filter(|x| x.source == i.source).collect();
+    if !ranks.is_empty() {
+        let _ = writeln!(out, "  GDR per rank:");
+    }
+    for x in ranks {
+        let _ = writeln!(
+            out,
+            "    {} — GDR {} (NCCL {})",
+            who(x),
+            x.gdr.as_str(),
+            x.version
+        );
+        if let Some(c) = &x.cause {
+            let _ = writeln!(out, "      why: {}", c.text);
+        }
+        let lines: Vec<String> = x.lines.iter().map(|l| l.to_string()).collect();
+        let _ = writeln!(
+            out,
+            "      shown by: {} (lines {})",
+            x.basis,
+            lines.join(", ")
+        );
+        for n in &x.nics {
+            let _ = writeln!(out, "      NIC {}", nic_words(n));
+        }
+        if let Some(t) = &x.topology {
+            let _ = writeln!(out, "      topology: {}", t.sentence);
+        }
+    }
+}
+
+/// A perftest run's line and its warnings.
+fn perftest(out: &mut String, p: &PerftestVerdict) {
+    let mut s = format!(
+        "  perftest (line {}) {}{}{} on {} memory{}: {:.2} Gb/s average at {} B, peak {:.2} Gb/s ({} size(s))",
+        p.line,
+        p.tool,
+        p.role
+            .as_deref()
+            .map(|x| format!(" {x}"))
+            .unwrap_or_default(),
+        p.host
+            .as_deref()
+            .map(|h| format!(" on {h}"))
+            .unwrap_or_default(),
+        p.memory,
+        p.device
+            .as_deref()
+            .map(|d| format!(", device {d}"))
+            .unwrap_or_default(),
+        p.avg_gbps,
+        p.sizes.1,
+        p.peak_gbps,
+        p.sizes.2
+    );
+    if let Some(g) = &p.gpu {
+        let _ = write!(s, "; GPU {g}");
+    }
+    if let Some(port) = p.port_gbps {
+        let _ = write!(
+            s,
+            "; {:.0} % of the {port:.0} Gb/s port",
+            p.avg_gbps / port * 100.0
+        );
+    }
+    let _ = writeln!(out, "{s}");
+    for w in &p.warnings {
+        let _ = writeln!(out, "      perftest WARNING: {w}");
+    }
 }
 
 /// The report as pretty JSON (`peerpath.evidence/1`).

@@ -34,7 +34,8 @@ pub struct Against<'a> {
     pub nvlink: Option<&'a NvlinkCapacity>,
 }
 
-/// Judges one nccl-tests run.
+/// Judges one nccl-tests run: the figure judged (busbw at the largest size, else the average),
+/// the capacity it is judged against (NVLink on one host, else the NICs), then the verdict.
 pub fn judge_run(
     source: &str,
     run: &TestRun,
@@ -45,6 +46,96 @@ pub fn judge_run(
     hosts.sort();
     hosts.dedup();
     let rows = &run.rows;
+    let Shape {
+        sizes,
+        peak,
+        large,
+        collapse,
+    } = shape(rows);
+    let judged = judged_figure(run, large);
+    let test = run.test.clone().unwrap_or_else(|| match rows.first() {
+        Some(r) if r.redop != "none" => format!("unknown (a reduction: redop {})", r.redop),
+        _ => "unknown".into(),
+    });
+    let single_node = hosts.len() == 1 && !ctx.net_seen && !run.devices_cut;
+    let mut v = BandwidthVerdict {
+        source: source.to_string(),
+        line: run.line,
+        test,
+        ranks: run.devices.len(),
+        hosts: hosts.clone(),
+        sizes,
+        peak,
+        large,
+        avg: run.avg_busbw,
+        judged: judged.clone().ok(),
+        expected: None,
+        fraction: None,
+        verdict: BwVerdict::Unknown,
+        collapse,
+        against: None,
+        summary: String::new(),
+        explanation: Vec::new(),
+    };
+    let collapse_words = collapse
+        .map(|c| {
+            format!(
+                "; collapse at large sizes: peak {:.1} GB/s at {}, {:.1} GB/s at {}",
+                c.peak.0,
+                bytes(c.peak.1),
+                c.large.0,
+                bytes(c.large.1)
+            )
+        })
+        .unwrap_or_default();
+    let (value, what) = match judged {
+        Ok(j) => j,
+        Err(why) => {
+            v.summary = format!("{why}{collapse_words}");
+            return v;
+        }
+    };
+    let (expected, from, kind) = match expected_capacity(against, single_node) {
+        Ok(e) => e,
+        Err(Missing::Nvlink) => {
+            v.summary = format!(
+                "{value:.1} GB/s ({what}) on one host ({}) with no NET connection in the log: intra-node bandwidth (NVLink/PCIe), not judged against the NICs{collapse_words}",
+                hosts[0],
+            );
+            return v;
+        }
+        Err(Missing::Nics) => {
+            v.summary = format!(
+                "{value:.1} GB/s ({what}); not judged: no NIC capacity (give -i SNAPSHOT, or --nic-gbps N×SPEED){collapse_words}",
+            );
+            return v;
+        }
+    };
+    rate(
+        &mut v,
+        run,
+        ctx,
+        (value, &what),
+        (expected, &from, kind),
+        &collapse_words,
+    );
+    v
+}
+
+/// What a run's rows show.
+struct Shape {
+    /// First size, last size, rows.
+    sizes: Option<(u64, u64, usize)>,
+    /// The highest busbw and its size.
+    peak: Option<(f64, u64)>,
+    /// The busbw at the largest size.
+    large: Option<(f64, u64)>,
+    /// Under half the peak at a larger size, with three rows or more.
+    collapse: Option<Collapse>,
+}
+
+/// The sizes, peak, busbw at the largest size and collapse of a run's rows.
+fn shape(rows: &[crate::parse::nccl_tests::Row]) -> Shape {
     let sizes = (!rows.is_empty()).then(|| {
         (
             rows.first().map_or(0, |r| r.size),
@@ -66,7 +157,18 @@ pub fn judge_run(
         }
         _ => None,
     };
-    let judged: Result<(f64, String), String> = match (large, run.avg_busbw) {
+    Shape {
+        sizes,
+        peak,
+        large,
+        collapse,
+    }
+}
+
+/// The figure a run is judged on and how it was read (busbw at the largest size when that is
+/// large enough, else the `# Avg bus bandwidth` over large enough sizes), or why none is.
+fn judged_figure(run: &TestRun, large: Option<(f64, u64)>) -> Result<(f64, String), String> {
+    match (large, run.avg_busbw) {
         (Some(l), _) if l.1 >= LARGE => {
             Ok((l.0, format!("busbw at the largest size, {}", bytes(l.1))))
         }
@@ -95,73 +197,44 @@ pub fn judge_run(
             )),
         },
         (None, None) => Err("no result row and no average in the input: nothing to judge".into()),
-    };
-    let test = run.test.clone().unwrap_or_else(|| match rows.first() {
-        Some(r) if r.redop != "none" => format!("unknown (a reduction: redop {})", r.redop),
-        _ => "unknown".into(),
-    });
-    let single_node = hosts.len() == 1 && !ctx.net_seen && !run.devices_cut;
-    let mut v = BandwidthVerdict {
-        source: source.to_string(),
-        line: run.line,
-        test,
-        ranks: run.devices.len(),
-        hosts: hosts.clone(),
-        sizes,
-        peak,
-        large,
-        avg: run.avg_busbw,
-        judged: judged.clone().ok(),
-        expected: None,
-        fraction: None,
-        verdict: BwVerdict::Unknown,
-        collapse,
-        against: None,
-        summary: String::new(),
-        explanation: Vec::new(),
-    };
-    let collapse_words = collapse.map(|c| {
-        format!(
-            "; collapse at large sizes: peak {:.1} GB/s at {}, {:.1} GB/s at {}",
-            c.peak.0,
-            bytes(c.peak.1),
-            c.large.0,
-            bytes(c.large.1)
-        )
-    });
-    let judged = match judged {
-        Ok(j) => j,
-        Err(why) => {
-            v.summary = format!("{why}{}", collapse_words.unwrap_or_default());
-            return v;
-        }
-    };
-    let (value, what) = judged;
-    // The capacity a run is judged against: NVLink for a run on one node, NICs otherwise.
-    let (expected, from, kind) = if single_node {
+    }
+}
+
+/// The capacity a run cannot be judged against for want of it.
+enum Missing {
+    Nvlink,
+    Nics,
+}
+
+/// The capacity a run is judged against: NVLink for a run on one node, NICs otherwise; its
+/// expected busbw, where it came from, and its kind (`nvlink`, `nics`).
+fn expected_capacity(
+    against: &Against,
+    single_node: bool,
+) -> Result<(f64, String, &'static str), Missing> {
+    if single_node {
         match against.nvlink {
-            Some(n) => (n.expected_busbw, n.source.clone(), "nvlink"),
-            None => {
-                v.summary = format!(
-                    "{value:.1} GB/s ({what}) on one host ({}) with no NET connection in the log: intra-node bandwidth (NVLink/PCIe), not judged against the NICs{}",
-                    hosts[0],
-                    collapse_words.unwrap_or_default()
-                );
-                return v;
-            }
+            Some(n) => Ok((n.expected_busbw, n.source.clone(), "nvlink")),
+            None => Err(Missing::Nvlink),
         }
     } else {
         match against.nics {
-            Some(c) => (c.expected_busbw, c.source.clone(), "nics"),
-            None => {
-                v.summary = format!(
-                    "{value:.1} GB/s ({what}); not judged: no NIC capacity (give -i SNAPSHOT, or --nic-gbps N×SPEED){}",
-                    collapse_words.unwrap_or_default()
-                );
-                return v;
-            }
+            Some(c) => Ok((c.expected_busbw, c.source.clone(), "nics")),
+            None => Err(Missing::Nics),
         }
-    };
+    }
+}
+
+/// The verdict: the judged figure `(value, what)` as a fraction of `(expected, from, kind)`,
+/// and its summary and explanation.
+fn rate(
+    v: &mut BandwidthVerdict,
+    run: &TestRun,
+    ctx: &RunContext,
+    (value, what): (f64, &str),
+    (expected, from, kind): (f64, &str, &str),
+    collapse_words: &str,
+) {
     let frac = value / expected;
     v.expected = Some(expected);
     v.fraction = Some(frac);
@@ -173,7 +246,7 @@ pub fn judge_run(
     } else {
         BwVerdict::Ok
     };
-    let hosts_note = if hosts.is_empty() && kind == "nics" {
+    let hosts_note = if v.hosts.is_empty() && kind == "nics" {
         " (hosts not shown: judged against one node's NICs)".to_string()
     } else if run.devices_cut {
         " (the device list is cut: more hosts may have taken part)".to_string()
@@ -181,7 +254,7 @@ pub fn judge_run(
         String::new()
     };
     v.summary = format!(
-        "{value:.1} GB/s ({what}) of {expected:.0} GB/s expected from {from} ({:.0} %): {}{}{hosts_note}",
+        "{value:.1} GB/s ({what}) of {expected:.0} GB/s expected from {from} ({:.0} %): {}{collapse_words}{hosts_note}",
         frac * 100.0,
         match v.verdict {
             BwVerdict::Ok => "ok",
@@ -189,14 +262,12 @@ pub fn judge_run(
             BwVerdict::Broken => "broken (below 25 %)",
             BwVerdict::Unknown => "unknown",
         },
-        collapse_words.unwrap_or_default()
     );
     if ctx.gdr_used && (v.verdict != BwVerdict::Ok || v.collapse.is_some()) {
         v.explanation.push(
             "GDR is on in this job's log, yet the bandwidth is low: look at the PCIe path (ACS redirect, IOMMU translation, ATS, a degraded link) rather than the GDR mechanism".into(),
         );
     }
-    v
 }
 
 /// `128 MiB`, `8 GiB`, `65536 B`.

@@ -135,10 +135,60 @@ pub struct Options {
     pub nic: Option<NicSpec>,
 }
 
-/// Reads every input into one report; `topo` joins it to a topology.
+/// Reads every input into one report; `topo` joins it to a topology. Phases: what the
+/// bandwidth is judged against (NIC capacity, NVLink), each input read into ranks, bandwidth
+/// and perftest verdicts, then the ranks joined to the topology.
 pub fn analyze(inputs: &[Input], topo: Option<&dyn Node>, opts: &Options) -> EvidenceReport {
     let mut notes = Vec::new();
-    let capacity = match (opts.nic, topo) {
+    let capacity = nic_capacity(topo, opts, &mut notes);
+    let nvlink = topo.and_then(|t| t.nvlink_capacity(newest_minor(inputs)).ok());
+    let mut a = Analysis {
+        topo,
+        opts,
+        report: EvidenceReport {
+            schema: EVIDENCE_SCHEMA.to_string(),
+            topology: topo.map(|t| t.source()),
+            inputs: Vec::new(),
+            capacity: capacity.clone(),
+            nvlink: nvlink.clone(),
+            ranks: Vec::new(),
+            joined: Vec::new(),
+            bandwidth: Vec::new(),
+            perftest: Vec::new(),
+            comparisons: Vec::new(),
+            errors: Vec::new(),
+            probe: Vec::new(),
+            notes: Vec::new(),
+        },
+        notes,
+        capacity,
+        nvlink,
+    };
+    for input in inputs {
+        match &input.loaded {
+            Loaded::Probe(p) => a.probe(&input.source, p),
+            Loaded::Job(job) => a.job(&input.source, job),
+        }
+    }
+    a.report.comparisons = bandwidth::compare(&a.report.perftest);
+    a.join_topology();
+    let mut report = a.report;
+    let mut notes = a.notes;
+    if report.ranks.iter().any(|r| r.gdr == Gdr::Unknown) {
+        notes.push("`unknown` means the log does not show GDR for that rank (no NET connection line, or the lines were cut): it is never read as off".into());
+    }
+    report.notes = notes;
+    report
+}
+
+/// The NICs the bandwidth is judged against: `--nic-gbps`, else the topology's (a note when it
+/// cannot tell).
+fn nic_capacity(
+    topo: Option<&dyn Node>,
+    opts: &Options,
+    notes: &mut Vec<String>,
+) -> Option<Capacity> {
+    match (opts.nic, topo) {
         (Some(n), _) => Some(Capacity {
             nics: n.count,
             total_gbps: f64::from(n.count) * n.gbps,
@@ -155,9 +205,12 @@ pub fn analyze(inputs: &[Input], topo: Option<&dyn Node>, opts: &Options) -> Evi
             }
         },
         (None, None) => None,
-    };
-    // NCCL's per-link NVLink figure depends on the release: the newest the inputs name.
-    let minor = inputs
+    }
+}
+
+/// NCCL's per-link NVLink figure depends on the release: the newest minor the inputs name.
+fn newest_minor(inputs: &[Input]) -> u32 {
+    inputs
         .iter()
         .filter_map(|i| match &i.loaded {
             Loaded::Job(j) => Some(j),
@@ -179,182 +232,186 @@ pub fn analyze(inputs: &[Input], topo: Option<&dyn Node>, opts: &Options) -> Evi
                 )
         })
         .max()
-        .unwrap_or(crate::analysis::nccl::NcclVersion::NEWEST.minor);
-    let nvlink = topo.and_then(|t| t.nvlink_capacity(minor).ok());
-    let mut report = EvidenceReport {
-        schema: EVIDENCE_SCHEMA.to_string(),
-        topology: topo.map(|t| t.source()),
-        inputs: Vec::new(),
-        capacity: capacity.clone(),
-        nvlink: nvlink.clone(),
-        ranks: Vec::new(),
-        joined: Vec::new(),
-        bandwidth: Vec::new(),
-        perftest: Vec::new(),
-        comparisons: Vec::new(),
-        errors: Vec::new(),
-        probe: Vec::new(),
-        notes: Vec::new(),
-    };
-    for input in inputs {
-        match &input.loaded {
-            Loaded::Probe(p) => {
-                report.inputs.push(InputSummary {
-                    source: input.source.clone(),
-                    kinds: vec!["peerpath-probe".into()],
-                    lines: 0,
-                    nccl_read: 0,
-                    nccl_other: 0,
-                    gaps: 0,
-                    processes: Vec::new(),
-                    refused: Vec::new(),
-                    unrecognised_lines: Unrecognised::default(),
-                });
-                for m in &p.measured {
-                    report.probe.push(format!(
-                        "{} ↔ {}: {} ({})",
-                        m.gpu,
-                        m.nic,
-                        m.verdict.as_str(),
-                        m.reason
-                    ));
-                }
-                if !p.unmapped.is_empty() {
-                    notes.push(format!(
-                        "{}: {} probe result(s) name no PCI GPU/NIC pair",
-                        input.source,
-                        p.unmapped.len()
-                    ));
-                }
-            }
-            Loaded::Job(job) => {
-                let r = ranks::judge(&input.source, job);
-                let net_seen = job
-                    .nccl
-                    .entries
-                    .iter()
-                    .any(|e| matches!(e.record, crate::parse::nccl_log::Record::NetChannel(_)));
-                let gdr_used = r.ranks.iter().any(|x| x.gdr == Gdr::Used);
-                let ctx = bandwidth::RunContext { net_seen, gdr_used };
-                // A run that printed only its devices (cut before its table) ties ranks to
-                // GPUs but has no bandwidth to judge.
-                for run in job
-                    .tests
-                    .runs
-                    .iter()
-                    .filter(|r| !r.rows.is_empty() || r.avg_busbw.is_some())
-                {
-                    let against = bandwidth::Against {
-                        nics: capacity.as_ref(),
-                        nvlink: nvlink.as_ref(),
-                    };
-                    let mut v = bandwidth::judge_run(&input.source, run, &against, &ctx);
-                    if let Some(t) = topo
-                        && gdr_used
-                        && (matches!(v.verdict, BwVerdict::Low | BwVerdict::Broken)
-                            || v.collapse.is_some())
-                    {
-                        let probs = t.path_problems();
-                        if probs.is_empty() {
-                            v.explanation.push("the audit of the snapshot finds nothing on the GPU–NIC paths that explains it".into());
-                        }
-                        v.explanation.extend(probs);
-                    }
-                    for e in &r.errors {
-                        if e.vendor_err == Some(81) || e.status == Some(4) {
-                            v.explanation.push(format!(
-                                "{} ×{} (line {}): {}",
-                                e.status_name, e.count, e.line, e.meaning
-                            ));
-                        }
-                    }
-                    report.bandwidth.push(v);
-                }
-                for run in &job.perftest.runs {
-                    let port = run
-                        .device
-                        .as_deref()
-                        .and_then(|d| topo.and_then(|t| t.port_gbps(d)))
-                        .or(opts.nic.map(|n| n.gbps));
-                    report
-                        .perftest
-                        .push(bandwidth::perftest_verdict(&input.source, run, port));
-                }
-                let mut refused: Vec<RefusedLine> = job
-                    .nccl
-                    .refused
-                    .iter()
-                    .map(|x| RefusedLine {
-                        line: x.line,
-                        text: x.text.clone(),
-                        why: x.why.clone(),
-                    })
-                    .collect();
-                refused.extend(job.tests.refused.iter().map(|x| RefusedLine {
-                    line: x.line,
-                    text: x.text.clone(),
-                    why: format!("nccl-tests: {}", x.why),
-                }));
-                refused.extend(job.perftest.refused.iter().map(|(l, t)| RefusedLine {
-                    line: *l,
-                    text: t.clone(),
-                    why: "perftest: row cut".into(),
-                }));
-                refused.sort_by_key(|x| x.line);
-                let kinds: Vec<String> = job.kinds().into_iter().map(str::to_string).collect();
-                if kinds.is_empty() {
-                    notes.push(format!(
-                        "{}: no NCCL line, nccl-tests table or perftest run found in {} line(s) (a prose summary or another tool's output: nothing is read from it)",
-                        input.source, job.lines
-                    ));
-                }
-                report.inputs.push(InputSummary {
-                    source: input.source.clone(),
-                    kinds,
-                    lines: job.lines,
-                    nccl_read: job.nccl.entries.len(),
-                    nccl_other: job.nccl.unread.iter().filter(|u| u.form.is_some()).count()
-                        + job.nccl.banner_lines.len(),
-                    gaps: job.nccl.gaps.len(),
-                    processes: r.processes,
-                    refused,
-                    unrecognised_lines: Unrecognised {
-                        count: job.unrecognised_count,
-                        lines: job
-                            .unrecognised
-                            .iter()
-                            .take(UNRECOGNISED_SHOWN)
-                            .map(|(line, text)| TextLine {
-                                line: *line,
-                                text: text.clone(),
-                            })
-                            .collect(),
-                    },
-                });
-                report.ranks.extend(r.ranks);
-                report.errors.extend(r.errors);
-                notes.extend(r.notes);
-            }
+        .unwrap_or(crate::analysis::nccl::NcclVersion::NEWEST.minor)
+}
+
+/// The report being built by [`analyze`], and what every input is judged against.
+struct Analysis<'t> {
+    topo: Option<&'t dyn Node>,
+    opts: &'t Options,
+    report: EvidenceReport,
+    notes: Vec<String>,
+    capacity: Option<Capacity>,
+    nvlink: Option<NvlinkCapacity>,
+}
+
+impl Analysis<'_> {
+    /// A `peerpath probe` document: its measured pairs.
+    fn probe(&mut self, source: &str, p: &ProbeEvidence) {
+        self.report.inputs.push(InputSummary {
+            source: source.to_string(),
+            kinds: vec!["peerpath-probe".into()],
+            lines: 0,
+            nccl_read: 0,
+            nccl_other: 0,
+            gaps: 0,
+            processes: Vec::new(),
+            refused: Vec::new(),
+            unrecognised_lines: Unrecognised::default(),
+        });
+        for m in &p.measured {
+            self.report.probe.push(format!(
+                "{} ↔ {}: {} ({})",
+                m.gpu,
+                m.nic,
+                m.verdict.as_str(),
+                m.reason
+            ));
+        }
+        if !p.unmapped.is_empty() {
+            self.notes.push(format!(
+                "{}: {} probe result(s) name no PCI GPU/NIC pair",
+                source,
+                p.unmapped.len()
+            ));
         }
     }
-    report.comparisons = bandwidth::compare(&report.perftest);
-    if let Some(t) = topo {
+
+    /// A job's output: its ranks, its nccl-tests and perftest runs, what was refused.
+    fn job(&mut self, source: &str, job: &JobOutput) {
+        let r = ranks::judge(source, job);
+        self.nccl_tests(source, job, &r);
+        for run in &job.perftest.runs {
+            let port = run
+                .device
+                .as_deref()
+                .and_then(|d| self.topo.and_then(|t| t.port_gbps(d)))
+                .or(self.opts.nic.map(|n| n.gbps));
+            self.report
+                .perftest
+                .push(bandwidth::perftest_verdict(source, run, port));
+        }
+        let kinds: Vec<String> = job.kinds().into_iter().map(str::to_string).collect();
+        if kinds.is_empty() {
+            self.notes.push(format!(
+                "{}: no NCCL line, nccl-tests table or perftest run found in {} line(s) (a prose summary or another tool's output: nothing is read from it)",
+                source, job.lines
+            ));
+        }
+        self.report.inputs.push(InputSummary {
+            source: source.to_string(),
+            kinds,
+            lines: job.lines,
+            nccl_read: job.nccl.entries.len(),
+            nccl_other: job.nccl.unread.iter().filter(|u| u.form.is_some()).count()
+                + job.nccl.banner_lines.len(),
+            gaps: job.nccl.gaps.len(),
+            processes: r.processes,
+            refused: refused_lines(job),
+            unrecognised_lines: Unrecognised {
+                count: job.unrecognised_count,
+                lines: job
+                    .unrecognised
+                    .iter()
+                    .take(UNRECOGNISED_SHOWN)
+                    .map(|(line, text)| TextLine {
+                        line: *line,
+                        text: text.clone(),
+                    })
+                    .collect(),
+            },
+        });
+        self.report.ranks.extend(r.ranks);
+        self.report.errors.extend(r.errors);
+        self.notes.extend(r.notes);
+    }
+
+    /// Each nccl-tests run with a table: its bandwidth verdict, explained by the snapshot's
+    /// path problems and the job's completion errors when low.
+    fn nccl_tests(&mut self, source: &str, job: &JobOutput, r: &ranks::InputRanks) {
+        let net_seen = job
+            .nccl
+            .entries
+            .iter()
+            .any(|e| matches!(e.record, crate::parse::nccl_log::Record::NetChannel(_)));
+        let gdr_used = r.ranks.iter().any(|x| x.gdr == Gdr::Used);
+        let ctx = bandwidth::RunContext { net_seen, gdr_used };
+        // A run that printed only its devices (cut before its table) ties ranks to
+        // GPUs but has no bandwidth to judge.
+        for run in job
+            .tests
+            .runs
+            .iter()
+            .filter(|r| !r.rows.is_empty() || r.avg_busbw.is_some())
+        {
+            let against = bandwidth::Against {
+                nics: self.capacity.as_ref(),
+                nvlink: self.nvlink.as_ref(),
+            };
+            let mut v = bandwidth::judge_run(source, run, &against, &ctx);
+            if let Some(t) = self.topo
+                && gdr_used
+                && (matches!(v.verdict, BwVerdict::Low | BwVerdict::Broken) || v.collapse.is_some())
+            {
+                let probs = t.path_problems();
+                if probs.is_empty() {
+                    v.explanation.push("the audit of the snapshot finds nothing on the GPU–NIC paths that explains it".into());
+                }
+                v.explanation.extend(probs);
+            }
+            for e in &r.errors {
+                if e.vendor_err == Some(81) || e.status == Some(4) {
+                    v.explanation.push(format!(
+                        "{} ×{} (line {}): {}",
+                        e.status_name, e.count, e.line, e.meaning
+                    ));
+                }
+            }
+            self.report.bandwidth.push(v);
+        }
+    }
+
+    /// Each rank placed on a GPU of the topology, and the ranks grouped by GPU.
+    fn join_topology(&mut self) {
+        let Some(t) = self.topo else { return };
+        let report = &mut self.report;
         for r in &mut report.ranks {
             r.topology = t.join(r);
         }
         let unmatched = report.ranks.iter().filter(|r| r.topology.is_none()).count();
         if unmatched > 0 {
-            notes.push(format!(
+            self.notes.push(format!(
                 "{unmatched} rank(s) could not be placed on a GPU of the snapshot (the log shows neither their busId, nor an nccl-tests bus, nor an NVML index)"
             ));
         }
         report.joined = group(&report.ranks);
     }
-    if report.ranks.iter().any(|r| r.gdr == Gdr::Unknown) {
-        notes.push("`unknown` means the log does not show GDR for that rank (no NET connection line, or the lines were cut): it is never read as off".into());
-    }
-    report.notes = notes;
-    report
+}
+
+/// The lines each reader refused (NCCL, nccl-tests, perftest), in line order.
+fn refused_lines(job: &JobOutput) -> Vec<RefusedLine> {
+    let mut refused: Vec<RefusedLine> = job
+        .nccl
+        .refused
+        .iter()
+        .map(|x| RefusedLine {
+            line: x.line,
+            text: x.text.clone(),
+            why: x.why.clone(),
+        })
+        .collect();
+    refused.extend(job.tests.refused.iter().map(|x| RefusedLine {
+        line: x.line,
+        text: x.text.clone(),
+        why: format!("nccl-tests: {}", x.why),
+    }));
+    refused.extend(job.perftest.refused.iter().map(|(l, t)| RefusedLine {
+        line: *l,
+        text: t.clone(),
+        why: "perftest: row cut".into(),
+    }));
+    refused.sort_by_key(|x| x.line);
+    refused
 }
 
 /// NCCL's rule of thumb (sjeaugey, NVIDIA/nccl-tests#119): 24 GB/s of bus bandwidth per

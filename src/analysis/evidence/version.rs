@@ -4,7 +4,7 @@
 //! range ([`crate::analysis::nccl::NcclPath::from_code`], the `PATH_*` numbering of each release).
 
 use crate::analysis::nccl::{NcclPath, NcclVersion};
-use crate::parse::nccl_log::{Entry, GpuGdrForm, Level, Record};
+use crate::parse::nccl_log::{Comm, Entry, GpuGdr, GpuGdrForm, Level, NetChannel, Record};
 use serde::Serialize;
 
 /// A release `2.minor.patch` as an ordered pair.
@@ -79,50 +79,115 @@ pub fn bracket_is_bus_id(b: &str) -> Option<bool> {
     Some(false)
 }
 
-/// The release range a record's form implies, with the form in words.
-fn form_range(e: &Entry) -> Option<(Release, Release, &'static str)> {
-    const MAXP: u32 = u32::MAX;
-    let r = |lo: Release, hi: Release, w: &'static str| Some((lo, hi, w));
+/// The release range a record's form implies, with the form in words (the forms of NET
+/// connection, per-GPU GDR and comm lines each in a function of their own).
+fn form_range(e: &Entry) -> FormRange {
     match &e.record {
+        Record::NetChannel(c) => channel_range(c),
+        Record::NicDistance(_) => {
+            form((4, 0), (4, MAXP), "`CUDA Dev d[n], NET NIC distance` (2.4)")
+        }
+        Record::GpuGdr(g) => gpu_gdr_range(e, g),
+        Record::NicGdr(n) if n.no_module => form(
+            (5, 0),
+            (12, MAXP),
+            "`… for HCA n 'name' (no module)` (2.5–2.12)",
+        ),
+        Record::NicGdr(_) => form(
+            (13, 0),
+            ANY.1,
+            "`NET/x : GPU Direct RDMA Enabled|Disabled for HCA` (2.13+)",
+        ),
+        Record::RingsConnected { gdr: Some(_), .. } => form(
+            (24, 0),
+            ANY.1,
+            "`Connected all rings, use ring PXN … GDR …` (2.24+)",
+        ),
+        Record::RingsConnected { gdr: None, .. } if e.complete => {
+            form((8, 0), (23, MAXP), "`Connected all rings` alone (2.8–2.23)")
+        }
+        Record::Comm(c) => comm_range(e, c),
+        Record::NicList(l) if l.nics.iter().any(|n| !n.members.is_empty()) => {
+            form((20, 0), ANY.1, "merged NICs `[0]={…}` (2.20+)")
+        }
+        Record::NicList(l) if l.relaxed_ordering => {
+            form((12, 0), ANY.1, "`[RO]` in the NIC list (2.12+)")
+        }
+        Record::NicList(l) if l.old_form => {
+            form((4, 0), (11, MAXP), "` ; OOB` in the NIC list (2.4–2.11)")
+        }
+        Record::VirtualNic(v) if v.rail.is_some() => {
+            form((30, 0), ANY.1, "virtual device with rail/plane (2.30+)")
+        }
+        Record::VirtualNic(_) => form((24, 0), ANY.1, "`Made virtual device` (2.24+)"),
+        Record::TopoSystem { word, .. } if word == "maxWidth" => {
+            form((5, 0), (13, MAXP), "`=== System : maxWidth` (2.5–2.13)")
+        }
+        Record::TopoSystem { .. } => form((14, 0), ANY.1, "`=== System : maxBw` (2.14+)"),
+        Record::TopoNode(n) if n.node.system.is_some() => {
+            form((21, 0), ANY.1, "node ids `GPU/0-84000` (2.21+)")
+        }
+        Record::TopoNode(_) => form((5, 0), (20, MAXP), "node ids `GPU/84000` (2.5–2.20)"),
+        Record::TopoPaths(p) if p.paths.iter().any(|x| x.to.system.is_some()) => {
+            form((21, 0), ANY.1, "path targets `GPU/0-84000` (2.21+)")
+        }
+        _ => None,
+    }
+}
+
+/// A release range, and the form that implies it in words.
+type FormRange = Option<(Release, Release, &'static str)>;
+
+/// The last patch of a minor release.
+const MAXP: u32 = u32::MAX;
+
+/// A range `lo`–`hi` implied by the form `w`.
+fn form(lo: Release, hi: Release, w: &'static str) -> FormRange {
+    Some((lo, hi, w))
+}
+
+/// A NET connection line: ring or channel, its brackets, its connIndex.
+fn channel_range(c: &NetChannel) -> FormRange {
+    match c {
         // ≤ 2.2: no source was published and the releases modelled start at 2.3.
-        Record::NetChannel(c) if c.ring && c.channel.is_none() => None,
+        _ if c.ring && c.channel.is_none() => None,
         // A connection quoted from its ranks on (no `Channel NN[/M] : `): whether a connIndex
         // was there is not shown, so it dates nothing by that.
-        Record::NetChannel(c) if c.channel.is_none() => match bracket_is_bus_id(&c.from_bracket) {
-            Some(false) => r(
+        _ if c.channel.is_none() => match bracket_is_bus_id(&c.from_bracket) {
+            Some(false) => form(
                 (18, 3),
                 ANY.1,
                 "connection quoted with nvmlDev brackets (2.18.3+)",
             ),
-            Some(true) => r(
+            Some(true) => form(
                 (5, 0),
                 (18, 1),
                 "connection quoted with busId brackets (2.5–2.18.1)",
             ),
             None => None,
         },
-        Record::NetChannel(c) if c.ring && c.from_bracket.is_empty() => r(
+        _ if c.ring && c.from_bracket.is_empty() => form(
             (3, 0),
             (4, MAXP),
             "`Ring %02d : rank -> rank` without brackets (2.3–2.4)",
         ),
-        Record::NetChannel(c) if c.ring => r(
+        _ if c.ring => form(
             (5, 0),
             (6, MAXP),
             "`Ring %02d : rank[busId] -> …` (2.5–2.6)",
         ),
-        Record::NetChannel(c) => match (c.conn_index, bracket_is_bus_id(&c.from_bracket)) {
-            (None, _) => r(
+        _ => match (c.conn_index, bracket_is_bus_id(&c.from_bracket)) {
+            (None, _) => form(
                 (7, 0),
                 (11, MAXP),
                 "channel line without /connIndex (2.7–2.11)",
             ),
-            (Some(_), Some(true)) => r(
+            (Some(_), Some(true)) => form(
                 (12, 0),
                 (18, 1),
                 "channel line with /connIndex and busId brackets (2.12–2.18.1)",
             ),
-            (Some(_), Some(false)) => r(
+            (Some(_), Some(false)) => form(
                 (18, 3),
                 ANY.1,
                 "channel line with nvmlDev brackets (2.18.3+)",
@@ -133,130 +198,93 @@ fn form_range(e: &Entry) -> Option<(Release, Release, &'static str)> {
             c.gdr_pci
                 .then_some(((26, 0), ANY.1, "(PCI) after /GDRDMA (2.26+)"))
         }),
-        Record::NicDistance(_) => r((4, 0), (4, MAXP), "`CUDA Dev d[n], NET NIC distance` (2.4)"),
-        Record::GpuGdr(g) => match g.form {
-            GpuGdrForm::Net24 => r(
-                (3, 0),
-                (4, MAXP),
-                "`NET/IB : GPU Direct RDMA … for GPU cudaDev[nvmlDev]` (2.3–2.4)",
-            ),
-            GpuGdrForm::Net25 => r((5, 0), (5, MAXP), "`NET/IB : GPU Direct RDMA … <` (2.5)"),
-            GpuGdrForm::Mode => r(
-                (26, 0),
-                (28, MAXP),
-                "per-GPU GDR line with `mode` (2.26–2.28)",
-            ),
-            GpuGdrForm::Ids if e.header.as_ref().is_some_and(|h| h.level == Level::Info) => r(
-                (29, 0),
-                (29, MAXP),
-                "per-GPU GDR line `GPU/x-y (rank n)` at INFO (2.29)",
-            ),
-            GpuGdrForm::Ids => r(
-                (29, 0),
-                ANY.1,
-                "per-GPU GDR line `GPU/x-y (rank n)` (2.29+)",
-            ),
-            GpuGdrForm::Classic => {
-                let hca_is_id = g.hca.len() > 4;
-                match (bracket_is_bus_id(&g.gpu), hca_is_id) {
-                    (Some(true), false) => r(
-                        (6, 0),
-                        (20, MAXP),
-                        "per-GPU GDR line `GPU <busId> / HCA <index>` (2.6–2.20)",
-                    ),
-                    (Some(true), true) => r(
-                        (21, 0),
-                        (23, MAXP),
-                        "per-GPU GDR line `GPU <busId> / HCA <net id>` (2.21–2.23)",
-                    ),
-                    (Some(false), _) => r(
-                        (24, 0),
-                        (25, MAXP),
-                        "per-GPU GDR line `GPU <rank> / HCA …` (2.24–2.25)",
-                    ),
-                    (None, _) => r(
-                        (6, 0),
-                        (25, MAXP),
-                        "per-GPU GDR line `(distance … <= …), read` (2.6–2.25)",
-                    ),
-                }
+    }
+}
+
+/// A per-GPU GDR line, by its form.
+fn gpu_gdr_range(e: &Entry, g: &GpuGdr) -> FormRange {
+    match g.form {
+        GpuGdrForm::Net24 => form(
+            (3, 0),
+            (4, MAXP),
+            "`NET/IB : GPU Direct RDMA … for GPU cudaDev[nvmlDev]` (2.3–2.4)",
+        ),
+        GpuGdrForm::Net25 => form((5, 0), (5, MAXP), "`NET/IB : GPU Direct RDMA … <` (2.5)"),
+        GpuGdrForm::Mode => form(
+            (26, 0),
+            (28, MAXP),
+            "per-GPU GDR line with `mode` (2.26–2.28)",
+        ),
+        GpuGdrForm::Ids if e.header.as_ref().is_some_and(|h| h.level == Level::Info) => form(
+            (29, 0),
+            (29, MAXP),
+            "per-GPU GDR line `GPU/x-y (rank n)` at INFO (2.29)",
+        ),
+        GpuGdrForm::Ids => form(
+            (29, 0),
+            ANY.1,
+            "per-GPU GDR line `GPU/x-y (rank n)` (2.29+)",
+        ),
+        GpuGdrForm::Classic => {
+            let hca_is_id = g.hca.len() > 4;
+            match (bracket_is_bus_id(&g.gpu), hca_is_id) {
+                (Some(true), false) => form(
+                    (6, 0),
+                    (20, MAXP),
+                    "per-GPU GDR line `GPU <busId> / HCA <index>` (2.6–2.20)",
+                ),
+                (Some(true), true) => form(
+                    (21, 0),
+                    (23, MAXP),
+                    "per-GPU GDR line `GPU <busId> / HCA <net id>` (2.21–2.23)",
+                ),
+                (Some(false), _) => form(
+                    (24, 0),
+                    (25, MAXP),
+                    "per-GPU GDR line `GPU <rank> / HCA …` (2.24–2.25)",
+                ),
+                (None, _) => form(
+                    (6, 0),
+                    (25, MAXP),
+                    "per-GPU GDR line `(distance … <= …), read` (2.6–2.25)",
+                ),
             }
-        },
-        Record::NicGdr(n) if n.no_module => r(
-            (5, 0),
-            (12, MAXP),
-            "`… for HCA n 'name' (no module)` (2.5–2.12)",
-        ),
-        Record::NicGdr(_) => r(
-            (13, 0),
-            ANY.1,
-            "`NET/x : GPU Direct RDMA Enabled|Disabled for HCA` (2.13+)",
-        ),
-        Record::RingsConnected { gdr: Some(_), .. } => r(
-            (24, 0),
-            ANY.1,
-            "`Connected all rings, use ring PXN … GDR …` (2.24+)",
-        ),
-        Record::RingsConnected { gdr: None, .. } if e.complete => {
-            r((8, 0), (23, MAXP), "`Connected all rings` alone (2.8–2.23)")
         }
-        Record::Comm(c) if c.func.is_some() && c.bus_id.is_some() => {
-            r((21, 0), ANY.1, "`ncclCommInitRank comm …` (2.21+)")
+    }
+}
+
+/// A comm line: which fields it carries.
+fn comm_range(e: &Entry, c: &Comm) -> FormRange {
+    match c {
+        _ if c.func.is_some() && c.bus_id.is_some() => {
+            form((21, 0), ANY.1, "`ncclCommInitRank comm …` (2.21+)")
         }
-        Record::Comm(c) if c.nvml_dev.is_some() && c.bus_id.is_none() && e.complete => r(
+        _ if c.nvml_dev.is_some() && c.bus_id.is_none() && e.complete => form(
             (4, 0),
             (4, MAXP),
             "comm line with nvmlDev and no busId (2.4)",
         ),
-        Record::Comm(c) if c.nvml_dev.is_some() => {
-            r((18, 3), ANY.1, "comm line with nvmlDev (2.18.3+)")
-        }
-        Record::Comm(c) if c.nnodes.is_some() => r((20, 0), ANY.1, "comm line with nNodes (2.20+)"),
-        Record::Comm(c)
-            if c.bus_id.is_some()
-                && c.comm_id.is_some()
-                && c.phase.as_deref() == Some("Init COMPLETE") =>
+        _ if c.nvml_dev.is_some() => form((18, 3), ANY.1, "comm line with nvmlDev (2.18.3+)"),
+        _ if c.nnodes.is_some() => form((20, 0), ANY.1, "comm line with nNodes (2.20+)"),
+        _ if c.bus_id.is_some()
+            && c.comm_id.is_some()
+            && c.phase.as_deref() == Some("Init COMPLETE") =>
         {
-            r(
+            form(
                 (16, 0),
                 (18, 1),
                 "comm line with commId and no nvmlDev (2.16–2.18.1)",
             )
         }
-        Record::Comm(c)
-            if c.bus_id.is_some()
-                && c.comm_id.is_none()
-                && c.phase.as_deref() == Some("Init COMPLETE") =>
+        _ if c.bus_id.is_some()
+            && c.comm_id.is_none()
+            && c.phase.as_deref() == Some("Init COMPLETE") =>
         {
-            r(
+            form(
                 (5, 0),
                 (15, MAXP),
                 "comm line with busId, without commId (2.5–2.15)",
             )
-        }
-        Record::NicList(l) if l.nics.iter().any(|n| !n.members.is_empty()) => {
-            r((20, 0), ANY.1, "merged NICs `[0]={…}` (2.20+)")
-        }
-        Record::NicList(l) if l.relaxed_ordering => {
-            r((12, 0), ANY.1, "`[RO]` in the NIC list (2.12+)")
-        }
-        Record::NicList(l) if l.old_form => {
-            r((4, 0), (11, MAXP), "` ; OOB` in the NIC list (2.4–2.11)")
-        }
-        Record::VirtualNic(v) if v.rail.is_some() => {
-            r((30, 0), ANY.1, "virtual device with rail/plane (2.30+)")
-        }
-        Record::VirtualNic(_) => r((24, 0), ANY.1, "`Made virtual device` (2.24+)"),
-        Record::TopoSystem { word, .. } if word == "maxWidth" => {
-            r((5, 0), (13, MAXP), "`=== System : maxWidth` (2.5–2.13)")
-        }
-        Record::TopoSystem { .. } => r((14, 0), ANY.1, "`=== System : maxBw` (2.14+)"),
-        Record::TopoNode(n) if n.node.system.is_some() => {
-            r((21, 0), ANY.1, "node ids `GPU/0-84000` (2.21+)")
-        }
-        Record::TopoNode(_) => r((5, 0), (20, MAXP), "node ids `GPU/84000` (2.5–2.20)"),
-        Record::TopoPaths(p) if p.paths.iter().any(|x| x.to.system.is_some()) => {
-            r((21, 0), ANY.1, "path targets `GPU/0-84000` (2.21+)")
         }
         _ => None,
     }

@@ -160,16 +160,18 @@ fn twice<K: std::hash::Hash + Eq + Copy>(
     }
 }
 
+/// Reads `iblinkinfo` output (default form and `-l`): node headers and port lines, each line
+/// dispatched to its form; then the nodes with more than one cabled port made switches.
 pub(super) fn parse(text: &str, name: &str) -> Result<FabricMap, MapError> {
-    let mut b = Builder::new(Producer::Iblinkinfo);
-    // The node a default-form port line belongs to: kind, GUID (switches), description.
-    let mut header: Option<(NodeKind, Option<u64>, String)> = None;
-    let mut any = false;
-    // iblinkinfo prints each node's header once: each switch GUID's header line, and each
-    // LID's (a node's ports share it, or each adapter port has its own) header line.
-    let mut header_line = 0usize;
-    let mut guid_header: HashMap<u64, (usize, String)> = HashMap::new();
-    let mut lid_header: HashMap<u32, (usize, String)> = HashMap::new();
+    let mut r = Reader {
+        b: Builder::new(Producer::Iblinkinfo),
+        name,
+        header: None,
+        any: false,
+        header_line: 0,
+        guid_header: HashMap::new(),
+        lid_header: HashMap::new(),
+    };
     for (i, raw) in text.lines().enumerate() {
         let n = i + 1;
         let l = raw.trim();
@@ -177,22 +179,8 @@ pub(super) fn parse(text: &str, name: &str) -> Result<FabricMap, MapError> {
             continue;
         }
         if let Some(rest) = l.strip_prefix("Switch: ") {
-            let (g, desc) = rest.split_once(' ').unwrap_or((rest, ""));
-            let desc = desc.strip_suffix(':').unwrap_or(desc);
-            if let Some(g) = guid(g) {
-                twice(&mut guid_header, g, (n, desc), raw, "switch GUID", |g| {
-                    format!("{g:016x}")
-                })?;
-            }
-            header_line = n;
-            header = Some((
-                NodeKind::Switch,
-                guid(g),
-                desc.strip_suffix(':').unwrap_or(desc).to_string(),
-            ));
-            continue;
-        }
-        if let Some(rest) = l
+            r.switch_header(n, raw, rest)?;
+        } else if let Some(rest) = l
             .strip_prefix("CA: ")
             .or_else(|| l.strip_prefix("Router: "))
         {
@@ -201,22 +189,86 @@ pub(super) fn parse(text: &str, name: &str) -> Result<FabricMap, MapError> {
             } else {
                 NodeKind::Router
             };
-            header_line = n;
-            header = Some((
+            r.header_line = n;
+            r.header = Some((
                 kind,
                 None,
                 rest.strip_suffix(':').unwrap_or(rest).to_string(),
             ));
-            continue;
+        } else {
+            r.port_line(n, raw, l)?;
         }
-        let (Some(open), Some(close)) = (l.find("==("), l.find(")==>")) else {
+    }
+    if !r.any {
+        return Err(MapError::at(0, "", "no port line: not iblinkinfo output"));
+    }
+    Ok(switches_by_ports(r.b.finish()))
+}
+
+/// The state of [`parse`] across lines.
+struct Reader<'n> {
+    b: Builder,
+    /// The map's name, for each link's evidence.
+    name: &'n str,
+    /// The node a default-form port line belongs to: kind, GUID (switches), description.
+    header: Option<(NodeKind, Option<u64>, String)>,
+    /// A port line was read.
+    any: bool,
+    /// iblinkinfo prints each node's header once: each switch GUID's header line, and each
+    /// LID's (a node's ports share it, or each adapter port has its own) header line.
+    header_line: usize,
+    guid_header: HashMap<u64, (usize, String)>,
+    lid_header: HashMap<u32, (usize, String)>,
+}
+
+/// A port line's peer: LID, port, port GUID, description, and the note after it.
+struct Peer<'l> {
+    lid: u32,
+    port: u32,
+    guid: Option<u64>,
+    desc: &'l str,
+    note: &'l str,
+}
+
+impl Reader<'_> {
+    /// `Switch: <guid> <description>:`, refused when the GUID was printed for another node.
+    fn switch_header(&mut self, n: usize, raw: &str, rest: &str) -> Result<(), MapError> {
+        let (g, desc) = rest.split_once(' ').unwrap_or((rest, ""));
+        let desc = desc.strip_suffix(':').unwrap_or(desc);
+        if let Some(g) = guid(g) {
+            twice(
+                &mut self.guid_header,
+                g,
+                (n, desc),
+                raw,
+                "switch GUID",
+                |g| format!("{g:016x}"),
+            )?;
+        }
+        self.header_line = n;
+        self.header = Some((
+            NodeKind::Switch,
+            guid(g),
+            desc.strip_suffix(':').unwrap_or(desc).to_string(),
+        ));
+        Ok(())
+    }
+
+    /// A port line, `<lid> <port>[..] ==(<rate> <state>)==> <lid> <port>[..] "<desc>" (<note>)`:
+    /// a cable, unless the port is down or its peer not available.
+    fn port_line(&mut self, n: usize, raw: &str, l: &str) -> Result<(), MapError> {
+        // The closing `)==>` is the first one after `==(`: a line holding `)==>` before its
+        // `==(` (damaged or hostile) is not a port line, and must not be sliced backwards.
+        let open = l.find("==(");
+        let close = open.and_then(|o| l[o + 3..].find(")==>").map(|c| o + 3 + c));
+        let (Some(open), Some(close)) = (open, close) else {
             return Err(MapError::at(
                 n,
                 raw,
                 "neither a node header nor a port line (==(…)==>)",
             ));
         };
-        any = true;
+        self.any = true;
         let (left, mid, right) = (&l[..open], &l[open + 3..close], l[close + 4..].trim());
         let Some((lid, port, before)) = lid_port(left) else {
             return Err(MapError::at(n, raw, "no <lid> <port>[..] before ==("));
@@ -235,24 +287,11 @@ pub(super) fn parse(text: &str, name: &str) -> Result<FabricMap, MapError> {
         let line_mode = own_desc.is_some();
         // A down port, or a port whose peer is not available: no cable to record.
         if right.starts_with('[') || right.starts_with("\"Port not available\"") {
-            continue;
+            return Ok(());
         }
-        let Some(q) = right.find('"') else {
-            return Err(MapError::at(n, raw, "peer without \"description\""));
-        };
-        let Some(qe) = right.rfind("\" (") else {
-            return Err(MapError::at(n, raw, "peer description not closed by \" ("));
-        };
-        if qe <= q {
-            return Err(MapError::at(n, raw, "peer description not closed"));
-        }
-        let rdesc = &right[q + 1..qe];
-        let Some((rlid, rport, rbefore)) = lid_port(&right[..q]) else {
-            return Err(MapError::at(n, raw, "no peer <lid> <port>[..]"));
-        };
-        let rguid = guid(rbefore.trim());
-        let rate = link_rate(mid, note(&right[qe + 1..]));
-        let (kind, node_guid, desc) = match (&header, line_mode) {
+        let peer = peer(n, raw, right)?;
+        let rate = link_rate(mid, peer.note);
+        let (kind, node_guid, desc) = match (&self.header, line_mode) {
             (Some((k, g, d)), false) => (*k, *g, d.clone()),
             (_, true) => (NodeKind::Ca, None, own_desc.clone().unwrap_or_default()),
             (None, false) => {
@@ -265,18 +304,24 @@ pub(super) fn parse(text: &str, name: &str) -> Result<FabricMap, MapError> {
         };
         if !line_mode {
             twice(
-                &mut lid_header,
+                &mut self.lid_header,
                 lid,
-                (header_line, &desc),
+                (self.header_line, &desc),
                 raw,
                 "LID",
                 |l| l.to_string(),
             )?;
         }
+        let b = &mut self.b;
         let me = b.node(&format!("lid:{lid}"), kind, node_guid, Some(&desc));
         // The peer's kind is not printed: an adapter until it shows a second cabled port or
         // a Switch: header of its own (Builder keeps the kind first given; fixed below).
-        let peer = b.node(&format!("lid:{rlid}"), NodeKind::Ca, None, Some(rdesc));
+        let peer_node = b.node(
+            &format!("lid:{}", peer.lid),
+            NodeKind::Ca,
+            None,
+            Some(peer.desc),
+        );
         b.link(
             LinkEnd {
                 node: me,
@@ -288,21 +333,45 @@ pub(super) fn parse(text: &str, name: &str) -> Result<FabricMap, MapError> {
                 },
             },
             LinkEnd {
-                node: peer,
-                port: rport,
-                port_guid: rguid,
+                node: peer_node,
+                port: peer.port,
+                port_guid: peer.guid,
             },
             None,
             rate,
-            at(name, n),
+            at(self.name, n),
         );
+        Ok(())
     }
-    if !any {
-        return Err(MapError::at(0, "", "no port line: not iblinkinfo output"));
+}
+
+/// The peer after `==>`: `<lid> <port>[..] "<description>" (<note>)`.
+fn peer<'l>(n: usize, raw: &str, right: &'l str) -> Result<Peer<'l>, MapError> {
+    let Some(q) = right.find('"') else {
+        return Err(MapError::at(n, raw, "peer without \"description\""));
+    };
+    let Some(qe) = right.rfind("\" (") else {
+        return Err(MapError::at(n, raw, "peer description not closed by \" ("));
+    };
+    if qe <= q {
+        return Err(MapError::at(n, raw, "peer description not closed"));
     }
-    let mut m = b.finish();
-    // Nodes with more than one cabled port are switches (a host adapter has one cable per
-    // node in every map this reads; a dual-port adapter cabled twice is named by its header).
+    let desc = &right[q + 1..qe];
+    let Some((lid, port, before)) = lid_port(&right[..q]) else {
+        return Err(MapError::at(n, raw, "no peer <lid> <port>[..]"));
+    };
+    Ok(Peer {
+        lid,
+        port,
+        guid: guid(before.trim()),
+        desc,
+        note: note(&right[qe + 1..]),
+    })
+}
+
+/// Nodes with more than one cabled port are switches (a host adapter has one cable per node in
+/// every map this reads; a dual-port adapter cabled twice is named by its header).
+fn switches_by_ports(mut m: FabricMap) -> FabricMap {
     let mut ports: HashMap<usize, usize> = HashMap::new();
     for l in &m.links {
         *ports.entry(l.a.node).or_default() += 1;
@@ -316,7 +385,7 @@ pub(super) fn parse(text: &str, name: &str) -> Result<FabricMap, MapError> {
     m.limitations.push(
         "iblinkinfo names nodes by LID and prints no node GUID for an adapter: adapters are matched by description or port GUID".into(),
     );
-    Ok(m)
+    m
 }
 
 #[cfg(test)]
@@ -334,6 +403,15 @@ mod tests {
         assert_eq!(m.links[0].b.port_guid, Some(0xa088c20300112233));
         assert_eq!(m.links[0].rate.as_ref().unwrap().gbps, Some(400.0));
         assert_eq!(m.links[1].rate.as_ref().unwrap().gbps, Some(200.0));
+    }
+
+    #[test]
+    fn arrow_before_its_opening_is_refused_not_sliced() {
+        // Found by `cargo bench --bench fuzz -- fabric_map` (issue 56's split kept it): a port
+        // line with `)==>` before `==(` made the reader slice backwards and panic.
+        let t = "CA: gpu001 mlx5_0:\n      0xa088c20300112233     10 )==>   1[  ] ==( 4X 106.25 Gbps Active/  LinkUp  1 \"leaf\" ( )\n";
+        let e = parse(t, "l").unwrap_err();
+        assert!(e.to_string().contains("line 2"), "{e}");
     }
 
     #[test]

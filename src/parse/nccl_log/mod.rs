@@ -374,67 +374,127 @@ fn before_2_3(rest: &str) -> Option<Found> {
 }
 
 /// Parses the NCCL part of an input. `fragments` receives the non-NCCL text of every line (see
-/// [`Fragment`]), in order.
+/// [`Fragment`]), in order. Two passes: every line's headers found first (so a glued host can
+/// be cut by the hosts seen anywhere), then each line read ([`Reader::line`]).
 pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclLog {
-    let mut log = NcclLog::default();
-    // Hosts seen at the very start of a line (after launcher tags), by pid: used to cut a host
-    // token glued to the text before it (`…NET/IB/3swat1-04:2017630:…`).
-    let mut clean_hosts: std::collections::HashMap<u32, Vec<String>> = Default::default();
-    // The host first printed behind each Ray worker tag (pid, ip): Ray's tag names one process,
-    // so a later spelling of its host (a name redacted two ways) is that process's.
-    let mut ray_hosts: std::collections::HashMap<(u32, Option<&str>), String> = Default::default();
-    let mut found_per_line: Vec<Vec<Found>> = Vec::with_capacity(lines.len());
-    for l in lines {
-        let (tag, rest) = split_launcher(l.text);
-        let mut found = find_headers(rest);
-        if let Some(worker) = ray_worker(tag) {
-            one_ray_host(&mut ray_hosts, worker, &mut found);
-        }
-        if found.is_empty() {
-            found.extend(headerless(tag, rest));
-        }
-        if found.is_empty() {
-            found.extend(before_2_3(rest));
-        }
-        let off = l.text.len() - rest.len();
-        for f in &found {
-            if rest[..f.start].trim().is_empty() && !f.header.host.is_empty() {
-                let hosts = clean_hosts.entry(f.header.pid).or_default();
-                if !hosts.contains(&f.header.host) {
-                    hosts.push(f.header.host.clone());
+    let mut r = Reader {
+        log: NcclLog::default(),
+        fragments,
+        clean_hosts: Default::default(),
+        ray_hosts: Default::default(),
+        pending: None,
+        wrapped: None,
+    };
+    let mut found_per_line = r.find_all_headers(lines);
+    for (l, found) in lines.iter().zip(found_per_line.iter_mut()) {
+        r.line(l, found);
+    }
+    let mut log = r.log;
+    set_apart_unattributed(&mut log);
+    log
+}
+
+/// The state of [`parse`] across lines.
+struct Reader<'a, 'f> {
+    log: NcclLog,
+    fragments: &'f mut Vec<Fragment<'a>>,
+    /// Hosts seen at the very start of a line (after launcher tags), by pid: used to cut a host
+    /// token glued to the text before it (`…NET/IB/3swat1-04:2017630:…`).
+    clean_hosts: std::collections::HashMap<u32, Vec<String>>,
+    /// The host first printed behind each Ray worker tag (pid, ip): Ray's tag names one
+    /// process, so a later spelling of its host (a name redacted two ways) is that process's.
+    ray_hosts: std::collections::HashMap<(u32, Option<&'a str>), String>,
+    /// A header whose message was printed later (≤ 2.3 wrote the header and the message with
+    /// two `fprintf` calls, so another process's line could come between): the header and the
+    /// line it was left on.
+    pending: Option<(Header, usize)>,
+    /// The last message of the line before when it is the start of a connection line that a
+    /// copy wrapped (see [`NcclLog::continued`]): its line, header and text.
+    wrapped: Option<(usize, Header, String)>,
+}
+
+impl<'a> Reader<'a, '_> {
+    /// The headers of every line (offsets into the whole line), by every form; in a log with
+    /// none, the messages that stand alone.
+    fn find_all_headers(&mut self, lines: &[Line<'a>]) -> Vec<Vec<Found>> {
+        let mut found_per_line: Vec<Vec<Found>> = Vec::with_capacity(lines.len());
+        for l in lines {
+            let (tag, rest) = split_launcher(l.text);
+            let mut found = find_headers(rest);
+            if let Some(worker) = ray_worker(tag) {
+                one_ray_host(&mut self.ray_hosts, worker, &mut found);
+            }
+            if found.is_empty() {
+                found.extend(headerless(tag, rest));
+            }
+            if found.is_empty() {
+                found.extend(before_2_3(rest));
+            }
+            let off = l.text.len() - rest.len();
+            for f in &found {
+                if rest[..f.start].trim().is_empty() && !f.header.host.is_empty() {
+                    let hosts = self.clean_hosts.entry(f.header.pid).or_default();
+                    if !hosts.contains(&f.header.host) {
+                        hosts.push(f.header.host.clone());
+                    }
                 }
             }
+            found_per_line.push(
+                found
+                    .into_iter()
+                    .map(|mut f| {
+                        f.start += off;
+                        f.msg += off;
+                        f
+                    })
+                    .collect(),
+            );
         }
-        found_per_line.push(
-            found
-                .into_iter()
-                .map(|mut f| {
-                    f.start += off;
-                    f.msg += off;
-                    f
-                })
-                .collect(),
-        );
+        if found_per_line.iter().all(Vec::is_empty) {
+            for (l, found) in lines.iter().zip(found_per_line.iter_mut()) {
+                found.extend(message_only(l.text));
+            }
+        }
+        found_per_line
     }
-    if found_per_line.iter().all(Vec::is_empty) {
-        for (l, found) in lines.iter().zip(found_per_line.iter_mut()) {
-            found.extend(message_only(l.text));
+
+    /// One line: a line without header is tried as each form that continues an earlier line
+    /// or stands alone; then the text before the first header, then each header's message.
+    fn line(&mut self, l: &Line<'a>, found: &mut [Found]) {
+        let prev_wrapped = self.wrapped.take();
+        if self.pending.as_ref().is_some_and(|(_, at)| l.no > at + 2) {
+            self.pending = None;
         }
+        if found.is_empty() && self.headerless_line(l, prev_wrapped) {
+            return;
+        }
+        if is_gap_marker(split_launcher(l.text).1) {
+            self.log.gaps.push(l.no);
+            return;
+        }
+        if found.is_empty() {
+            let (tag, rest) = split_launcher(l.text);
+            if records::is_cut_connection_end(rest)
+                && let Some(at) = cut_connection(&mut self.log.entries, tag, l.no)
+            {
+                self.log.cut_ends.push((l.no, at));
+                return;
+            }
+        }
+        self.repair_glued_hosts(found);
+        self.text_before(l, found);
+        self.messages(l, found);
     }
-    // A header whose message was printed later (≤ 2.3 wrote the header and the message with two
-    // `fprintf` calls, so another process's line could come between): the header and the line
-    // it was left on.
-    let mut pending: Option<(Header, usize)> = None;
-    // The last message of the line before when it is the start of a connection line that a copy
-    // wrapped (see [`NcclLog::continued`]): its line, header and text.
-    let mut wrapped: Option<(usize, Header, String)> = None;
-    for (l, found) in lines.iter().zip(found_per_line.iter_mut()) {
-        let mut prev_wrapped = wrapped.take();
-        if pending.as_ref().is_some_and(|(_, at)| l.no > at + 2) {
-            pending = None;
-        }
-        if let Some((h, _)) = &pending
-            && found.is_empty()
+
+    /// A line without header read as the message of a pending header, the end of a wrapped
+    /// connection, a bare connection line, or a banner's continuation; whether it was.
+    fn headerless_line(
+        &mut self,
+        l: &Line<'a>,
+        prev_wrapped: Option<(usize, Header, String)>,
+    ) -> bool {
+        let log = &mut self.log;
+        if let Some((h, _)) = &self.pending
             && let Parsed::Record(record) =
                 records::parse_message(split_launcher(l.text).1, l.ended)
         {
@@ -444,11 +504,10 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
                 complete: l.ended,
                 record,
             });
-            pending = None;
-            continue;
+            self.pending = None;
+            return true;
         }
-        if found.is_empty()
-            && let Some((at, h, start)) = prev_wrapped.take().filter(|w| w.0 + 1 == l.no)
+        if let Some((at, h, start)) = prev_wrapped.filter(|w| w.0 + 1 == l.no)
             && let Some(record) = continue_connection(&start, split_launcher(l.text).1, l.ended)
         {
             // The start was kept as a line of a known form (a ring order, `Channel NN/MM :`);
@@ -462,14 +521,12 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
                 record,
             });
             log.continued.push((l.no, at));
-            continue;
+            return true;
         }
-        if found.is_empty()
-            && let Some(record) = records::bare_net_channel(split_launcher(l.text).1, l.ended)
-        {
+        if let Some(record) = records::bare_net_channel(split_launcher(l.text).1, l.ended) {
             // Behind a Ray worker tag seen before with a header, the line is that worker's.
             let (host, pid) = ray_worker(split_launcher(l.text).0)
-                .and_then(|w| Some((ray_hosts.get(&w)?.clone(), w.0)))
+                .and_then(|w| Some((self.ray_hosts.get(&w)?.clone(), w.0)))
                 .unwrap_or_default();
             log.entries.push(Entry {
                 line: l.no,
@@ -477,28 +534,19 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
                 complete: l.ended,
                 record,
             });
-            continue;
+            return true;
         }
-        if found.is_empty() && banner_continues(&log, l.no, split_launcher(l.text).1) {
+        if banner_continues(log, l.no, split_launcher(l.text).1) {
             log.banner_lines.push(l.no);
-            continue;
+            return true;
         }
-        if is_gap_marker(split_launcher(l.text).1) {
-            log.gaps.push(l.no);
-            continue;
-        }
-        if found.is_empty() {
-            let (tag, rest) = split_launcher(l.text);
-            if records::is_cut_connection_end(rest)
-                && let Some(at) = cut_connection(&mut log.entries, tag, l.no)
-            {
-                log.cut_ends.push((l.no, at));
-                continue;
-            }
-        }
-        // Repair glued hosts: keep the longest known host of that pid the token ends with.
+        false
+    }
+
+    /// Repairs glued hosts: keeps the longest known host of that pid the token ends with.
+    fn repair_glued_hosts(&self, found: &mut [Found]) {
         for f in found.iter_mut() {
-            let Some(known) = clean_hosts.get(&f.header.pid) else {
+            let Some(known) = self.clean_hosts.get(&f.header.pid) else {
                 continue;
             };
             if known.contains(&f.header.host) {
@@ -514,6 +562,11 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
                 f.header.host_repaired = true;
             }
         }
+    }
+
+    /// The text before the first header (the whole line without one): a banner, a command
+    /// line, and always a fragment.
+    fn text_before(&mut self, l: &Line<'a>, found: &[Found]) {
         let (tag, rest) = split_launcher(l.text);
         let first = found.first().map_or(l.text.len(), |f| f.start);
         let pre = &l.text[tag.len().min(first)..first];
@@ -521,21 +574,26 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
             let pre_is_rest = found.is_empty();
             let text = if pre_is_rest { rest } else { pre };
             if let Some(v) = banner_version(text) {
-                log.entries.push(Entry {
+                self.log.entries.push(Entry {
                     line: l.no,
                     header: None,
                     complete: l.ended,
                     record: v,
                 });
             } else if let Some(cmd) = command_line(l.no, text) {
-                log.commands.push(cmd);
+                self.log.commands.push(cmd);
             }
-            fragments.push(Fragment {
+            self.fragments.push(Fragment {
                 no: l.no,
                 text,
                 ended: pre_is_rest && l.ended,
             });
         }
+    }
+
+    /// Each header's message: a record, a warning, a line of another form, or refused.
+    fn messages(&mut self, l: &Line<'a>, found: &[Found]) {
+        let log = &mut self.log;
         for (i, f) in found.iter().enumerate() {
             // A header glued onto the previous one's level word (`NCCL INFOer_name>:920:920 [1]
             // NCCL INFO …`, found by fuzzing) starts before that one's message: its message is
@@ -547,7 +605,7 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
             let complete = i + 1 == found.len() && l.ended;
             let msg = &l.text[f.msg..end];
             if msg.trim().is_empty() && i + 1 < found.len() && f.header.level == Level::Info {
-                pending = Some((f.header.clone(), l.no));
+                self.pending = Some((f.header.clone(), l.no));
                 continue;
             }
             match records::parse_message(msg, complete) {
@@ -578,12 +636,10 @@ pub fn parse<'a>(lines: &[Line<'a>], fragments: &mut Vec<Fragment<'a>>) -> NcclL
                 }),
             }
             if i + 1 == found.len() && l.ended && records::connection_start(msg) {
-                wrapped = Some((l.no, f.header.clone(), msg.to_string()));
+                self.wrapped = Some((l.no, f.header.clone(), msg.to_string()));
             }
         }
     }
-    set_apart_unattributed(&mut log);
-    log
 }
 
 /// A wrapped connection line's end (`rest`, a line without header) read with its start (the

@@ -17,7 +17,9 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 mod causes;
+mod gather;
 mod scope;
+mod verdict;
 use causes::*;
 use scope::ray_folded_note;
 
@@ -410,588 +412,60 @@ fn own_rank(
     i
 }
 
-/// Judges every rank of one input.
+/// Judges every rank of one input, phase by phase: who printed what ([`gather`]: processes,
+/// then the subjects each line form names), then each subject's verdict ([`verdict`]), then the
+/// input's completion errors, processes and notes.
 pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
     let log = &job.nccl;
-    // Processes in order of first appearance.
-    let mut procs: Vec<Proc> = Vec::new();
-    let mut index: BTreeMap<(String, u32), usize> = BTreeMap::new();
-    let mut proc_of = |h: &Header, line: usize| {
-        let i = *index.entry((h.host.clone(), h.pid)).or_insert_with(|| {
-            procs.push(Proc {
-                host: h.host.clone(),
-                pid: h.pid,
-                entries: Vec::new(),
-                devs: BTreeMap::new(),
-                version: version::infer(None, &[]),
-                env: BTreeMap::new(),
-            });
-            procs.len() - 1
-        });
-        if !h.headerless {
-            procs[i].devs.entry(h.cuda_dev).or_insert(line);
-        }
-        i
-    };
-    let mut owned: Vec<(usize, &Entry)> = Vec::new();
-    for e in &log.entries {
-        let Some(h) = &e.header else { continue };
-        owned.push((proc_of(h, e.line), e));
-    }
-    // Lines of forms not read still show a process ran NCCL on that device.
-    for u in &log.unread {
-        proc_of(&u.header, u.line);
-    }
-    for (i, e) in owned {
-        procs[i].entries.push(e);
-    }
-    // Banners (no header): all equal → every process; else the nearest one before each.
-    let banners: Vec<(usize, (u32, u32, u32))> = log
-        .entries
-        .iter()
-        .filter_map(|e| match &e.record {
-            Record::Version(v) if e.header.is_none() => Some((e.line, v.number)),
-            _ => None,
-        })
-        .collect();
-    // nccl-tests 2.14+ names the library it ran with: a banner when NCCL printed none.
-    let library = job.tests.runs.iter().find_map(|r| r.nccl_library);
-    let all_same = banners.windows(2).all(|w| w[0].1 == w[1].1);
-    for p in &mut procs {
-        let banner = if all_same {
-            banners.first().map(|b| b.1)
-        } else {
-            banners
-                .iter()
-                .rfind(|b| b.0 <= p.first_line())
-                .or(banners.first())
-                .map(|b| b.1)
-        };
-        let mut v = version::infer(p.own_version().or(banner).or(library), &p.entries);
-        // Environment: echoed by NCCL, else the command line of the run.
-        for e in &p.entries {
-            if let Record::Env { name, value } = &e.record {
-                p.env.insert(
-                    name.clone(),
-                    (value.clone(), format!("echoed by NCCL, line {}", e.line)),
-                );
-            }
-        }
-        if let Some(cmd) = log.commands.iter().rfind(|c| c.line < p.first_line()) {
-            for (k, val) in &cmd.env {
-                p.env
-                    .entry(k.clone())
-                    .or_insert_with(|| (val.clone(), format!("command line, line {}", cmd.line)));
-            }
-        }
-        // An echoed GDR level name and the level code of a GDR line narrow the range.
-        if v.source == version::VersionSource::LineForms
-            && let Some((val, _)) = p.env.get("NCCL_NET_GDR_LEVEL")
-            && let Some(name) = NcclPath::from_name(val)
-            && let Some(level) = p.entries.iter().find_map(|e| match &e.record {
-                Record::GpuGdr(g) => g.level,
-                _ => None,
-            })
-        {
-            let (lo, hi) = version::narrow_by_level(v.lo, v.hi, name, level);
-            if (lo, hi) != (v.lo, v.hi) {
-                v.lo = lo;
-                v.hi = hi;
-                v.text = version::range_text(lo, hi);
-                v.forms.push(format!(
-                    "NCCL_NET_GDR_LEVEL={val} compared as level {level} (numbering of {})",
-                    v.text
-                ));
-            }
-        }
-        p.version = v;
-    }
-
+    let mut procs = gather::processes(log);
+    gather::versions_and_env(&mut procs, job);
     let mut subj = Subjects::default();
-    // Comm lines: rank, busId, devices; the shape line by comm pointer.
-    let mut comm_rank: BTreeMap<(usize, String), usize> = BTreeMap::new();
-    for (pi, p) in procs.iter().enumerate() {
-        for e in &p.entries {
-            let Record::Comm(c) = &e.record else { continue };
-            let Comm {
-                rank: Some(rank), ..
-            } = c
-            else {
-                continue;
-            };
-            let bus_id = c.bus_id.as_deref().and_then(hex);
-            let i = subj.rank(&p.host, Some(p.pid), *rank);
-            let s = &mut subj.v[i];
-            s.proc_idx = Some(pi);
-            s.pid = Some(p.pid);
-            s.nranks = c.nranks.or(s.nranks);
-            s.nnodes = c.nnodes.or(s.nnodes);
-            s.local_rank = c.local_rank.or(s.local_rank);
-            s.bus_id = bus_id.or(s.bus_id);
-            s.cuda_dev = c.cuda_dev.map(i64::from).or(s.cuda_dev);
-            s.nvml_dev = c.nvml_dev.or(s.nvml_dev);
-            s.lines.insert(e.line);
-            if s.one_host.is_none() {
-                s.one_host = scope::from_comm(c, e.line);
-            }
-            comm_rank.insert((pi, c.comm.clone()), i);
-        }
-    }
-    // Channel lines: the local rank of each NET connection.
-    let mut conns: Vec<(usize, &NetChannel, &Entry)> = Vec::new();
-    for (pi, p) in procs.iter().enumerate() {
-        for e in &p.entries {
-            let Record::NetChannel(c) = &e.record else {
-                continue;
-            };
-            let (rank, bracket) = if c.send {
-                (c.from_rank, &c.from_bracket)
-            } else {
-                (c.to_rank, &c.to_bracket)
-            };
-            let i = own_rank(&mut subj, pi, p, e, rank, bracket);
-            conns.push((i, c, e));
-        }
-    }
-    // Lines that name the printing process's own rank: connections within the node (printed by
-    // the sender), `rank %d nranks %d` (2.3), `Init timings … rank %d nranks %d` (2.22+).
-    for (pi, p) in procs.iter().enumerate() {
-        for e in &p.entries {
-            match &e.record {
-                Record::PeerChannel(c) => {
-                    own_rank(&mut subj, pi, p, e, c.from_rank, &c.from_bracket);
-                }
-                Record::RankOf { rank, nranks } => {
-                    let i = own_rank(&mut subj, pi, p, e, *rank, "");
-                    subj.v[i].nranks = subj.v[i].nranks.or(*nranks);
-                }
-                Record::Trees {
-                    rank,
-                    nranks,
-                    bus_id,
-                } => {
-                    let i = own_rank(&mut subj, pi, p, e, *rank, "");
-                    let s = &mut subj.v[i];
-                    s.nranks = s.nranks.or(*nranks);
-                    s.bus_id = s.bus_id.or(bus_id.as_deref().and_then(hex));
-                }
-                _ => {}
-            }
-        }
-    }
-    // nccl-tests devices.
-    for run in &job.tests.runs {
-        let alone = scope::from_tests(run, !job.nccl.gaps.is_empty());
-        for d in &run.devices {
-            let i = subj.rank(&d.host, d.pid, d.rank);
-            let s = &mut subj.v[i];
-            if s.one_host.is_none() {
-                s.one_host = alone.clone();
-            }
-            s.pid = s.pid.or(d.pid);
-            s.cuda_dev = s.cuda_dev.or(Some(i64::from(d.device)));
-            if let Some(b) = d.bus.strip_prefix("0x") {
-                s.bus = u8::from_str_radix(b, 16).ok();
-            } else if let Ok(bdf) = format!("{}.0", d.bus).parse::<Bdf>() {
-                s.bus_id = s.bus_id.or(Some(
-                    (u64::from(bdf.domain) << 20)
-                        | (u64::from(bdf.bus) << 12)
-                        | (u64::from(bdf.device) << 4),
-                ));
-            }
-            s.lines.insert(run.line);
-        }
-    }
+    gather::comm_ranks(&mut subj, &procs);
+    let conns = gather::channel_ranks(&mut subj, &procs);
+    gather::own_rank_lines(&mut subj, &procs);
+    gather::tests_devices(&mut subj, job);
     scope::every_rank_on_one_host(&mut subj.v);
     subj.index_buses();
-    // Per-GPU GDR lines: about a GPU (busId) or a rank (2.24–2.25), from any process of a host.
-    let mut gpu_lines: Vec<(usize, &GpuGdr, &Entry, usize)> = Vec::new();
-    for (pi, p) in procs.iter().enumerate() {
-        for e in &p.entries {
-            let Record::GpuGdr(g) = &e.record else {
-                continue;
-            };
-            let gpu_is_rank = matches!(g.form, GpuGdrForm::Mode)
-                || (g.form == GpuGdrForm::Classic && bracket_is_bus_id(&g.gpu) == Some(false));
-            let i = match (g.form, gpu_is_rank) {
-                (GpuGdrForm::Net24, _) => {
-                    let (cuda, nvml) = match g.gpu.split_once('[') {
-                        Some((c, n)) => (c.parse().ok(), n.trim_end_matches(']').parse().ok()),
-                        None => (g.gpu.parse().ok(), None),
-                    };
-                    subj.device(&p.host, p.pid, cuda, nvml)
-                }
-                (GpuGdrForm::Ids, _) => {
-                    let bus = hex(&g.gpu);
-                    let i = match g.rank {
-                        Some(k) => subj.rank(&p.host, Some(p.pid), k),
-                        None => subj.bus(&p.host, bus),
-                    };
-                    if let Some(b) = bus
-                        && subj.v[i].bus_id.is_none()
-                    {
-                        subj.set_bus(i, b);
-                    }
-                    i
-                }
-                (_, true) => match g.gpu.parse() {
-                    Ok(k) => subj.rank(&p.host, Some(p.pid), k),
-                    Err(_) => subj.bus(&p.host, None),
-                },
-                _ => subj.bus(&p.host, hex(&g.gpu)),
-            };
-            if subj.v[i].lines.len() < 6 {
-                subj.v[i].lines.insert(e.line);
-            }
-            gpu_lines.push((i, g, e, pi));
-        }
-    }
-    // 2.4's `CUDA Dev d[n], NET NIC distance`: the GPUs a process drives.
-    for p in &procs {
-        for e in &p.entries {
-            if let Record::NicDistance(d) = &e.record {
-                let i = subj.device(
-                    &p.host,
-                    p.pid,
-                    Some(i64::from(d.cuda_dev)),
-                    Some(d.nvml_dev),
-                );
-                if subj.v[i].lines.len() < 6 {
-                    subj.v[i].lines.insert(e.line);
-                }
-            }
-        }
-    }
+    let gpu_lines = gather::gpu_gdr_lines(&mut subj, &procs);
+    gather::nic_distance_devices(&mut subj, &procs);
     let procs = Procs::new(procs);
-    // Each entry's line to its process, and (host, pid) to the first process: look-ups in the
-    // loops over subjects below, never a pass over every process per subject.
+    // Each entry's line to its process: a look-up in the loops over subjects below, never a
+    // pass over every process per subject.
     let mut proc_of_line: HashMap<usize, usize> = HashMap::new();
-    let mut proc_of_pid: HashMap<(&str, u32), usize> = HashMap::new();
     for (pi, p) in procs.iter().enumerate() {
         for e in &p.entries {
             proc_of_line.entry(e.line).or_insert(pi);
         }
-        proc_of_pid.entry((p.host.as_str(), p.pid)).or_insert(pi);
     }
-    let proc_at = |host: &str, line: usize| {
-        proc_of_line
-            .get(&line)
-            .copied()
-            .filter(|&pi| procs[pi].host == host)
-    };
     // NCCL's path print rerouting a GPU–NIC pair that shares a switch.
     let rerouted = rerouted_pairs(&procs);
     for r in &rerouted {
         let i = subj.bus(&r.host, Some(r.gpu));
         subj.v[i].lines.insert(r.line);
     }
-    // A process no line above ties to a rank or GPU still ran NCCL: one subject per device its
-    // header names, judged on what the process printed (its network, its plugin), else unknown.
     let mut covered: BTreeSet<usize> = subj.v.iter().filter_map(|s| s.proc_idx).collect();
     covered.extend(gpu_lines.iter().map(|g| g.3));
-    covered.extend(rerouted.iter().filter_map(|r| proc_at(&r.host, r.line)));
-    let mut with_pid: HashSet<(String, u32)> = subj
-        .v
-        .iter()
-        .filter_map(|s| Some((s.host.clone(), s.pid?)))
-        .collect();
-    // A process driving several GPUs (one thread each) whose lines name the rank of some of
-    // them only: its other GPUs are subjects of their own too.
-    for (pi, p) in procs.iter().enumerate() {
-        if p.devs.len() < 2 || !covered.contains(&pi) {
-            continue;
-        }
-        let named: BTreeSet<i64> = subj
-            .v
+    covered.extend(
+        rerouted
             .iter()
-            .filter(|s| s.host == p.host && s.pid == Some(p.pid))
-            .filter_map(|s| s.cuda_dev)
-            .collect();
-        for (&d, &line) in p.devs.iter().filter(|(d, _)| !named.contains(d)) {
-            let i = subj.device(&p.host, p.pid, Some(d), None);
-            subj.v[i].proc_idx = Some(pi);
-            subj.v[i].lines.insert(line);
-        }
-    }
-    for (pi, p) in procs.iter().enumerate() {
-        if covered.contains(&pi) || with_pid.contains(&(p.host.clone(), p.pid)) {
-            continue;
-        }
-        if !p.devs.is_empty() {
-            with_pid.insert((p.host.clone(), p.pid));
-        }
-        for (&d, &line) in &p.devs {
-            let i = subj.device(&p.host, p.pid, Some(d), None);
-            subj.v[i].proc_idx = Some(pi);
-            subj.v[i].lines.insert(line);
-        }
-    }
+            .filter_map(|r| verdict::proc_at(&procs, &proc_of_line, &r.host, r.line)),
+    );
+    gather::device_subjects(&mut subj, &procs, &covered);
     let subjects = subj.v;
-    // Each subject's connections and GDR lines, grouped once.
-    let mut conns_of: Vec<Vec<usize>> = vec![Vec::new(); subjects.len()];
-    for (k, c) in conns.iter().enumerate() {
-        conns_of[c.0].push(k);
-    }
-    let mut gpu_of: Vec<Vec<usize>> = vec![Vec::new(); subjects.len()];
-    for (k, g) in gpu_lines.iter().enumerate() {
-        gpu_of[g.0].push(k);
-    }
-
-    let mut rerouted_of: HashMap<(&str, u64), Vec<&Rerouted>> = HashMap::new();
-    for r in &rerouted {
-        rerouted_of
-            .entry((r.host.as_str(), r.gpu))
-            .or_default()
-            .push(r);
-    }
-    let mut ranks = Vec::new();
-    for (si, s) in subjects.iter().enumerate() {
-        let me = s.proc_idx.or_else(|| {
-            s.pid
-                .and_then(|pid| proc_of_pid.get(&(s.host.as_str(), pid)).copied())
-        });
-        let my_conns: Vec<&(usize, &NetChannel, &Entry)> =
-            conns_of[si].iter().map(|&k| &conns[k]).collect();
-        let my_gpu: Vec<&(usize, &GpuGdr, &Entry, usize)> =
-            gpu_of[si].iter().map(|&k| &gpu_lines[k]).collect();
-        let my_reroute: Vec<&Rerouted> = s
-            .bus_id
-            .and_then(|b| rerouted_of.get(&(s.host.as_str(), b)))
-            .cloned()
-            .unwrap_or_default();
-        let reroute_proc = my_reroute.first().and_then(|r| proc_at(&r.host, r.line));
-        let version = me
-            .or_else(|| my_gpu.first().map(|g| g.3))
-            .or(reroute_proc)
-            .map(|m| procs[m].version.clone());
-        let vtext = version
-            .as_ref()
-            .map_or("unknown".to_string(), |v| v.text.clone());
-        let (lo, hi) = version.as_ref().map_or(version::ANY, |v| (v.lo, v.hi));
-        let env_of = |k: &str| -> Option<(String, String)> {
-            let pi = me.or_else(|| my_gpu.first().map(|g| g.3))?;
-            from_host(&procs, pi, &format!("env {k}"), |p| p.env.get(k).cloned()).map(|(v, _)| v)
-        };
-        // NICs used.
-        let mut nics: BTreeMap<(Option<String>, u32), NicUse> = BTreeMap::new();
-        for (_, c, _) in &my_conns {
-            let Some(dev) = c.dev else { continue };
-            let n = nics.entry((c.net.clone(), dev)).or_insert_with(|| NicUse {
-                index: dev,
-                name: None,
-                virtual_nic: false,
-                net: c.net.clone(),
-                connections: 0,
-                gdr: [0; 3],
-                note: None,
-            });
-            n.connections += 1;
-            match c.gdr {
-                Some(true) => n.gdr[0] += 1,
-                Some(false) => n.gdr[1] += 1,
-                None => n.gdr[2] += 1,
-            }
-        }
-        let mut nics: Vec<NicUse> = nics.into_values().collect();
-        if let Some(m) = me {
-            for n in &mut nics {
-                name_nic(&procs, m, n, hi);
-            }
-        }
-        let cut = my_conns.iter().filter(|c| c.1.gdr.is_none()).count();
-        let with = my_conns.iter().filter(|c| c.1.gdr == Some(true)).count();
-        let without = my_conns.iter().filter(|c| c.1.gdr == Some(false)).count();
-        let socket = my_conns
-            .iter()
-            .any(|c| c.1.net.as_deref() == Some("Socket"));
-        let rings: Option<(u32, usize)> = me.and_then(|m| {
-            procs[m].records().rev().find_map(|(e, r)| match r {
-                Record::RingsConnected { gdr: Some(g), .. } => Some((*g, e.line)),
-                _ => None,
-            })
-        });
-        let socket_net = me.and_then(|m| procs[m].socket_network());
-        let plugin_off = me.and_then(|m| procs[m].plugin_gdr_off());
-        let all_disabled = me.and_then(|m| all_nics_disabled(&procs, m));
-        let own_ring_flag = ["NCCL_LOCAL_REGISTER", "NCCL_GRAPH_REGISTER"]
-            .iter()
-            .all(|k| env_of(k).is_some_and(|(v, _)| v.trim() == "0"));
-        let (gdr, basis) = if socket {
-            (
-                Gdr::Off,
-                format!("{} NET connection(s) over NET/Socket", my_conns.len()),
-            )
-        } else if with > 0 && without == 0 {
-            (
-                Gdr::Used,
-                format!(
-                    "{with} NET connection(s) with /GDRDMA{}",
-                    if cut > 0 {
-                        format!(" ({cut} more cut short)")
-                    } else {
-                        String::new()
-                    }
-                ),
-            )
-        } else if without > 0 {
-            let mixed = if with > 0 {
-                format!(", {with} with")
-            } else {
-                String::new()
-            };
-            (
-                Gdr::Off,
-                format!("{without} NET connection(s) without /GDRDMA on complete lines{mixed}"),
-            )
-        } else if cut > 0 {
-            (
-                Gdr::Unknown,
-                format!("{cut} NET connection line(s), each cut before /GDRDMA could show"),
-            )
-        } else if !my_reroute.is_empty() {
-            (
-                Gdr::Off,
-                "NCCL's path print routes this GPU's NIC traffic through the CPU".to_string(),
-            )
-        } else if !my_gpu.is_empty() {
-            let en = my_gpu.iter().filter(|g| g.1.enabled).count();
-            let dis = my_gpu.len() - en;
-            if dis == 0 {
-                (
-                    Gdr::Used,
-                    format!(
-                        "NCCL's per-GPU GDR check said Enabled ({en} line(s)); no channel line shows the connection"
-                    ),
-                )
-            } else if en == 0 {
-                (
-                    Gdr::Off,
-                    format!("NCCL's per-GPU GDR check said Disabled ({dis} line(s))"),
-                )
-            } else {
-                (
-                    Gdr::Off,
-                    format!(
-                        "NCCL's per-GPU GDR check said Disabled for some NICs ({dis}) and Enabled for others ({en})"
-                    ),
-                )
-            }
-        } else if let Some(one) = &s.one_host {
-            // No NET connection of its own on a one-host job: whatever network NCCL loaded,
-            // none carried this rank's traffic when its connections show none.
-            let local = me.and_then(|m| scope::connected_locally(&procs[m]));
-            match (one.single_rank, local) {
-                (true, _) => (
-                    Gdr::NotApplicable,
-                    format!("{}: no peer, so no network traffic", one.why),
-                ),
-                (false, Some(line)) => (
-                    Gdr::NotApplicable,
-                    format!(
-                        "{}; its connections were set up without the network (line {line}), no NET connection",
-                        one.why
-                    ),
-                ),
-                (false, None) => (
-                    Gdr::Unknown,
-                    format!(
-                        "{}, but the log shows none of its connections: GDR applies only if NCCL was made to use the network within the host",
-                        one.why
-                    ),
-                ),
-            }
-        } else if let Some((line, why)) = &socket_net {
-            (
-                Gdr::Off,
-                format!("the process uses NCCL's Socket network: {why} (line {line})"),
-            )
-        } else if let Some((line, text)) = plugin_off {
-            (
-                Gdr::Off,
-                format!("the net plugin turned GDR off: `NET/OFI {text}` (line {line})"),
-            )
-        } else if let Some(d) = &all_disabled {
-            (
-                Gdr::Off,
-                format!(
-                    "NCCL's per-NIC check said Disabled for every NIC of the process ({}; lines {})",
-                    d.0.join(", "),
-                    d.1.iter()
-                        .map(usize::to_string)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            )
-        } else if let Some((1, line)) = rings.filter(|_| s.nnodes.is_some_and(|n| n > 1)) {
-            (
-                Gdr::Used,
-                format!(
-                    "ring summary `GDR 1` (line {line}) on {} nodes: every rank's ring NET connections use GDR",
-                    s.nnodes.unwrap_or(0)
-                ),
-            )
-        } else if let Some((0, line)) = rings.filter(|_| own_ring_flag) {
-            (
-                Gdr::Off,
-                format!(
-                    "ring summary `GDR 0` (line {line}) with NCCL_LOCAL_REGISTER=0 and NCCL_GRAPH_REGISTER=0: this rank's own ring NET connections are without GDR"
-                ),
-            )
-        } else if let Some((0, line)) = rings {
-            (
-                Gdr::Unknown,
-                format!(
-                    "no NET connection or GDR line of its own; the ring summary `GDR 0` (line {line}) says some rank of the communicator has a ring NET connection without GDR — NCCL ≥ 2.24 combines every rank's flag, so not necessarily this one"
-                ),
-            )
-        } else {
-            (
-                Gdr::Unknown,
-                "the log shows no NET connection and no GDR line for it".to_string(),
-            )
-        };
-        let cause = (gdr == Gdr::Off).then(|| {
-            off_cause(
-                &procs,
-                me,
-                s,
-                &my_conns,
-                &my_gpu,
-                &my_reroute,
-                socket || socket_net.is_some(),
-                socket_net.as_ref(),
-                plugin_off,
-                rings,
-                lo,
-                hi,
-                &env_of,
-            )
-        });
-        ranks.push(RankVerdict {
-            source: source.to_string(),
-            host: s.host.clone(),
-            // Lines quoted without `host:pid:tid` are read as one group with pid 0, which no
-            // process has: not shown.
-            pid: s.pid.filter(|&p| p != 0 || !s.host.is_empty()),
-            rank: s.rank,
-            nranks: s.nranks,
-            nnodes: s.nnodes,
-            local_rank: s.local_rank,
-            gpu: GpuIdent {
-                bdf: s.bus_id.and_then(bdf_of_bus_id).map(|b| b.to_string()),
-                bus: s.bus,
-                cuda_dev: s.cuda_dev,
-                nvml_dev: s.nvml_dev,
-            },
-            version: vtext,
-            gdr,
-            basis,
-            cause,
-            nics,
-            lines: s.lines.iter().copied().take(6).collect(),
-            topology: None,
-        });
-    }
+    let ctx = verdict::Context::new(
+        source,
+        &procs,
+        subjects.len(),
+        &conns,
+        &gpu_lines,
+        &rerouted,
+        &proc_of_line,
+    );
+    let mut ranks: Vec<RankVerdict> = subjects
+        .iter()
+        .enumerate()
+        .map(|(si, s)| ctx.rank(si, s))
+        .collect();
     ranks.sort_by(|a, b| {
         (
             a.host.as_str(),
@@ -1006,8 +480,19 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
                 b.gpu.bdf.as_deref(),
             ))
     });
+    InputRanks {
+        ranks,
+        processes: procs.iter().map(process_summary).collect(),
+        errors: completion_errors(source, log),
+        notes: notes(source, job, &procs),
+    }
+}
 
-    // Completion errors.
+/// Completion errors, one per (status, vendor error), with their hosts and first line.
+fn completion_errors(
+    source: &str,
+    log: &crate::parse::nccl_log::NcclLog,
+) -> Vec<CompletionSummary> {
     let mut errors: Vec<CompletionSummary> = Vec::new();
     for e in &log.entries {
         let Record::Completion(c) = &e.record else {
@@ -1039,47 +524,54 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
             }
         }
     }
+    errors
+}
 
-    let processes = procs
-        .iter()
-        .map(|p| ProcessSummary {
-            host: p.host.clone(),
-            pid: p.pid,
-            headerless: p.pid == 0 && p.host.is_empty(),
-            version: p.version.clone(),
-            network: p.network().map(str::to_string),
-            ofi_provider: p.records().rev().find_map(|(e, r)| match r {
-                Record::OfiProvider {
-                    provider,
-                    fabric,
-                    nics,
-                } => {
-                    let mut s = provider.clone();
-                    if let Some(f) = fabric {
-                        s.push_str(&format!(", fabric {f}"));
-                    }
-                    if let Some(n) = nics {
-                        s.push_str(&format!(", {n} NIC(s)"));
-                    }
-                    Some(format!("{s} (line {})", e.line))
+/// What one process showed: its release, network, OFI provider, IB devices, NICs, environment.
+fn process_summary(p: &Proc) -> ProcessSummary {
+    ProcessSummary {
+        host: p.host.clone(),
+        pid: p.pid,
+        headerless: p.pid == 0 && p.host.is_empty(),
+        version: p.version.clone(),
+        network: p.network().map(str::to_string),
+        ofi_provider: p.records().rev().find_map(|(e, r)| match r {
+            Record::OfiProvider {
+                provider,
+                fabric,
+                nics,
+            } => {
+                let mut s = provider.clone();
+                if let Some(f) = fabric {
+                    s.push_str(&format!(", fabric {f}"));
                 }
-                _ => None,
-            }),
-            ib_devices: p.records().find_map(|(e, r)| match r {
-                Record::IbDevices { count } => Some((*count, e.line)),
-                _ => None,
-            }),
-            nics: p
-                .nic_list()
-                .map(|(l, _)| l.nics.iter().map(nic_text).collect())
-                .unwrap_or_default(),
-            env: p
-                .env
-                .iter()
-                .map(|(k, (v, w))| (k.clone(), v.clone(), w.clone()))
-                .collect(),
-        })
-        .collect();
+                if let Some(n) = nics {
+                    s.push_str(&format!(", {n} NIC(s)"));
+                }
+                Some(format!("{s} (line {})", e.line))
+            }
+            _ => None,
+        }),
+        ib_devices: p.records().find_map(|(e, r)| match r {
+            Record::IbDevices { count } => Some((*count, e.line)),
+            _ => None,
+        }),
+        nics: p
+            .nic_list()
+            .map(|(l, _)| l.nics.iter().map(nic_text).collect())
+            .unwrap_or_default(),
+        env: p
+            .env
+            .iter()
+            .map(|(k, (v, w))| (k.clone(), v.clone(), w.clone()))
+            .collect(),
+    }
+}
+
+/// What the input could not show: each process's HCA notes, NET lines without a header, lines
+/// Ray folded, gap markers.
+fn notes(source: &str, job: &JobOutput, procs: &Procs) -> Vec<String> {
+    let log = &job.nccl;
     let mut notes = Vec::new();
     for p in procs.iter() {
         notes.extend(ib_hca_note(source, p));
@@ -1107,10 +599,5 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
             log.gaps.len()
         ));
     }
-    InputRanks {
-        ranks,
-        processes,
-        errors,
-        notes,
-    }
+    notes
 }

@@ -452,9 +452,21 @@ pub fn version_record(v: &str) -> Option<Record> {
 }
 
 /// Reads one message (the text after `NCCL INFO `). `complete` says whether it certainly ended.
+/// The forms are tried in a fixed order, a group of forms per function.
 pub fn parse_message(msg: &str, complete: bool) -> Parsed {
     let t = msg.trim_end();
     let ts = t.trim_start();
+    banner_line(ts)
+        .or_else(|| rank_line(ts, complete))
+        .or_else(|| gdr_and_topology_line(t, ts, complete))
+        .or_else(|| ring_summary_line(ts, complete))
+        .or_else(|| setting_line(ts))
+        .or_else(|| transport_line(ts, complete))
+        .unwrap_or(Parsed::Other)
+}
+
+/// The banner (NCCL's, RCCL's) and RCCL's IB device count.
+fn banner_line(ts: &str) -> Option<Parsed> {
     // NCCL's banner, and RCCL's as its INFO line prints it (`RCCL version : 2.30.4-HEAD:2b22ab0`,
     // `init.cc` showVersion: `"RCCL version : " … NCCL_SUFFIX "-" rcclGitHash`).
     if let Some(v) = ts
@@ -462,18 +474,25 @@ pub fn parse_message(msg: &str, complete: bool) -> Parsed {
         .or_else(|| ts.strip_prefix("RCCL version "))
     {
         let v = v.trim_start_matches([':', ' ']);
-        return version_record(v).map_or(Parsed::Refused("not a version".into()), Parsed::Record);
+        return Some(
+            version_record(v).map_or(Parsed::Refused("not a version".into()), Parsed::Record),
+        );
     }
     if let Some(r) = ts.strip_prefix("RCCL: Detected ")
         && let Some(n) = ib_devices_count(r)
     {
-        return n.map_or(
+        return Some(n.map_or(
             Parsed::Refused("IB device count is not a number".into()),
             |count| Parsed::Record(Record::IbDevices { count }),
-        );
+        ));
     }
+    None
+}
+
+/// Connection lines (over the network and within the node) and the lines that name a rank.
+fn rank_line(ts: &str, complete: bool) -> Option<Parsed> {
     if (ts.starts_with("Channel ") || ts.starts_with("Ring ")) && ts.contains(" via NET/") {
-        return net_channel(ts, complete);
+        return Some(net_channel(ts, complete));
     }
     // NCCL 2.2 and older (no source published; the line quoted in issue 43): `%d -> %d via
     // NET/%s/%d[/GDRDMA]`, neither `Ring %02d : ` nor a direction word. Read as 2.3's line, of
@@ -483,80 +502,96 @@ pub fn parse_message(msg: &str, complete: bool) -> Parsed {
         && ts.contains(" -> ")
         && ts.contains(" via NET/")
     {
-        return net_connection(true, None, None, ts, complete);
+        return Some(net_connection(true, None, None, ts, complete));
     }
     if (ts.starts_with("Channel ") || ts.starts_with("Ring "))
         && let Some((_, via)) = ts.split_once(" via ")
         && (via.starts_with("P2P/") || via.starts_with("SHM/") || via.starts_with("direct shared"))
     {
-        return peer_channel(ts);
+        return Some(peer_channel(ts));
     }
     if let Some(r) = ts
         .strip_prefix("Init timings")
         .and_then(|r| r.split_once(": ").map(|x| x.1))
         .or_else(|| ts.strip_prefix("rank ").map(|_| ts))
     {
-        return rank_of(r);
+        return Some(rank_of(r));
     }
     if let Some(r) = ts.strip_prefix("Trees")
         && r.trim_start().starts_with('[')
     {
-        return trees(r, complete);
+        return Some(trees(r, complete));
     }
+    None
+}
+
+/// Lines about the network's reach and GDR: libibverbs, 2.4's NIC distance, the OFI plugin,
+/// the topology print, the GDR lines.
+fn gdr_and_topology_line(t: &str, ts: &str, complete: bool) -> Option<Parsed> {
     if ts.starts_with("Failed to open libibverbs") || ts.starts_with("Could not open libibverbs") {
-        return Parsed::Record(Record::NoVerbs);
+        return Some(Parsed::Record(Record::NoVerbs));
     }
     if let Some(r) = ts.strip_prefix("CUDA Dev ")
         && r.contains(" NIC distance")
     {
-        return nic_distance(r);
+        return Some(nic_distance(r));
     }
     if let Some(r) = ts
         .strip_prefix("NET/OFI Selected provider is ")
         .or_else(|| ts.strip_prefix("NET/OFI Selected Provider is "))
     {
-        return ofi_provider(r);
+        return Some(ofi_provider(r));
     }
     if let Some(r) = ts.strip_prefix("NET/OFI ")
         && (r.starts_with("Could not disable CUDA API usage for HMEM, disabling GDR")
             || r.starts_with("GDR disabled on GDR-supported instance type"))
     {
-        return Parsed::Record(Record::PluginGdrOff {
+        return Some(Parsed::Record(Record::PluginGdrOff {
             text: r.trim().to_string(),
-        });
+        }));
     }
     if let Some(p) = topo::parse_line(t) {
-        return match p {
+        return Some(match p {
             TopoLine::System { word, max, total } => {
                 Parsed::Record(Record::TopoSystem { word, max, total })
             }
             TopoLine::Node(n) => Parsed::Record(Record::TopoNode(n)),
             TopoLine::Paths(p) => Parsed::Record(Record::TopoPaths(p)),
             TopoLine::Refused(why) => Parsed::Refused(why),
-        };
+        });
     }
     if ts.contains("GPU Direct RDMA") {
-        return gdr_line(ts, complete);
+        return Some(gdr_line(ts, complete));
     }
+    None
+}
+
+/// `Connected all rings`, with its PXN and GDR flags.
+fn ring_summary_line(ts: &str, complete: bool) -> Option<Parsed> {
     if let Some(r) = ts.strip_prefix("Connected all rings") {
         let r = r.trim_start_matches(',').trim();
         // RCCL: `Connected all rings comm %p nRanks %02d busId %lx` (rccl `init.cc`), no flags.
         if r.is_empty() || r.starts_with("comm 0x") || r.starts_with("comm (nil)") {
-            return Parsed::Record(Record::RingsConnected {
+            return Some(Parsed::Record(Record::RingsConnected {
                 pxn: None,
                 gdr: None,
-            });
+            }));
         }
         let pxn = word_num(r, "PXN");
         let gdr = word_num(r, "GDR");
-        return match gdr {
+        return Some(match gdr {
             Some(_) => Parsed::Record(Record::RingsConnected { pxn, gdr }),
             None if !complete => Parsed::Record(Record::RingsConnected { pxn, gdr: None }),
             None => Parsed::Refused("ring summary without a GDR number".into()),
-        };
+        });
     }
+    None
+}
+
+/// Completion errors, echoed variables, the network and plugin chosen, bootstrap.
+fn setting_line(ts: &str) -> Option<Parsed> {
     if ts.contains("Got completion") {
-        return Parsed::Record(Record::Completion(completion(ts)));
+        return Some(Parsed::Record(Record::Completion(completion(ts))));
     }
     if let Some((name, value)) = ts.split_once(" set by environment to ")
         && name.starts_with("NCCL_")
@@ -564,24 +599,24 @@ pub fn parse_message(msg: &str, complete: bool) -> Parsed {
     {
         let value = value.trim();
         let value = value.strip_suffix('.').unwrap_or(value);
-        return Parsed::Record(Record::Env {
+        return Some(Parsed::Record(Record::Env {
             name: name.to_string(),
             value: value.to_string(),
-        });
+        }));
     }
     // 2.3: "Using internal|external Network %s" (external: a net plugin); 2.6+: "Using network %s".
     if let Some(r) = ts
         .strip_prefix("Using internal Network ")
         .or_else(|| ts.strip_prefix("Using external Network "))
     {
-        return Parsed::Record(Record::UsingNetwork {
+        return Some(Parsed::Record(Record::UsingNetwork {
             name: r.trim().to_string(),
-        });
+        }));
     }
     if let Some(r) = ts.strip_prefix("Using network ") {
-        return Parsed::Record(Record::UsingNetwork {
+        return Some(Parsed::Record(Record::UsingNetwork {
             name: r.trim().to_string(),
-        });
+        }));
     }
     // 2.28+ (and RCCL 2.30): `Assigned NET plugin %s to comm` (plugin/net.cc), the network the
     // communicator was given: what `Using network` says.
@@ -589,44 +624,49 @@ pub fn parse_message(msg: &str, complete: bool) -> Parsed {
         .strip_prefix("Assigned NET plugin ")
         .and_then(|r| r.strip_suffix(" to comm"))
     {
-        return Parsed::Record(Record::UsingNetwork {
+        return Some(Parsed::Record(Record::UsingNetwork {
             name: name.trim().to_string(),
-        });
+        }));
     }
     if let Some(r) = ts
         .strip_prefix("P2P plugin ")
         .or_else(|| ts.strip_prefix("NET/Plugin"))
         .or_else(|| ts.strip_prefix("Plugin Path"))
     {
-        return Parsed::Record(Record::Plugin {
+        return Some(Parsed::Record(Record::Plugin {
             text: r.trim_start_matches([' ', ':']).trim().to_string(),
-        });
+        }));
     }
     if let Some(r) = ts.strip_prefix("Bootstrap") {
-        return Parsed::Record(Record::Bootstrap {
+        return Some(Parsed::Record(Record::Bootstrap {
             text: r.trim_start_matches([' ', ':']).trim().to_string(),
-        });
+        }));
     }
+    None
+}
+
+/// `NET/<transport> : …` lines (no device, NIC list, virtual device) and comm lines.
+fn transport_line(ts: &str, complete: bool) -> Option<Parsed> {
     if let Some((transport, rest)) = net_prefix(ts) {
         let rest = rest.trim();
         if rest.starts_with("No device found") {
-            return Parsed::Record(Record::NoDevice { transport });
+            return Some(Parsed::Record(Record::NoDevice { transport }));
         }
         if let Some(list) = rest.strip_prefix("Using") {
-            return nic_list(transport, list, complete);
+            return Some(nic_list(transport, list, complete));
         }
         // NCCL 2.2 and older: `NET/IB: [0] mlx4_0:1/IB`, the list without `Using`.
         if rest.starts_with('[') {
-            return nic_list(transport, rest, complete);
+            return Some(nic_list(transport, rest, complete));
         }
         if let Some(v) = rest.strip_prefix("Made virtual device") {
-            return virtual_nic(v);
+            return Some(virtual_nic(v));
         }
     }
     if ts.starts_with("comm 0x") || ts.contains(" comm 0x") {
-        return comm(ts);
+        return Some(comm(ts));
     }
-    Parsed::Other
+    None
 }
 
 /// NCCL INFO messages (and RCCL's) of known forms that say nothing about GDR, NICs or ranks,
