@@ -132,3 +132,26 @@ fx hgx-h100-faults hgx-h100 --fault acs-redirect=0000:39:01.0 --fault link-width
 fx hgx-h100-gds-faults hgx-h100-gds --fault no-nvidia-fs
 fx mi300x-faults mi300x-8gpu --fault no-amdkfd-peer
 run fixture.gb300.spec fixture gb300-tray --print-spec
+
+# text sources and platforms (issue 56): lspci text and bug reports (fixtures/bundles), published
+# platform and real-world XML, the real H200 VM snapshot, and the other input forms load_input
+# reads (a snapshot directory, a directory of text, gzip text, peerpath JSON).
+TEXTS=()
+for f in "$ROOT"/fixtures/bundles/* "$ROOT"/fixtures/platforms/*.xml "$ROOT"/fixtures/realworld/*.xml \
+  "$ROOT"/fixtures/amd/*.xml "$ROOT"/fixtures/real/h200-vm.tar.gz "$ROOT"/fixtures/real/*.xml \
+  "$ROOT"/fixtures/gds/h200-vm-gds.tar.gz; do
+  case "$f" in *README.md|*cases.json) continue ;; esac
+  TEXTS+=("$f")
+done
+mkdir -p "$TMP/snapdir" "$TMP/textdir"
+tar -xzf "$ROOT/fixtures/synth/hgx-h100.tar.gz" -C "$TMP/snapdir" 2>/dev/null
+cp "$ROOT/fixtures/bundles/marcredhat-cmlgpu-dell-2s-broadwell-2x-p100.lspci-vvv.txt" "$TMP/textdir/"
+gzip -c "$ROOT/fixtures/bundles/marcredhat-cmlgpu-dell-2s-broadwell-2x-p100.lspci-vvv.txt" > "$TMP/lspci-vvv.txt.gz"
+"$BIN" scan -i "$ROOT/fixtures/synth/dgx-a100.tar.gz" --format json > "$TMP/dgx-a100.json" 2>/dev/null
+TEXTS+=("$TMP/snapdir/hgx-h100" "$TMP/textdir" "$TMP/lspci-vvv.txt.gz" "$TMP/dgx-a100.json")
+for in in "${TEXTS[@]}"; do
+  b=t56.$(basename "$in")
+  run "$b.scan" scan -i "$in"
+  run "$b.scan.json" scan -i "$in" --format json
+  run "$b.audit" audit -i "$in"
+done

@@ -186,23 +186,13 @@ pub fn read(doc: &Doc, source: SourceInfo, pci_ids: Option<&std::path::Path>) ->
 
 /// Reads an hwloc XML document (already parsed) into raw facts. Fails when the root is not
 /// `<topology>` or the format version is unknown.
+///
+/// The phases of every discovery (docs/architecture.md, "Discover, phase by phase"):
+/// enumerate the NUMA nodes, host bridges and PCI functions ([`numa_objects`],
+/// [`host_bridges`], [`pci_functions`]), attach the OS devices below them ([`os_devices`]),
+/// link the GPUs ([`nvlinks`], [`xgmi`]) and annotate what the file could not record.
 pub fn discover(doc: &Doc, source: SourceInfo) -> Result<RawTopology> {
-    let Some(root) = doc.root() else {
-        bail!("empty document")
-    };
-    if root.name != "topology" {
-        bail!(
-            "not an hwloc XML document: root element is <{}>, expected <topology>",
-            root.name
-        );
-    }
-    let version = match root.attr("version") {
-        None => XmlVersion::V1,
-        Some(v) if v.starts_with("2.") => XmlVersion::V2,
-        Some(v) if v.starts_with("3.") => XmlVersion::V3,
-        Some(v) if v.starts_with("1.") => XmlVersion::V1,
-        Some(v) => bail!("hwloc XML version {v:?} is not supported (2.0 and 3.0 are)"),
-    };
+    let version = check_root(doc)?;
     let mut ctx = Ctx {
         doc,
         pci_of: HashMap::new(),
@@ -213,9 +203,66 @@ pub fn discover(doc: &Doc, source: SourceInfo) -> Result<RawTopology> {
     source.kind = "hwloc-xml".into();
     source.limitations = LIMITATIONS.iter().map(|s| s.to_string()).collect();
 
-    // NUMA nodes.
+    // 1. Enumerate: NUMA nodes, host bridges, PCI functions.
+    let mut numa = numa_objects(&ctx);
+    let numa_cpus: BTreeMap<u32, Vec<u32>> = numa
+        .iter()
+        .map(|(id, n)| {
+            (
+                *id,
+                cpulist::parse_list(n.cpus.as_bytes()).unwrap_or_default(),
+            )
+        })
+        .collect();
+    numa_distances(&ctx, &mut numa);
+    let numa_nodes: Vec<NumaNode> = numa.into_values().collect();
+    let machine = machine_info(&ctx);
+    let hb_of = host_bridges(&ctx, &numa_cpus);
+    pci_functions(&mut ctx, &hb_of, &numa_cpus);
+    // 2. Attach: OS devices under PCI functions.
+    os_devices(&mut ctx, version, &source.path);
+    rsmi_partitions(&mut ctx.devices, &source.path);
+    // 3. Link: NVLinks and xGMI, and what the file could not record of them.
+    let (nvlinks, nvlink_visible) = nvlinks(&ctx);
+    let (xgmi, xgmi_visible) = xgmi(&ctx);
+    annotate(&ctx, &mut source, nvlink_visible, xgmi_visible);
+
+    let mut raw = RawTopology::new(source, machine);
+    raw.numa_nodes = numa_nodes;
+    raw.devices = ctx.devices;
+    raw.nvlinks = nvlinks;
+    raw.nvlink_visible = nvlink_visible;
+    raw.xgmi = xgmi;
+    raw.xgmi_visible = xgmi_visible;
+    raw.warnings = ctx.warnings.into_inner();
+    Ok(raw)
+}
+
+/// The document's format version; refuses a root that is not `<topology>` and a version
+/// this reader does not know.
+fn check_root(doc: &Doc) -> Result<XmlVersion> {
+    let Some(root) = doc.root() else {
+        bail!("empty document")
+    };
+    if root.name != "topology" {
+        bail!(
+            "not an hwloc XML document: root element is <{}>, expected <topology>",
+            root.name
+        );
+    }
+    Ok(match root.attr("version") {
+        None => XmlVersion::V1,
+        Some(v) if v.starts_with("2.") => XmlVersion::V2,
+        Some(v) if v.starts_with("3.") => XmlVersion::V3,
+        Some(v) if v.starts_with("1.") => XmlVersion::V1,
+        Some(v) => bail!("hwloc XML version {v:?} is not supported (2.0 and 3.0 are)"),
+    })
+}
+
+/// The NUMA node objects, by `os_index` (the first of each), with their CPUs.
+fn numa_objects(ctx: &Ctx<'_>) -> BTreeMap<u32, NumaNode> {
     let mut numa: BTreeMap<u32, NumaNode> = BTreeMap::new();
-    for (i, e) in doc.elements.iter().enumerate() {
+    for (i, e) in ctx.doc.elements.iter().enumerate() {
         if !ctx.is_object(i, "NUMANode") {
             continue;
         }
@@ -239,23 +286,16 @@ pub fn discover(doc: &Doc, source: SourceInfo) -> Result<RawTopology> {
             distances: Vec::new(),
         });
     }
-    let numa_cpus: BTreeMap<u32, Vec<u32>> = numa
-        .iter()
-        .map(|(id, n)| {
-            (
-                *id,
-                cpulist::parse_list(n.cpus.as_bytes()).unwrap_or_default(),
-            )
-        })
-        .collect();
-    numa_distances(&ctx, &mut numa);
-    let numa_nodes: Vec<NumaNode> = numa.into_values().collect();
+    numa
+}
 
-    let machine = machine_info(&ctx);
-
-    // Host bridges: element → (name, locality).
+/// Host bridges: element → (name, locality).
+fn host_bridges(
+    ctx: &Ctx<'_>,
+    numa_cpus: &BTreeMap<u32, Vec<u32>>,
+) -> HashMap<usize, HostBridgeAt> {
     let mut hb_of: HashMap<usize, HostBridgeAt> = HashMap::new();
-    for (i, e) in doc.elements.iter().enumerate() {
+    for (i, e) in ctx.doc.elements.iter().enumerate() {
         if !is_host_bridge(e) {
             continue;
         }
@@ -271,13 +311,22 @@ pub fn discover(doc: &Doc, source: SourceInfo) -> Result<RawTopology> {
             }
         };
         let (cpus, numa) = match ctx.parent_object(i) {
-            Some(p) => locality(&ctx, p, &numa_cpus),
+            Some(p) => locality(ctx, p, numa_cpus),
             None => (None, None),
         };
         hb_of.insert(i, (name, cpus, numa));
     }
+    hb_of
+}
 
-    // PCI functions, in document order (parents before children).
+/// PCI functions, in document order (parents before children): each becomes a device of
+/// `ctx`; a malformed address or a duplicate is warned and skipped.
+fn pci_functions(
+    ctx: &mut Ctx<'_>,
+    hb_of: &HashMap<usize, HostBridgeAt>,
+    numa_cpus: &BTreeMap<u32, Vec<u32>>,
+) {
+    let doc = ctx.doc;
     let mut seen: HashMap<Bdf, usize> = HashMap::new();
     for (i, e) in doc.elements.iter().enumerate() {
         if !is_pci_object(e) {
@@ -300,104 +349,136 @@ pub fn discover(doc: &Doc, source: SourceInfo) -> Result<RawTopology> {
             );
             continue;
         }
-        // Nearest enclosing PCI object (a device already read), else host bridge, else the
-        // normal object the I/O tree hangs from.
-        let mut parent_dev: Option<usize> = None;
-        let mut hb: Option<usize> = None;
-        let mut attach: Option<usize> = None;
-        let mut cur = ctx.parent_object(i);
-        while let Some(p) = cur {
-            let pe = ctx.el(p);
-            if is_pci_object(pe) {
-                if let Some(&di) = ctx.pci_of.get(&p) {
-                    parent_dev = Some(di);
-                    break;
-                }
-                // A skipped (malformed) PCI parent: keep climbing.
-            } else if is_host_bridge(pe) {
-                hb = Some(p);
-                break;
-            } else {
-                attach = Some(p);
-                break;
-            }
-            cur = ctx.parent_object(p);
-        }
-        let parent = parent_dev.map(|di| ctx.devices[di].bdf);
-        let (hb_name, cpus, numa_node) = if let Some(di) = parent_dev {
-            let pd = &ctx.devices[di];
-            (pd.host_bridge.clone(), pd.local_cpus.clone(), pd.numa_node)
-        } else if let Some(h) = hb {
-            let (n, c, m) = hb_of
-                .get(&h)
-                .cloned()
-                .unwrap_or((String::new(), None, None));
-            let n = if n.is_empty() {
-                host_bridge_name(bdf.domain, bdf.bus)
-            } else {
-                n
-            };
-            (n, c, m)
-        } else {
-            ctx.warn(
-                i,
-                format!("PCI object {bdf} is not below a host bridge; host bridge assumed from its address"),
-            );
-            let (c, m) = attach
-                .map(|a| locality(&ctx, a, &numa_cpus))
-                .unwrap_or((None, None));
-            (host_bridge_name(bdf.domain, bdf.bus), c, m)
-        };
-        let mut d = Device::new(bdf, hb_name, format!("hwloc-xml:{}", ctx.where_(i)));
-        d.parent = parent;
-        d.local_cpus = cpus;
-        d.numa_node = numa_node;
-        match e.attr("pci_type").map(parse_pci_type) {
-            Some(Ok(t)) => {
-                d.class = t.class;
-                d.vendor_id = Some(t.vendor);
-                d.device_id = Some(t.device);
-                d.subsystem_vendor_id = Some(t.subvendor);
-                d.subsystem_device_id = Some(t.subdevice);
-                d.revision = Some(t.revision);
-            }
-            Some(Err(r)) => ctx.warn(
-                i,
-                format!("pci_type {r}; class and IDs unknown (device kind other)"),
-            ),
-            None => ctx.warn(i, "no pci_type; class and IDs unknown (device kind other)"),
-        }
-        d.kind = if e.attr("type") == Some("Bridge") {
-            DeviceKind::Bridge
-        } else {
-            kind_from_class(d.class, d.vendor_id, d.device_id)
-        };
-        match e.attr("pci_link_speed").map(parse_link_speed) {
-            Some(Ok(Some((gts, w)))) => {
-                d.link = Some(LinkInfo {
-                    current_gts: Some(gts),
-                    current_width: Some(w),
-                    max_gts: None,
-                    max_width: None,
-                })
-            }
-            Some(Err(r)) => ctx.warn(i, format!("pci_link_speed={r}; link unknown")),
-            Some(Ok(None)) | None => {}
-        }
-        for (k, v) in ctx.infos(i) {
-            match k.as_str() {
-                "PCIVendor" if !v.is_empty() => d.vendor_name = Some(v),
-                "PCIDevice" if !v.is_empty() => d.device_name = Some(v),
-                "PCISlot" if !v.is_empty() => d.slot = Some(v),
-                _ => {}
-            }
-        }
+        let d = pci_function(ctx, i, bdf, hb_of, numa_cpus);
         seen.insert(bdf, i);
         ctx.pci_of.insert(i, ctx.devices.len());
         ctx.devices.push(d);
     }
+}
 
-    // OS devices under PCI functions.
+/// Where the PCI object `i` hangs: its parent device, host bridge name and locality — from
+/// the nearest enclosing PCI object already read, else its host bridge, else the normal
+/// object the I/O tree hangs from.
+fn placement(
+    ctx: &Ctx<'_>,
+    i: usize,
+    bdf: Bdf,
+    hb_of: &HashMap<usize, HostBridgeAt>,
+    numa_cpus: &BTreeMap<u32, Vec<u32>>,
+) -> (Option<Bdf>, HostBridgeAt) {
+    let mut parent_dev: Option<usize> = None;
+    let mut hb: Option<usize> = None;
+    let mut attach: Option<usize> = None;
+    let mut cur = ctx.parent_object(i);
+    while let Some(p) = cur {
+        let pe = ctx.el(p);
+        if is_pci_object(pe) {
+            if let Some(&di) = ctx.pci_of.get(&p) {
+                parent_dev = Some(di);
+                break;
+            }
+            // A skipped (malformed) PCI parent: keep climbing.
+        } else if is_host_bridge(pe) {
+            hb = Some(p);
+            break;
+        } else {
+            attach = Some(p);
+            break;
+        }
+        cur = ctx.parent_object(p);
+    }
+    let parent = parent_dev.map(|di| ctx.devices[di].bdf);
+    let at = if let Some(di) = parent_dev {
+        let pd = &ctx.devices[di];
+        (pd.host_bridge.clone(), pd.local_cpus.clone(), pd.numa_node)
+    } else if let Some(h) = hb {
+        let (n, c, m) = hb_of
+            .get(&h)
+            .cloned()
+            .unwrap_or((String::new(), None, None));
+        let n = if n.is_empty() {
+            host_bridge_name(bdf.domain, bdf.bus)
+        } else {
+            n
+        };
+        (n, c, m)
+    } else {
+        ctx.warn(
+            i,
+            format!(
+                "PCI object {bdf} is not below a host bridge; host bridge assumed from its address"
+            ),
+        );
+        let (c, m) = attach
+            .map(|a| locality(ctx, a, numa_cpus))
+            .unwrap_or((None, None));
+        (host_bridge_name(bdf.domain, bdf.bus), c, m)
+    };
+    (parent, at)
+}
+
+/// The device the PCI object `i` (address `bdf`) describes: its place, IDs and class
+/// (`pci_type`), kind, current link (`pci_link_speed`) and the names hwloc's infos give.
+fn pci_function(
+    ctx: &Ctx<'_>,
+    i: usize,
+    bdf: Bdf,
+    hb_of: &HashMap<usize, HostBridgeAt>,
+    numa_cpus: &BTreeMap<u32, Vec<u32>>,
+) -> Device {
+    let e = ctx.el(i);
+    let (parent, (hb_name, cpus, numa_node)) = placement(ctx, i, bdf, hb_of, numa_cpus);
+    let mut d = Device::new(bdf, hb_name, format!("hwloc-xml:{}", ctx.where_(i)));
+    d.parent = parent;
+    d.local_cpus = cpus;
+    d.numa_node = numa_node;
+    match e.attr("pci_type").map(parse_pci_type) {
+        Some(Ok(t)) => {
+            d.class = t.class;
+            d.vendor_id = Some(t.vendor);
+            d.device_id = Some(t.device);
+            d.subsystem_vendor_id = Some(t.subvendor);
+            d.subsystem_device_id = Some(t.subdevice);
+            d.revision = Some(t.revision);
+        }
+        Some(Err(r)) => ctx.warn(
+            i,
+            format!("pci_type {r}; class and IDs unknown (device kind other)"),
+        ),
+        None => ctx.warn(i, "no pci_type; class and IDs unknown (device kind other)"),
+    }
+    d.kind = if e.attr("type") == Some("Bridge") {
+        DeviceKind::Bridge
+    } else {
+        kind_from_class(d.class, d.vendor_id, d.device_id)
+    };
+    match e.attr("pci_link_speed").map(parse_link_speed) {
+        Some(Ok(Some((gts, w)))) => {
+            d.link = Some(LinkInfo {
+                current_gts: Some(gts),
+                current_width: Some(w),
+                max_gts: None,
+                max_width: None,
+            })
+        }
+        Some(Err(r)) => ctx.warn(i, format!("pci_link_speed={r}; link unknown")),
+        Some(Ok(None)) | None => {}
+    }
+    for (k, v) in ctx.infos(i) {
+        match k.as_str() {
+            "PCIVendor" if !v.is_empty() => d.vendor_name = Some(v),
+            "PCIDevice" if !v.is_empty() => d.device_name = Some(v),
+            "PCISlot" if !v.is_empty() => d.slot = Some(v),
+            _ => {}
+        }
+    }
+    d
+}
+
+/// OS devices under PCI functions, attached to their function; those of kinds peerpath does
+/// not model are listed in one warning on `path`.
+fn os_devices(ctx: &mut Ctx<'_>, version: XmlVersion, path: &str) {
+    let doc = ctx.doc;
     let mut dropped: Vec<String> = Vec::new();
     for (i, e) in doc.elements.iter().enumerate() {
         if !ctx.is_object(i, "OSDev") {
@@ -417,66 +498,11 @@ pub fn discover(doc: &Doc, source: SourceInfo) -> Result<RawTopology> {
         )
         .unwrap_or(OsType::Other);
         let subtype = e.attr("subtype").unwrap_or("");
-        let infos = ctx.infos(i);
-        let kind = match ty {
-            OsType::OpenFabrics => Some(OsDeviceKind::Rdma),
-            // hwloc ≥ 2.10 lists an HPE Slingshot (Cassini) adapter's CXI device as a network
-            // OS device `hsi<N>` of subtype `Slingshot`: the fabric device NCCL uses through
-            // aws-ofi-nccl's cxi provider, as OpenFabrics devices are for verbs.
-            // (hwloc 2.8 names it `hsi<N>` without the subtype: the Cassini function, vendor
-            // 0x17db, says it.)
-            OsType::Net
-                if subtype == "Slingshot"
-                    || (ctx.devices[di].vendor_id == Some(0x17db) && name.starts_with("hsi")) =>
-            {
-                Some(OsDeviceKind::Rdma)
-            }
-            OsType::Net => Some(OsDeviceKind::Net),
-            OsType::Block => Some(OsDeviceKind::Block),
-            OsType::Gpu | OsType::CoProc
-                if matches!(subtype, "CUDA" | "NVML")
-                    || name.starts_with("cuda")
-                    || name.starts_with("nvml") =>
-            {
-                Some(OsDeviceKind::NvidiaGpu)
-            }
-            // hwloc's ROCm SMI plugin: `rsmi<N>`, subtype RSMI (AMD GPUs).
-            OsType::Gpu | OsType::CoProc if subtype == "RSMI" || name.starts_with("rsmi") => {
-                Some(OsDeviceKind::AmdGpu)
-            }
-            _ => None,
-        };
-        let Some(kind) = kind else {
+        let Some(kind) = os_kind(ty, subtype, &name, ctx.devices[di].vendor_id) else {
             dropped.push(name);
             continue;
         };
-        let mut od = OsDevice::new(kind, name);
-        if !subtype.is_empty() {
-            od.attrs.push(("subtype".into(), subtype.to_string()));
-        }
-        let mut ports: BTreeMap<u32, RdmaPort> = BTreeMap::new();
-        for (k, v) in infos {
-            let port_state = k
-                .strip_prefix("Port")
-                .and_then(|r| r.strip_suffix("State"))
-                .and_then(|n| n.parse::<u32>().ok())
-                .zip(v.trim().parse::<u32>().ok());
-            if let (OsDeviceKind::Rdma, Some((p, s))) = (kind, port_state) {
-                ports
-                    .entry(p)
-                    .or_insert(RdmaPort {
-                        port: p,
-                        state: None,
-                        phys_state: None,
-                        rate_gbps: None,
-                        rate_text: None,
-                        link_layer: None,
-                    })
-                    .state = Some((s, ib::port_state_name(s).to_string()));
-            }
-            od.attrs.push((k, v));
-        }
-        od.ports = ports.into_values().collect();
+        let od = os_device(ctx.infos(i), kind, name, subtype);
         if kind == OsDeviceKind::AmdGpu {
             let hive = od
                 .attrs
@@ -495,7 +521,7 @@ pub fn discover(doc: &Doc, source: SourceInfo) -> Result<RawTopology> {
     if !dropped.is_empty() {
         let shown: Vec<&str> = dropped.iter().take(12).map(String::as_str).collect();
         ctx.warnings.borrow_mut().push(Warning {
-            path: source.path.clone(),
+            path: path.to_string(),
             message: format!(
                 "{} OS device(s) of kinds peerpath does not model were not kept: {}{}",
                 dropped.len(),
@@ -508,9 +534,81 @@ pub fn discover(doc: &Doc, source: SourceInfo) -> Result<RawTopology> {
             ),
         });
     }
+}
 
-    rsmi_partitions(&mut ctx.devices, &source.path);
-    let (nvlinks, nvlink_visible) = nvlinks(&ctx);
+/// The kind of an OS device of type `ty`, `subtype` and `name` on a function of `vendor`;
+/// `None` for a kind peerpath does not model.
+fn os_kind(ty: OsType, subtype: &str, name: &str, vendor: Option<u16>) -> Option<OsDeviceKind> {
+    match ty {
+        OsType::OpenFabrics => Some(OsDeviceKind::Rdma),
+        // hwloc ≥ 2.10 lists an HPE Slingshot (Cassini) adapter's CXI device as a network
+        // OS device `hsi<N>` of subtype `Slingshot`: the fabric device NCCL uses through
+        // aws-ofi-nccl's cxi provider, as OpenFabrics devices are for verbs.
+        // (hwloc 2.8 names it `hsi<N>` without the subtype: the Cassini function, vendor
+        // 0x17db, says it.)
+        OsType::Net
+            if subtype == "Slingshot" || (vendor == Some(0x17db) && name.starts_with("hsi")) =>
+        {
+            Some(OsDeviceKind::Rdma)
+        }
+        OsType::Net => Some(OsDeviceKind::Net),
+        OsType::Block => Some(OsDeviceKind::Block),
+        OsType::Gpu | OsType::CoProc
+            if matches!(subtype, "CUDA" | "NVML")
+                || name.starts_with("cuda")
+                || name.starts_with("nvml") =>
+        {
+            Some(OsDeviceKind::NvidiaGpu)
+        }
+        // hwloc's ROCm SMI plugin: `rsmi<N>`, subtype RSMI (AMD GPUs).
+        OsType::Gpu | OsType::CoProc if subtype == "RSMI" || name.starts_with("rsmi") => {
+            Some(OsDeviceKind::AmdGpu)
+        }
+        _ => None,
+    }
+}
+
+/// An OS device of `kind` with its subtype and infos as attributes; an RDMA device's
+/// `Port<N>State` infos become its ports.
+fn os_device(
+    infos: Vec<(String, String)>,
+    kind: OsDeviceKind,
+    name: String,
+    subtype: &str,
+) -> OsDevice {
+    let mut od = OsDevice::new(kind, name);
+    if !subtype.is_empty() {
+        od.attrs.push(("subtype".into(), subtype.to_string()));
+    }
+    let mut ports: BTreeMap<u32, RdmaPort> = BTreeMap::new();
+    for (k, v) in infos {
+        let port_state = k
+            .strip_prefix("Port")
+            .and_then(|r| r.strip_suffix("State"))
+            .and_then(|n| n.parse::<u32>().ok())
+            .zip(v.trim().parse::<u32>().ok());
+        if let (OsDeviceKind::Rdma, Some((p, s))) = (kind, port_state) {
+            ports
+                .entry(p)
+                .or_insert(RdmaPort {
+                    port: p,
+                    state: None,
+                    phys_state: None,
+                    rate_gbps: None,
+                    rate_text: None,
+                    link_layer: None,
+                })
+                .state = Some((s, ib::port_state_name(s).to_string()));
+        }
+        od.attrs.push((k, v));
+    }
+    od.ports = ports.into_values().collect();
+    od
+}
+
+/// Annotate: what the file could not record, as limitations of `source` — NVLinks where it
+/// has NVML devices but no NVLink matrix, xGMI wherever it has AMD GPUs.
+fn annotate(ctx: &Ctx<'_>, source: &mut SourceInfo, nvlink_visible: bool, xgmi_visible: bool) {
     let nvml_devices = ctx.doc.elements.iter().enumerate().any(|(i, e)| {
         ctx.is_object(i, "OSDev")
             && (e.attr("subtype") == Some("NVML")
@@ -519,7 +617,6 @@ pub fn discover(doc: &Doc, source: SourceInfo) -> Result<RawTopology> {
     if nvml_devices && !nvlink_visible {
         source.limitations.push(NVLINK_NOT_RECORDED.to_string());
     }
-    let (xgmi, xgmi_visible) = xgmi(&ctx);
     let amd_gpus = ctx.devices.iter().any(crate::model::amd::is_amd_gpu);
     if amd_gpus {
         source.limitations.push(
@@ -531,15 +628,6 @@ pub fn discover(doc: &Doc, source: SourceInfo) -> Result<RawTopology> {
             .to_string(),
         );
     }
-    let mut raw = RawTopology::new(source, machine);
-    raw.numa_nodes = numa_nodes;
-    raw.devices = ctx.devices;
-    raw.nvlinks = nvlinks;
-    raw.nvlink_visible = nvlink_visible;
-    raw.xgmi = xgmi;
-    raw.xgmi_visible = xgmi_visible;
-    raw.warnings = ctx.warnings.into_inner();
-    Ok(raw)
 }
 
 impl Ctx<'_> {

@@ -216,26 +216,7 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
         },
     };
     let Some(path) = input else {
-        let fs = fsroot::DirRoot::new("/");
-        let src = SourceInfo {
-            kind: "sysfs".into(),
-            path: "/".into(),
-            limitations: vec![],
-        };
-        // NVML starts on its own thread while sysfs is read (its start is most of the time a
-        // live scan takes on a GPU node); it is folded in below as before.
-        let nvml_pending = nvml::start(&fs);
-        let mut topo = sysfs::scan(&fs, src, &scan_opts)?;
-        // Supported link modes (the port's SKU speed) are only on the live machine.
-        ethtool::enrich(&mut topo);
-        // The RDMA registration order (nvidia-smi's NIC numbering) is only live, over netlink.
-        rdma_order::apply(&mut topo, &rdma_order::read_live());
-        // NVLink state is only on the live machine, through NVML; never panics without it.
-        let status = nvml::enrich_with(&mut topo, nvml_pending);
-        if let Some(w) = status.warning() {
-            topo.warnings.push(w);
-        }
-        return Ok(topo);
+        return scan_live(&scan_opts);
     };
     let shown = path.display().to_string();
     // Operator text names devices where it prints no IDs (`lspci -tv`, `-vvv` without -nn):
@@ -245,129 +226,188 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
     // Held until this load returns: the input's bytes and its decompressed snapshot.
     let mut charge = opts.budget.as_ref().map(|b| b.start());
     let size_of = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-    match detect(path)? {
-        InputKind::SysfsRoot => {
-            let fs = fsroot::DirRoot::open(path)?;
-            // `sys` is looked up inside the root: a `sys` link out of it is not a sys/ folder.
-            if !fs.is_dir(Path::new("sys")) {
-                // A directory of operator text (lspci output, an extracted sosreport).
-                if let Some(t) = archive::read_dir(&fs, &shown, text_ids.as_deref())? {
-                    return Ok(t);
-                }
-                bail!(
-                    "{shown}: directory has no sys/ folder and no lspci text; expected a sysfs root prefix (e.g. an extracted snapshot)"
-                );
-            }
-            let src = SourceInfo {
-                kind: "sysfs".into(),
-                path: shown,
-                limitations: vec![],
-            };
-            let mut topo = sysfs::scan(&fs, src, &scan_opts)?;
-            rdma_order::apply_stored(&fs, &mut topo)?;
-            nvml_store::apply_stored_nvml(&fs, &mut topo)?;
-            Ok(topo)
+    let kind = detect(path)?;
+    // Every input but a directory is charged its size (at most what its reader reads).
+    let cap = match kind {
+        InputKind::SysfsRoot => None,
+        InputKind::Tarball => Some(fsroot::MAX_SNAPSHOT_BYTES),
+        InputKind::Xml | InputKind::Text | InputKind::Json => {
+            Some(fsroot::input::MAX_TEXT_INPUT_BYTES)
         }
-        InputKind::Tarball => {
-            if let Some(c) = charge.as_mut() {
-                c.take(size_of(path).min(fsroot::MAX_SNAPSHOT_BYTES));
-            }
-            let bytes = fsroot::input::read_input(path, fsroot::MAX_SNAPSHOT_BYTES)
-                .with_context(|| format!("cannot read {shown}"))?;
-            // A gzip file that holds text, not a tar archive (`lspci-vvv.txt.gz`).
-            if let Some(text) = gunzip_text(&bytes, fsroot::input::MAX_TEXT_INPUT_BYTES)
-                .with_context(|| format!("{shown}: gzip text"))?
-            {
-                return read_operator_text(&text, &shown, text_ids.as_deref());
-            }
-            let fs = match fsroot::MemRoot::from_tar_bytes_charged(&shown, &bytes, charge.as_mut())
-            {
-                Ok(fs) if fs.is_dir(Path::new("sys/bus/pci")) => fs,
-                // Not a snapshot: a sosreport or supportconfig holds lspci text instead.
-                Ok(fs) => {
-                    if let Some(t) = archive::read(&bytes, &shown, text_ids.as_deref())
-                        .with_context(|| format!("{shown}: support archive"))?
-                    {
-                        return Ok(t);
-                    }
-                    fs
-                }
-                // An archive the snapshot reader refuses (cut, corrupt, a member escaping the
-                // root) may still be a support archive whose lspci text can be read; if it is
-                // not, the snapshot reader's reason is the one said.
-                Err(e) => match archive::read(&bytes, &shown, text_ids.as_deref()) {
-                    Ok(Some(t)) => return Ok(t),
-                    // A member over its cap refuses the archive in the cap's words.
-                    Err(ae) if is_too_large(&ae) => {
-                        return Err(ae).with_context(|| format!("{shown}: support archive"));
-                    }
-                    _ => {
-                        return Err(e)
-                            .with_context(|| format!("{shown}: not a readable snapshot tarball"));
-                    }
-                },
-            };
-            let src = SourceInfo {
-                kind: "snapshot".into(),
-                path: shown,
-                limitations: vec![],
-            };
-            let mut topo = sysfs::scan(&fs, src, &scan_opts)?;
-            rdma_order::apply_stored(&fs, &mut topo)?;
-            nvml_store::apply_stored_nvml(&fs, &mut topo)?;
-            for (p, m) in fs.skipped() {
-                topo.warnings.insert(
-                    0,
-                    crate::model::Warning {
-                        path: p.display().to_string(),
-                        message: m.clone(),
-                    },
-                );
-            }
-            Ok(topo)
-        }
-        InputKind::Xml => {
-            if let Some(c) = charge.as_mut() {
-                c.take(size_of(path).min(fsroot::input::MAX_TEXT_INPUT_BYTES));
-            }
-            let text = read_text(path, &shown)?;
-            let doc =
-                xmltree::parse(&text).with_context(|| format!("{shown}: not readable as XML"))?;
-            let root = doc.root().map(|r| r.name.clone()).unwrap_or_default();
-            let src = SourceInfo {
-                kind: String::new(),
-                path: shown.clone(),
-                limitations: vec![],
-            };
-            match root.as_str() {
-                "topology" => hwloc_xml::read(&doc, src, scan_opts.pci_ids.as_deref())
-                    .with_context(|| format!("{shown}: hwloc XML")),
-                "system" => nccl_xml::read_host(
-                    &doc,
-                    src,
-                    scan_opts.pci_ids.as_deref(),
-                    opts.host.as_deref(),
-                )
-                .with_context(|| format!("{shown}: NCCL topology XML")),
-                other => bail!(
-                    "{shown}: XML root element <{other}> is neither hwloc's <topology> nor NCCL's <system>"
-                ),
-            }
-        }
+    };
+    if let (Some(c), Some(cap)) = (charge.as_mut(), cap) {
+        c.take(size_of(path).min(cap));
+    }
+    match kind {
+        InputKind::SysfsRoot => load_dir(path, shown, &scan_opts, text_ids.as_deref()),
+        InputKind::Tarball => load_tarball(
+            path,
+            shown,
+            &scan_opts,
+            text_ids.as_deref(),
+            charge.as_mut(),
+        ),
+        InputKind::Xml => load_xml(path, shown, &scan_opts, opts),
         InputKind::Text => {
-            if let Some(c) = charge.as_mut() {
-                c.take(size_of(path).min(fsroot::input::MAX_TEXT_INPUT_BYTES));
-            }
             let text = read_text(path, &shown)?;
             read_operator_text(&text, &shown, text_ids.as_deref())
         }
         InputKind::Json => {
-            if let Some(c) = charge.as_mut() {
-                c.take(size_of(path).min(fsroot::input::MAX_TEXT_INPUT_BYTES));
-            }
             let text = read_text(path, &shown)?;
             json::read(&text, &shown).with_context(|| format!("{shown}: peerpath JSON"))
         }
+    }
+}
+
+/// The live machine: sysfs under `/`, with what only a live machine has (supported link
+/// modes, the RDMA registration order, NVML's NVLink state).
+fn scan_live(scan_opts: &sysfs::ScanOptions) -> Result<Topology> {
+    let fs = fsroot::DirRoot::new("/");
+    let src = SourceInfo {
+        kind: "sysfs".into(),
+        path: "/".into(),
+        limitations: vec![],
+    };
+    // NVML starts on its own thread while sysfs is read (its start is most of the time a
+    // live scan takes on a GPU node); it is folded in below as before.
+    let nvml_pending = nvml::start(&fs);
+    let mut topo = sysfs::scan(&fs, src, scan_opts)?;
+    // Supported link modes (the port's SKU speed) are only on the live machine.
+    ethtool::enrich(&mut topo);
+    // The RDMA registration order (nvidia-smi's NIC numbering) is only live, over netlink.
+    rdma_order::apply(&mut topo, &rdma_order::read_live());
+    // NVLink state is only on the live machine, through NVML; never panics without it.
+    let status = nvml::enrich_with(&mut topo, nvml_pending);
+    if let Some(w) = status.warning() {
+        topo.warnings.push(w);
+    }
+    Ok(topo)
+}
+
+/// A directory: a sysfs root prefix (an extracted snapshot), else a directory of operator
+/// text (lspci output, an extracted sosreport).
+fn load_dir(
+    path: &Path,
+    shown: String,
+    scan_opts: &sysfs::ScanOptions,
+    text_ids: Option<&Path>,
+) -> Result<Topology> {
+    let fs = fsroot::DirRoot::open(path)?;
+    // `sys` is looked up inside the root: a `sys` link out of it is not a sys/ folder.
+    if !fs.is_dir(Path::new("sys")) {
+        // A directory of operator text (lspci output, an extracted sosreport).
+        if let Some(t) = archive::read_dir(&fs, &shown, text_ids)? {
+            return Ok(t);
+        }
+        bail!(
+            "{shown}: directory has no sys/ folder and no lspci text; expected a sysfs root prefix (e.g. an extracted snapshot)"
+        );
+    }
+    scan_stored(&fs, "sysfs", shown, scan_opts)
+}
+
+/// A snapshot's sysfs, with what the capture stored beside it (the RDMA registration order,
+/// NVML's facts).
+fn scan_stored(
+    fs: &dyn FsRoot,
+    kind: &str,
+    shown: String,
+    scan_opts: &sysfs::ScanOptions,
+) -> Result<Topology> {
+    let src = SourceInfo {
+        kind: kind.into(),
+        path: shown,
+        limitations: vec![],
+    };
+    let mut topo = sysfs::scan(fs, src, scan_opts)?;
+    rdma_order::apply_stored(fs, &mut topo)?;
+    nvml_store::apply_stored_nvml(fs, &mut topo)?;
+    Ok(topo)
+}
+
+/// A gzip or tar file: gzipped text, a snapshot tarball, or a support archive (sosreport,
+/// supportconfig) holding lspci text.
+fn load_tarball(
+    path: &Path,
+    shown: String,
+    scan_opts: &sysfs::ScanOptions,
+    text_ids: Option<&Path>,
+    charge: Option<&mut budget::Charge>,
+) -> Result<Topology> {
+    let bytes = fsroot::input::read_input(path, fsroot::MAX_SNAPSHOT_BYTES)
+        .with_context(|| format!("cannot read {shown}"))?;
+    // A gzip file that holds text, not a tar archive (`lspci-vvv.txt.gz`).
+    if let Some(text) = gunzip_text(&bytes, fsroot::input::MAX_TEXT_INPUT_BYTES)
+        .with_context(|| format!("{shown}: gzip text"))?
+    {
+        return read_operator_text(&text, &shown, text_ids);
+    }
+    let fs = match fsroot::MemRoot::from_tar_bytes_charged(&shown, &bytes, charge) {
+        Ok(fs) if fs.is_dir(Path::new("sys/bus/pci")) => fs,
+        // Not a snapshot: a sosreport or supportconfig holds lspci text instead.
+        Ok(fs) => {
+            if let Some(t) = archive::read(&bytes, &shown, text_ids)
+                .with_context(|| format!("{shown}: support archive"))?
+            {
+                return Ok(t);
+            }
+            fs
+        }
+        // An archive the snapshot reader refuses (cut, corrupt, a member escaping the
+        // root) may still be a support archive whose lspci text can be read; if it is
+        // not, the snapshot reader's reason is the one said.
+        Err(e) => match archive::read(&bytes, &shown, text_ids) {
+            Ok(Some(t)) => return Ok(t),
+            // A member over its cap refuses the archive in the cap's words.
+            Err(ae) if is_too_large(&ae) => {
+                return Err(ae).with_context(|| format!("{shown}: support archive"));
+            }
+            _ => {
+                return Err(e).with_context(|| format!("{shown}: not a readable snapshot tarball"));
+            }
+        },
+    };
+    let mut topo = scan_stored(&fs, "snapshot", shown, scan_opts)?;
+    for (p, m) in fs.skipped() {
+        topo.warnings.insert(
+            0,
+            crate::model::Warning {
+                path: p.display().to_string(),
+                message: m.clone(),
+            },
+        );
+    }
+    Ok(topo)
+}
+
+/// An XML file: hwloc's `<topology>` or NCCL's `<system>` (the host `opts.host` names).
+fn load_xml(
+    path: &Path,
+    shown: String,
+    scan_opts: &sysfs::ScanOptions,
+    opts: &LoadOptions,
+) -> Result<Topology> {
+    let text = read_text(path, &shown)?;
+    let doc = xmltree::parse(&text).with_context(|| format!("{shown}: not readable as XML"))?;
+    let root = doc.root().map(|r| r.name.clone()).unwrap_or_default();
+    let src = SourceInfo {
+        kind: String::new(),
+        path: shown.clone(),
+        limitations: vec![],
+    };
+    match root.as_str() {
+        "topology" => hwloc_xml::read(&doc, src, scan_opts.pci_ids.as_deref())
+            .with_context(|| format!("{shown}: hwloc XML")),
+        "system" => nccl_xml::read_host(
+            &doc,
+            src,
+            scan_opts.pci_ids.as_deref(),
+            opts.host.as_deref(),
+        )
+        .with_context(|| format!("{shown}: NCCL topology XML")),
+        other => bail!(
+            "{shown}: XML root element <{other}> is neither hwloc's <topology> nor NCCL's <system>"
+        ),
     }
 }
 

@@ -247,7 +247,9 @@ impl Ctx<'_> {
         self.data_direct = true;
     }
 
-    /// Reads one `pci` element and its subtree.
+    /// Reads one `pci` element and its subtree: the device it describes, its GPU or NIC,
+    /// then its `pci` children. A second element of an address already read is merged into
+    /// the first, as NCCL merges it.
     fn pci(
         &mut self,
         i: usize,
@@ -286,6 +288,33 @@ impl Ctx<'_> {
         d.parent = parent;
         d.numa_node = numa;
         d.local_cpus = cpus.clone();
+        self.pci_attributes(i, &mut d);
+        let gpu_el = doc.children_named(i, "gpu").next();
+        let nic_el = doc.children_named(i, "nic").next();
+        d.kind = pci_kind(
+            &d,
+            doc.children_named(i, "pci").next().is_some(),
+            gpu_el,
+            nic_el,
+        );
+        if let Some(g) = gpu_el {
+            self.gpu(g, &mut d);
+        }
+        if let Some(n) = nic_el {
+            for net in doc.children_named(n, "net") {
+                self.net(net, &mut d);
+            }
+            self.data_direct_nic(&mut d);
+        }
+        self.seen.insert(bdf, self.devices.len());
+        self.devices.push(d);
+        for c in doc.children_named(i, "pci").collect::<Vec<_>>() {
+            self.pci(c, Some(bdf), hb, numa, cpus);
+        }
+    }
+
+    /// The class, IDs and link NCCL writes on the `pci` element `i`.
+    fn pci_attributes(&mut self, i: usize, d: &mut Device) {
         d.class = self
             .value(i, "class", attr::hex_u32, "kind from children only")
             .unwrap_or(0);
@@ -303,160 +332,182 @@ impl Ctx<'_> {
                 .flatten(),
         };
         d.link = link.any().then_some(link);
-        let has_pci_children = doc.children_named(i, "pci").next().is_some();
-        let gpu_el = doc.children_named(i, "gpu").next();
-        let nic_el = doc.children_named(i, "nic").next();
-        d.kind = if has_pci_children {
-            DeviceKind::SwitchUpstream
-        } else if gpu_el.is_some() {
-            let k = kind_from_class(d.class, d.vendor_id, d.device_id);
-            if k.is_compute() { k } else { DeviceKind::Gpu }
-        } else if nic_el.is_some() {
-            DeviceKind::Nic
-        } else if d.class >> 16 == 0x03 {
-            // NCCL's own mapping (kvDictPciClass): any display class is a GPU, whatever the
-            // vendor (partial topology files often give no vendor at all).
-            DeviceKind::Gpu
-        } else if d.class >> 16 == 0x02 {
-            DeviceKind::Nic
+    }
+
+    /// The `gpu` element `g` of device `d`: its OS device (NVML or, for RCCL's AMD GPUs, HIP),
+    /// C2C links, NVLink version (from `sm`), and its `nvlink` and `xgmi` elements.
+    fn gpu(&mut self, g: usize, d: &mut Device) {
+        let doc = self.doc;
+        let bdf = d.bdf;
+        self.any_gpu_element = true;
+        let ge = &doc.elements[g];
+        let dev = ge.attr("dev").unwrap_or("?");
+        // RCCL writes the same element for an AMD GPU, with its `gcn` architecture.
+        let amd =
+            d.vendor_id == Some(crate::model::amd::AMD_GPU_VENDOR) || ge.attr("gcn").is_some();
+        self.amd_gpu_element |= amd;
+        let mut od = if amd {
+            OsDevice::new(OsDeviceKind::AmdGpu, format!("hip{dev}"))
         } else {
-            kind_from_class(d.class, d.vendor_id, d.device_id)
+            OsDevice::new(OsDeviceKind::NvidiaGpu, format!("nvml{dev}"))
         };
-        if let Some(g) = gpu_el {
-            self.any_gpu_element = true;
-            let ge = &doc.elements[g];
-            let dev = ge.attr("dev").unwrap_or("?");
-            // RCCL writes the same element for an AMD GPU, with its `gcn` architecture.
-            let amd =
-                d.vendor_id == Some(crate::model::amd::AMD_GPU_VENDOR) || ge.attr("gcn").is_some();
-            self.amd_gpu_element |= amd;
-            let mut od = if amd {
-                OsDevice::new(OsDeviceKind::AmdGpu, format!("hip{dev}"))
-            } else {
-                OsDevice::new(OsDeviceKind::NvidiaGpu, format!("nvml{dev}"))
+        for (k, v) in &ge.attrs {
+            od.attrs.push((k.clone(), v.clone()));
+        }
+        for c in doc.children_named(g, "c2c") {
+            d.c2c = self.c2c(c).or(d.c2c.take());
+        }
+        d.os_devices.push(od);
+        let version = ge
+            .attr("sm")
+            .and_then(|s| s.trim().parse().ok())
+            .and_then(nvlink_version_of_sm);
+        self.gpu_version.insert(bdf, version);
+        for l in doc.children_named(g, "nvlink") {
+            self.nvlink(l, bdf);
+        }
+        for l in doc.children_named(g, "xgmi") {
+            self.xgmi_element(l, bdf);
+        }
+    }
+
+    /// One `nvlink` element `l` of GPU `bdf`, kept for the link phase when its count is
+    /// above 0.
+    fn nvlink(&mut self, l: usize, bdf: Bdf) {
+        let doc = self.doc;
+        let le = &doc.elements[l];
+        let count = match attr_value(le.attr("count"), attr::uint) {
+            Ok(Some(c)) if c > 0 => c,
+            Ok(Some(_)) => {
+                self.warn(l, "nvlink count 0; link not kept");
+                return;
+            }
+            Ok(None) => {
+                self.warn(l, "nvlink without a count; link not kept");
+                return;
+            }
+            Err(r) => {
+                self.warn(l, format!("nvlink count {r}; link not kept"));
+                return;
+            }
+        };
+        let tclass = self.value(l, "tclass", attr::hex_u32, "target class unknown");
+        self.nvlinks.push((
+            bdf,
+            le.attr("target").unwrap_or("").to_string(),
+            tclass,
+            count,
+        ));
+    }
+
+    /// One `xgmi` element `l` (RCCL) of GPU `bdf`, kept for the link phase when its count is
+    /// above 0.
+    fn xgmi_element(&mut self, l: usize, bdf: Bdf) {
+        let doc = self.doc;
+        let le = &doc.elements[l];
+        let count = match attr_value(le.attr("count"), attr::uint) {
+            Ok(Some(c)) if c > 0 => c,
+            Ok(_) => {
+                self.warn(l, "xgmi without a count above 0; link not kept");
+                return;
+            }
+            Err(r) => {
+                self.warn(l, format!("xgmi count {r}; link not kept"));
+                return;
+            }
+        };
+        let tclass = self.value(l, "tclass", attr::hex_u32, "target class unknown");
+        self.xgmi.push((
+            bdf,
+            le.attr("target").unwrap_or("").to_string(),
+            tclass,
+            count,
+            l,
+        ));
+    }
+
+    /// One `net` element of the NIC on device `d`: an RDMA device (a port of one already read
+    /// when the name repeats) or a network interface.
+    fn net(&mut self, net: usize, d: &mut Device) {
+        let doc = self.doc;
+        let ne = &doc.elements[net];
+        let name = ne.attr("name").unwrap_or("").to_string();
+        let speed = ne
+            .attr("speed")
+            .and_then(|s| s.trim().parse::<f64>().ok())
+            .filter(|s| *s > 0.0);
+        let mut od = if is_rdma_name(&name) {
+            let port = ne
+                .attr("port")
+                .and_then(|p| p.trim().parse().ok())
+                .unwrap_or(1);
+            let rp = RdmaPort {
+                port,
+                state: None,
+                phys_state: None,
+                rate_gbps: speed.map(|s| s / 1000.0),
+                rate_text: None,
+                link_layer: None,
             };
-            for (k, v) in &ge.attrs {
+            // Two ports of one RDMA device (`mlx4_0` ports 1 and 2) are one device
+            // with two ports; distinct names (`mlx5_0`, `mlx5_1`) stay two devices.
+            if let Some(prev) = d
+                .os_devices
+                .iter_mut()
+                .find(|o| o.kind == OsDeviceKind::Rdma && o.name == name)
+            {
+                if prev.ports.iter().any(|p| p.port == port) {
+                    self.warn(
+                        net,
+                        format!("{name} port {port} listed twice; second entry not kept"),
+                    );
+                } else {
+                    prev.ports.push(rp);
+                }
+                return;
+            }
+            let mut od = OsDevice::new(OsDeviceKind::Rdma, name);
+            // NCCL's device number: its libibverbs list order, the registration order.
+            od.index = ne.attr("dev").and_then(|v| v.trim().parse().ok());
+            od.ports.push(rp);
+            od
+        } else {
+            let mut od = OsDevice::new(OsDeviceKind::Net, name);
+            od.speed_mbps = speed.map(|s| s as u64);
+            od
+        };
+        for (k, v) in &ne.attrs {
+            if k != "name" {
                 od.attrs.push((k.clone(), v.clone()));
             }
-            for c in doc.children_named(g, "c2c") {
-                d.c2c = self.c2c(c).or(d.c2c.take());
-            }
-            d.os_devices.push(od);
-            let version = ge
-                .attr("sm")
-                .and_then(|s| s.trim().parse().ok())
-                .and_then(nvlink_version_of_sm);
-            self.gpu_version.insert(bdf, version);
-            for l in doc.children_named(g, "nvlink") {
-                let le = &doc.elements[l];
-                let count = match attr_value(le.attr("count"), attr::uint) {
-                    Ok(Some(c)) if c > 0 => c,
-                    Ok(Some(_)) => {
-                        self.warn(l, "nvlink count 0; link not kept");
-                        continue;
-                    }
-                    Ok(None) => {
-                        self.warn(l, "nvlink without a count; link not kept");
-                        continue;
-                    }
-                    Err(r) => {
-                        self.warn(l, format!("nvlink count {r}; link not kept"));
-                        continue;
-                    }
-                };
-                let tclass = self.value(l, "tclass", attr::hex_u32, "target class unknown");
-                self.nvlinks.push((
-                    bdf,
-                    le.attr("target").unwrap_or("").to_string(),
-                    tclass,
-                    count,
-                ));
-            }
-            for l in doc.children_named(g, "xgmi") {
-                let le = &doc.elements[l];
-                let count = match attr_value(le.attr("count"), attr::uint) {
-                    Ok(Some(c)) if c > 0 => c,
-                    Ok(_) => {
-                        self.warn(l, "xgmi without a count above 0; link not kept");
-                        continue;
-                    }
-                    Err(r) => {
-                        self.warn(l, format!("xgmi count {r}; link not kept"));
-                        continue;
-                    }
-                };
-                let tclass = self.value(l, "tclass", attr::hex_u32, "target class unknown");
-                self.xgmi.push((
-                    bdf,
-                    le.attr("target").unwrap_or("").to_string(),
-                    tclass,
-                    count,
-                    l,
-                ));
-            }
         }
-        if let Some(n) = nic_el {
-            for net in doc.children_named(n, "net") {
-                let ne = &doc.elements[net];
-                let name = ne.attr("name").unwrap_or("").to_string();
-                let speed = ne
-                    .attr("speed")
-                    .and_then(|s| s.trim().parse::<f64>().ok())
-                    .filter(|s| *s > 0.0);
-                let mut od = if is_rdma_name(&name) {
-                    let port = ne
-                        .attr("port")
-                        .and_then(|p| p.trim().parse().ok())
-                        .unwrap_or(1);
-                    let rp = RdmaPort {
-                        port,
-                        state: None,
-                        phys_state: None,
-                        rate_gbps: speed.map(|s| s / 1000.0),
-                        rate_text: None,
-                        link_layer: None,
-                    };
-                    // Two ports of one RDMA device (`mlx4_0` ports 1 and 2) are one device
-                    // with two ports; distinct names (`mlx5_0`, `mlx5_1`) stay two devices.
-                    if let Some(prev) = d
-                        .os_devices
-                        .iter_mut()
-                        .find(|o| o.kind == OsDeviceKind::Rdma && o.name == name)
-                    {
-                        if prev.ports.iter().any(|p| p.port == port) {
-                            self.warn(
-                                net,
-                                format!("{name} port {port} listed twice; second entry not kept"),
-                            );
-                        } else {
-                            prev.ports.push(rp);
-                        }
-                        continue;
-                    }
-                    let mut od = OsDevice::new(OsDeviceKind::Rdma, name);
-                    // NCCL's device number: its libibverbs list order, the registration order.
-                    od.index = ne.attr("dev").and_then(|v| v.trim().parse().ok());
-                    od.ports.push(rp);
-                    od
-                } else {
-                    let mut od = OsDevice::new(OsDeviceKind::Net, name);
-                    od.speed_mbps = speed.map(|s| s as u64);
-                    od
-                };
-                for (k, v) in &ne.attrs {
-                    if k != "name" {
-                        od.attrs.push((k.clone(), v.clone()));
-                    }
-                }
-                d.os_devices.push(od);
-            }
-            self.data_direct_nic(&mut d);
-        }
-        self.seen.insert(bdf, self.devices.len());
-        self.devices.push(d);
-        for c in doc.children_named(i, "pci").collect::<Vec<_>>() {
-            self.pci(c, Some(bdf), hb, numa, cpus);
-        }
+        d.os_devices.push(od);
+    }
+}
+
+/// The kind of a `pci` element's device: a switch when it has `pci` children, a GPU or NIC
+/// when it holds one, else by class as NCCL maps it.
+fn pci_kind(
+    d: &Device,
+    has_pci_children: bool,
+    gpu_el: Option<usize>,
+    nic_el: Option<usize>,
+) -> DeviceKind {
+    if has_pci_children {
+        DeviceKind::SwitchUpstream
+    } else if gpu_el.is_some() {
+        let k = kind_from_class(d.class, d.vendor_id, d.device_id);
+        if k.is_compute() { k } else { DeviceKind::Gpu }
+    } else if nic_el.is_some() {
+        DeviceKind::Nic
+    } else if d.class >> 16 == 0x03 {
+        // NCCL's own mapping (kvDictPciClass): any display class is a GPU, whatever the
+        // vendor (partial topology files often give no vendor at all).
+        DeviceKind::Gpu
+    } else if d.class >> 16 == 0x02 {
+        DeviceKind::Nic
+    } else {
+        kind_from_class(d.class, d.vendor_id, d.device_id)
     }
 }
 
@@ -547,6 +598,12 @@ pub fn discover(doc: &Doc, source: SourceInfo) -> Result<RawTopology> {
 }
 
 /// [`discover`] for one host (see [`read_host`]).
+///
+/// The phases of every discovery (docs/architecture.md, "Discover, phase by phase"):
+/// enumerate the host's `cpu` elements and the `pci` trees below them ([`select_cpus`],
+/// [`cpu_element`]; GPUs and NICs are attached as each `pci` element is read), link the
+/// NVLinks and xGMI links ([`nvlink_tally`], [`xgmi_links`]) and annotate what the file
+/// could not record.
 pub fn discover_host(doc: &Doc, source: SourceInfo, host: Option<&str>) -> Result<RawTopology> {
     let Some(root) = doc.root() else {
         bail!("empty document")
@@ -586,13 +643,64 @@ pub fn discover_host(doc: &Doc, source: SourceInfo, host: Option<&str>) -> Resul
             ),
         }),
     }
-    let mut numa: BTreeMap<u32, NumaNode> = BTreeMap::new();
-    let mut host_bridges: Vec<HostBridge> = Vec::new();
-    let mut machine = MachineInfo {
-        kernel_cmdline: Fact::Unknown("NCCL XML does not record the kernel command line".into()),
-        iommu_units: Fact::Unknown("NCCL XML does not record IOMMU units".into()),
-        ..MachineInfo::default()
+    // 1. Enumerate: the host's cpu elements, and the pci trees below them.
+    let (cpu_els, host_scope) = select_cpus(doc, host)?;
+    let mut node = Node {
+        numa: BTreeMap::new(),
+        host_bridges: Vec::new(),
+        machine: MachineInfo {
+            kernel_cmdline: Fact::Unknown(
+                "NCCL XML does not record the kernel command line".into(),
+            ),
+            iommu_units: Fact::Unknown("NCCL XML does not record IOMMU units".into()),
+            ..MachineInfo::default()
+        },
     };
+    for &c in &cpu_els {
+        cpu_element(&mut ctx, c, &mut node);
+    }
+    // 2. Link: NVLinks, then (after the limitations NVLinks need none of) xGMI.
+    let gpus: HashMap<Bdf, Option<u32>> = ctx.gpu_version.clone();
+    let tally = nvlink_tally(&mut ctx, &gpus, &source.path);
+    if ctx.data_direct {
+        source.limitations.push(DATA_DIRECT_LIMITATION.to_string());
+    }
+    if ctx.devices.iter().any(|d| d.bdf.domain == 0xffff) {
+        source
+            .limitations
+            .push(INVENTED_TREE_LIMITATION.to_string());
+    }
+    let xgmi = xgmi_links(&mut ctx, &gpus);
+    if ctx.amd_gpu_element {
+        source.limitations.push(XGMI_LIMITATION.to_string());
+    }
+    let mut raw = RawTopology::new(source, node.machine);
+    raw.numa_nodes = node.numa.into_values().collect();
+    raw.devices = ctx.devices;
+    raw.structure = Structure::UpstreamOnly {
+        host_bridges: node.host_bridges,
+        evidence: "nccl-xml",
+    };
+    raw.nvlinks = tally;
+    raw.nvlink_visible = ctx.any_gpu_element;
+    raw.xgmi = xgmi;
+    raw.xgmi_visible = ctx.amd_gpu_element;
+    raw.warnings = ctx.warnings;
+    raw.host_scope = host_scope;
+    Ok(raw)
+}
+
+/// What the `cpu` elements give the node: its NUMA nodes, one host bridge per NUMA node,
+/// and the CPU's identity.
+struct Node {
+    numa: BTreeMap<u32, NumaNode>,
+    host_bridges: Vec<HostBridge>,
+    machine: MachineInfo,
+}
+
+/// The `cpu` elements of the host `host` names (the first host when `None`), and, for a
+/// document whose `cpu` elements carry `host_hash`, the scope naming every host.
+fn select_cpus(doc: &Doc, host: Option<&str>) -> Result<(Vec<usize>, Option<HostScope>)> {
     let mut groups = hosts(doc);
     if groups.is_empty() {
         bail!("<system> has no <cpu> element");
@@ -619,87 +727,99 @@ pub fn discover_host(doc: &Doc, source: SourceInfo, host: Option<&str>) -> Resul
         selected,
         chosen: host.is_some(),
     });
-    let cpu_els: Vec<usize> = groups.swap_remove(selected).1;
-    for &c in &cpu_els {
-        let ce = &doc.elements[c];
-        // NCCL writes -1 when the CPU has no NUMA node.
-        let numaid = match ce.attr("numaid") {
-            Some(_) => ctx
-                .value(c, "numaid", attr::numa_node, "NUMA node unknown")
-                .flatten(),
-            None => {
-                ctx.warn(c, "no numaid; NUMA node unknown");
-                None
-            }
-        };
-        let cpus = ctx
-            .value(c, "affinity", cpulist::parse_mask, "local CPUs unknown")
-            .filter(|c| !c.is_empty());
-        if let Some(id) = numaid {
-            match numa.entry(id) {
-                std::collections::btree_map::Entry::Occupied(_) => {
-                    ctx.warn(
-                        c,
-                        format!("second cpu element for NUMA node {id}; its devices share the first one's host bridge"),
-                    );
-                }
-                std::collections::btree_map::Entry::Vacant(v) => {
-                    v.insert(NumaNode {
-                        id,
-                        cpus: cpus
-                            .as_deref()
-                            .map(crate::model::cpulist::format_list)
-                            .unwrap_or_default(),
-                        distances: Vec::new(),
-                    });
-                }
-            }
+    Ok((groups.swap_remove(selected).1, host_scope))
+}
+
+/// One `cpu` element `c`: its NUMA node and host bridge, the CPU's identity (from the first
+/// that has one), the `pci` trees below it, and (warned, not kept) NICs directly under it.
+fn cpu_element(ctx: &mut Ctx<'_>, c: usize, node: &mut Node) {
+    let doc = ctx.doc;
+    let ce = &doc.elements[c];
+    // NCCL writes -1 when the CPU has no NUMA node.
+    let numaid = match ce.attr("numaid") {
+        Some(_) => ctx
+            .value(c, "numaid", attr::numa_node, "NUMA node unknown")
+            .flatten(),
+        None => {
+            ctx.warn(c, "no numaid; NUMA node unknown");
+            None
         }
-        let hb = host_bridge_for(numaid);
-        if !host_bridges.iter().any(|h| h.name == hb) {
-            host_bridges.push(HostBridge {
-                name: hb.clone(),
-                domain: 0,
-                bus: 0,
-                numa_node: numaid,
-                cpus: cpus.as_deref().map(crate::model::cpulist::format_list),
-            });
-        }
-        if machine.cpu_vendor.is_none() {
-            // NCCL writes `vendor` for x86 only; an Arm or POWER node is told by `arch`.
-            let arch = ce.attr("arch").map(str::trim);
-            machine.cpu_vendor = ce
-                .attr("vendor")
-                .map(|v| v.to_string())
-                .filter(|v| !v.trim().is_empty())
-                .or_else(|| match arch {
-                    Some("arm64") => Some("no vendor (arm64, <cpu arch>)".to_string()),
-                    Some("ppc64") => Some("IBM POWER (ppc64, <cpu arch>)".to_string()),
-                    _ => None,
+    };
+    let cpus = ctx
+        .value(c, "affinity", cpulist::parse_mask, "local CPUs unknown")
+        .filter(|c| !c.is_empty());
+    if let Some(id) = numaid {
+        match node.numa.entry(id) {
+            std::collections::btree_map::Entry::Occupied(_) => {
+                ctx.warn(
+                    c,
+                    format!("second cpu element for NUMA node {id}; its devices share the first one's host bridge"),
+                );
+            }
+            std::collections::btree_map::Entry::Vacant(v) => {
+                v.insert(NumaNode {
+                    id,
+                    cpus: cpus
+                        .as_deref()
+                        .map(crate::model::cpulist::format_list)
+                        .unwrap_or_default(),
+                    distances: Vec::new(),
                 });
-            machine.cpu_family = ce.attr("familyid").and_then(|v| v.trim().parse().ok());
-            machine.cpu_model_number = ce.attr("modelid").and_then(|v| v.trim().parse().ok());
-        }
-        for p in doc.children_named(c, "pci").collect::<Vec<_>>() {
-            ctx.pci(p, None, &hb, numaid, &cpus);
-        }
-        for n in doc.children_named(c, "nic").collect::<Vec<_>>() {
-            let names: Vec<&str> = doc
-                .children_named(n, "net")
-                .filter_map(|x| doc.elements[x].attr("name"))
-                .collect();
-            ctx.warn(
-                n,
-                format!(
-                    "virtual NIC directly under a cpu (no PCI device): {} not kept",
-                    names.join(", ")
-                ),
-            );
+            }
         }
     }
+    let hb = host_bridge_for(numaid);
+    if !node.host_bridges.iter().any(|h| h.name == hb) {
+        node.host_bridges.push(HostBridge {
+            name: hb.clone(),
+            domain: 0,
+            bus: 0,
+            numa_node: numaid,
+            cpus: cpus.as_deref().map(crate::model::cpulist::format_list),
+        });
+    }
+    if node.machine.cpu_vendor.is_none() {
+        cpu_identity(ce, &mut node.machine);
+    }
+    for p in doc.children_named(c, "pci").collect::<Vec<_>>() {
+        ctx.pci(p, None, &hb, numaid, &cpus);
+    }
+    for n in doc.children_named(c, "nic").collect::<Vec<_>>() {
+        let names: Vec<&str> = doc
+            .children_named(n, "net")
+            .filter_map(|x| doc.elements[x].attr("name"))
+            .collect();
+        ctx.warn(
+            n,
+            format!(
+                "virtual NIC directly under a cpu (no PCI device): {} not kept",
+                names.join(", ")
+            ),
+        );
+    }
+}
 
-    // NVLinks.
-    let gpus: HashMap<Bdf, Option<u32>> = ctx.gpu_version.clone();
+/// The CPU's vendor, family and model from a `cpu` element.
+fn cpu_identity(ce: &super::xmltree::Element, machine: &mut MachineInfo) {
+    // NCCL writes `vendor` for x86 only; an Arm or POWER node is told by `arch`.
+    let arch = ce.attr("arch").map(str::trim);
+    machine.cpu_vendor = ce
+        .attr("vendor")
+        .map(|v| v.to_string())
+        .filter(|v| !v.trim().is_empty())
+        .or_else(|| match arch {
+            Some("arm64") => Some("no vendor (arm64, <cpu arch>)".to_string()),
+            Some("ppc64") => Some("IBM POWER (ppc64, <cpu arch>)".to_string()),
+            _ => None,
+        });
+    machine.cpu_family = ce.attr("familyid").and_then(|v| v.trim().parse().ok());
+    machine.cpu_model_number = ce.attr("modelid").and_then(|v| v.trim().parse().ok());
+}
+
+/// The NVLinks the `nvlink` elements list: GPU pairs (both GPUs in the file), links to an
+/// NVSwitch fabric; links to a CPU (POWER), to a GPU not in the file or to another target
+/// are warned and not kept. `path` names the input in the CPU-links warning.
+fn nvlink_tally(ctx: &mut Ctx<'_>, gpus: &HashMap<Bdf, Option<u32>>, path: &str) -> NvLinkTally {
     let mut tally = NvLinkTally::default();
     let mut cpu_links = 0usize;
     for (gpu, target, tclass, count) in &ctx.nvlinks {
@@ -735,38 +855,13 @@ pub fn discover_host(doc: &Doc, source: SourceInfo, host: Option<&str>) -> Resul
     }
     if cpu_links > 0 {
         ctx.warnings.push(Warning {
-            path: source.path.clone(),
+            path: path.to_string(),
             message: format!(
                 "{cpu_links} GPU-to-CPU NVLink element(s) (POWER) cannot be represented; not kept"
             ),
         });
     }
-    if ctx.data_direct {
-        source.limitations.push(DATA_DIRECT_LIMITATION.to_string());
-    }
-    if ctx.devices.iter().any(|d| d.bdf.domain == 0xffff) {
-        source
-            .limitations
-            .push(INVENTED_TREE_LIMITATION.to_string());
-    }
-    let xgmi = xgmi_links(&mut ctx, &gpus);
-    if ctx.amd_gpu_element {
-        source.limitations.push(XGMI_LIMITATION.to_string());
-    }
-    let mut raw = RawTopology::new(source, machine);
-    raw.numa_nodes = numa.into_values().collect();
-    raw.devices = ctx.devices;
-    raw.structure = Structure::UpstreamOnly {
-        host_bridges,
-        evidence: "nccl-xml",
-    };
-    raw.nvlinks = tally;
-    raw.nvlink_visible = ctx.any_gpu_element;
-    raw.xgmi = xgmi;
-    raw.xgmi_visible = ctx.amd_gpu_element;
-    raw.warnings = ctx.warnings;
-    raw.host_scope = host_scope;
-    Ok(raw)
+    tally
 }
 
 #[cfg(test)]

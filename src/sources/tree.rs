@@ -23,19 +23,38 @@ pub fn infer_structure(
     warnings: &mut Vec<Warning>,
 ) -> (Vec<Device>, Vec<HostBridge>, Vec<Switch>) {
     make_forest(&mut devices, warnings);
-    let index: HashMap<Bdf, usize> = devices
-        .iter()
-        .enumerate()
-        .map(|(i, d)| (d.bdf, i))
-        .collect();
-    let mut children: HashMap<Bdf, Vec<usize>> = HashMap::new();
-    for (i, d) in devices.iter().enumerate() {
-        if let Some(p) = d.parent {
-            children.entry(p).or_default().push(i);
+    let links = Links::of(&devices);
+    let from_config = bridge_roles(&mut devices, &links);
+    let (mut switches, port_switch) = group_switches(&devices, &links, &from_config, warnings);
+    hang_under_switches(&mut devices, &links, &port_switch, &mut switches);
+    let host_bridges = host_bridges(&devices, numa_nodes, warnings);
+    (devices, host_bridges, switches)
+}
+
+/// The links of a forest of devices: each address's index, and each device's children.
+struct Links {
+    index: HashMap<Bdf, usize>,
+    children: HashMap<Bdf, Vec<usize>>,
+}
+
+impl Links {
+    fn of(devices: &[Device]) -> Links {
+        let index: HashMap<Bdf, usize> = devices
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (d.bdf, i))
+            .collect();
+        let mut children: HashMap<Bdf, Vec<usize>> = HashMap::new();
+        for (i, d) in devices.iter().enumerate() {
+            if let Some(p) = d.parent {
+                children.entry(p).or_default().push(i);
+            }
         }
+        Links { index, children }
     }
-    // Depth order (parents before children), with a loop guard.
-    let depth = |i: usize, devices: &[Device]| -> usize {
+
+    /// How many parents are above device `i` (at most 65: a loop guard).
+    fn depth(&self, i: usize, devices: &[Device]) -> usize {
         let mut n = 0;
         let mut cur = devices[i].parent;
         while let Some(p) = cur {
@@ -43,13 +62,18 @@ pub fn infer_structure(
             if n > 64 {
                 break;
             }
-            cur = index.get(&p).and_then(|&j| devices[j].parent);
+            cur = self.index.get(&p).and_then(|&j| devices[j].parent);
         }
         n
-    };
-    let mut order: Vec<usize> = (0..devices.len()).collect();
-    order.sort_by_key(|&i| (depth(i, &devices), devices[i].bdf));
+    }
+}
 
+/// Sets each bridge's kind, top-down (parents before children): from its port type where
+/// config has one, else from where it sits. Returns, per bridge, whether config decided.
+fn bridge_roles(devices: &mut [Device], links: &Links) -> HashMap<Bdf, bool> {
+    let (index, children) = (&links.index, &links.children);
+    let mut order: Vec<usize> = (0..devices.len()).collect();
+    order.sort_by_key(|&i| (links.depth(i, devices), devices[i].bdf));
     let mut from_config: HashMap<Bdf, bool> = HashMap::new();
     for &i in &order {
         let d = &devices[i];
@@ -65,7 +89,7 @@ pub fn infer_structure(
             .map(|&j| devices[j].kind);
         let has_bridge_children = children
             .get(&d.bdf)
-            .is_some_and(|c| c.iter().any(|&j| is_bridge(&devices[j], &children)));
+            .is_some_and(|c| c.iter().any(|&j| is_bridge(&devices[j], children)));
         let (kind, cfg) = match d.port_type() {
             Some(PortType::RootPort) => (DeviceKind::RootPort, true),
             Some(PortType::SwitchUpstream) => (DeviceKind::SwitchUpstream, true),
@@ -87,15 +111,26 @@ pub fn infer_structure(
         from_config.insert(d.bdf, cfg);
         devices[i].kind = kind;
     }
+    from_config
+}
 
-    // Switches: each upstream port with its downstream-port children.
+/// Switches: each upstream port with its downstream-port children, and a downstream port
+/// without an upstream port above it as a switch of its own. Returns the switches and the
+/// switch of each of their ports.
+fn group_switches(
+    devices: &[Device],
+    links: &Links,
+    from_config: &HashMap<Bdf, bool>,
+    warnings: &mut Vec<Warning>,
+) -> (Vec<Switch>, HashMap<Bdf, usize>) {
     let mut switches: Vec<Switch> = Vec::new();
     let mut port_switch: HashMap<Bdf, usize> = HashMap::new();
     for d in devices
         .iter()
         .filter(|d| d.kind == DeviceKind::SwitchUpstream)
     {
-        let downstream: Vec<Bdf> = children
+        let downstream: Vec<Bdf> = links
+            .children
             .get(&d.bdf)
             .map(|c| {
                 c.iter()
@@ -146,7 +181,17 @@ pub fn infer_structure(
             });
         }
     }
-    // Parent switch of each switch, and the switch each device hangs under.
+    (switches, port_switch)
+}
+
+/// Parent switch of each switch, and the switch each device hangs under.
+fn hang_under_switches(
+    devices: &mut [Device],
+    links: &Links,
+    port_switch: &HashMap<Bdf, usize>,
+    switches: &mut [Switch],
+) {
+    let index = &links.index;
     let switch_above = |bdf: Bdf, devices: &[Device]| -> Option<usize> {
         let mut cur = index.get(&bdf).and_then(|&i| devices[i].parent);
         let mut n = 0;
@@ -163,7 +208,7 @@ pub fn infer_structure(
         None
     };
     for sw in switches.iter_mut() {
-        sw.parent_switch = switch_above(sw.upstream, &devices).map(|p| format!("sw{p}"));
+        sw.parent_switch = switch_above(sw.upstream, devices).map(|p| format!("sw{p}"));
     }
     for i in 0..devices.len() {
         let d = &devices[i];
@@ -185,11 +230,17 @@ pub fn infer_structure(
         };
         devices[i].switch = sw;
     }
+}
 
-    // Host bridges: names from the devices, NUMA node agreed by them.
+/// Host bridges: names from the devices, NUMA node agreed by them.
+fn host_bridges(
+    devices: &[Device],
+    numa_nodes: &[NumaNode],
+    warnings: &mut Vec<Warning>,
+) -> Vec<HostBridge> {
     type HostBridgeSeen = (String, BTreeSet<Option<u32>>, BTreeSet<u32>);
     let mut hbs: BTreeMap<(u32, u8), HostBridgeSeen> = BTreeMap::new();
-    for d in &devices {
+    for d in devices {
         let key = parse_host_bridge(&d.host_bridge).unwrap_or((d.bdf.domain, d.bdf.bus));
         let e = hbs
             .entry(key)
@@ -199,31 +250,9 @@ pub fn infer_structure(
             e.2.extend(c.iter().copied());
         }
     }
-    let host_bridges = hbs
-        .into_iter()
+    hbs.into_iter()
         .map(|((domain, bus), (name, numas, cpus))| {
-            let known: Vec<u32> = numas.iter().flatten().copied().collect();
-            let numa_node = if known.len() == 1 {
-                Some(known[0])
-            } else {
-                if known.len() > 1 {
-                    warnings.push(Warning {
-                        path: format!("sys/devices/{name}"),
-                        message: format!("devices under {name} report different NUMA nodes {known:?}; host bridge NUMA node unknown"),
-                    });
-                }
-                // No numa_node: fall back to the NUMA node whose cpus equal the devices' local cpus.
-                if known.is_empty() && !cpus.is_empty() {
-                    let want = cpulist::format_list(&cpus.iter().copied().collect::<Vec<_>>());
-                    let m: Vec<&NumaNode> = numa_nodes.iter().filter(|n| n.cpus == want).collect();
-                    if m.len() == 1 && numa_nodes.len() > 1 { Some(m[0].id) } else { None }
-                } else {
-                    None
-                }
-            };
-            // One NUMA node with CPUs on the whole machine: every host bridge is local to it.
-            let cpu_nodes: Vec<&NumaNode> = numa_nodes.iter().filter(|n| !n.cpus.is_empty()).collect();
-            let numa_node = numa_node.or(if cpu_nodes.len() == 1 && known.len() <= 1 { Some(cpu_nodes[0].id) } else { None });
+            let numa_node = host_bridge_numa(&name, &numas, &cpus, numa_nodes, warnings);
             HostBridge {
                 name,
                 domain,
@@ -236,8 +265,48 @@ pub fn infer_structure(
                 },
             }
         })
-        .collect();
-    (devices, host_bridges, switches)
+        .collect()
+}
+
+/// The NUMA node of host bridge `name`: the one its devices agree on; else (none read) the
+/// node whose CPUs equal their local CPUs; else the machine's only node with CPUs.
+fn host_bridge_numa(
+    name: &str,
+    numas: &BTreeSet<Option<u32>>,
+    cpus: &BTreeSet<u32>,
+    numa_nodes: &[NumaNode],
+    warnings: &mut Vec<Warning>,
+) -> Option<u32> {
+    let known: Vec<u32> = numas.iter().flatten().copied().collect();
+    let numa_node = if known.len() == 1 {
+        Some(known[0])
+    } else {
+        if known.len() > 1 {
+            warnings.push(Warning {
+                path: format!("sys/devices/{name}"),
+                message: format!("devices under {name} report different NUMA nodes {known:?}; host bridge NUMA node unknown"),
+            });
+        }
+        // No numa_node: fall back to the NUMA node whose cpus equal the devices' local cpus.
+        if known.is_empty() && !cpus.is_empty() {
+            let want = cpulist::format_list(&cpus.iter().copied().collect::<Vec<_>>());
+            let m: Vec<&NumaNode> = numa_nodes.iter().filter(|n| n.cpus == want).collect();
+            if m.len() == 1 && numa_nodes.len() > 1 {
+                Some(m[0].id)
+            } else {
+                None
+            }
+        } else {
+            None
+        }
+    };
+    // One NUMA node with CPUs on the whole machine: every host bridge is local to it.
+    let cpu_nodes: Vec<&NumaNode> = numa_nodes.iter().filter(|n| !n.cpus.is_empty()).collect();
+    numa_node.or(if cpu_nodes.len() == 1 && known.len() <= 1 {
+        Some(cpu_nodes[0].id)
+    } else {
+        None
+    })
 }
 
 /// Switches of a tree that keeps only switch upstream ports (NCCL XML): one switch per

@@ -352,11 +352,86 @@ fn unplace_bridges(t: &mut Topology, structured: bool) {
     }
 }
 
+/// What reading the devices counts and collects for the notes of the input.
+#[derive(Default)]
+struct Tally {
+    /// Devices printed as `Capabilities: <access denied>` (lspci not run as root).
+    non_root: usize,
+    /// Devices printed without capability registers (or only in the tree).
+    undetailed: usize,
+    /// Devices whose class was taken from their name in the tree.
+    guessed: Vec<Bdf>,
+    /// NUMA nodes the blocks name.
+    numa: BTreeSet<u32>,
+    /// The VPD keywords that pair Data Direct functions with their NIC functions.
+    uuids: crate::sources::datadirect::VpdUuids,
+}
+
+/// The phases of every discovery (docs/architecture.md, "Discover, phase by phase"):
+/// enumerate the addresses the text names and their parents ([`entries`], [`parents`]), read
+/// each device from its block and tree node ([`read_device`]), link what the text beside the
+/// lspci output adds ([`link_beside`]), and annotate the input ([`note_input`],
+/// [`machine_of`]).
 fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Path>) -> RawTopology {
     source.kind = "lspci".into();
     let shown = source.path.clone();
     let ids = Ids::load(pci_ids);
     let mut warnings: Vec<Warning> = Vec::new();
+    // 1. Enumerate: every address, and its parent.
+    let entries = entries(doc);
+    let parents = parents(doc, &entries, source);
+    // 2. Read each device.
+    let mut tally = Tally::default();
+    let mut devices = Vec::new();
+    for (b, e) in &entries {
+        let root = root_of(&parents, b);
+        let d = read_device(*b, e, root, &parents, &ids, &mut tally);
+        if let Some(n) = d.numa_node {
+            tally.numa.insert(n);
+        }
+        devices.push(d);
+    }
+    // 3. Link: virtual functions, and what the text beside the lspci output adds.
+    link_vfs(&mut devices);
+    link_beside(
+        text,
+        &shown,
+        &mut devices,
+        &mut tally,
+        &mut warnings,
+        source,
+    );
+    // 4. Annotate: the input's limitations and warnings, the node's facts.
+    note_input(doc, &shown, &tally, &mut warnings, source);
+    let hypervisor = hypervisor_evidence(&entries, &shown);
+    let mut machine = machine_of(text, hypervisor, &mut devices);
+    let mut lims: Vec<String> = LIMITATIONS.iter().map(|s| s.to_string()).collect();
+    lims.append(&mut source.limitations);
+    source.limitations = lims;
+    modules(text, &mut machine);
+    let mut raw = RawTopology::new(source.clone(), machine);
+    let numactl = numactl_nodes(text);
+    raw.numa_nodes = if numactl.is_empty() {
+        tally
+            .numa
+            .into_iter()
+            .map(|id| NumaNode {
+                id,
+                cpus: String::new(),
+                distances: Vec::new(),
+            })
+            .collect()
+    } else {
+        numactl
+    };
+    raw.devices = devices;
+    raw.warnings = warnings;
+    raw
+}
+
+/// Every address the text names, with its tree node and its best block (blocks printed
+/// without -D placed in the tree's domain where that is one).
+fn entries(doc: &Doc) -> BTreeMap<Bdf, Entry<'_>> {
     // Domains of the tree, by (bus, device, function), to place blocks printed without -D.
     let mut tree_domains: HashMap<(u8, u8, u8), BTreeSet<u32>> = HashMap::new();
     for n in &doc.tree {
@@ -400,9 +475,18 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
             e.block = Some(blk);
         }
     }
-    // Parents: the tree's, else the bridge whose secondary bus is the device's bus.
+    entries
+}
+
+/// Parents: the tree's, else the bridge whose secondary bus is the device's bus. A text with
+/// neither adds the [`NO_TREE`] limitation to `source`.
+fn parents(
+    doc: &Doc,
+    entries: &BTreeMap<Bdf, Entry>,
+    source: &mut SourceInfo,
+) -> BTreeMap<Bdf, Option<Bdf>> {
     let mut secondary: HashMap<(u32, u8), Bdf> = HashMap::new();
-    for (b, e) in &entries {
+    for (b, e) in entries {
         let buses = e
             .tree
             .and_then(|t| t.buses)
@@ -430,171 +514,194 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
             .copied()
             .filter(|p| p != b)
     };
-    let parents: BTreeMap<Bdf, Option<Bdf>> =
-        entries.iter().map(|(b, e)| (*b, parent_of(b, e))).collect();
-    let root_of = |b: &Bdf| -> Bdf {
-        let mut cur = *b;
-        for _ in 0..64 {
-            match parents.get(&cur).copied().flatten() {
-                Some(p) if parents.contains_key(&p) => cur = p,
-                Some(p) => return p,
-                None => break,
-            }
+    entries.iter().map(|(b, e)| (*b, parent_of(b, e))).collect()
+}
+
+/// The topmost device above `b` in the text (at most 64 steps up), or the parent named above
+/// it that the text does not print: its bus names the host bridge.
+fn root_of(parents: &BTreeMap<Bdf, Option<Bdf>>, b: &Bdf) -> Bdf {
+    let mut cur = *b;
+    for _ in 0..64 {
+        match parents.get(&cur).copied().flatten() {
+            Some(p) if parents.contains_key(&p) => cur = p,
+            Some(p) => return p,
+            None => break,
         }
-        cur
-    };
-    let mut non_root = 0;
-    let mut undetailed = 0;
-    let mut guessed = Vec::new();
-    let mut numa: BTreeSet<u32> = BTreeSet::new();
-    let mut devices = Vec::new();
-    let mut uuids = crate::sources::datadirect::VpdUuids::new();
-    for (b, e) in &entries {
-        let root = root_of(b);
-        let line = e
-            .block
-            .map(|x| x.line)
-            .or(e.tree.map(|t| t.line))
-            .unwrap_or(0);
-        let mut d = Device::new(
-            *b,
-            host_bridge_name(root.domain, root.bus),
-            format!("lspci:line {line}"),
-        );
-        d.parent = parents.get(b).copied().flatten();
-        let hex_ids = e
-            .block
-            .filter(|x| x.hex.len() >= 64)
-            .and_then(|x| crate::parse::config::header_ids(&x.hex));
-        let tree_name = e.tree.map(|t| t.name.as_str()).unwrap_or("");
-        let tree_ids = tree_name
-            .rsplit_once(" [")
-            .and_then(|(_, r)| r.strip_suffix(']'))
-            .and_then(|r| r.split_once(':'))
-            .and_then(|(v, dv)| {
-                Some((
-                    u16::from_str_radix(v, 16).ok()?,
-                    u16::from_str_radix(dv, 16).ok()?,
-                ))
-            });
-        let desc = e.block.map(|x| x.description.as_str()).unwrap_or(tree_name);
-        let (vendor, device, rest) = match e
-            .ids
-            .or(hex_ids.map(|h| (h.vendor_id, h.device_id)))
-            .or(tree_ids)
-        {
-            Some((v, dv)) => (Some(v), Some(dv), String::new()),
-            None => ids.read_description(desc),
-        };
-        d.vendor_id = vendor;
-        d.device_id = device;
-        if device.is_none() {
-            // The name the text printed where no ID could be read (assembly keeps it).
-            d.device_name = match (rest.is_empty(), e.tree.and_then(|t| t.buses)) {
-                (false, _) => Some(rest),
-                (true, Some((s, u))) => Some(format!(
-                    "bridge to buses {s:02x}-{u:02x} (named only in `lspci -t`)"
-                )),
-                (true, None) => None,
-            };
-        }
-        if let Some(h) = hex_ids {
-            d.revision = Some(h.revision);
-            if let Some((sv, sd)) = h.subsystem {
-                d.subsystem_vendor_id = Some(sv);
-                d.subsystem_device_id = Some(sd);
-            }
-        } else {
-            d.revision = e.block.and_then(|x| x.revision);
-        }
-        let prog_if = e.block.and_then(|x| x.prog_if).unwrap_or(0) as u32;
-        let class = e
-            .class_code
-            .map(|c| (c as u32) << 8 | prog_if)
-            .or(hex_ids.map(|h| h.class))
-            .or_else(|| {
-                e.block
-                    .and_then(|x| ids.class(&x.class_name))
-                    .map(|c| (c as u32) << 8 | prog_if)
-            });
-        d.class = match class {
-            Some(c) => c,
-            None if e.tree.is_some_and(|t| t.buses.is_some()) => 0x060400,
-            None => match class_from_tree_name(vendor, device, tree_name) {
-                Some(c) => {
-                    guessed.push(*b);
-                    c
-                }
-                None => 0,
-            },
-        };
-        d.kind = kind_from_class(d.class, vendor, device);
-        match e.block {
-            Some(blk) => {
-                let ft = config_from_block(
-                    blk,
-                    vendor.unwrap_or(0xffff),
-                    device.unwrap_or(0xffff),
-                    d.class,
-                );
-                if blk.access_denied {
-                    non_root += 1;
-                } else if !blk.detailed && blk.hex.len() < 64 {
-                    undetailed += 1;
-                }
-                d.config = ft.config;
-                d.link = ft.link;
-                d.config_note = ft.note;
-                d.aer_status_bits = ft.aer_bits;
-                if let Some(n) = blk.cut_at {
-                    let cut = if n == blk.line {
-                        format!("its line {n} is cut mid-word where the text ends: its name is cut")
-                    } else {
-                        format!(
-                            "the text ends mid-line at line {n}, inside this block: that line is cut and not read"
-                        )
-                    };
-                    d.config_note = Some(match d.config_note.take() {
-                        Some(x) => format!("{x}; {cut}"),
-                        None => cut,
-                    });
-                }
-                if let Some([c, n, f]) = ft.aer {
-                    d.aer_correctable = Some(c);
-                    d.aer_nonfatal = Some(n);
-                    d.aer_fatal = Some(f);
-                }
-                d.numa_node = blk.number("NUMA node");
-                d.iommu_group = blk.number("IOMMU group");
-                d.driver = blk.driver.clone();
-                d.slot = blk.header("Physical Slot").map(str::to_string);
-                d.bars = bars(blk);
-                // The board UUID that pairs Data Direct DMA functions, as the live scan reads
-                // it from `vpd` (ConnectX functions only; `lspci -vv` as root prints it).
-                let part = crate::model::parts::part_of(&d);
-                if matches!(part, Some(Part::CxNic | Part::DataDirectDma)) {
-                    let kws = vpd_uuids(blk);
-                    d.vpd = kws.iter().map(|(k, _)| k.clone()).collect();
-                    if !kws.is_empty() {
-                        uuids.insert(d.bdf, kws);
-                    }
-                }
-            }
-            None => {
-                undetailed += 1;
-                d.config_note =
-                    Some("named only in the `lspci -t` tree, not in any `lspci -vvv` block".into());
-            }
-        }
-        if let Some(n) = d.numa_node {
-            numa.insert(n);
-        }
-        devices.push(d);
     }
-    link_vfs(&mut devices);
-    let from_files = sysfs_numa(text, &mut devices);
+    cur
+}
+
+/// The device at `b`: its place, IDs and class, kind, and what its block prints.
+fn read_device(
+    b: Bdf,
+    e: &Entry,
+    root: Bdf,
+    parents: &BTreeMap<Bdf, Option<Bdf>>,
+    ids: &Ids,
+    tally: &mut Tally,
+) -> Device {
+    let line = e
+        .block
+        .map(|x| x.line)
+        .or(e.tree.map(|t| t.line))
+        .unwrap_or(0);
+    let mut d = Device::new(
+        b,
+        host_bridge_name(root.domain, root.bus),
+        format!("lspci:line {line}"),
+    );
+    d.parent = parents.get(&b).copied().flatten();
+    read_ids(e, ids, &mut d, tally);
+    match e.block {
+        Some(blk) => read_block(blk, &mut d, tally),
+        None => {
+            tally.undetailed += 1;
+            d.config_note =
+                Some("named only in the `lspci -t` tree, not in any `lspci -vvv` block".into());
+        }
+    }
+    d
+}
+
+/// Vendor, device, revision, subsystem and class: `-nn`'s IDs, a hex dump's header, the
+/// tree's `[VVVV:DDDD]`, else the printed names read back; and the kind they give.
+fn read_ids(e: &Entry, ids: &Ids, d: &mut Device, tally: &mut Tally) {
+    let hex_ids = e
+        .block
+        .filter(|x| x.hex.len() >= 64)
+        .and_then(|x| crate::parse::config::header_ids(&x.hex));
+    let tree_name = e.tree.map(|t| t.name.as_str()).unwrap_or("");
+    let tree_ids = tree_name
+        .rsplit_once(" [")
+        .and_then(|(_, r)| r.strip_suffix(']'))
+        .and_then(|r| r.split_once(':'))
+        .and_then(|(v, dv)| {
+            Some((
+                u16::from_str_radix(v, 16).ok()?,
+                u16::from_str_radix(dv, 16).ok()?,
+            ))
+        });
+    let desc = e.block.map(|x| x.description.as_str()).unwrap_or(tree_name);
+    let (vendor, device, rest) = match e
+        .ids
+        .or(hex_ids.map(|h| (h.vendor_id, h.device_id)))
+        .or(tree_ids)
+    {
+        Some((v, dv)) => (Some(v), Some(dv), String::new()),
+        None => ids.read_description(desc),
+    };
+    d.vendor_id = vendor;
+    d.device_id = device;
+    if device.is_none() {
+        // The name the text printed where no ID could be read (assembly keeps it).
+        d.device_name = match (rest.is_empty(), e.tree.and_then(|t| t.buses)) {
+            (false, _) => Some(rest),
+            (true, Some((s, u))) => Some(format!(
+                "bridge to buses {s:02x}-{u:02x} (named only in `lspci -t`)"
+            )),
+            (true, None) => None,
+        };
+    }
+    if let Some(h) = hex_ids {
+        d.revision = Some(h.revision);
+        if let Some((sv, sd)) = h.subsystem {
+            d.subsystem_vendor_id = Some(sv);
+            d.subsystem_device_id = Some(sd);
+        }
+    } else {
+        d.revision = e.block.and_then(|x| x.revision);
+    }
+    let prog_if = e.block.and_then(|x| x.prog_if).unwrap_or(0) as u32;
+    let class = e
+        .class_code
+        .map(|c| (c as u32) << 8 | prog_if)
+        .or(hex_ids.map(|h| h.class))
+        .or_else(|| {
+            e.block
+                .and_then(|x| ids.class(&x.class_name))
+                .map(|c| (c as u32) << 8 | prog_if)
+        });
+    d.class = match class {
+        Some(c) => c,
+        None if e.tree.is_some_and(|t| t.buses.is_some()) => 0x060400,
+        None => match class_from_tree_name(vendor, device, tree_name) {
+            Some(c) => {
+                tally.guessed.push(d.bdf);
+                c
+            }
+            None => 0,
+        },
+    };
+    d.kind = kind_from_class(d.class, vendor, device);
+}
+
+/// What the device's block prints: its registers (config space, link, AER), where it was cut,
+/// its NUMA node, IOMMU group, driver, slot, BARs and (ConnectX functions) VPD board UUID.
+fn read_block(blk: &Block, d: &mut Device, tally: &mut Tally) {
+    let ft = config_from_block(
+        blk,
+        d.vendor_id.unwrap_or(0xffff),
+        d.device_id.unwrap_or(0xffff),
+        d.class,
+    );
+    if blk.access_denied {
+        tally.non_root += 1;
+    } else if !blk.detailed && blk.hex.len() < 64 {
+        tally.undetailed += 1;
+    }
+    d.config = ft.config;
+    d.link = ft.link;
+    d.config_note = ft.note;
+    d.aer_status_bits = ft.aer_bits;
+    if let Some(n) = blk.cut_at {
+        let cut = if n == blk.line {
+            format!("its line {n} is cut mid-word where the text ends: its name is cut")
+        } else {
+            format!(
+                "the text ends mid-line at line {n}, inside this block: that line is cut and not read"
+            )
+        };
+        d.config_note = Some(match d.config_note.take() {
+            Some(x) => format!("{x}; {cut}"),
+            None => cut,
+        });
+    }
+    if let Some([c, n, f]) = ft.aer {
+        d.aer_correctable = Some(c);
+        d.aer_nonfatal = Some(n);
+        d.aer_fatal = Some(f);
+    }
+    d.numa_node = blk.number("NUMA node");
+    d.iommu_group = blk.number("IOMMU group");
+    d.driver = blk.driver.clone();
+    d.slot = blk.header("Physical Slot").map(str::to_string);
+    d.bars = bars(blk);
+    // The board UUID that pairs Data Direct DMA functions, as the live scan reads
+    // it from `vpd` (ConnectX functions only; `lspci -vv` as root prints it).
+    let part = crate::model::parts::part_of(d);
+    if matches!(part, Some(Part::CxNic | Part::DataDirectDma)) {
+        let kws = vpd_uuids(blk);
+        d.vpd = kws.iter().map(|(k, _)| k.clone()).collect();
+        if !kws.is_empty() {
+            tally.uuids.insert(d.bdf, kws);
+        }
+    }
+}
+
+/// What the text beside the lspci output adds to the devices: NUMA nodes from a bug report's
+/// `numa_node` files, Data Direct pairs, AER from the kernel log, `nvidia-smi -q` facts and
+/// RDMA device names.
+fn link_beside(
+    text: &str,
+    shown: &str,
+    devices: &mut [Device],
+    tally: &mut Tally,
+    warnings: &mut Vec<Warning>,
+    source: &mut SourceInfo,
+) {
+    let from_files = sysfs_numa(text, devices);
     if !from_files.is_empty() {
-        numa.extend(from_files.iter().map(|(_, n, _)| *n));
+        tally.numa.extend(from_files.iter().map(|(_, n, _)| *n));
         warnings.push(Warning {
             path: format!("{shown} line {}", from_files[0].2),
             message: format!(
@@ -610,7 +717,7 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
     }
     // Data Direct DMA functions paired with their NIC functions by the VPD board UUID, as
     // rdma_topo and the live scan do (VFs are not in `uuids`: they inherit their PF's).
-    for w in crate::sources::datadirect::pair_by_vpd(&mut devices, &uuids) {
+    for w in crate::sources::datadirect::pair_by_vpd(devices, &tally.uuids) {
         let line = w
             .path
             .strip_prefix("lspci:line ")
@@ -624,10 +731,10 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
             ),
         });
     }
-    dmesg_aer(text, &mut devices);
-    nvidia_smi_q(text, &mut devices);
+    dmesg_aer(text, devices);
+    nvidia_smi_q(text, devices);
     let ib = crate::parse::ib_text::parse(text);
-    match name_rdma(&mut devices, &ib, &mut warnings, &shown) {
+    match name_rdma(devices, &ib, warnings, shown) {
         Naming::Read => {}
         Naming::ByOrder(from) => source.limitations.push(format!(
             "RDMA device names come from the `{from}` text beside the lspci output, matched to the ConnectX functions in PCI address order (the order the kernel names them in; `ibdev2netdev -v` gives each name with its address)"
@@ -636,24 +743,37 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
             .limitations
             .push(format!("{RDMA_BY_ORDER} ({n} device(s))")),
     }
-    if non_root > 0 {
+}
+
+/// What the text could not show, as limitations of `source` and warnings: devices read
+/// without root or without detail, classes taken from names, a cut text, a tree fragment,
+/// `ACSCtl:` lines without their device.
+fn note_input(
+    doc: &Doc,
+    shown: &str,
+    tally: &Tally,
+    warnings: &mut Vec<Warning>,
+    source: &mut SourceInfo,
+) {
+    if tally.non_root > 0 {
         source
             .limitations
-            .push(format!("{NOT_ROOT} ({non_root} device(s))"));
+            .push(format!("{NOT_ROOT} ({} device(s))", tally.non_root));
     }
-    if undetailed > 0 {
+    if tally.undetailed > 0 {
         source
             .limitations
-            .push(format!("{NO_DETAIL} ({undetailed} device(s))"));
+            .push(format!("{NO_DETAIL} ({} device(s))", tally.undetailed));
     }
-    if !guessed.is_empty() {
+    if !tally.guessed.is_empty() {
         source.limitations.push(CLASS_FROM_NAME.to_string());
         warnings.push(Warning {
-            path: shown.clone(),
+            path: shown.to_string(),
             message: format!(
                 "class of {} device(s) taken from their names in the tree: {}",
-                guessed.len(),
-                guessed
+                tally.guessed.len(),
+                tally
+                    .guessed
                     .iter()
                     .map(|b| b.to_string())
                     .collect::<Vec<_>>()
@@ -669,7 +789,7 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
     }
     if doc.tree_unresolved > 0 {
         warnings.push(Warning {
-            path: shown.clone(),
+            path: shown.to_string(),
             message: format!(
                 "{} `lspci -t` entries left out: the text is a fragment of a tree that does not start at its root bus, so their bus numbers cannot be read",
                 doc.tree_unresolved
@@ -683,7 +803,7 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
             .filter(|(_, v)| acs_bits(v).is_some_and(|b| b & (acs::RR | acs::CR | acs::EC) != 0))
             .count();
         warnings.push(Warning {
-            path: shown.clone(),
+            path: shown.to_string(),
             message: format!(
                 "{} `ACSCtl:` line(s) without their device (a grep of `lspci -vvv`; first at line {}): {redirect} redirect peer-to-peer traffic, but which ports they belong to cannot be told",
                 doc.loose_acsctl.len(),
@@ -691,7 +811,15 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
             ),
         });
     }
-    let hypervisor = hypervisor_evidence(&entries, &shown);
+}
+
+/// The node's facts the text shows: the kernel's log and command line, the IOMMU state that
+/// command line sets (and the group types it gives `devices`), and the hypervisor evidence.
+fn machine_of(
+    text: &str,
+    hypervisor: Vec<(String, String)>,
+    devices: &mut [Device],
+) -> MachineInfo {
     let kernel_log = crate::parse::kmsg::parse(text);
     // The running command line: `/proc/cmdline` where the text has it, else the kernel's own
     // `Command line:` banner in its log.
@@ -728,7 +856,7 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
             d.iommu_group_type = Some("identity".into());
         }
     }
-    let mut machine = MachineInfo {
+    MachineInfo {
         kernel_cmdline,
         iommu_units: if off {
             Fact::Known(Vec::new())
@@ -738,27 +866,7 @@ fn discover(doc: &Doc, text: &str, source: &mut SourceInfo, pci_ids: Option<&Pat
         hypervisor,
         kernel_log,
         ..MachineInfo::default()
-    };
-    let mut lims: Vec<String> = LIMITATIONS.iter().map(|s| s.to_string()).collect();
-    lims.append(&mut source.limitations);
-    source.limitations = lims;
-    modules(text, &mut machine);
-    let mut raw = RawTopology::new(source.clone(), machine);
-    let numactl = numactl_nodes(text);
-    raw.numa_nodes = if numactl.is_empty() {
-        numa.into_iter()
-            .map(|id| NumaNode {
-                id,
-                cpus: String::new(),
-                distances: Vec::new(),
-            })
-            .collect()
-    } else {
-        numactl
-    };
-    raw.devices = devices;
-    raw.warnings = warnings;
-    raw
+    }
 }
 
 #[cfg(test)]

@@ -212,39 +212,20 @@ pub(super) fn bus_line(b: &Block) -> Option<(u8, u8, u8)> {
     Some((get("primary=")?, get("secondary=")?, get("subordinate=")?))
 }
 
+/// What the text says of a device's config space: a hex dump of 64 bytes or more through the
+/// sysfs decoder, else the registers `lspci -vvv` printed ([`from_registers`]), a grep
+/// fragment's ([`from_fragment`]), or only the header the IDs and class give (lspci without
+/// root, or without `-vv`).
 pub(super) fn config_from_block(b: &Block, vendor: u16, device: u16, class: u32) -> FromText {
-    if b.hex.len() >= 64
-        && let Ok(c) = crate::parse::config::parse(&b.hex)
-    {
-        let link = c.pcie.as_ref().map(|p| {
-            let down = p.link_sta_width.is_none() && p.link_cap_width.is_some();
-            LinkInfo {
-                current_gts: if down { None } else { p.link_sta_gts },
-                current_width: if down { Some(0) } else { p.link_sta_width },
-                max_gts: p.link_cap_gts,
-                max_width: p.link_cap_width,
-            }
-        });
-        let note = match c.len {
-            _ if b.access_denied => Some("lspci ran without root: `Capabilities: <access denied>`, its hex dump stops at 64 bytes".into()),
-            n if n < 256 => Some(format!("hex dump of {n} bytes (`lspci -x`): capabilities not dumped; `lspci -xxxx` as root dumps them")),
-            n if n < 4096 => Some(format!("hex dump of {n} bytes (`lspci -xxx`): no extended config space (ACS, AER); `lspci -xxxx` as root dumps it")),
-            _ => None,
-        };
-        return FromText {
-            aer: None,
-            aer_bits: Vec::new(),
-            link,
-            note,
-            config: Some(c),
-        };
+    if let Some(t) = from_hex_dump(b) {
+        return t;
     }
     let header_type = if bus_line(b).is_some() || class >> 8 == 0x0604 {
         1
     } else {
         0
     };
-    let mut cs = ConfigSpace {
+    let cs = ConfigSpace {
         len: 64,
         vendor_id: vendor,
         device_id: device,
@@ -287,118 +268,190 @@ pub(super) fn config_from_block(b: &Block, vendor: u16, device: u16, class: u32)
             aer_bits: Vec::new(),
         };
     }
-    let mut link = None;
-    let mut acs_cut = false;
-    let mut notes: Vec<String> = Vec::new();
-    let mut aer = None;
-    let mut aer_bits = Vec::new();
+    from_registers(b, cs)
+}
+
+/// A hex dump of 64 bytes or more (`lspci -x`, `-xxx`, `-xxxx`) decoded as sysfs's config
+/// file is, with a note on what its length leaves out; `None` without a readable dump.
+fn from_hex_dump(b: &Block) -> Option<FromText> {
+    if b.hex.len() < 64 {
+        return None;
+    }
+    let c = crate::parse::config::parse(&b.hex).ok()?;
+    let link = c.pcie.as_ref().map(|p| {
+        let down = p.link_sta_width.is_none() && p.link_cap_width.is_some();
+        LinkInfo {
+            current_gts: if down { None } else { p.link_sta_gts },
+            current_width: if down { Some(0) } else { p.link_sta_width },
+            max_gts: p.link_cap_gts,
+            max_width: p.link_cap_width,
+        }
+    });
+    let note = match c.len {
+        _ if b.access_denied => Some("lspci ran without root: `Capabilities: <access denied>`, its hex dump stops at 64 bytes".into()),
+        n if n < 256 => Some(format!("hex dump of {n} bytes (`lspci -x`): capabilities not dumped; `lspci -xxxx` as root dumps them")),
+        n if n < 4096 => Some(format!("hex dump of {n} bytes (`lspci -xxx`): no extended config space (ACS, AER); `lspci -xxxx` as root dumps it")),
+        _ => None,
+    };
+    Some(FromText {
+        aer: None,
+        aer_bits: Vec::new(),
+        link,
+        note,
+        config: Some(c),
+    })
+}
+
+/// What the registers of a `lspci -vvv` block are being read into.
+struct Registers {
+    cs: ConfigSpace,
+    link: Option<LinkInfo>,
+    /// An ACS capability without a whole `ACSCtl` line.
+    acs_cut: bool,
+    notes: Vec<String>,
+    aer: Option<[AerCounters; 3]>,
+    aer_bits: Vec<AerBit>,
+}
+
+/// The config space a `lspci -vvv` block prints: the Express capability, then each extended
+/// capability; the length read is what lspci as root reads, less where the text is cut.
+fn from_registers(b: &Block, cs: ConfigSpace) -> FromText {
+    let mut r = Registers {
+        cs,
+        link: None,
+        acs_cut: false,
+        notes: Vec::new(),
+        aer: None,
+        aer_bits: Vec::new(),
+    };
     let express = b.caps.iter().find(|c| c.name.starts_with("Express"));
     if let Some(e) = express {
-        match port_type(&e.name) {
-            Some(pt) => {
-                let (p, l) = pcie_from_text(e, pt);
-                if e.register("LnkSta").is_none() || e.register("LnkCap").is_none() {
-                    notes.push("LnkCap/LnkSta not in the text (cut or elided)".to_string());
-                }
-                let integrated = matches!(
-                    pt,
-                    PortType::RcIntegratedEndpoint | PortType::RcEventCollector
-                );
-                if l.any() && !integrated {
-                    link = Some(l);
-                }
-                cs.pcie = Some(p);
-            }
-            None => notes.push("its Express capability names no port type lspci prints".into()),
-        }
+        express_cap(e, &mut r);
     }
     for c in &b.caps {
-        if c.offset < 0x100 {
-            continue;
-        }
-        let id = if c.name.starts_with("Access Control Services") {
-            ECAP_ACS
-        } else if c.name.starts_with("Advanced Error Reporting") {
-            ECAP_AER
-        } else if c.name.starts_with("Address Translation Service") {
-            ECAP_ATS
-        } else if c.name.starts_with("Single Root I/O Virtualization") {
-            ECAP_SRIOV
-        } else {
-            0
-        };
-        cs.ext_caps.push(id);
-        match id {
-            ECAP_ACS => match (
-                c.register("ACSCap").and_then(acs_bits),
-                c.register("ACSCtl").and_then(acs_bits),
-            ) {
-                (cap, Some(ctl)) => {
-                    cs.acs = Some(AcsCap {
-                        offset: c.offset,
-                        capability: cap.unwrap_or(0),
-                        control: ctl,
-                    })
-                }
-                _ => {
-                    acs_cut = true;
-                    notes.push(
-                        "its ACS capability has no whole ACSCtl line (the text is cut)".into(),
-                    )
-                }
-            },
-            ECAP_AER => {
-                cs.aer_offset = Some(c.offset);
-                aer = aer_from_text(c);
-                aer_bits = aer_set_bits(c);
-            }
-            ECAP_ATS => {
-                cs.ats = c
-                    .register("ATSCtl")
-                    .and_then(|v| lspci::flags(v).get("Enable").copied())
-            }
-            ECAP_SRIOV => {
-                let num = |v: Option<&str>, k: &str| {
-                    v.and_then(|v| v.split(", ").find_map(|p| p.strip_prefix(k)))
-                        .and_then(|n| n.trim().parse().ok())
-                };
-                let vfs = c.register("Initial VFs");
-                let off = c.register("VF offset");
-                if let (Some(t), Some(n)) = (num(vfs, "Total VFs: "), num(vfs, "Number of VFs: ")) {
-                    cs.sriov = Some(SriovCap {
-                        offset: c.offset,
-                        total_vfs: t,
-                        num_vfs: n,
-                        first_vf_offset: off
-                            .and_then(|v| v.split(',').next())
-                            .and_then(|v| v.trim().parse().ok())
-                            .unwrap_or(0),
-                        vf_stride: num(off, "stride: ").unwrap_or(0),
-                    });
-                }
-            }
-            _ => {}
+        if c.offset >= 0x100 {
+            extended_cap(c, &mut r);
         }
     }
+    let mut cs = r.cs;
     // lspci as root reads the whole config space of a PCI Express device; a block the poster
     // elided may have lost any capability, so its extended ones stay unknown.
     cs.len = if express.is_some() { 4096 } else { 256 };
     if b.elided && cs.acs.is_none() {
-        notes.push(
+        r.notes.push(
             "the poster elided lines of this block (a dotted line): its extended capabilities (ACS) may be missing".into(),
         );
         cs.len = 256;
     }
-    if acs_cut {
+    if r.acs_cut {
         cs.len = 256;
     }
     FromText {
         config: Some(cs),
-        link,
-        note: (!notes.is_empty()).then(|| notes.join("; ")),
-        aer,
-        aer_bits,
+        link: r.link,
+        note: (!r.notes.is_empty()).then(|| r.notes.join("; ")),
+        aer: r.aer,
+        aer_bits: r.aer_bits,
     }
+}
+
+/// The Express capability: the port type, and the link where the device has its own.
+fn express_cap(e: &lspci::Capability, r: &mut Registers) {
+    match port_type(&e.name) {
+        Some(pt) => {
+            let (p, l) = pcie_from_text(e, pt);
+            if e.register("LnkSta").is_none() || e.register("LnkCap").is_none() {
+                r.notes
+                    .push("LnkCap/LnkSta not in the text (cut or elided)".to_string());
+            }
+            let integrated = matches!(
+                pt,
+                PortType::RcIntegratedEndpoint | PortType::RcEventCollector
+            );
+            if l.any() && !integrated {
+                r.link = Some(l);
+            }
+            r.cs.pcie = Some(p);
+        }
+        None => r
+            .notes
+            .push("its Express capability names no port type lspci prints".into()),
+    }
+}
+
+/// One extended capability (offset 0x100 or above): ACS, AER, ATS and SR-IOV are read, every
+/// one is listed by its ID (0 for one peerpath does not read).
+fn extended_cap(c: &lspci::Capability, r: &mut Registers) {
+    let id = if c.name.starts_with("Access Control Services") {
+        ECAP_ACS
+    } else if c.name.starts_with("Advanced Error Reporting") {
+        ECAP_AER
+    } else if c.name.starts_with("Address Translation Service") {
+        ECAP_ATS
+    } else if c.name.starts_with("Single Root I/O Virtualization") {
+        ECAP_SRIOV
+    } else {
+        0
+    };
+    r.cs.ext_caps.push(id);
+    match id {
+        ECAP_ACS => match (
+            c.register("ACSCap").and_then(acs_bits),
+            c.register("ACSCtl").and_then(acs_bits),
+        ) {
+            (cap, Some(ctl)) => {
+                r.cs.acs = Some(AcsCap {
+                    offset: c.offset,
+                    capability: cap.unwrap_or(0),
+                    control: ctl,
+                })
+            }
+            _ => {
+                r.acs_cut = true;
+                r.notes
+                    .push("its ACS capability has no whole ACSCtl line (the text is cut)".into())
+            }
+        },
+        ECAP_AER => {
+            r.cs.aer_offset = Some(c.offset);
+            r.aer = aer_from_text(c);
+            r.aer_bits = aer_set_bits(c);
+        }
+        ECAP_ATS => {
+            r.cs.ats = c
+                .register("ATSCtl")
+                .and_then(|v| lspci::flags(v).get("Enable").copied())
+        }
+        ECAP_SRIOV => {
+            if let Some(s) = sriov_from_text(c) {
+                r.cs.sriov = Some(s);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The SR-IOV capability's VF counts, offset and stride; `None` without its VF counts.
+fn sriov_from_text(c: &lspci::Capability) -> Option<SriovCap> {
+    let num = |v: Option<&str>, k: &str| {
+        v.and_then(|v| v.split(", ").find_map(|p| p.strip_prefix(k)))
+            .and_then(|n| n.trim().parse().ok())
+    };
+    let vfs = c.register("Initial VFs");
+    let off = c.register("VF offset");
+    let (Some(t), Some(n)) = (num(vfs, "Total VFs: "), num(vfs, "Number of VFs: ")) else {
+        return None;
+    };
+    Some(SriovCap {
+        offset: c.offset,
+        total_vfs: t,
+        num_vfs: n,
+        first_vf_offset: off
+            .and_then(|v| v.split(',').next())
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0),
+        vf_stride: num(off, "stride: ").unwrap_or(0),
+    })
 }
 
 /// What a `lspci -vvv -s BDF | grep …` fragment shows of its device: the link from `LnkCap`

@@ -7,14 +7,16 @@
 use super::assemble::{RawTopology, assemble};
 use super::fsroot::{EntryKind, FsRoot, join_link};
 use crate::model::bdf::{Bdf, parse_host_bridge};
-use crate::model::device::{Device, LinkInfo, OsDevice, OsDeviceKind, RdmaPort, kind_from_class};
+use crate::model::device::{Device, OsDevice, OsDeviceKind, RdmaPort};
 use crate::model::fact::Fact;
-use crate::model::pci_config::PortType;
 use crate::model::topology::{MAX_CHAIN, MachineInfo, NumaNode, SourceInfo, Topology, Warning};
-use crate::parse::{Refusal, aer, attr, config, cpulist, ib, resource};
+use crate::parse::{Refusal, attr, cpulist, ib};
 use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
+
+mod device;
+use device::read_devices;
 
 /// Options of a scan.
 #[derive(Debug, Clone, Default)]
@@ -109,11 +111,49 @@ pub fn scan(fs: &dyn FsRoot, source: SourceInfo, opts: &ScanOptions) -> io::Resu
 
 /// Reads the sysfs/procfs files under `fs` into raw facts. Fails only when `fs` holds no
 /// `sys/` at all or the PCI bus directory cannot be listed.
+///
+/// The phases of every discovery (docs/architecture.md, "Discover, phase by phase"):
+/// enumerate the bus's devices and their parents ([`list_bus`], [`locate`], [`chain_all`]),
+/// read each device's attributes ([`read_devices`]), attach the class devices below them
+/// ([`attach_all`]), and annotate the node ([`node_facts`], [`pair_functions`]).
 pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> {
     let log = Log::default();
     let bus = Path::new("sys/bus/pci/devices");
-    let entries = match fs.read_dir(bus) {
-        Ok(e) => e,
+    // 1. Enumerate: every listed device's directory and its chain of parents.
+    let entries = list_bus(fs, &log, bus)?;
+    let mut located = locate(fs, &log, bus, &entries);
+    let chains = chain_all(&log, &mut located);
+    // 2. Read each device's attributes.
+    let mut read = read_devices(fs, &log, bus, &located, &chains);
+    // 3. Attach class devices: RDMA, net, NVMe, GPUs, slots, KFD.
+    let kfd = attach_all(fs, &log, &read.by_path, &mut read.devices);
+    // 4. Annotate: NUMA nodes, CPUs, node-wide facts, paired functions.
+    let numa_nodes = numa(fs, &log);
+    let machine = node_facts(fs, &log, &source, &read.by_path, &read.devices);
+    pair_functions(&log, &mut read.devices, &read.vpd_uuids);
+
+    let mut raw = RawTopology::new(source, machine);
+    raw.numa_nodes = numa_nodes;
+    raw.devices = read.devices;
+    raw.xgmi = kfd.xgmi;
+    raw.xgmi_visible = kfd.visible;
+    raw.warnings = log.warnings.into_inner();
+    Ok(raw)
+}
+
+/// Each located device: its directory and whether `sys/bus/pci/devices` lists it (a bridge
+/// met only on another device's path is not listed).
+type Located = BTreeMap<Bdf, (PathBuf, bool)>;
+
+/// Each device's host bridge and its chain of `(address, directory)` from the first bridge
+/// below the host bridge down to the device itself.
+type Chains = BTreeMap<Bdf, (String, Vec<(Bdf, PathBuf)>)>;
+
+/// The entries of the PCI bus directory `bus`. A root without `sys/` is refused; a `sys/`
+/// without a PCI bus is a system without PCI (warned, no devices).
+fn list_bus(fs: &dyn FsRoot, log: &Log, bus: &Path) -> io::Result<Vec<super::fsroot::Entry>> {
+    match fs.read_dir(bus) {
+        Ok(e) => Ok(e),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             if fs.kind(Path::new("sys")).is_none() {
                 return Err(io::Error::new(
@@ -125,14 +165,17 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
                 bus,
                 "absent: this system exposes no PCI bus; no devices scanned",
             );
-            Vec::new()
+            Ok(Vec::new())
         }
-        Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", bus.display()))),
-    };
+        Err(e) => Err(io::Error::new(e.kind(), format!("{}: {e}", bus.display()))),
+    }
+}
 
-    // 1. Locate every listed device's directory and its chain of parents.
-    let mut located: BTreeMap<Bdf, (PathBuf, bool)> = BTreeMap::new();
-    for e in &entries {
+/// The directory of each bus entry that names a PCI address: the link's target, or the
+/// entry itself when it is a directory. Anything else is warned and skipped.
+fn locate(fs: &dyn FsRoot, log: &Log, bus: &Path, entries: &[super::fsroot::Entry]) -> Located {
+    let mut located = Located::new();
+    for e in entries {
         let Ok(bdf) = e.name.parse::<Bdf>() else {
             log.warn(&bus.join(&e.name), "entry is not a PCI address; skipped");
             continue;
@@ -176,50 +219,66 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
         }
         located.insert(bdf, (dir, true));
     }
+    located
+}
 
-    // Chains: host bridge and parents from the canonical path components.
-    let mut chains: BTreeMap<Bdf, (String, Vec<(Bdf, PathBuf)>)> = BTreeMap::new();
+/// A host bridge's name (when the path has one) and the `(address, path prefix)` of each
+/// bridge below it on a device's canonical path.
+type PathChain = (Option<String>, Vec<(Bdf, PathBuf)>);
+
+/// The host bridge (`pci0000:00`) and the bridges on the canonical path `dir`, each with its
+/// path prefix; `Err` says why the device is skipped (a path too deep or naming an address
+/// twice).
+fn path_chain(dir: &Path) -> Result<PathChain, String> {
+    let mut hb: Option<String> = None;
+    let mut chain: Vec<(Bdf, PathBuf)> = Vec::new();
+    let mut prefix = PathBuf::new();
+    for c in dir.components() {
+        prefix.push(c);
+        let s = c.as_os_str().to_string_lossy();
+        if hb.is_none() && parse_host_bridge(&s).is_some() {
+            hb = Some(s.to_string());
+            continue;
+        }
+        if hb.is_some()
+            && let Ok(b) = s.parse::<Bdf>()
+        {
+            // Bounded before anything is copied: each element holds its path prefix.
+            if chain.len() >= MAX_CHAIN {
+                return Err(format!(
+                    "more than {} bridges below its host bridge; device skipped (no PCIe hierarchy is that deep)",
+                    MAX_CHAIN - 1
+                ));
+            }
+            if chain.iter().any(|(x, _)| *x == b) {
+                return Err(format!(
+                    "the path names {b} twice (a link into its own subtree); device skipped"
+                ));
+            }
+            chain.push((b, prefix.clone()));
+        }
+    }
+    Ok((hb, chain))
+}
+
+/// Chains: host bridge and parents of every located device, from the canonical path
+/// components. Devices whose path is refused leave `located`; bridges met on a path but not
+/// listed on the bus join it (unlisted), so their children keep their real parent.
+fn chain_all(log: &Log, located: &mut Located) -> Chains {
+    let mut chains = Chains::new();
     let mut unlisted: BTreeMap<Bdf, PathBuf> = BTreeMap::new();
     // Where each unlisted bridge was first met: (device whose chain holds it, position).
     let mut met_in: HashMap<Bdf, (Bdf, usize)> = HashMap::new();
     let mut skipped: Vec<Bdf> = Vec::new();
-    for (bdf, (dir, _)) in &located {
-        let mut hb: Option<String> = None;
-        let mut chain: Vec<(Bdf, PathBuf)> = Vec::new();
-        let mut prefix = PathBuf::new();
-        let mut refused: Option<String> = None;
-        for c in dir.components() {
-            prefix.push(c);
-            let s = c.as_os_str().to_string_lossy();
-            if hb.is_none() && parse_host_bridge(&s).is_some() {
-                hb = Some(s.to_string());
+    for (bdf, (dir, _)) in located.iter() {
+        let (hb, mut chain) = match path_chain(dir) {
+            Ok(c) => c,
+            Err(why) => {
+                log.warn(dir, why);
+                skipped.push(*bdf);
                 continue;
             }
-            if hb.is_some()
-                && let Ok(b) = s.parse::<Bdf>()
-            {
-                // Bounded before anything is copied: each element holds its path prefix.
-                if chain.len() >= MAX_CHAIN {
-                    refused = Some(format!(
-                        "more than {} bridges below its host bridge; device skipped (no PCIe hierarchy is that deep)",
-                        MAX_CHAIN - 1
-                    ));
-                    break;
-                }
-                if chain.iter().any(|(x, _)| *x == b) {
-                    refused = Some(format!(
-                        "the path names {b} twice (a link into its own subtree); device skipped"
-                    ));
-                    break;
-                }
-                chain.push((b, prefix.clone()));
-            }
-        }
-        if let Some(why) = refused {
-            log.warn(dir, why);
-            skipped.push(*bdf);
-            continue;
-        }
+        };
         let hb = match hb {
             Some(h) => h,
             None => {
@@ -278,352 +337,64 @@ pub fn discover(fs: &dyn FsRoot, source: SourceInfo) -> io::Result<RawTopology> 
         located.insert(*b, (p.clone(), false));
         chains.insert(*b, (hb, chain));
     }
+    chains
+}
 
-    // 2. Read each device's attributes.
-    let mut devices: Vec<Device> = Vec::new();
-    let mut by_path: HashMap<PathBuf, usize> = HashMap::new();
-    let mut groups: BTreeMap<u32, Option<String>> = BTreeMap::new();
-    let mut vpd_uuids = super::datadirect::VpdUuids::new();
-    for (bdf, (dir, listed)) in &located {
-        let (hb, chain) = &chains[bdf];
-        let mut d = Device::new(*bdf, hb.clone(), dir.display().to_string());
-        d.listed = *listed;
-        d.parent = if chain.len() >= 2 {
-            Some(chain[chain.len() - 2].0)
-        } else {
-            None
-        };
-        let held = match fs.open_dir(dir) {
-            Ok(l) => l,
-            Err(e) if *listed && e.kind() == io::ErrorKind::NotFound && fs.kind(dir).is_none() => {
-                log.warn(
-                    &bus.join(bdf.to_string()),
-                    format!(
-                        "dangling or looping link to {}; device skipped",
-                        dir.display()
-                    ),
-                );
-                continue;
-            }
-            Err(e) if is_link_loop(&e) => {
-                log.warn(
-                    &bus.join(bdf.to_string()),
-                    format!(
-                        "too many levels of symbolic links (more than {}) on the way to {}; device skipped",
-                        super::fsroot::MAX_LINKS,
-                        dir.display()
-                    ),
-                );
-                continue;
-            }
-            Err(e) => {
-                log.warn(dir, format!("device directory unreadable ({e}); device vanished or access denied, skipped"));
-                continue;
-            }
-        };
-        // Each attribute is opened relative to the held directory; one that is absent is
-        // `NotFound` from that open (no listing of the directory is read).
-        let get = |n: &str| optional(&log, &dir.join(n), held.read(n));
-        let link_value = |n: &str| -> Option<Vec<u8>> {
-            let t = held.read_link(n).ok()?;
-            Some(t.file_name()?.as_encoded_bytes().to_vec())
-        };
-        // Config space first: its header holds what the kernel shows as `vendor`, `device`,
-        // `class`, `revision` and the subsystem IDs, and (256 bytes or more, as root) the
-        // link registers behind the four link attributes, so those files are read only where
-        // config does not answer (a short or missing config, a virtual function).
-        let mut header: Option<crate::model::pci_config::HeaderIds> = None;
-        match held.read_limited("config", 4096) {
-            Ok(b) => {
-                header = config::header_ids(&b);
-                match config::parse(&b) {
-                    Ok(c) => d.config = Some(c),
-                    Err(r) => log.warn(&dir.join("config"), format!("{r}; config facts unknown")),
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => log.warn(
-                &dir.join("config"),
-                format!("unreadable ({e}); config facts unknown"),
-            ),
-        }
-        // Only a virtual function has a `physfn` link, and its header reads 0xffff for vendor
-        // and device (PCIe SR-IOV spec, 3.4.1.1): a header with real IDs is no virtual
-        // function, and the link is looked for only where config did not say.
-        let physfn = if header.is_some() {
-            None
-        } else {
-            link_value("physfn")
-        };
-        let id = |n: &str| log.value(&dir.join(n), get(n), attr::hex_u16);
-        let class = match header {
-            Some(h) => Some(h.class),
-            None => log.value(&dir.join("class"), get("class"), attr::hex_u32),
-        };
-        match header {
-            Some(h) => {
-                d.vendor_id = Some(h.vendor_id);
-                d.device_id = Some(h.device_id);
-                d.revision = Some(h.revision);
-            }
-            None => {
-                d.vendor_id = id("vendor");
-                d.device_id = id("device");
-                d.revision = log.value(&dir.join("revision"), get("revision"), attr::hex_u8);
-            }
-        }
-        match header.and_then(|h| h.subsystem) {
-            Some((v, dev)) => {
-                d.subsystem_vendor_id = Some(v);
-                d.subsystem_device_id = Some(dev);
-            }
-            None => {
-                d.subsystem_vendor_id = id("subsystem_vendor");
-                d.subsystem_device_id = id("subsystem_device");
-            }
-        }
-        d.numa_node = log
-            .value(&dir.join("numa_node"), get("numa_node"), attr::numa_node)
-            .flatten();
-        d.local_cpus = match get("local_cpulist") {
-            Some(b) => log.value(&dir.join("local_cpulist"), Some(b), cpulist::parse_list),
-            None => log.value(
-                &dir.join("local_cpus"),
-                get("local_cpus"),
-                cpulist::parse_mask,
-            ),
-        };
-        let pcie = d.config.as_ref().and_then(|c| c.pcie.as_ref());
-        // Widths: `Some(None)` is a read 0. A negotiated width of 0 is a link that is down
-        // (known: width 0, and the kernel writes `Unknown` for its speed); a capable width of 0
-        // means LNKCAP is not implemented: no link of its own (root-complex integrated
-        // endpoints; virtual functions are dropped below by `physfn`). From config, the same
-        // registers the kernel formats into those files.
-        let width = |n: &str| log.value(&dir.join(n), get(n), attr::link_width);
-        // The kernel makes the four link attributes together (one attribute group, PCI Express
-        // devices only); snapshots keep a speed with its width (hwloc's copies only the
-        // `current_` pair): where neither width file is there, the speeds are not looked for.
-        let (cur_w, max_w, has_link_files) = match pcie {
-            Some(p) => (Some(p.link_sta_width), Some(p.link_cap_width), false),
-            None => {
-                let (c, m) = (width("current_link_width"), width("max_link_width"));
-                (c, m, c.is_some() || m.is_some())
-            }
-        };
-        // Down only on a port or device whose capability is a real lane count: a 0 beside a
-        // refused or absent `max_link_width` says nothing.
-        let link_down = cur_w == Some(None) && matches!(max_w, Some(Some(_)));
-        let no_own_link = max_w == Some(None);
-        let speed = |n: &str| {
-            let b = get(n);
-            if (link_down || no_own_link)
-                && b.as_deref().map(|b| b.trim_ascii()) == Some(b"Unknown".as_slice())
-            {
-                return None;
-            }
-            log.value(&dir.join(n), b, attr::link_speed_gts)
-        };
-        let link = match pcie {
-            Some(p) => LinkInfo {
-                current_gts: if link_down { None } else { p.link_sta_gts },
-                current_width: if link_down { Some(0) } else { p.link_sta_width },
-                max_gts: p.link_cap_gts,
-                max_width: p.link_cap_width,
-            },
-            None if !has_link_files => LinkInfo::default(),
-            None => LinkInfo {
-                current_gts: speed("current_link_speed"),
-                current_width: if link_down { Some(0) } else { cur_w.flatten() },
-                max_gts: speed("max_link_speed"),
-                max_width: max_w.flatten(),
-            },
-        };
-        let integrated = matches!(
-            d.port_type(),
-            Some(PortType::RcIntegratedEndpoint | PortType::RcEventCollector)
-        );
-        d.link = if link.any() && !no_own_link && !integrated {
-            Some(link)
-        } else {
-            None
-        };
-        let class = class.or(d.config.as_ref().map(|c| c.class));
-        if d.vendor_id.is_none() {
-            // Config IDs only when they are real (a VF reads 0xffff there).
-            d.vendor_id = d
-                .config
-                .as_ref()
-                .map(|c| c.vendor_id)
-                .filter(|&v| v != 0xffff);
-            d.device_id = d.device_id.or(d
-                .config
-                .as_ref()
-                .map(|c| c.device_id)
-                .filter(|&v| v != 0xffff));
-        }
-        match class {
-            Some(c) => d.class = c,
-            None => log.warn(
-                &dir.join("class"),
-                "absent or unreadable; device kind unknown (other)",
-            ),
-        }
-        d.kind = kind_from_class(d.class, d.vendor_id, d.device_id);
-        if let Some(b) = get("resource") {
-            let (bars, bad) = resource::parse(&b);
-            d.bars = bars;
-            if let Some(first) = bad.first() {
-                log.warn(
-                    &dir.join("resource"),
-                    format!("{} malformed line(s) ignored (first: {first})", bad.len()),
-                );
-            }
-        }
-        // The kernel makes the AER counters only for a device with the AER capability: where
-        // the extended config space was read and has none, there is nothing to look for.
-        let ext = d.config.as_ref().filter(|c| c.has_extended());
-        // The three counters are one attribute group: where the first is absent, so are the
-        // others.
-        if ext.is_none_or(|c| c.aer_offset.is_some())
-            && let Some(b) = get("aer_dev_correctable")
-        {
-            let aer = |n: &str| log.value(&dir.join(n), get(n), aer::parse);
-            d.aer_correctable = log.value(&dir.join("aer_dev_correctable"), Some(b), aer::parse);
-            d.aer_nonfatal = aer("aer_dev_nonfatal");
-            d.aer_fatal = aer("aer_dev_fatal");
-        }
-        d.driver = link_value("driver").and_then(|b| String::from_utf8(b).ok());
-        d.iommu_group = log.value(
-            &dir.join("iommu_group"),
-            link_value("iommu_group"),
-            attr::uint,
-        );
-        if let Some(g) = d.iommu_group {
-            groups.entry(g).or_insert(None);
-        }
-        d.physfn = log.value(&dir.join("physfn"), physfn, |b| {
-            attr::pci_address(attr::text(b)?)
-        });
-        if d.physfn.is_some() {
-            // A virtual function has no link of its own: its traffic uses its physical
-            // function's (the kernel reads reserved registers for it).
-            d.link = None;
-        }
-        if wants_vpd(&d) {
-            let kws = read_vpd(fs, &log, &dir.join("vpd"));
-            d.vpd = kws.iter().map(|(k, _)| k.clone()).collect();
-            if !kws.is_empty() {
-                vpd_uuids.insert(d.bdf, kws);
-            }
-        }
-        by_path.insert(dir.clone(), devices.len());
-        devices.push(d);
-    }
+/// What reading the devices gives the later phases.
+#[derive(Default)]
+struct DeviceReads {
+    /// The devices read, in address order.
+    devices: Vec<Device>,
+    /// Each device's directory → its index in `devices` (class devices attach through it).
+    by_path: HashMap<PathBuf, usize>,
+    /// The VPD keywords that pair Data Direct functions with their NIC functions.
+    vpd_uuids: super::datadirect::VpdUuids,
+}
 
-    // Virtual functions per physical function, from each VF's `physfn` link (the kernel
-    // links both ways: `virtfnN` in the PF, `physfn` in each VF).
-    let mut vfs: HashMap<Bdf, u32> = HashMap::new();
-    for d in &devices {
-        if let Some(pf) = d.physfn {
-            *vfs.entry(pf).or_default() += 1;
-        }
-    }
-    for d in &mut devices {
-        d.vf_count = vfs.get(&d.bdf).copied().unwrap_or(0);
-    }
-
-    // IOMMU group types, one read per group.
-    for (g, ty) in groups.iter_mut() {
-        let p = PathBuf::from(format!("sys/kernel/iommu_groups/{g}/type"));
-        *ty = log.read_text(fs, &p);
-    }
-    for d in &mut devices {
-        if let Some(g) = d.iommu_group {
-            d.iommu_group_type = groups.get(&g).cloned().flatten();
-        }
-    }
-
-    // 3. Class devices: RDMA, net, NVMe.
-    attach_class(
-        fs,
-        &log,
-        "infiniband",
-        OsDeviceKind::Rdma,
-        &by_path,
-        &mut devices,
-    );
+/// Class devices attached to the PCI functions they sit on (RDMA, net, NVMe), the NVIDIA
+/// GPUs' driver files, the slots, and the KFD topology of AMD GPUs.
+fn attach_all(
+    fs: &dyn FsRoot,
+    log: &Log,
+    by_path: &HashMap<PathBuf, usize>,
+    devices: &mut [Device],
+) -> super::kfd::KfdScan {
+    attach_class(fs, log, "infiniband", OsDeviceKind::Rdma, by_path, devices);
     // HPE Slingshot (Cassini) adapters are RDMA devices of the cxi driver (libfabric's cxi
     // provider, NCCL through aws-ofi-nccl), listed in their own class.
-    attach_class(fs, &log, "cxi", OsDeviceKind::Rdma, &by_path, &mut devices);
-    attach_class(fs, &log, "net", OsDeviceKind::Net, &by_path, &mut devices);
-    attach_class(fs, &log, "nvme", OsDeviceKind::Nvme, &by_path, &mut devices);
-    nvidia_gpus(fs, &log, &mut devices);
-    slots(fs, &log, &mut devices);
-    let kfd = super::kfd::read(fs, &mut devices);
-    log.warnings.borrow_mut().extend(kfd.warnings);
+    attach_class(fs, log, "cxi", OsDeviceKind::Rdma, by_path, devices);
+    attach_class(fs, log, "net", OsDeviceKind::Net, by_path, devices);
+    attach_class(fs, log, "nvme", OsDeviceKind::Nvme, by_path, devices);
+    nvidia_gpus(fs, log, devices);
+    slots(fs, log, devices);
+    let mut kfd = super::kfd::read(fs, devices);
+    log.warnings
+        .borrow_mut()
+        .extend(std::mem::take(&mut kfd.warnings));
+    kfd
+}
 
-    // 4. NUMA nodes, CPUs, node-wide facts.
-    let numa_nodes = numa(fs, &log);
-    let mut machine = machine_info(fs, &log);
-    let (storage, storage_warnings) = super::storage::read(fs, &by_path, &devices);
+/// CPUs, storage and NCCL's configuration of the node.
+fn node_facts(
+    fs: &dyn FsRoot,
+    log: &Log,
+    source: &SourceInfo,
+    by_path: &HashMap<PathBuf, usize>,
+    devices: &[Device],
+) -> MachineInfo {
+    let mut machine = machine_info(fs, log);
+    let (storage, storage_warnings) = super::storage::read(fs, by_path, devices);
     machine.storage = storage;
     machine.nccl = super::nccl_conf::read_node(fs, source.kind == "snapshot");
     log.warnings.borrow_mut().extend(storage_warnings);
+    machine
+}
 
-    // 5. Grace GPUs (C2C) and Data Direct DMA functions paired with their NIC functions.
-    super::c2c::infer(&mut devices);
-    for w in super::datadirect::pair_by_vpd(&mut devices, &vpd_uuids) {
+/// Grace GPUs (C2C) and Data Direct DMA functions paired with their NIC functions.
+fn pair_functions(log: &Log, devices: &mut [Device], vpd_uuids: &super::datadirect::VpdUuids) {
+    super::c2c::infer(devices);
+    for w in super::datadirect::pair_by_vpd(devices, vpd_uuids) {
         log.warnings.borrow_mut().push(w);
-    }
-
-    let mut raw = RawTopology::new(source, machine);
-    raw.numa_nodes = numa_nodes;
-    raw.devices = devices;
-    raw.xgmi = kfd.xgmi;
-    raw.xgmi_visible = kfd.visible;
-    raw.warnings = log.warnings.into_inner();
-    Ok(raw)
-}
-
-/// VPD is read only where it pairs functions, as rdma_topo does: ConnectX NIC functions and
-/// Data Direct DMA functions (reading the VPD of arbitrary devices can stall on broken parts).
-fn wants_vpd(d: &Device) -> bool {
-    use crate::model::parts::{Part, part_of};
-    d.physfn.is_none() && matches!(part_of(d), Some(Part::CxNic | Part::DataDirectDma))
-}
-
-/// The VPD keywords that pair ConnectX functions (`V3`, `VU`), from `vpd`. The file is
-/// readable by root only: permission denied is the normal unprivileged answer and is said once
-/// per DMA function by the pairing, not here. Serial numbers are not kept.
-fn read_vpd(fs: &dyn FsRoot, log: &Log, path: &Path) -> Vec<(String, String)> {
-    let bytes = match fs.read_limited(path, 32 * 1024) {
-        Ok(b) => b,
-        Err(e)
-            if matches!(
-                e.kind(),
-                io::ErrorKind::PermissionDenied | io::ErrorKind::NotFound
-            ) =>
-        {
-            return Vec::new();
-        }
-        Err(e) => {
-            log.warn(path, format!("could not read ({e}); VPD unknown"));
-            return Vec::new();
-        }
-    };
-    if bytes.is_empty() {
-        return Vec::new();
-    }
-    match crate::parse::vpd::parse(&bytes) {
-        Ok(v) => v
-            .read_only
-            .into_iter()
-            .filter(|(k, _)| super::datadirect::UUID_KEYWORDS.contains(&k.as_str()))
-            .collect(),
-        Err(r) => {
-            log.warn(path, format!("{r}; VPD unknown"));
-            Vec::new()
-        }
     }
 }
 
@@ -965,6 +736,7 @@ fn is_link_loop(e: &io::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::device::LinkInfo;
     use crate::sources::fsroot::{MemNode, MemRoot};
 
     fn dev(m: &mut MemRoot, bdf: &str, class: &str, link: [&str; 4]) {
