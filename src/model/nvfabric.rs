@@ -102,11 +102,15 @@ impl std::str::FromStr for ClusterUuid {
                 "{s:?} is not a UUID (8-4-4-4-12 hexadecimal digits)"
             ));
         }
-        let hex: String = groups.concat();
+        let hex: Vec<u8> = groups.concat().into_bytes();
+        let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
         let mut out = [0u8; 16];
-        for (i, o) in out.iter_mut().enumerate() {
-            *o = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16)
-                .map_err(|_| format!("{s:?} is not a UUID (a digit is not hexadecimal)"))?;
+        for (o, pair) in out.iter_mut().zip(hex.chunks(2)) {
+            // Byte lengths were checked above; a non-ASCII byte is no hexadecimal digit.
+            match (digit(pair[0]), pair.get(1).copied().and_then(digit)) {
+                (Some(h), Some(l)) => *o = h << 4 | l,
+                _ => return Err(format!("{s:?} is not a UUID (a digit is not hexadecimal)")),
+            }
         }
         Ok(ClusterUuid(out))
     }
@@ -186,6 +190,8 @@ mod tests {
             "dc6e40c4d7224357",
             "dc6e40c4-d722-4357-9ba6-5291dd46127g",
             "",
+            // Eight bytes, four characters: never sliced inside a three-byte character.
+            "€€ab-d722-4357-9ba6-5291dd461278",
         ] {
             assert!(bad.parse::<ClusterUuid>().is_err(), "{bad}");
         }

@@ -119,11 +119,12 @@ pub fn sections(text: &str, shown: &str) -> Vec<FabricSection> {
     let mut i = 0;
     while i < lines.len() {
         let l = lines[i].trim_end();
-        if let Some(b) = l
-            .strip_prefix("GPU ")
-            .and_then(|r| r.trim().parse::<Bdf>().ok())
-        {
-            gpu = Some(b);
+        // A line at the margin starts a GPU block or ends the last one (inside a block every
+        // line is indented), so a later `Fabric` is never given to an earlier GPU.
+        if !l.is_empty() && !l.starts_with(' ') {
+            gpu = l
+                .strip_prefix("GPU ")
+                .and_then(|r| r.trim().parse::<Bdf>().ok());
         }
         if l.trim() != "Fabric" {
             i += 1;
@@ -187,6 +188,11 @@ mod tests {
             "{}",
             f.source
         );
+        // Past the block (a line at the margin), a Fabric section is no GPU's.
+        let t2 = format!("{t}Attached Units : 0\n    Fabric\n        State : N/A\n");
+        let s = sections(&t2, "");
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[1].gpu, None);
     }
 
     #[test]

@@ -190,6 +190,8 @@ pub fn nvsmi_xml(doc: &crate::sources::xmltree::Doc, shown: &str) -> Vec<(Bdf, F
 pub const BESIDE_TEXT: &[&str] = &["nvidia-smi-q.txt", "nvidia-smi.q.txt"];
 /// See [`BESIDE_TEXT`].
 pub const BESIDE_XML: &[&str] = &["nvidia-smi-q.xml", "nvidia-smi.q.xml"];
+/// The largest such file read (an 8-GPU node's `nvidia-smi -q -x` is a few hundred KiB).
+const MAX_BESIDE_BYTES: usize = 16 << 20;
 
 /// Reads the fabric sections of an `nvidia-smi -q` text or `-q -x` XML kept at the top of a
 /// capture root ([`BESIDE_TEXT`], [`BESIDE_XML`]) onto GPUs not already read by NVML. A present
@@ -208,7 +210,7 @@ pub fn apply_beside(fs: &dyn crate::sources::fsroot::FsRoot, topo: &mut Topology
             continue;
         }
         let shown = format!("{}/{name}", fs.describe());
-        let bytes = match fs.read(p) {
+        let bytes = match crate::sources::fsroot::read_whole(fs, p, MAX_BESIDE_BYTES) {
             Ok(b) => b,
             Err(e) => {
                 topo.warnings.push(Warning {
