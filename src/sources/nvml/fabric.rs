@@ -22,32 +22,33 @@ const NVML_SUCCESS: u32 = 0;
 /// `NVML_ERROR_NOT_SUPPORTED`: the GPU has no fabric registration to report.
 const NVML_ERROR_NOT_SUPPORTED: u32 = 3;
 
-/// What NVML answered for one GPU, made into a reading: `rc` the call's return, `status_name`
+/// What NVML answered for one GPU, made into a reading: `call` the function that answered,
+/// `rc` its return, `status_name`
 /// NVML's words for `info.status` (`nvmlErrorString`: `Success`, `Insufficient Resources`), as
 /// nvidia-smi prints them. `NVML_ERROR_NOT_SUPPORTED` is a fact (state `NOT_SUPPORTED`: no
 /// fabric on this GPU); any other failure leaves the reading unknown with NVML's words.
 pub fn from_nvml(
+    call: &str,
     rc: u32,
     rc_name: &str,
     info: &nvmlGpuFabricInfo_t,
     status_name: &str,
 ) -> Fact<GpuFabric> {
-    const CALL: &str = "NVML nvmlDeviceGetGpuFabricInfo";
     if rc == NVML_ERROR_NOT_SUPPORTED {
         return Fact::Known(GpuFabric {
             state: FabricState::NotSupported,
             status: None,
             clique_id: None,
             cluster_uuid: None,
-            source: format!("{CALL}: {rc_name} (the GPU reports no fabric registration)"),
+            source: format!("NVML {call}: {rc_name} (the GPU reports no fabric registration)"),
         });
     }
     if rc != NVML_SUCCESS {
-        return Fact::Unknown(format!("{CALL} failed: {rc_name} (return {rc})"));
+        return Fact::Unknown(format!("NVML {call} failed: {rc_name} (return {rc})"));
     }
     let Some(state) = FabricState::from_nvml(info.state) else {
         return Fact::Unknown(format!(
-            "{CALL}: state {} is not one NVML defines",
+            "NVML {call}: state {} is not one NVML defines",
             info.state
         ));
     };
@@ -58,7 +59,7 @@ pub fn from_nvml(
         clique_id: Some(info.cliqueId),
         cluster_uuid: Some(uuid),
         source: format!(
-            "{CALL}: state {}, status {status_name}, cliqueId {}, clusterUuid {uuid}",
+            "NVML {call}: state {}, status {status_name}, cliqueId {}, clusterUuid {uuid}",
             state.name(),
             info.cliqueId
         ),
@@ -84,30 +85,90 @@ fn error_string(lib: &nvml_wrapper_sys::bindings::NvmlLib, code: u32) -> String 
         .into_owned()
 }
 
-/// Asks NVML for one GPU's fabric registration (live only).
+/// Asks NVML for one GPU's fabric registration (live only), as NCCL does: through
+/// `nvmlDeviceGetGpuFabricInfoV` with the structure version `nvmlGpuFabricInfo_v2`, or, where
+/// the driver lacks it or refuses that version, the older `nvmlDeviceGetGpuFabricInfo`.
 pub fn read_live(d: &nvml_wrapper::Device) -> Fact<GpuFabric> {
     let lib = d.nvml().lib();
-    if lib.nvmlDeviceGetGpuFabricInfo.is_err() {
+    let (v, v1) = (
+        lib.nvmlDeviceGetGpuFabricInfoV.is_ok(),
+        lib.nvmlDeviceGetGpuFabricInfo.is_ok(),
+    );
+    if !v && !v1 {
         return Fact::Unknown(
-            "the driver's NVML has no nvmlDeviceGetGpuFabricInfo (drivers before R530 report no NVLink fabric)"
+            "the driver's NVML has neither nvmlDeviceGetGpuFabricInfoV nor nvmlDeviceGetGpuFabricInfo (drivers before R530 report no NVLink fabric)"
                 .into(),
         );
     }
-    let mut info = nvmlGpuFabricInfo_t {
-        clusterUuid: [0; 16],
-        status: 0,
-        cliqueId: 0,
-        state: 0,
-    };
-    // SAFETY: the symbol was loaded (checked above); the handle is a live device of the `Nvml`
-    // that `d` borrows (NVML stays initialised while `d` lives); `info` is a valid, writable
-    // `nvmlGpuFabricInfo_t` that NVML fills and does not keep.
-    let rc = unsafe { lib.nvmlDeviceGetGpuFabricInfo(d.handle(), &mut info) };
+    let mut answer = v.then(|| ask_v(d));
+    if v1 && answer.is_none_or(|(_, rc, _)| rc != NVML_SUCCESS && rc != NVML_ERROR_NOT_SUPPORTED) {
+        answer = Some(ask_v1(d));
+    }
+    let (call, rc, info) = answer.unwrap_or(("no call", NVML_ERROR_NOT_SUPPORTED, empty_info()));
     from_nvml(
+        call,
         rc,
         &error_string(lib, rc),
         &info,
         &error_string(lib, info.status),
+    )
+}
+
+/// A zeroed `nvmlGpuFabricInfo_t`.
+fn empty_info() -> nvmlGpuFabricInfo_t {
+    nvmlGpuFabricInfo_t {
+        clusterUuid: [0; 16],
+        status: 0,
+        cliqueId: 0,
+        state: 0,
+    }
+}
+
+/// `nvmlDeviceGetGpuFabricInfo` (the symbol is loaded: checked by the caller).
+fn ask_v1(d: &nvml_wrapper::Device) -> (&'static str, u32, nvmlGpuFabricInfo_t) {
+    let mut info = empty_info();
+    // SAFETY: the caller checked that the symbol was loaded; the handle is a live device of
+    // the `Nvml` that `d` borrows (NVML stays initialised while `d` lives); `info` is a valid,
+    // writable `nvmlGpuFabricInfo_t` that NVML fills and does not keep.
+    let rc = unsafe {
+        d.nvml()
+            .lib()
+            .nvmlDeviceGetGpuFabricInfo(d.handle(), &mut info)
+    };
+    ("nvmlDeviceGetGpuFabricInfo", rc, info)
+}
+
+/// `nvmlDeviceGetGpuFabricInfoV` with version `nvmlGpuFabricInfo_v2` (`sizeof(v2) | 2 << 24`),
+/// its fields copied into the older structure (the symbol is loaded: checked by the caller).
+fn ask_v(d: &nvml_wrapper::Device) -> (&'static str, u32, nvmlGpuFabricInfo_t) {
+    use nvml_wrapper_sys::bindings::{nvmlGpuFabricInfo_v2_t, nvmlGpuFabricInfoV_t};
+    let mut info = nvmlGpuFabricInfoV_t {
+        version: std::mem::size_of::<nvmlGpuFabricInfo_v2_t>() as u32 | 2 << 24,
+        clusterUuid: [0; 16],
+        status: 0,
+        cliqueId: 0,
+        state: 0,
+        healthMask: 0,
+        healthSummary: 0,
+    };
+    // SAFETY: the caller checked that the symbol was loaded; the handle is a live device of
+    // the `Nvml` that `d` borrows; `info` is a writable structure at least as large as the
+    // version-2 structure its `version` field names, which is all NVML writes; NVML does not
+    // keep the pointer.
+    let rc = unsafe {
+        d.nvml()
+            .lib()
+            .nvmlDeviceGetGpuFabricInfoV(d.handle(), &mut info)
+    };
+    (
+        "nvmlDeviceGetGpuFabricInfoV",
+        rc,
+        nvmlGpuFabricInfo_t {
+            clusterUuid: info.clusterUuid,
+            status: info.status,
+            cliqueId: info.cliqueId,
+            state: info.state,
+        },
     )
 }
 
@@ -262,7 +323,7 @@ mod tests {
 
     #[test]
     fn nvml_answers_become_readings() {
-        let f = from_nvml(0, "Success", &info(3, 0, 7, 0xab), "Success");
+        let f = from_nvml("f", 0, "Success", &info(3, 0, 7, 0xab), "Success");
         let g = f.known().unwrap();
         assert_eq!(g.state, FabricState::Completed);
         assert_eq!(g.clique_id, Some(7));
@@ -275,12 +336,12 @@ mod tests {
                 .contains("state COMPLETED, status Success, cliqueId 7")
         );
         // NOT_SUPPORTED from the call is a fact, not unknown.
-        let n = from_nvml(3, "Not Supported", &info(0, 0, 0, 0), "Success");
+        let n = from_nvml("f", 3, "Not Supported", &info(0, 0, 0, 0), "Success");
         assert_eq!(n.known().unwrap().state, FabricState::NotSupported);
         // Another failure is unknown, with NVML's words.
-        let u = from_nvml(999, "Unknown Error", &info(0, 0, 0, 0), "Success");
+        let u = from_nvml("f", 999, "Unknown Error", &info(0, 0, 0, 0), "Success");
         assert!(u.reason().unwrap().contains("Unknown Error"));
-        let bad = from_nvml(0, "Success", &info(9, 0, 0, 0), "Success");
+        let bad = from_nvml("f", 0, "Success", &info(9, 0, 0, 0), "Success");
         assert!(bad.reason().unwrap().contains("state 9"));
     }
 }
