@@ -23,9 +23,8 @@ const NVML_SUCCESS: u32 = 0;
 const NVML_ERROR_NOT_SUPPORTED: u32 = 3;
 
 /// What NVML answered for one GPU, made into a reading: `call` the function that answered,
-/// `rc` its return, `status_name`
-/// NVML's words for `info.status` (`nvmlErrorString`: `Success`, `Insufficient Resources`), as
-/// nvidia-smi prints them. `NVML_ERROR_NOT_SUPPORTED` is a fact (state `NOT_SUPPORTED`: no
+/// `rc` its return, `status_name` NVML's words for `info.status` (`nvmlErrorString`:
+/// `Success`, `Insufficient Resources`), as nvidia-smi prints them. `NVML_ERROR_NOT_SUPPORTED` is a fact (state `NOT_SUPPORTED`: no
 /// fabric on this GPU); any other failure leaves the reading unknown with NVML's words.
 pub fn from_nvml(
     call: &str,
