@@ -22,6 +22,7 @@
 //! whole otherwise, the manifest saying so).
 
 mod archive;
+pub mod domains;
 pub mod fleet;
 mod nvml_store;
 mod recorder;
