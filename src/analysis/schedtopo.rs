@@ -21,7 +21,7 @@ use crate::analysis::cabling::units::{self, Unit};
 use crate::analysis::cabling::{FindingKind, NotGpuNode, Severity, rules};
 use crate::model::fabric::{FabricMap, NodeKind};
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// What to build.
 #[derive(Debug, Clone, Default)]
@@ -352,28 +352,31 @@ fn merge_units(mut grouped: Vec<Unit>, cx: &Ctx<'_>) -> Vec<(Unit, Vec<Missing>)
             .cmp(&grouped[a].hosts.len())
             .then(a.cmp(&b))
     });
-    let mut kept: Vec<usize> = Vec::new();
+    // Kept units by leaf: a group is compared only with units sharing a leaf with it.
+    let mut kept_at: HashMap<usize, Vec<usize>> = HashMap::new();
     let mut into: Vec<Option<usize>> = vec![None; grouped.len()];
     for &g in &order {
-        let mine: BTreeSet<usize> = grouped[g].leaf_nodes.iter().copied().collect();
-        let best = kept
-            .iter()
-            .map(|&k| {
-                let shared = grouped[k]
-                    .leaf_nodes
-                    .iter()
-                    .filter(|n| mine.contains(n))
-                    .count();
-                (shared, k)
-            })
-            .max_by_key(|&(s, k)| (s, std::cmp::Reverse(k)));
+        let mut shared: BTreeMap<usize, usize> = BTreeMap::new();
+        for n in &grouped[g].leaf_nodes {
+            for &k in kept_at.get(n).map_or(&[][..], Vec::as_slice) {
+                *shared.entry(k).or_default() += 1;
+            }
+        }
+        let best = shared
+            .into_iter()
+            .max_by_key(|&(k, s)| (s, std::cmp::Reverse(k)));
         match best {
-            Some((shared, k))
-                if 2 * shared > mine.len() && grouped[g].hosts.len() < grouped[k].hosts.len() =>
+            Some((k, shared))
+                if 2 * shared > grouped[g].leaf_nodes.len()
+                    && grouped[g].hosts.len() < grouped[k].hosts.len() =>
             {
                 into[g] = Some(k);
             }
-            _ => kept.push(g),
+            _ => {
+                for &n in &grouped[g].leaf_nodes {
+                    kept_at.entry(n).or_default().push(g);
+                }
+            }
         }
     }
     let mut missing: Vec<Vec<Missing>> = vec![Vec::new(); grouped.len()];
