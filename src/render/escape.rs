@@ -12,6 +12,10 @@
 //! - XML/HTML text and attributes (the SVG picture, the HTML report): [`xml_text`];
 //! - a YAML double-quoted scalar (DRA ResourceSlices): [`yaml_str`];
 //! - a gres.conf value given on the command line: [`gres_value`] (refused, not escaped);
+//! - a host name in the scheduler topology exports (Slurm `Nodes=` hostlists, topology.yaml,
+//!   `kubectl label` node names): checked by [`crate::analysis::schedtopo::name_ok`] when the
+//!   tree is built (refused and said, never rewritten), the map's switch descriptions only in
+//!   comments through [`one_line`];
 //! - text on a terminal: [`for_terminal`] and [`json_for_terminal`] (in [`super::terminal`]).
 //!
 //! Kubernetes names (NFD labels, DRA names) are not escaped but checked, and refused with the
