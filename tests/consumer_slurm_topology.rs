@@ -1,0 +1,414 @@
+//! Slurm topology files loaded by real, newer Slurm: Debian 12's Slurm (22.05, the CI image's,
+//! tests/consumer_slurm.rs) has neither `topology/block` nor `topology.yaml`, so these tests run
+//! Debian trixie's Slurm 24.11 and sid's 25.05+ (26.05 when written) from a Debian root that
+//! `tests/slurm/chroot.sh SUITE` builds with mmdebstrap into `target/slurm-SUITE`.
+//! `tests/slurm/topology.sh` starts slurmctld and one slurmd per test node (Debian builds Slurm
+//! with multiple-slurmd support: each node its own port) inside that root, as PID 1 of private
+//! mount, PID and UTS namespaces, so every daemon and job ends with the test.
+//!
+//! Checked on each Slurm: `scontrol show topology` lists every switch and block exactly as the
+//! file wrote it (names, nodes, child switches); with one node of the first unit held by a job,
+//! a 2-node job with `--switches=1` (topology/tree) or `--segment=2` (topology/block) runs on
+//! the two nodes of the other unit, where Slurm without a topology puts it across units (the
+//! control run); and a `topology.yaml` with a tree marked `cluster_default` and a block
+//! topology named by a partition's `Topology=` places each partition's job by its own topology.
+//!
+//! Needs root (namespaces, chroot), `unshare`, and the roots: `.ci/run` builds them; under CI
+//! (`CI` set) a missing root fails, elsewhere the test says SKIPPED and the command to build it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The root `tests/slurm/chroot.sh SUITE` builds, when it is finished (its stamp present) and
+/// this process may use it (root); `None` with the reason printed (a failure under CI).
+fn slurm_root(suite: &str) -> Option<PathBuf> {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = repo.join("target").join(format!("slurm-{suite}"));
+    let under_ci = std::env::var_os("CI").is_some();
+    if !root.join(".peerpath-root").is_file() {
+        assert!(
+            !under_ci,
+            "{} missing under CI: .ci/run builds it with tests/slurm/chroot.sh {suite}",
+            root.display()
+        );
+        eprintln!(
+            "SKIPPED: no Slurm root at {} (build it as root: tests/slurm/chroot.sh {suite})",
+            root.display()
+        );
+        return None;
+    }
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let is_root = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .is_some_and(|u| u.split_whitespace().nth(1) == Some("0"));
+    if !is_root {
+        assert!(!under_ci, "CI runs as root");
+        eprintln!("SKIPPED: needs root (mount, PID and UTS namespaces, chroot)");
+        return None;
+    }
+    Some(root)
+}
+
+/// One cluster for `tests/slurm/topology.sh`: the topology file (its name in slurm.conf's
+/// directory and its text), the plugin line, every node defined, the nodes that run a slurmd
+/// (the others are defined DOWN: they appear in the topology, never run a job), extra
+/// partition lines, and the steps (bash, with `hold`, `placed`, `topo`) run once all are idle.
+struct Cluster {
+    file: (&'static str, String),
+    plugin: Option<&'static str>,
+    nodes: Vec<String>,
+    run: Vec<String>,
+    partitions: String,
+    steps: String,
+}
+
+/// Ports the OS says are free now, all distinct (each held until all are chosen).
+fn free_ports(n: usize) -> Vec<u16> {
+    let held: Vec<_> = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    held.iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect()
+}
+
+/// slurm.conf's cluster lines for `c`: the plugin, one line per node, the partitions.
+fn cluster_conf(c: &Cluster, ports: &[u16]) -> String {
+    let mut s = String::new();
+    if let Some(p) = c.plugin {
+        s += &format!("TopologyPlugin={p}\n");
+    }
+    for n in &c.nodes {
+        let common =
+            format!("NodeName={n} NodeHostname=pp-slurm NodeAddr=127.0.0.1 CPUs=1 RealMemory=1");
+        match c.run.iter().position(|r| r == n) {
+            Some(i) => s += &format!("{common} Port={} State=UNKNOWN\n", ports[i]),
+            None => s += &format!("{common} State=DOWN Reason=no_slurmd_in_this_test\n"),
+        }
+    }
+    s += "PartitionName=all Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n";
+    s + &c.partitions
+}
+
+/// Runs `c` on the Slurm in `root`; returns what the steps printed, after asserting the run
+/// finished (with the daemons' log tails when it did not).
+fn run_cluster(root: &Path, c: &Cluster) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let w = dir.path();
+    std::fs::create_dir_all(w.join("etc")).unwrap();
+    std::fs::write(w.join("etc").join(c.file.0), &c.file.1).unwrap();
+    let ports = free_ports(c.run.len() + 1);
+    std::fs::write(w.join("cluster.conf"), cluster_conf(c, &ports[1..])).unwrap();
+    std::fs::write(w.join("slurmd.nodes"), c.run.join("\n") + "\n").unwrap();
+    std::fs::write(w.join("steps.sh"), &c.steps).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/slurm/topology.sh");
+    let mut child = Command::new("unshare")
+        .args(["-m", "-p", "-u", "-f", "--propagation", "private", "bash"])
+        .arg(&script)
+        .arg(root)
+        .arg(w)
+        .arg(ports[0].to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Bounded: the namespace's PID 1 ends every daemon when it exits or is killed.
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(180) {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let o = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let tail = |name: &str| {
+        let t = std::fs::read_to_string(w.join("log").join(name)).unwrap_or_default();
+        let lines: Vec<&str> = t.lines().collect();
+        lines[lines.len().saturating_sub(15)..].join("\n")
+    };
+    assert!(
+        o.status.success() && text.contains("\ndone"),
+        "{text}\nstderr: {}\nslurmctld.log tail: {}",
+        String::from_utf8_lossy(&o.stderr),
+        tail("slurmctld.log")
+    );
+    text
+}
+
+/// Expands a Slurm hostlist (`a[01-03,7]b,c`) into its names: a test-side reading of the
+/// one-bracket form topology files and `scontrol` use.
+fn expand(list: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let (mut depth, mut start) = (0, 0);
+    let bytes = list.as_bytes();
+    for i in 0..=bytes.len() {
+        match bytes.get(i) {
+            Some(b'[') => depth += 1,
+            Some(b']') => depth -= 1,
+            Some(b',') if depth > 0 => {}
+            Some(b',') | None => {
+                expand_one(&list[start..i], &mut out);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn expand_one(item: &str, out: &mut BTreeSet<String>) {
+    let (Some(open), Some(close)) = (item.find('['), item.find(']')) else {
+        if !item.is_empty() {
+            out.insert(item.to_string());
+        }
+        return;
+    };
+    let (pre, ranges, post) = (&item[..open], &item[open + 1..close], &item[close + 1..]);
+    for r in ranges.split(',') {
+        let (a, b) = r.split_once('-').unwrap_or((r, r));
+        let (lo, hi): (u64, u64) = (a.parse().unwrap(), b.parse().unwrap());
+        for v in lo..=hi {
+            out.insert(format!("{pre}{v:0w$}{post}", w = a.len()));
+        }
+    }
+}
+
+/// A switch or block as a topology file or `scontrol show topology` gives it: its nodes and
+/// child switches, expanded.
+#[derive(Debug, Default, PartialEq)]
+struct Unit {
+    nodes: BTreeSet<String>,
+    children: BTreeSet<String>,
+}
+
+/// The units of topology.conf lines or `scontrol show topology` lines, by name (`SwitchName`
+/// or `BlockName`); `BlockSizes` and comments skipped.
+fn units(text: &str) -> BTreeMap<String, Unit> {
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let line = line.split('#').next().unwrap_or("");
+        let mut name = None;
+        let mut unit = Unit::default();
+        for tok in line.split_whitespace() {
+            let (k, v) = tok.split_once('=').unwrap_or((tok, ""));
+            match k.to_ascii_lowercase().as_str() {
+                "switchname" | "blockname" => name = Some(v.to_string()),
+                "nodes" => unit.nodes = expand(v),
+                "switches" => unit.children = expand(v),
+                _ => {}
+            }
+        }
+        if let Some(n) = name {
+            out.insert(n, unit);
+        }
+    }
+    out
+}
+
+/// Asserts Slurm lists exactly the units `written` names, each leaf with the nodes written and
+/// each upper switch with the child switches written (Slurm adds the nodes below an upper
+/// switch to its line; that union is not compared).
+fn assert_listed_as_written(written: &BTreeMap<String, Unit>, shown: &BTreeMap<String, Unit>) {
+    let (w, s): (BTreeSet<_>, BTreeSet<_>) = (written.keys().collect(), shown.keys().collect());
+    assert_eq!(w, s, "names written vs listed by scontrol show topology");
+    for (name, unit) in written {
+        let got = &shown[name];
+        if unit.children.is_empty() {
+            assert_eq!(unit.nodes, got.nodes, "{name}: nodes");
+        } else {
+            assert_eq!(unit.children, got.children, "{name}: child switches");
+        }
+    }
+}
+
+/// The lines of `out` after `label: `.
+fn labelled(out: &str, label: &str) -> String {
+    let p = format!("{label}: ");
+    out.lines()
+        .filter_map(|l| l.strip_prefix(&p))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn names(list: &str) -> Vec<String> {
+    list.split(',').map(str::to_string).collect()
+}
+
+/// SYNTHESIZED (labelled so: written here after topology.conf(5)'s examples): two leaf
+/// switches of two nodes each and one switch over both.
+const TREE_CONF: &str = "# two units under one top switch (synthesized after topology.conf(5))
+SwitchName=su1 Nodes=n[1-2]
+SwitchName=su2 Nodes=n[3-4]
+SwitchName=top Switches=su[1-2]
+";
+
+/// SYNTHESIZED after topology.conf(5)'s topology/block example: two base blocks of two nodes.
+const BLOCK_CONF: &str = "# two blocks of two nodes (synthesized after topology.conf(5))
+BlockName=b1 Nodes=n[1-2]
+BlockName=b2 Nodes=n[3-4]
+BlockSizes=2
+";
+
+/// Steps: the topology listed, `n1` held, then the 2-node job of `args` placed.
+fn hold_then_place(args: &str) -> String {
+    format!("topo T\nhold n1\necho \"placed: $(placed -N2 {args})\"\n")
+}
+
+fn four_nodes(file: (&'static str, String), plugin: &'static str, args: &str) -> Cluster {
+    Cluster {
+        file,
+        plugin: Some(plugin),
+        nodes: names("n1,n2,n3,n4"),
+        run: names("n1,n2,n3,n4"),
+        partitions: String::new(),
+        steps: hold_then_place(args),
+    }
+}
+
+/// topology/tree from topology.conf: listed as written; `--switches=1` keeps the job in one unit.
+fn tree_conf_on(suite: &str) {
+    let Some(root) = slurm_root(suite) else {
+        return;
+    };
+    let c = four_nodes(
+        ("topology.conf", TREE_CONF.into()),
+        "topology/tree",
+        "--switches=1",
+    );
+    let out = run_cluster(&root, &c);
+    assert_listed_as_written(&units(TREE_CONF), &units(&labelled(&out, "T")));
+    assert_eq!(labelled(&out, "placed"), "n3,n4", "{out}");
+}
+
+/// topology/block from topology.conf: listed as written; `--segment=2` keeps the job in a block.
+fn block_conf_on(suite: &str) {
+    let Some(root) = slurm_root(suite) else {
+        return;
+    };
+    let c = four_nodes(
+        ("topology.conf", BLOCK_CONF.into()),
+        "topology/block",
+        "--segment=2",
+    );
+    let out = run_cluster(&root, &c);
+    assert_listed_as_written(&units(BLOCK_CONF), &units(&labelled(&out, "T")));
+    assert!(out.contains("BlockSize=2"), "{out}");
+    assert_eq!(labelled(&out, "placed"), "n3,n4", "{out}");
+}
+
+#[test]
+fn trixie_slurm_24_11_tree_switches_1_in_one_unit() {
+    tree_conf_on("trixie");
+}
+
+#[test]
+fn trixie_slurm_24_11_block_segment_in_one_block() {
+    block_conf_on("trixie");
+}
+
+#[test]
+fn sid_slurm_tree_switches_1_in_one_unit() {
+    tree_conf_on("sid");
+}
+
+#[test]
+fn sid_slurm_block_segment_in_one_block() {
+    block_conf_on("sid");
+}
+
+/// The control: the same cluster and job without a topology (topology/flat) is placed across
+/// the two units (n2, n3), so the placements above are the topology's doing.
+#[test]
+fn sid_slurm_without_topology_spans_units() {
+    let Some(root) = slurm_root("sid") else {
+        return;
+    };
+    let c = four_nodes(("topology.conf", String::new()), "topology/flat", "");
+    let out = run_cluster(&root, &c);
+    assert_eq!(labelled(&out, "placed"), "n2,n3", "{out}");
+}
+
+/// SYNTHESIZED after topology.yaml(5)'s example: the tree of TREE_CONF as the cluster default,
+/// and a block topology whose blocks interleave the tree's units (n1 with n4, n2 with n3), so
+/// a job placed by it differs from one placed by the tree.
+const TOPOLOGY_YAML: &str = "# synthesized after topology.yaml(5)
+- topology: units
+  cluster_default: true
+  tree:
+    switches:
+      - switch: su1
+        nodes: n[1-2]
+      - switch: su2
+        nodes: n[3-4]
+      - switch: top
+        children: su[1-2]
+- topology: racks
+  cluster_default: false
+  block:
+    block_sizes:
+      - 2
+    blocks:
+      - block: b1
+        nodes: n[1,4]
+      - block: b2
+        nodes: n[2-3]
+";
+
+/// topology.yaml (Slurm 25.05+): both topologies listed by name, the one marked
+/// `cluster_default` shown for the cluster and used by the partition naming none; with n1 held,
+/// the default partition's `--switches=1` job lands in unit su2 (n3, n4) and the `Topology=racks`
+/// partition's `--segment=2` job in block b2 (n2, n3).
+#[test]
+fn sid_slurm_topology_yaml_default_tree_and_block_partition() {
+    let Some(root) = slurm_root("sid") else {
+        return;
+    };
+    let c = Cluster {
+        file: ("topology.yaml", TOPOLOGY_YAML.into()),
+        plugin: None,
+        nodes: names("n1,n2,n3,n4"),
+        run: names("n1,n2,n3,n4"),
+        partitions: "PartitionName=racks Nodes=ALL Topology=racks MaxTime=INFINITE State=UP\n"
+            .into(),
+        steps: "topo D\ntopo U units\ntopo R racks\nhold n1\n\
+                echo \"tree: $(placed -p all -N2 --switches=1)\"\n\
+                echo \"block: $(placed -p racks -N2 --segment=2)\"\n"
+            .into(),
+    };
+    let out = run_cluster(&root, &c);
+    let tree = units(&labelled(&out, "U"));
+    assert_listed_as_written(&units(TREE_CONF), &tree);
+    assert_eq!(
+        units(&labelled(&out, "D")),
+        tree,
+        "the cluster default is the tree: {out}"
+    );
+    let racks = units(&labelled(&out, "R"));
+    let written: BTreeMap<String, Unit> = [("b1", "n[1,4]"), ("b2", "n[2-3]")]
+        .into_iter()
+        .map(|(b, n)| {
+            (
+                b.to_string(),
+                Unit {
+                    nodes: expand(n),
+                    ..Unit::default()
+                },
+            )
+        })
+        .collect();
+    assert_listed_as_written(&written, &racks);
+    assert_eq!(labelled(&out, "tree"), "n3,n4", "{out}");
+    assert_eq!(labelled(&out, "block"), "n2,n3", "{out}");
+}
+
+#[test]
+fn hostlists_expand_as_slurm_writes_them() {
+    let got: Vec<String> = expand("n[01-03,7],x,a[9-10]b").into_iter().collect();
+    // As Slurm 26.05's `scontrol show hostnames` expands it: each range keeps its own width.
+    assert_eq!(got, ["a10b", "a9b", "n01", "n02", "n03", "n7", "x"]);
+}
