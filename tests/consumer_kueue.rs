@@ -1,0 +1,182 @@
+//! Kueue's topology-aware scheduling reads a `Topology` object (`kueue.x-k8s.io`) whose levels
+//! name node labels, and the nodes' labels themselves. Both are validated as the API server
+//! would accept them: the `Topology` against Kueue's own CRD schema
+//! (`tests/k8s/kueue.x-k8s.io_topologies.yaml`, from kubernetes-sigs/kueue; README beside it),
+//! unknown fields refused, its CEL rules on levels (unique, `kubernetes.io/hostname` lowest)
+//! evaluated; the labels by Kubernetes' label syntax, and every node carrying every level's
+//! label (Kueue considers only nodes that do), with `tests/k8s/validate_crd.py`; the Node
+//! objects against Kubernetes' own schema with kubernetes-validate where installed.
+//!
+//! Needs python3 with jsonschema and PyYAML (`.ci/run`'s venv); skipped elsewhere, a failure
+//! under CI.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// SYNTHESIZED (labelled so: written here after Kueue's Topology documentation and topograph's
+/// label keys): spine group above scalable unit above host.
+const TOPOLOGY: &str = "apiVersion: kueue.x-k8s.io/v1beta1
+kind: Topology
+metadata:
+  name: peerpath-fabric
+spec:
+  levels:
+  - nodeLabel: fabric.topograph.run/tier-1
+  - nodeLabel: fabric.topograph.run/tier-0
+  - nodeLabel: kubernetes.io/hostname
+";
+
+/// SYNTHESIZED: two nodes of two scalable units under one spine group, labelled with the
+/// Topology's levels and an NVLink domain.
+const NODES: &str = "apiVersion: v1
+kind: Node
+metadata:
+  name: dgx-01
+  labels:
+    fabric.topograph.run/tier-0: su-1
+    fabric.topograph.run/tier-1: spines-1
+    accelerator.topograph.run/domain: nvl-1
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: dgx-02
+  labels:
+    fabric.topograph.run/tier-0: su-2
+    fabric.topograph.run/tier-1: spines-1
+    accelerator.topograph.run/domain: nvl-2
+";
+
+fn crd() -> PathBuf {
+    common::repo().join("tests/k8s/kueue.x-k8s.io_topologies.yaml")
+}
+
+/// `validate_crd.py ARGS…`: (success, what it printed).
+fn validate(py: &Path, args: &[&Path]) -> (bool, String) {
+    let o = Command::new(py)
+        .arg(common::repo().join("tests/k8s/validate_crd.py"))
+        .args(args)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (o.status.success(), text)
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// Asserts the Topology in `text` passes Kueue's CRD, with no CEL rule left unevaluated.
+fn assert_topology_valid(py: &Path, file: &Path) {
+    let (pass, text) = validate(py, &[&crd(), file]);
+    assert!(
+        pass && text.starts_with("PASS") && !text.contains("not evaluated"),
+        "{text}"
+    );
+}
+
+#[test]
+fn topology_passes_kueues_crd_as_v1beta1_and_v1beta2() {
+    let Some(py) = common::python_with_jsonschema() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    assert_topology_valid(&py, &write(dir.path(), "b1.yaml", TOPOLOGY));
+    let v1beta2 = TOPOLOGY.replace("/v1beta1", "/v1beta2");
+    assert_topology_valid(&py, &write(dir.path(), "b2.yaml", &v1beta2));
+}
+
+/// Each fault the API server refuses is refused here, with its reason: so a passing export is
+/// a judged one.
+#[test]
+fn topology_faults_are_refused_with_their_reason() {
+    let Some(py) = common::python_with_jsonschema() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let tier0 = "  - nodeLabel: fabric.topograph.run/tier-0\n";
+    let host = "  - nodeLabel: kubernetes.io/hostname\n";
+    let cases = [
+        // Two levels on one label: the CEL rule `must be unique`.
+        (TOPOLOGY.replace(host, tier0), "must be unique"),
+        // The host level above another: the CEL rule on kubernetes.io/hostname.
+        (
+            TOPOLOGY.replace(&format!("{tier0}{host}"), &format!("{host}{tier0}")),
+            "can only be used at the lowest level",
+        ),
+        // A field Kueue does not know: strict field validation.
+        (
+            TOPOLOGY.replace(host, &format!("{host}    rank: 3\n")),
+            "'rank' was unexpected",
+        ),
+        // A label name with a blank: the CRD's pattern.
+        (TOPOLOGY.replace("tier-0", "tier 0"), "does not match"),
+        // No levels: minItems.
+        (
+            TOPOLOGY
+                .split("  - ")
+                .next()
+                .unwrap()
+                .replace("levels:\n", "levels: []\n"),
+            "spec.levels: []",
+        ),
+        // The group's other kind name: no CRD.
+        (
+            TOPOLOGY.replace("kind: Topology", "kind: Topologies"),
+            "no CRD",
+        ),
+    ];
+    for (i, (text, reason)) in cases.iter().enumerate() {
+        let f = write(dir.path(), &format!("bad{i}.yaml"), text);
+        let (pass, out) = validate(&py, &[&crd(), &f]);
+        assert!(!pass && out.contains(reason), "case {i} ({reason}): {out}");
+    }
+}
+
+#[test]
+fn node_labels_are_valid_and_carry_every_level() {
+    let Some(py) = common::python_with_jsonschema() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let topo = write(dir.path(), "topology.yaml", TOPOLOGY);
+    let nodes = write(dir.path(), "nodes.yaml", NODES);
+    let levels = Path::new("--levels");
+    let labels = Path::new("--labels");
+    let (pass, text) = validate(&py, &[labels, levels, &topo, &nodes]);
+    assert!(pass && text.matches("PASS").count() == 2, "{text}");
+    // A node without its unit's label is one Kueue would never consider.
+    let missing = write(
+        dir.path(),
+        "missing.yaml",
+        &NODES.replace("    fabric.topograph.run/tier-0: su-2\n", ""),
+    );
+    let (pass, text) = validate(&py, &[labels, levels, &topo, &missing]);
+    assert!(
+        !pass && text.contains("Node/dgx-02: no label 'fabric.topograph.run/tier-0'"),
+        "{text}"
+    );
+    // A value the API server refuses (a `/`, over 63 characters).
+    let long = format!("su-{}", "9".repeat(61));
+    for bad in ["su/2", long.as_str()] {
+        let f = write(dir.path(), "bad.yaml", &NODES.replace("su-2", bad));
+        let (pass, text) = validate(&py, &[labels, &f]);
+        assert!(
+            !pass && text.contains("is not a valid label value"),
+            "{bad}: {text}"
+        );
+    }
+    // The Node objects themselves, against Kubernetes' schema.
+    if let Some(v) = common::validator() {
+        let (pass, text) = common::validate(&v, "1.37.0", &[nodes]);
+        assert!(pass, "{text}");
+    }
+}
