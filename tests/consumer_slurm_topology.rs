@@ -6,6 +6,9 @@
 //! with multiple-slurmd support: each node its own port) inside that root, as PID 1 of private
 //! mount, PID and UTS namespaces, so every daemon and job ends with the test.
 //!
+//! The same runner runs this system's own Slurm (`/` as the root: Debian 12's 22.05 in CI) on
+//! the tree.
+//!
 //! Checked on each Slurm: `scontrol show topology` lists every switch and block exactly as the
 //! file wrote it (names, nodes, child switches); with one node of the first unit held by a job,
 //! a 2-node job with `--switches=1` (topology/tree) or `--segment=2` (topology/block) runs on
@@ -21,13 +24,28 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The root `tests/slurm/chroot.sh SUITE` builds, when it is finished (its stamp present) and
-/// this process may use it (root); `None` with the reason printed (a failure under CI).
+/// The root `tests/slurm/chroot.sh SUITE` builds, when it is finished (its stamp present), or
+/// `/` for `system` (this system's Slurm: Debian 12's 22.05 in CI), when this process may use
+/// it (root); `None` with the reason printed (a failure under CI).
 fn slurm_root(suite: &str) -> Option<PathBuf> {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let root = repo.join("target").join(format!("slurm-{suite}"));
     let under_ci = std::env::var_os("CI").is_some();
-    if !root.join(".peerpath-root").is_file() {
+    let root = if suite == "system" {
+        PathBuf::from("/")
+    } else {
+        repo.join("target").join(format!("slurm-{suite}"))
+    };
+    if suite == "system" && !Path::new("/usr/sbin/slurmctld").is_file() {
+        assert!(
+            !under_ci,
+            ".ci/run installs slurmctld, slurmd and slurm-client"
+        );
+        eprintln!(
+            "SKIPPED: no /usr/sbin/slurmctld (apt-get install slurmctld slurmd slurm-client)"
+        );
+        return None;
+    }
+    if suite != "system" && !root.join(".peerpath-root").is_file() {
         assert!(
             !under_ci,
             "{} missing under CI: .ci/run builds it with tests/slurm/chroot.sh {suite}",
@@ -299,6 +317,11 @@ fn block_conf_on(suite: &str) {
     assert_listed_as_written(&units(BLOCK_CONF), &units(&labelled(&out, "T")));
     assert!(out.contains("BlockSize=2"), "{out}");
     assert_eq!(labelled(&out, "placed"), "n3,n4", "{out}");
+}
+
+#[test]
+fn debian12_slurm_22_05_tree_switches_1_in_one_unit() {
+    tree_conf_on("system");
 }
 
 #[test]

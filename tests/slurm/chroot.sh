@@ -52,8 +52,6 @@ mmdebstrap --variant=apt \
   --dpkgopt='path-exclude=/usr/share/locale/*' \
   --include="$PKGS" \
   "$SUITE" "$ROOT.partial" "$MIRROR"
-# The mount point of the test's work directory (tests/slurm/topology.sh).
-mkdir -p "$ROOT.partial/peerpath"
 version=$(chroot "$ROOT.partial" slurmctld -V)
 printf '%s\n%s\nbuilt in %ss\n' "$WANT" "$version" "$(($(date +%s) - start))" > "$ROOT.partial/.peerpath-root"
 mv "$ROOT.partial" "$ROOT"

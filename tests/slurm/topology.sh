@@ -5,8 +5,8 @@
 # ends every daemon and job step, and every mount made here goes with the namespace.
 #
 # Usage: topology.sh ROOT WORK CTLD_PORT
-#   ROOT  a finished root (ROOT/.peerpath-root present)
-#   WORK  the test's directory, mounted at /peerpath in the root; the test has written
+#   ROOT  a finished root (ROOT/.peerpath-root present), or / for this system's own Slurm
+#   WORK  the test's directory, mounted at /run/peerpath in the root; the test has written
 #         WORK/etc/topology.conf or WORK/etc/topology.yaml, WORK/cluster.conf (TopologyPlugin,
 #         NodeName and PartitionName lines; host name `pp-slurm`, address 127.0.0.1, one
 #         Port= per node that runs a slurmd), WORK/slurmd.nodes (the nodes whose slurmd starts,
@@ -18,7 +18,7 @@
 set -euo pipefail
 if [ "${1-}" = inner ]; then
   # Inside the root.
-  W=/peerpath CPORT=$2
+  W=/run/peerpath CPORT=$2
   export SLURM_CONF=$W/etc/slurm.conf
   mkdir -p $W/{spool,state,log,run}
   while read -r n; do mkdir -p "$W/spool/$n"; done < $W/slurmd.nodes
@@ -46,8 +46,9 @@ MailProg=/bin/true
 AccountingStorageType=accounting_storage/none
 CONF
   cat $W/cluster.conf >> "$SLURM_CONF"
-  # No cgroup hierarchy is mounted in the root; linuxproc tracks the processes.
-  echo CgroupPlugin=disabled > $W/etc/cgroup.conf
+  # A built root mounts no cgroup hierarchy: Slurm is told to use none (23.11+; linuxproc tracks
+  # the processes). This system's root (/) has its own, which Slurm 22.05 requires.
+  if [ -z "$(ls -A /sys/fs/cgroup 2>/dev/null)" ]; then echo CgroupPlugin=disabled > $W/etc/cgroup.conf; fi
   echo "version: $(slurmctld -V)"
   slurmctld -D -i > $W/log/ctld.out 2>&1 &
   for _ in $(seq 1 50); do scontrol ping 2>/dev/null | grep -q UP && break; sleep 0.2; done
@@ -90,10 +91,13 @@ fi
 
 ROOT=$1 WORK=$2 CPORT=$3
 if [ "$$" != 1 ]; then echo "topology.sh: not PID 1 of its own PID namespace; refusing to start daemons" >&2; exit 2; fi
-[ -f "$ROOT/.peerpath-root" ] || { echo "topology.sh: $ROOT is not a finished root (tests/slurm/chroot.sh)" >&2; exit 2; }
+if [ "$ROOT" != / ] && [ ! -f "$ROOT/.peerpath-root" ]; then
+  echo "topology.sh: $ROOT is not a finished root (tests/slurm/chroot.sh)" >&2; exit 2
+fi
 echo pp-slurm > /proc/sys/kernel/hostname
 # The root's /proc shows this PID namespace; its /dev is a fresh tmpfs with the few device
-# files the daemons open (the host's /dev is not shown); /peerpath is the test's directory.
+# files the daemons open (the host's /dev is not shown); a tmpfs /run holds the test's
+# directory at /run/peerpath (so a root needs no mount point of its own, / included).
 mount -t proc proc "$ROOT/proc"
 mount -t tmpfs -o mode=755 tmpfs "$ROOT/dev"
 for d in null:1:3 zero:1:5 full:1:7 random:1:8 urandom:1:9 tty:5:0; do
@@ -101,6 +105,8 @@ for d in null:1:3 zero:1:5 full:1:7 random:1:8 urandom:1:9 tty:5:0; do
   mknod -m 666 "$ROOT/dev/$name" c "$maj" "$min"
 done
 mkdir -p "$ROOT/dev/shm" && mount -t tmpfs tmpfs "$ROOT/dev/shm"
-mount --bind "$WORK" "$ROOT/peerpath"
+mount -t tmpfs tmpfs "$ROOT/run"
+mkdir "$ROOT/run/peerpath"
+mount --bind "$WORK" "$ROOT/run/peerpath"
 cp "$0" "$WORK/topology.sh"
-exec chroot "$ROOT" /bin/bash /peerpath/topology.sh inner "$CPORT"
+exec chroot "$ROOT" /bin/bash /run/peerpath/topology.sh inner "$CPORT"
