@@ -277,6 +277,68 @@ fn hold_then_place(args: &str) -> String {
     format!("topo T\nhold n1\necho \"placed: $(placed -N2 {args})\"\n")
 }
 
+/// The units of a topology.conf that hold nodes (leaf switches, blocks), in file order, each
+/// with its nodes in hostlist order.
+fn node_units(text: &str) -> Vec<(String, Vec<String>)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let line = line.split('#').next().unwrap_or("");
+        let name = line.split_whitespace().find_map(|t| {
+            let (k, v) = t.split_once('=')?;
+            matches!(k.to_ascii_lowercase().as_str(), "switchname" | "blockname").then_some(v)
+        });
+        let nodes = line.split_whitespace().find_map(|t| {
+            let (k, v) = t.split_once('=')?;
+            (k.eq_ignore_ascii_case("nodes")).then_some(v)
+        });
+        if let (Some(n), Some(list)) = (name, nodes) {
+            let mut v: Vec<String> = expand(list).into_iter().collect();
+            v.sort_by_key(|x| (x.len(), x.clone()));
+            out.push((n.to_string(), v));
+        }
+    }
+    out
+}
+
+/// A topology.conf of any size on the Slurm in `root`: every node it names defined, a slurmd
+/// on the first two nodes of its first two units that hold two nodes or more, the first of
+/// those held by a job, then a 2-node job with `args`. Asserts Slurm lists the file's units as
+/// written and the job ran on the second unit's two nodes (the only two free nodes that share
+/// a unit); returns the output.
+fn place_across_units(root: &Path, text: &str, plugin: &'static str, args: &str) -> String {
+    let units_in_file = node_units(text);
+    let mut seen = BTreeSet::new();
+    let nodes: Vec<String> = units_in_file
+        .iter()
+        .flat_map(|u| u.1.clone())
+        .filter(|n| seen.insert(n.clone()))
+        .collect();
+    let two: Vec<&(String, Vec<String>)> = units_in_file
+        .iter()
+        .filter(|u| u.1.len() >= 2)
+        .take(2)
+        .collect();
+    assert_eq!(two.len(), 2, "two units of two nodes or more in:\n{text}");
+    let run: Vec<String> = two.iter().flat_map(|u| u.1[..2].to_vec()).collect();
+    let c = Cluster {
+        file: ("topology.conf", text.to_string()),
+        plugin: Some(plugin),
+        nodes,
+        run: run.clone(),
+        partitions: String::new(),
+        steps: format!(
+            "topo T\nhold {}\necho \"placed: $(placed -N2 {args})\"\n",
+            run[0]
+        ),
+    };
+    let out = run_cluster(root, &c);
+    assert_listed_as_written(&units(text), &units(&labelled(&out, "T")));
+    let mut want = run[2..].to_vec();
+    want.sort();
+    assert_eq!(labelled(&out, "placed"), want.join(","), "{out}");
+    out
+}
+
 fn four_nodes(file: (&'static str, String), plugin: &'static str, args: &str) -> Cluster {
     Cluster {
         file,
@@ -434,4 +496,19 @@ fn hostlists_expand_as_slurm_writes_them() {
     let got: Vec<String> = expand("n[01-03,7],x,a[9-10]b").into_iter().collect();
     // As Slurm 26.05's `scontrol show hostnames` expands it: each range keeps its own width.
     assert_eq!(got, ["a10b", "a9b", "n01", "n02", "n03", "n7", "x"]);
+}
+
+/// SYNTHESIZED: a plane's worth of tree (8 units of 16 nodes named as the SuperPOD map names
+/// its hosts, under one switch), loaded with 128 nodes defined and 4 slurmd running.
+#[test]
+fn sid_slurm_tree_of_128_nodes_places_in_one_unit() {
+    let Some(root) = slurm_root("sid") else {
+        return;
+    };
+    let mut conf = String::new();
+    for u in 1..=8 {
+        conf += &format!("SwitchName=su{u} Nodes=a0{u}-p1-dgx-0{u}-c[01-16]\n");
+    }
+    conf += "SwitchName=top Switches=su[1-8]\n";
+    place_across_units(&root, &conf, "topology/tree", "--switches=1");
 }
