@@ -51,14 +51,14 @@ CONF
   if [ -z "$(ls -A /sys/fs/cgroup 2>/dev/null)" ]; then echo CgroupPlugin=disabled > $W/etc/cgroup.conf; fi
   echo "version: $(slurmctld -V)"
   slurmctld -D -i > $W/log/ctld.out 2>&1 &
-  for _ in $(seq 1 50); do scontrol ping 2>/dev/null | grep -q UP && break; sleep 0.2; done
+  for _ in $(seq 1 150); do scontrol ping 2>/dev/null | grep -q UP && break; sleep 0.2; done
   want=0
   while read -r n; do
     slurmd -D -N "$n" > "$W/log/d.$n.out" 2>&1 &
     want=$((want + 1))
   done < $W/slurmd.nodes
   nodes=$(paste -sd, $W/slurmd.nodes)
-  for _ in $(seq 1 100); do
+  for _ in $(seq 1 300); do
     [ "$(sinfo -h -N -n "$nodes" -t idle -o '%N' 2>/dev/null | sort -u | wc -l)" = "$want" ] && break
     sleep 0.2
   done
@@ -66,7 +66,7 @@ CONF
   # Holds NODE with a job that sleeps until the namespace ends; returns once it runs.
   hold() {
     sbatch -o /dev/null -N1 -w "$1" --wrap 'sleep 600' > /dev/null
-    for _ in $(seq 1 50); do
+    for _ in $(seq 1 150); do
       squeue -h -t R -w "$1" -o %i | grep -q . && return 0
       sleep 0.2
     done
