@@ -491,6 +491,39 @@ fn sid_slurm_topology_yaml_default_tree_and_block_partition() {
     assert_eq!(labelled(&out, "block"), "n2,n3", "{out}");
 }
 
+/// The mark decides: the same file with `cluster_default: true` moved to the block topology
+/// makes `scontrol show topology` show the blocks and places the partition naming no topology
+/// by them (n2, n3 for the 2-node job, where the tree gave n3, n4).
+#[test]
+fn sid_slurm_topology_yaml_cluster_default_decides() {
+    let Some(root) = slurm_root("sid") else {
+        return;
+    };
+    let moved = TOPOLOGY_YAML
+        .replace("cluster_default: true", "cluster_default: TREE")
+        .replace("cluster_default: false", "cluster_default: true")
+        .replace("cluster_default: TREE", "cluster_default: false");
+    let c = Cluster {
+        file: ("topology.yaml", moved),
+        plugin: None,
+        nodes: names("n1,n2,n3,n4"),
+        run: names("n1,n2,n3,n4"),
+        partitions: String::new(),
+        steps: "topo D\ntopo R racks\nhold n1\n\
+                echo \"placed: $(placed -p all -N2 --segment=2)\"\n"
+            .into(),
+    };
+    let out = run_cluster(&root, &c);
+    let racks = units(&labelled(&out, "R"));
+    assert_eq!(racks.len(), 2, "{out}");
+    assert_eq!(
+        units(&labelled(&out, "D")),
+        racks,
+        "the default is now the blocks: {out}"
+    );
+    assert_eq!(labelled(&out, "placed"), "n2,n3", "{out}");
+}
+
 #[test]
 fn hostlists_expand_as_slurm_writes_them() {
     let got: Vec<String> = expand("n[01-03,7],x,a[9-10]b").into_iter().collect();
