@@ -27,6 +27,7 @@ pub mod place;
 pub mod probe_report;
 pub mod rails;
 pub mod rocm_topo;
+pub mod schedtopo;
 pub mod settings;
 pub mod storage;
 

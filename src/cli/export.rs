@@ -29,6 +29,27 @@ pub enum ExportFormat {
     Prom,
     /// Graphviz DOT.
     Dot,
+    /// Slurm topology.conf from --fabric-map (topology/tree; --slurm-plugin block for
+    /// topology/block).
+    SlurmTopology,
+    /// Slurm 25.05+ topology.yaml from --fabric-map: the tree and block topologies, the
+    /// --slurm-plugin one marked cluster_default.
+    SlurmTopologyYaml,
+    /// Kubernetes topology labels from --fabric-map: a `kubectl label` script that also applies
+    /// the Kueue Topology.
+    K8sTopology,
+    /// The Kueue `Topology` object (kueue.x-k8s.io/v1beta1) alone, from --fabric-map.
+    KueueTopology,
+}
+
+/// Which Slurm topology plugin `slurm-topology` writes for (and `slurm-topology-yaml` marks
+/// `cluster_default`).
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum SlurmPlugin {
+    /// topology/tree: switches over scalable units.
+    Tree,
+    /// topology/block: blocks per NVLink domain, else per scalable unit.
+    Block,
 }
 
 /// NVSwitch policy for gres.conf `Links=`.
@@ -84,6 +105,8 @@ pub struct ExportArgs {
     /// synthetic switches; repeat or comma-separate.
     #[arg(long = "pair", value_name = "GPU_BDF=NIC_BDF", value_delimiter = ',')]
     pairs: Vec<String>,
+    #[command(flatten)]
+    sched: super::export_sched::SchedArgs,
 }
 
 fn parse_pair(s: &str) -> Result<(Bdf, Bdf)> {
@@ -107,6 +130,10 @@ fn live_node_name() -> Result<String> {
 pub fn run(a: ExportArgs) -> Result<u8> {
     if a.json && a.format != ExportFormat::Dra {
         anyhow::bail!("--json applies to --format dra only");
+    }
+    if super::export_sched::is_sched(a.format) {
+        let text = super::export_sched::render(&a.input, &a.sched, a.format)?;
+        return write(&a.output, &text, false);
     }
     let topo = crate::load(&a.input)?;
     let now = SystemTime::now()
@@ -201,12 +228,22 @@ pub fn run(a: ExportArgs) -> Result<u8> {
             )
         }
         ExportFormat::Dot => dot::render(&Paths::new(&topo)),
+        ExportFormat::SlurmTopology
+        | ExportFormat::SlurmTopologyYaml
+        | ExportFormat::K8sTopology
+        | ExportFormat::KueueTopology => {
+            anyhow::bail!("the scheduler topology formats are written from --fabric-map above")
+        }
     };
-    match &a.output {
+    write(&a.output, &text, matches!(a.format, ExportFormat::Dra))
+}
+
+fn write(output: &Option<PathBuf>, text: &str, json_like: bool) -> Result<u8> {
+    match output {
         Some(p) => {
             peerpath::output::write_output(p, text.as_bytes())?;
         }
-        None => super::print_document(&text, matches!(a.format, ExportFormat::Dra)),
+        None => super::print_document(text, json_like),
     }
     Ok(0)
 }

@@ -8,6 +8,7 @@ pub mod completions;
 pub mod diff;
 pub mod evidence;
 pub mod export;
+pub mod export_sched;
 pub mod fixture;
 #[cfg(test)]
 mod flags;

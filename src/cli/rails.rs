@@ -184,7 +184,7 @@ fn run_fabric(a: &RailsArgs, map_path: &Path, before: Option<&PathBuf>) -> Resul
 /// The node layouts the map is judged against; none (judged from the map alone, with the
 /// reason) where `-i` or this machine shows no GPU on a rail. `-i` that cannot be read is an
 /// error; this machine that cannot be read is the map alone.
-fn fabric_layouts(i: &InputArgs) -> Result<(Vec<NodeLayout>, Option<String>)> {
+pub(crate) fn fabric_layouts(i: &InputArgs) -> Result<(Vec<NodeLayout>, Option<String>)> {
     let given = i.input.is_some();
     let ls = match layouts(i) {
         Ok(ls) => ls,

@@ -21,6 +21,7 @@ pub mod probe;
 pub mod prom;
 pub mod rails;
 pub mod rocm_smi;
+pub mod schedtopo;
 pub mod storage_probe;
 pub mod svg;
 pub mod terminal;

@@ -32,7 +32,9 @@ pub struct NfdOptions {
     pub gdr: GdrReadiness,
 }
 
-fn name_ok(s: &str, max: usize) -> bool {
+/// A Kubernetes label name or value (≤ `max` characters of `[A-Za-z0-9._-]`, alphanumeric at
+/// both ends: apimachinery's `IsQualifiedName`/`IsValidLabelValue`).
+pub fn name_ok(s: &str, max: usize) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
         && b.len() <= max
