@@ -180,3 +180,68 @@ fn node_labels_are_valid_and_carry_every_level() {
         assert!(pass, "{text}");
     }
 }
+
+/// `peerpath export --format FORMAT --fabric-map` the published SuperPOD plane.
+fn export_plane(format: &str) -> String {
+    let o = common::peerpath()
+        .args(["export", "--format", format, "--fabric-map"])
+        .arg(
+            common::repo()
+                .join("fixtures/fabric/published/topograph-ibnetdiscover-dgx-h100-ndr-example.out"),
+        )
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// The nodes of a `kubectl label node --overwrite NAME KEY=VALUE…` script as Node objects
+/// (YAML, every key and value quoted; a shell's single quotes around them removed).
+fn nodes_of_label_script(script: &str) -> (usize, String) {
+    let mut docs = Vec::new();
+    for line in script.lines() {
+        let Some(rest) = line.strip_prefix("kubectl label node --overwrite ") else {
+            continue;
+        };
+        let mut words = rest.split_whitespace();
+        let name = words.next().unwrap();
+        let labels: String = words
+            .map(|kv| {
+                let (k, v) = kv.split_once('=').unwrap();
+                let (k, v) = (k.trim_matches('\''), v.trim_matches('\''));
+                format!("    {k:?}: {v:?}\n")
+            })
+            .collect();
+        docs.push(format!(
+            "apiVersion: v1\nkind: Node\nmetadata:\n  name: {name:?}\n  labels:\n{labels}"
+        ));
+    }
+    (docs.len(), docs.join("---\n"))
+}
+
+/// peerpath's Kueue Topology and labels of the plane: the Topology passes Kueue's CRD, the
+/// script applies that same Topology, and each of the 120 nodes it labels carries valid labels
+/// for every level.
+#[test]
+fn export_of_superpod_plane_passes_kueue_and_label_rules() {
+    let Some(py) = common::python_with_jsonschema() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let topology = export_plane("kueue-topology");
+    let topo = write(dir.path(), "topology.yaml", &topology);
+    assert_topology_valid(&py, &topo);
+    let script = export_plane("k8s-topology");
+    assert!(
+        script.contains(&topology),
+        "the script applies the same Topology:\n{script}"
+    );
+    let (n, nodes) = nodes_of_label_script(&script);
+    assert_eq!(n, 120, "{script}");
+    let nodes = write(dir.path(), "nodes.yaml", &nodes);
+    let (pass, text) = validate(
+        &py,
+        &[Path::new("--labels"), Path::new("--levels"), &topo, &nodes],
+    );
+    assert!(pass && text.matches("PASS").count() == 120, "{text}");
+}

@@ -278,7 +278,7 @@ fn hold_then_place(args: &str) -> String {
 }
 
 /// The units of a topology.conf that hold nodes (leaf switches, blocks), in file order, each
-/// with its nodes in hostlist order.
+/// with its nodes sorted.
 fn node_units(text: &str) -> Vec<(String, Vec<String>)> {
     let mut out = Vec::new();
     for line in text.lines() {
@@ -292,9 +292,7 @@ fn node_units(text: &str) -> Vec<(String, Vec<String>)> {
             (k.eq_ignore_ascii_case("nodes")).then_some(v)
         });
         if let (Some(n), Some(list)) = (name, nodes) {
-            let mut v: Vec<String> = expand(list).into_iter().collect();
-            v.sort_by_key(|x| (x.len(), x.clone()));
-            out.push((n.to_string(), v));
+            out.push((n.to_string(), expand(list).into_iter().collect()));
         }
     }
     out
@@ -306,20 +304,7 @@ fn node_units(text: &str) -> Vec<(String, Vec<String>)> {
 /// written and the job ran on the second unit's two nodes (the only two free nodes that share
 /// a unit); returns the output.
 fn place_across_units(root: &Path, text: &str, plugin: &'static str, args: &str) -> String {
-    let units_in_file = node_units(text);
-    let mut seen = BTreeSet::new();
-    let nodes: Vec<String> = units_in_file
-        .iter()
-        .flat_map(|u| u.1.clone())
-        .filter(|n| seen.insert(n.clone()))
-        .collect();
-    let two: Vec<&(String, Vec<String>)> = units_in_file
-        .iter()
-        .filter(|u| u.1.len() >= 2)
-        .take(2)
-        .collect();
-    assert_eq!(two.len(), 2, "two units of two nodes or more in:\n{text}");
-    let run: Vec<String> = two.iter().flat_map(|u| u.1[..2].to_vec()).collect();
+    let (nodes, run) = fleet(text);
     let c = Cluster {
         file: ("topology.conf", text.to_string()),
         plugin: Some(plugin),
@@ -337,6 +322,26 @@ fn place_across_units(root: &Path, text: &str, plugin: &'static str, args: &str)
     want.sort();
     assert_eq!(labelled(&out, "placed"), want.join(","), "{out}");
     out
+}
+
+/// The nodes a topology.conf names (each once, in file order) and the four that run a slurmd:
+/// the first two nodes of its first two units that hold two nodes or more.
+fn fleet(text: &str) -> (Vec<String>, Vec<String>) {
+    let units_in_file = node_units(text);
+    let mut seen = BTreeSet::new();
+    let nodes: Vec<String> = units_in_file
+        .iter()
+        .flat_map(|u| u.1.clone())
+        .filter(|n| seen.insert(n.clone()))
+        .collect();
+    let two: Vec<&(String, Vec<String>)> = units_in_file
+        .iter()
+        .filter(|u| u.1.len() >= 2)
+        .take(2)
+        .collect();
+    assert_eq!(two.len(), 2, "two units of two nodes or more in:\n{text}");
+    let run = two.iter().flat_map(|u| u.1[..2].to_vec()).collect();
+    (nodes, run)
 }
 
 fn four_nodes(file: (&'static str, String), plugin: &'static str, args: &str) -> Cluster {
@@ -544,4 +549,120 @@ fn sid_slurm_tree_of_128_nodes_places_in_one_unit() {
     }
     conf += "SwitchName=top Switches=su[1-8]\n";
     place_across_units(&root, &conf, "topology/tree", "--switches=1");
+}
+
+/// The published SuperPOD plane (NVIDIA/topograph's `example.out`, one plane of a DGX H100
+/// SuperPOD; fixtures/fabric/published/README.md).
+const PLANE: &str = "fixtures/fabric/published/topograph-ibnetdiscover-dgx-h100-ndr-example.out";
+
+/// `peerpath export --format FORMAT --fabric-map PLANE ARGS…`: the file it wrote.
+fn export_plane(format: &str, args: &[&str]) -> String {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let o = Command::new(env!("CARGO_BIN_EXE_peerpath"))
+        .args(["export", "--format", format, "--fabric-map"])
+        .arg(repo.join(PLANE))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// peerpath's topology.conf of the plane (8 units, one switch over all) on `suite`'s Slurm.
+fn plane_tree_on(suite: &str) {
+    let Some(root) = slurm_root(suite) else {
+        return;
+    };
+    let conf = export_plane("slurm-topology", &[]);
+    let out = place_across_units(&root, &conf, "topology/tree", "--switches=1");
+    let shown = units(&labelled(&out, "T"));
+    assert_eq!(shown.len(), 9, "8 units and the switch over all: {out}");
+    let nodes: usize = shown
+        .values()
+        .filter(|u| u.children.is_empty())
+        .map(|u| u.nodes.len())
+        .sum();
+    assert_eq!(
+        nodes, 120,
+        "the plane's 120 GPU nodes, each under one unit: {out}"
+    );
+}
+
+/// peerpath's topology/block file of the plane (a block per unit, `BlockSizes=11,22,44,88`).
+fn plane_blocks_on(suite: &str) {
+    let Some(root) = slurm_root(suite) else {
+        return;
+    };
+    let conf = export_plane("slurm-topology", &["--slurm-plugin", "block"]);
+    let out = place_across_units(&root, &conf, "topology/block", "--segment=2");
+    let sizes = conf
+        .lines()
+        .find_map(|l| l.strip_prefix("BlockSizes="))
+        .unwrap();
+    let base = sizes.split(',').next().unwrap();
+    assert!(
+        out.contains(&format!("BlockSize={base}")),
+        "base block size {base}: {out}"
+    );
+}
+
+#[test]
+fn export_tree_of_superpod_plane_on_slurm_24_11() {
+    plane_tree_on("trixie");
+}
+
+#[test]
+fn export_tree_of_superpod_plane_on_slurm_26_05() {
+    plane_tree_on("sid");
+}
+
+#[test]
+fn export_blocks_of_superpod_plane_on_slurm_24_11() {
+    plane_blocks_on("trixie");
+}
+
+#[test]
+fn export_blocks_of_superpod_plane_on_slurm_26_05() {
+    plane_blocks_on("sid");
+}
+
+/// peerpath's topology.yaml of the plane on Slurm 26.05: the tree (marked `cluster_default`)
+/// and the block topology listed by name exactly as the topology.conf exports wrote them, the
+/// cluster's topology the tree; with a unit's first node held, the default partition's
+/// `--switches=1` job and a `Topology=block` partition's `--segment=2` job each land on the
+/// second unit's two nodes.
+#[test]
+fn export_topology_yaml_of_superpod_plane_on_slurm_26_05() {
+    let Some(root) = slurm_root("sid") else {
+        return;
+    };
+    let tree = export_plane("slurm-topology", &[]);
+    let blocks = export_plane("slurm-topology", &["--slurm-plugin", "block"]);
+    let yaml = export_plane("slurm-topology-yaml", &[]);
+    let (nodes, run) = fleet(&tree);
+    let c = Cluster {
+        file: ("topology.yaml", yaml),
+        plugin: None,
+        nodes,
+        run: run.clone(),
+        partitions: "PartitionName=blk Nodes=ALL Topology=block MaxTime=INFINITE State=UP\n".into(),
+        steps: format!(
+            "topo D\ntopo U tree\ntopo B block\nhold {}\n\
+             echo \"tree: $(placed -p all -N2 --switches=1)\"\n\
+             echo \"block: $(placed -p blk -N2 --segment=2)\"\n",
+            run[0]
+        ),
+    };
+    let out = run_cluster(&root, &c);
+    assert_listed_as_written(&units(&tree), &units(&labelled(&out, "U")));
+    assert_listed_as_written(&units(&blocks), &units(&labelled(&out, "B")));
+    assert_eq!(
+        units(&labelled(&out, "D")),
+        units(&labelled(&out, "U")),
+        "{out}"
+    );
+    let mut want = run[2..].to_vec();
+    want.sort();
+    assert_eq!(labelled(&out, "tree"), want.join(","), "{out}");
+    assert_eq!(labelled(&out, "block"), want.join(","), "{out}");
 }
