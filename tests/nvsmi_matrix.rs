@@ -42,6 +42,7 @@ fn tree(spec: &Spec, nvlinks: Option<u32>) -> tempfile::TempDir {
                 .collect(),
             gpus: vec![],
             warnings: vec![],
+            fabric: None,
         };
         std::fs::write(
             dir.path().join(NVML_NAME),

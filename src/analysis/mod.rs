@@ -20,6 +20,7 @@ pub mod fleet;
 pub mod launch;
 pub mod nccl;
 pub mod nvcx;
+pub mod nvdomain;
 pub mod nvlink;
 pub mod pairing;
 pub mod paths;

@@ -75,6 +75,12 @@ pub fn facts_of(
         },
         gpus,
         warnings,
+        fabric: Some(
+            t.devices
+                .iter()
+                .filter_map(|d| Some((d.bdf, d.nvlink_fabric.clone()?)))
+                .collect(),
+        ),
     }
 }
 
@@ -158,5 +164,58 @@ mod tests {
         let mut root = MemRoot::new("cap");
         root.insert(NVML_NAME.into(), MemNode::File(b"{not json".to_vec()));
         assert!(apply_stored_nvml(&root, &mut scan()).is_err());
+    }
+
+    /// The NVLink fabric registration survives a capture; a facts file written before it was
+    /// recorded (no `fabric` key) leaves each NVIDIA GPU unknown, "not captured".
+    #[test]
+    fn fabric_round_trip_and_old_captures() {
+        use crate::model::Fact;
+        use crate::sources::nvml_store::FABRIC_NOT_CAPTURED;
+        use crate::synth::nvl72;
+        let scan = || {
+            let m = crate::synth::to_mem_root(
+                &nvl72::tray_spec(1, 1),
+                &crate::synth::WriteOptions::default(),
+            )
+            .unwrap();
+            let src = SourceInfo {
+                kind: "snapshot".into(),
+                path: "tray".into(),
+                limitations: vec![],
+            };
+            sysfs::scan(&m, src, &sysfs::ScanOptions::default()).unwrap()
+        };
+        let mut live = scan();
+        crate::sources::nvml::fabric::apply(&mut live, &nvl72::tray_fabric(3));
+        live.nvlink_visible = true;
+        let f = facts_of(&live, true, "NVML loaded".into(), vec![], false);
+        let json = serde_json::to_string(&f).unwrap();
+        assert!(json.contains(&nvl72::rack_uuid(3).to_string()), "{json}");
+        let mut root = MemRoot::new("cap");
+        root.insert(NVML_NAME.into(), MemNode::File(json.clone().into_bytes()));
+        let mut back = scan();
+        apply_stored_nvml(&root, &mut back).unwrap();
+        let fabrics = |t: &Topology| {
+            t.devices
+                .iter()
+                .filter_map(|d| Some((d.bdf, d.nvlink_fabric.clone()?)))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(fabrics(&back).len(), 4);
+        assert_eq!(fabrics(&back), fabrics(&live));
+        // The same file as an older peerpath wrote it: no `fabric` key.
+        let mut v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        v.as_object_mut().unwrap().remove("fabric");
+        let mut root = MemRoot::new("cap");
+        root.insert(NVML_NAME.into(), MemNode::File(v.to_string().into_bytes()));
+        let mut old = scan();
+        apply_stored_nvml(&root, &mut old).unwrap();
+        let got = fabrics(&old);
+        assert_eq!(got.len(), 4);
+        assert!(
+            got.iter()
+                .all(|(_, f)| *f == Fact::Unknown(FABRIC_NOT_CAPTURED.into()))
+        );
     }
 }

@@ -43,11 +43,18 @@ pub fn run(a: FixtureArgs) -> Result<u8> {
             "{:<16} any N: scaling-N (about N functions), many-vfs-N (one PF with N VFs)",
             ""
         );
+        println!(
+            "{:<16} nvl72-fleet-N: N synthesized NVL72 racks of 18 GB300 tray captures each (with NVML's NVLink fabric registration), written into the -o directory",
+            ""
+        );
         return Ok(0);
     }
     let Some(name) = a.layout.as_deref() else {
         bail!("no LAYOUT given (see --list)")
     };
+    if let Some(n) = name.strip_prefix("nvl72-fleet-") {
+        return nvl72_fleet(n, &a);
+    }
     let mut spec: Spec = match layouts::by_name(name) {
         Some(s) => s,
         None => {
@@ -89,6 +96,31 @@ pub fn run(a: FixtureArgs) -> Result<u8> {
         "peerpath: wrote {} ({} PCI functions) to {}",
         spec.name,
         spec.functions.len(),
+        out.display()
+    );
+    Ok(0)
+}
+
+/// `peerpath fixture nvl72-fleet-N -o DIR`: N racks of synthesized tray captures
+/// ([`synth::nvl72::write_fleet`]).
+fn nvl72_fleet(n: &str, a: &FixtureArgs) -> Result<u8> {
+    let racks: usize = n
+        .parse()
+        .ok()
+        .filter(|r| (1..=1024).contains(r))
+        .with_context(|| format!("nvl72-fleet-{n}: the rack count is a number from 1 to 1024"))?;
+    if a.unprivileged || !a.fault.is_empty() || a.print_spec {
+        bail!("nvl72-fleet-N takes no --unprivileged, --fault or --print-spec");
+    }
+    let Some(out) = a.output.as_deref() else {
+        bail!("no --output given (a directory for the captures)")
+    };
+    let written = synth::nvl72::write_fleet(out, racks)
+        .with_context(|| format!("cannot write {}", out.display()))?;
+    eprintln!(
+        "peerpath: wrote {} synthesized NVL72 tray capture(s) ({racks} rack(s) of {}) to {}",
+        written.len(),
+        synth::nvl72::TRAYS_PER_RACK,
         out.display()
     );
     Ok(0)

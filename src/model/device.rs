@@ -352,6 +352,12 @@ pub struct Device {
     /// partition modes, its link to the CPU; [`crate::model::amd::AmdGpu`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub amd: Option<crate::model::amd::AmdGpu>,
+    /// For an NVIDIA GPU: its NVLink fabric registration ([`crate::model::nvfabric`]) as NVML
+    /// (`nvmlDeviceGetGpuFabricInfo`, live or stored in a capture) or an `nvidia-smi -q` text or
+    /// XML beside the input reported it, or why it could not be read; `None` where the input
+    /// carries no such information.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvlink_fabric: Option<crate::model::fact::Fact<crate::model::nvfabric::GpuFabric>>,
 }
 
 /// A NIC function's Data Direct DMA function (ConnectX-8 "Data Direct": the NIC reaches GPU
@@ -430,6 +436,7 @@ impl Device {
             data_direct: None,
             c2c: None,
             amd: None,
+            nvlink_fabric: None,
         }
     }
 

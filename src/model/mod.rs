@@ -13,6 +13,7 @@ pub mod fact;
 pub mod kmsg;
 pub mod linkfmt;
 pub mod nccl_settings;
+pub mod nvfabric;
 pub mod parts;
 pub mod pci_config;
 pub mod pcie;

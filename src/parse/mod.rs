@@ -26,6 +26,7 @@ pub mod nccl_env;
 pub mod nccl_log;
 pub mod nccl_tests;
 pub mod nldev;
+pub mod nvsmi_fabric;
 pub mod pci_ids;
 pub mod perftest;
 pub mod rdma_topo;

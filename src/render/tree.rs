@@ -246,6 +246,7 @@ fn summary(t: &Topology, out: &mut String) {
         if t.switches.len() == 1 { "" } else { "es" }
     );
     partitions(t, out);
+    nvlink_domain(t, out);
     let cannot_tell = match crate::analysis::audit::scope::not_judged(t) {
         Some(crate::analysis::audit::scope::NotJudged::CannotTell(why)) => Some(why),
         _ => None,
@@ -308,4 +309,38 @@ fn partitions(t: &Topology, out: &mut String) {
             m.map(|m| format!("/{m}")).unwrap_or_default(),
         );
     }
+}
+
+/// One line for a host with NVIDIA GPUs: the NVLink domain they are in
+/// ([`crate::analysis::nvdomain::host_domain`]), none (a fact), their disagreement, or why it
+/// cannot be told.
+fn nvlink_domain(t: &Topology, out: &mut String) {
+    use crate::analysis::nvdomain::{HostDomain, host_domain, nvidia_gpu_count};
+    if nvidia_gpu_count(t) == 0 {
+        return;
+    }
+    let _ = match host_domain(t) {
+        HostDomain::Domain { id, gpus, evidence } => writeln!(
+            out,
+            "NVLink domain: {id} ({gpus} GPU{}; {evidence})",
+            if gpus == 1 { "" } else { "s" }
+        ),
+        HostDomain::NoDomain { reason } => writeln!(out, "NVLink domain: none ({reason})"),
+        HostDomain::Disagree { groups } => writeln!(
+            out,
+            "NVLink domain: the GPUs disagree: {}",
+            groups
+                .iter()
+                .map(|(d, gs)| format!(
+                    "{d}: {}",
+                    gs.iter()
+                        .map(|b| b.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+        HostDomain::Unknown { reason } => writeln!(out, "NVLink domain: unknown ({reason})"),
+    };
 }

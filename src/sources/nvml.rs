@@ -6,6 +6,8 @@
 //! The NVML calls are kept apart from the folding ([`apply`]), which is pure and unit-tested on
 //! constructed observations.
 
+pub mod fabric;
+
 use super::assemble::NvLinkTally;
 use crate::model::bdf::Bdf;
 use crate::model::device::{OsDevice, OsDeviceKind};
@@ -132,8 +134,12 @@ fn explain(e: &nvml_wrapper::error::NvmlError) -> String {
     }
 }
 
-/// What NVML answered: the GPUs and their C2C field values, or why it could not.
-type Answer = Result<(Vec<NvmlGpu>, C2cFacts), String>;
+/// What NVML answered: the GPUs, their C2C field values and their NVLink fabric
+/// registrations, or why it could not.
+type Answer = Result<(Vec<NvmlGpu>, C2cFacts, FabricFacts), String>;
+
+/// Each GPU's NVLink fabric registration (by bus ID), from [`fabric::read_live`].
+type FabricFacts = Vec<(Bdf, crate::model::Fact<crate::model::nvfabric::GpuFabric>)>;
 
 /// NVML asked on a thread of its own while the sysfs scan runs ([`start`]).
 pub struct Pending(std::thread::JoinHandle<Answer>);
@@ -187,9 +193,11 @@ pub fn enrich_with(topo: &mut Topology, pending: Option<Pending>) -> NvmlStatus 
         };
     }
     match answer(pending) {
-        Ok((gpus, c2c)) => {
+        Ok((gpus, c2c, fabrics)) => {
             let warnings = apply(topo, &gpus);
             apply_c2c(topo, &c2c);
+            fabric::apply(topo, &fabrics);
+            fabric::mark_unread(topo, "NVML listed no GPU at this address");
             topo.warnings.extend(warnings);
             topo.nvlink_visible = true;
             NvmlStatus {
@@ -203,12 +211,17 @@ pub fn enrich_with(topo: &mut Topology, pending: Option<Pending>) -> NvmlStatus 
                 gpus: gpus.len(),
             }
         }
-        Err(why) => NvmlStatus {
-            attempted: true,
-            loaded: false,
-            message: format!("NVLink was not visible: {why}; GPU pairs are judged on PCIe only"),
-            gpus: 0,
-        },
+        Err(why) => {
+            fabric::mark_unread(topo, &format!("NVML not loaded: {why}"));
+            NvmlStatus {
+                attempted: true,
+                loaded: false,
+                message: format!(
+                    "NVLink was not visible: {why}; GPU pairs are judged on PCIe only"
+                ),
+                gpus: 0,
+            }
+        }
     }
 }
 
@@ -224,6 +237,7 @@ fn query() -> Answer {
     let mut handles = Vec::new();
     let mut out = Vec::new();
     let mut c2c = Vec::new();
+    let mut fabrics = Vec::new();
     for i in 0..n {
         let d = nvml.device_by_index(i).map_err(|e| explain(&e))?;
         let bdf = d
@@ -271,6 +285,9 @@ fn query() -> Answer {
         if let (Some(b), Some(c)) = (bdf, query_c2c(&d)) {
             c2c.push((b, c));
         }
+        if let Some(b) = bdf {
+            fabrics.push((b, fabric::read_live(&d)));
+        }
         handles.push(d);
     }
     let name = |r: Result<nvml_wrapper::enum_wrappers::device::P2pStatus, _>| match r {
@@ -291,7 +308,7 @@ fn query() -> Answer {
             out[i].p2p.push(p);
         }
     }
-    Ok((out, c2c))
+    Ok((out, c2c, fabrics))
 }
 
 /// The C2C link NVML's field values describe: the link count is known; whether every link is

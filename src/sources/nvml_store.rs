@@ -6,6 +6,8 @@
 use super::fsroot::FsRoot;
 use crate::model::bdf::Bdf;
 use crate::model::device::{OsDevice, OsDeviceKind};
+use crate::model::fact::Fact;
+use crate::model::nvfabric::GpuFabric;
 use crate::model::topology::{NvLink, Topology, Warning};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -33,7 +35,18 @@ pub struct NvmlFacts {
     pub gpus: Vec<(Bdf, Vec<OsDevice>)>,
     /// Warnings NVML added (and the status warning when it failed).
     pub warnings: Vec<Warning>,
+    /// Each NVIDIA GPU's NVLink fabric registration (`nvmlDeviceGetGpuFabricInfo`), or why it
+    /// was not read; absent from captures made before peerpath recorded it (each GPU's is
+    /// then unknown, "not captured").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric: Option<FabricReadings>,
 }
+
+/// GPUs' fabric registrations by address ([`NvmlFacts::fabric`]).
+pub type FabricReadings = Vec<(Bdf, Fact<GpuFabric>)>;
+
+/// Why a GPU's fabric registration is unknown in a capture that did not record it.
+pub const FABRIC_NOT_CAPTURED: &str = "not captured: this capture's peerpath-nvml.json predates NVLink fabric information (made by an older peerpath); capture again to record it";
 
 /// Folds stored NVML facts into a topology read from a capture: the GPUs' `nvidia_gpu` OS
 /// devices and the NVLinks are replaced when NVML had loaded; the warnings are added.
@@ -48,15 +61,28 @@ pub fn apply_nvml_facts(topo: &mut Topology, f: &NvmlFacts) {
         topo.nvlinks = f.nvlinks.clone();
         topo.nvlink_visible = f.nvlink_visible;
     }
+    match &f.fabric {
+        Some(r) => super::nvml::fabric::apply(topo, r),
+        None => super::nvml::fabric::mark_unread(topo, FABRIC_NOT_CAPTURED),
+    }
     topo.warnings.extend(f.warnings.iter().cloned());
     // The stored OS devices carry the driver's record too: a GPU still unnamed gets its name.
     super::naming::name_from_driver(topo);
     topo.rebuild();
 }
 
-/// Reads [`NVML_NAME`] from a capture root, if present, and folds it in. A present but
-/// unreadable file is an error (the capture is damaged), never silently ignored.
+/// Reads [`NVML_NAME`] from a capture root, if present, and folds it in; then the NVLink
+/// fabric of GPUs it did not give from an `nvidia-smi -q` text or XML kept at the root
+/// ([`super::nvml::fabric::apply_beside`]). A present but unreadable facts file is an error
+/// (the capture is damaged), never silently ignored.
 pub fn apply_stored_nvml(fs: &dyn FsRoot, topo: &mut Topology) -> anyhow::Result<()> {
+    apply_facts_file(fs, topo)?;
+    super::nvml::fabric::apply_beside(fs, topo);
+    Ok(())
+}
+
+/// The facts file part of [`apply_stored_nvml`].
+fn apply_facts_file(fs: &dyn FsRoot, topo: &mut Topology) -> anyhow::Result<()> {
     let p = Path::new(NVML_NAME);
     if fs.kind(p).is_none() {
         return Ok(());
@@ -109,6 +135,7 @@ mod tests {
             nvlinks: vec![],
             gpus: vec![],
             warnings: vec![],
+            fabric: None,
         };
         let mut root = MemRoot::new("cap");
         root.insert(

@@ -14,6 +14,7 @@ pub mod fabric;
 mod host_files;
 pub mod hostile;
 pub mod layouts;
+pub mod nvl72;
 pub mod verify;
 mod writer;
 

@@ -490,8 +490,10 @@ pub(super) fn modules(text: &str, m: &mut MachineInfo) {
 /// GPUs in `nvidia-smi -q` text (nvidia-bug-report.log's `nvidia-smi --query`): each
 /// `GPU 00000000:04:00.0` block's `Product Name` (the driver's name for the GPU, used where
 /// the PCI ID database has none) and, for a GPU whose link the lspci text did not show, its
-/// `GPU Link Info` (`PCIe Generation` and `Link Width`, `Max` and `Current`).
+/// `GPU Link Info` (`PCIe Generation` and `Link Width`, `Max` and `Current`); and its
+/// `Fabric` section, the GPU's NVLink fabric registration ([`crate::sources::nvml::fabric`]).
 pub(super) fn nvidia_smi_q(text: &str, devices: &mut [Device]) {
+    crate::sources::nvml::fabric::apply_nvsmi_text(devices, text);
     let mut cur: Option<(usize, usize)> = None; // (device index, header line)
     let mut section = "";
     let mut speed = (None, None);
