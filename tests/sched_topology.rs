@@ -577,3 +577,76 @@ fn slurmctld_loads_the_tree_and_packs_a_job_in_one_unit() {
     let job = text.lines().find_map(|l| l.strip_prefix("job: ")).unwrap();
     assert_eq!(job, "a06-p1-dgx-02-c[01-02]", "{why}");
 }
+
+/// A synthesized GB200 NVL72 fleet (labelled: `synth::nvl72`, two racks of 18 trays, each
+/// tray's NVML registration in its rack's domain) on a synthesized 4-rail pod map whose one
+/// scalable unit holds both racks: `-i` the captures gives one block per rack (NVLink domain),
+/// not one per unit, and the labels carry each tray's domain.
+#[test]
+fn nvl72_fleet_gives_one_block_per_rack() {
+    use peerpath::synth::nvl72::{rack_uuid, tray_name, write_fleet};
+    let dir = tempfile::tempdir().unwrap();
+    let caps = dir.path().join("caps");
+    write_fleet(&caps, 2).unwrap();
+    let pod = Pod {
+        nodes: 36,
+        rails: 4,
+        hosts_per_leaf: 36,
+        spines: 2,
+    };
+    let mut text = ibnetdiscover(&pod, &[]);
+    for h in 0..36 {
+        text = text.replace(&Pod::host(h), &tray_name(h / 18 + 1, h % 18 + 1));
+    }
+    let map = dir.path().join("pod.ibnetdiscover");
+    std::fs::write(&map, text).unwrap();
+    let (map, caps) = (map.to_str().unwrap(), caps.to_str().unwrap());
+    let (conf, _) = export(&[
+        "--format",
+        "slurm-topology",
+        "--slurm-plugin",
+        "block",
+        "--fabric-map",
+        map,
+        "-i",
+        caps,
+    ]);
+    let blocks: Vec<&str> = conf.lines().filter(|l| l.starts_with("Block")).collect();
+    assert_eq!(
+        blocks,
+        [
+            "BlockName=nvl01 Nodes=nvl72-r01-t[01-18]",
+            "BlockName=nvl02 Nodes=nvl72-r02-t[01-18]",
+            "BlockSizes=18,36"
+        ],
+        "{conf}"
+    );
+    assert!(
+        conf.contains(&format!("NVLink domain {}.", rack_uuid(2))),
+        "{conf}"
+    );
+    let (tree, _) = export(&[
+        "--format",
+        "slurm-topology",
+        "--fabric-map",
+        map,
+        "-i",
+        caps,
+    ]);
+    assert!(
+        tree.contains("SwitchName=su01 Nodes=nvl72-r01-t[01-18],nvl72-r02-t[01-18]\n"),
+        "{tree}"
+    );
+    let (script, _) = export(&["--format", "k8s-topology", "--fabric-map", map, "-i", caps]);
+    let line = script
+        .lines()
+        .find(|l| l.contains(" nvl72-r02-t05 "))
+        .unwrap();
+    assert!(
+        line.contains(&format!(
+            "accelerator.topograph.run/domain={}.",
+            rack_uuid(2)
+        )),
+        "{line}"
+    );
+}

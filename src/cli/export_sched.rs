@@ -7,6 +7,7 @@ use super::export::{ExportFormat, SlurmPlugin};
 use crate::InputArgs;
 use anyhow::{Result, bail};
 use clap::Args;
+use peerpath::analysis::nvdomain;
 use peerpath::analysis::schedtopo::{self, SchedOptions};
 use peerpath::render::schedtopo as out;
 use peerpath::sources;
@@ -41,6 +42,56 @@ pub struct SchedArgs {
     domain_label: String,
 }
 
+/// What `-i` gives: the node layouts (none where they show no GPU on a rail, with why), each
+/// captured host's NVLink domain (NVML's fabric cluster UUID and clique, as
+/// [`nvdomain::host_domain`] judges it), and what could not be told about domains.
+type FromCaptures = (
+    Vec<peerpath::analysis::cabling::NodeLayout>,
+    Option<String>,
+    BTreeMap<String, String>,
+    Vec<String>,
+);
+
+fn from_captures(input: &InputArgs) -> Result<FromCaptures> {
+    let caps = super::rails::captures(input)?;
+    let layouts = caps
+        .iter()
+        .map(|(h, src, t)| super::rails::layout_of(t, h.clone(), src.clone()))
+        .collect();
+    let (layouts, alone) = super::rails::railed(layouts, "the node layout of -i");
+    let dm = nvdomain::domains(
+        caps.iter()
+            .filter_map(|(h, _, t)| h.as_deref().map(|h| (h, t))),
+    );
+    let domains: BTreeMap<String, String> = dm
+        .hosts
+        .iter()
+        .filter_map(|(h, _)| dm.domain_of(h).map(|d| (h.clone(), d.to_string())))
+        .collect();
+    let mut said = Vec::new();
+    for (h, groups) in dm.disagreeing() {
+        said.push(format!(
+            "{h}: its GPUs are in {} NVLink domains: no domain taken",
+            groups.len()
+        ));
+    }
+    for (h, why) in dm.unknown() {
+        said.push(format!("{h}: NVLink domain unknown ({why})"));
+    }
+    let none = dm.without_domain().count();
+    if none > 0 {
+        said.push(format!("{none} captured host(s) in no NVLink domain"));
+    }
+    if !domains.is_empty() && domains.len() < dm.hosts.len() {
+        said.push(format!(
+            "NVLink domains known for {} of {} captured host(s): blocks are the scalable units unless every host in the tree has one",
+            domains.len(),
+            dm.hosts.len()
+        ));
+    }
+    Ok((layouts, alone, domains, said))
+}
+
 /// Whether `f` is one of the scheduler topology formats.
 pub fn is_sched(f: ExportFormat) -> bool {
     matches!(
@@ -70,20 +121,22 @@ pub fn render(input: &InputArgs, a: &SchedArgs, f: ExportFormat) -> Result<Strin
     let map = sources::fabric::load_map(map_path, sources::fabric::LldpSide::Host)?;
     // The node layout comes from -i only: export runs where the files are kept (a head node),
     // whose own hardware says nothing about the cluster's nodes.
-    let (layouts, alone) = match input.input {
-        Some(_) => super::rails::fabric_layouts(input)?,
+    let (layouts, alone, domains, said) = match input.input {
+        Some(_) => from_captures(input)?,
         None => (
             Vec::new(),
-            Some("no -i: judged from the map alone (give -i, a capture or a directory of captures named by host, to tell GPU rails from storage adapters)".to_string()),
+            Some("no -i: judged from the map alone (give -i, a capture or a directory of captures named by host, to tell GPU rails from storage adapters and read each host's NVLink domain)".to_string()),
+            BTreeMap::new(),
+            Vec::new(),
         ),
     };
     let o = SchedOptions {
         exclude_faulty: a.exclude_faulty,
         exclude_adapters: a.exclude_adapter.clone(),
-        domains: BTreeMap::new(),
+        domains,
     };
     let mut t = schedtopo::build(&map, &layouts, &o);
-    t.limitations.splice(0..0, alone);
+    t.limitations.splice(0..0, alone.into_iter().chain(said));
     if t.units.is_empty() {
         bail!(
             "no GPU node in {} that a scheduler's file can name: nothing to write",

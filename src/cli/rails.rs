@@ -97,13 +97,18 @@ fn host_of(p: &Path) -> String {
     n
 }
 
-fn layout_of(t: &Topology, host: Option<String>, source: String) -> NodeLayout {
+pub(crate) fn layout_of(t: &Topology, host: Option<String>, source: String) -> NodeLayout {
     let r = rails::build_from(&Classifier::new(t, &ClassifyOptions::default()), 1);
     NodeLayout::from_rails(t, &r, host, source)
 }
 
-/// The node layouts: one for every host (a single input), or one per capture of a directory.
-fn layouts(i: &InputArgs) -> Result<Vec<NodeLayout>> {
+/// One node input of `-i`: its host (`None`: one input standing for every host), where it was
+/// read from, and what it holds.
+pub(crate) type Capture = (Option<String>, String, Topology);
+
+/// The inputs of `-i`: one standing for every host (a single input), or one per capture of a
+/// directory, named by the host it records (else its file name).
+pub(crate) fn captures(i: &InputArgs) -> Result<Vec<Capture>> {
     match i.input.as_deref() {
         Some(d) if d.is_dir() && !d.join("sys").is_dir() => {
             let mut files: Vec<PathBuf> = std::fs::read_dir(d)
@@ -127,7 +132,7 @@ fn layouts(i: &InputArgs) -> Result<Vec<NodeLayout>> {
                 let host = sources::host_name(&t)
                     .map(str::to_string)
                     .unwrap_or_else(|| host_of(&f));
-                out.push(layout_of(&t, Some(host), f.display().to_string()));
+                out.push((Some(host), f.display().to_string(), t));
             }
             if out.is_empty() {
                 bail!("{}: no capture in it", d.display());
@@ -137,9 +142,17 @@ fn layouts(i: &InputArgs) -> Result<Vec<NodeLayout>> {
         _ => {
             let t = crate::load(i)?;
             let src = t.source.path.clone();
-            Ok(vec![layout_of(&t, None, src)])
+            Ok(vec![(None, src, t)])
         }
     }
+}
+
+/// The node layouts: one for every host (a single input), or one per capture of a directory.
+fn layouts(i: &InputArgs) -> Result<Vec<NodeLayout>> {
+    Ok(captures(i)?
+        .into_iter()
+        .map(|(h, src, t)| layout_of(&t, h, src))
+        .collect())
 }
 
 fn run_fabric(a: &RailsArgs, map_path: &Path, before: Option<&PathBuf>) -> Result<u8> {
@@ -198,21 +211,27 @@ pub(crate) fn fabric_layouts(i: &InputArgs) -> Result<(Vec<NodeLayout>, Option<S
         }
         Err(e) => return Err(e),
     };
+    let whose = if given {
+        "the node layout of -i"
+    } else {
+        "this machine"
+    };
+    Ok(railed(ls, whose))
+}
+
+/// The layouts, or none (judged from the map alone, with the reason) where `whose` layouts
+/// show no GPU on a rail.
+pub(crate) fn railed(ls: Vec<NodeLayout>, whose: &str) -> (Vec<NodeLayout>, Option<String>) {
     if ls
         .iter()
         .all(|l| l.adapters.iter().all(|x| x.rail.is_none()))
     {
-        let whose = if given {
-            "the node layout of -i"
-        } else {
-            "this machine"
-        };
-        return Ok((
+        return (
             Vec::new(),
             Some(format!(
                 "judged from the map alone: {whose} has no GPU on a rail (see peerpath rails -i)"
             )),
-        ));
+        );
     }
-    Ok((ls, None))
+    (ls, None)
 }
