@@ -666,3 +666,102 @@ fn export_topology_yaml_of_superpod_plane_on_slurm_26_05() {
     assert_eq!(labelled(&out, "tree"), want.join(","), "{out}");
     assert_eq!(labelled(&out, "block"), want.join(","), "{out}");
 }
+
+/// SYNTHESIZED: two GB200 NVL72 racks of 18 trays (`peerpath::synth::nvl72`, each tray's
+/// capture carrying its rack's NVLink domain) cabled as one scalable unit (`synth::fabric`):
+/// returns (the map, the captures' directory) written in `dir`.
+fn nvl72_fleet(dir: &Path) -> (PathBuf, PathBuf) {
+    use peerpath::synth::fabric::{Pod, ibnetdiscover};
+    use peerpath::synth::nvl72::{tray_name, write_fleet};
+    let caps = dir.join("caps");
+    write_fleet(&caps, 2).unwrap();
+    let pod = Pod {
+        nodes: 36,
+        rails: 4,
+        hosts_per_leaf: 36,
+        spines: 2,
+    };
+    let mut text = ibnetdiscover(&pod, &[]);
+    for h in 0..36 {
+        text = text.replace(&Pod::host(h), &tray_name(h / 18 + 1, h % 18 + 1));
+    }
+    let map = dir.join("pod.ibnetdiscover");
+    std::fs::write(&map, text).unwrap();
+    (map, caps)
+}
+
+/// `peerpath export --format slurm-topology ARGS… --fabric-map MAP -i CAPS`.
+fn export_fleet(map: &Path, caps: &Path, args: &[&str]) -> String {
+    let o = Command::new(env!("CARGO_BIN_EXE_peerpath"))
+        .args(["export", "--format", "slurm-topology"])
+        .args(args)
+        .arg("--fabric-map")
+        .arg(map)
+        .arg("-i")
+        .arg(caps)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// The NVL72 fleet's block file (one block per rack, from the captures' NVLink domains) on
+/// `suite`'s Slurm: both racks listed as blocks of 18 trays; with rack 1's first tray held, a
+/// 2-node `--segment=2` job runs on two trays of rack 2, inside one NVLink domain.
+fn nvl72_blocks_on(suite: &str) {
+    let Some(root) = slurm_root(suite) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (map, caps) = nvl72_fleet(dir.path());
+    let conf = export_fleet(&map, &caps, &["--slurm-plugin", "block"]);
+    let out = place_across_units(&root, &conf, "topology/block", "--segment=2");
+    let shown = units(&labelled(&out, "T"));
+    let sizes: Vec<usize> = shown.values().map(|u| u.nodes.len()).collect();
+    assert_eq!(sizes, [18, 18], "one block per rack: {out}");
+    assert_eq!(
+        labelled(&out, "placed"),
+        "nvl72-r02-t01,nvl72-r02-t02",
+        "{out}"
+    );
+}
+
+#[test]
+fn export_nvl72_blocks_one_per_rack_on_slurm_24_11() {
+    nvl72_blocks_on("trixie");
+}
+
+#[test]
+fn export_nvl72_blocks_one_per_rack_on_slurm_26_05() {
+    nvl72_blocks_on("sid");
+}
+
+/// The control: the same fleet's tree file holds both racks in one unit (one set of rail
+/// leaves), so the same job under `topology/tree` with `--switches=1` takes the first free
+/// trays, one of each rack — across two NVLink domains. The blocks are what keep it in one.
+#[test]
+fn export_nvl72_tree_alone_spans_racks_on_slurm_26_05() {
+    let Some(root) = slurm_root("sid") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (map, caps) = nvl72_fleet(dir.path());
+    let conf = export_fleet(&map, &caps, &[]);
+    let (nodes, _) = fleet(&export_fleet(&map, &caps, &["--slurm-plugin", "block"]));
+    let run = names("nvl72-r01-t01,nvl72-r01-t02,nvl72-r02-t01,nvl72-r02-t02");
+    let c = Cluster {
+        file: ("topology.conf", conf.clone()),
+        plugin: Some("topology/tree"),
+        nodes,
+        run,
+        partitions: String::new(),
+        steps: hold_then_place("--switches=1").replace("hold n1", "hold nvl72-r01-t01"),
+    };
+    let out = run_cluster(&root, &c);
+    assert_listed_as_written(&units(&conf), &units(&labelled(&out, "T")));
+    assert_eq!(
+        labelled(&out, "placed"),
+        "nvl72-r01-t02,nvl72-r02-t01",
+        "{out}"
+    );
+}
