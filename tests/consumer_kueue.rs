@@ -245,3 +245,59 @@ fn export_of_superpod_plane_passes_kueue_and_label_rules() {
     );
     assert!(pass && text.matches("PASS").count() == 120, "{text}");
 }
+
+/// SYNTHESIZED: two GB200 NVL72 racks of 18 trays in one scalable unit (`peerpath::synth`:
+/// each tray's capture carries its rack's NVLink domain); `export --format FORMAT` of them.
+fn export_nvl72(dir: &Path, format: &str) -> String {
+    use peerpath::synth::fabric::{Pod, ibnetdiscover};
+    use peerpath::synth::nvl72::{tray_name, write_fleet};
+    let caps = dir.join("caps");
+    if !caps.exists() {
+        write_fleet(&caps, 2).unwrap();
+    }
+    let pod = Pod {
+        nodes: 36,
+        rails: 4,
+        hosts_per_leaf: 36,
+        spines: 2,
+    };
+    let mut text = ibnetdiscover(&pod, &[]);
+    for h in 0..36 {
+        text = text.replace(&Pod::host(h), &tray_name(h / 18 + 1, h % 18 + 1));
+    }
+    let map = write(dir, "pod.ibnetdiscover", &text);
+    let o = common::peerpath()
+        .args(["export", "--format", format, "--fabric-map"])
+        .arg(&map)
+        .arg("-i")
+        .arg(&caps)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// With NVLink domains the Topology gains the domain level; it still passes Kueue's CRD, and
+/// each of the 36 trays carries a valid label for every level, the domain's included.
+#[test]
+fn export_of_nvl72_fleet_passes_kueue_with_the_domain_level() {
+    let Some(py) = common::python_with_jsonschema() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let topology = export_nvl72(dir.path(), "kueue-topology");
+    assert!(
+        topology.contains("accelerator.topograph.run/domain"),
+        "{topology}"
+    );
+    let topo = write(dir.path(), "topology.yaml", &topology);
+    assert_topology_valid(&py, &topo);
+    let (n, nodes) = nodes_of_label_script(&export_nvl72(dir.path(), "k8s-topology"));
+    assert_eq!(n, 36);
+    let nodes = write(dir.path(), "nodes.yaml", &nodes);
+    let (pass, text) = validate(
+        &py,
+        &[Path::new("--labels"), Path::new("--levels"), &topo, &nodes],
+    );
+    assert!(pass && text.matches("PASS").count() == 36, "{text}");
+}
