@@ -38,6 +38,12 @@ exec 9>"$ROOT.lock"
 flock 9
 # Another build may have finished while this one waited for the lock.
 if [ -f "$STAMP" ] && [ "$(head -1 "$STAMP")" = "$WANT" ]; then exit 0; fi
+# Only a root this script built (stamped, for other packages or a suite since changed) is
+# replaced; any other existing directory is refused, never removed.
+if [ -e "$ROOT" ] && [ ! -f "$STAMP" ]; then
+  echo "chroot.sh: $ROOT exists and is not a root chroot.sh built (no $STAMP); refusing to replace it" >&2
+  exit 2
+fi
 rm -rf "$ROOT.partial" "$ROOT"
 start=$(date +%s)
 # variant apt: Essential packages and apt, then the three Slurm packages and their Depends
