@@ -19,9 +19,10 @@ use std::path::PathBuf;
 pub struct SchedArgs {
     /// slurm-topology, slurm-topology-yaml, k8s-topology, kueue-topology: the fabric's own map
     /// (`ibnetdiscover`, `iblinkinfo`, `ibdiagnet2.db_csv`, or a directory of `lldpctl -f json`
-    /// files, one per host), as `rails --fabric-map` reads it.
+    /// files, one per host), as `rails --fabric-map` reads it. Given twice (two ibdiagnet runs
+    /// of one fabric, the earlier first, as `rails` takes them), the topology is the later's.
     #[arg(long, value_name = "FILE|DIR")]
-    fabric_map: Option<PathBuf>,
+    fabric_map: Vec<PathBuf>,
     /// slurm-topology: the plugin to write for; slurm-topology-yaml: the topology marked
     /// cluster_default.
     #[arg(long, value_enum, default_value = "tree")]
@@ -105,11 +106,18 @@ pub fn is_sched(f: ExportFormat) -> bool {
 
 /// Builds the topology and renders it; says the faults and what was left out on stderr.
 pub fn render(input: &InputArgs, a: &SchedArgs, f: ExportFormat) -> Result<String> {
-    let Some(map_path) = &a.fabric_map else {
+    let Some(map_path) = a.fabric_map.last() else {
         bail!(
             "--fabric-map MAP is needed: the scheduler's topology is read from the fabric's own map"
         );
     };
+    if a.fabric_map.len() > 1 {
+        eprintln!(
+            "peerpath: {} fabric maps given: the topology is written from the last, {} (the earlier ones only date error counters, which a scheduler's topology does not carry)",
+            a.fabric_map.len(),
+            peerpath::render::escape::one_line(&map_path.display().to_string())
+        );
+    }
     let keys = out::LabelKeys {
         tier_prefix: a.tier_label_prefix.clone(),
         domain: a.domain_label.clone(),
