@@ -205,6 +205,35 @@ pub struct ConfigSpace {
 }
 
 impl ConfigSpace {
+    /// The config space as its 64-byte header gives it (IDs, class, header type, a bridge's
+    /// bus numbers), no capability read yet: the one starting point of the sysfs decoder
+    /// (`parse::config`) and the lspci text reader (`sources::lspci::registers`), which fill
+    /// in the capabilities they find.
+    pub fn from_header(
+        len: usize,
+        vendor_id: u16,
+        device_id: u16,
+        class: u32,
+        header_type: u8,
+        multifunction: bool,
+        bridge_buses: Option<(u8, u8, u8)>,
+    ) -> Self {
+        ConfigSpace {
+            len,
+            vendor_id,
+            device_id,
+            class,
+            header_type,
+            multifunction,
+            bridge_buses,
+            pcie: None,
+            ext_caps: Vec::new(),
+            acs: None,
+            aer_offset: None,
+            ats: None,
+            sriov: None,
+        }
+    }
     /// Whether standard capabilities (above 0x40) could be read.
     pub fn has_capabilities(&self) -> bool {
         self.len >= 256

@@ -114,21 +114,15 @@ fn decode(bytes: &[u8]) -> Option<ConfigSpace> {
     } else {
         None
     };
-    let mut cs = ConfigSpace {
-        len: bytes.len(),
+    let mut cs = ConfigSpace::from_header(
+        bytes.len(),
         vendor_id,
         device_id,
         class,
         header_type,
-        multifunction: ht & 0x80 != 0,
+        ht & 0x80 != 0,
         bridge_buses,
-        pcie: None,
-        ext_caps: Vec::new(),
-        acs: None,
-        aer_offset: None,
-        ats: None,
-        sriov: None,
-    };
+    );
     for (id, at) in capabilities(bytes) {
         if id == CAP_ID_EXP {
             cs.pcie = parse_pcie(bytes, at);

@@ -56,23 +56,18 @@ impl<'a> JobRows<'a> {
         registration: Vec<RegAttempt>,
     ) -> CellResult {
         CellResult {
-            gpu: self.job.gpu.as_ref().map(|(_, g)| g.clone()),
-            nic: nic.clone(),
-            memory: self.job.memory(),
-            direction,
-            op,
-            message_bytes: size,
-            bytes: 0,
-            seconds: 0.0,
-            gbytes_per_s: 0.0,
-            verified: false,
-            ops_in_flight: 0,
-            verdict,
             expected_label: self.job.expected_label,
-            reason,
-            contradicts: false,
             control: self.job.control,
             registration,
+            ..CellResult::unmeasured(
+                self.job.gpu.as_ref().map(|(_, g)| g.clone()),
+                nic,
+                self.job.memory(),
+                (direction, op),
+                size,
+                verdict,
+                reason,
+            )
         }
     }
 

@@ -593,25 +593,15 @@ pub fn probe_peers(o: &PeerOptions) -> Result<PeerRun, Unavailable> {
 
 /// A row for a cell of the rail that did not run (or broke), with its verdict and reason.
 fn row(nic: &NicRef, op: Op, size: usize, verdict: Verdict, reason: String) -> CellResult {
-    CellResult {
-        gpu: None,
-        nic: nic.clone(),
-        memory: MemoryKind::Host,
-        direction: Direction::HostToHost,
-        op,
-        message_bytes: size,
-        bytes: 0,
-        seconds: 0.0,
-        gbytes_per_s: 0.0,
-        verified: false,
-        ops_in_flight: 0,
+    CellResult::unmeasured(
+        None,
+        nic,
+        MemoryKind::Host,
+        (Direction::HostToHost, op),
+        size,
         verdict,
-        expected_label: None,
         reason,
-        contradicts: false,
-        control: false,
-        registration: Vec::new(),
-    }
+    )
 }
 
 /// Connects the control socket of `peer`, trying each address it resolves to.

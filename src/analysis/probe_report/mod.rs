@@ -324,6 +324,42 @@ pub struct CellResult {
     pub registration: Vec<RegAttempt>,
 }
 
+impl CellResult {
+    /// A cell with nothing measured (it did not run, or broke before its timed window), with
+    /// its verdict and reason: no bytes, no time, not verified, no label compared, not the
+    /// control pair, no registration. The probe's job rows and a remote rail's rows start
+    /// here and set what they know besides.
+    pub fn unmeasured(
+        gpu: Option<GpuRef>,
+        nic: &NicRef,
+        memory: MemoryKind,
+        (direction, op): (Direction, Op),
+        message_bytes: usize,
+        verdict: Verdict,
+        reason: String,
+    ) -> Self {
+        CellResult {
+            gpu,
+            nic: nic.clone(),
+            memory,
+            direction,
+            op,
+            message_bytes,
+            bytes: 0,
+            seconds: 0.0,
+            gbytes_per_s: 0.0,
+            verified: false,
+            ops_in_flight: 0,
+            verdict,
+            expected_label: None,
+            reason,
+            contradicts: false,
+            control: false,
+            registration: Vec::new(),
+        }
+    }
+}
+
 /// The whole report (`schema: peerpath.probe/2`), from [`super::run::run`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProbeReport {

@@ -225,21 +225,7 @@ pub(super) fn config_from_block(b: &Block, vendor: u16, device: u16, class: u32)
     } else {
         0
     };
-    let cs = ConfigSpace {
-        len: 64,
-        vendor_id: vendor,
-        device_id: device,
-        class,
-        header_type,
-        multifunction: false,
-        bridge_buses: bus_line(b),
-        pcie: None,
-        ext_caps: Vec::new(),
-        acs: None,
-        aer_offset: None,
-        ats: None,
-        sriov: None,
-    };
+    let cs = ConfigSpace::from_header(64, vendor, device, class, header_type, false, bus_line(b));
     if b.fragment {
         return from_fragment(b, cs);
     }
