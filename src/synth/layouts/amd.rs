@@ -269,18 +269,7 @@ pub fn mi300x_8gpu() -> Spec {
         "AS -8125GS-TNMR2",
         768,
     );
-    let numa_nodes = vec![
-        NumaSpec {
-            id: 0,
-            cpus: cpulist_of(&[(0, 95), (192, 287)]),
-            distances: vec![10, 32],
-        },
-        NumaSpec {
-            id: 1,
-            cpus: cpulist_of(&[(96, 191), (288, 383)]),
-            distances: vec![32, 10],
-        },
-    ];
+    let numa_nodes = two_socket_smt_numa(96);
     numbered(Spec {
         name: "mi300x-8gpu".into(),
         machine,
@@ -479,18 +468,7 @@ pub fn mi50_rome() -> Spec {
             256,
         )
     };
-    let numa_nodes = vec![
-        NumaSpec {
-            id: 0,
-            cpus: cpulist_of(&[(0, 23), (48, 71)]),
-            distances: vec![10, 32],
-        },
-        NumaSpec {
-            id: 1,
-            cpus: cpulist_of(&[(24, 47), (72, 95)]),
-            distances: vec![32, 10],
-        },
-    ];
+    let numa_nodes = two_socket_smt_numa(24);
     numbered(Spec {
         name: "mi50-rome".into(),
         machine,
@@ -526,4 +504,25 @@ fn zen4_supermicro(cpu: (&str, u32), shape: (u32, u32), product: &str, gib: u64)
 fn numbered(mut spec: Spec) -> Spec {
     number_iommu_groups(&mut spec);
     spec
+}
+
+/// The NUMA nodes of a two-socket EPYC with SMT, one node per socket (NPS1) as Linux numbers
+/// its CPUs: socket 0 holds cores `0..c` and their siblings `2c..3c`, socket 1 `c..2c` and
+/// `3c..4c`; the SLIT distances 10 local, 32 across (the Supermicro boards these layouts copy).
+fn two_socket_smt_numa(cores_per_socket: u32) -> Vec<NumaSpec> {
+    let c = cores_per_socket;
+    (0..2)
+        .map(|socket| NumaSpec {
+            id: socket,
+            cpus: cpulist_of(&[
+                (socket * c, socket * c + c - 1),
+                (2 * c + socket * c, 2 * c + socket * c + c - 1),
+            ]),
+            distances: if socket == 0 {
+                vec![10, 32]
+            } else {
+                vec![32, 10]
+            },
+        })
+        .collect()
 }
