@@ -249,20 +249,10 @@ pub fn mi300x_8gpu() -> Spec {
         fns.push(epyc_root_port(rp, Link::full(16.0, 4)));
         fns.push(nvme(b(0, 0x4a + k, 0, 0), Some(rp), &format!("nvme{k}")));
     }
-    let host_bridges: Vec<HostBridgeSpec> = MI300X_PAIR_BUSES
-        .iter()
-        .enumerate()
-        .map(|(i, &bus)| HostBridgeSpec {
-            domain: 0,
-            bus,
-            numa_node: Some((i / 4) as u32),
-        })
-        .collect();
+    let host_bridges = epyc_host_bridges(&MI300X_PAIR_BUSES);
     let mut node = rocm_stack("bnxt_re");
     node.cmdline = "BOOT_IMAGE=/boot/vmlinuz-6.8.0-60-generic root=UUID=7d0c2a51-3f4e-4b8a-9c61-2e5d8f0a1b37 ro amd_iommu=on iommu=pt pci=realloc=off".into();
-    node.iommu_units = (0..host_bridges.len())
-        .map(|i| format!("ivhd{i}"))
-        .collect();
+    node.iommu_units = ivhd_units(host_bridges.len());
     let machine = zen4_supermicro(
         ("AMD EPYC 9654 96-Core Processor", 17),
         (2, 96),
@@ -445,20 +435,10 @@ pub fn mi50_rome() -> Spec {
         g.subsystem_device = 0x0834;
         fns.push(g);
     }
-    let host_bridges: Vec<HostBridgeSpec> = MI50_ROME_BUSES
-        .iter()
-        .enumerate()
-        .map(|(i, &bus)| HostBridgeSpec {
-            domain: 0,
-            bus,
-            numa_node: Some((i / 4) as u32),
-        })
-        .collect();
+    let host_bridges = epyc_host_bridges(&MI50_ROME_BUSES);
     let mut node = rocm_stack("mlx5_ib");
     node.cmdline = "BOOT_IMAGE=/boot/vmlinuz-5.15.0-105-generic root=UUID=3e9a1c07-52d4-4b8e-a6f1-9c0d2b7e4a15 ro amd_iommu=on iommu=pt".into();
-    node.iommu_units = (0..host_bridges.len())
-        .map(|i| format!("ivhd{i}"))
-        .collect();
+    node.iommu_units = ivhd_units(host_bridges.len());
     let machine = Machine {
         cpu_family: 23,
         ..zen4_supermicro(
@@ -525,4 +505,23 @@ fn two_socket_smt_numa(cores_per_socket: u32) -> Vec<NumaSpec> {
             },
         })
         .collect()
+}
+
+/// A two-socket EPYC's eight host bridges (one per root complex, domain 0, the buses given),
+/// the first four on NUMA node 0 and the rest on node 1.
+fn epyc_host_bridges(buses: &[u8; 8]) -> Vec<HostBridgeSpec> {
+    buses
+        .iter()
+        .enumerate()
+        .map(|(i, &bus)| HostBridgeSpec {
+            domain: 0,
+            bus,
+            numa_node: Some((i / 4) as u32),
+        })
+        .collect()
+}
+
+/// The AMD IOMMU units (`ivhdN`), one per host bridge.
+fn ivhd_units(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("ivhd{i}")).collect()
 }
