@@ -79,6 +79,11 @@ pub fn run(topo: &peerpath::model::Topology, a: &AuditArgs, live: bool) -> Resul
     // and folded into it afterwards.
     let t = audit::job_topology(topo, job.as_ref());
     let cl = Classifier::new(&t, &ClassifyOptions::default());
+    // The job's own NCCL_TOPO_FILE is NCCL's tree for the pairs it decides: a second input.
+    let cl = match job.as_ref().and_then(job::JobEnv::topo_file_input) {
+        Some((path, file)) => cl.with_topo_file(path, file),
+        None => cl,
+    };
     let mut report = audit::run_with(
         &cl,
         &AuditOptions {
@@ -120,7 +125,7 @@ fn job_env(live: bool) -> job::JobEnv {
         .map(|(_, v)| {
             let p = std::path::Path::new(v);
             if !p.exists() {
-                return Err("the file does not exist".to_string());
+                return Err(job::NO_SUCH_TOPO_FILE.to_string());
             }
             peerpath::sources::load(Some(p), &Default::default())
                 .map_err(|e| format!("not readable as a topology: {e:#}"))
