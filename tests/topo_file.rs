@@ -44,11 +44,17 @@ fn guest(nic_numa: impl Fn(usize) -> u32) -> String {
 
 /// `peerpath audit -i <node> --job` under `NCCL_TOPO_FILE=file` (no other NCCL variable).
 fn audit(node: &str, file: Option<&Path>) -> (i32, String) {
+    audit_with(node, file, &[])
+}
+
+/// [`audit`] with more arguments.
+fn audit_with(node: &str, file: Option<&Path>, more: &[&str]) -> (i32, String) {
     let d = tempfile::tempdir().unwrap();
     let input = d.path().join("node.json");
     std::fs::write(&input, node).unwrap();
     let mut c = Command::new(env!("CARGO_BIN_EXE_peerpath"));
     c.args(["audit", "-i", input.to_str().unwrap(), "--job"])
+        .args(more)
         .env("PCI_IDS", "/nonexistent/pci.ids");
     for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("NCCL_")) {
         c.env_remove(k);
@@ -89,6 +95,27 @@ fn the_azure_file_is_the_tree_ndv5_pairs_are_judged_on() {
         "{out}"
     );
     assert!(!out.contains("different CPUs"), "{out}");
+    // The matching pairs each GPU with the VF the file puts behind its switch, with GDR.
+    let (_, json) = audit_with(&node, Some(&file), &["--format", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let pairs: Vec<(String, String, bool)> = v["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["gpu"].as_str().unwrap().to_string(),
+                p["nic"].as_str().unwrap().to_string(),
+                p["gdr"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect();
+    let want: Vec<(String, String, bool)> = GPUS
+        .iter()
+        .enumerate()
+        .map(|(k, g)| (g.to_string(), format!("01{:02x}:00:00.0", k + 1), true))
+        .collect();
+    assert_eq!(pairs, want, "{json}");
 }
 
 /// A node the file does not describe: its VFs on the other NUMA node. The file puts each GPU

@@ -244,3 +244,83 @@ fn one_listed(listed: (Bdf, Option<u32>), found: (Bdf, Option<u32>)) -> FilePair
         ),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::classify::ClassifyOptions;
+    use crate::analysis::testkit::TopoBuilder;
+    use crate::model::SourceInfo;
+
+    /// A synthesized two-socket node: GPU `0000:01:00.0` and NIC `0000:02:00.0` on root ports
+    /// of NUMA node 0, NIC `0000:82:00.0` on one of NUMA node 1.
+    fn node() -> Topology {
+        let mut b = TopoBuilder::new(&["0-7", "8-15"]);
+        b.bridge("0000:00:01.0", None, Some(0));
+        b.gpu("0000:01:00.0", Some("0000:00:01.0"), Some(0));
+        b.bridge("0000:00:02.0", None, Some(0));
+        b.nic("0000:02:00.0", Some("0000:00:02.0"), Some(0), &["mlx5_0"]);
+        b.bridge("0000:80:01.0", None, Some(1));
+        b.nic("0000:82:00.0", Some("0000:80:01.0"), Some(1), &["mlx5_1"]);
+        b.build()
+    }
+
+    /// A synthesized file: it puts the GPU under CPU 1 and lists the root port above NIC
+    /// `0000:02:00.0`, not the NIC.
+    fn file() -> Topology {
+        let text = r#"<system version="1">
+  <cpu numaid="1" affinity="0000ff00" arch="x86_64" vendor="GenuineIntel" familyid="6" modelid="143">
+    <pci busid="0000:01:00.0" class="0x030200" link_speed="16.0 GT/s PCIe" link_width="16"/>
+  </cpu>
+  <cpu numaid="0" affinity="000000ff" arch="x86_64" vendor="GenuineIntel" familyid="6" modelid="143">
+    <pci busid="0000:00:02.0" class="0x060400" link_speed="16.0 GT/s PCIe" link_width="16"/>
+  </cpu>
+</system>"#;
+        let doc = crate::sources::xmltree::parse(text).unwrap();
+        let src = SourceInfo {
+            kind: "nccl-xml".into(),
+            path: "test.xml".into(),
+            limitations: vec![],
+        };
+        crate::sources::nccl_xml::read(&doc, src, None).unwrap()
+    }
+
+    #[test]
+    fn half_listed_pairs_meet_at_the_cpus_and_a_listed_bridge_is_unknown() {
+        let (t, f) = (node(), file());
+        let b = |s: &str| s.parse::<Bdf>().unwrap();
+        let (gpu, near, far) = (b("0000:01:00.0"), b("0000:02:00.0"), b("0000:82:00.0"));
+        let bare = Classifier::new(&t, &ClassifyOptions::default());
+        assert_eq!(
+            bare.summary_of(&gpu, &far).unwrap().nccl_path,
+            NcclPath::Sys
+        );
+        assert_eq!(bare.topo_file_pair(&gpu, &far), None);
+        let cl = Classifier::new(&t, &ClassifyOptions::default()).with_topo_file("/t.xml", Ok(&f));
+        // The file's CPU 1 for the GPU, sysfs's NUMA node 1 for the NIC: one CPU, PHB.
+        match cl.topo_file_pair(&gpu, &far) {
+            Some(FileJudgement::Decided {
+                file, tree, words, ..
+            }) => {
+                assert_eq!((file, tree), (NcclPath::Phb, NcclPath::Sys));
+                assert!(words.contains("NUMA node 1"), "{words}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(cl.summary_of(&gpu, &far).unwrap().nccl_path, NcclPath::Phb);
+        // The file lists the root port above the NIC but not the NIC: not modelled.
+        match cl.topo_file_pair(&gpu, &near) {
+            Some(FileJudgement::Unknown { why, .. }) => {
+                assert!(why.contains("0000:00:02.0, above 0000:02:00.0"), "{why}")
+            }
+            other => panic!("{other:?}"),
+        }
+        let bad =
+            Classifier::new(&t, &ClassifyOptions::default()).with_topo_file("/t.xml", Err("no"));
+        assert!(matches!(
+            bad.topo_file_pair(&gpu, &far),
+            Some(FileJudgement::Unreadable { why: "no", .. })
+        ));
+        assert_eq!(bad.summary_of(&gpu, &far).unwrap().nccl_path, NcclPath::Sys);
+    }
+}
