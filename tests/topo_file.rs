@@ -42,6 +42,28 @@ fn guest(nic_numa: impl Fn(usize) -> u32) -> String {
     serde_json::to_string(&b.build()).unwrap()
 }
 
+/// [`guest`] whose `/etc/nccl.conf` (as the scan records it) names `NCCL_TOPO_FILE`, as
+/// Azure's HPC images write it.
+fn guest_with_conf() -> String {
+    use peerpath::model::nccl_settings::{ConfFile, ConfFileState, NcclSetting, SettingSource};
+    let mut t: peerpath::model::Topology =
+        serde_json::from_str(&guest(|k| (k / 4) as u32)).unwrap();
+    t.machine.nccl.entries.push(NcclSetting {
+        name: "NCCL_TOPO_FILE".into(),
+        value: "/opt/microsoft/ndv5/topo.xml".into(),
+        source: SettingSource::File {
+            path: "/etc/nccl.conf".into(),
+            line: 1,
+        },
+    });
+    t.machine.nccl.files.push(ConfFile {
+        path: "/etc/nccl.conf".into(),
+        role: "/etc/nccl.conf".into(),
+        state: ConfFileState::Read(1),
+    });
+    serde_json::to_string(&t).unwrap()
+}
+
 /// `peerpath audit -i <node> --job` under `NCCL_TOPO_FILE=file` (no other NCCL variable).
 fn audit(node: &str, file: Option<&Path>) -> (i32, String) {
     audit_with(node, file, &[])
@@ -173,4 +195,27 @@ fn an_unreadable_file_leaves_the_pairs_unknown() {
         "{gone}"
     );
     assert!(gone.contains("does not use GPUDirect RDMA"), "{gone}");
+}
+
+/// A snapshot whose `/etc/nccl.conf` names the file (the environment does not): NCCL reads the
+/// file on the node, which the input does not hold, so every pair is unknown, with where the
+/// setting is — never the node's own tree's verdict.
+#[test]
+fn a_file_named_in_the_inputs_nccl_conf_is_not_read_from_this_machine() {
+    let (_, out) = audit(&guest_with_conf(), None);
+    assert_eq!(
+        out.matches("whether it uses GPUDirect RDMA here is unknown")
+            .count(),
+        8,
+        "{out}"
+    );
+    assert!(
+        out.contains("named in /etc/nccl.conf of the input; the file is on the node"),
+        "{out}"
+    );
+    assert!(
+        out.contains("/etc/nccl.conf line 1 = NCCL_TOPO_FILE=/opt/microsoft/ndv5/topo.xml"),
+        "{out}"
+    );
+    assert!(!out.contains("does not use GPUDirect RDMA"), "{out}");
 }

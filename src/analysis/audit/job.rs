@@ -43,6 +43,10 @@ pub struct JobEnv {
     /// `NCCL_TOPO_FILE`'s content read by the command (the audit reads no file): `Err` says
     /// why it could not be read.
     pub topo_file: Option<Result<Topology, String>>,
+    /// `NCCL_TOPO_FILE` when a configuration file NCCL reads names it and the environment does
+    /// not (`/etc/nccl.conf` on Azure's HPC images): its value and where (`/etc/nccl.conf line
+    /// 1`), from the node's settings (`sources::nccl_conf`).
+    pub topo_file_conf: Option<(String, String)>,
 }
 
 /// [`JobEnv::topo_file`]'s reason when the named file does not exist: NCCL then logs that it
@@ -54,12 +58,23 @@ impl JobEnv {
     /// topology, or why it could not be read. `None` without the variable, or when the file
     /// does not exist (NCCL detects the topology itself, as without the variable).
     pub fn topo_file_input(&self) -> Option<(&str, Result<&Topology, &str>)> {
-        let path = self.var("NCCL_TOPO_FILE")?;
+        let (path, _) = self.topo_file_named()?;
         match self.topo_file.as_ref()? {
             Ok(t) => Some((path, Ok(t))),
             Err(why) if why == NO_SUCH_TOPO_FILE => None,
             Err(why) => Some((path, Err(why.as_str()))),
         }
+    }
+
+    /// The topology file the job names, and where, as evidence (path, raw line): the
+    /// environment first, as NCCL reads it, then a configuration file.
+    pub fn topo_file_named(&self) -> Option<(&str, (String, String))> {
+        if let Some(v) = self.var("NCCL_TOPO_FILE") {
+            return Some((v, env_ev("NCCL_TOPO_FILE", v)));
+        }
+        self.topo_file_conf
+            .as_ref()
+            .map(|(v, at)| (v.as_str(), (at.clone(), format!("NCCL_TOPO_FILE={v}"))))
     }
 
     fn var(&self, k: &str) -> Option<&str> {
@@ -622,10 +637,9 @@ fn net(env: &JobEnv) -> Vec<Finding> {
 /// `job-topo-file`.
 fn topo_file(ctx: &Ctx, env: &JobEnv) -> Vec<Finding> {
     let id = CheckId::JobTopoFile;
-    let Some(v) = env.var("NCCL_TOPO_FILE") else {
+    let Some((v, (e, k))) = env.topo_file_named() else {
         return Vec::new();
     };
-    let (e, k) = env_ev("NCCL_TOPO_FILE", v);
     match &env.topo_file {
         None => vec![
             Finding::new(
