@@ -7,6 +7,7 @@
 //! XML naming the CXI devices `cxi<N>`), and synthesized sysfs trees for the link state
 //! (fixtures/platforms/README.md cites the driver's attribute definitions).
 
+use peerpath::analysis::audit;
 use peerpath::analysis::place::{self, PlaceOptions, Placement};
 use peerpath::model::Topology;
 use peerpath::render;
@@ -143,4 +144,135 @@ fn rccl_topology_names_the_cxi_devices() {
         .collect();
     got.sort_unstable();
     assert_eq!(got, ["cxi0", "cxi1", "cxi2", "cxi3"]);
+}
+
+/// The `nic-port-down` findings of a topology.
+fn port_findings(t: &Topology) -> Vec<audit::Finding> {
+    audit::run(t, &audit::AuditOptions::default())
+        .findings
+        .into_iter()
+        .filter(|f| f.id == audit::CheckId::NicPortDown)
+        .collect()
+}
+
+/// The synthesized Cray EX A100 node as a sysfs directory, after `edit` (SYNTHESIZED: the
+/// attribute names and values follow shs-cxi-driver and the kernel's netdev ABI; see
+/// fixtures/platforms/README.md, "Synthesized Cassini link states").
+fn cray_ex_tree(edit: impl FnOnce(&Path)) -> (tempfile::TempDir, Topology) {
+    let dir = tempfile::tempdir().unwrap();
+    synth::write_tree(
+        &layouts::cray_ex_a100(),
+        dir.path(),
+        &WriteOptions::default(),
+    )
+    .unwrap();
+    edit(dir.path());
+    let t = load(dir.path());
+    (dir, t)
+}
+
+/// The PCI function directory of a Cassini's CXI device in a sysfs tree.
+fn function_dir(root: &Path, cxi: &str) -> std::path::PathBuf {
+    let link = root.join("sys/class/cxi").join(cxi).join("device");
+    std::fs::canonicalize(link).unwrap()
+}
+
+/// Before: `port state of cxiN unknown: no ports read` for every Cassini. After: the driver's
+/// `properties/link` (1) and the netdev's `operstate` (up) are read, and an up link is no
+/// finding.
+#[test]
+fn cassini_links_up_are_judged_not_unknown() {
+    let (_d, t) = cray_ex_tree(|_| {});
+    let f = port_findings(&t);
+    assert!(f.is_empty(), "{f:#?}");
+    let cxi = t
+        .devices
+        .iter()
+        .flat_map(|d| d.os_devices.iter())
+        .filter(|o| o.name.starts_with("cxi"))
+        .collect::<Vec<_>>();
+    assert_eq!(cxi.len(), 4);
+    assert!(cxi.iter().all(|o| o.cxi_link == Some(true)), "{cxi:?}");
+}
+
+/// A Cassini whose driver says the PHY is not running (`properties/link` 0) and whose netdev
+/// is down: a fact, an error on a NIC paired with a GPU, with both paths and raw values.
+#[test]
+fn cassini_link_down_is_a_fact_with_its_evidence() {
+    let (_d, t) = cray_ex_tree(|root| {
+        let fd = function_dir(root, "cxi0");
+        std::fs::write(fd.join("properties/link"), "0\n").unwrap();
+        let hsn = std::fs::read_dir(fd.join("net"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap();
+        std::fs::write(hsn.path().join("operstate"), "down\n").unwrap();
+    });
+    let f = port_findings(&t);
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert_eq!(f[0].subject.to_string(), "cxi0");
+    assert_eq!(f[0].severity, audit::Severity::Error, "{:#?}", f[0]);
+    assert!(f[0].summary.contains("link is down"), "{}", f[0].summary);
+    assert!(f[0].summary.contains("libfabric"), "{}", f[0].summary);
+    let ev: Vec<(&str, &str)> = f[0]
+        .evidence
+        .iter()
+        .map(|e| (e.path.as_str(), e.value.as_str()))
+        .collect();
+    assert!(
+        ev.iter()
+            .any(|(p, v)| p.ends_with("/properties/link") && *v == "0"),
+        "{ev:?}"
+    );
+    assert!(
+        ev.iter()
+            .any(|(p, v)| p.starts_with("/sys/class/net/hsn") && *v == "down"),
+        "{ev:?}"
+    );
+}
+
+/// `operstate` `unknown` defers to the carrier, as libfabric's `netdev_link` does: carrier 0 is
+/// a link down even where the driver's file was not captured.
+#[test]
+fn cassini_unknown_operstate_reads_the_carrier() {
+    let (_d, t) = cray_ex_tree(|root| {
+        let fd = function_dir(root, "cxi1");
+        std::fs::remove_file(fd.join("properties/link")).unwrap();
+        let hsn = std::fs::read_dir(fd.join("net"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap();
+        std::fs::write(hsn.path().join("operstate"), "unknown\n").unwrap();
+        std::fs::write(hsn.path().join("carrier"), "0\n").unwrap();
+    });
+    let f = port_findings(&t);
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert_eq!(f[0].subject.to_string(), "cxi1");
+    assert!(
+        f[0].evidence
+            .iter()
+            .any(|e| e.path.ends_with("/carrier") && e.value == "0"),
+        "{:#?}",
+        f[0]
+    );
+}
+
+/// hwloc XML carries no link state: each Cassini stays unknown, and the finding says why.
+#[test]
+fn cassini_link_unknown_in_hwloc_says_why() {
+    let t = load(Path::new(
+        "fixtures/platforms/hpe-cray-ex235a-tioga-4xmi250x-4cassini.hwloc2.xml",
+    ));
+    let f = port_findings(&t);
+    assert_eq!(f.len(), 4, "{f:#?}");
+    for x in &f {
+        assert_eq!(x.severity, audit::Severity::Unknown);
+        assert!(
+            x.summary.contains("has no InfiniBand ports") && x.summary.contains("hwloc"),
+            "{}",
+            x.summary
+        );
+    }
 }
