@@ -276,3 +276,20 @@ fn cassini_link_unknown_in_hwloc_says_why() {
         );
     }
 }
+
+/// RCCL's NCCL XML gives each Cassini a port with the plugin's speed number
+/// (`speed="200000000"`) and no state: the link stays unknown with the reason, and that number
+/// is not judged as an InfiniBand rate (before this test: "PCIe link … cannot carry the port rate
+/// 200000 Gb/s" on every Cassini).
+#[test]
+fn cassini_in_nccl_xml_is_unknown_not_a_bogus_rate() {
+    let t = load(Path::new(
+        "fixtures/platforms/rccl-topo_4p_942-mi300a-4apu-4cxi.xml",
+    ));
+    let f = port_findings(&t);
+    assert_eq!(f.len(), 4, "{f:#?}");
+    for x in &f {
+        assert_eq!(x.severity, audit::Severity::Unknown, "{x:#?}");
+        assert!(x.summary.contains("nccl-xml"), "{}", x.summary);
+    }
+}

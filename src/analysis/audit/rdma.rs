@@ -47,11 +47,14 @@ pub fn nic_port_down(ctx: &Ctx) -> Vec<Finding> {
             .filter(|o| o.kind == crate::model::OsDeviceKind::Rdma)
         {
             let base = format!("/sys/class/infiniband/{}/ports", od.name);
-            // A Cassini (Slingshot) has no InfiniBand port states: its link is read elsewhere.
-            let cassini = n.is_cassini();
-            if cassini {
+            // A Cassini (Slingshot) has no InfiniBand ports: its link is read elsewhere, and
+            // the ports an NCCL XML gives it carry no state and the plugin's speed number
+            // (RCCL's topo_4p_942.xml: `speed="200000000"`), not an IB rate.
+            if n.is_cassini() {
                 out.extend(super::cassini::link(ctx, n, od, paired));
-            } else if od.ports.is_empty() {
+                continue;
+            }
+            if od.ports.is_empty() {
                 out.push(no_ports(ctx, &od.name, &base));
                 continue;
             }
@@ -66,7 +69,7 @@ pub fn nic_port_down(ctx: &Ctx) -> Vec<Finding> {
                     },
                     pb: format!("{base}/{}", p.port),
                 };
-                if let Some(f) = port.state(paired).filter(|_| !cassini) {
+                if let Some(f) = port.state(paired) {
                     out.push(f);
                     continue;
                 }
