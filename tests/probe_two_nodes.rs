@@ -14,6 +14,8 @@
 //! Needs root (network namespaces), `ip` (iproute2) and libfabric1; `.ci/run` installs both.
 //! Under `CI` a missing piece fails; elsewhere the test reports itself skipped.
 
+mod common;
+
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -24,29 +26,16 @@ fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_peerpath")
 }
 
-fn have(tool: &str) -> bool {
-    std::env::var("PATH")
-        .unwrap_or_default()
-        .split(':')
-        .chain(["/usr/sbin", "/sbin"])
-        .any(|d| Path::new(d).join(tool).is_file())
-}
-
 /// Whether namespaces can be made here: root, `ip`, libfabric. Under CI a missing piece
 /// fails; elsewhere the test reports itself skipped.
 fn available() -> bool {
     let ci = std::env::var_os("CI").is_some();
-    if !have("ip") {
+    if !common::have("ip") {
         assert!(!ci, "`ip` missing under CI: .ci/run installs iproute2");
         eprintln!("SKIPPED: `ip` not installed (apt-get install iproute2)");
         return false;
     }
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let root = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .is_some_and(|u| u.split_whitespace().nth(1) == Some("0"));
-    if !root {
+    if !common::is_root() {
         assert!(!ci, "CI runs as root");
         eprintln!("SKIPPED: needs root (network namespaces)");
         return false;

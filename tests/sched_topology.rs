@@ -7,6 +7,8 @@
 //! slurmctld 22.05, tests/slurm/topo.sh) loads the tree and places a `--switches=1` job inside
 //! one unit.
 
+mod common;
+
 use peerpath::analysis::cabling::FindingKind;
 use peerpath::analysis::schedtopo::{self, BlockBasis, SchedOptions, SchedTopo};
 use peerpath::model::fabric::{FabricMap, NodeKind};
@@ -16,7 +18,7 @@ use peerpath::synth::fabric::{Pod, PodFault, ibnetdiscover};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const PLANE: &str = "fixtures/fabric/published/topograph-ibnetdiscover-dgx-h100-ndr-example.out";
 
@@ -468,43 +470,14 @@ fn sched_topo_of_plane() -> SchedTopo {
     schedtopo::build(&load(PLANE), &[], &SchedOptions::default())
 }
 
-fn have(tool: &str) -> bool {
-    std::env::var("PATH")
-        .unwrap_or_default()
-        .split(':')
-        .chain(["/usr/sbin", "/sbin"])
-        .any(|d| Path::new(d).join(tool).is_file())
-}
-
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    common::free_ports(1)[0]
 }
 
 /// Whether real Slurm can run here (the daemons, root for namespaces); under CI a missing
 /// piece fails, elsewhere the test says it is skipped.
 fn slurm_available() -> bool {
-    let missing: Vec<&str> = ["slurmctld", "slurmd", "scontrol", "srun", "unshare"]
-        .into_iter()
-        .filter(|t| !have(t))
-        .collect();
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let root = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .is_some_and(|u| u.split_whitespace().nth(1) == Some("0"));
-    if missing.is_empty() && root {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{missing:?} missing or not root under CI"
-    );
-    eprintln!("SKIPPED: {missing:?} not installed, or not root");
-    false
+    common::slurm_available(&["slurmctld", "slurmd", "scontrol", "srun", "unshare"])
 }
 
 /// Real slurmctld (Debian 12's 22.05) with `TopologyPlugin=topology/tree` and our
@@ -526,35 +499,25 @@ fn slurmctld_loads_the_tree_and_packs_a_job_in_one_unit() {
         "a06-p1-dgx-02-c02",
     ];
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/slurm/topo.sh");
-    let mut child = Command::new("unshare")
-        .args([
-            "-m",
-            "-p",
-            "-f",
-            "--mount-proc",
-            "--propagation",
-            "private",
-            "bash",
-        ])
-        .arg(&script)
-        .arg(dir.path().join("w"))
-        .arg(&topo)
-        .arg(free_port().to_string())
-        .arg(free_port().to_string())
-        .args(live)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > Duration::from_secs(120) {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let o = child.wait_with_output().unwrap();
+    let o = common::run_bounded(
+        Command::new("unshare")
+            .args([
+                "-m",
+                "-p",
+                "-f",
+                "--mount-proc",
+                "--propagation",
+                "private",
+                "bash",
+            ])
+            .arg(&script)
+            .arg(dir.path().join("w"))
+            .arg(&topo)
+            .arg(free_port().to_string())
+            .arg(free_port().to_string())
+            .args(live),
+        Duration::from_secs(120),
+    );
     let text = String::from_utf8_lossy(&o.stdout).into_owned();
     let why = format!(
         "{text}\nstderr: {}\nslurmctld.log: {}",
@@ -584,22 +547,9 @@ fn slurmctld_loads_the_tree_and_packs_a_job_in_one_unit() {
 /// not one per unit, and the labels carry each tray's domain.
 #[test]
 fn nvl72_fleet_gives_one_block_per_rack() {
-    use peerpath::synth::nvl72::{rack_uuid, tray_name, write_fleet};
+    use peerpath::synth::nvl72::rack_uuid;
     let dir = tempfile::tempdir().unwrap();
-    let caps = dir.path().join("caps");
-    write_fleet(&caps, 2).unwrap();
-    let pod = Pod {
-        nodes: 36,
-        rails: 4,
-        hosts_per_leaf: 36,
-        spines: 2,
-    };
-    let mut text = ibnetdiscover(&pod, &[]);
-    for h in 0..36 {
-        text = text.replace(&Pod::host(h), &tray_name(h / 18 + 1, h % 18 + 1));
-    }
-    let map = dir.path().join("pod.ibnetdiscover");
-    std::fs::write(&map, text).unwrap();
+    let (map, caps) = common::nvl72_fleet(dir.path(), 2);
     let (map, caps) = (map.to_str().unwrap(), caps.to_str().unwrap());
     let (conf, _) = export(&[
         "--format",
