@@ -220,7 +220,7 @@ fn nodes_of_label_script(script: &str) -> (usize, String) {
 }
 
 /// peerpath's Kueue Topology and labels of the plane: the Topology passes Kueue's CRD, the
-/// script applies that same Topology, and each of the 120 nodes it labels carries valid labels
+/// script applies that same Topology, and each of the 119 nodes it labels carries valid labels
 /// for every level.
 #[test]
 fn export_of_superpod_plane_passes_kueue_and_label_rules() {
@@ -237,13 +237,13 @@ fn export_of_superpod_plane_passes_kueue_and_label_rules() {
         "the script applies the same Topology:\n{script}"
     );
     let (n, nodes) = nodes_of_label_script(&script);
-    assert_eq!(n, 120, "{script}");
+    assert_eq!(n, 119, "{script}");
     let nodes = write(dir.path(), "nodes.yaml", &nodes);
     let (pass, text) = validate(
         &py,
         &[Path::new("--labels"), Path::new("--levels"), &topo, &nodes],
     );
-    assert!(pass && text.matches("PASS").count() == 120, "{text}");
+    assert!(pass && text.matches("PASS").count() == 119, "{text}");
 }
 
 /// SYNTHESIZED: two GB200 NVL72 racks of 18 trays in one scalable unit (`peerpath::synth`:

@@ -559,12 +559,12 @@ fn plane_tree_on(suite: &str) {
         .map(|u| u.nodes.len())
         .sum();
     assert_eq!(
-        nodes, 120,
-        "the plane's 120 GPU nodes, each under one unit: {out}"
+        nodes, 119,
+        "the plane's 119 named GPU nodes, each under one unit: {out}"
     );
 }
 
-/// peerpath's topology/block file of the plane (a block per unit, `BlockSizes=11,22,44,88`).
+/// peerpath's topology/block file of the plane (a block per unit, `BlockSizes=10,20,40,80`).
 fn plane_blocks_on(suite: &str) {
     let Some(root) = slurm_root(suite) else {
         return;
