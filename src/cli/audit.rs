@@ -74,11 +74,19 @@ pub fn run(topo: &peerpath::model::Topology, a: &AuditArgs, live: bool) -> Resul
             i => logs.push(i),
         }
     }
-    let job = a.job.then(|| job_env(live));
+    let mut job = a.job.then(|| job_env(live));
     // One classification and one audit: the job's logs are joined to the audit's own report
     // and folded into it afterwards.
     let t = audit::job_topology(topo, job.as_ref());
+    if let Some(j) = job.as_mut() {
+        conf_topo_file(j, &t, live);
+    }
     let cl = Classifier::new(&t, &ClassifyOptions::default());
+    // The job's own NCCL_TOPO_FILE is NCCL's tree for the pairs it decides: a second input.
+    let cl = match job.as_ref().and_then(job::JobEnv::topo_file_input) {
+        Some((path, file)) => cl.with_topo_file(path, file),
+        None => cl,
+    };
     let mut report = audit::run_with(
         &cl,
         &AuditOptions {
@@ -117,24 +125,52 @@ fn job_env(live: bool) -> job::JobEnv {
     let topo_file = vars
         .iter()
         .find(|(k, _)| k == "NCCL_TOPO_FILE")
-        .map(|(_, v)| {
-            let p = std::path::Path::new(v);
-            if !p.exists() {
-                return Err("the file does not exist".to_string());
-            }
-            peerpath::sources::load(Some(p), &Default::default())
-                .map_err(|e| format!("not readable as a topology: {e:#}"))
-                .and_then(|t| {
-                    if t.source.kind.contains("nccl") {
-                        Ok(t)
-                    } else {
-                        Err(format!("a {} file, not NCCL topology XML", t.source.kind))
-                    }
-                })
-        });
+        .map(|(_, v)| read_topo_file(v));
     job::JobEnv {
         vars,
         live: live.then(peerpath::probe::live::read),
         topo_file,
+        topo_file_conf: None,
     }
+}
+
+/// An `NCCL_TOPO_FILE` read as NCCL topology XML, or why it could not be.
+fn read_topo_file(v: &str) -> Result<peerpath::model::Topology, String> {
+    let p = std::path::Path::new(v);
+    if !p.exists() {
+        return Err(job::NO_SUCH_TOPO_FILE.to_string());
+    }
+    peerpath::sources::load(Some(p), &Default::default())
+        .map_err(|e| format!("not readable as a topology: {e:#}"))
+        .and_then(|t| {
+            if t.source.kind.contains("nccl") {
+                Ok(t)
+            } else {
+                Err(format!("a {} file, not NCCL topology XML", t.source.kind))
+            }
+        })
+}
+
+/// `NCCL_TOPO_FILE` set only in a configuration file NCCL reads (the node's `/etc/nccl.conf`,
+/// `NCCL_CONF_FILE`): the file is read on this machine when the audit is live; a snapshot's
+/// names a file on the node, which the input does not hold.
+fn conf_topo_file(j: &mut job::JobEnv, t: &peerpath::model::Topology, live: bool) {
+    use peerpath::model::nccl_settings::SettingSource;
+    if j.topo_file.is_some() {
+        return;
+    }
+    let Some(s) = t.machine.nccl.get("NCCL_TOPO_FILE") else {
+        return;
+    };
+    let SettingSource::File { path, line } = &s.source else {
+        return;
+    };
+    j.topo_file_conf = Some((s.value.clone(), format!("{path} line {line}")));
+    j.topo_file = Some(if live {
+        read_topo_file(&s.value)
+    } else {
+        Err(format!(
+            "named in {path} of the input; the file is on the node, not in this input"
+        ))
+    });
 }

@@ -8,6 +8,7 @@ use super::judged::{Judged, Judgement};
 use super::nccl_settings::setting_evidence;
 use super::{Ctx, Evidence, RemedyClass, Severity};
 use crate::analysis::classify::Label;
+use crate::analysis::classify::topo_file::FileJudgement;
 use crate::analysis::design::Design;
 use crate::analysis::nccl::NcclPath;
 use crate::analysis::settings::Effective;
@@ -94,6 +95,9 @@ pub(super) fn judge_gpu(
         );
     }
     if let Some(v) = c.gdr_on() {
+        return v;
+    }
+    if let Some(v) = c.file_off() {
         return v;
     }
     if let Some(v) = c.setting_off() {
@@ -205,6 +209,9 @@ impl<'c, 'v, 'a> GpuCase<'c, 'v, 'a> {
                 "run `peerpath probe` on the node, or read the job's NCCL log (`peerpath evidence`), to see whether GDR is used".into(),
             ));
         }
+        if let Some(v) = self.file_unknown() {
+            return Some(v);
+        }
         if j.label == Label::Unknown {
             return Some(self.with_evidence(
                 RemedyClass::Unknown,
@@ -232,6 +239,24 @@ impl<'c, 'v, 'a> GpuCase<'c, 'v, 'a> {
         let level_words = &self.level_words;
         if !j.gdr {
             return None;
+        }
+        if let Some(FileJudgement::Decided {
+            path, words, tree, ..
+        }) = ctx.cl.topo_file_pair(&g.bdf, &n.bdf)
+        {
+            let words = format!(
+                "judged on NCCL_TOPO_FILE={path}, as NCCL will: {words}; the level admits {} ({level_words}), so {lib} uses GPUDirect RDMA on this pair (the node's own tree has them {}: {tree} to {lib} without the file)",
+                j.nccl_path,
+                j.word()
+            );
+            let ev = self.file_evidence(path);
+            self.evidence.extend(ev);
+            return Some(self.with_evidence(
+                RemedyClass::None,
+                Severity::Info,
+                words,
+                "none while the file describes this machine type".into(),
+            ));
         }
         if !j.local()
             && !ctx.virtualized
@@ -274,6 +299,76 @@ impl<'c, 'v, 'a> GpuCase<'c, 'v, 'a> {
             words,
             "none; GDR across the host bridge pays where it is faster than staging through host memory: `peerpath probe` (or ib_write_bw --use_cuda) on this pair shows it".into(),
         ))
+    }
+
+    /// The job's `NCCL_TOPO_FILE` could not be read, or places this pair where its tree is not
+    /// joined to the node's: NCCL's path for it is unknown.
+    fn file_unknown(&mut self) -> Option<GpuVerdict> {
+        let (ctx, g, n, j, lib) = (self.ctx, self.g, self.n, self.j, self.lib);
+        let (path, why) = match ctx.cl.topo_file_pair(&g.bdf, &n.bdf)? {
+            FileJudgement::Unreadable { path, why } => (
+                path,
+                format!(
+                    "it could not be read here ({why}), so the tree {lib} judges this pair on is unknown"
+                ),
+            ),
+            FileJudgement::Unknown { path, why } => (path, why.to_string()),
+            FileJudgement::Decided { .. } => return None,
+        };
+        let words = format!(
+            "{lib} reads NCCL_TOPO_FILE={path}: {why}; whether it uses GPUDirect RDMA here is unknown (the node's own tree has them {}: {})",
+            j.word(),
+            j.nccl_path
+        );
+        let ev = self.file_evidence(path);
+        self.evidence.extend(ev);
+        Some(self.with_evidence(
+            RemedyClass::Unknown,
+            Severity::Unknown,
+            words,
+            "run the audit where the job's file is readable (NCCL reads it as the job's user), or read the job's NCCL log (`peerpath evidence`)".into(),
+        ))
+    }
+
+    /// The job's `NCCL_TOPO_FILE` keeps GDR off on a pair the node's own tree would give it.
+    fn file_off(&mut self) -> Option<GpuVerdict> {
+        let (ctx, g, n, j, lib) = (self.ctx, self.g, self.n, self.j, self.lib);
+        let Some(FileJudgement::Decided {
+            path,
+            words,
+            tree,
+            tree_gdr: true,
+            ..
+        }) = ctx.cl.topo_file_pair(&g.bdf, &n.bdf)
+        else {
+            return None;
+        };
+        if j.gdr {
+            return None;
+        }
+        let words = format!(
+            "judged on NCCL_TOPO_FILE={path}, as NCCL will: {words}, beyond {} ({}), so {lib} stages this GPU's traffic through host memory; the node's own tree has them {} ({tree}), where {lib} would use GPUDirect RDMA",
+            self.shown(self.st.gdr_level_or(self.fallback)),
+            self.level_words,
+            j.word()
+        );
+        let ev = self.file_evidence(path);
+        self.evidence.extend(ev);
+        Some(self.with_evidence(
+            RemedyClass::Setting,
+            Severity::Error,
+            words,
+            "use the topology file made for this machine type, or unset NCCL_TOPO_FILE".into(),
+        ))
+    }
+
+    /// Where the job names its topology file (the setting), and the file.
+    fn file_evidence(&self, path: &str) -> Vec<Evidence> {
+        let mut ev: Vec<Evidence> = self.st.topo_file.iter().map(setting_evidence).collect();
+        if ev.is_empty() {
+            ev.push(Evidence::new("env NCCL_TOPO_FILE", path));
+        }
+        ev
     }
 
     /// A setting keeps GDR off on a path the release's own rule admits, or a setting NCCL

@@ -7,6 +7,7 @@
 //! file itself: the variables and live facts are handed in. Every finding's id starts `job-`.
 
 use super::{CheckId, Ctx, Finding, Severity, Subject};
+use crate::analysis::classify::topo_file::FileJudgement;
 use crate::analysis::evidence::version::{self as nver, ANY};
 use crate::analysis::nccl::NcclPath;
 use crate::model::{DeviceKind, Fact, OsDeviceKind, Topology};
@@ -42,9 +43,40 @@ pub struct JobEnv {
     /// `NCCL_TOPO_FILE`'s content read by the command (the audit reads no file): `Err` says
     /// why it could not be read.
     pub topo_file: Option<Result<Topology, String>>,
+    /// `NCCL_TOPO_FILE` when a configuration file NCCL reads names it and the environment does
+    /// not (`/etc/nccl.conf` on Azure's HPC images): its value and where (`/etc/nccl.conf line
+    /// 1`), from the node's settings (`sources::nccl_conf`).
+    pub topo_file_conf: Option<(String, String)>,
 }
 
+/// [`JobEnv::topo_file`]'s reason when the named file does not exist: NCCL then logs that it
+/// could not open it and detects the topology itself (`ncclTopoGetXmlFromFile`).
+pub const NO_SUCH_TOPO_FILE: &str = "the file does not exist";
+
 impl JobEnv {
+    /// The job's `NCCL_TOPO_FILE` as NCCL will read it: its path and the file read as a
+    /// topology, or why it could not be read. `None` without the variable, or when the file
+    /// does not exist (NCCL detects the topology itself, as without the variable).
+    pub fn topo_file_input(&self) -> Option<(&str, Result<&Topology, &str>)> {
+        let (path, _) = self.topo_file_named()?;
+        match self.topo_file.as_ref()? {
+            Ok(t) => Some((path, Ok(t))),
+            Err(why) if why == NO_SUCH_TOPO_FILE => None,
+            Err(why) => Some((path, Err(why.as_str()))),
+        }
+    }
+
+    /// The topology file the job names, and where, as evidence (path, raw line): the
+    /// environment first, as NCCL reads it, then a configuration file.
+    pub fn topo_file_named(&self) -> Option<(&str, (String, String))> {
+        if let Some(v) = self.var("NCCL_TOPO_FILE") {
+            return Some((v, env_ev("NCCL_TOPO_FILE", v)));
+        }
+        self.topo_file_conf
+            .as_ref()
+            .map(|(v, at)| (v.as_str(), (at.clone(), format!("NCCL_TOPO_FILE={v}"))))
+    }
+
     fn var(&self, k: &str) -> Option<&str> {
         self.vars
             .iter()
@@ -605,10 +637,9 @@ fn net(env: &JobEnv) -> Vec<Finding> {
 /// `job-topo-file`.
 fn topo_file(ctx: &Ctx, env: &JobEnv) -> Vec<Finding> {
     let id = CheckId::JobTopoFile;
-    let Some(v) = env.var("NCCL_TOPO_FILE") else {
+    let Some((v, (e, k))) = env.topo_file_named() else {
         return Vec::new();
     };
-    let (e, k) = env_ev("NCCL_TOPO_FILE", v);
     match &env.topo_file {
         None => vec![
             Finding::new(
@@ -620,13 +651,23 @@ fn topo_file(ctx: &Ctx, env: &JobEnv) -> Vec<Finding> {
             )
             .with(e, k),
         ],
-        Some(Err(why)) => vec![
+        Some(Err(why)) if why == NO_SUCH_TOPO_FILE => vec![
             Finding::new(
                 id,
                 Severity::Error,
                 Subject::Node,
                 format!("NCCL_TOPO_FILE={v}: {why}; NCCL warns and detects the topology itself"),
                 "point it at a readable NCCL topology XML, or unset it",
+            )
+            .with(e, k),
+        ],
+        Some(Err(why)) => vec![
+            Finding::new(
+                id,
+                Severity::Unknown,
+                Subject::Node,
+                format!("NCCL_TOPO_FILE={v}: could not be read here ({why}): the tree NCCL judges the GPU–NIC pairs on is unknown, and so is whether it uses GPUDirect RDMA on them"),
+                "run the audit where the job's file is readable as NCCL topology XML (NCCL reads it as the job's user)",
             )
             .with(e, k),
         ],
@@ -643,13 +684,76 @@ fn topo_file(ctx: &Ctx, env: &JobEnv) -> Vec<Finding> {
                 .filter(|b| !mine.contains(b))
                 .map(|b| b.to_string())
                 .collect();
-            if missing.is_empty() && extra.is_empty() {
-                vec![Finding::new(id, Severity::Info, Subject::Node, format!("NCCL_TOPO_FILE={v}: readable as NCCL XML, the same {} GPU(s) as this node", mine.len()), "none").with(e, k)]
+            let mut out = if missing.is_empty() && extra.is_empty() {
+                vec![Finding::new(id, Severity::Info, Subject::Node, format!("NCCL_TOPO_FILE={v}: readable as NCCL XML, the same {} GPU(s) as this node{}", mine.len(), file_pairs_words(ctx)), "none").with(e.clone(), k.clone())]
             } else {
-                vec![Finding::new(id, Severity::Warning, Subject::Node, format!("NCCL_TOPO_FILE={v} describes other GPUs: not in the file {:?}, only in the file {:?} — NCCL will place ranks by a topology that is not this node's", missing, extra), "use the file made for this machine type (or unset it)").with(e, k)]
+                vec![Finding::new(id, Severity::Warning, Subject::Node, format!("NCCL_TOPO_FILE={v} describes other GPUs: not in the file {:?}, only in the file {:?} — NCCL will place ranks by a topology that is not this node's{}", missing, extra, file_pairs_words(ctx)), "use the file made for this machine type (or unset it)").with(e.clone(), k.clone())]
+            };
+            out.extend(file_across_cpus(ctx, v, &e, &k));
+            out
+        }
+    }
+}
+
+/// The job's file over the node's GPU–NIC pairs, in words: how many it decides (NCCL's tree
+/// for them is the file's) and how many of those differ from the node's own tree.
+fn file_pairs_words(ctx: &Ctx) -> String {
+    if ctx.cl.topo_file().is_none() {
+        return String::new();
+    }
+    let (mut decided, mut differ) = (0usize, 0usize);
+    for g in &ctx.gpus {
+        for n in &ctx.nics {
+            if let Some(FileJudgement::Decided { file, tree, .. }) =
+                ctx.cl.topo_file_pair(&g.bdf, &n.bdf)
+            {
+                decided += 1;
+                differ += usize::from(file != tree);
             }
         }
     }
+    format!(
+        "; GPU–NIC pairs judged on the file's tree, as NCCL will: it decides {decided} of {} ({differ} differ from the node's own tree)",
+        ctx.gpus.len() * ctx.nics.len()
+    )
+}
+
+/// A GPU–NIC pair the job's file puts within PXB (NCCL takes the NIC as local and uses
+/// GPUDirect RDMA on it) that the node's own tree has on different CPUs (SYS): the file does
+/// not describe this node.
+fn file_across_cpus(ctx: &Ctx, v: &str, e: &str, k: &str) -> Vec<Finding> {
+    let version = ctx.cl.options().nccl_version;
+    let mut out = Vec::new();
+    for g in &ctx.gpus {
+        for n in &ctx.nics {
+            let Some(FileJudgement::Decided {
+                file, words, tree, ..
+            }) = ctx.cl.topo_file_pair(&g.bdf, &n.bdf)
+            else {
+                continue;
+            };
+            if !(file.le(NcclPath::Pxb, version) && tree == NcclPath::Sys) {
+                continue;
+            }
+            let mut f = Finding::new(
+                CheckId::JobTopoFile,
+                Severity::Warning,
+                Subject::Device(g.bdf),
+                format!(
+                    "NCCL_TOPO_FILE={v} has {} and {} at {file} ({words}), but the node's own tree has them on different CPUs ({tree}): NCCL takes that NIC as local to the GPU and runs GPUDirect RDMA across the CPUs' link",
+                    ctx.name(&g.bdf),
+                    ctx.name(&n.bdf)
+                ),
+                "use the topology file made for this machine type (its bus ids and NUMA nodes), or unset NCCL_TOPO_FILE",
+            )
+            .with(e, k);
+            for d in [*g, *n] {
+                f.evidence.push(super::device_place(ctx.topo, d));
+            }
+            out.push(f);
+        }
+    }
+    out
 }
 
 /// The live checks: `job-rdma-devices`, `job-memlock`, `job-shm`, `job-cpuset`, `job-peer-memory`.

@@ -17,6 +17,8 @@ use super::gpu_verdict::{GpuVerdict, judge_gpu};
 use super::judged::Judged;
 use super::{CheckId, Ctx, Evidence, Finding, Pair, RemedyClass, Severity, Subject, device_place};
 use crate::analysis::classify::Label;
+use crate::analysis::classify::topo_file::FileJudgement;
+use crate::analysis::nccl::NcclPath;
 use crate::analysis::pairing::{RAIL_FRACTION, nic_speed_gbps, rail_mask};
 use crate::model::{Bdf, Device, Topology};
 
@@ -160,7 +162,13 @@ impl<'c, 'v, 'a> Matching<'c, 'v, 'a> {
         for (gi, g) in ctx.gpus.iter().enumerate() {
             let bi = self.best_rail(gi);
             let best = judged.at(gi, bi);
-            if best.local() && best.gdr {
+            // A pair the job's NCCL_TOPO_FILE leaves unknown is judged even when the node's
+            // own tree gives it GDR.
+            let file_unknown = ctx
+                .cl
+                .topo_file_pair(&g.bdf, &ctx.nics[bi].bdf)
+                .is_some_and(|f| !matches!(f, FileJudgement::Decided { .. }));
+            if best.local() && best.gdr && !file_unknown {
                 continue;
             }
             // An APU (MI300A) with its NIC on its own NUMA node and no switch between them is
@@ -286,14 +294,13 @@ impl<'c, 'v, 'a> Matching<'c, 'v, 'a> {
             if apu_nic {
                 continue;
             }
-            // A NIC the platform plugin's own topology file puts behind a switch with a GPU:
-            // PIX to NCCL (the GPU's gpu-nic-path finding says so), whatever the VM's tree
-            // shows.
-            if ctx
-                .gpus
-                .iter()
-                .any(|g| ctx.cl.plugin_file_words(&g.bdf, &n.bdf).is_some())
-            {
+            // A NIC the platform plugin's own topology file, or the job's NCCL_TOPO_FILE, puts
+            // within PXB of a GPU: local to NCCL (the GPU's gpu-nic-path finding says so),
+            // whatever the VM's tree shows.
+            if ctx.gpus.iter().any(|g| {
+                ctx.cl.plugin_file_words(&g.bdf, &n.bdf).is_some()
+                    || file_local(ctx, &g.bdf, &n.bdf)
+            }) {
                 continue;
             }
             findings.push(self.not_local(ni, n, misplaced_gpu));
@@ -451,6 +458,14 @@ fn path_evidence(topo: &Topology, a: &Bdf, b: &Bdf) -> Vec<Evidence> {
         .filter_map(|x| topo.device(x))
         .map(|d| device_place(topo, d))
         .collect()
+}
+
+/// The job's `NCCL_TOPO_FILE` puts GPU `g` and NIC `n` within PXB of each other.
+fn file_local(ctx: &Ctx, g: &Bdf, n: &Bdf) -> bool {
+    matches!(
+        ctx.cl.topo_file_pair(g, n),
+        Some(FileJudgement::Decided { file, .. }) if file.le(NcclPath::Pxb, ctx.cl.options().nccl_version)
+    )
 }
 
 #[cfg(test)]

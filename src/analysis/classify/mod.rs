@@ -19,6 +19,7 @@ mod nvsmi;
 mod platform_words;
 pub mod plugin_topo;
 mod rccl;
+pub mod topo_file;
 mod wording;
 
 pub use super::nccl::{NcclPath, NcclVersion};
@@ -304,6 +305,9 @@ pub struct Classifier<'t> {
     /// The topology file a cloud platform's NCCL plugin hands NCCL on this node, and why it
     /// applies ([`plugin_topo::applying`]): NCCL's PCI tree for the devices it lists.
     plugin: Option<(&'static plugin_topo::PluginTopo, String)>,
+    /// The job's own `NCCL_TOPO_FILE` over this node ([`Classifier::with_topo_file`]): NCCL's
+    /// tree for the GPU–NIC pairs it decides.
+    topo_file: Option<topo_file::TopoFile>,
     /// NCCL's inter-CPU bandwidth and bucket for this machine.
     inter_cpu: Option<(f64, &'static str)>,
     endpoints: Vec<Endpoint>,
@@ -356,6 +360,7 @@ impl<'t> Classifier<'t> {
                 .count(),
             rccl: rccl::rccl_topology(t),
             plugin: plugin_topo::applying(t),
+            topo_file: None,
             rome: super::nccl::rccl_rome_class(
                 t.machine.cpu_vendor.as_deref(),
                 t.machine.cpu_family,

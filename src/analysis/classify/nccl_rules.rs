@@ -30,6 +30,8 @@ pub(super) enum BaseWhy {
     /// Both are behind this group's switch of the plugin's topology file (index into its
     /// groups).
     PluginFile(usize),
+    /// The job's `NCCL_TOPO_FILE` decides this GPU–NIC pair ([`super::topo_file`]).
+    TopoFile,
 }
 
 /// NCCL's decisions for one pair, before they are put into words.
@@ -52,8 +54,20 @@ pub(super) struct Decision {
 }
 
 impl Classifier<'_> {
-    /// NCCL's base path type (before P2P rerouting and PXN) and why, without allocation.
+    /// NCCL's base path type (before P2P rerouting and PXN) and why, without allocation: on
+    /// the job's `NCCL_TOPO_FILE` where it decides the pair, else on the node's tree.
     pub(super) fn nccl_base(&self, a: DevIx, b: DevIx) -> (NcclPath, BaseWhy) {
+        if self.topo_file.is_some()
+            && a != b
+            && let Some(p) = self.file_base(a, b)
+        {
+            return (p, BaseWhy::TopoFile);
+        }
+        self.tree_base(a, b)
+    }
+
+    /// NCCL's base path type on the node's own tree (what it detects without a topology file).
+    pub(super) fn tree_base(&self, a: DevIx, b: DevIx) -> (NcclPath, BaseWhy) {
         let p = &self.paths;
         if a == b {
             return (NcclPath::Loc, BaseWhy::Same);
@@ -104,6 +118,20 @@ impl Classifier<'_> {
         } else {
             (NcclPath::Sys, BaseWhy::Cpus(na, nb))
         }
+    }
+
+    /// Whether NCCL uses GPUDirect RDMA between GPU `g` and NIC `n` over a path of type
+    /// `path`, under the GDR level that applies to the pair and the transport the settings pick.
+    pub(super) fn gdr_on_path(&self, g: DevIx, n: DevIx, path: NcclPath) -> bool {
+        let level = self.settings.gdr_level_or(self.library_gdr_path(g, n));
+        self.gdr_at_level(g, n, path, level)
+    }
+
+    /// [`Classifier::gdr_on_path`] at a level already read: the one GDR rule.
+    fn gdr_at_level(&self, g: DevIx, n: DevIx, path: NcclPath, level: NcclPath) -> bool {
+        let p = &self.paths;
+        self.settings.gdr_allows(path, level, p.c2c(g).is_some())
+            && self.settings.transport_off(p.device(n)).is_none()
     }
 
     /// The group of the plugin's topology file that lists both `a` and `b`, when one applies:
@@ -221,9 +249,7 @@ impl Classifier<'_> {
                 let (path, c2c_phb) = self.nccl_gpu_nic(g, base, why);
                 d.path = path;
                 d.c2c_phb = c2c_phb;
-                let gpu_c2c = p.c2c(g).is_some();
-                d.gdr = self.settings.gdr_allows(path, level, gpu_c2c)
-                    && self.settings.transport_off(p.device(n)).is_none();
+                d.gdr = self.gdr_at_level(g, n, path, level);
                 // PXN only where the GPU's own path is worse than PXN (its other condition, a
                 // relay with more bandwidth, is not modelled); RCCL keeps it off by default
                 // (`NCCL_PARAM(PxnDisable, "PXN_DISABLE", 1)`). A relay is an NVLink peer of

@@ -371,7 +371,7 @@ impl Classifier<'_> {
     }
 
     /// The words for a [`BaseWhy`].
-    fn base_rule(&self, a: DevIx, b: DevIx, why: BaseWhy) -> String {
+    pub(super) fn base_rule(&self, a: DevIx, b: DevIx, why: BaseWhy) -> String {
         let v = self.opts.nccl_version;
         let s = |n: Option<u32>| n.map(|n| n.to_string()).unwrap_or_else(|| "-1".into());
         match why {
@@ -435,6 +435,7 @@ impl Classifier<'_> {
                 ),
                 None => "behind one switch of the plugin's topology file: PIX".into(),
             },
+            BaseWhy::TopoFile => format!("as NCCL will read it, {}", self.file_words(a, b)),
             BaseWhy::Cpus(x, y) => {
                 let extra = if x.is_none() || y.is_none() {
                     " (numa_node -1 forms its own CPU node)"
