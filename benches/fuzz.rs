@@ -1,10 +1,10 @@
 //! Long fuzz runs of every target with the stable mutational harness: `cargo bench --bench fuzz
-//! -- [EXECS] [TARGET…]` (default 10,000,000 per cheap target; tarball, JSON and evidence
-//! targets get 1/100 of it, the XML ones 1/10, unless targets are named: then each named one
-//! gets EXECS). Prints executions, crashes and rate per target. Coverage-guided runs:
-//! `fuzz/README.md`.
+//! -- [EXECS] [TARGET…]` (default 10,000,000 per cheap target; tarball, JSON, evidence,
+//! support-archive and bug-report targets get 1/100 of it, the XML ones 1/10, unless targets
+//! are named: then each named one gets EXECS). Prints executions, crashes and rate per target.
+//! Coverage-guided runs: `fuzz/README.md`.
 
-use peerpath::fuzzing::{TARGETS, run_mutations};
+use peerpath::fuzzing::{Stats, TARGETS, run_mutations};
 use std::time::Instant;
 
 fn main() {
@@ -38,12 +38,12 @@ fn main() {
             .unwrap_or_default();
         let n = match t.name {
             _ if !named.is_empty() => execs,
-            "snapshot" | "json" | "evidence" => execs / 100,
+            "snapshot" | "json" | "evidence" | "sosreport" | "bug_report" => execs / 100,
             "hwloc_xml" | "nccl_xml" => execs / 10,
             _ => execs,
         };
         let start = Instant::now();
-        let s = run_mutations(t.run, &corpus, n, 0x2545_f491_4f6c_dd1d);
+        let s = run_in_chunks(t.name, t.run, &corpus, n, start);
         let secs = start.elapsed().as_secs_f64();
         println!(
             "{:<10} {:>12} {:>8} {:>12.0}",
@@ -60,4 +60,39 @@ fn main() {
             }
         }
     }
+}
+
+/// Executions per chunk of a long run: each chunk is a mutation stream of its own seed, and
+/// its end is reported on stderr (executions so far, crashes, elapsed), so a long run shows how
+/// far it got.
+const CHUNK: u64 = 100_000;
+
+/// Runs `n` executions of `run` over `corpus` in chunks of [`CHUNK`], summing their stats.
+/// `FUZZ_FIRST_CHUNK=K` starts at chunk K (its seed), so that one long run can be split across
+/// processes without repeating a chunk: `1000000` from chunk 0 and `1000000` from chunk 10
+/// are two million distinct executions.
+fn run_in_chunks(name: &str, run: fn(&[u8]), corpus: &[Vec<u8>], n: u64, start: Instant) -> Stats {
+    let mut total = Stats::default();
+    let mut chunk: u64 = std::env::var("FUZZ_FIRST_CHUNK")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    while total.execs < n {
+        let k = (n - total.execs).min(CHUNK);
+        let seed = 0x2545_f491_4f6c_dd1d ^ chunk.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let s = run_mutations(run, corpus, k, seed);
+        total.execs += s.execs;
+        total.crashes += s.crashes;
+        total.first_crash = total.first_crash.or(s.first_crash);
+        chunk += 1;
+        if n > CHUNK {
+            eprintln!(
+                "{name}: {} execs (to chunk {chunk}), {} crashes, {:.0} s",
+                total.execs,
+                total.crashes,
+                start.elapsed().as_secs_f64()
+            );
+        }
+    }
+    total
 }

@@ -91,7 +91,139 @@ pub const TARGETS: &[Target] = &[
         name: "evidence",
         run: evidence,
     },
+    Target {
+        name: "sosreport",
+        run: sosreport,
+    },
+    Target {
+        name: "bug_report",
+        run: bug_report,
+    },
 ];
+
+/// The member paths a [`sosreport`] input's segments are filed under (`\n@@` and a letter
+/// `a`, `b`, … choose one): every member the support-archive reader reads, in both archives'
+/// spellings, and one it does not read.
+const SUPPORT_MEMBERS: &[&str] = &[
+    "sos_commands/pci/lspci_-nnvv",
+    "sos_commands/pci/lspci_-tv",
+    "sos_commands/pci/lspci_-xxxx",
+    "sos_commands/infiniband/ibstat",
+    "sos_commands/infiniband/ibv_devinfo_-v",
+    "sos_commands/numa/numactl_--hardware",
+    "sos_commands/kernel/lsmod",
+    "sos_commands/kernel/dmesg",
+    "proc/cmdline",
+    "hardware.txt",
+    "ib.txt",
+    "boot.txt",
+    "sos_commands/kernel/sysctl_-a",
+];
+
+/// A tar archive of `members`, each under `top` (`sosreport-fuzz/`, or none: the tree as
+/// extracted).
+fn tar_of(members: &[(&str, &[u8])], top: &str) -> Vec<u8> {
+    let mut b = tar::Builder::new(Vec::new());
+    for (p, body) in members {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(body.len() as u64);
+        h.set_mode(0o644);
+        h.set_entry_type(tar::EntryType::Regular);
+        if b.append_data(&mut h, format!("{top}{p}"), *body).is_err() {
+            return Vec::new();
+        }
+    }
+    b.into_inner().unwrap_or_default()
+}
+
+/// A sosreport or supportconfig (`-i sosreport-….tar.xz`, or the same extracted), read by the
+/// support-archive reader ([`crate::sources::archive`]). The bytes are read twice: as an
+/// archive as given (tar, gzip, bzip2, xz), and as a member set: segments split at `\n@@`,
+/// each after the first naming its member by its first byte (`a` the first of
+/// `SUPPORT_MEMBERS`; the first segment is `lspci_-nnvv`), archived under `sosreport-fuzz/`
+/// (and supportconfig's under `scc_fuzz/`) and read as an archive, then as an extracted
+/// directory. What the archive readings accept is audited.
+pub fn sosreport(data: &[u8]) {
+    use crate::sources::{archive, fsroot::MemRoot};
+    let audit = |r: anyhow::Result<Option<crate::model::Topology>>| {
+        if let Ok(Some(t)) = r {
+            let _ = crate::analysis::audit::run(&t, &Default::default());
+        }
+    };
+    audit(archive::read(data, "fuzz", None));
+    let mut members: Vec<(&str, &[u8])> = Vec::new();
+    for (i, seg) in split_at_marker(data, b"\n@@").enumerate() {
+        match (i, seg.split_first()) {
+            (0, _) => members.push((SUPPORT_MEMBERS[0], seg)),
+            (_, Some((k, body))) => members.push((
+                SUPPORT_MEMBERS[usize::from(k.wrapping_sub(b'a')) % SUPPORT_MEMBERS.len()],
+                body,
+            )),
+            (_, None) => {}
+        }
+    }
+    let sos: Vec<(&str, &[u8])> = members
+        .iter()
+        .filter(|(p, _)| p.starts_with("sos_") || p.starts_with("proc/"))
+        .copied()
+        .collect();
+    let scc: Vec<(&str, &[u8])> = members
+        .iter()
+        .filter(|(p, _)| !p.starts_with("sos_") && !p.starts_with("proc/"))
+        .copied()
+        .collect();
+    audit(archive::read(
+        &tar_of(&sos, "sosreport-fuzz/"),
+        "fuzz",
+        None,
+    ));
+    // The same text read again is the same audit: the other forms are only read.
+    if !scc.is_empty() {
+        let _ = archive::read(&tar_of(&scc, "scc_fuzz/"), "fuzz", None);
+    }
+    if let Ok(root) = MemRoot::from_tar_bytes("fuzz", &tar_of(&sos, "")) {
+        let _ = archive::read_dir(&root, "fuzz", None);
+    }
+}
+
+/// The pieces of `data` between occurrences of `marker`.
+fn split_at_marker<'a>(data: &'a [u8], marker: &'a [u8]) -> impl Iterator<Item = &'a [u8]> {
+    let mut rest = Some(data);
+    std::iter::from_fn(move || {
+        let r = rest?;
+        match memchr::memmem::find(r, marker) {
+            Some(at) => {
+                rest = Some(&r[at + marker.len()..]);
+                Some(&r[..at])
+            }
+            None => {
+                rest = None;
+                Some(r)
+            }
+        }
+    })
+}
+
+/// An `nvidia-bug-report.log` (or `.log.gz`), read as `-i` reads it: gzip text inflated (at
+/// most 1 MiB here), else the bytes as text; the lspci blocks and what the script appended
+/// beside them (`nvidia-smi -q`, `dmesg`, `/proc/cmdline`, `/proc/modules`, `numa_node` files,
+/// [`crate::sources::lspci`]) read into a topology, audited (Xid and AER lines, the GDR
+/// modules) and drawn as a tree.
+pub fn bug_report(data: &[u8]) {
+    let text = match crate::sources::gunzip_text(data, 1 << 20) {
+        Ok(Some(t)) => std::borrow::Cow::Owned(t),
+        _ => String::from_utf8_lossy(data),
+    };
+    let src = crate::model::SourceInfo {
+        kind: "lspci".into(),
+        path: "fuzz".into(),
+        limitations: vec![],
+    };
+    if let Ok(t) = crate::sources::lspci::read(&text, src, None) {
+        let _ = crate::analysis::audit::run(&t, &Default::default());
+        let _ = crate::render::tree::render(&t, Default::default());
+    }
+}
 
 /// The probe's control protocol (`peerpath-probe/2`): lines framed, tags checked, `CHALLENGE`,
 /// `HELLO`, `RAIL` and `VERIFY` parsed and checked ([`crate::probe::remote::fuzz_lines`]).

@@ -35,7 +35,9 @@ fn smoke_every_target() {
             "snapshot" | "json" | "evidence" => 300,
             "hwloc_xml" | "nccl_xml" | "cufile" => 3_000,
             "fabric_map" => 2_000,
-            "lspci_text" => 1_000,
+            // Each reads a support archive (or a bug report) of up to ~14 KiB into a topology
+            // and audits it: ~2 ms an execution in a debug build.
+            "lspci_text" | "sosreport" | "bug_report" => 1_000,
             _ => 20_000,
         };
         let s = run_mutations(t.run, &corpus(t.name), execs, 0x9e37_79b9_7f4a_7c15);

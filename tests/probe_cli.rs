@@ -507,3 +507,32 @@ fn a_listeners_error_text_reaches_the_terminal_escaped() {
     }
     fake.join().unwrap();
 }
+
+/// `--key-file` and `--insecure` set up the control connection across nodes: on a probe of
+/// this node alone (no `--listen`, no `--peer`) they are refused as a usage error naming the
+/// flags that need them, before anything is measured (they were accepted and ignored, so an
+/// operator who meant `--peer` ran a local probe thinking the key was in use).
+#[test]
+fn key_file_and_insecure_without_listen_or_peer_are_refused() {
+    let dir = std::env::temp_dir().join(format!("peerpath-probe-key-{}", std::process::id()));
+    let _ = std::fs::write(&dir, "0123456789abcdef0123456789abcdef\n");
+    let key = dir.display().to_string();
+    for flags in [
+        vec!["--key-file", key.as_str()],
+        vec!["--insecure"],
+        vec!["--insecure", "--key-file", key.as_str()],
+    ] {
+        let mut args = vec!["--fabric", "ofi", "--memory", "host", "--duration", "1"];
+        args.extend(&flags);
+        let o = probe(&args, &[]);
+        no_panic(&o);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flags:?}: {err}");
+        assert!(
+            err.contains("--listen") && err.contains("--peer"),
+            "{flags:?}: the error names what the flag needs: {err}"
+        );
+        assert!(o.stdout.is_empty(), "{flags:?}: nothing measured");
+    }
+    let _ = std::fs::remove_file(&dir);
+}

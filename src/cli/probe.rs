@@ -59,8 +59,11 @@ pub enum ProbeFormat {
     Json,
 }
 
-/// Options of `peerpath probe`.
+/// Options of `peerpath probe`. `--key-file` and `--insecure` belong to the control connection
+/// across nodes: given without `--listen` or `--peer` they are refused (group `across`), not
+/// silently ignored by a probe on this node alone.
 #[derive(Args)]
+#[command(group(clap::ArgGroup::new("across").args(["listen", "peer"]).multiple(true)))]
 pub struct ProbeArgs {
     /// Topology to choose GPU–NIC pairs from (`-i`: sysfs root, snapshot, XML, JSON, with
     /// `--pci-ids`, `--host` and `--rdma-topo` as every topology command reads them); default:
@@ -115,11 +118,11 @@ pub struct ProbeArgs {
     pub timeout: f64,
     /// With --listen/--peer: the file holding the key both sides share (at least 16 bytes,
     /// readable by its owner only); default: the environment variable PEERPATH_PROBE_KEY.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", requires = "across")]
     pub key_file: Option<PathBuf>,
     /// With --listen/--peer: run the control connection without a key (both sides must say
     /// so): the listener serves whoever connects first. Trusted networks only.
-    #[arg(long)]
+    #[arg(long, requires = "across")]
     pub insecure: bool,
 }
 

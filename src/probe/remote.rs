@@ -1007,6 +1007,22 @@ mod tests {
         assert_eq!(e, "expected RAIL, got `REGION 1 2 3`");
     }
 
+    /// `VERIFY`'s message size is 1 B to the buffer's length; 0 or past it is refused naming
+    /// the limit (it sized the slots the listener then reads).
+    #[test]
+    fn verify_request_message_size_is_bounded_by_the_buffer() {
+        let w = |l: &str| -> Vec<String> { l.split(' ').map(String::from).collect() };
+        assert_eq!(
+            verify_request(&w("VERIFY 7 4096 1101"), 4096).unwrap(),
+            (7, 4096, "1101".to_string())
+        );
+        for msg in ["0", "4097", "18446744073709551615"] {
+            let e = verify_request(&w(&format!("VERIFY 7 {msg} 1")), 4096).unwrap_err();
+            assert!(e.contains("1 B to the buffer's 4096 B"), "{msg}: {e}");
+        }
+        assert!(verify_request(&w("VERIFY 7 -1 1"), 4096).is_err());
+    }
+
     #[test]
     fn a_fabric_connection_from_another_address_is_rejected() {
         let lo = Ipv4Addr::LOCALHOST;

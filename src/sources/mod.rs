@@ -436,7 +436,7 @@ fn is_too_large(e: &anyhow::Error) -> bool {
 /// The text inside a gzip file that is not a tar archive: `Ok(None)` for a tar, a file that
 /// does not decompress, or one whose content is not UTF-8 text; an error (the cap's words,
 /// never a cut judged) when the text inflates past `max` bytes.
-fn gunzip_text(bytes: &[u8], max: u64) -> Result<Option<String>> {
+pub(crate) fn gunzip_text(bytes: &[u8], max: u64) -> Result<Option<String>> {
     use std::io::Read;
     if !bytes.starts_with(&[0x1f, 0x8b]) {
         return Ok(None);

@@ -27,21 +27,27 @@ pub const CAPTURE_MANIFEST: &str = "peerpath-capture.json";
 /// The first fingerprint scheme whose captures record `/etc/nccl.conf` (`peerpath.fingerprint/4`).
 const FIRST_SCHEME_WITH_NCCL_CONF: u32 = 4;
 
+/// The largest capture manifest read (peerpath writes a few KiB).
+pub const MAX_MANIFEST_BYTES: usize = 1 << 20;
+
 /// Whether a snapshot was written by a peerpath that records `/etc/nccl.conf`: its manifest's
-/// fingerprint scheme is /4 or later. Then a missing file was absent on the machine.
-fn snapshot_records_nccl_conf(fs: &dyn FsRoot) -> bool {
-    let Ok(b) = fs.read_limited(Path::new(CAPTURE_MANIFEST), 1 << 20) else {
-        return false;
+/// fingerprint scheme is /4 or later (`Ok(false)` without a manifest: an older capture or
+/// another tarball). A manifest over [`MAX_MANIFEST_BYTES`] or not JSON is not read, never
+/// judged from a cut: `Err` says why, and whether the file was recorded is unknown.
+fn snapshot_records_nccl_conf(fs: &dyn FsRoot) -> Result<bool, String> {
+    let b = match fsroot::read_whole(fs, Path::new(CAPTURE_MANIFEST), MAX_MANIFEST_BYTES) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(format!("{CAPTURE_MANIFEST}: {e}")),
     };
-    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&b) else {
-        return false;
-    };
-    v["fingerprint"]["scheme"]
+    let v = serde_json::from_slice::<serde_json::Value>(&b)
+        .map_err(|e| format!("{CAPTURE_MANIFEST} is not JSON ({e}); not read"))?;
+    Ok(v["fingerprint"]["scheme"]
         .as_str()
         .and_then(|s| s.strip_prefix("peerpath.fingerprint/"))
         .and_then(|s| s.split_whitespace().next())
         .and_then(|n| n.parse::<u32>().ok())
-        .is_some_and(|n| n >= FIRST_SCHEME_WITH_NCCL_CONF)
+        .is_some_and(|n| n >= FIRST_SCHEME_WITH_NCCL_CONF))
 }
 
 /// Largest configuration file read (NCCL's own are a few lines; Azure's is three).
@@ -104,11 +110,21 @@ pub fn read_node(fs: &dyn FsRoot, snapshot: bool) -> NcclSettings {
         "/etc/nccl.conf",
         "/etc/nccl.conf (always read, last)",
     );
-    if snapshot && file.state == ConfFileState::Absent && !snapshot_records_nccl_conf(fs) {
-        file.state = ConfFileState::NotLooked(
-            "not in this snapshot: absent on the machine, or captured before peerpath recorded it"
-                .into(),
-        );
+    if snapshot && file.state == ConfFileState::Absent {
+        match snapshot_records_nccl_conf(fs) {
+            Ok(true) => {}
+            Ok(false) => {
+                file.state = ConfFileState::NotLooked(
+                    "not in this snapshot: absent on the machine, or captured before peerpath recorded it"
+                        .into(),
+                )
+            }
+            Err(why) => {
+                file.state = ConfFileState::NotLooked(format!(
+                    "not in this snapshot, and whether the capture recorded it is unknown: {why}"
+                ))
+            }
+        }
     }
     NcclSettings {
         entries,
@@ -239,5 +255,42 @@ mod tests {
             s.get("NCCL_NET_GDR_LEVEL").map(|e| e.value.as_str()),
             Some("LOC")
         );
+    }
+
+    /// Issue 53: the capture manifest is read whole or not at all. A manifest over 1 MiB whose
+    /// first MiB is a /4 manifest (and whose rest is not JSON) made a missing `/etc/nccl.conf`
+    /// "absent on the machine", judged from the cut; now whether it was recorded is unknown,
+    /// in the cap's words.
+    #[test]
+    fn capture_manifest_over_its_cap_is_not_read_from_a_cut() {
+        let state = |manifest: &[u8]| {
+            let d = tempfile::tempdir().unwrap();
+            std::fs::write(d.path().join(CAPTURE_MANIFEST), manifest).unwrap();
+            read_node(&DirRoot::new(d.path()), true).files[0]
+                .state
+                .clone()
+        };
+        let m4 = br#"{"fingerprint":{"scheme":"peerpath.fingerprint/4 0.1.0","value":"0"}}"#;
+        assert_eq!(state(m4), ConfFileState::Absent);
+        let m3 = br#"{"fingerprint":{"scheme":"peerpath.fingerprint/3 0.1.0","value":"0"}}"#;
+        assert!(
+            matches!(state(m3), ConfFileState::NotLooked(ref w) if w.contains("captured before")),
+            "{:?}",
+            state(m3)
+        );
+        let mut big = m4.to_vec();
+        big.resize(MAX_MANIFEST_BYTES + 4096, b' ');
+        big.extend_from_slice(b"not json");
+        match state(&big) {
+            ConfFileState::NotLooked(w) => assert!(
+                w.contains("unknown") && w.contains("1 MiB") && w.contains(CAPTURE_MANIFEST),
+                "{w}"
+            ),
+            other => panic!("judged from a cut: {other:?}"),
+        }
+        match state(b"{\"fingerprint\":") {
+            ConfFileState::NotLooked(w) => assert!(w.contains("not JSON"), "{w}"),
+            other => panic!("{other:?}"),
+        }
     }
 }

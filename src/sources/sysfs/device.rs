@@ -393,11 +393,24 @@ fn wants_vpd(d: &Device) -> bool {
     d.physfn.is_none() && matches!(part_of(d), Some(Part::CxNic | Part::DataDirectDma))
 }
 
+/// The largest VPD image: a VPD address is 15 bits (PCI Local Bus 3.0, I.3; the kernel's
+/// `PCI_VPD_MAX_SIZE`), so the kernel's `vpd` file never holds more.
+pub const MAX_VPD_BYTES: usize = 32 << 10;
+
 /// The VPD keywords that pair ConnectX functions (`V3`, `VU`), from `vpd`. The file is
 /// readable by root only: permission denied is the normal unprivileged answer and is said once
 /// per DMA function by the pairing, not here. Serial numbers are not kept.
+/// A file over [`MAX_VPD_BYTES`] is not a VPD image: VPD unknown, with the cap's words (never
+/// parsed from its first 32 KiB).
 fn read_vpd(fs: &dyn FsRoot, log: &Log, path: &Path) -> Vec<(String, String)> {
-    let bytes = match fs.read_limited(path, 32 * 1024) {
+    let bytes = match fs.read_limited(path, MAX_VPD_BYTES + 1) {
+        Ok(b) if b.len() > MAX_VPD_BYTES => {
+            log.warn(
+                path,
+                "more than the 32 KiB a PCI VPD can hold (its addresses are 15 bits): not a VPD image; not read, VPD unknown",
+            );
+            return Vec::new();
+        }
         Ok(b) => b,
         Err(e)
             if matches!(
@@ -425,5 +438,41 @@ fn read_vpd(fs: &dyn FsRoot, log: &Log, path: &Path) -> Vec<(String, String)> {
             log.warn(path, format!("{r}; VPD unknown"));
             Vec::new()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sources::fsroot::{MemNode, MemRoot};
+
+    /// A `vpd` over the 32 KiB a VPD can hold is not a VPD image: unknown with the cap's words.
+    /// Before, its first 32 KiB were parsed and the keywords that pair ConnectX functions kept.
+    #[test]
+    fn vpd_over_its_cap_is_unknown_never_read_from_a_cut() {
+        let image = crate::parse::vpd::build("ConnectX-7", &[("V3", "abc123"), ("VU", "u1")]);
+        let read = |bytes: Vec<u8>| {
+            let mut m = MemRoot::new("t");
+            m.insert("vpd".into(), MemNode::File(bytes));
+            let log = Log::default();
+            let kws = read_vpd(&m, &log, Path::new("vpd"));
+            (kws, log.warnings.into_inner())
+        };
+        let (kws, warnings) = read(image.clone());
+        assert_eq!(kws.len(), 2, "{kws:?}");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        // The kernel's own size, padded after the end tag: still a VPD image.
+        let mut exact = image.clone();
+        exact.resize(MAX_VPD_BYTES, 0xff);
+        assert_eq!(read(exact).0.len(), 2);
+        let mut over = image;
+        over.resize(MAX_VPD_BYTES + 8 * 1024, 0xff);
+        let (kws, warnings) = read(over);
+        assert!(kws.is_empty(), "keywords kept from a cut: {kws:?}");
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].message.contains("32 KiB") && warnings[0].message.contains("VPD unknown"),
+            "{warnings:?}"
+        );
     }
 }
