@@ -188,7 +188,9 @@ fn hard_links_in_a_directory_of_text_are_read_once() {
     );
     drop(t);
     eprintln!("10 links to a 4 MiB text: peak {peak} bytes");
-    assert!(peak < 12 * MIB, "held {peak} bytes for one 4 MiB file");
+    // The file read, its copy in the joined text and the parse: the ten texts joined would
+    // be 40 MiB alone.
+    assert!(peak < 20 * MIB, "held {peak} bytes for one 4 MiB file");
 }
 
 /// Issue 53: hard-linked duplicates in a fleet directory are one file: read once, charged

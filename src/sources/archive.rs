@@ -291,6 +291,9 @@ impl Joined {
         if path.ends_with("proc/cmdline") {
             self.cmdline = Some(t.trim().to_string());
         }
+        // Room for the text and its two newlines at once (one allocation, not a doubling for
+        // the final newline).
+        self.text.reserve(t.len() + 2);
         self.text.push_str(&t);
         if !self.text.ends_with('\n') {
             self.text.push('\n');
