@@ -89,7 +89,9 @@ cat <<'MD'
 `ranks[]`: `rank`, `gpu` (PCI address), `cuda_index` (PCI bus order: set
 `CUDA_DEVICE_ORDER=PCI_BUS_ID`, which `env` does), `nic` (RDMA device), `nic_bdf`, `nic_port`,
 `netdev`, `path` (nvidia-smi label), `bottleneck_gbps`, `nic_shared_with`, `numa_node`, `cpus`
-(cpulist), `cores`, `env` (variable → value), `bind` (argv), `why` (one line per choice);
+(cpulist), `cores`, `env` (variable → value), `env_notes` (what `env` leaves out for the
+rank's NIC and why, on an HPE Slingshot NIC; absent otherwise), `bind` (argv), `why` (one line
+per choice);
 `drive` (with storage, below); `notes[]`: node-wide caveats.
 
 MD
@@ -474,5 +476,24 @@ echo '```console'; echo '$ peerpath export -i mi300x-8gpu.tar.gz --format dra --
 echo '```yaml'; "$BIN" export -i "$AMD" --format dra --node-name node-01 | head -28 | sed -e "s#$AMD#mi300x-8gpu.tar.gz#g"; echo '```'
 echo '```console'; echo '$ peerpath export -i mi300x-8gpu.tar.gz --format nccl-xml | head -18'; echo '```'
 echo '```xml'; "$BIN" export -i "$AMD" --format nccl-xml | head -18 | sed -e "s#$AMD#mi300x-8gpu.tar.gz#g"; echo '```'
+SS=$TMP/cray-ex-a100.tar.gz
+"$BIN" fixture cray-ex-a100 -o "$SS" 2>/dev/null
+cat <<'MD'
+
+## HPE Slingshot nodes
+
+On a Cassini (Slingshot) NIC `place` gives a rank what libfabric's cxi provider reads,
+`FI_CXI_DEVICE_NAME=cxi<N>` (libfabric `prov/cxi/src/cxip_info.c`: it keeps only the CXI devices
+named), and neither `NCCL_IB_HCA` nor `UCX_NET_DEVICES`: NCCL and RCCL reach Slingshot through the
+aws-ofi-nccl plugin, which reads no NIC list, and UCX has no CXI transport. Each rank's block
+says so in a comment (`env_notes` in JSON). Where the input names the NIC only by its netdev
+(hwloc XML before 2.14: `hsi<N>`), no NIC variable is exported and the comment says why; NCCL
+then picks each GPU's NIC itself from the PCI paths the plugin reports. HPE's documented
+settings for the platform (`NCCL_NET_GDR_LEVEL=PHB`, …) are printed as such, not chosen by
+peerpath. The synthesized HPE Cray EX A100 node (`peerpath fixture cray-ex-a100`):
+
+MD
+echo '```console'; echo '$ peerpath place -i cray-ex-a100.tar.gz --ranks 4 --format env --rank 0'; echo '```'
+echo '```sh'; "$BIN" place -i "$SS" --ranks 4 --format env --rank 0 | sed -e "s#$SS#cray-ex-a100.tar.gz#g"; echo '```'
 } > docs/exports.md
 echo "wrote docs/exports.md"

@@ -107,6 +107,14 @@ for f in "$ROOT"/fixtures/fabric/published/* "$ROOT"/fixtures/fabric/pods/*; do
   run "fabric.$b.hgx.json" rails -i "$ROOT/fixtures/synth/hgx-h100.tar.gz" --fabric-map "$f" --format json
   run "fabric.$b.switch.json" rails --lldp-from switch --fabric-map "$f" --format json
   run "fabric.$b.report.html" report -i "$ROOT/fixtures/synth/hgx-h100.tar.gz" --fabric-map "$f" -o /dev/stdout --format html
+  # scheduler and Kubernetes exports from the map (issue 52), and the rails in NFD/DRA (issue 54)
+  run "fabric.$b.slurm" export --format slurm-topology --fabric-map "$f"
+  run "fabric.$b.slurm-block" export --format slurm-topology --slurm-plugin block --fabric-map "$f"
+  run "fabric.$b.slurm-yaml" export --format slurm-topology-yaml --fabric-map "$f"
+  run "fabric.$b.k8s" export --format k8s-topology --fabric-map "$f"
+  run "fabric.$b.kueue" export --format kueue-topology --fabric-map "$f"
+  run "fabric.$b.nfd" export --format nfd -i "$ROOT/fixtures/synth/hgx-h100.tar.gz" --fabric-map "$f"
+  run "fabric.$b.dra" export --format dra --node-name n1 -i "$ROOT/fixtures/synth/hgx-h100.tar.gz" --fabric-map "$f"
 done
 for f in "$ROOT"/fixtures/bundles/*.md; do
   b=$(basename "$f")

@@ -220,7 +220,7 @@ fn nodes_of_label_script(script: &str) -> (usize, String) {
 }
 
 /// peerpath's Kueue Topology and labels of the plane: the Topology passes Kueue's CRD, the
-/// script applies that same Topology, and each of the 120 nodes it labels carries valid labels
+/// script applies that same Topology, and each of the 119 nodes it labels carries valid labels
 /// for every level.
 #[test]
 fn export_of_superpod_plane_passes_kueue_and_label_rules() {
@@ -237,35 +237,19 @@ fn export_of_superpod_plane_passes_kueue_and_label_rules() {
         "the script applies the same Topology:\n{script}"
     );
     let (n, nodes) = nodes_of_label_script(&script);
-    assert_eq!(n, 120, "{script}");
+    assert_eq!(n, 119, "{script}");
     let nodes = write(dir.path(), "nodes.yaml", &nodes);
     let (pass, text) = validate(
         &py,
         &[Path::new("--labels"), Path::new("--levels"), &topo, &nodes],
     );
-    assert!(pass && text.matches("PASS").count() == 120, "{text}");
+    assert!(pass && text.matches("PASS").count() == 119, "{text}");
 }
 
 /// SYNTHESIZED: two GB200 NVL72 racks of 18 trays in one scalable unit (`peerpath::synth`:
 /// each tray's capture carries its rack's NVLink domain); `export --format FORMAT` of them.
 fn export_nvl72(dir: &Path, format: &str) -> String {
-    use peerpath::synth::fabric::{Pod, ibnetdiscover};
-    use peerpath::synth::nvl72::{tray_name, write_fleet};
-    let caps = dir.join("caps");
-    if !caps.exists() {
-        write_fleet(&caps, 2).unwrap();
-    }
-    let pod = Pod {
-        nodes: 36,
-        rails: 4,
-        hosts_per_leaf: 36,
-        spines: 2,
-    };
-    let mut text = ibnetdiscover(&pod, &[]);
-    for h in 0..36 {
-        text = text.replace(&Pod::host(h), &tray_name(h / 18 + 1, h % 18 + 1));
-    }
-    let map = write(dir, "pod.ibnetdiscover", &text);
+    let (map, caps) = common::nvl72_fleet(dir, 2);
     let o = common::peerpath()
         .args(["export", "--format", format, "--fabric-map"])
         .arg(&map)

@@ -8,59 +8,24 @@
 //! Needs root (namespaces, the overlay on /dev) and `slurmctld`, `slurmd`, `unshare`. `.ci/run`
 //! installs Slurm; a missing binary fails under CI and is reported as skipped elsewhere.
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_peerpath")
 }
 
-fn have(tool: &str) -> bool {
-    std::env::var("PATH")
-        .unwrap_or_default()
-        .split(':')
-        .chain(["/usr/sbin", "/sbin"])
-        .any(|d| Path::new(d).join(tool).is_file())
-}
-
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    common::free_ports(1)[0]
 }
 
 /// Whether this test can run real Slurm here: the daemons and root (namespaces). Under CI a
 /// missing piece fails; elsewhere the test reports itself skipped.
 fn slurm_available() -> bool {
-    let missing: Vec<&str> = ["slurmctld", "slurmd", "sinfo", "srun", "unshare"]
-        .into_iter()
-        .filter(|t| !have(t))
-        .collect();
-    if !missing.is_empty() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{missing:?} missing under CI: .ci/run installs slurmctld, slurmd and slurm-client"
-        );
-        eprintln!(
-            "SKIPPED: {missing:?} not installed (apt-get install slurmctld slurmd slurm-client)"
-        );
-        return false;
-    }
-    // The effective uid, from /proc/self/status.
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let root = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .is_some_and(|u| u.split_whitespace().nth(1) == Some("0"));
-    if !root {
-        assert!(std::env::var_os("CI").is_none(), "CI runs as root");
-        eprintln!("SKIPPED: needs root (mount and PID namespaces, an overlay on /dev)");
-        return false;
-    }
-    true
+    common::slurm_available(&["slurmctld", "slurmd", "sinfo", "srun", "unshare"])
 }
 
 /// Runs a script of tests/slurm/ as PID 1 of private mount and PID namespaces (every daemon
@@ -69,32 +34,21 @@ fn in_namespace(script: &str, args: &[String], logs: &Path, limit: Duration) -> 
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/slurm")
         .join(script);
-    let mut child = Command::new("unshare")
-        .args([
-            "-m",
-            "-p",
-            "-f",
-            "--mount-proc",
-            "--propagation",
-            "private",
-            "bash",
-        ])
-        .arg(&script)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Bounded: the namespace's PID 1 ends every daemon when it exits or is killed.
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let o = child.wait_with_output().unwrap();
+    let o = common::run_bounded(
+        Command::new("unshare")
+            .args([
+                "-m",
+                "-p",
+                "-f",
+                "--mount-proc",
+                "--propagation",
+                "private",
+                "bash",
+            ])
+            .arg(&script)
+            .args(args),
+        limit,
+    );
     let text = String::from_utf8_lossy(&o.stdout).into_owned();
     let log = |name: &str| {
         std::fs::read_to_string(logs.join(name))

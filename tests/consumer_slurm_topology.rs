@@ -19,10 +19,12 @@
 //! Needs root (namespaces, chroot), `unshare`, and the roots: `.ci/run` builds them; under CI
 //! (`CI` set) a missing root fails, elsewhere the test says SKIPPED and the command to build it.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 /// The root `tests/slurm/chroot.sh SUITE` builds, when it is finished (its stamp present), or
 /// `/` for `system` (this system's Slurm: Debian 12's 22.05 in CI), when this process may use
@@ -57,12 +59,7 @@ fn slurm_root(suite: &str) -> Option<PathBuf> {
         );
         return None;
     }
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let is_root = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .is_some_and(|u| u.split_whitespace().nth(1) == Some("0"));
-    if !is_root {
+    if !common::is_root() {
         assert!(!under_ci, "CI runs as root");
         eprintln!("SKIPPED: needs root (mount, PID and UTS namespaces, chroot)");
         return None;
@@ -81,16 +78,6 @@ struct Cluster {
     run: Vec<String>,
     partitions: String,
     steps: String,
-}
-
-/// Ports the OS says are free now, all distinct (each held until all are chosen).
-fn free_ports(n: usize) -> Vec<u16> {
-    let held: Vec<_> = (0..n)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    held.iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect()
 }
 
 /// slurm.conf's cluster lines for `c`: the plugin, one line per node, the partitions.
@@ -118,31 +105,20 @@ fn run_cluster(root: &Path, c: &Cluster) -> String {
     let w = dir.path();
     std::fs::create_dir_all(w.join("etc")).unwrap();
     std::fs::write(w.join("etc").join(c.file.0), &c.file.1).unwrap();
-    let ports = free_ports(c.run.len() + 1);
+    let ports = common::free_ports(c.run.len() + 1);
     std::fs::write(w.join("cluster.conf"), cluster_conf(c, &ports[1..])).unwrap();
     std::fs::write(w.join("slurmd.nodes"), c.run.join("\n") + "\n").unwrap();
     std::fs::write(w.join("steps.sh"), &c.steps).unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/slurm/topology.sh");
-    let mut child = Command::new("unshare")
-        .args(["-m", "-p", "-u", "-f", "--propagation", "private", "bash"])
-        .arg(&script)
-        .arg(root)
-        .arg(w)
-        .arg(ports[0].to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Bounded: the namespace's PID 1 ends every daemon when it exits or is killed.
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > Duration::from_secs(180) {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let o = child.wait_with_output().unwrap();
+    let o = common::run_bounded(
+        Command::new("unshare")
+            .args(["-m", "-p", "-u", "-f", "--propagation", "private", "bash"])
+            .arg(&script)
+            .arg(root)
+            .arg(w)
+            .arg(ports[0].to_string()),
+        Duration::from_secs(180),
+    );
     let text = String::from_utf8_lossy(&o.stdout).into_owned();
     let tail = |name: &str| {
         let t = std::fs::read_to_string(w.join("log").join(name)).unwrap_or_default();
@@ -583,12 +559,12 @@ fn plane_tree_on(suite: &str) {
         .map(|u| u.nodes.len())
         .sum();
     assert_eq!(
-        nodes, 120,
-        "the plane's 120 GPU nodes, each under one unit: {out}"
+        nodes, 119,
+        "the plane's 119 named GPU nodes, each under one unit: {out}"
     );
 }
 
-/// peerpath's topology/block file of the plane (a block per unit, `BlockSizes=11,22,44,88`).
+/// peerpath's topology/block file of the plane (a block per unit, `BlockSizes=10,20,40,80`).
 fn plane_blocks_on(suite: &str) {
     let Some(root) = slurm_root(suite) else {
         return;
@@ -667,29 +643,6 @@ fn export_topology_yaml_of_superpod_plane_on_slurm_26_05() {
     assert_eq!(labelled(&out, "block"), want.join(","), "{out}");
 }
 
-/// SYNTHESIZED: two GB200 NVL72 racks of 18 trays (`peerpath::synth::nvl72`, each tray's
-/// capture carrying its rack's NVLink domain) cabled as one scalable unit (`synth::fabric`):
-/// returns (the map, the captures' directory) written in `dir`.
-fn nvl72_fleet(dir: &Path) -> (PathBuf, PathBuf) {
-    use peerpath::synth::fabric::{Pod, ibnetdiscover};
-    use peerpath::synth::nvl72::{tray_name, write_fleet};
-    let caps = dir.join("caps");
-    write_fleet(&caps, 2).unwrap();
-    let pod = Pod {
-        nodes: 36,
-        rails: 4,
-        hosts_per_leaf: 36,
-        spines: 2,
-    };
-    let mut text = ibnetdiscover(&pod, &[]);
-    for h in 0..36 {
-        text = text.replace(&Pod::host(h), &tray_name(h / 18 + 1, h % 18 + 1));
-    }
-    let map = dir.join("pod.ibnetdiscover");
-    std::fs::write(&map, text).unwrap();
-    (map, caps)
-}
-
 /// `peerpath export --format slurm-topology ARGS… --fabric-map MAP -i CAPS`.
 fn export_fleet(map: &Path, caps: &Path, args: &[&str]) -> String {
     let o = Command::new(env!("CARGO_BIN_EXE_peerpath"))
@@ -713,7 +666,7 @@ fn nvl72_blocks_on(suite: &str) {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let (map, caps) = nvl72_fleet(dir.path());
+    let (map, caps) = common::nvl72_fleet(dir.path(), 2);
     let conf = export_fleet(&map, &caps, &["--slurm-plugin", "block"]);
     let out = place_across_units(&root, &conf, "topology/block", "--segment=2");
     let shown = units(&labelled(&out, "T"));
@@ -745,7 +698,7 @@ fn export_nvl72_tree_alone_spans_racks_on_slurm_26_05() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let (map, caps) = nvl72_fleet(dir.path());
+    let (map, caps) = common::nvl72_fleet(dir.path(), 2);
     let conf = export_fleet(&map, &caps, &[]);
     let (nodes, _) = fleet(&export_fleet(&map, &caps, &["--slurm-plugin", "block"]));
     let run = names("nvl72-r01-t01,nvl72-r01-t02,nvl72-r02-t01,nvl72-r02-t02");

@@ -8,11 +8,14 @@
 //! listener from `--key-file`, the peer from `PEERPATH_PROBE_KEY`), and hostile peers are
 //! tried: strangers connecting first (closing, garbage, another key) do not stop the
 //! listener serving the real peer; a peer trickling one byte a second does not hold it past
-//! `--timeout`; a `RAIL` naming another address than the one dialled is refused; without a
-//! key both sides refuse unless `--insecure`; `--bind` binds that address only.
+//! `--timeout`, nor a listener trickling to the peer hold the peer; a `RAIL` naming another
+//! address than the one dialled is refused; without a key both sides refuse unless
+//! `--insecure`; `--bind` binds that address only.
 //!
 //! Needs root (network namespaces), `ip` (iproute2) and libfabric1; `.ci/run` installs both.
 //! Under `CI` a missing piece fails; elsewhere the test reports itself skipped.
+
+mod common;
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
@@ -24,29 +27,16 @@ fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_peerpath")
 }
 
-fn have(tool: &str) -> bool {
-    std::env::var("PATH")
-        .unwrap_or_default()
-        .split(':')
-        .chain(["/usr/sbin", "/sbin"])
-        .any(|d| Path::new(d).join(tool).is_file())
-}
-
 /// Whether namespaces can be made here: root, `ip`, libfabric. Under CI a missing piece
 /// fails; elsewhere the test reports itself skipped.
 fn available() -> bool {
     let ci = std::env::var_os("CI").is_some();
-    if !have("ip") {
+    if !common::have("ip") {
         assert!(!ci, "`ip` missing under CI: .ci/run installs iproute2");
         eprintln!("SKIPPED: `ip` not installed (apt-get install iproute2)");
         return false;
     }
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let root = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .is_some_and(|u| u.split_whitespace().nth(1) == Some("0"));
-    if !root {
+    if !common::is_root() {
         assert!(!ci, "CI runs as root");
         eprintln!("SKIPPED: needs root (network namespaces)");
         return false;
@@ -749,4 +739,42 @@ fn listen_binds_the_address_it_is_told() {
         String::from_utf8_lossy(&out.stdout).contains("over 10.40.0.1:"),
         "{out:?}"
     );
+}
+
+/// The peer's side of the trickle: a listener (a stranger's server in namespace a) that
+/// accepts and then sends one byte a second, never a whole line, does not hold the peer past
+/// its `--timeout`: the rail is named unreachable with the wait that ran out.
+#[test]
+fn a_trickling_listener_does_not_hold_the_peer_past_its_timeout() {
+    if !available() {
+        return;
+    }
+    let nodes = Nodes::new("p");
+    let server = "import socket,time\n\
+                  s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n\
+                  s.bind(('10.40.0.1', 7051)); s.listen(4); print('up', flush=True)\n\
+                  c,_=s.accept()\n\
+                  for i in range(30):\n\
+                  \x20   c.send(b'C'); time.sleep(1)\n";
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", &nodes.a, "python3", "-c", server])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut trickle = c.spawn().expect("python3 (the CI image has it)");
+    let mut up = String::new();
+    BufReader::new(trickle.stdout.take().unwrap())
+        .read_line(&mut up)
+        .unwrap();
+    assert_eq!(up.trim(), "up");
+    let (rc, doc, took, err) = peer_env(&nodes, &["10.40.0.1:7051"], &["--timeout", "2"], &[]);
+    let _ = trickle.kill();
+    let _ = trickle.wait();
+    assert_eq!(rc, 3, "{err}\n{doc:#}");
+    let r0 = rows(&doc, 0);
+    assert!(!r0.is_empty(), "{doc:#}");
+    for r in &r0 {
+        let why = r["reason"].as_str().unwrap_or_default();
+        assert!(why.contains("no answer in time"), "{r:#}");
+    }
+    assert!(took < Duration::from_secs(5), "took {took:?}");
 }

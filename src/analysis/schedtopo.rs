@@ -168,6 +168,10 @@ pub struct SchedTopo {
     /// Hosts left out because their name cannot stand in a scheduler's files
     /// ([`name_ok`]), as the map wrote them.
     pub refused_names: Vec<String>,
+    /// Hosts left out because the map names them by a placeholder, not a host's name
+    /// ([`placeholder_host`]: `localhost`, as rdma-ndd writes a node description before the
+    /// host has its name), as the map wrote them.
+    pub placeholder_names: Vec<String>,
     /// Hosts in the files.
     pub hosts: usize,
     /// What the inputs could not show.
@@ -206,12 +210,17 @@ pub fn build(map: &FabricMap, layouts: &[NodeLayout], o: &SchedOptions) -> Sched
         })
         .collect();
     let mut refused_names = Vec::new();
+    let mut placeholder_names = Vec::new();
     for u in &mut units {
-        let (ok, bad): (Vec<String>, Vec<String>) = std::mem::take(&mut u.hosts)
-            .into_iter()
-            .partition(|h| name_ok(h));
-        u.hosts = ok;
-        refused_names.extend(bad);
+        for h in std::mem::take(&mut u.hosts) {
+            if !name_ok(&h) {
+                refused_names.push(h);
+            } else if placeholder_host(&h) {
+                placeholder_names.push(h);
+            } else {
+                u.hosts.push(h);
+            }
+        }
     }
     units.retain(|u| !u.hosts.is_empty());
     let width = units.len().to_string().len().max(2);
@@ -242,6 +251,7 @@ pub fn build(map: &FabricMap, layouts: &[NodeLayout], o: &SchedOptions) -> Sched
         aggregation_nodes: cx.aggregation,
         faults,
         refused_names,
+        placeholder_names,
         hosts,
         limitations,
     }
@@ -260,6 +270,16 @@ pub fn name_ok(s: &str) -> bool {
         && b[b.len() - 1].is_ascii_alphanumeric()
         && b.iter()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+}
+
+/// Whether a host name from the map is a placeholder rather than a host's own name:
+/// `localhost` (any case, or `localhost.<domain>`, `localhost4`, `localhost6`). An adapter's
+/// node description is `<host name> <device>` as rdma-ndd (rdma-core) writes it from the
+/// host's name at that moment: one set before the host had its name says `localhost`, and a
+/// scheduler given it would name a node that does not exist, and merge every such host into it.
+pub fn placeholder_host(s: &str) -> bool {
+    let l = s.to_ascii_lowercase();
+    matches!(l.as_str(), "localhost" | "localhost4" | "localhost6") || l.starts_with("localhost.")
 }
 
 fn switch_ref(cx: &Ctx<'_>, node: usize) -> SwitchRef {

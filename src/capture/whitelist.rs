@@ -74,6 +74,12 @@ pub const WHITELIST: &[&str] = &[
     "sys/**/infiniband/*/node_desc",
     "sys/**/infiniband/*/ports/*/gids/0",
     "sys/**/net/*/operstate",
+    // Read only where operstate is `unknown` (libfabric's cxi provider does the same).
+    "sys/**/net/*/carrier",
+    // An HPE Cassini's link state: `properties/link` of its PCI function (shs-cxi-driver
+    // cass_sysfs.c), read only for functions with a CXI device.
+    "sys/devices/**/properties/link",
+    "sys/bus/pci/devices/*/properties/link",
     "sys/**/net/*/speed",
     "sys/**/nvme/*/model",
     "sys/bus/pci/slots/*/address",
@@ -239,6 +245,22 @@ mod tests {
         assert!(!whitelisted(Path::new("etc/shadow")));
         assert!(!whitelisted(Path::new(
             "sys/devices/pci0000:59/0000:59:01.0/0000:5a:00.0/nvme/nvme0/serial"
+        )));
+    }
+
+    /// A Cassini's link state (`properties/link` of its PCI function) and a netdev's carrier
+    /// are captured; other files of the driver's `properties` directory are not.
+    #[test]
+    fn cassini_link_and_carrier_are_captured() {
+        for p in [
+            "sys/devices/pci0000:c0/0000:c0:01.1/0000:c1:00.0/properties/link",
+            "sys/bus/pci/devices/0000:c1:00.0/properties/link",
+            "sys/devices/pci0000:c0/0000:c0:01.1/0000:c1:00.0/net/hsn0/carrier",
+        ] {
+            assert!(whitelisted(Path::new(p)), "{p}");
+        }
+        assert!(!whitelisted(Path::new(
+            "sys/devices/pci0000:c0/0000:c0:01.1/0000:c1:00.0/properties/nid"
         )));
     }
 

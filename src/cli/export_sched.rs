@@ -159,15 +159,19 @@ pub fn render(input: &InputArgs, a: &SchedArgs, f: ExportFormat) -> Result<Strin
             if f.excluded { " (left out)" } else { "" }
         ));
     }
-    let left = t.not_gpu_nodes.len() + t.not_rail.len() + t.refused_names.len();
+    let left = t.not_gpu_nodes.len()
+        + t.not_rail.len()
+        + t.refused_names.len()
+        + t.placeholder_names.len();
     if left > 0 || t.unnamed_adapters > 0 {
         super::say(&format!(
-            "peerpath: {} host(s) in {} scalable unit(s); left out: {} not GPU node(s), {} non-rail adapter(s), {} unusable name(s), {} adapter(s) with no host name (the file's comments name them)",
+            "peerpath: {} host(s) in {} scalable unit(s); left out: {} not GPU node(s), {} non-rail adapter(s), {} unusable name(s), {} placeholder name(s) (localhost), {} adapter(s) with no host name (the file's comments name them)",
             t.hosts,
             t.units.len(),
             t.not_gpu_nodes.len(),
             t.not_rail.len(),
             t.refused_names.len(),
+            t.placeholder_names.len(),
             t.unnamed_adapters
         ));
     }

@@ -197,6 +197,15 @@ pub struct OsDevice {
     /// only; `None` in snapshots and XML, or when the driver reports no speed modes, as IPoIB).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link_modes_max_mbps: Option<u64>,
+    /// Netdev carrier (`carrier`: `1` up, `0` down), netdevs only; read where `operstate` is
+    /// `unknown`, as libfabric's cxi provider does (`prov/cxi/src/cxip_if.c`, `netdev_link`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carrier: Option<bool>,
+    /// An HPE Cassini's CXI device (`/sys/class/cxi/cxi<N>`) only: the driver's link state,
+    /// `properties/link` of its PCI function (`1` when the PHY is RUNNING, else `0`:
+    /// shs-cxi-driver `cass_sysfs.c`, `link_show`). `None` where the input does not carry it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cxi_link: Option<bool>,
     /// Free-form facts (`fw_ver`, `model`, the NVIDIA `information` lines).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attrs: Vec<(String, String)>,
@@ -221,6 +230,8 @@ impl OsDevice {
             operstate: None,
             speed_mbps: None,
             link_modes_max_mbps: None,
+            carrier: None,
+            cxi_link: None,
             attrs: Vec::new(),
             index: None,
         }
@@ -396,6 +407,13 @@ impl C2cLink {
 }
 
 impl Device {
+    /// Whether this function is an HPE Cassini (Slingshot) NIC: PCI vendor `17db` (Cray), the
+    /// only functions of that vendor in a host (its `vendor` file, hwloc's `pci_type`, NCCL
+    /// XML's `vendor`).
+    pub fn is_cassini(&self) -> bool {
+        self.vendor_id == Some(0x17db)
+    }
+
     /// A device with only its address, path and kind set (sources fill in the rest).
     pub fn new(bdf: Bdf, host_bridge: String, sysfs_path: String) -> Self {
         Device {

@@ -106,6 +106,16 @@ pub fn net_speed_mbps(bytes: &[u8]) -> Result<Option<u64>, Refusal> {
     Ok(u64::try_from(v).ok())
 }
 
+/// A sysfs flag written as `%d` of a truth value: `0` or `1` (a netdev's `carrier`, a Cassini's
+/// `properties/link`). Anything else is refused ([`Reason::OutOfRange`] for other integers).
+pub fn flag01(bytes: &[u8]) -> Result<bool, Refusal> {
+    match int(bytes)? {
+        0 => Ok(false),
+        1 => Ok(true),
+        _ => Err(Refusal::of(bytes, Reason::OutOfRange)),
+    }
+}
+
 /// A NUMA node's `distance` row: whitespace-separated decimal distances (`10 21`).
 pub fn distances(bytes: &[u8]) -> Result<Vec<u32>, Refusal> {
     let s = text(bytes)?;
@@ -133,6 +143,14 @@ mod tests {
 
     fn why<T: std::fmt::Debug>(r: Result<T, Refusal>) -> Reason {
         r.unwrap_err().reason
+    }
+
+    #[test]
+    fn flags() {
+        assert_eq!(flag01(b"1\n"), Ok(true));
+        assert_eq!(flag01(b"0\n"), Ok(false));
+        assert_eq!(why(flag01(b"2\n")), Reason::OutOfRange);
+        assert_eq!(why(flag01(b"up\n")), Reason::NotInteger);
     }
 
     #[test]

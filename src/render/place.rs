@@ -51,6 +51,9 @@ pub fn text(p: &Placement) -> String {
         for w in &r.why {
             let _ = writeln!(s, "  {w}");
         }
+        for w in &r.env_notes {
+            let _ = writeln!(s, "  env: {w}");
+        }
     }
     if !p.notes.is_empty() {
         let _ = writeln!(s, "notes:");
@@ -115,6 +118,9 @@ pub fn env(p: &Placement, rank: Option<usize>) -> String {
         );
         let gap = if rank.is_some() { "" } else { "\n" };
         let _ = writeln!(s, "{gap}# {}", one_line(&head));
+        for w in &r.env_notes {
+            let _ = writeln!(s, "# {}", one_line(w));
+        }
         for (k, v) in &r.env {
             let _ = writeln!(s, "export {k}={}", shell_word(v));
         }
@@ -147,6 +153,9 @@ pub fn launch_plan(
         numa(r)
     );
     let _ = writeln!(s, "# {}", one_line(&head));
+    for w in &r.env_notes {
+        let _ = writeln!(s, "# {}", one_line(w));
+    }
     for (k, v) in &r.env {
         let _ = writeln!(s, "{k}={}", shell_word(v));
     }
@@ -191,6 +200,11 @@ pub fn slurm(p: &Placement) -> String {
     s.push_str(
         "# (where peerpath is installed on the nodes: srun peerpath launch -- python train.py)\n",
     );
+    for r in &p.ranks {
+        for w in &r.env_notes {
+            let _ = writeln!(s, "# local rank {}: {}", r.rank, one_line(w));
+        }
+    }
     s.push_str("case \"${SLURM_LOCALID:?not run under srun}\" in\n");
     for r in &p.ranks {
         let _ = write!(s, "{}) export", r.rank);

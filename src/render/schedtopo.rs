@@ -139,6 +139,12 @@ pub fn comments(t: &SchedTopo) -> Vec<String> {
             one_line(&format!("{n:?}"))
         ));
     }
+    for n in &t.placeholder_names {
+        v.push(format!(
+            "left out: host name {} is a placeholder, not a host's name (its adapters' node descriptions were set before the host had its name: set them, e.g. restart rdma-ndd, and map again)",
+            one_line(&format!("{n:?}"))
+        ));
+    }
     if t.unnamed_adapters > 0 {
         v.push(format!(
             "{} adapter(s) carry the firmware's default description (no host name): their hosts cannot be named, left out",

@@ -541,11 +541,13 @@ fn os_devices(ctx: &mut Ctx<'_>, version: XmlVersion, path: &str) {
 fn os_kind(ty: OsType, subtype: &str, name: &str, vendor: Option<u16>) -> Option<OsDeviceKind> {
     match ty {
         OsType::OpenFabrics => Some(OsDeviceKind::Rdma),
-        // hwloc ≥ 2.10 lists an HPE Slingshot (Cassini) adapter's CXI device as a network
-        // OS device `hsi<N>` of subtype `Slingshot`: the fabric device NCCL uses through
-        // aws-ofi-nccl's cxi provider, as OpenFabrics devices are for verbs.
-        // (hwloc 2.8 names it `hsi<N>` without the subtype: the Cassini function, vendor
-        // 0x17db, says it.)
+        // An HPE Slingshot (Cassini) adapter: hwloc ≥ 2.9.1 marks its Ethernet netdev
+        // (`hsn<N>`/`hsi<N>`, net class) with subtype `Slingshot`, and hwloc ≥ 2.14 adds its CXI
+        // device `cxi<N>` (cxi class) with the same subtype (open-mpi/hwloc
+        // hwloc/topology-linux.c, NEWS). Either is the adapter's fabric handle here, as
+        // OpenFabrics devices are for verbs; only `cxi<N>` is what libfabric's cxi provider
+        // names (place exports it, analysis/place/slingshot.rs). (hwloc 2.8 names the netdev
+        // `hsi<N>` without the subtype: the Cassini function, vendor 0x17db, says it.)
         OsType::Net
             if subtype == "Slingshot" || (vendor == Some(0x17db) && name.starts_with("hsi")) =>
         {

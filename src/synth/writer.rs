@@ -644,6 +644,9 @@ fn rdma_device(t: &mut Tree, dir: &Path, f: &Function, r: &super::Rdma) {
     if f.vendor == 0x17db && r.name.starts_with("cxi") {
         let cd = dir.join("cxi").join(&r.name);
         t.link(cd.join("device"), dir);
+        // The driver's link state of the function (shs-cxi-driver cass_sysfs.c `link_show`:
+        // `1` when the PHY is RUNNING); the layouts' Cassini links are up.
+        t.file(dir.join("properties").join("link"), "1\n");
         t.link(PathBuf::from("sys/class/cxi").join(&r.name), &cd);
         return;
     }

@@ -176,3 +176,102 @@ pub fn escaping_tar() -> Vec<u8> {
     b.append(&h, &b"x"[..]).unwrap();
     b.into_inner().unwrap()
 }
+
+/// Whether `tool` is an executable file on `PATH` or in `/usr/sbin`, `/sbin` (where Debian puts
+/// the Slurm daemons and `ip`).
+pub fn have(tool: &str) -> bool {
+    std::env::var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .chain(["/usr/sbin", "/sbin"])
+        .any(|d| Path::new(d).join(tool).is_file())
+}
+
+/// Whether this process runs as root: the effective uid in `/proc/self/status`.
+pub fn is_root() -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .is_some_and(|u| u.split_whitespace().nth(1) == Some("0"))
+}
+
+/// Ports the OS says are free now, all distinct (each held until all are chosen).
+pub fn free_ports(n: usize) -> Vec<u16> {
+    let held: Vec<_> = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    held.iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect()
+}
+
+/// Whether this system's real Slurm can run here: the binaries `tools` and root (mount and PID
+/// namespaces, an overlay on /dev). Under CI a missing piece fails; elsewhere the test says
+/// SKIPPED and why.
+pub fn slurm_available(tools: &[&str]) -> bool {
+    let missing: Vec<&str> = tools.iter().copied().filter(|t| !have(t)).collect();
+    if !missing.is_empty() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{missing:?} missing under CI: .ci/run installs slurmctld, slurmd and slurm-client"
+        );
+        eprintln!(
+            "SKIPPED: {missing:?} not installed (apt-get install slurmctld slurmd slurm-client)"
+        );
+        return false;
+    }
+    if !is_root() {
+        assert!(std::env::var_os("CI").is_none(), "CI runs as root");
+        eprintln!("SKIPPED: needs root (mount and PID namespaces, an overlay on /dev)");
+        return false;
+    }
+    true
+}
+
+/// SYNTHESIZED: `racks` GB200 NVL72 racks of 18 trays (`peerpath::synth::nvl72`, each tray's
+/// capture carrying its rack's NVLink domain) cabled as one scalable unit on a 4-rail pod map
+/// (`peerpath::synth::fabric`, hosts renamed to the trays): writes `dir/caps/` (once) and
+/// `dir/pod.ibnetdiscover`, and returns (the map, the captures' directory).
+pub fn nvl72_fleet(dir: &Path, racks: usize) -> (PathBuf, PathBuf) {
+    use peerpath::synth::fabric::{Pod, ibnetdiscover};
+    use peerpath::synth::nvl72::{tray_name, write_fleet};
+    let caps = dir.join("caps");
+    if !caps.exists() {
+        write_fleet(&caps, racks).unwrap();
+    }
+    let nodes = racks * 18;
+    let pod = Pod {
+        nodes,
+        rails: 4,
+        hosts_per_leaf: nodes,
+        spines: 2,
+    };
+    let mut text = ibnetdiscover(&pod, &[]);
+    for h in 0..nodes {
+        text = text.replace(&Pod::host(h), &tray_name(h / 18 + 1, h % 18 + 1));
+    }
+    let map = dir.join("pod.ibnetdiscover");
+    std::fs::write(&map, text).unwrap();
+    (map, caps)
+}
+
+/// Runs `cmd` with stdout and stderr captured, killed once `limit` has passed (a test's
+/// namespace whose PID 1 is the child ends every daemon with it); its output either way.
+pub fn run_bounded(cmd: &mut Command, limit: std::time::Duration) -> std::process::Output {
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    child.wait_with_output().unwrap()
+}

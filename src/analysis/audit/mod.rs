@@ -7,6 +7,7 @@
 
 pub mod amd;
 pub mod arrangement;
+pub mod cassini;
 pub mod check;
 pub mod evidence;
 pub mod finding;

@@ -2,7 +2,8 @@
 //! or whose PCIe link cannot carry the port rate.
 //!
 //! Facts: `/sys/class/infiniband/<dev>/ports/<p>/{state,phys_state,rate}` (read by the
-//! scanner into [`crate::model::RdmaPort`]), the netdev's supported link modes
+//! scanner into [`crate::model::RdmaPort`]; an HPE Cassini's link instead in
+//! [`super::cassini`]), the netdev's supported link modes
 //! ([`crate::model::OsDevice::link_modes_max_mbps`], live only), the NIC's PCI device id and
 //! its link (reference §2.6). A port below its adapter family's top rate is a fault only when
 //! the port itself supports more: a 25 Gb/s ConnectX-6 Lx SKU at 25 Gb/s is not degraded;
@@ -46,6 +47,13 @@ pub fn nic_port_down(ctx: &Ctx) -> Vec<Finding> {
             .filter(|o| o.kind == crate::model::OsDeviceKind::Rdma)
         {
             let base = format!("/sys/class/infiniband/{}/ports", od.name);
+            // A Cassini (Slingshot) has no InfiniBand ports: its link is read elsewhere, and
+            // the ports an NCCL XML gives it carry no state and the plugin's speed number
+            // (RCCL's topo_4p_942.xml: `speed="200000000"`), not an IB rate.
+            if n.is_cassini() {
+                out.extend(super::cassini::link(ctx, n, od, paired));
+                continue;
+            }
             if od.ports.is_empty() {
                 out.push(no_ports(ctx, &od.name, &base));
                 continue;

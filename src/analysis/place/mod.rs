@@ -26,6 +26,7 @@ use near::NearPairs;
 
 mod near;
 mod ranks;
+mod slingshot;
 pub use super::pairing::{
     Candidates, GpuCand, NicCand, NodeView, PairCand, PathRank, UNKNOWN_RANK, assign_nics,
     nic_name, nvlink_domains, pair_rank,
@@ -400,6 +401,10 @@ pub struct RankPlan {
     pub cores: usize,
     /// Environment for the rank (variable → value).
     pub env: BTreeMap<String, String>,
+    /// What the environment leaves out for this rank's NIC and why (a Slingshot NIC: see
+    /// `slingshot.rs`); every output of the plan shows these lines. Absent when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub env_notes: Vec<String>,
     /// Binding command prefix (`numactl …` argv).
     pub bind: Vec<String>,
     /// One line per choice: GPU, NIC, CPUs (and drive, with [`add_storage`]).

@@ -4,7 +4,7 @@
 
 use super::{
     Candidates, CoreMap, NodeView, PLACEMENT_SCHEMA, PairCand, PlaceOptions, Placement, RankPlan,
-    assign_cores, nic_name, platform_settings, plural,
+    assign_cores, nic_name, platform_settings, plural, slingshot,
 };
 use crate::analysis::classify::Endpoint;
 use crate::model::{Device, OsDeviceKind, Topology, cpulist};
@@ -178,10 +178,14 @@ impl<'a> Ranks<'a> {
             .collect();
         cpus.sort_unstable();
         let cpus_s = cpulist::format_list(&cpus);
+        // A Slingshot NIC is selected through libfabric, not by the verbs/UCX variables.
+        let cassini = nic.filter(|n| t.device(&n.bdf).is_some_and(|d| d.is_cassini()));
         let port = nic.and_then(|n| rdma_port(t, n));
-        let rdma = nic.and_then(|n| n.rdma.first().cloned());
+        let rdma = nic
+            .filter(|_| cassini.is_none())
+            .and_then(|n| n.rdma.first().cloned());
         let netdev = nic.and_then(|n| n.net.first().cloned());
-        let env = rank_env(
+        let mut env = rank_env(
             dev,
             g,
             rdma.as_deref(),
@@ -189,6 +193,9 @@ impl<'a> Ranks<'a> {
             netdev.as_deref(),
             port_unknown,
         );
+        let env_notes = cassini
+            .map(|n| slingshot::cassini_env(&n.rdma, &mut env))
+            .unwrap_or_default();
         let bind = if cpus.is_empty() {
             Vec::new()
         } else if let Some(n) = self.numa[r] {
@@ -216,6 +223,7 @@ impl<'a> Ranks<'a> {
             cpus: cpus_s,
             cores: my_cores.len(),
             env,
+            env_notes,
             bind,
             why,
             drive: None,

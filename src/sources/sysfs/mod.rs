@@ -424,14 +424,25 @@ fn attach_class(
         let mut p = target.as_path();
         while let Some(parent) = p.parent() {
             if let Some(&i) = by_path.get(parent) {
-                owner = Some(i);
+                owner = Some((i, parent));
                 break;
             }
             p = parent;
         }
-        let Some(i) = owner else { continue }; // virtual (lo, bridges) or not PCI
+        let Some((i, function_dir)) = owner else {
+            continue; // virtual (lo, bridges) or not PCI
+        };
         let mut od = OsDevice::new(kind, e.name.clone());
         match kind {
+            // A Cassini's CXI device has no ports directory: its link state is an attribute
+            // of its PCI function (shs-cxi-driver cass_sysfs.c: `properties/link`).
+            OsDeviceKind::Rdma if class == "cxi" => {
+                od.cxi_link = log.read_value(
+                    fs,
+                    &function_dir.join("properties").join("link"),
+                    attr::flag01,
+                );
+            }
             OsDeviceKind::Rdma => {
                 let ports_dir = target.join("ports");
                 if let Ok(ports) = fs.read_dir(&ports_dir) {
@@ -480,6 +491,11 @@ fn attach_class(
             }
             OsDeviceKind::Net => {
                 od.operstate = log.read_text(fs, &target.join("operstate"));
+                // Where the driver leaves operstate `unknown`, the carrier says (libfabric's
+                // cxi provider reads the pair so: prov/cxi/src/cxip_if.c `netdev_link`).
+                if od.operstate.as_deref() == Some("unknown") {
+                    od.carrier = log.read_value(fs, &target.join("carrier"), attr::flag01);
+                }
                 od.speed_mbps = log
                     .read_value(fs, &target.join("speed"), attr::net_speed_mbps)
                     .flatten();
