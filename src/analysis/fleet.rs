@@ -569,6 +569,17 @@ impl Fleet {
     /// capture recorded, checked on that group's first capture); `false`, and nothing added,
     /// when no group has it yet.
     pub fn add_known(&mut self, name: &str, fp: u64) -> bool {
+        let added = self.add_same_file(name, fp);
+        if added {
+            self.from_manifest += 1;
+        }
+        added
+    }
+
+    /// Adds a node read from the same file as one added already (a hard link in a fleet
+    /// directory: one device and inode, read once), into that node's group; `false`, and
+    /// nothing added, when no group has the fingerprint.
+    pub fn add_same_file(&mut self, name: &str, fp: u64) -> bool {
         let Some(&g) = self.by_fp.get(&fp) else {
             return false;
         };
@@ -578,7 +589,6 @@ impl Fleet {
             fingerprint: format!("{fp:016x}"),
             group: g,
         });
-        self.from_manifest += 1;
         true
     }
 

@@ -37,7 +37,13 @@ enum Read {
     Scanned(Vec<ScannedHost>),
     /// Unreadable, and why.
     Failed(String),
+    /// Not read: the same file as an earlier input ([`FleetInput::same_as`]).
+    Same(usize),
 }
+
+/// What an input read once added to the fleet, for the later inputs that are the same file:
+/// each host's node name suffix and fingerprint, or why it could not be read.
+type Added = std::result::Result<Vec<(Option<String>, u64)>, String>;
 
 /// The fingerprint a `peerpath capture` tarball recorded in its manifest, the archive's first
 /// entry, when this build's scheme computed it; `None` for anything else (another scheme or
@@ -88,6 +94,11 @@ pub struct FleetInput {
     /// Why the entry is not read (a link out of the directory, a FIFO or device): reported
     /// as an unreadable input.
     pub refused: Option<String>,
+    /// The index of an earlier input that is the same file (one device and inode: a hard
+    /// link, or one file named twice): this one is not read again, nor charged to the memory
+    /// budget twice; it joins that input's group (issue 53: 40 hard links to one file were
+    /// read, and held, 40 times).
+    pub same_as: Option<usize>,
 }
 
 /// Expands the inputs: directories into their entries (sorted; hidden and `.partial` names
@@ -110,6 +121,7 @@ pub fn expand(inputs: &[PathBuf]) -> Result<Vec<FleetInput>> {
                 .map(|e| FleetInput {
                     refused: crate::sources::fsroot::input::dir_entry_refusal(&dir, &e),
                     path: e.path(),
+                    same_as: None,
                 })
                 .collect();
             v.sort_by(|a, b| a.path.cmp(&b.path));
@@ -118,10 +130,36 @@ pub fn expand(inputs: &[PathBuf]) -> Result<Vec<FleetInput>> {
             out.push(FleetInput {
                 path: p.clone(),
                 refused: None,
+                same_as: None,
             });
         }
     }
+    mark_same_files(&mut out);
     Ok(out)
+}
+
+/// Marks each input that is the same file as an earlier one (one device and inode, links
+/// inside the directory followed): [`FleetInput::same_as`].
+fn mark_same_files(inputs: &mut [FleetInput]) {
+    use std::os::unix::fs::MetadataExt;
+    let mut first: std::collections::HashMap<(u64, u64), usize> = Default::default();
+    for (i, input) in inputs.iter_mut().enumerate() {
+        if input.refused.is_some() {
+            continue;
+        }
+        let Ok(m) = std::fs::metadata(&input.path) else {
+            continue;
+        };
+        if !m.is_file() {
+            continue;
+        }
+        match first.entry((m.dev(), m.ino())) {
+            std::collections::hash_map::Entry::Occupied(o) => input.same_as = Some(*o.get()),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(i);
+            }
+        }
+    }
 }
 
 /// Reads every input into a [`fleet::Fleet`] on `jobs` worker threads, in batches of four
@@ -143,6 +181,10 @@ pub fn read_fleet(
     let mut interrupted = false;
     // Recorded fingerprints checked against their files: fingerprint → whether they matched.
     let mut checked: std::collections::HashMap<u64, bool> = std::collections::HashMap::new();
+    // What each input that a later one is the same file as added (by input index).
+    let firsts: std::collections::HashSet<usize> = files.iter().filter_map(|f| f.same_as).collect();
+    let mut added: std::collections::HashMap<usize, Added> = std::collections::HashMap::new();
+    let mut start = 0;
     // Batches of 4 inputs per worker: each worker takes every jobs-th input of the batch, the
     // nodes are added in input order, and their topologies dropped unless one starts a group.
     for batch in files.chunks(jobs * 4) {
@@ -159,9 +201,10 @@ pub fn read_fleet(
                         (w..batch.len())
                             .step_by(jobs)
                             .map(|i| {
-                                let r = match &batch[i].refused {
-                                    Some(why) => Read::Failed(why.clone()),
-                                    None => read_node(&batch[i].path, no_names, recorded),
+                                let r = match (&batch[i].refused, batch[i].same_as) {
+                                    (Some(why), _) => Read::Failed(why.clone()),
+                                    (None, Some(first)) => Read::Same(first),
+                                    (None, None) => read_node(&batch[i].path, no_names, recorded),
                                 };
                                 (i, r)
                             })
@@ -178,7 +221,8 @@ pub fn read_fleet(
                 }
             }
         });
-        for (input, r) in batch.iter().zip(results) {
+        for (k, (input, r)) in batch.iter().zip(results).enumerate() {
+            let index = start + k;
             let p = &input.path;
             let name = fleet::node_name(p);
             let shown = p.display().to_string();
@@ -186,7 +230,12 @@ pub fn read_fleet(
                 // A recorded fingerprint joins its group once that group's first capture was
                 // scanned and matched it; a fingerprint that did not match is never trusted.
                 Some(Read::Recorded(fp)) => match checked.get(&fp) {
-                    Some(true) if f.add_known(&name, fp) => continue,
+                    Some(true) if f.add_known(&name, fp) => {
+                        if firsts.contains(&index) {
+                            added.insert(index, Ok(vec![(None, fp)]));
+                        }
+                        continue;
+                    }
                     Some(false) => Some(read_node(p, opts, false)),
                     _ => {
                         let r = read_node(p, opts, false);
@@ -205,23 +254,59 @@ pub fn read_fleet(
                 },
                 r => r,
             };
-            match r {
-                // Every host of a multi-host input is its own node, named by its host hash.
-                Some(Read::Scanned(hosts)) => {
-                    for (host, fp, t) in hosts {
-                        match host {
-                            Some(h) => f.add_fingerprinted(&format!("{name}:{h}"), fp, *t),
-                            None => f.add_fingerprinted(&name, fp, *t),
-                        }
-                    }
-                }
-                Some(Read::Failed(e)) => f.add_error(&shown, e),
-                Some(Read::Recorded(_)) | None => {
-                    f.add_error(&shown, "worker thread failed".into())
-                }
+            let outcome = add_read(&mut f, &name, &shown, r, &added, files);
+            if firsts.contains(&index) {
+                added.insert(index, outcome);
             }
         }
         after_batch(batch.len(), &f);
+        start += batch.len();
     }
     (f, interrupted)
+}
+
+/// Adds what one input's read gave to the fleet (every host of a multi-host input its own
+/// node, named by its host hash; an input that is the same file as an earlier one joins the
+/// groups that one joined); returns what was added, for later inputs that are the same file.
+fn add_read(
+    f: &mut fleet::Fleet,
+    name: &str,
+    shown: &str,
+    r: Option<Read>,
+    added: &std::collections::HashMap<usize, Added>,
+    files: &[FleetInput],
+) -> Added {
+    let node = |host: &Option<String>| match host {
+        Some(h) => format!("{name}:{h}"),
+        None => name.to_string(),
+    };
+    let error = match r {
+        Some(Read::Scanned(hosts)) => {
+            let mut out = Vec::new();
+            for (host, fp, t) in hosts {
+                f.add_fingerprinted(&node(&host), fp, *t);
+                out.push((host, fp));
+            }
+            return Ok(out);
+        }
+        Some(Read::Same(first)) => {
+            let first_shown = files[first].path.display().to_string();
+            match added.get(&first) {
+                Some(Ok(hosts)) => {
+                    for (host, fp) in hosts {
+                        f.add_same_file(&node(host), *fp);
+                    }
+                    return Ok(hosts.clone());
+                }
+                Some(Err(e)) => format!(
+                    "the same file as {first_shown} (a hard link), which could not be read: {e}"
+                ),
+                None => format!("the same file as {first_shown} (a hard link), which was not read"),
+            }
+        }
+        Some(Read::Failed(e)) => e,
+        Some(Read::Recorded(_)) | None => "worker thread failed".into(),
+    };
+    f.add_error(shown, error.clone());
+    Err(error)
 }

@@ -6,6 +6,7 @@
 //! line (`proc/cmdline`, supportconfig's `boot.txt`) are joined and read as `lspci` text
 //! ([`super::lspci`]).
 
+use super::budget::Charge;
 use super::fsroot;
 use crate::model::fact::Fact;
 use crate::model::topology::{SourceInfo, Topology, Warning};
@@ -49,18 +50,27 @@ fn classify(path: &str) -> Option<(&'static str, u8)> {
     }
 }
 
+/// The most text joined from a directory's files (an archive's inflated bytes are bounded
+/// alike, [`fsroot::MAX_SNAPSHOT_BYTES`]): 64 files of 64 MiB would otherwise be 4 GiB.
+const MAX_DIR_TEXT: u64 = fsroot::MAX_SNAPSHOT_BYTES;
+
 /// Reads a directory of operator text: an extracted sosreport (its `sos_commands/pci`,
 /// `sos_commands/infiniband`, `sos_commands/numa` and `proc/cmdline`), else every regular file
 /// at its top (`lspci-vvv.txt`, `lspci-tv.txt`, `ibstat.txt`, …), read through the root
 /// (nothing outside it, no link followed out). `Ok(None)` when none holds `lspci` output and
-/// no file was left out; a file over [`MAX_MEMBER`] refuses the whole directory (never a cut
-/// of it judged), and a file left out (a NUL byte, unreadable) is named in a warning.
+/// no file was left out; a file over [`MAX_MEMBER`], or files joining to more than
+/// [`MAX_DIR_TEXT`], refuse the whole directory (never a cut of it judged), and a file left
+/// out (a NUL byte, unreadable) is named in a warning. Each file is read, appended to the one
+/// joined text and dropped: the text is held once.
+/// The text joined is taken from `charge` (`fleet -j`: [`crate::sources::budget`]) as each
+/// file is read.
 pub fn read_dir(
     fs: &dyn fsroot::FsRoot,
     shown: &str,
     pci_ids: Option<&Path>,
+    charge: Option<&mut Charge>,
 ) -> anyhow::Result<Option<Topology>> {
-    read_dir_capped(fs, shown, pci_ids, MAX_MEMBER)
+    read_dir_capped(fs, shown, pci_ids, MAX_MEMBER, charge)
 }
 
 /// [`read_dir`] with the per-file cap given (tests use a small one).
@@ -69,10 +79,11 @@ fn read_dir_capped(
     shown: &str,
     pci_ids: Option<&Path>,
     max_member: usize,
+    charge: Option<&mut Charge>,
 ) -> anyhow::Result<Option<Topology>> {
-    let (mut members, left_out) = dir_members(fs, shown, max_member)?;
+    let mut paths = dir_files(fs);
     // The tree first and the command line last, as in an archive.
-    members.sort_by_key(|(p, _)| {
+    paths.sort_by_key(|p| {
         (
             if p.contains("lspci_-t") || p.contains("-tv") {
                 0
@@ -84,7 +95,8 @@ fn read_dir_capped(
             p.clone(),
         )
     });
-    match join_and_read(members, "directory", shown, pci_ids)? {
+    let (joined, left_out) = join_dir_files(fs, shown, paths, max_member, charge)?;
+    match joined.read("directory", shown, pci_ids)? {
         Some(mut topo) => {
             for (p, why) in left_out.into_iter().rev() {
                 topo.warnings.insert(
@@ -108,16 +120,9 @@ fn read_dir_capped(
     }
 }
 
-/// The text files of a directory input that peerpath reads, and those it left out with why.
-type DirMembers = (Vec<(String, Vec<u8>)>, Vec<(String, String)>);
-
-/// Reads the directory's text files (see [`read_dir`]): one over `max_member` bytes refuses the
-/// whole input; one holding a NUL byte or unreadable is left out and named.
-fn dir_members(
-    fs: &dyn fsroot::FsRoot,
-    shown: &str,
-    max_member: usize,
-) -> anyhow::Result<DirMembers> {
+/// The paths of the directory's text files peerpath reads (see [`read_dir`]), at most
+/// [`MAX_FILES`].
+fn dir_files(fs: &dyn fsroot::FsRoot) -> Vec<String> {
     let dirs: Vec<&str> = if fs.is_dir(Path::new("sos_commands")) {
         vec![
             "sos_commands/pci",
@@ -129,8 +134,7 @@ fn dir_members(
     } else {
         vec![""]
     };
-    let mut members = Vec::new();
-    let mut left_out = Vec::new();
+    let mut paths = Vec::new();
     for d in dirs {
         let Ok(entries) = fs.read_dir(Path::new(d)) else {
             continue;
@@ -142,53 +146,103 @@ fn dir_members(
             {
                 continue;
             }
-            if members.len() >= MAX_FILES {
-                break;
+            if paths.len() >= MAX_FILES {
+                return paths;
             }
-            let p = if d.is_empty() {
+            paths.push(if d.is_empty() {
                 e.name.clone()
             } else {
                 format!("{d}/{}", e.name)
-            };
-            match fs.read_limited(Path::new(&p), max_member.saturating_add(1)) {
-                Ok(b) if b.len() > max_member => anyhow::bail!(
-                    "{shown}: {p}: more than the {} peerpath reads of such a file; the directory is refused (never judged from a cut)",
-                    fsroot::shown_size(max_member as u64)
-                ),
-                Ok(b) => match b.iter().position(|&c| c == 0) {
-                    Some(at) => left_out.push((
-                        p,
-                        format!(
-                            "holds a NUL byte at offset {at}: not text, left out of the reading"
-                        ),
-                    )),
-                    None => members.push((p, b)),
-                },
-                Err(e) => left_out.push((
-                    p,
-                    format!("could not be read ({e}); left out of the reading"),
-                )),
-            }
+            });
         }
     }
-    Ok((members, left_out))
+    paths
+}
+
+/// Reads the directory's files in `paths` order into one joined text, each file dropped once
+/// appended: one over `max_member` bytes, or all of them over [`MAX_DIR_TEXT`], refuses the
+/// whole input; one holding a NUL byte or unreadable is left out and named (path, why).
+fn join_dir_files(
+    fs: &dyn fsroot::FsRoot,
+    shown: &str,
+    paths: Vec<String>,
+    max_member: usize,
+    mut charge: Option<&mut Charge>,
+) -> anyhow::Result<(Joined, Vec<(String, String)>)> {
+    let mut joined = Joined::default();
+    let mut left_out = Vec::new();
+    // Hard links to one file (one device and inode) are read once.
+    let mut seen: std::collections::HashMap<(u64, u64), String> = Default::default();
+    for p in paths {
+        if let Some(id) = fs.file_id(Path::new(&p)) {
+            if let Some(first) = seen.get(&id) {
+                let why = format!("the same file as {first} (a hard link): read once");
+                left_out.push((p, why));
+                continue;
+            }
+            seen.insert(id, p.clone());
+        }
+        match fs.read_limited(Path::new(&p), max_member.saturating_add(1)) {
+            Ok(b) if b.len() > max_member => anyhow::bail!(
+                "{shown}: {p}: more than the {} peerpath reads of such a file; the directory is refused (never judged from a cut)",
+                fsroot::shown_size(max_member as u64)
+            ),
+            Ok(b) => match b.iter().position(|&c| c == 0) {
+                Some(at) => left_out.push((
+                    p,
+                    format!("holds a NUL byte at offset {at}: not text, left out of the reading"),
+                )),
+                None => {
+                    if (joined.text.len() + b.len()) as u64 > MAX_DIR_TEXT {
+                        anyhow::bail!(
+                            "{shown}: {p}: the directory's text files join to more than the {} peerpath reads of a directory of text; the directory is refused (never judged from a cut)",
+                            fsroot::shown_size(MAX_DIR_TEXT)
+                        );
+                    }
+                    if let Some(c) = charge.as_deref_mut() {
+                        c.take(b.len() as u64);
+                    }
+                    joined.push(&p, &b);
+                }
+            },
+            Err(e) => left_out.push((
+                p,
+                format!("could not be read ({e}); left out of the reading"),
+            )),
+        }
+    }
+    Ok((joined, left_out))
 }
 
 /// Reads a sosreport or supportconfig archive; `Ok(None)` when the archive is neither (no
 /// member holds `lspci` output), so the caller reports its own error. A member peerpath reads
 /// that is over [`MAX_MEMBER`] refuses the whole archive (never a cut of it judged).
 pub fn read(bytes: &[u8], shown: &str, pci_ids: Option<&Path>) -> anyhow::Result<Option<Topology>> {
-    read_capped(bytes, shown, pci_ids, MAX_MEMBER)
+    read_data(fsroot::tar_data(bytes, None)?, shown, pci_ids, None)
 }
 
-/// [`read`] with the per-member cap given (tests use a small one).
+/// [`read`] over an archive already inflated ([`fsroot::tar_data`]): the members' text is
+/// joined into one copy (taken from `charge`), then the inflated archive is dropped (and given
+/// back to `charge`) before the text is read, so at most the archive and the text are held at
+/// once (≤ 2× the inflated size), and while reading only the text.
+pub fn read_data(
+    data: std::borrow::Cow<'_, [u8]>,
+    shown: &str,
+    pci_ids: Option<&Path>,
+    charge: Option<&mut Charge>,
+) -> anyhow::Result<Option<Topology>> {
+    read_capped(data, shown, pci_ids, MAX_MEMBER, charge)
+}
+
+/// [`read_data`] with the per-member cap given (tests use a small one).
 fn read_capped(
-    bytes: &[u8],
+    data: std::borrow::Cow<'_, [u8]>,
     shown: &str,
     pci_ids: Option<&Path>,
     max_member: usize,
+    mut charge: Option<&mut Charge>,
 ) -> anyhow::Result<Option<Topology>> {
-    let mut members = fsroot::archive_members(bytes, |p| classify(p).is_some(), max_member)?;
+    let mut members = fsroot::archive_member_slices(&data, |p| classify(p).is_some(), max_member)?;
     let Some(kind) = members
         .iter()
         .filter_map(|(p, _)| classify(p))
@@ -198,50 +252,86 @@ fn read_capped(
         return Ok(None);
     };
     members.sort_by_key(|(p, _)| classify(p).map(|(_, o)| o).unwrap_or(9));
-    join_and_read(members, kind, shown, pci_ids)
+    let size: usize = members.iter().map(|(_, b)| b.len() + 2).sum();
+    if let Some(c) = charge.as_deref_mut() {
+        c.take(size as u64);
+    }
+    let mut joined = Joined::with_capacity(size);
+    for (p, b) in &members {
+        joined.push(p, b);
+    }
+    drop(members);
+    if let (std::borrow::Cow::Owned(d), Some(c)) = (&data, charge) {
+        c.give_back(d.len() as u64);
+    }
+    drop(data);
+    joined.read(kind, shown, pci_ids)
 }
 
-/// Joins members' text and reads it as `lspci` text; `Ok(None)` when it holds none.
-fn join_and_read(
-    members: Vec<(String, Vec<u8>)>,
-    kind: &str,
-    shown: &str,
-    pci_ids: Option<&Path>,
-) -> anyhow::Result<Option<Topology>> {
-    let mut text = String::new();
-    let mut cmdline = None;
-    let mut used = Vec::new();
-    for (p, b) in &members {
-        let t = String::from_utf8_lossy(b);
-        if p.ends_with("proc/cmdline") {
-            cmdline = Some(t.trim().to_string());
+/// The text of an archive's or a directory's members joined in reading order, held once:
+/// what the `lspci` reader reads, with the kernel command line and the members used.
+#[derive(Default)]
+struct Joined {
+    text: String,
+    cmdline: Option<String>,
+    used: Vec<String>,
+}
+
+impl Joined {
+    fn with_capacity(n: usize) -> Self {
+        Joined {
+            text: String::with_capacity(n),
+            ..Joined::default()
         }
-        text.push_str(&t);
-        if !text.ends_with('\n') {
-            text.push('\n');
+    }
+
+    /// Appends one member's text (invalid UTF-8 replaced), ended by a blank line.
+    fn push(&mut self, path: &str, bytes: &[u8]) {
+        let t = String::from_utf8_lossy(bytes);
+        if path.ends_with("proc/cmdline") {
+            self.cmdline = Some(t.trim().to_string());
         }
-        text.push('\n');
-        used.push(p.as_str());
+        // Room for the text and its two newlines at once (one allocation, not a doubling for
+        // the final newline).
+        self.text.reserve(t.len() + 2);
+        self.text.push_str(&t);
+        if !self.text.ends_with('\n') {
+            self.text.push('\n');
+        }
+        self.text.push('\n');
+        self.used.push(path.to_string());
     }
-    let src = SourceInfo {
-        kind: "lspci".into(),
-        path: shown.to_string(),
-        limitations: vec![],
-    };
-    let Ok(mut topo) = super::lspci::read(&text, src, pci_ids) else {
-        return Ok(None);
-    };
-    if let Some(c) = cmdline.filter(|c| !c.is_empty()) {
-        topo.machine.kernel_cmdline = Fact::Known(c);
+
+    /// Reads the joined text as `lspci` text; `None` when it holds none; a cap's refusal
+    /// (too many devices) is an error.
+    fn read(
+        self,
+        kind: &str,
+        shown: &str,
+        pci_ids: Option<&Path>,
+    ) -> anyhow::Result<Option<Topology>> {
+        let src = SourceInfo {
+            kind: "lspci".into(),
+            path: shown.to_string(),
+            limitations: vec![],
+        };
+        let mut topo = match super::lspci::read(&self.text, src, pci_ids) {
+            Ok(t) => t,
+            Err(e) if super::is_too_large(&e) => return Err(e),
+            Err(_) => return Ok(None),
+        };
+        if let Some(c) = self.cmdline.filter(|c| !c.is_empty()) {
+            topo.machine.kernel_cmdline = Fact::Known(c);
+        }
+        topo.source.limitations.insert(
+            0,
+            format!(
+                "read from the {kind}'s files, joined in this order (evidence line numbers count lines of the joined text): {}",
+                self.used.join(", ")
+            ),
+        );
+        Ok(Some(topo))
     }
-    topo.source.limitations.insert(
-        0,
-        format!(
-            "read from the {kind}'s files, joined in this order (evidence line numbers count lines of the joined text): {}",
-            used.join(", ")
-        ),
-    );
-    Ok(Some(topo))
 }
 
 #[cfg(test)]
@@ -320,8 +410,10 @@ mod tests {
         // One byte over a small cap is refused; at the cap it is read whole.
         let body = padded(4096);
         let tar = tar_of("sosreport-n1/sos_commands/pci/lspci_-nnvv", &body);
-        assert!(read_capped(&tar, "sos.tar", None, 4095).is_err());
-        let t = read_capped(&tar, "sos.tar", None, 4096).unwrap().unwrap();
+        assert!(read_capped(tar.as_slice().into(), "sos.tar", None, 4095, None).is_err());
+        let t = read_capped(tar.as_slice().into(), "sos.tar", None, 4096, None)
+            .unwrap()
+            .unwrap();
         assert_eq!(t.devices.len(), 3);
     }
 
@@ -332,11 +424,13 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("lspci-vvv.txt"), padded(65 << 20)).unwrap();
         let fs = fsroot::DirRoot::open(d.path()).unwrap();
-        let e = format!("{:#}", read_dir(&fs, "ticket", None).unwrap_err());
+        let e = format!("{:#}", read_dir(&fs, "ticket", None, None).unwrap_err());
         assert!(e.contains("lspci-vvv.txt") && e.contains("64 MiB"), "{e}");
         std::fs::write(d.path().join("lspci-vvv.txt"), padded(4096)).unwrap();
-        assert!(read_dir_capped(&fs, "ticket", None, 4095).is_err());
-        let t = read_dir_capped(&fs, "ticket", None, 4096).unwrap().unwrap();
+        assert!(read_dir_capped(&fs, "ticket", None, 4095, None).is_err());
+        let t = read_dir_capped(&fs, "ticket", None, 4096, None)
+            .unwrap()
+            .unwrap();
         assert_eq!(t.devices.len(), 3);
     }
 
@@ -348,7 +442,7 @@ mod tests {
         std::fs::write(d.path().join("lspci-vvv.txt"), NODE).unwrap();
         std::fs::write(d.path().join("lspci-nic.txt"), format!("{NIC_AFTER}\0")).unwrap();
         let fs = fsroot::DirRoot::open(d.path()).unwrap();
-        let t = read_dir(&fs, "ticket", None).unwrap().unwrap();
+        let t = read_dir(&fs, "ticket", None, None).unwrap().unwrap();
         let w = t
             .warnings
             .iter()
@@ -356,7 +450,7 @@ mod tests {
             .unwrap_or_else(|| panic!("{:?}", t.warnings));
         assert!(w.message.contains("NUL byte at offset"), "{}", w.message);
         std::fs::remove_file(d.path().join("lspci-vvv.txt")).unwrap();
-        let e = format!("{:#}", read_dir(&fs, "ticket", None).unwrap_err());
+        let e = format!("{:#}", read_dir(&fs, "ticket", None, None).unwrap_err());
         assert!(e.contains("lspci-nic.txt") && e.contains("NUL"), "{e}");
     }
 }

@@ -92,6 +92,17 @@ impl Charge {
         self.held += n;
     }
 
+    /// Gives back `n` of the bytes this load took (a copy it dropped before finishing), and
+    /// wakes the loads waiting for them.
+    pub fn give_back(&mut self, n: u64) {
+        let n = n.min(self.held);
+        if let Ok(mut s) = self.budget.state.lock() {
+            s.used -= n.min(s.used);
+        }
+        self.held -= n;
+        self.budget.freed.notify_all();
+    }
+
     /// Bytes this load holds.
     pub fn held(&self) -> u64 {
         self.held

@@ -239,7 +239,13 @@ fn load_input(input: Option<&Path>, opts: &LoadOptions) -> Result<Topology> {
         c.take(size_of(path).min(cap));
     }
     match kind {
-        InputKind::SysfsRoot => load_dir(path, shown, &scan_opts, text_ids.as_deref()),
+        InputKind::SysfsRoot => load_dir(
+            path,
+            shown,
+            &scan_opts,
+            text_ids.as_deref(),
+            charge.as_mut(),
+        ),
         InputKind::Tarball => load_tarball(
             path,
             shown,
@@ -291,12 +297,13 @@ fn load_dir(
     shown: String,
     scan_opts: &sysfs::ScanOptions,
     text_ids: Option<&Path>,
+    charge: Option<&mut budget::Charge>,
 ) -> Result<Topology> {
     let fs = fsroot::DirRoot::open(path)?;
     // `sys` is looked up inside the root: a `sys` link out of it is not a sys/ folder.
     if !fs.is_dir(Path::new("sys")) {
         // A directory of operator text (lspci output, an extracted sosreport).
-        if let Some(t) = archive::read_dir(&fs, &shown, text_ids)? {
+        if let Some(t) = archive::read_dir(&fs, &shown, text_ids, charge)? {
             return Ok(t);
         }
         bail!(
@@ -332,7 +339,7 @@ fn load_tarball(
     shown: String,
     scan_opts: &sysfs::ScanOptions,
     text_ids: Option<&Path>,
-    charge: Option<&mut budget::Charge>,
+    mut charge: Option<&mut budget::Charge>,
 ) -> Result<Topology> {
     let bytes = fsroot::input::read_input(path, fsroot::MAX_SNAPSHOT_BYTES)
         .with_context(|| format!("cannot read {shown}"))?;
@@ -340,32 +347,15 @@ fn load_tarball(
     if let Some(text) = gunzip_text(&bytes, fsroot::input::MAX_TEXT_INPUT_BYTES)
         .with_context(|| format!("{shown}: gzip text"))?
     {
+        // The inflated text is held while it is read: charged as a snapshot's bytes are.
+        if let Some(c) = charge.as_deref_mut() {
+            c.take(text.len() as u64);
+        }
         return read_operator_text(&text, &shown, text_ids);
     }
-    let fs = match fsroot::MemRoot::from_tar_bytes_charged(&shown, &bytes, charge) {
-        Ok(fs) if fs.is_dir(Path::new("sys/bus/pci")) => fs,
-        // Not a snapshot: a sosreport or supportconfig holds lspci text instead.
-        Ok(fs) => {
-            if let Some(t) = archive::read(&bytes, &shown, text_ids)
-                .with_context(|| format!("{shown}: support archive"))?
-            {
-                return Ok(t);
-            }
-            fs
-        }
-        // An archive the snapshot reader refuses (cut, corrupt, a member escaping the
-        // root) may still be a support archive whose lspci text can be read; if it is
-        // not, the snapshot reader's reason is the one said.
-        Err(e) => match archive::read(&bytes, &shown, text_ids) {
-            Ok(Some(t)) => return Ok(t),
-            // A member over its cap refuses the archive in the cap's words.
-            Err(ae) if is_too_large(&ae) => {
-                return Err(ae).with_context(|| format!("{shown}: support archive"));
-            }
-            _ => {
-                return Err(e).with_context(|| format!("{shown}: not a readable snapshot tarball"));
-            }
-        },
+    let fs = match support_archive(&bytes, &shown, text_ids, charge)? {
+        Ok(t) => return Ok(t),
+        Err(fs) => fs,
     };
     let mut topo = scan_stored(&fs, "snapshot", shown, scan_opts)?;
     for (p, m) in fs.skipped() {
@@ -378,6 +368,53 @@ fn load_tarball(
         );
     }
     Ok(topo)
+}
+
+/// A tar archive, inflated once: a support archive (sosreport, supportconfig: no member path
+/// holds `sys/bus/pci`, and a member holds lspci text) is read from its members' text, the
+/// inflated archive dropped before the text is read (≤ 2× the inflated size, issue 53: it was
+/// inflated twice and every file copied, 3.4×); anything else is the snapshot (`Err`), or
+/// the snapshot reader's error. A member over its cap refuses the archive in the cap's words.
+fn support_archive(
+    bytes: &[u8],
+    shown: &str,
+    text_ids: Option<&Path>,
+    mut charge: Option<&mut budget::Charge>,
+) -> Result<std::result::Result<Topology, fsroot::MemRoot>> {
+    let not_snapshot =
+        |e| anyhow::Error::new(e).context(format!("{shown}: not a readable snapshot tarball"));
+    let held_before = charge.as_ref().map_or(0, |c| c.held());
+    let data = fsroot::tar_data(bytes, charge.as_deref_mut()).map_err(not_snapshot)?;
+    let mut archive_err = None;
+    if !fsroot::holds_path(&data, "sys/bus/pci").unwrap_or(false) {
+        // Not a snapshot: a sosreport or supportconfig holds lspci text instead. The archive
+        // reader takes the inflated copy and drops it once the text is joined.
+        match archive::read_data(data, shown, text_ids, charge.as_deref_mut()) {
+            Ok(Some(t)) => return Ok(Ok(t)),
+            // A member over its cap refuses the archive in the cap's words.
+            Err(ae) if is_too_large(&ae) => {
+                return Err(ae).with_context(|| format!("{shown}: support archive"));
+            }
+            Err(ae) => archive_err = Some(ae),
+            Ok(None) => {}
+        }
+        // Neither: the snapshot reader says why (it inflates the archive again; what the
+        // archive reader took is given back first).
+        if let Some(c) = charge.as_deref_mut() {
+            c.give_back(c.held().saturating_sub(held_before));
+        }
+        return match fsroot::MemRoot::from_tar_bytes_charged(shown, bytes, charge) {
+            Ok(fs) => match archive_err {
+                Some(ae) => Err(ae).with_context(|| format!("{shown}: support archive")),
+                None => Ok(Err(fs)),
+            },
+            Err(e) => Err(not_snapshot(e)),
+        };
+    }
+    match fsroot::MemRoot::from_tar_data(shown, data, charge) {
+        Ok(fs) => Ok(Err(fs)),
+        Err(e) => Err(not_snapshot(e)),
+    }
 }
 
 /// An XML file: hwloc's `<topology>` or NCCL's `<system>` (the host `opts.host` names).
@@ -418,15 +455,18 @@ fn read_operator_text(text: &str, shown: &str, pci_ids: Option<&Path>) -> Result
         path: shown.to_string(),
         limitations: vec![],
     };
-    lspci::read(text, src, pci_ids).with_context(|| {
-        format!(
-            "{shown}: text, but not lspci output peerpath reads (`lspci -vvv`, `lspci -tv`, `lspci -xxxx`)"
-        )
-    })
+    match lspci::read(text, src, pci_ids) {
+        Err(e) if is_too_large(&e) => Err(e).with_context(|| shown.to_string()),
+        r => r.with_context(|| {
+            format!(
+                "{shown}: text, but not lspci output peerpath reads (`lspci -vvv`, `lspci -tv`, `lspci -xxxx`)"
+            )
+        }),
+    }
 }
 
 /// Whether an error is a size cap's refusal (kind `FileTooLarge`), anywhere in its chain.
-fn is_too_large(e: &anyhow::Error) -> bool {
+pub(crate) fn is_too_large(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::FileTooLarge)

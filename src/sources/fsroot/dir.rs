@@ -467,6 +467,12 @@ impl FsRoot for DirRoot {
     fn describe(&self) -> String {
         self.root.display().to_string()
     }
+
+    fn file_id(&self, path: &Path) -> Option<(u64, u64)> {
+        let fd = self.open_in_root(path, OFlags::PATH).ok()?;
+        let st = rustix::fs::fstat(&fd).ok()?;
+        Some((st.st_dev, st.st_ino))
+    }
 }
 
 #[cfg(test)]

@@ -75,6 +75,13 @@ pub trait FsRoot: Send + Sync {
     /// Human description (`/`, `fixtures/x.tar.bz2`).
     fn describe(&self) -> String;
 
+    /// The identity of the file at `path` (its device and inode), links followed inside the
+    /// root: two paths with one identity are one file (hard links), read once. `None` where
+    /// the root has no such identity (an archive held in memory) or the file cannot be opened.
+    fn file_id(&self, _path: &Path) -> Option<(u64, u64)> {
+        None
+    }
+
     /// Reads a whole file of at most [`MAX_ATTR_BYTES`] (sysfs attributes are at most a page;
     /// `config` 4 KiB): a longer one is an error saying so, never silently cut.
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
@@ -458,19 +465,44 @@ fn named_offset(
 /// The first bytes of an xz stream.
 pub const XZ_MAGIC: &[u8] = &[0xfd, b'7', b'z', b'X', b'Z', 0];
 
-/// The regular files of an archive (plain, gzip, bzip2 or xz tar) whose path `want` accepts,
-/// read in memory without extracting anything: `(path, bytes)` in archive order; a wanted
-/// member over `max_each` bytes is an error of kind `FileTooLarge` (never a cut). The
-/// decompressed archive is bounded as a snapshot's is ([`MAX_SNAPSHOT_BYTES`]); a malformed
-/// archive is an error.
-pub fn archive_members(
-    bytes: &[u8],
+/// A tar archive's bytes, decompressed once ([`tar_bytes`]: gzip, bzip2 or xz by magic bytes,
+/// at most [`MAX_SNAPSHOT_BYTES`], every inflated byte taken from `charge`), for a caller that
+/// walks one inflated copy more than once ([`holds_path`], [`archive_member_slices`],
+/// [`MemRoot::from_tar_data`]) instead of inflating it again for each reader.
+pub fn tar_data<'b>(
+    bytes: &'b [u8],
+    charge: Option<&mut super::budget::Charge>,
+) -> io::Result<Cow<'b, [u8]>> {
+    tar_bytes(bytes, charge)
+}
+
+/// Whether some member path of an inflated tar ([`tar_data`]) holds `needle` as whole
+/// components (at its start or after a `/`); a malformed archive is an error.
+pub fn holds_path(data: &[u8], needle: &str) -> io::Result<bool> {
+    let n = needle.as_bytes();
+    let mut found = false;
+    walk_tar(data, |m| {
+        let p: &[u8] = &m.path;
+        found |= memchr::memmem::find_iter(p, n).any(|i| {
+            let end = i + n.len();
+            (i == 0 || p[i - 1] == b'/') && (end == p.len() || p[end] == b'/')
+        });
+        Ok(())
+    })?;
+    Ok(found)
+}
+
+/// The regular files of an inflated tar ([`tar_data`]) whose path `want` accepts: `(path,
+/// bytes)` in archive order, each a slice of `data` (nothing copied); a wanted member over
+/// `max_each` bytes is an error of kind `FileTooLarge` (never a cut). A malformed archive is
+/// an error.
+pub fn archive_member_slices(
+    data: &[u8],
     want: impl Fn(&str) -> bool,
     max_each: usize,
-) -> io::Result<Vec<(String, Vec<u8>)>> {
-    let data = tar_bytes(bytes, None)?;
+) -> io::Result<Vec<(String, &[u8])>> {
     let mut out = Vec::new();
-    walk_tar(&data, |m| {
+    walk_tar(data, |m| {
         if !m.kind.is_file() {
             return Ok(());
         }
@@ -487,7 +519,7 @@ pub fn archive_members(
                     ),
                 ));
             }
-            out.push((path, m.body.to_vec()));
+            out.push((path, m.body));
         }
         Ok(())
     })?;
@@ -673,6 +705,16 @@ impl MemRoot {
         mut charge: Option<&mut super::budget::Charge>,
     ) -> io::Result<Self> {
         let data = tar_bytes(bytes, charge.as_deref_mut())?;
+        Self::from_tar_data(name, data, charge)
+    }
+
+    /// [`MemRoot::from_tar_bytes_charged`] over a stream already inflated ([`tar_data`]),
+    /// dropped once its files are copied out.
+    pub fn from_tar_data(
+        name: &str,
+        data: Cow<'_, [u8]>,
+        mut charge: Option<&mut super::budget::Charge>,
+    ) -> io::Result<Self> {
         let mut raw: Vec<(Vec<u8>, MemNode)> = Vec::new();
         let mut skipped_long: Vec<Vec<u8>> = Vec::new();
         walk_tar(&data, |m| {
