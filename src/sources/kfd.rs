@@ -38,10 +38,39 @@ pub struct KfdScan {
     pub warnings: Vec<Warning>,
 }
 
+/// The most compute partitions an AMD GPU has, one KFD node each (MI300X in CPX mode: one per
+/// XCD, 8). More nodes naming one PCI function are a topology that aliases them (a copied or
+/// forged tree): said once, with the count.
+pub const MAX_NODES_PER_FUNCTION: usize = 8;
+
+/// What the scan keeps of a node's `properties`: the facts it folds in. The whole file (a
+/// `String` per pair) was kept for every node: 300,000 nodes held ~1 GB.
+struct Facts {
+    cpu_cores: u64,
+    hive_id: Option<u64>,
+    gfx_target_version: Option<u32>,
+    drm_render_minor: Option<u32>,
+    unique_id: Option<u64>,
+    num_xcc: Option<u32>,
+}
+
+impl Facts {
+    fn of(p: &KfdProperties) -> Self {
+        Facts {
+            cpu_cores: p.get("cpu_cores_count").unwrap_or(0),
+            hive_id: p.get("hive_id"),
+            gfx_target_version: p.get_u32("gfx_target_version"),
+            drm_render_minor: p.get_u32("drm_render_minor"),
+            unique_id: p.get("unique_id"),
+            num_xcc: p.get_u32("num_xcc"),
+        }
+    }
+}
+
 struct Node {
     id: u32,
     dir: PathBuf,
-    props: KfdProperties,
+    props: Facts,
     /// The PCI function of a GPU node.
     gpu: Option<Bdf>,
     links: Vec<KfdLink>,
@@ -169,7 +198,7 @@ fn read_into(fs: &dyn FsRoot, devices: &mut [Device], w: &mut SourceWarnings) ->
         nodes.push(Node {
             id,
             dir,
-            props,
+            props: Facts::of(&props),
             gpu,
             links,
         });
@@ -183,9 +212,9 @@ fn read_into(fs: &dyn FsRoot, devices: &mut [Device], w: &mut SourceWarnings) ->
         .map(|(k, d)| (d.bdf, k))
         .collect();
     let is_cpu = |id: u32| {
-        by_id.get(&id).is_some_and(|&k| {
-            nodes[k].gpu.is_none() && nodes[k].props.get("cpu_cores_count").unwrap_or(0) > 0
-        })
+        by_id
+            .get(&id)
+            .is_some_and(|&k| nodes[k].gpu.is_none() && nodes[k].props.cpu_cores > 0)
     };
     for n in &nodes {
         let Some(bdf) = n.gpu else { continue };
@@ -205,11 +234,11 @@ fn read_into(fs: &dyn FsRoot, devices: &mut [Device], w: &mut SourceWarnings) ->
         });
         a.kfd_nodes.push(n.id);
         if a.kfd_nodes.len() == 1 {
-            a.hive_id = n.props.get("hive_id");
-            a.gfx_target_version = n.props.get_u32("gfx_target_version");
-            a.drm_render_minor = n.props.get_u32("drm_render_minor");
-            a.unique_id = n.props.get("unique_id");
-            a.num_xcc = n.props.get_u32("num_xcc");
+            a.hive_id = n.props.hive_id;
+            a.gfx_target_version = n.props.gfx_target_version;
+            a.drm_render_minor = n.props.drm_render_minor;
+            a.unique_id = n.props.unique_id;
+            a.num_xcc = n.props.num_xcc;
             a.cpu_link = n.links.iter().find(|l| is_cpu(l.node_to)).cloned();
             a.vram_bytes = vram(fs, &n.dir, w);
         }
@@ -244,8 +273,34 @@ fn read_into(fs: &dyn FsRoot, devices: &mut [Device], w: &mut SourceWarnings) ->
             out.xgmi.push(x);
         }
     }
+    aliased_functions(devices, root, w);
     partitions(fs, devices, w);
     out
+}
+
+/// Says once per PCI function that more KFD nodes name it than a GPU has partitions
+/// ([`MAX_NODES_PER_FUNCTION`]), with the count and the first node ids.
+fn aliased_functions(devices: &[Device], root: &Path, w: &mut SourceWarnings) {
+    for d in devices {
+        let Some(a) = d
+            .amd
+            .as_ref()
+            .filter(|a| a.kfd_nodes.len() > MAX_NODES_PER_FUNCTION)
+        else {
+            continue;
+        };
+        let first: Vec<String> = a.kfd_nodes.iter().take(4).map(u32::to_string).collect();
+        warn(
+            w,
+            root,
+            format!(
+                "{} KFD nodes (ids {}, …) name PCI function {}, more than the {MAX_NODES_PER_FUNCTION} compute partitions an AMD GPU has (one node each): the topology aliases nodes onto this function; the partition count shown is what it says, not the GPU's",
+                a.kfd_nodes.len(),
+                first.join(", "),
+                d.bdf
+            ),
+        );
+    }
 }
 
 fn opt(v: Option<u32>) -> String {
@@ -353,5 +408,50 @@ mod tests {
             "{:?}",
             w[0]
         );
+    }
+
+    /// Issue 53: 3,000 KFD nodes naming one PCI function (a tree whose node directories all
+    /// alias one GPU) are read, folded into that GPU, and the aliasing said once, with the
+    /// count; 8 (an MI300X in CPX mode) are partitions, not said.
+    #[test]
+    fn nodes_aliasing_one_function_are_said_once() {
+        for (n, said) in [(3_000, true), (8, false)] {
+            let d = tempfile::tempdir().unwrap();
+            let props =
+                "cpu_cores_count 0\nsimd_count 1216\nlocation_id 1280\ndomain 0\nnum_xcc 8\n";
+            for i in 0..n {
+                let node = d.path().join(NODES).join(i.to_string());
+                std::fs::create_dir_all(&node).unwrap();
+                std::fs::write(node.join("properties"), props).unwrap();
+            }
+            let mut gpu = Device::new(
+                "0000:05:00.0".parse().unwrap(),
+                "pci0000:00".into(),
+                String::new(),
+            );
+            gpu.class = 0x038000;
+            gpu.vendor_id = Some(crate::model::amd::AMD_GPU_VENDOR);
+            gpu.kind = crate::model::device::kind_from_class(gpu.class, gpu.vendor_id, None);
+            let mut devices = [gpu];
+            let scan = read(&DirRoot::new(d.path()), &mut devices);
+            let a = devices[0].amd.as_ref().unwrap();
+            assert_eq!(a.kfd_nodes.len(), n);
+            assert_eq!(a.num_xcc, Some(8));
+            let aliased: Vec<_> = scan
+                .warnings
+                .iter()
+                .filter(|w| w.message.contains("aliases nodes onto this function"))
+                .collect();
+            assert_eq!(aliased.len(), usize::from(said), "{:?}", scan.warnings);
+            if said {
+                assert!(
+                    aliased[0].message.starts_with(
+                        "3000 KFD nodes (ids 0, 1, 2, 3, …) name PCI function 0000:05:00.0"
+                    ),
+                    "{}",
+                    aliased[0].message
+                );
+            }
+        }
     }
 }
