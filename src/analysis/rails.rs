@@ -14,6 +14,14 @@
 use super::classify::Classifier;
 use super::classify::Label;
 use super::pairing::{Candidates, NodeView, assign_rails, nic_name, nvlink_domains};
+
+/// The path label between GPU row `g` and NIC column `k` of a view, when classified: from
+/// the dense table, or from a near view's pairs (others classified on demand).
+type LabelOf<'a> = &'a dyn Fn(usize, usize) -> Option<Label>;
+
+/// A node's two GPU→NIC matchings: the pairing ([`NodeView::pairing`]) and the rails one
+/// ([`assign_rails`]), a NIC column (or none) per GPU row.
+type Matchings = (Vec<Option<usize>>, Vec<Option<usize>>);
 use crate::model::{OsDeviceKind, Topology};
 use serde::Serialize;
 
@@ -168,29 +176,59 @@ pub fn speed_class(rate: Option<f64>) -> String {
 /// by the first GPU each NIC serves. A cabled NIC within PXB of no GPU is a fabric port on no
 /// rail (its leaf cannot be told from the topology).
 pub fn build(t: &Topology, view: &NodeView, nodes: usize) -> Rails {
-    build_with(t, view, nvlink_domains(&view.cand), nodes)
+    let m = dense_matchings(view);
+    let c = &view.cand;
+    build_with(t, view, nvlink_domains(c), m, &|g, k| label(c, g, k), nodes)
 }
 
 /// [`build`] from a classification: on a node of more than
 /// [`NEAR_FROM_PAIRS`](super::pairing::near::NEAR_FROM_PAIRS) GPU–NIC pairs the GPU × GPU
 /// table is not classified ([`NodeView::rails_from`]: the NVLink domains from the GPU pairs
-/// that can be NVLink); the GPU–NIC table and both matchings are [`build`]'s, so the report is
-/// the same.
+/// that can be NVLink), and where both matchings can be solved host bridge by host bridge
+/// with the dense answer ([`super::pairing::blocks`]) neither is the GPU × NIC table; the
+/// report is [`build`]'s.
 pub fn build_from(cl: &Classifier, nodes: usize) -> Rails {
+    build_view_from(cl, nodes).1
+}
+
+/// [`build_from`], with the view it read (its GPU and NIC endpoints are the full view's; its
+/// tables may be the near ones): what an export that also lists the endpoints reads.
+pub fn build_view_from(cl: &Classifier, nodes: usize) -> (NodeView, Rails) {
     build_near_from(cl, nodes, super::pairing::near::NEAR_FROM_PAIRS)
 }
 
-/// [`build_from`] with another threshold (tests: 0 takes the near path on any node).
-fn build_near_from(cl: &Classifier, nodes: usize, from_pairs: usize) -> Rails {
-    let (view, domains) = NodeView::rails_from(cl, from_pairs);
-    build_with(cl.topo(), &view, domains, nodes)
+/// [`build_view_from`] with another threshold (tests: 0 takes the near path on any node).
+fn build_near_from(cl: &Classifier, nodes: usize, from_pairs: usize) -> (NodeView, Rails) {
+    let (view, domains, m) = NodeView::rails_from(cl, from_pairs);
+    let r = match (&view.near, m) {
+        (Some(near), Some(m)) => {
+            let of = |g, k| near.pair(cl, g, k).map(|p| p.label);
+            build_with(cl.topo(), &view, domains, m, &of, nodes)
+        }
+        _ => {
+            let m = dense_matchings(&view);
+            let c = &view.cand;
+            build_with(cl.topo(), &view, domains, m, &|g, k| label(c, g, k), nodes)
+        }
+    };
+    (view, r)
 }
 
-fn build_with(t: &Topology, view: &NodeView, domains: Vec<Vec<usize>>, nodes: usize) -> Rails {
+/// Both matchings over a view's dense table.
+fn dense_matchings(view: &NodeView) -> Matchings {
+    let all: Vec<usize> = (0..view.cand.gpus.len()).collect();
+    (view.pairing(), assign_rails(&view.cand, &all))
+}
+
+fn build_with(
+    t: &Topology,
+    view: &NodeView,
+    domains: Vec<Vec<usize>>,
+    (pairing, matched): Matchings,
+    lab: LabelOf,
+    nodes: usize,
+) -> Rails {
     let c = &view.cand;
-    let all: Vec<usize> = (0..c.gpus.len()).collect();
-    let pairing = view.pairing();
-    let matched = assign_rails(c, &all);
     let domains: Vec<Domain> = domains
         .into_iter()
         .map(|d| Domain {
@@ -200,21 +238,25 @@ fn build_with(t: &Topology, view: &NodeView, domains: Vec<Vec<usize>>, nodes: us
         .collect();
     let one_per_gpu = c.nics.len() >= c.gpus.len();
     let mut problems = count_problems(c, one_per_gpu);
-    let gpu_nic = gpu_nics(c, &pairing);
+    let gpu_nic = gpu_nics(c, &pairing, lab);
     // Each GPU's rail NIC: its matched NIC when within PXB.
     let rail_nic: Vec<Option<usize>> = matched
         .iter()
         .enumerate()
-        .map(|(g, k)| k.filter(|&k| within(c, g, k)))
+        .map(|(g, k)| k.filter(|&k| lab(g, k).is_some_and(|l| l.within_pxb())))
         .collect();
-    let served: Vec<Vec<usize>> = (0..c.nics.len())
-        .map(|k| (0..all.len()).filter(|&g| rail_nic[g] == Some(k)).collect())
-        .collect();
+    // The GPUs each NIC carries as their rail, ascending.
+    let mut served: Vec<Vec<usize>> = vec![Vec::new(); c.nics.len()];
+    for (g, k) in rail_nic.iter().enumerate() {
+        if let Some(k) = *k {
+            served[k].push(g);
+        }
+    }
     let (rail_of_nic, rails_total) = rail_numbers(c, &served, one_per_gpu);
-    let missing = missing_rails(view, &rail_nic, one_per_gpu, &mut problems);
-    let (other_nics, off_rail) = unserved_nics(view, &served, &mut problems);
+    let missing = missing_rails(view, lab, &rail_nic, one_per_gpu, &mut problems);
+    let (other_nics, off_rail) = unserved_nics(view, lab, &served, &mut problems);
     shared_nics(c, &served, &mut problems);
-    let ports = rail_ports(t, view, &served, &rail_of_nic, &off_rail);
+    let ports = rail_ports(t, view, lab, &served, &rail_of_nic, &off_rail);
     let rail_optimised = problems.is_empty();
     let plant_per_node = Plant::for_ports(ports.len());
     let nodes = nodes.max(1);
@@ -244,11 +286,6 @@ fn label(c: &Candidates, g: usize, k: usize) -> Option<Label> {
     c.gn[g][k].as_ref().map(|p| p.label)
 }
 
-/// Whether NIC `k` is within PXB of GPU `g`.
-fn within(c: &Candidates, g: usize, k: usize) -> bool {
-    label(c, g, k).is_some_and(|l| l.within_pxb())
-}
-
 /// Problems of the counts: no GPU, fewer NICs than GPUs.
 fn count_problems(c: &Candidates, one_per_gpu: bool) -> Vec<String> {
     let mut problems = Vec::new();
@@ -267,14 +304,14 @@ fn count_problems(c: &Candidates, one_per_gpu: bool) -> Vec<String> {
 }
 
 /// The node's one GPU–NIC pairing, with each pair's path.
-fn gpu_nics(c: &Candidates, pairing: &[Option<usize>]) -> Vec<GpuNic> {
+fn gpu_nics(c: &Candidates, pairing: &[Option<usize>], lab: LabelOf) -> Vec<GpuNic> {
     let mut gpu_nic = Vec::new();
     for (g, k) in pairing.iter().enumerate() {
         let Some(k) = *k else { continue };
         gpu_nic.push(GpuNic {
             gpu: c.gpus[g].name.clone(),
             nic: c.nics[k].name.clone(),
-            path: label(c, g, k).map_or_else(|| "?".into(), |l| l.to_string()),
+            path: lab(g, k).map_or_else(|| "?".into(), |l| l.to_string()),
         });
     }
     gpu_nic
@@ -310,6 +347,7 @@ fn rail_numbers(
 /// GPUs without a rail NIC within PXB, each with a problem naming its nearest NIC.
 fn missing_rails(
     view: &NodeView,
+    lab: LabelOf,
     rail_nic: &[Option<usize>],
     one_per_gpu: bool,
     problems: &mut Vec<String>,
@@ -317,7 +355,7 @@ fn missing_rails(
     let c = &view.cand;
     let nearest_nic = |g: usize| {
         (0..c.nics.len())
-            .filter_map(|k| label(c, g, k).map(|l| (l, k)))
+            .filter_map(|k| lab(g, k).map(|l| (l, k)))
             .min()
     };
     let mut missing = Vec::new();
@@ -357,6 +395,7 @@ fn missing_rails(
 /// in-band. Returns those other NICs' names and the off-rail compute NICs.
 fn unserved_nics(
     view: &NodeView,
+    lab: LabelOf,
     served: &[Vec<usize>],
     problems: &mut Vec<String>,
 ) -> (Vec<String>, Vec<usize>) {
@@ -374,7 +413,7 @@ fn unserved_nics(
         }
         off_rail.push(k);
         let nearest = (0..c.gpus.len())
-            .filter_map(|g| label(c, g, k).map(|l| (l, g)))
+            .filter_map(|g| lab(g, k).map(|l| (l, g)))
             .min();
         problems.push(match nearest {
             Some((lab, g)) => format!(
@@ -407,13 +446,18 @@ fn shared_nics(c: &Candidates, served: &[Vec<usize>], problems: &mut Vec<String>
 fn rail_ports(
     t: &Topology,
     view: &NodeView,
+    lab: LabelOf,
     served: &[Vec<usize>],
     rail_of_nic: &[Option<usize>],
     off_rail: &[usize],
 ) -> Vec<RailPort> {
     let c = &view.cand;
+    let mut off = vec![false; c.nics.len()];
+    for &k in off_rail {
+        off[k] = true;
+    }
     let mut fabric: Vec<(Option<usize>, usize)> = (0..c.nics.len())
-        .filter(|&k| rail_of_nic[k].is_some() || off_rail.contains(&k))
+        .filter(|&k| rail_of_nic[k].is_some() || off[k])
         .map(|k| (rail_of_nic[k], k))
         .collect();
     fabric.sort_by_key(|&(r, k)| (r.is_none(), r, k));
@@ -422,7 +466,7 @@ fn rail_ports(
         let nic = &view.nics[k];
         let g = served[k].first().copied();
         let path = g
-            .and_then(|g| label(c, g, k))
+            .and_then(|g| lab(g, k))
             .map_or_else(|| "-".into(), |l| l.to_string());
         let dev = t.device(&nic.bdf);
         let rdma = dev.and_then(|d| {
@@ -456,9 +500,17 @@ fn rail_ports(
 
 /// Per rail: its speeds, and its ports and plant across `nodes` nodes.
 fn rail_groups(ports: &[RailPort], rails_total: usize, nodes: usize) -> Vec<RailGroup> {
-    (0..rails_total)
-        .map(|r| {
-            let on: Vec<&RailPort> = ports.iter().filter(|p| p.rail == Some(r)).collect();
+    // Each rail's ports, in port order.
+    let mut by_rail: Vec<Vec<&RailPort>> = vec![Vec::new(); rails_total];
+    for p in ports {
+        if let Some(on) = p.rail.and_then(|r| by_rail.get_mut(r)) {
+            on.push(p);
+        }
+    }
+    by_rail
+        .into_iter()
+        .enumerate()
+        .map(|(r, on)| {
             let mut speeds: Vec<&str> = on.iter().map(|p| p.speed.as_str()).collect();
             speeds.dedup();
             RailGroup {
@@ -544,7 +596,9 @@ mod tests {
         let t = node();
         let cl = Classifier::new(&t, &Default::default());
         let dense = NodeView::from_classifier(&cl);
-        let (near, domains) = NodeView::rails_from(&cl, 0);
+        let (near, domains, matchings) = NodeView::rails_from(&cl, 0);
+        // Host bridge 1 has more GPUs than NICs: no block answer, the full table.
+        assert!(matchings.is_none());
         assert!(near.cand.gg.is_empty() && near.near.is_none());
         assert_eq!(near.cand.gn.len(), 12);
         assert_eq!(dense.cand.nics.len(), 12);
@@ -553,14 +607,64 @@ mod tests {
         assert!(want_domains.iter().filter(|d| d.len() > 1).count() >= 2);
         assert_eq!(domains, want_domains);
         let want = build(&t, &dense, 4);
-        let got = build_near_from(&cl, 4, 0);
+        let got = build_near_from(&cl, 4, 0).1;
         assert_eq!(format!("{got:?}"), format!("{want:?}"));
         assert_eq!(
             serde_json::to_string(&got).unwrap(),
             serde_json::to_string(&want).unwrap()
         );
         // Below the threshold: the full view, GPU pairs included.
-        let (small, _) = NodeView::rails_from(&cl, usize::MAX);
+        let (small, _, _) = NodeView::rails_from(&cl, usize::MAX);
         assert_eq!(small.cand.gg.len(), 12);
+    }
+
+    /// A synthesized layout's topology, scanned from its in-memory tree.
+    fn synth(name: &str) -> crate::model::Topology {
+        let spec = crate::synth::layouts::by_name(name).unwrap();
+        let root = crate::synth::to_mem_root(&spec, &Default::default()).unwrap();
+        let src = crate::model::SourceInfo {
+            kind: "synth".into(),
+            path: format!("synth:{name}"),
+            limitations: vec![],
+        };
+        let o = crate::sources::sysfs::ScanOptions { pci_ids: None };
+        crate::sources::sysfs::scan(&root, src, &o).unwrap()
+    }
+
+    /// On every built-in layout, two scaling trees and the three-host-bridge node above, the
+    /// report from the near path (threshold 0) is the dense view's, text and JSON; the block
+    /// matchings are really used where the layout allows (the scaling trees: eight GPUs and
+    /// eight equal NICs under each switch, ties everywhere) and the dense table is built where
+    /// they give no answer (the node above: a host bridge with more GPUs than NICs).
+    #[test]
+    fn the_block_rails_are_the_dense_rails_on_every_layout() {
+        let mut names: Vec<String> = crate::synth::layouts::LAYOUTS
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .collect();
+        names.extend(["scaling-64".into(), "scaling-300".into()]);
+        let mut blocks = Vec::new();
+        let mut cases: Vec<(String, crate::model::Topology)> =
+            names.iter().map(|n| (n.clone(), synth(n))).collect();
+        cases.push(("node".into(), node()));
+        for (name, t) in &cases {
+            let cl = Classifier::new(t, &Default::default());
+            let want = build(t, &NodeView::from_classifier(&cl), 2);
+            let (view, got) = build_near_from(&cl, 2, 0);
+            assert_eq!(format!("{got:?}"), format!("{want:?}"), "{name}");
+            assert_eq!(
+                crate::render::rails::render_text(&got),
+                crate::render::rails::render_text(&want),
+                "{name}"
+            );
+            if view.near.is_some() {
+                assert!(view.cand.gn.is_empty(), "{name}: no dense table");
+                blocks.push(name.as_str());
+            }
+        }
+        for n in ["scaling-64", "scaling-300", "hgx-h100"] {
+            assert!(blocks.contains(&n), "{n} not by blocks: {blocks:?}");
+        }
+        assert!(!blocks.contains(&"node"), "{blocks:?}");
     }
 }

@@ -161,8 +161,7 @@ pub fn run(a: ExportArgs) -> Result<u8> {
         }
         ExportFormat::Nfd => {
             let cl = Classifier::new(&topo, &ClassifyOptions::default());
-            let view = NodeView::from_classifier(&cl);
-            let r = rails::build(&topo, &view, 1);
+            let r = rails::build_from(&cl, 1);
             nfd::render(
                 &topo,
                 &r,
@@ -175,8 +174,7 @@ pub fn run(a: ExportArgs) -> Result<u8> {
         }
         ExportFormat::Dra => {
             let cl = Classifier::new(&topo, &ClassifyOptions::default());
-            let view = NodeView::from_classifier(&cl);
-            let r = rails::build(&topo, &view, 1);
+            let (view, r) = rails::build_view_from(&cl, 1);
             let node_name = match a.node_name {
                 Some(n) => n,
                 None if a.input.input.is_none() => live_node_name()?,

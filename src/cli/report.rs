@@ -115,8 +115,8 @@ pub fn run(topo: &Topology, a: &ReportArgs) -> Result<u8> {
                 let rises = peerpath::analysis::cabling::counters::between(&old, &map);
                 map.counters.extend(rises);
             }
-            let view = peerpath::analysis::place::NodeView::new(topo);
-            let rails = peerpath::analysis::rails::build(topo, &view, 1);
+            let cl = peerpath::analysis::classify::Classifier::new(topo, &Default::default());
+            let rails = peerpath::analysis::rails::build_from(&cl, 1);
             let layout = peerpath::analysis::cabling::NodeLayout::from_rails(
                 topo,
                 &rails,

@@ -16,6 +16,7 @@ use super::classify::{Classifier, ClassifyOptions, Endpoint, Label, Matrix, Pair
 use crate::model::{Bdf, DeviceKind, Topology};
 use std::collections::{BTreeMap, HashMap};
 
+pub mod blocks;
 pub mod near;
 
 /// Rank of a path label for sorting: lower is better ([`Label::rank`]).
@@ -199,19 +200,30 @@ const BW_CEIL_MBPS: i64 = 999_999;
 /// `slot_columns_suffice`), so the columns start at an even share per NIC and only a NIC whose
 /// slots all filled gets more: the matrix is ranks × NICs × the share instead of ranks² × NICs.
 pub fn assign_nics(c: &Candidates, gpus: &[usize]) -> Vec<Option<usize>> {
-    match assign_slots(c, gpus, false) {
-        Some((_, cols)) => cols.into_iter().map(|(nic, _)| Some(nic)).collect(),
-        None => vec![None; gpus.len()],
+    match assign_nics_in(c, blocks::Table::Dense, gpus) {
+        Ok(v) => v,
+        Err(near::Uncertified) => vec![None; gpus.len()],
     }
 }
 
+/// [`assign_nics`] over the pairs of `table`: the dense one, or on a near table the same
+/// assignment block by block ([`blocks`]; [`near::Uncertified`] where that needs the dense
+/// table).
+fn assign_nics_in(
+    c: &Candidates,
+    table: blocks::Table,
+    gpus: &[usize],
+) -> Result<Vec<Option<usize>>, near::Uncertified> {
+    Ok(match assign_slots_in(c, table, gpus, false)? {
+        Some((_, cols)) => cols.into_iter().map(|(nic, _)| Some(nic)).collect(),
+        None => vec![None; gpus.len()],
+    })
+}
+
 /// Cost of the `slot`-th rank on NIC `nic` being GPU `gpus[row]` (see the module doc).
+#[cfg(test)]
 fn slot_cost(c: &Candidates, gpus: &[usize], row: usize, nic: usize, slot: usize) -> i64 {
-    let p =
-        c.gn.get(gpus[row])
-            .and_then(|r| r.get(nic))
-            .and_then(Option::as_ref);
-    near::cost_of(p, slot)
+    near::cost_of(blocks::Table::Dense.pair(c, gpus[row], nic), slot)
 }
 
 /// The NICs a matching offers ranks, by index into `c.nics`: the rails ([`NicCand::rail`]),
@@ -228,16 +240,29 @@ fn offered_nics(c: &Candidates) -> Vec<usize> {
 /// The min-cost assignment of [`assign_nics`]: its total cost and each rank's (NIC, slot);
 /// `None` without ranks or NICs. `all_slots` offers every slot of every NIC at once (the
 /// definition, for tests) instead of growing them.
+#[cfg(test)]
 fn assign_slots(
     c: &Candidates,
     gpus: &[usize],
     all_slots: bool,
 ) -> Option<(i64, Vec<(usize, usize)>)> {
+    assign_slots_in(c, blocks::Table::Dense, gpus, all_slots).unwrap_or(None)
+}
+
+/// [`assign_slots`] over the pairs of `table`, each round of slots solved by
+/// [`blocks::Table::solve`].
+#[allow(clippy::type_complexity)]
+fn assign_slots_in(
+    c: &Candidates,
+    table: blocks::Table,
+    gpus: &[usize],
+    all_slots: bool,
+) -> Result<Option<(i64, Vec<(usize, usize)>)>, near::Uncertified> {
     let r = gpus.len();
     let offered = offered_nics(c);
     let k = offered.len();
     if r == 0 || k == 0 {
-        return None;
+        return Ok(None);
     }
     // Slots offered per NIC: enough for every rank in total, grown where they all filled.
     let mut slots = vec![if all_slots { r } else { r.div_ceil(k) }; k];
@@ -246,23 +271,22 @@ fn assign_slots(
         let cols: Vec<(usize, usize)> = (0..k)
             .flat_map(|n| (0..slots[n]).map(move |s| (n, s)))
             .collect();
-        let weights = pathfinding::matrix::Matrix::from_fn(r, cols.len(), |(row, col)| {
-            let (nic, slot) = cols[col];
-            slot_cost(c, gpus, row, offered[nic], slot)
-        });
-        let (total, assignment) = pathfinding::kuhn_munkres::kuhn_munkres_min(&weights);
+        let col_nic: Vec<usize> = cols.iter().map(|&(n, _)| offered[n]).collect();
+        let (total, assignment) = table.solve(gpus, &col_nic, |row, col| {
+            near::cost_of(table.pair(c, gpus[row], col_nic[col]), cols[col].1)
+        })?;
         let mut used = vec![0usize; k];
         for &col in &assignment {
             used[cols[col].0] += 1;
         }
         if slot_columns_suffice(&used, &slots, r) {
-            return Some((
+            return Ok(Some((
                 total,
                 assignment
                     .into_iter()
                     .map(|col| (offered[cols[col].0], cols[col].1))
                     .collect(),
-            ));
+            )));
         }
         for n in 0..k {
             if used[n] == slots[n] {
@@ -448,28 +472,31 @@ pub fn nic_name(n: &Endpoint) -> String {
 /// ([`NicCand::rail`]). With fewer rails than GPUs the GPUs get [`assign_nics`]'s shared
 /// pairing instead.
 pub fn assign_rails(c: &Candidates, gpus: &[usize]) -> Vec<Option<usize>> {
+    match assign_rails_in(c, blocks::Table::Dense, gpus) {
+        Ok(v) => v,
+        Err(near::Uncertified) => vec![None; gpus.len()],
+    }
+}
+
+/// [`assign_rails`] over the pairs of `table` (see [`assign_nics_in`]).
+fn assign_rails_in(
+    c: &Candidates,
+    table: blocks::Table,
+    gpus: &[usize],
+) -> Result<Vec<Option<usize>>, near::Uncertified> {
     let r = gpus.len();
     let offered = offered_nics(c);
     let k = offered.len();
     if r == 0 || k < r {
-        return assign_nics(c, gpus);
+        return assign_nics_in(c, table, gpus);
     }
-    let weights = pathfinding::matrix::Matrix::from_fn(r, k, |(row, col)| {
-        let p = &c.gn[gpus[row]][offered[col]];
-        let bw_mbps = p
-            .as_ref()
-            .and_then(|p| p.bottleneck_gbps)
-            .map(|g| (g * 1000.0).round() as i64)
-            .unwrap_or(0)
-            .clamp(0, BW_CEIL_MBPS);
-        let tie = p.as_ref().map_or(0, |p| i64::from(p.tie.min(9)));
-        pair_rank(p) as i64 * W_LABEL + (BW_CEIL_MBPS - bw_mbps) * W_BW + tie * W_TIE
-    });
-    let (_, assignment) = pathfinding::kuhn_munkres::kuhn_munkres_min(&weights);
-    assignment
+    let (_, assignment) = table.solve(gpus, &offered, |row, col| {
+        blocks::rail_cost(table.pair(c, gpus[row], offered[col]))
+    })?;
+    Ok(assignment
         .into_iter()
         .map(|col| Some(offered[col]))
-        .collect()
+        .collect())
 }
 
 impl NodeView {

@@ -149,6 +149,21 @@ impl NearTable {
         self.gpu_block.get(g).copied()
     }
 
+    /// The host bridge (interned) under which NIC column `k` lies.
+    pub fn nic_block(&self, k: usize) -> Option<u32> {
+        self.nic_block.get(k).copied()
+    }
+
+    /// GPU row `g` to NIC column `k`: the near pair from [`Self::rows`], any other classified
+    /// through `cl` on demand (what the dense table holds for it).
+    pub fn pair(&self, cl: &Classifier, g: usize, k: usize) -> Option<PairCand> {
+        if self.near(g, k) {
+            return self.get(g, k).cloned();
+        }
+        let (a, n) = (*self.gpu_ep.get(g)?, *self.nic_ep.get(k)?);
+        cl.summary(a, n).map(|s| cand_of(&s, cl.is_rccl()))
+    }
+
     /// GPU row `g` against every NIC column, classified through `cl` (one row of the dense
     /// table: what [`Self::full_table`] holds for it).
     pub fn full_row(&self, cl: &Classifier, g: usize) -> Vec<Option<PairCand>> {
@@ -381,23 +396,39 @@ impl NodeView {
         Self::build(cl, true, Some(from_pairs))
     }
 
-    /// What `rails` reads: every GPU–NIC pair (`cand.gn` full, `near` `None`, as in
-    /// [`NodeView::from_classifier`]) and the NVLink domains. Above `from_pairs` GPU–NIC pairs,
-    /// where a [`NearTable`] can be built, the GPU × GPU table is not classified: the domains
-    /// come from [`NearTable::nvlink_domains`] (the same groups as [`super::nvlink_domains`]
-    /// over `cand.gg`) and `cand.gg` is left empty. The GPU–NIC table is the same either way,
-    /// so both matchings of [`crate::analysis::rails::build`] run on the same matrices.
-    pub fn rails_from(cl: &Classifier, from_pairs: usize) -> (NodeView, Vec<Vec<usize>>) {
+    /// What `rails` reads: the NVLink domains, and the GPU–NIC pairs with `rails`' two
+    /// matchings when they can be had without the full table. Above `from_pairs` GPU–NIC
+    /// pairs, where a [`NearTable`] can be built, the GPU × GPU table is not classified: the
+    /// domains come from [`NearTable::nvlink_domains`] (the same groups as
+    /// [`super::nvlink_domains`] over `cand.gg`) and `cand.gg` is left empty. There the
+    /// matchings are solved host bridge by host bridge ([`super::blocks::rails_matchings`]:
+    /// the dense assignments, ties included); when that holds the view keeps its near table
+    /// (`cand.gn` empty: read pairs with [`NearTable::pair`]) and the matchings are returned.
+    /// Otherwise `cand.gn` is the full table (`near` `None`, as in
+    /// [`NodeView::from_classifier`]) and the caller runs the dense matchings on it.
+    #[allow(clippy::type_complexity)]
+    pub fn rails_from(
+        cl: &Classifier,
+        from_pairs: usize,
+    ) -> (
+        NodeView,
+        Vec<Vec<usize>>,
+        Option<(Vec<Option<usize>>, Vec<Option<usize>>)>,
+    ) {
         let mut view = Self::place_from(cl, from_pairs);
-        match view.near.take() {
-            Some(near) => {
-                let domains = near.nvlink_domains(cl);
-                view.cand.gn = near.full_table(cl);
-                (view, domains)
+        let Some(near) = view.near.take() else {
+            let domains = super::nvlink_domains(&view.cand);
+            return (view, domains, None);
+        };
+        let domains = near.nvlink_domains(cl);
+        match super::blocks::rails_matchings(&view.cand, &near) {
+            Some(m) => {
+                view.near = Some(near);
+                (view, domains, Some(m))
             }
             None => {
-                let domains = super::nvlink_domains(&view.cand);
-                (view, domains)
+                view.cand.gn = near.full_table(cl);
+                (view, domains, None)
             }
         }
     }
