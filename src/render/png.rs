@@ -168,7 +168,7 @@ enum Source<'a> {
     Culled(super::png_cull::Parts<'a>),
     /// The whole document parsed once (one [`super::png_cull`] cannot bound): every strip
     /// draws all of it.
-    Whole(resvg::usvg::Tree),
+    Whole(Box<resvg::usvg::Tree>),
 }
 
 impl<'a> Prepared<'a> {
@@ -199,7 +199,7 @@ impl<'a> Prepared<'a> {
             None => {
                 let tree = parse(svg, &fonts, &family)?;
                 let size = tree.size();
-                (Source::Whole(tree), size)
+                (Source::Whole(Box::new(tree)), size)
             }
         };
         let (fit, shrunk) = fit_scale(size.width(), size.height(), scale);
