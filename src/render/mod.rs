@@ -17,6 +17,7 @@ pub mod nccl_xml;
 pub mod nfd;
 pub mod place;
 pub mod png;
+pub mod png_cull;
 pub mod probe;
 pub mod prom;
 pub mod rails;

@@ -150,49 +150,58 @@ pub fn strip_rows(width: u32) -> u32 {
     (STRIP_BYTES / (width.max(1) as usize * 4)).max(64) as u32
 }
 
-/// A parsed picture and the pixel size it is drawn at.
-struct Prepared {
-    tree: resvg::usvg::Tree,
+/// A picture ready to draw, and the pixel size it is drawn at.
+struct Prepared<'a> {
+    source: Source<'a>,
+    fonts: Arc<resvg::usvg::fontdb::Database>,
+    family: String,
     fit: f32,
     width: u32,
     height: u32,
     note: Option<String>,
 }
 
-impl Prepared {
-    /// Loads the fonts, parses the SVG (shaping every text into outlines) once, and fits the
-    /// scale to [`MAX_PIXELS`].
-    fn new(svg: &str, fonts: &[PathBuf], scale: f32) -> Result<Self> {
+/// What the strips are drawn from.
+enum Source<'a> {
+    /// The document's top-level elements with their bounds: each strip parses and draws those
+    /// that can mark it ([`super::png_cull`]).
+    Culled(super::png_cull::Parts<'a>),
+    /// The whole document parsed once (one [`super::png_cull`] cannot bound): every strip
+    /// draws all of it.
+    Whole(Box<resvg::usvg::Tree>),
+}
+
+impl<'a> Prepared<'a> {
+    /// Loads the fonts, splits the SVG into top-level elements with their bounds (or, when it
+    /// cannot, parses it whole, shaping every text into outlines), and fits the scale to
+    /// [`MAX_PIXELS`].
+    fn new(svg: &'a str, fonts: &[PathBuf], scale: f32) -> Result<Self> {
         if !(scale.is_finite() && scale > 0.0 && scale <= 8.0) {
             bail!("scale {scale} out of range (0, 8]");
         }
-        let mut db = resvg::usvg::fontdb::Database::new();
-        for f in fonts {
-            // Through the input layer: a FIFO or device named as the font is refused, not read.
-            let data = crate::sources::fsroot::input::read_input(
-                f,
-                crate::sources::fsroot::input::MAX_SIDE_FILE_BYTES,
-            )
-            .with_context(|| format!("cannot read font {}", f.display()))?;
-            db.load_font_data(data);
-        }
-        if db.is_empty() {
-            bail!("no usable font face in {fonts:?}");
-        }
+        let (db, glyphs) = load_fonts(fonts)?;
         let family = db
             .faces()
             .next()
             .and_then(|f| f.families.first().map(|(n, _)| n.clone()))
             .unwrap_or_else(|| "DejaVu Sans Mono".into());
-        db.set_monospace_family(family.clone());
-        db.set_sans_serif_family(family.clone());
-        let opts = resvg::usvg::Options {
-            font_family: family,
-            fontdb: Arc::new(db),
-            ..Default::default()
+        let fonts = Arc::new(db);
+        let parts = glyphs.and_then(|g| {
+            super::png_cull::Parts::split(svg, resvg::usvg::Options::default().font_size, g)
+        });
+        let (source, size) = match parts {
+            Some(parts) => {
+                // The document's size, from its `<svg>` element alone.
+                let head = parts.between(f32::INFINITY, f32::NEG_INFINITY);
+                let size = parse(&head, &fonts, &family)?.size();
+                (Source::Culled(parts), size)
+            }
+            None => {
+                let tree = parse(svg, &fonts, &family)?;
+                let size = tree.size();
+                (Source::Whole(Box::new(tree)), size)
+            }
         };
-        let tree = resvg::usvg::Tree::from_str(svg, &opts).context("parsing the SVG")?;
-        let size = tree.size();
         let (fit, shrunk) = fit_scale(size.width(), size.height(), scale);
         let note = shrunk.then(|| {
             format!(
@@ -203,7 +212,9 @@ impl Prepared {
             )
         });
         Ok(Prepared {
-            tree,
+            source,
+            fonts,
+            family,
             fit,
             width: ((size.width() * fit).ceil() as u32).max(1),
             height: ((size.height() * fit).ceil() as u32).max(1),
@@ -225,7 +236,14 @@ impl Prepared {
             .with_context(|| format!("cannot allocate a {}x{} strip", self.width, bottom - top))?;
         let at = resvg::tiny_skia::Transform::from_scale(self.fit, self.fit)
             .post_translate(0.0, -(top as f32));
-        resvg::render(&self.tree, at, &mut pm.as_mut());
+        match &self.source {
+            Source::Whole(tree) => resvg::render(tree, at, &mut pm.as_mut()),
+            Source::Culled(parts) => {
+                let svg = parts.between(top as f32 / self.fit, bottom as f32 / self.fit);
+                let tree = parse(&svg, &self.fonts, &self.family)?;
+                resvg::render(&tree, at, &mut pm.as_mut());
+            }
+        }
         let w = self.width as usize;
         Ok((pm, (y0 - top) as usize * w..(end - top) as usize * w))
     }
@@ -283,6 +301,58 @@ impl Prepared {
     }
 }
 
+/// Parses an SVG document with `fonts` as the only fonts, `family` the default one.
+fn parse(
+    svg: &str,
+    fonts: &Arc<resvg::usvg::fontdb::Database>,
+    family: &str,
+) -> Result<resvg::usvg::Tree> {
+    let opts = resvg::usvg::Options {
+        font_family: family.to_string(),
+        fontdb: fonts.clone(),
+        ..Default::default()
+    };
+    resvg::usvg::Tree::from_str(svg, &opts).context("parsing the SVG")
+}
+
+/// Loads the font files into a font database (through the input layer: a FIFO or device named
+/// as the font is refused, not read), with the first face's family as the sans-serif and
+/// monospace family, and the box their glyphs fit in (`None` when a file's is not known).
+fn load_fonts(
+    fonts: &[PathBuf],
+) -> Result<(
+    resvg::usvg::fontdb::Database,
+    Option<super::png_cull::GlyphBox>,
+)> {
+    let mut db = resvg::usvg::fontdb::Database::new();
+    let mut glyphs = Some(super::png_cull::GlyphBox {
+        above: 0.0,
+        below: 0.0,
+    });
+    for f in fonts {
+        let data = crate::sources::fsroot::input::read_input(
+            f,
+            crate::sources::fsroot::input::MAX_SIDE_FILE_BYTES,
+        )
+        .with_context(|| format!("cannot read font {}", f.display()))?;
+        glyphs = glyphs
+            .zip(super::png_cull::GlyphBox::of_font(&data))
+            .map(|(a, b)| a.union(b));
+        db.load_font_data(data);
+    }
+    if db.is_empty() {
+        bail!("no usable font face in {fonts:?}");
+    }
+    let family = db
+        .faces()
+        .next()
+        .and_then(|f| f.families.first().map(|(n, _)| n.clone()))
+        .unwrap_or_else(|| "DejaVu Sans Mono".into());
+    db.set_monospace_family(family.clone());
+    db.set_sans_serif_family(family);
+    Ok((db, glyphs))
+}
+
 /// Most threads drawing strips at once (each holds one strip of [`STRIP_BYTES`] at a time: it
 /// waits for its strip to be taken before drawing the next).
 pub const MAX_DRAWERS: usize = 4;
@@ -314,10 +384,14 @@ mod fit_tests {
     fn strips_are_the_whole_picture() {
         let fonts = find_fonts(None).expect("DejaVu Sans Mono (fonts-dejavu-core) is needed");
         let pic = Prepared::new(SVG, &fonts, 1.3).unwrap();
+        assert!(
+            matches!(pic.source, Source::Culled(_)),
+            "the picture is culled"
+        );
         assert_eq!((pic.width, pic.height), (286, 390));
         let mut whole = resvg::tiny_skia::Pixmap::new(pic.width, pic.height).unwrap();
         resvg::render(
-            &pic.tree,
+            &parse(SVG, &pic.fonts, &pic.family).unwrap(),
             resvg::tiny_skia::Transform::from_scale(pic.fit, pic.fit),
             &mut whole.as_mut(),
         );
@@ -381,5 +455,52 @@ mod fit_tests {
             })
             .collect();
         assert!(buf == want, "decoded PNG differs from the drawn pixels");
+    }
+
+    /// Shapes whose own coordinates lie outside a strip (and its margin) but which reach into
+    /// it: a text's glyphs above its baseline, a thick stroke's half, a rectangle spanning
+    /// several strips, a polyline whose points are all outside the strip.
+    const CROSSING: &str = r##"<svg xmlns="http://www.w3.org/2000/svg" width="200" height="300" viewBox="0 0 200 300">
+<rect x="0" y="0" width="200" height="300" fill="#ffffff"/>
+<text x="4" y="74" font-size="48" fill="#111111">MW</text>
+<line x1="100" y1="120" x2="190" y2="120" stroke="#3030c0" stroke-width="50"/>
+<rect x="150" y="10" width="30" height="250" fill="#e8f0ff" stroke="#555555" stroke-width="3"/>
+<polyline points="10,5 190,295" fill="none" stroke="#c03030" stroke-width="6"/>
+<text x="4" y="280" font-size="12" fill="#111111">GPU0</text>
+</svg>"##;
+
+    #[test]
+    fn culled_strips_keep_shapes_that_cross_their_edges() {
+        let fonts = find_fonts(None).expect("DejaVu Sans Mono (fonts-dejavu-core) is needed");
+        let pic = Prepared::new(CROSSING, &fonts, 1.0).unwrap();
+        let Source::Culled(parts) = &pic.source else {
+            panic!("the picture is culled");
+        };
+        // Strips of 50 rows, drawn with 16 rows of margin. The text "MW"'s baseline (74) is
+        // below the first strip's rows 0 ..= 66, its capitals (35 units high) reach rows 39-49;
+        // the line's centre (120) is below the second strip's rows 34 ..= 116, its stroke
+        // reaches rows 95-99; the polyline has no point in the middle strips.
+        assert!(!parts.between(0.0, 66.0).contains("GPU0"));
+        assert!(parts.between(0.0, 66.0).contains("MW"));
+        let mut whole = resvg::tiny_skia::Pixmap::new(pic.width, pic.height).unwrap();
+        resvg::render(
+            &parse(CROSSING, &pic.fonts, &pic.family).unwrap(),
+            resvg::tiny_skia::Transform::identity(),
+            &mut whole.as_mut(),
+        );
+        let mut got = Vec::new();
+        pic.draw_strips_of(50, &mut |_, px| {
+            got.extend_from_slice(px);
+            Ok(())
+        })
+        .unwrap();
+        let differ = got
+            .iter()
+            .zip(whole.pixels())
+            .filter(|(a, b)| a != b)
+            .count();
+        // Margins clip edges (a step of anti-aliasing on a few pixels); a dropped shape leaves
+        // hundreds of pixels of background.
+        assert!(differ <= 60, "{differ} pixels differ from a single draw");
     }
 }
