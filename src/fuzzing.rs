@@ -182,7 +182,7 @@ pub fn sosreport(data: &[u8]) {
         let _ = archive::read(&tar_of(&scc, "scc_fuzz/"), "fuzz", None);
     }
     if let Ok(root) = MemRoot::from_tar_bytes("fuzz", &tar_of(&sos, "")) {
-        let _ = archive::read_dir(&root, "fuzz", None);
+        let _ = archive::read_dir(&root, "fuzz", None, None);
     }
 }
 
