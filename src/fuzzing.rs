@@ -214,12 +214,7 @@ pub fn bug_report(data: &[u8]) {
         Ok(Some(t)) => std::borrow::Cow::Owned(t),
         _ => String::from_utf8_lossy(data),
     };
-    let src = crate::model::SourceInfo {
-        kind: "lspci".into(),
-        path: "fuzz".into(),
-        limitations: vec![],
-    };
-    if let Ok(t) = crate::sources::lspci::read(&text, src, None) {
+    if let Some(t) = lspci_topology(&text) {
         let _ = crate::analysis::audit::run(&t, &Default::default());
         let _ = crate::render::tree::render(&t, Default::default());
     }
@@ -427,14 +422,19 @@ pub fn snapshot(data: &[u8]) {
 /// into a topology, then audited.
 pub fn lspci_text(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
+    if let Some(t) = lspci_topology(&text) {
+        let _ = crate::analysis::audit::run(&t, &Default::default());
+    }
+}
+
+/// Operator text read by the lspci reader, as `-i FILE` reads it; `None` when refused.
+fn lspci_topology(text: &str) -> Option<crate::model::Topology> {
     let src = crate::model::SourceInfo {
         kind: "lspci".into(),
         path: "fuzz".into(),
         limitations: vec![],
     };
-    if let Ok(t) = crate::sources::lspci::read(&text, src, None) {
-        let _ = crate::analysis::audit::run(&t, &Default::default());
-    }
+    crate::sources::lspci::read(text, src, None).ok()
 }
 
 /// peerpath's own topology JSON.

@@ -34,21 +34,7 @@ fn in_namespace(script: &str, args: &[String], logs: &Path, limit: Duration) -> 
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/slurm")
         .join(script);
-    let o = common::run_bounded(
-        Command::new("unshare")
-            .args([
-                "-m",
-                "-p",
-                "-f",
-                "--mount-proc",
-                "--propagation",
-                "private",
-                "bash",
-            ])
-            .arg(&script)
-            .args(args),
-        limit,
-    );
+    let o = common::run_bounded(common::in_pid_namespace(&script).args(args), limit);
     let text = String::from_utf8_lossy(&o.stdout).into_owned();
     let log = |name: &str| {
         std::fs::read_to_string(logs.join(name))

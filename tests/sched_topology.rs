@@ -508,17 +508,7 @@ fn slurmctld_loads_the_tree_and_packs_a_job_in_one_unit() {
     ];
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/slurm/topo.sh");
     let o = common::run_bounded(
-        Command::new("unshare")
-            .args([
-                "-m",
-                "-p",
-                "-f",
-                "--mount-proc",
-                "--propagation",
-                "private",
-                "bash",
-            ])
-            .arg(&script)
+        common::in_pid_namespace(&script)
             .arg(dir.path().join("w"))
             .arg(&topo)
             .arg(free_port().to_string())

@@ -275,3 +275,20 @@ pub fn run_bounded(cmd: &mut Command, limit: std::time::Duration) -> std::proces
     }
     child.wait_with_output().unwrap()
 }
+
+/// `unshare -m -p -f --mount-proc --propagation private bash SCRIPT`: the script as PID 1 of
+/// private mount and PID namespaces (with its own /proc), so every daemon it starts ends with it.
+pub fn in_pid_namespace(script: &Path) -> Command {
+    let mut c = Command::new("unshare");
+    c.args([
+        "-m",
+        "-p",
+        "-f",
+        "--mount-proc",
+        "--propagation",
+        "private",
+        "bash",
+    ])
+    .arg(script);
+    c
+}
