@@ -63,11 +63,13 @@ pub fn run(a: EvidenceArgs) -> Result<u8> {
         joined.as_ref().map(|t| t as &dyn evidence::Node),
         &Options { nic: a.nic_gbps },
     );
+    // What was read is folded into the report: free it before the report is written.
+    drop(inputs);
     match a.format {
-        EvidenceFormat::Text => super::print_text(&render::evidence::text(&report)),
-        EvidenceFormat::Json => {
-            super::print_document(&(render::evidence::json(&report)? + "\n"), true)
+        EvidenceFormat::Text => {
+            super::stream_text(|out| render::evidence::write_text(out, &report))
         }
+        EvidenceFormat::Json => super::stream_json(&report)?,
     }
     Ok(render::evidence::exit_code(&report))
 }

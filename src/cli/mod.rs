@@ -49,6 +49,63 @@ pub fn print_text(s: &str) {
     print!("{}", terminal::for_terminal(s));
 }
 
+/// Text meant for people written as it is rendered (a report too large to hold twice, issue
+/// 53): each piece is escaped as [`print_text`] escapes the whole (the escape is per
+/// character, so the bytes are the same) and buffered to standard output. After a failed write
+/// nothing more is written.
+pub struct TextOut<'a> {
+    out: std::io::BufWriter<std::io::StdoutLock<'a>>,
+    failed: bool,
+}
+
+impl std::fmt::Write for TextOut<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        if self.failed {
+            return Err(std::fmt::Error);
+        }
+        if self
+            .out
+            .write_all(terminal::for_terminal(s).as_bytes())
+            .is_err()
+        {
+            self.failed = true;
+            return Err(std::fmt::Error);
+        }
+        Ok(())
+    }
+}
+
+/// Runs `render` on a [`TextOut`] to standard output, then flushes it.
+pub fn stream_text(render: impl FnOnce(&mut TextOut<'_>)) {
+    let mut t = TextOut {
+        out: std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock()),
+        failed: false,
+    };
+    render(&mut t);
+    let _ = t.out.flush();
+}
+
+/// A JSON document serialized straight to standard output when it is a pipe or file (never
+/// held whole as a string), followed by a newline; on a terminal, escaped as
+/// [`print_document`] does. An error writing is ignored as [`print_document`] ignores it; an
+/// error serializing is returned.
+pub fn stream_json<T: serde::Serialize>(v: &T) -> serde_json::Result<()> {
+    let out = std::io::stdout();
+    if out.is_terminal() {
+        print_document(&(serde_json::to_string_pretty(v)? + "\n"), true);
+        return Ok(());
+    }
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, out.lock());
+    match serde_json::to_writer_pretty(&mut w, v) {
+        Err(e) if !e.is_io() => return Err(e),
+        Err(_) => return Ok(()),
+        Ok(()) => {}
+    }
+    let _ = w.write_all(b"\n");
+    let _ = w.flush();
+    Ok(())
+}
+
 /// Prints a machine-readable document (JSON when `json`, else a file format such as gres.conf
 /// or DOT): as written when standard output is a pipe or file, escaped when it is a terminal.
 pub fn print_document(s: &str, json: bool) {

@@ -243,6 +243,13 @@ fn who(r: &RankVerdict) -> String {
 /// section, then the GPU-vs-host comparisons, the ranks joined to the topology and the notes.
 pub fn text(r: &EvidenceReport) -> String {
     let mut out = String::new();
+    write_text(&mut out, r);
+    out
+}
+
+/// Writes [`text`]'s report to `out` piece by piece, so that a report of 10^6 ranks is never
+/// held whole as one string (issue 53); the same text, byte for byte.
+pub fn write_text<W: Write>(out: &mut W, r: &EvidenceReport) {
     let _ = writeln!(out, "{}", verdict_line(r));
     if let Some(t) = &r.topology {
         let _ = writeln!(out, "topology: {t}");
@@ -262,7 +269,7 @@ pub fn text(r: &EvidenceReport) -> String {
         );
     }
     for i in &r.inputs {
-        input(&mut out, r, i);
+        input(out, r, i);
     }
     if !r.comparisons.is_empty() {
         let _ = writeln!(out, "\nGPU vs HOST (perftest)");
@@ -299,12 +306,11 @@ pub fn text(r: &EvidenceReport) -> String {
             let _ = writeln!(out, "  {n}");
         }
     }
-    out
 }
 
 /// One input's section: what was read, its processes, what was not read, then its ranks,
 /// bandwidth, perftest, completion-error and probe lines.
-fn input(out: &mut String, r: &EvidenceReport, i: &InputSummary) {
+fn input<W: Write>(out: &mut W, r: &EvidenceReport, i: &InputSummary) {
     let kinds = if i.kinds.is_empty() {
         "nothing recognised".to_string()
     } else {
@@ -374,7 +380,7 @@ fn input(out: &mut String, r: &EvidenceReport, i: &InputSummary) {
 
 /// A process: its NCCL release and how it was told, network, OFI provider, IB devices, NICs,
 /// environment.
-fn process(out: &mut String, p: &ProcessSummary) {
+fn process<W: Write>(out: &mut W, p: &ProcessSummary) {
     let mut line = if p.headerless {
         format!(
             "  lines without `host:pid:tid` (no process named)  NCCL {}",
@@ -417,7 +423,7 @@ fn process(out: &mut String, p: &ProcessSummary) {
 }
 
 /// The lines of an input refused, and those not understood.
-fn not_read(out: &mut String, i: &InputSummary) {
+fn not_read<W: Write>(out: &mut W, i: &InputSummary) {
     for x in &i.refused {
         let _ = writeln!(out, "  refused line {}: {} — {:?}", x.line, x.why, x.text);
     }
@@ -435,7 +441,7 @@ fn not_read(out: &mut String, i: &InputSummary) {
 }
 
 /// The GDR verdict of each rank of an input, with its cause, lines, NICs and topology.
-fn ranks(out: &mut String, r: &EvidenceReport, i: &InputSummary) {
+fn ranks<W: Write>(out: &mut W, r: &EvidenceReport, i: &InputSummary) {
     let ranks: Vec<&RankVerdict> = r.ranks.iter().filter(|x| x.source == i.source).collect();
     if !ranks.is_empty() {
         let _ = writeln!(out, "  GDR per rank:");
@@ -468,7 +474,7 @@ fn ranks(out: &mut String, r: &EvidenceReport, i: &InputSummary) {
 }
 
 /// A perftest run's line and its warnings.
-fn perftest(out: &mut String, p: &PerftestVerdict) {
+fn perftest<W: Write>(out: &mut W, p: &PerftestVerdict) {
     let mut s = format!(
         "  perftest (line {}) {}{}{} on {} memory{}: {:.2} Gb/s average at {} B, peak {:.2} Gb/s ({} size(s))",
         p.line,
