@@ -376,7 +376,7 @@ impl Analysis<'_> {
         let Some(t) = self.topo else { return };
         let report = &mut self.report;
         for r in &mut report.ranks {
-            r.topology = t.join(r);
+            r.topology = t.join(r).map(Box::new);
         }
         let unmatched = report.ranks.iter().filter(|r| r.topology.is_none()).count();
         if unmatched > 0 {

@@ -176,9 +176,10 @@ pub struct RankVerdict {
     pub nics: Vec<NicUse>,
     /// Lines that show it (first few).
     pub lines: Vec<usize>,
-    /// Joined to the topology (with `-i`).
+    /// Joined to the topology (with `-i`); boxed, as most verdicts have none and a log holds
+    /// up to 10^6 of them (issue 53).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub topology: Option<Prediction>,
+    pub topology: Option<Box<Prediction>>,
 }
 
 /// One verdict seen on several hosts (with `-i`: identical hosts against one snapshot).

@@ -16,14 +16,14 @@ pub(super) fn processes(log: &crate::parse::nccl_log::NcclLog) -> Vec<Proc<'_>> 
                 host: h.host.clone(),
                 pid: h.pid,
                 entries: Vec::new(),
-                devs: BTreeMap::new(),
+                devs: DevLines::default(),
                 version: version::infer(None, &[]),
                 env: BTreeMap::new(),
             });
             procs.len() - 1
         });
         if !h.headerless {
-            procs[i].devs.entry(h.cuda_dev).or_insert(line);
+            procs[i].devs.first(h.cuda_dev, line);
         }
         i
     };
@@ -317,7 +317,7 @@ pub(super) fn device_subjects(subj: &mut Subjects, procs: &[Proc], covered: &BTr
             .filter(|s| s.host == p.host && s.pid == Some(p.pid))
             .filter_map(|s| s.cuda_dev)
             .collect();
-        for (&d, &line) in p.devs.iter().filter(|(d, _)| !named.contains(d)) {
+        for &(d, line) in p.devs.iter().filter(|(d, _)| !named.contains(d)) {
             let i = subj.device(&p.host, p.pid, Some(d), None);
             subj.v[i].proc_idx = Some(pi);
             subj.v[i].lines.insert(line);
@@ -330,7 +330,7 @@ pub(super) fn device_subjects(subj: &mut Subjects, procs: &[Proc], covered: &BTr
         if !p.devs.is_empty() {
             with_pid.insert((p.host.clone(), p.pid));
         }
-        for (&d, &line) in &p.devs {
+        for &(d, line) in p.devs.iter() {
             let i = subj.device(&p.host, p.pid, Some(d), None);
             subj.v[i].proc_idx = Some(pi);
             subj.v[i].lines.insert(line);

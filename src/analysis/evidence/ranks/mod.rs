@@ -47,7 +47,7 @@ struct Proc<'a> {
     pid: u32,
     entries: Vec<&'a Entry>,
     /// The devices its headers name (lines of every form, read or not), each with its first line.
-    devs: BTreeMap<i64, usize>,
+    devs: DevLines,
     version: VersionInfo,
     env: BTreeMap<String, (String, String)>,
 }
@@ -57,7 +57,7 @@ impl Proc<'_> {
         self.entries
             .first()
             .map(|e| e.line)
-            .or_else(|| self.devs.values().min().copied())
+            .or_else(|| self.devs.iter().map(|(_, l)| *l).min())
             .unwrap_or(0)
     }
     fn records(&self) -> impl DoubleEndedIterator<Item = (&Entry, &Record)> {
@@ -236,6 +236,56 @@ fn from_host<'p, T>(
     f(p).map(|v| (v, Some(p.pid)))
 }
 
+/// The devices a process's headers name, by device, each with its first line: a sorted vector
+/// (a process names one or a few; a `BTreeMap` took a node of 11 slots for each of 10^6
+/// processes, issue 53).
+#[derive(Default)]
+struct DevLines(Vec<(i64, usize)>);
+
+impl DevLines {
+    /// Records `line` for `dev` unless an earlier line named it.
+    fn first(&mut self, dev: i64, line: usize) {
+        if let Err(at) = self.0.binary_search_by_key(&dev, |&(d, _)| d) {
+            self.0.insert(at, (dev, line));
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// (device, first line), by device.
+    fn iter(&self) -> std::slice::Iter<'_, (i64, usize)> {
+        self.0.iter()
+    }
+}
+
+/// The lines that show a subject, in order, each once: a sorted vector (a subject has a few;
+/// a `BTreeSet` took a node of 11 slots for each of 10^6 ranks, issue 53).
+#[derive(Default)]
+struct LineSet(Vec<usize>);
+
+impl LineSet {
+    /// Adds `line` unless it is there.
+    fn insert(&mut self, line: usize) {
+        if let Err(at) = self.0.binary_search(&line) {
+            self.0.insert(at, line);
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn iter(&self) -> std::slice::Iter<'_, usize> {
+        self.0.iter()
+    }
+}
+
 /// A rank or GPU being judged.
 #[derive(Default)]
 struct Subject {
@@ -250,7 +300,7 @@ struct Subject {
     bus: Option<u8>,
     cuda_dev: Option<i64>,
     nvml_dev: Option<u32>,
-    lines: BTreeSet<usize>,
+    lines: LineSet,
     /// The log says its job ran on one host ([`scope`]).
     one_host: Option<scope::OneHost>,
 }

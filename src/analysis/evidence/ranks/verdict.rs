@@ -103,7 +103,7 @@ impl<'p, 'a> Context<'p, 'a> {
         let version = me
             .or_else(|| my_gpu.first().map(|g| g.3))
             .or(reroute_proc)
-            .map(|m| procs[m].version.clone());
+            .map(|m| &procs[m].version);
         let vtext = version
             .as_ref()
             .map_or("unknown".to_string(), |v| v.text.clone());
