@@ -321,7 +321,12 @@ impl Analysis<'_> {
                     .collect(),
             },
         });
-        self.report.ranks.extend(r.ranks);
+        if self.report.ranks.is_empty() {
+            // Moved, not copied: 10^6 verdicts are not held twice (issue 53).
+            self.report.ranks = r.ranks;
+        } else {
+            self.report.ranks.extend(r.ranks);
+        }
         self.report.errors.extend(r.errors);
         self.notes.extend(r.notes);
     }
