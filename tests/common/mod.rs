@@ -292,3 +292,29 @@ pub fn in_pid_namespace(script: &Path) -> Command {
     .arg(script);
     c
 }
+
+/// A synthesized node written as a tarball (one file write instead of thousands; the sysfs
+/// scanner reads both alike) and loaded as `peerpath -i` loads it; the guard keeps the tarball.
+pub fn load_spec(spec: &peerpath::synth::Spec) -> (tempfile::TempDir, peerpath::model::Topology) {
+    let dir = tempfile::tempdir().unwrap();
+    let tar = dir.path().join("fixture.tar.gz");
+    peerpath::synth::write_tarball(spec, &tar, &peerpath::synth::WriteOptions::default()).unwrap();
+    let t = peerpath::sources::load(Some(&tar), &Default::default()).unwrap();
+    (dir, t)
+}
+
+/// `peerpath place`'s plan for `ranks` ranks, cores per rank chosen by the planner.
+pub fn place_plan(
+    t: &peerpath::model::Topology,
+    ranks: usize,
+) -> peerpath::analysis::place::Placement {
+    use peerpath::analysis::place::{PlaceOptions, plan};
+    plan(
+        t,
+        &PlaceOptions {
+            ranks,
+            cores_per_rank: None,
+        },
+    )
+    .unwrap()
+}
