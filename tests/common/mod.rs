@@ -318,3 +318,26 @@ pub fn place_plan(
     )
     .unwrap()
 }
+
+/// Runs `f` on every item, on as many threads as the machine has cores (at most one per
+/// item): for tests that loop over many independent cases, each mostly waiting on one
+/// single-threaded `peerpath` child or one tree on disk. A panic in any case fails the test
+/// (`std::thread::scope` re-raises it) after the cases already started end.
+pub fn par_each<T: Sync>(items: &[T], f: impl Fn(&T) + Sync) {
+    let threads = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .min(items.len())
+        .max(1);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(item) = items.get(i) else { break };
+                    f(item);
+                }
+            });
+        }
+    });
+}
