@@ -22,7 +22,11 @@ pub fn hwloc_tarballs() -> Vec<PathBuf> {
 
 /// Extracts a tarball into a fresh temp dir and returns (guard, root) where root holds `sys/`.
 pub fn extract(tarball: &Path) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
+    extract_into(tarball, tempfile::tempdir().unwrap())
+}
+
+/// [`extract`] into the given fresh directory.
+fn extract_into(tarball: &Path, dir: tempfile::TempDir) -> (tempfile::TempDir, PathBuf) {
     let bytes = std::fs::read(tarball).unwrap();
     let reader: Box<dyn std::io::Read> = if bytes.starts_with(b"BZh") {
         Box::new(bzip2::read::BzDecoder::new(&bytes[..]))
@@ -54,7 +58,9 @@ pub fn extracted(tarball: &Path) -> PathBuf {
     let stamp = dest.join(".complete");
     if !stamp.exists() {
         std::fs::create_dir_all(&base).unwrap();
-        let (tmp, _) = extract(tarball);
+        // Extracted beside its destination: a rename does not cross file systems (TMPDIR may
+        // be a tmpfs, as .ci/run makes it).
+        let (tmp, _) = extract_into(tarball, tempfile::tempdir_in(&base).unwrap());
         std::fs::write(tmp.path().join(".complete"), b"").unwrap();
         let tmp = tmp.keep();
         if std::fs::rename(&tmp, &dest).is_err() {
