@@ -682,9 +682,9 @@ mod sort_tests {
         for n in [0usize, 1, 2, 3, 7, 100, 1_000] {
             let v: Vec<(u64, usize)> = (0..n).map(|i| ((i as u64 * 7919) % 13, i)).collect();
             let mut want = v.clone();
-            want.sort_by(|a, b| a.0.cmp(&b.0));
+            want.sort_by_key(|a| a.0);
             let mut got = v;
-            super::sort_in_place(&mut got, |a, b| a.0.cmp(&b.0));
+            crate::analysis::evidence::ranks::sort_in_place(&mut got, |a, b| a.0.cmp(&b.0));
             assert_eq!(got, want, "n = {n}");
         }
     }
