@@ -198,6 +198,13 @@ impl<'a> Procs<'a> {
     }
 }
 
+impl<'a> Procs<'a> {
+    /// The processes, in order, once every verdict is made.
+    fn into_inner(self) -> Vec<Proc<'a>> {
+        self.v
+    }
+}
+
 impl<'a> std::ops::Deref for Procs<'a> {
     type Target = [Proc<'a>];
     fn deref(&self) -> &[Proc<'a>] {
@@ -551,11 +558,19 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
                 b.gpu.bdf.as_deref(),
             ))
     });
+    drop(ctx);
+    let errors = completion_errors(source, log);
+    let notes = notes(source, job, &procs);
     InputRanks {
         ranks,
-        processes: procs.iter().map(process_summary).collect(),
-        errors: completion_errors(source, log),
-        notes: notes(source, job, &procs),
+        // Each process's host and release moved into its summary, not copied (issue 53).
+        processes: procs
+            .into_inner()
+            .into_iter()
+            .map(process_summary)
+            .collect(),
+        errors,
+        notes,
     }
 }
 
@@ -599,43 +614,48 @@ fn completion_errors(
 }
 
 /// What one process showed: its release, network, OFI provider, IB devices, NICs, environment.
-fn process_summary(p: &Proc) -> ProcessSummary {
+fn process_summary(p: Proc) -> ProcessSummary {
+    let network = p.network().map(str::to_string);
+    let ofi_provider = p.records().rev().find_map(|(e, r)| match r {
+        Record::OfiProvider {
+            provider,
+            fabric,
+            nics,
+        } => {
+            let mut s = provider.clone();
+            if let Some(f) = fabric {
+                s.push_str(&format!(", fabric {f}"));
+            }
+            if let Some(n) = nics {
+                s.push_str(&format!(", {n} NIC(s)"));
+            }
+            Some(format!("{s} (line {})", e.line))
+        }
+        _ => None,
+    });
+    let ib_devices = p.records().find_map(|(e, r)| match r {
+        Record::IbDevices { count } => Some((*count, e.line)),
+        _ => None,
+    });
+    let nics = p
+        .nic_list()
+        .map(|(l, _)| l.nics.iter().map(nic_text).collect())
+        .unwrap_or_default();
+    let env = p
+        .env
+        .iter()
+        .map(|(k, (v, w))| (k.clone(), v.clone(), w.clone()))
+        .collect();
     ProcessSummary {
-        host: p.host.clone(),
         pid: p.pid,
         headerless: p.pid == 0 && p.host.is_empty(),
-        version: p.version.clone(),
-        network: p.network().map(str::to_string),
-        ofi_provider: p.records().rev().find_map(|(e, r)| match r {
-            Record::OfiProvider {
-                provider,
-                fabric,
-                nics,
-            } => {
-                let mut s = provider.clone();
-                if let Some(f) = fabric {
-                    s.push_str(&format!(", fabric {f}"));
-                }
-                if let Some(n) = nics {
-                    s.push_str(&format!(", {n} NIC(s)"));
-                }
-                Some(format!("{s} (line {})", e.line))
-            }
-            _ => None,
-        }),
-        ib_devices: p.records().find_map(|(e, r)| match r {
-            Record::IbDevices { count } => Some((*count, e.line)),
-            _ => None,
-        }),
-        nics: p
-            .nic_list()
-            .map(|(l, _)| l.nics.iter().map(nic_text).collect())
-            .unwrap_or_default(),
-        env: p
-            .env
-            .iter()
-            .map(|(k, (v, w))| (k.clone(), v.clone(), w.clone()))
-            .collect(),
+        network,
+        ofi_provider,
+        ib_devices,
+        nics,
+        env,
+        host: p.host,
+        version: p.version,
     }
 }
 
