@@ -529,7 +529,11 @@ pub fn judge(source: &str, job: &JobOutput) -> InputRanks {
             .filter_map(|r| verdict::proc_at(&procs, &proc_of_line, &r.host, r.line)),
     );
     gather::device_subjects(&mut subj, &procs, &covered);
-    let subjects = subj.v;
+    // The subjects' indexes and the covered processes are not needed for the verdicts: freed
+    // before them, not held to the end (10^6 host names and vectors, issue 53).
+    drop(covered);
+    let subjects = std::mem::take(&mut subj.v);
+    drop(subj);
     let ctx = verdict::Context::new(
         source,
         &procs,
