@@ -113,7 +113,12 @@ impl<'p, 'a> Context<'p, 'a> {
             from_host(procs, pi, &format!("env {k}"), |p| p.env.get(k).cloned()).map(|(v, _)| v)
         };
         let nics = nics_used(procs, me, &my_conns, hi);
-        let shown = Shown::gather(procs, me, s, &my_conns, &my_gpu, &my_reroute, &env_of);
+        let own = OwnLines {
+            conns: &my_conns,
+            gpu: &my_gpu,
+            reroute: &my_reroute,
+        };
+        let shown = Shown::gather(procs, me, s, own, &env_of);
         let (gdr, basis) = shown.gdr();
         let cause = (gdr == Gdr::Off).then(|| {
             off_cause(
@@ -194,14 +199,20 @@ fn nics_used(
     nics
 }
 
+/// A subject's own lines: its NET connections, its GPU's GDR lines and the reroutes of its bus.
+#[derive(Clone, Copy)]
+struct OwnLines<'x, 'p, 'a> {
+    conns: &'x [&'x Conn<'a>],
+    gpu: &'x [&'x GpuLine<'a>],
+    reroute: &'x [&'p Rerouted],
+}
+
 /// What a subject's own lines and its process show, gathered once for the checks below.
 struct Shown<'x, 'p, 'a> {
     procs: &'p Procs<'a>,
     me: Option<usize>,
     s: &'x Subject,
-    conns: &'x [&'x Conn<'a>],
-    gpu: &'x [&'x GpuLine<'a>],
-    reroute: &'x [&'p Rerouted],
+    own: OwnLines<'x, 'p, 'a>,
     /// A NET connection over NET/Socket.
     socket: bool,
     /// The last ring summary's GDR flag and its line.
@@ -220,19 +231,18 @@ impl<'x, 'p, 'a> Shown<'x, 'p, 'a> {
         procs: &'p Procs<'a>,
         me: Option<usize>,
         s: &'x Subject,
-        conns: &'x [&'x Conn<'a>],
-        gpu: &'x [&'x GpuLine<'a>],
-        reroute: &'x [&'p Rerouted],
+        own: OwnLines<'x, 'p, 'a>,
         env_of: &dyn Fn(&str) -> Option<(String, String)>,
     ) -> Self {
         Shown {
             procs,
             me,
             s,
-            conns,
-            gpu,
-            reroute,
-            socket: conns.iter().any(|c| c.1.net.as_deref() == Some("Socket")),
+            own,
+            socket: own
+                .conns
+                .iter()
+                .any(|c| c.1.net.as_deref() == Some("Socket")),
             rings: me.and_then(|m| {
                 procs[m].records().rev().find_map(|(e, r)| match r {
                     Record::RingsConnected { gdr: Some(g), .. } => Some((*g, e.line)),
@@ -266,7 +276,7 @@ impl<'x, 'p, 'a> Shown<'x, 'p, 'a> {
 
     /// Its NET connections: over Socket, with or without /GDRDMA, or cut short.
     fn connections(&self) -> Option<(Gdr, String)> {
-        let conns = self.conns;
+        let conns = self.own.conns;
         let cut = conns.iter().filter(|c| c.1.gdr.is_none()).count();
         let with = conns.iter().filter(|c| c.1.gdr == Some(true)).count();
         let without = conns.iter().filter(|c| c.1.gdr == Some(false)).count();
@@ -309,7 +319,7 @@ impl<'x, 'p, 'a> Shown<'x, 'p, 'a> {
 
     /// NCCL's path print routing its NIC traffic through the CPU.
     fn rerouted(&self) -> Option<(Gdr, String)> {
-        (!self.reroute.is_empty()).then(|| {
+        (!self.own.reroute.is_empty()).then(|| {
             (
                 Gdr::Off,
                 "NCCL's path print routes this GPU's NIC traffic through the CPU".to_string(),
@@ -319,11 +329,11 @@ impl<'x, 'p, 'a> Shown<'x, 'p, 'a> {
 
     /// NCCL's per-GPU GDR check.
     fn gpu_check(&self) -> Option<(Gdr, String)> {
-        if self.gpu.is_empty() {
+        if self.own.gpu.is_empty() {
             return None;
         }
-        let en = self.gpu.iter().filter(|g| g.1.enabled).count();
-        let dis = self.gpu.len() - en;
+        let en = self.own.gpu.iter().filter(|g| g.1.enabled).count();
+        let dis = self.own.gpu.len() - en;
         Some(if dis == 0 {
             (
                 Gdr::Used,
