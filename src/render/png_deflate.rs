@@ -73,28 +73,28 @@ pub fn piece(pixels: &[PremultipliedColorU8], width: usize, last: bool) -> Resul
 }
 
 /// Feeds `input` to the compressor until it has taken all of it (and, with a flush, written
-/// everything out).
+/// everything out), appending what it writes to `out`. The compressor writes into a small
+/// buffer: `compress_vec` would zero all of `out`'s spare room on every call.
 fn deflate(
     z: &mut flate2::Compress,
     input: &[u8],
     out: &mut Vec<u8>,
     flush: flate2::FlushCompress,
 ) -> Result<()> {
+    let mut buf = [0u8; 16 << 10];
     let mut at = 0;
     loop {
-        if out.capacity() - out.len() < 64 << 10 {
-            out.reserve(out.len().max(256 << 10));
-        }
-        let before = z.total_in();
+        let (before_in, before_out) = (z.total_in(), z.total_out());
         let status = z
-            .compress_vec(&input[at..], out, flush)
+            .compress(&input[at..], &mut buf, flush)
             .context("compressing the PNG")?;
-        at += (z.total_in() - before) as usize;
-        let room_left = out.capacity() > out.len();
+        at += (z.total_in() - before_in) as usize;
+        let wrote = (z.total_out() - before_out) as usize;
+        out.extend_from_slice(&buf[..wrote]);
         let done = match flush {
             flate2::FlushCompress::Finish => status == flate2::Status::StreamEnd,
-            // All input taken and the output not full: the flush is complete.
-            _ => at == input.len() && room_left,
+            // All input taken and the buffer not filled: the flush is complete.
+            _ => at == input.len() && wrote < buf.len(),
         };
         if done {
             return Ok(());
