@@ -363,8 +363,8 @@ fn load_fonts(
     Ok((db, glyphs))
 }
 
-/// Most threads drawing strips at once (each holds one strip of [`STRIP_BYTES`] at a time: it
-/// waits for its strip to be taken before drawing the next).
+/// Most threads drawing strips at once (each holds one strip of [`STRIP_BYTES`] while drawing
+/// and compressing it, then waits, holding only the compressed piece, for it to be written).
 pub const MAX_DRAWERS: usize = 4;
 
 #[cfg(test)]

@@ -102,7 +102,9 @@ fn deflate(
     }
 }
 
-/// Joins pieces into one zlib stream: what the sink is given, in order, is the stream's bytes.
+/// Joins pieces into one zlib stream: [`Joiner::HEADER`], each piece's bytes in order, then
+/// [`Joiner::trailer`].
+#[derive(Default)]
 pub struct Joiner {
     adler: Adler,
 }
@@ -113,9 +115,7 @@ impl Joiner {
 
     /// A joiner before any piece.
     pub fn new() -> Joiner {
-        Joiner {
-            adler: Adler::new(),
-        }
+        Joiner::default()
     }
 
     /// Takes the next piece's checksum into account.
@@ -138,6 +138,12 @@ struct Adler {
 }
 
 const BASE: u32 = 65521;
+
+impl Default for Adler {
+    fn default() -> Adler {
+        Adler::new()
+    }
+}
 
 impl Adler {
     fn new() -> Adler {
