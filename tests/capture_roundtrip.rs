@@ -89,13 +89,13 @@ fn round_trip(root: &Path, keep_serials: bool) -> capture::Capture {
 fn hwloc_fixtures_round_trip() {
     let tarballs = common::hwloc_tarballs();
     assert!(tarballs.len() >= 5);
-    for t in tarballs {
-        let (_g, root) = common::extract(&t);
+    common::par_each(&tarballs, |t| {
+        let (_g, root) = common::extract(t);
         let c = round_trip(&root, true);
         // Smaller than the fixture: only what the scanner needs.
         let all = walk_count(&root);
         assert!(c.entries.len() <= all, "{}", t.display());
-    }
+    });
 }
 
 fn walk_count(root: &Path) -> usize {
@@ -115,17 +115,18 @@ fn walk_count(root: &Path) -> usize {
 
 #[test]
 fn synth_layouts_round_trip() {
-    for (name, _) in layouts::LAYOUTS {
-        if name.starts_with("scaling") {
-            continue; // the 1024-function tree is covered by the hwloc and HGX cases' logic
-        }
+    // The 1024-function tree is covered by the hwloc and HGX cases' logic.
+    let cases: Vec<(&str, bool)> = layouts::LAYOUTS
+        .iter()
+        .filter(|(name, _)| !name.starts_with("scaling"))
+        .flat_map(|(name, _)| [(*name, false), (*name, true)])
+        .collect();
+    common::par_each(&cases, |&(name, unprivileged)| {
         let spec = layouts::by_name(name).unwrap();
-        for unprivileged in [false, true] {
-            let dir = tempfile::tempdir().unwrap();
-            write_tree(&spec, dir.path(), &WriteOptions { unprivileged }).unwrap();
-            round_trip(dir.path(), false);
-        }
-    }
+        let dir = tempfile::tempdir().unwrap();
+        write_tree(&spec, dir.path(), &WriteOptions { unprivileged }).unwrap();
+        round_trip(dir.path(), false);
+    });
 }
 
 /// Plants serial numbers and a non-whitelisted file in a synthesized HGX tree; none of them may

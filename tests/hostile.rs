@@ -139,7 +139,7 @@ fn truncated_oversized_empty_and_non_utf8_files() {
         "0x020000",
         "0x15b3",
     );
-    std::fs::write(b.join("config"), vec![0x5au8; 1 << 16]).unwrap(); // oversized: read 4096
+    std::fs::write(b.join("config"), vec![0x5au8; 1 << 16]).unwrap(); // oversized: refused
     std::fs::write(b.join("vendor"), b"\xff\xfe\n").unwrap(); // non-UTF-8
     std::fs::write(b.join("local_cpulist"), b"").unwrap(); // empty
     std::fs::write(b.join("resource"), b"0x1 0x0 0x200\ngarbage\n").unwrap();
@@ -153,8 +153,15 @@ fn truncated_oversized_empty_and_non_utf8_files() {
             .any(|w| w.path.ends_with("0000:00:03.0/config"))
     );
     let nic = topo.device(&bdf("0000:03:00.0")).unwrap();
-    // Vendor unreadable as text; the config bytes (0x5a5a…) are not trusted for kind either.
-    assert_eq!(nic.config.as_ref().map(|c| c.len), Some(4096));
+    // Vendor unreadable as text; a config longer than PCIe's 4096 bytes is not a config space:
+    // refused whole (never its first 4096 bytes judged), and said.
+    assert!(nic.config.is_none());
+    assert!(
+        topo.warnings
+            .iter()
+            .any(|w| w.path.ends_with("0000:03:00.0/config")
+                && w.message.contains("more than 4096 bytes"))
+    );
     assert_eq!(nic.local_cpus.as_deref(), Some(&[][..]));
     assert!(nic.bars.is_empty());
     assert!(topo.warnings.iter().any(|w| w.path.ends_with("resource")));

@@ -4,6 +4,9 @@
 //! field, the Slurm wrapper by bash. The consumer tests (`tests/consumer_*.rs`) load them into
 //! the real consumers.
 
+mod common;
+
+use common::{load_spec, place_plan};
 use peerpath::analysis::audit::{self, AuditOptions};
 use peerpath::analysis::classify::{Classifier, ClassifyOptions, Label};
 use peerpath::analysis::paths::Paths;
@@ -13,30 +16,10 @@ use peerpath::model::{Bdf, DeviceKind, NvLink, Topology};
 use peerpath::parse::cpulist;
 use peerpath::render::{dot, gres, nccl_xml, nfd, prom};
 use peerpath::sources::{self, LoadOptions};
-use peerpath::synth::{self, WriteOptions, layouts};
+use peerpath::synth::layouts;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
-
-fn load_spec(spec: &synth::Spec) -> (tempfile::TempDir, Topology) {
-    // A tarball: one file write instead of thousands (the sysfs scanner reads both alike).
-    let dir = tempfile::tempdir().unwrap();
-    let tar = dir.path().join("fixture.tar.gz");
-    synth::write_tarball(spec, &tar, &WriteOptions::default()).unwrap();
-    let t = sources::load(Some(&tar), &LoadOptions::default()).unwrap();
-    (dir, t)
-}
-
-fn plan(t: &Topology, n: usize) -> Placement {
-    place::plan(
-        t,
-        &PlaceOptions {
-            ranks: n,
-            cores_per_rank: None,
-        },
-    )
-    .unwrap()
-}
 
 /// `(cpu → sibling set)` from the topology's `/proc/cpuinfo` triples.
 fn siblings(t: &Topology) -> BTreeMap<u32, BTreeSet<u32>> {
@@ -90,7 +73,7 @@ fn check_cores(t: &Topology, p: &Placement) {
 #[test]
 fn hgx_every_rank_gets_its_pix_partner() {
     let (_d, t) = load_spec(&layouts::hgx_h100());
-    let p = plan(&t, 8);
+    let p = place_plan(&t, 8);
     assert_eq!(p.schema, "peerpath.placement/1");
     assert_eq!(p.ranks.len(), 8);
     for r in &p.ranks {
@@ -114,7 +97,7 @@ fn hgx_every_rank_gets_its_pix_partner() {
 #[test]
 fn hgx_four_ranks_stay_on_one_numa_node() {
     let (_d, t) = load_spec(&layouts::hgx_h100());
-    let p = plan(&t, 4);
+    let p = place_plan(&t, 4);
     let numa: BTreeSet<Option<u32>> = p.ranks.iter().map(|r| r.numa_node).collect();
     assert_eq!(numa.len(), 1, "{p:?}");
     assert!(p.ranks.iter().all(|r| r.path.as_deref() == Some("PIX")));
@@ -145,7 +128,7 @@ fn hgx_four_ranks_stay_on_one_numa_node() {
 #[test]
 fn misplaced_nic_is_routed_around_and_said() {
     let (_d, t) = load_spec(&layouts::misplaced_nic());
-    let p = plan(&t, 8);
+    let p = place_plan(&t, 8);
     let r3 = p.ranks.iter().find(|r| r.cuda_index == 3).unwrap();
     // mlx5_3 is SYS from GPU3: the advice takes a nearer (shared) NIC and says why.
     assert_ne!(r3.nic.as_deref(), Some("mlx5_3"), "{:?}", r3.why);
@@ -444,8 +427,8 @@ fn nccl_xml_round_trips_through_the_nccl_source() {
             }
         }
         // And placement on the re-imported file picks the same NICs.
-        let p0 = plan(&t, 8);
-        let p1 = plan(&back, 8);
+        let p0 = place_plan(&t, 8);
+        let p1 = place_plan(&back, 8);
         let nics = |p: &Placement| {
             p.ranks
                 .iter()
@@ -764,7 +747,7 @@ fn with_nvlinks(t: &mut Topology, fabric: bool) {
 fn nvlink_domain_beats_numa_node() {
     let (_d, mut t) = load_spec(&layouts::hgx_h100());
     with_nvlinks(&mut t, false);
-    let p = plan(&t, 2);
+    let p = place_plan(&t, 2);
     let idx: Vec<usize> = p.ranks.iter().map(|r| r.cuda_index).collect();
     assert_eq!(idx, vec![0, 4], "{:?}", p.notes);
     assert!(

@@ -7,8 +7,11 @@
 //! XML naming the CXI devices `cxi<N>`), and synthesized sysfs trees for the link state
 //! (fixtures/platforms/README.md cites the driver's attribute definitions).
 
+mod common;
+
+use common::{load_spec, place_plan as plan};
 use peerpath::analysis::audit;
-use peerpath::analysis::place::{self, PlaceOptions, Placement};
+use peerpath::analysis::place::Placement;
 use peerpath::model::Topology;
 use peerpath::render;
 use peerpath::sources::{self, LoadOptions};
@@ -19,23 +22,8 @@ fn load(path: &Path) -> Topology {
     sources::load(Some(path), &LoadOptions::default()).unwrap()
 }
 
-fn plan(t: &Topology, n: usize) -> Placement {
-    place::plan(
-        t,
-        &PlaceOptions {
-            ranks: n,
-            cores_per_rank: None,
-        },
-    )
-    .unwrap()
-}
-
 fn cray_ex() -> (tempfile::TempDir, Topology) {
-    let dir = tempfile::tempdir().unwrap();
-    let tar = dir.path().join("cray-ex-a100.tar.gz");
-    synth::write_tarball(&layouts::cray_ex_a100(), &tar, &WriteOptions::default()).unwrap();
-    let t = load(&tar);
-    (dir, t)
+    load_spec(&layouts::cray_ex_a100())
 }
 
 /// No rank of a Slingshot plan is given a variable only verbs or UCX read.

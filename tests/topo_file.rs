@@ -197,6 +197,23 @@ fn an_unreadable_file_leaves_the_pairs_unknown() {
     assert!(gone.contains("does not use GPUDirect RDMA"), "{gone}");
 }
 
+/// `NCCL_TOPO_FILE` naming a directory: NCCL opens it as a file and fails; peerpath says so and
+/// never reads the directory as an input of its own (a sysfs tree there would have been scanned
+/// and then refused as "a sysfs file", and `/` would have scanned this machine).
+#[test]
+fn a_directory_named_as_the_file_is_not_read_as_a_tree() {
+    let node = guest(|k| (k / 4) as u32);
+    let d = tempfile::tempdir().unwrap();
+    let (_, out) = audit(&node, Some(d.path()));
+    assert!(out.contains("a directory, not a file"), "{out}");
+    assert_eq!(
+        out.matches("whether it uses GPUDirect RDMA here is unknown")
+            .count(),
+        8,
+        "{out}"
+    );
+}
+
 /// A snapshot whose `/etc/nccl.conf` names the file (the environment does not): NCCL reads the
 /// file on the node, which the input does not hold, so every pair is unknown, with where the
 /// setting is — never the node's own tree's verdict.

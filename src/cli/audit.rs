@@ -137,8 +137,19 @@ fn job_env(live: bool) -> job::JobEnv {
 /// An `NCCL_TOPO_FILE` read as NCCL topology XML, or why it could not be.
 fn read_topo_file(v: &str) -> Result<peerpath::model::Topology, String> {
     let p = std::path::Path::new(v);
-    if !p.exists() {
-        return Err(job::NO_SUCH_TOPO_FILE.to_string());
+    match std::fs::metadata(p) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(job::NO_SUCH_TOPO_FILE.to_string());
+        }
+        // NCCL opens the path as a file (`fopen`); a directory or device is never read as an
+        // input of its own here (a directory would be scanned as a sysfs tree).
+        Ok(m) if m.is_dir() => {
+            return Err("a directory, not a file: NCCL cannot read it as topology XML".into());
+        }
+        Ok(m) if !m.is_file() => {
+            return Err("not a regular file: NCCL cannot read it as topology XML".into());
+        }
+        _ => {}
     }
     peerpath::sources::load(Some(p), &Default::default())
         .map_err(|e| format!("not readable as a topology: {e:#}"))

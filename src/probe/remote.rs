@@ -345,6 +345,14 @@ fn verify_request(w: &[String], len: usize) -> Result<(u64, usize, String), Stri
     Ok((seed, msg, used))
 }
 
+/// Where slot `s` of `msg`-byte messages starts in a buffer of `len` bytes, refused when the
+/// slot does not end inside it (a `VERIFY` naming more used slots than the buffer holds).
+fn slot_offset(s: usize, msg: usize, len: usize) -> Result<usize, String> {
+    s.checked_mul(msg)
+        .filter(|a| a.checked_add(msg).is_some_and(|e| e <= len))
+        .ok_or_else(|| format!("slot {s} of {msg} bytes lies past the buffer"))
+}
+
 /// Fuzz entry (`crate::fuzzing`, target `control`): `data` as the bytes a listener and a peer
 /// read, with and without a key — framed into lines, the peer's first line checked as a
 /// `CHALLENGE`, every line's tag checked, and `HELLO`, `RAIL` and `VERIFY` parsed and checked
@@ -472,12 +480,7 @@ fn session(
                 }
                 let mut answer = "VERIFIED".to_string();
                 for (s, _) in used.bytes().enumerate().filter(|(_, b)| *b == b'1') {
-                    let at = s
-                        .checked_mul(msg)
-                        .filter(|a| a.checked_add(msg).is_some_and(|e| e <= buf.len()));
-                    let Some(at) = at else {
-                        return Err(format!("slot {s} of {msg} bytes lies past the buffer"));
-                    };
+                    let at = slot_offset(s, msg, buf.len())?;
                     if let Some(off) = memory::verify(buf, at, msg, seed, at)? {
                         answer = format!("WRONG {s} {off}");
                         break;
@@ -1021,6 +1024,19 @@ mod tests {
             assert!(e.contains("1 B to the buffer's 4096 B"), "{msg}: {e}");
         }
         assert!(verify_request(&w("VERIFY 7 -1 1"), 4096).is_err());
+    }
+
+    /// A `VERIFY` whose used slots reach past the buffer is refused at the first such slot,
+    /// never read past it (4 slots of 1 KiB fill a 4 KiB buffer; the fifth, and a slot index
+    /// whose offset overflows, lie past it).
+    #[test]
+    fn verify_slots_past_the_buffer_are_refused() {
+        assert_eq!(slot_offset(0, 1024, 4096), Ok(0));
+        assert_eq!(slot_offset(3, 1024, 4096), Ok(3072));
+        for (s, msg) in [(4, 1024), (1, 4096), (usize::MAX, 2), (2, usize::MAX / 2)] {
+            let e = slot_offset(s, msg, 4096).unwrap_err();
+            assert!(e.contains("lies past the buffer"), "{s} {msg}: {e}");
+        }
     }
 
     #[test]

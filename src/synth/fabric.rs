@@ -9,7 +9,7 @@
 //! of each group of `hosts_per_leaf` hosts is cabled to leaf `leaf-r<k>-su<g>`, every leaf has
 //! `spines` uplinks, one to each spine. All links `4xNDR` unless a fault says otherwise.
 
-use crate::analysis::cabling::{Adapter, NodeLayout};
+use crate::analysis::cabling::NodeLayout;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
@@ -274,23 +274,7 @@ pub fn ibnetdiscover(pod: &Pod, faults: &[PodFault]) -> String {
 /// The layout every host of a synthesized pod shares: adapter `mlx5_k` on rail k serving
 /// `GPUk`, port 1 up.
 pub fn layout(pod: &Pod) -> NodeLayout {
-    NodeLayout {
-        host: None,
-        source: "synthesized pod layout".into(),
-        adapters: (0..pod.rails)
-            .map(|r| Adapter {
-                name: format!("mlx5_{r}"),
-                port: Some(1),
-                rail: Some(r),
-                gpus: vec![format!("GPU{r}")],
-                node_guid: None,
-                port_guid: None,
-                netdevs: Vec::new(),
-                node_desc: None,
-                active: Some(true),
-            })
-            .collect(),
-    }
+    NodeLayout::one_adapter_per_rail(pod.rails, "synthesized pod layout")
 }
 
 /// `4xNDR` → (`4x`, `NDR`).

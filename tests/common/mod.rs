@@ -22,7 +22,11 @@ pub fn hwloc_tarballs() -> Vec<PathBuf> {
 
 /// Extracts a tarball into a fresh temp dir and returns (guard, root) where root holds `sys/`.
 pub fn extract(tarball: &Path) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
+    extract_into(tarball, tempfile::tempdir().unwrap())
+}
+
+/// [`extract`] into the given fresh directory.
+fn extract_into(tarball: &Path, dir: tempfile::TempDir) -> (tempfile::TempDir, PathBuf) {
     let bytes = std::fs::read(tarball).unwrap();
     let reader: Box<dyn std::io::Read> = if bytes.starts_with(b"BZh") {
         Box::new(bzip2::read::BzDecoder::new(&bytes[..]))
@@ -54,7 +58,9 @@ pub fn extracted(tarball: &Path) -> PathBuf {
     let stamp = dest.join(".complete");
     if !stamp.exists() {
         std::fs::create_dir_all(&base).unwrap();
-        let (tmp, _) = extract(tarball);
+        // Extracted beside its destination: a rename does not cross file systems (TMPDIR may
+        // be a tmpfs, as .ci/run makes it).
+        let (tmp, _) = extract_into(tarball, tempfile::tempdir_in(&base).unwrap());
         std::fs::write(tmp.path().join(".complete"), b"").unwrap();
         let tmp = tmp.keep();
         if std::fs::rename(&tmp, &dest).is_err() {
@@ -291,4 +297,53 @@ pub fn in_pid_namespace(script: &Path) -> Command {
     ])
     .arg(script);
     c
+}
+
+/// A synthesized node written as a tarball (one file write instead of thousands; the sysfs
+/// scanner reads both alike) and loaded as `peerpath -i` loads it; the guard keeps the tarball.
+pub fn load_spec(spec: &peerpath::synth::Spec) -> (tempfile::TempDir, peerpath::model::Topology) {
+    let dir = tempfile::tempdir().unwrap();
+    let tar = dir.path().join("fixture.tar.gz");
+    peerpath::synth::write_tarball(spec, &tar, &peerpath::synth::WriteOptions::default()).unwrap();
+    let t = peerpath::sources::load(Some(&tar), &Default::default()).unwrap();
+    (dir, t)
+}
+
+/// `peerpath place`'s plan for `ranks` ranks, cores per rank chosen by the planner.
+pub fn place_plan(
+    t: &peerpath::model::Topology,
+    ranks: usize,
+) -> peerpath::analysis::place::Placement {
+    use peerpath::analysis::place::{PlaceOptions, plan};
+    plan(
+        t,
+        &PlaceOptions {
+            ranks,
+            cores_per_rank: None,
+        },
+    )
+    .unwrap()
+}
+
+/// Runs `f` on every item, on as many threads as the machine has cores (at most one per
+/// item): for tests that loop over many independent cases, each mostly waiting on one
+/// single-threaded `peerpath` child or one tree on disk. A panic in any case fails the test
+/// (`std::thread::scope` re-raises it) after the cases already started end.
+pub fn par_each<T: Sync>(items: &[T], f: impl Fn(&T) + Sync) {
+    let threads = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .min(items.len())
+        .max(1);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(item) = items.get(i) else { break };
+                    f(item);
+                }
+            });
+        }
+    });
 }

@@ -40,11 +40,7 @@ pub fn check(ctx: &Ctx) -> Vec<Finding> {
             ConfFileState::Absent => "absent".to_string(),
             ConfFileState::Unreadable(why) => {
                 out.push(
-                    Finding::new(
-                        CheckId::NcclSettings,
-                        Severity::Unknown,
-                        Subject::Node,
-                        format!(
+                    settings_finding(Severity::Unknown, format!(
                             "{} ({}) could not be read ({why}): the settings NCCL would take from it are unknown",
                             f.path, f.role
                         ),
@@ -66,10 +62,8 @@ pub fn check(ctx: &Ctx) -> Vec<Finding> {
         .collect();
     let effective_ev = s.used().map(setting_evidence);
     out.push(
-        Finding::new(
-            CheckId::NcclSettings,
+        settings_finding(
             Severity::Info,
-            Subject::Node,
             format!(
                 "NCCL settings read as NCCL {} reads them{}: {}; {}",
                 st.version,
@@ -92,10 +86,8 @@ pub fn check(ctx: &Ctx) -> Vec<Finding> {
     );
     for m in &st.misread {
         out.push(
-            Finding::new(
-                CheckId::NcclSettings,
+            settings_finding(
                 Severity::Warning,
-                Subject::Node,
                 format!("{}: {}", m.setting.described(), m.why),
                 match &m.meant {
                     Some(w) => format!("write `{w}` in {}", m.setting.source),
@@ -110,11 +102,7 @@ pub fn check(ctx: &Ctx) -> Vec<Finding> {
             continue;
         }
         out.push(
-            Finding::new(
-                CheckId::NcclSettings,
-                Severity::Info,
-                Subject::Node,
-                format!(
+            settings_finding(Severity::Info, format!(
                     "{} is not used: {} comes first (NCCL never lets a file override a variable already set)",
                     hidden.described(),
                     winner.described()
@@ -128,11 +116,7 @@ pub fn check(ctx: &Ctx) -> Vec<Finding> {
         );
     }
     if s.get("NCCL_CONF_FILE").is_some() && !st.version.at_least(23) {
-        out.push(Finding::new(
-            CheckId::NcclSettings,
-            Severity::Warning,
-            Subject::Node,
-            format!(
+        out.push(settings_finding(Severity::Warning, format!(
                 "NCCL_CONF_FILE is set, but NCCL {} reads it only from 2.23.4: this release reads ~/.nccl.conf instead",
                 st.version
             ),
@@ -140,6 +124,11 @@ pub fn check(ctx: &Ctx) -> Vec<Finding> {
         ));
     }
     out
+}
+
+/// A finding of this check about the node's NCCL settings.
+fn settings_finding(severity: Severity, what: String, fix: impl Into<String>) -> Finding {
+    Finding::new(CheckId::NcclSettings, severity, Subject::Node, what, fix)
 }
 
 /// A setting as finding evidence: `env NAME` = value, or `FILE line N` = `NAME=value`.

@@ -60,6 +60,29 @@ fn sysfs_guid(s: &str) -> Option<u64> {
 }
 
 impl NodeLayout {
+    /// A layout shared by every host (no host name): adapter `mlx5_k` on rail k serving `GPUk`,
+    /// port 1 active, no GUIDs or netdevs. Written for synthesized pods and tests, whose fabric
+    /// maps are cabled that way.
+    pub fn one_adapter_per_rail(rails: usize, source: &str) -> Self {
+        NodeLayout {
+            host: None,
+            source: source.to_string(),
+            adapters: (0..rails)
+                .map(|r| Adapter {
+                    name: format!("mlx5_{r}"),
+                    port: Some(1),
+                    rail: Some(r),
+                    gpus: vec![format!("GPU{r}")],
+                    node_guid: None,
+                    port_guid: None,
+                    netdevs: Vec::new(),
+                    node_desc: None,
+                    active: Some(true),
+                })
+                .collect(),
+        }
+    }
+
     /// The layout of one node: its rails report's fabric ports, with the RDMA device facts
     /// the topology holds for each (`node_guid`, `node_desc`, `ports/<p>/gids/0`, `state`,
     /// netdev names).

@@ -224,23 +224,7 @@ fn other_unit_and_crossed_by_names() {
 }
 
 fn two_rail_layout() -> NodeLayout {
-    NodeLayout {
-        host: None,
-        source: "layout".into(),
-        adapters: (0..2)
-            .map(|r| Adapter {
-                name: format!("mlx5_{r}"),
-                port: Some(1),
-                rail: Some(r),
-                gpus: vec![format!("GPU{r}")],
-                node_guid: None,
-                port_guid: None,
-                netdevs: Vec::new(),
-                node_desc: None,
-                active: Some(true),
-            })
-            .collect(),
-    }
+    NodeLayout::one_adapter_per_rail(2, "layout")
 }
 
 /// A host naming its adapters `HCA-K` (not the layout's names) on leaves whose other adapters

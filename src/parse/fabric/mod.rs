@@ -202,6 +202,14 @@ impl Builder {
         rate: Option<LinkRate>,
         evidence: String,
     ) {
+        let new = FabricLink {
+            a,
+            b,
+            port_names: names,
+            rate,
+            evidence,
+            loopback: a.node == b.node,
+        };
         let found = self
             .seen
             .get(&(a.node, a.port))
@@ -213,9 +221,10 @@ impl Builder {
             // One port printed cabled to two different peers: both kept, and said.
             let first = self.map.links[i].evidence.clone();
             self.map.limitations.push(format!(
-                "a port is printed cabled to two different peers ({first} and {evidence}): both links kept"
+                "a port is printed cabled to two different peers ({first} and {}): both links kept",
+                new.evidence
             ));
-            self.push_link(a, b, names, rate, evidence);
+            self.push_link(new);
             return;
         }
         if let Some(i) = found {
@@ -227,7 +236,7 @@ impl Builder {
                     }
                 }
             }
-            match (&mut l.rate, rate) {
+            match (&mut l.rate, new.rate) {
                 (None, r) => l.rate = r,
                 // A note printed from one end only (a faster supported rate) is kept.
                 (Some(old), Some(new))
@@ -240,7 +249,7 @@ impl Builder {
             }
             return;
         }
-        self.push_link(a, b, names, rate, evidence);
+        self.push_link(new);
     }
 
     /// Whether link `i` joins the same two ports as `a`–`b` (either way round).
@@ -250,25 +259,12 @@ impl Builder {
         (k(l.a), k(l.b)) == (k(a), k(b)) || (k(l.a), k(l.b)) == (k(b), k(a))
     }
 
-    fn push_link(
-        &mut self,
-        a: LinkEnd,
-        b: LinkEnd,
-        names: Option<(String, String)>,
-        rate: Option<LinkRate>,
-        evidence: String,
-    ) {
+    /// Appends a cable and marks both its ports as seen (the first cable a port is on wins).
+    fn push_link(&mut self, link: FabricLink) {
         let i = self.map.links.len();
-        self.seen.entry((a.node, a.port)).or_insert(i);
-        self.seen.entry((b.node, b.port)).or_insert(i);
-        self.map.links.push(FabricLink {
-            a,
-            b,
-            port_names: names,
-            rate,
-            evidence,
-            loopback: a.node == b.node,
-        });
+        self.seen.entry((link.a.node, link.a.port)).or_insert(i);
+        self.seen.entry((link.b.node, link.b.port)).or_insert(i);
+        self.map.links.push(link);
     }
 
     /// Records how many ports node `i` has.

@@ -186,13 +186,25 @@ fn read_attributes(at: &DeviceDir, d: &mut Device) {
     }
 }
 
+/// The size of PCIe's extended configuration space: the longest `config` sysfs shows.
+const CONFIG_SPACE_BYTES: usize = 4096;
+
 /// Config space first: its header holds what the kernel shows as `vendor`, `device`,
 /// `class`, `revision` and the subsystem IDs, and (256 bytes or more, as root) the link
 /// registers behind the four link attributes, so those files are read only where config does
 /// not answer (a short or missing config, a virtual function). Returns the header's IDs.
 fn read_config(at: &DeviceDir, d: &mut Device) -> Option<crate::model::pci_config::HeaderIds> {
     let mut header: Option<crate::model::pci_config::HeaderIds> = None;
-    match at.held.read_limited("config", 4096) {
+    match at.held.read_limited("config", CONFIG_SPACE_BYTES + 1) {
+        // PCIe's extended configuration space is 4096 bytes: a longer file is not a config
+        // space, and no part of it is judged.
+        Ok(b) if b.len() > CONFIG_SPACE_BYTES => at.log.warn(
+            &at.path("config"),
+            format!(
+                "more than {CONFIG_SPACE_BYTES} bytes (PCIe's extended configuration space): \
+                 not a config space; config facts unknown"
+            ),
+        ),
         Ok(b) => {
             header = config::header_ids(&b);
             match config::parse(&b) {
