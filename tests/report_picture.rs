@@ -554,3 +554,45 @@ fn missing_font_is_a_clear_error() {
     let e = png::find_fonts(Some(Path::new("/nonexistent/font.ttf"))).unwrap_err();
     assert!(e.to_string().contains("/nonexistent/font.ttf"));
 }
+
+/// The PNG file decodes to exactly the pixels `rasterise` draws, for a picture drawn in several
+/// strips: each strip is filtered and deflated on its own thread and the pieces are joined into
+/// one zlib stream (issue 54), so a piece filtered against another strip's row, a piece out of
+/// order, a wrong checksum or a missing flush shows here as a decode error or changed pixels.
+#[test]
+fn hgx_h100_png_file_holds_the_drawn_pixels() {
+    let d = draw(scan(&layouts::hgx_h100()));
+    let fonts = fonts();
+    let scale = 4.0;
+    let drawn = png::rasterise(&d.svg, &fonts, scale).unwrap();
+    assert!(
+        drawn.height() > 2 * png::strip_rows(drawn.width()),
+        "{}x{} is drawn in fewer than 3 strips",
+        drawn.width(),
+        drawn.height()
+    );
+    let bytes = png::render(&d.svg, &fonts, scale).unwrap();
+    let mut dec = ::png::Decoder::new(std::io::Cursor::new(bytes))
+        .read_info()
+        .unwrap();
+    let mut buf = vec![0; dec.output_buffer_size().unwrap()];
+    let info = dec.next_frame(&mut buf).unwrap();
+    assert_eq!((info.width, info.height), (drawn.width(), drawn.height()));
+    let want: Vec<u8> = drawn
+        .pixels()
+        .iter()
+        .flat_map(|p| {
+            let c = p.demultiply();
+            [c.red(), c.green(), c.blue(), c.alpha()]
+        })
+        .collect();
+    let differ = buf
+        .chunks_exact(4)
+        .zip(want.chunks_exact(4))
+        .filter(|(a, b)| a != b)
+        .count();
+    assert_eq!(
+        differ, 0,
+        "{differ} pixels of the PNG differ from the drawn ones"
+    );
+}

@@ -18,6 +18,7 @@ pub mod nfd;
 pub mod place;
 pub mod png;
 pub mod png_cull;
+pub mod png_deflate;
 pub mod probe;
 pub mod prom;
 pub mod rails;

@@ -70,39 +70,51 @@ pub fn render(svg: &str, fonts: &[PathBuf], scale: f32) -> Result<Vec<u8>> {
 
 /// [`render`], and the note when the picture was scaled down to fit [`MAX_PIXELS`].
 ///
-/// The picture is drawn in horizontal strips of about [`STRIP_BYTES`] (as many at once as there
-/// are cores) and each strip is encoded as soon as it is drawn: neither the whole pixmap nor a
-/// demultiplied copy of it is ever held, so memory is the SVG tree plus a few strips. The PNG is
-/// compressed at zlib level 3 with the `Up` filter: on these flat-coloured pictures that is a
-/// little smaller than `png`'s default (level 6, adaptive filter) and about twice as fast.
+/// The picture is drawn in horizontal strips of about [`STRIP_BYTES`] by as many threads as
+/// there are cores (at most [`MAX_DRAWERS`]); each thread also filters and deflates the strips
+/// it drew ([`super::png_deflate`]), and the calling thread writes the pieces in order as one
+/// zlib stream. Neither the whole pixmap nor a demultiplied copy of it is ever held, so memory
+/// is the SVG parts plus a few strips. Compression is zlib level [`super::png_deflate::LEVEL`].
 pub fn render_fitted(
     svg: &str,
     fonts: &[PathBuf],
     scale: f32,
 ) -> Result<(Vec<u8>, Option<String>)> {
-    use std::io::Write as _;
     let pic = Prepared::new(svg, fonts, scale)?;
+    let out = encode(&pic, strip_rows(pic.width))?;
+    Ok((out, pic.note))
+}
+
+/// The PNG of a prepared picture, drawn and compressed in strips of `rows` rows.
+fn encode(pic: &Prepared, rows: u32) -> Result<Vec<u8>> {
+    use super::png_deflate::{Joiner, piece};
     let mut out = Vec::new();
     {
         let mut enc = png::Encoder::new(&mut out, pic.width, pic.height);
         enc.set_color(png::ColorType::Rgba);
         enc.set_depth(png::BitDepth::Eight);
-        enc.set_deflate_compression(png::DeflateCompression::Level(3));
-        enc.set_filter(png::Filter::Up);
-        let mut header = enc.write_header().context("encoding the PNG")?;
-        let mut stream = header.stream_writer().context("encoding the PNG")?;
-        let mut rgba = Vec::new();
-        pic.draw_strips(|_, pixels| {
-            rgba.clear();
-            rgba.extend(pixels.iter().flat_map(|p| {
-                let c = p.demultiply();
-                [c.red(), c.green(), c.blue(), c.alpha()]
-            }));
-            stream.write_all(&rgba).context("encoding the PNG")
-        })?;
-        stream.finish().context("encoding the PNG")?;
+        let mut w = enc.write_header().context("encoding the PNG")?;
+        let mut joiner = Joiner::new();
+        let mut first = true;
+        let (width, height) = (pic.width as usize, pic.height);
+        pic.draw_strips_of(
+            rows,
+            &|y0, pixels| piece(pixels, width, y0.saturating_add(rows) >= height),
+            &mut |_, p| {
+                joiner.add(&p);
+                if std::mem::take(&mut first) {
+                    w.write_chunk(png::chunk::IDAT, &Joiner::HEADER)
+                        .context("encoding the PNG")?;
+                }
+                w.write_chunk(png::chunk::IDAT, &p.deflated)
+                    .context("encoding the PNG")
+            },
+        )?;
+        w.write_chunk(png::chunk::IDAT, &joiner.trailer())
+            .context("encoding the PNG")?;
+        w.finish().context("encoding the PNG")?;
     }
-    Ok((out, pic.note))
+    Ok(out)
 }
 
 /// Rasterises an SVG document to a pixmap (the pixels [`render`] encodes, drawn strip by strip
@@ -112,11 +124,15 @@ pub fn rasterise(svg: &str, fonts: &[PathBuf], scale: f32) -> Result<resvg::tiny
     let mut all = resvg::tiny_skia::Pixmap::new(pic.width, pic.height)
         .with_context(|| format!("cannot allocate a {}x{} image", pic.width, pic.height))?;
     let width = pic.width as usize;
-    pic.draw_strips(|y0, pixels| {
-        let at = y0 as usize * width;
-        all.pixels_mut()[at..at + pixels.len()].copy_from_slice(pixels);
-        Ok(())
-    })?;
+    pic.draw_strips_of(
+        strip_rows(pic.width),
+        &|_, pixels| Ok(pixels.to_vec()),
+        &mut |y0, pixels| {
+            let at = y0 as usize * width;
+            all.pixels_mut()[at..at + pixels.len()].copy_from_slice(&pixels);
+            Ok(())
+        },
+    )?;
     Ok(all)
 }
 
@@ -248,24 +264,17 @@ impl<'a> Prepared<'a> {
         Ok((pm, (y0 - top) as usize * w..(end - top) as usize * w))
     }
 
-    /// Draws the picture strip by strip and hands each strip's premultiplied pixels to `sink`
-    /// with its first row, top to bottom. Up to [`MAX_DRAWERS`] threads draw strips (strip `i`
-    /// by drawer `i` mod their number) while the caller's thread runs `sink` on the strips in
-    /// order; each drawer holds at most one finished strip, so at most drawers + 1 strips live.
-    fn draw_strips(
-        &self,
-        mut sink: impl FnMut(u32, &[resvg::tiny_skia::PremultipliedColorU8]) -> Result<()>,
-    ) -> Result<()> {
-        self.draw_strips_of(strip_rows(self.width), &mut sink)
-    }
-
-    /// [`Prepared::draw_strips`] with strips of `rows` rows.
-    fn draw_strips_of(
+    /// Draws the picture in strips of `rows` rows, top to bottom: up to [`MAX_DRAWERS`]
+    /// threads draw strips (strip `i` by drawer `i` mod their number) and run `work` on each
+    /// strip's own premultiplied pixels with its first row, while the caller's thread runs
+    /// `sink` on the results in order. Each drawer holds at most one finished result, so at
+    /// most drawers strips are drawn or waiting at once.
+    fn draw_strips_of<T: Send>(
         &self,
         rows: u32,
-        sink: &mut impl FnMut(u32, &[resvg::tiny_skia::PremultipliedColorU8]) -> Result<()>,
+        work: &(impl Fn(u32, &[resvg::tiny_skia::PremultipliedColorU8]) -> Result<T> + Sync),
+        sink: &mut impl FnMut(u32, T) -> Result<()>,
     ) -> Result<()> {
-        type Strip = Result<(resvg::tiny_skia::Pixmap, std::ops::Range<usize>)>;
         let starts: Vec<u32> = (0..self.height).step_by(rows as usize).collect();
         let drawers = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
@@ -274,27 +283,28 @@ impl<'a> Prepared<'a> {
         std::thread::scope(|s| {
             let mut inbox = Vec::with_capacity(drawers);
             for d in 0..drawers {
-                let (tx, rx) = std::sync::mpsc::sync_channel::<Strip>(0);
+                let (tx, rx) = std::sync::mpsc::sync_channel::<Result<T>>(0);
                 inbox.push(rx);
                 let starts = &starts;
                 s.spawn(move || {
                     for &y0 in starts.iter().skip(d).step_by(drawers) {
-                        let strip = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                            self.draw_strip(y0, rows)
+                        let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            let (pm, own) = self.draw_strip(y0, rows)?;
+                            work(y0, &pm.pixels()[own])
                         }))
                         .unwrap_or_else(|_| Err(anyhow::anyhow!("the rasteriser failed")));
                         // The caller stopped (an error): nothing more to draw.
-                        if tx.send(strip).is_err() {
+                        if tx.send(done).is_err() {
                             break;
                         }
                     }
                 });
             }
             for (i, &y0) in starts.iter().enumerate() {
-                let (pm, own) = inbox[i % drawers]
+                let done = inbox[i % drawers]
                     .recv()
                     .map_err(|_| anyhow::anyhow!("the rasteriser stopped"))??;
-                sink(y0, &pm.pixels()[own])?;
+                sink(y0, done)?;
             }
             Ok(())
         })
@@ -353,8 +363,8 @@ fn load_fonts(
     Ok((db, glyphs))
 }
 
-/// Most threads drawing strips at once (each holds one strip of [`STRIP_BYTES`] at a time: it
-/// waits for its strip to be taken before drawing the next).
+/// Most threads drawing strips at once (each holds one strip of [`STRIP_BYTES`] while drawing
+/// and compressing it, then waits, holding only the compressed piece, for it to be written).
 pub const MAX_DRAWERS: usize = 4;
 
 #[cfg(test)]
@@ -398,9 +408,9 @@ mod fit_tests {
         // 37-row strips: 11 of them, the last short; text and the line cross their edges.
         let mut got = Vec::new();
         let mut firsts = Vec::new();
-        pic.draw_strips_of(37, &mut |y0, px| {
+        pic.draw_strips_of(37, &|_, px| Ok(px.to_vec()), &mut |y0, px| {
             firsts.push(y0);
-            got.extend_from_slice(px);
+            got.extend_from_slice(&px);
             Ok(())
         })
         .unwrap();
@@ -457,6 +467,31 @@ mod fit_tests {
         assert!(buf == want, "decoded PNG differs from the drawn pixels");
     }
 
+    /// A PNG written in many strips (each compressed on its own and joined into one zlib
+    /// stream) decodes to exactly the pixels drawn in those strips.
+    #[test]
+    fn a_png_of_many_strips_decodes_to_the_drawn_pixels() {
+        let fonts = find_fonts(None).expect("DejaVu Sans Mono (fonts-dejavu-core) is needed");
+        let pic = Prepared::new(SVG, &fonts, 1.3).unwrap();
+        let bytes = encode(&pic, 37).unwrap();
+        let mut drawn = Vec::new();
+        pic.draw_strips_of(37, &|_, px| Ok(px.to_vec()), &mut |_, px| {
+            drawn.extend(px.iter().flat_map(|p| {
+                let c = p.demultiply();
+                [c.red(), c.green(), c.blue(), c.alpha()]
+            }));
+            Ok(())
+        })
+        .unwrap();
+        let mut dec = png::Decoder::new(std::io::Cursor::new(bytes))
+            .read_info()
+            .unwrap();
+        let mut buf = vec![0; dec.output_buffer_size().unwrap()];
+        let info = dec.next_frame(&mut buf).unwrap();
+        assert_eq!((info.width, info.height), (286, 390));
+        assert!(buf == drawn, "decoded PNG differs from the drawn strips");
+    }
+
     /// Shapes whose own coordinates lie outside a strip (and its margin) but which reach into
     /// it: a text's glyphs above its baseline, a thick stroke's half, a rectangle spanning
     /// several strips, a polyline whose points are all outside the strip.
@@ -489,8 +524,8 @@ mod fit_tests {
             &mut whole.as_mut(),
         );
         let mut got = Vec::new();
-        pic.draw_strips_of(50, &mut |_, px| {
-            got.extend_from_slice(px);
+        pic.draw_strips_of(50, &|_, px| Ok(px.to_vec()), &mut |_, px| {
+            got.extend_from_slice(&px);
             Ok(())
         })
         .unwrap();
