@@ -444,16 +444,22 @@ mod fit_tests {
         );
     }
 
-    #[test]
-    fn the_png_decodes_to_the_drawn_pixels() {
-        let fonts = find_fonts(None).expect("DejaVu Sans Mono (fonts-dejavu-core) is needed");
-        let bytes = render(SVG, &fonts, 1.3).unwrap();
-        let drawn = rasterise(SVG, &fonts, 1.3).unwrap();
+    /// A PNG's decoded pixels and its header, as any PNG reader (the `png` crate) sees them.
+    fn decode(bytes: Vec<u8>) -> (Vec<u8>, png::OutputInfo) {
         let mut dec = png::Decoder::new(std::io::Cursor::new(bytes))
             .read_info()
             .unwrap();
         let mut buf = vec![0; dec.output_buffer_size().unwrap()];
         let info = dec.next_frame(&mut buf).unwrap();
+        (buf, info)
+    }
+
+    #[test]
+    fn the_png_decodes_to_the_drawn_pixels() {
+        let fonts = find_fonts(None).expect("DejaVu Sans Mono (fonts-dejavu-core) is needed");
+        let bytes = render(SVG, &fonts, 1.3).unwrap();
+        let drawn = rasterise(SVG, &fonts, 1.3).unwrap();
+        let (buf, info) = decode(bytes);
         assert_eq!((info.width, info.height), (286, 390));
         assert_eq!(info.color_type, png::ColorType::Rgba);
         let want: Vec<u8> = drawn
@@ -483,11 +489,7 @@ mod fit_tests {
             Ok(())
         })
         .unwrap();
-        let mut dec = png::Decoder::new(std::io::Cursor::new(bytes))
-            .read_info()
-            .unwrap();
-        let mut buf = vec![0; dec.output_buffer_size().unwrap()];
-        let info = dec.next_frame(&mut buf).unwrap();
+        let (buf, info) = decode(bytes);
         assert_eq!((info.width, info.height), (286, 390));
         assert!(buf == drawn, "decoded PNG differs from the drawn strips");
     }
